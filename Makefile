@@ -1,0 +1,59 @@
+# sexton — build, test and measure.
+GO          ?= go
+BIN         ?= bin/sexton
+STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
+PKGS        := ./...
+# Fuzz targets: package:FuzzName. `make test` runs each briefly; `make fuzz` longer.
+FUZZ_TARGETS := $(shell grep -rl --include='*_test.go' '^func Fuzz' . 2>/dev/null | xargs -r grep -H -o '^func Fuzz[A-Za-z0-9_]*' | sed -E 's|^\./([^:]*)/[^/:]*:func (Fuzz.*)|\1:\2|' | sort -u)
+FUZZ_SHORT  ?= 4s
+FUZZ_LONG   ?= 2m
+
+.PHONY: all build test lint fmt-check vet staticcheck unit fuzz-short fuzz bench run soak clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/sexton
+
+run: build
+	$(BIN) dev
+
+test: lint unit fuzz-short
+
+lint: fmt-check vet staticcheck
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would rewrite:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+staticcheck:
+	$(STATICCHECK) $(PKGS)
+
+unit:
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+
+fuzz-short:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$pkg $$fn ($(FUZZ_SHORT))"; \
+		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZ_SHORT) ./$$pkg || exit 1; \
+	done
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZ_LONG) ./$$pkg || exit 1; \
+	done
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -count=1 -timeout 30m ./fsm ./snapshot ./holder ./transport
+
+# Long soaks and drills that CI does not run.
+soak: build
+	SEXTON_SOAK=1 $(GO) test -count=1 -timeout 60m ./integration -run 'Soak|Drill'
+
+clean:
+	rm -rf bin

@@ -1,0 +1,34 @@
+package api
+
+import "fmt"
+
+// ObjectIncarnation names one life of a key. High is the cluster id, Low the
+// Raft index of the PutStart entry that created it. Both are decided by the
+// FSM at apply time, so every master computes the same value. The zero value
+// is the legacy incarnation carried by data written before incarnations
+// existed (a 1.0.0 snapshot, a legacy bucket .meta).
+type ObjectIncarnation struct {
+	High uint64 `msgpack:"h"`
+	Low  uint64 `msgpack:"l"`
+}
+
+// IsZero reports whether this is the legacy incarnation.
+func (i ObjectIncarnation) IsZero() bool { return i.High == 0 && i.Low == 0 }
+
+// Less orders incarnations: within one cluster by Raft index, which is the
+// order in which the PutStarts were applied.
+func (i ObjectIncarnation) Less(o ObjectIncarnation) bool {
+	if i.Low != o.Low {
+		return i.Low < o.Low
+	}
+	return i.High < o.High
+}
+
+func (i ObjectIncarnation) String() string { return fmt.Sprintf("%016x:%d", i.High, i.Low) }
+
+// ObjectRef names one incarnation of one key, as a holder reports what it
+// stores during reconciliation.
+type ObjectRef struct {
+	Key         string            `msgpack:"k"`
+	Incarnation ObjectIncarnation `msgpack:"i"`
+}

@@ -1,0 +1,313 @@
+package api
+
+// Method names of the master RPC. A method name is part of the wire format:
+// never rename one, add a new one instead.
+const (
+	MethodPutStart         = "PutStart"
+	MethodPutEnd           = "PutEnd"
+	MethodPutRevoke        = "PutRevoke"
+	MethodGet              = "Get"
+	MethodBatchGet         = "BatchGet"
+	MethodExist            = "Exist"
+	MethodRemove           = "Remove"
+	MethodBatchRemove      = "BatchRemove"
+	MethodList             = "List"
+	MethodStat             = "Stat"
+	MethodMountLocalDisk   = "MountLocalDisk"
+	MethodUnmountLocalDisk = "UnmountLocalDisk"
+	MethodHeartbeat        = "Heartbeat"
+	MethodFetchTasks       = "FetchLocalDeleteTasks"
+	MethodAckTasks         = "AckLocalDeleteTasks"
+	MethodReconcile        = "ReconcileLocalDiskObjects"
+	MethodStatus           = "Status"
+	MethodListTasks        = "ListTasks"
+	MethodListSegments     = "ListSegments"
+	MethodRetireStorage    = "RetireStorage"
+	MethodRaftPeers        = "RaftPeers"
+	MethodRaftAddVoter     = "RaftAddVoter"
+	MethodRaftRemovePeer   = "RaftRemovePeer"
+	MethodRaftTransfer     = "RaftTransferLeadership"
+	MethodSnapshotSave     = "SnapshotSave"
+	MethodSnapshotRestore  = "SnapshotRestore"
+)
+
+// Methods of a holder's data RPC.
+const (
+	MethodHolderWrite  = "HolderWrite"
+	MethodHolderRead   = "HolderRead"
+	MethodHolderScan   = "HolderScan"
+	MethodHolderStatus = "HolderStatus"
+)
+
+// Empty is the body of a call that takes or returns nothing.
+type Empty struct{}
+
+// PutStartRequest asks the leader to place a new incarnation of Key.
+type PutStartRequest struct {
+	Key           string `msgpack:"key"`
+	Tenant        string `msgpack:"tenant,omitempty"`
+	Size          int64  `msgpack:"size"`
+	ReplicaNum    int    `msgpack:"replicas"`
+	DFSReplicaNum int    `msgpack:"dfs_replicas,omitempty"`
+	IfAbsent      bool   `msgpack:"if_absent,omitempty"`
+	PutID         string `msgpack:"put_id,omitempty"`
+}
+
+// PutStartResponse names the new incarnation and where to write it.
+type PutStartResponse struct {
+	Incarnation ObjectIncarnation `msgpack:"inc"`
+	Replicas    []ReplicaLocation `msgpack:"replicas"`
+}
+
+// PutEndRequest completes, and PutRevokeRequest abandons, a pending put.
+type PutEndRequest struct {
+	Key         string            `msgpack:"key"`
+	Incarnation ObjectIncarnation `msgpack:"inc"`
+}
+
+// PutRevokeRequest abandons a pending put.
+type PutRevokeRequest = PutEndRequest
+
+// KeyRequest names one key.
+type KeyRequest struct {
+	Key string `msgpack:"key"`
+}
+
+// KeysRequest names many keys; results come back in the same order.
+type KeysRequest struct {
+	Keys []string `msgpack:"keys"`
+}
+
+// ObjectInfo is the newest COMPLETE incarnation of a key.
+type ObjectInfo struct {
+	Key         string            `msgpack:"key"`
+	Tenant      string            `msgpack:"tenant,omitempty"`
+	Size        int64             `msgpack:"size"`
+	Incarnation ObjectIncarnation `msgpack:"inc"`
+	Created     int64             `msgpack:"created"`
+	Replicas    []ReplicaLocation `msgpack:"replicas"`
+}
+
+// GetResponse answers Get.
+type GetResponse struct {
+	Object ObjectInfo `msgpack:"object"`
+}
+
+// GetResult is one key's answer in a BatchGet.
+type GetResult struct {
+	Object *ObjectInfo `msgpack:"object,omitempty"`
+	Err    *Error      `msgpack:"err,omitempty"`
+}
+
+// BatchGetResponse answers BatchGet, in request order.
+type BatchGetResponse struct {
+	Results []GetResult `msgpack:"results"`
+}
+
+// ExistResponse answers Exist, in request order.
+type ExistResponse struct {
+	Exists []bool `msgpack:"exists"`
+}
+
+// KeyResult is one key's answer in a BatchRemove; Err is nil on success.
+type KeyResult struct {
+	Key string `msgpack:"key"`
+	Err *Error `msgpack:"err,omitempty"`
+}
+
+// BatchRemoveResponse answers BatchRemove: one result per requested key, in
+// request order, duplicates included.
+type BatchRemoveResponse struct {
+	Results []KeyResult `msgpack:"results"`
+}
+
+// ListRequest lists keys with Prefix strictly after Cursor.
+type ListRequest struct {
+	Prefix string `msgpack:"prefix,omitempty"`
+	Cursor string `msgpack:"cursor,omitempty"`
+	Limit  int    `msgpack:"limit,omitempty"`
+}
+
+// ListResponse carries a page of objects in key order; NextCursor is empty
+// on the last page.
+type ListResponse struct {
+	Objects    []ObjectInfo `msgpack:"objects"`
+	NextCursor string       `msgpack:"next,omitempty"`
+}
+
+// StatResponse is ObjectInfo plus whether a newer put is in progress.
+type StatResponse struct {
+	Object         ObjectInfo         `msgpack:"object"`
+	PendingPut     *ObjectIncarnation `msgpack:"pending,omitempty"`
+	PendingDeletes int                `msgpack:"pending_deletes"`
+}
+
+// MountLocalDiskRequest mounts a holder's segment.
+type MountLocalDiskRequest struct {
+	ClientID     string       `msgpack:"client"`
+	Segment      SegmentID    `msgpack:"seg"`
+	Pool         string       `msgpack:"pool"`
+	Capacity     int64        `msgpack:"cap"`
+	Capabilities []Capability `msgpack:"caps"`
+	Endpoint     string       `msgpack:"ep"`
+}
+
+// MountLocalDiskResponse gives the mount epoch the holder must present from
+// now on. AlreadyMounted is set for an identical repeat mount
+// (SEGMENT_ALREADY_EXISTS on the FSM level, which is not a failure here).
+type MountLocalDiskResponse struct {
+	MountEpoch     uint64 `msgpack:"epoch"`
+	MasterEpoch    uint64 `msgpack:"master_epoch"`
+	ClusterID      uint64 `msgpack:"cluster"`
+	AlreadyMounted bool   `msgpack:"already"`
+}
+
+// UnmountLocalDiskRequest releases a mount.
+type UnmountLocalDiskRequest struct {
+	Segment    SegmentID `msgpack:"seg"`
+	MountEpoch uint64    `msgpack:"epoch"`
+}
+
+// HeartbeatRequest reports a holder's liveness and usage.
+type HeartbeatRequest struct {
+	ClientID   string    `msgpack:"client"`
+	Segment    SegmentID `msgpack:"seg"`
+	MountEpoch uint64    `msgpack:"epoch"`
+	Used       int64     `msgpack:"used"`
+	Capacity   int64     `msgpack:"cap"`
+	DeadBytes  int64     `msgpack:"dead"`
+}
+
+// HeartbeatResponse tells the holder the master epoch (a change means
+// replay) and whether it must remount (its epoch is stale or unknown).
+type HeartbeatResponse struct {
+	MasterEpoch uint64 `msgpack:"master_epoch"`
+	Remount     bool   `msgpack:"remount"`
+}
+
+// FetchTasksRequest asks for pending tasks of a segment. WaitMillis > 0
+// makes it a long poll: the answer comes when tasks appear or the wait ends.
+type FetchTasksRequest struct {
+	Segment    SegmentID `msgpack:"seg"`
+	MountEpoch uint64    `msgpack:"epoch"`
+	Limit      int       `msgpack:"limit"`
+	WaitMillis int64     `msgpack:"wait_ms,omitempty"`
+	AfterID    uint64    `msgpack:"after,omitempty"`
+}
+
+// FetchTasksResponse carries at most MaxFetchLimit tasks in id order.
+type FetchTasksResponse struct {
+	Tasks       []LocalDeleteTask `msgpack:"tasks"`
+	MasterEpoch uint64            `msgpack:"master_epoch"`
+	More        bool              `msgpack:"more"`
+}
+
+// AckTasksRequest reports outcomes. Only terminal outcomes drop tasks.
+type AckTasksRequest struct {
+	Segment    SegmentID    `msgpack:"seg"`
+	MountEpoch uint64       `msgpack:"epoch"`
+	Results    []TaskResult `msgpack:"results"`
+}
+
+// AckTasksResponse says how many tasks the ack dropped.
+type AckTasksResponse struct {
+	Dropped int `msgpack:"dropped"`
+}
+
+// ReconcileRequest is one page of a holder's live (key, incarnation) set.
+type ReconcileRequest struct {
+	Segment    SegmentID   `msgpack:"seg"`
+	MountEpoch uint64      `msgpack:"epoch"`
+	Objects    []ObjectRef `msgpack:"objects"`
+}
+
+// ReconcileResponse names the refs of the page that are not live on the
+// segment and that the holder should tombstone.
+type ReconcileResponse struct {
+	NotLive []ObjectRef `msgpack:"not_live"`
+}
+
+// RetireStorageRequest force-drops a permanently lost segment's tasks.
+type RetireStorageRequest struct {
+	Segment SegmentID `msgpack:"seg"`
+	By      string    `msgpack:"by"`
+	Reason  string    `msgpack:"reason"`
+}
+
+// ListTasksRequest lists pending tasks, optionally of one segment.
+type ListTasksRequest struct {
+	Segment SegmentID `msgpack:"seg,omitempty"`
+	Limit   int       `msgpack:"limit,omitempty"`
+}
+
+// ListTasksResponse carries pending tasks in id order.
+type ListTasksResponse struct {
+	Tasks []LocalDeleteTask `msgpack:"tasks"`
+	Total int               `msgpack:"total"`
+}
+
+// ListSegmentsResponse lists every segment the master knows.
+type ListSegmentsResponse struct {
+	Segments []SegmentInfo `msgpack:"segments"`
+}
+
+// StatusResponse is a master node's view of itself and the cluster.
+type StatusResponse struct {
+	NodeID       string `msgpack:"id" json:"id"`
+	RaftState    string `msgpack:"state" json:"state"`
+	Leader       string `msgpack:"leader" json:"leader"`
+	LeaderRPC    string `msgpack:"leader_rpc" json:"leader_rpc"`
+	Term         uint64 `msgpack:"term" json:"term"`
+	CommitIndex  uint64 `msgpack:"commit" json:"commit_index"`
+	AppliedIndex uint64 `msgpack:"applied" json:"applied_index"`
+	ClusterID    uint64 `msgpack:"cluster" json:"cluster_id"`
+	MasterEpoch  uint64 `msgpack:"master_epoch" json:"master_epoch"`
+	Objects      int    `msgpack:"objects" json:"objects"`
+	Segments     int    `msgpack:"segments" json:"segments"`
+	PendingTasks int    `msgpack:"tasks" json:"pending_tasks"`
+	RegistryCap  int    `msgpack:"registry_cap" json:"registry_capacity"`
+}
+
+// RaftPeer is one member of the Raft configuration.
+type RaftPeer struct {
+	ID       string `msgpack:"id" json:"id"`
+	Address  string `msgpack:"addr" json:"address"`
+	Suffrage string `msgpack:"suffrage" json:"suffrage"`
+	Leader   bool   `msgpack:"leader" json:"leader"`
+}
+
+// RaftPeersResponse lists the Raft configuration.
+type RaftPeersResponse struct {
+	Peers []RaftPeer `msgpack:"peers" json:"peers"`
+}
+
+// RaftPeerRequest names a peer to add, remove or transfer leadership to.
+type RaftPeerRequest struct {
+	ID      string `msgpack:"id"`
+	Address string `msgpack:"addr,omitempty"`
+}
+
+// SnapshotData carries a whole snapshot stream (save answers, restore sends).
+type SnapshotData struct {
+	Data []byte `msgpack:"data"`
+}
+
+// HolderWriteRequest stores an object under (Key, Incarnation). The holder
+// accepts it only for a put the master has started for this segment.
+type HolderWriteRequest struct {
+	Key         string            `msgpack:"key"`
+	Tenant      string            `msgpack:"tenant,omitempty"`
+	Incarnation ObjectIncarnation `msgpack:"inc"`
+	Value       []byte            `msgpack:"value"`
+}
+
+// HolderReadRequest reads (Key, Incarnation).
+type HolderReadRequest struct {
+	Key         string            `msgpack:"key"`
+	Incarnation ObjectIncarnation `msgpack:"inc"`
+}
+
+// HolderReadResponse carries the value.
+type HolderReadResponse struct {
+	Value []byte `msgpack:"value"`
+}

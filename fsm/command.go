@@ -1,0 +1,162 @@
+package fsm
+
+import (
+	"sexton/api"
+)
+
+// CommandType is the first byte of every Raft log entry sexton writes. The
+// byte selects the body's Go type; the body is msgpack and carries its own
+// schema version in "v". Never reuse or renumber a type.
+type CommandType uint8
+
+const (
+	CmdEpochBegin       CommandType = 1
+	CmdMountLocalDisk   CommandType = 2
+	CmdUnmountLocalDisk CommandType = 3
+	CmdPutStart         CommandType = 4
+	CmdPutEnd           CommandType = 5
+	CmdPutRevoke        CommandType = 6
+	CmdRemove           CommandType = 7 // the versioned REMOVE intent
+	CmdLocalDeleteAck   CommandType = 8 // LOCAL_DELETE_ACK
+	CmdRetireStorage    CommandType = 9
+)
+
+func (t CommandType) String() string {
+	switch t {
+	case CmdEpochBegin:
+		return "EpochBegin"
+	case CmdMountLocalDisk:
+		return "MountLocalDisk"
+	case CmdUnmountLocalDisk:
+		return "UnmountLocalDisk"
+	case CmdPutStart:
+		return "PutStart"
+	case CmdPutEnd:
+		return "PutEnd"
+	case CmdPutRevoke:
+		return "PutRevoke"
+	case CmdRemove:
+		return "Remove"
+	case CmdLocalDeleteAck:
+		return "LocalDeleteAck"
+	case CmdRetireStorage:
+		return "RetireStorage"
+	default:
+		return "Unknown"
+	}
+}
+
+// Command is a decoded log entry body.
+type Command interface {
+	Type() CommandType
+}
+
+// Every body's current schema version. A decoder accepts exactly the
+// versions it knows; a body of any other version is refused, never read as
+// the nearest known one.
+const (
+	EpochBeginV1       uint8 = 1
+	MountLocalDiskV1   uint8 = 1
+	UnmountLocalDiskV1 uint8 = 1
+	PutStartV1         uint8 = 1
+	PutEndV1           uint8 = 1
+	PutRevokeV1        uint8 = 1
+	RemoveV1           uint8 = 1
+	LocalDeleteAckV1   uint8 = 1
+	RetireStorageV1    uint8 = 1
+)
+
+// EpochBegin is the first proposal of a new leader. The first EpochBegin of
+// a cluster also fixes its cluster id (the leader draws it at random).
+type EpochBegin struct {
+	V          uint8  `msgpack:"v"`
+	Term       uint64 `msgpack:"term"`
+	LeaderID   string `msgpack:"leader"`
+	LeaderAddr string `msgpack:"leader_rpc"` // RPC address, so followers can redirect clients
+	ClusterID  uint64 `msgpack:"cluster"`
+	Now        int64  `msgpack:"now"`
+}
+
+// MountLocalDisk mounts (or re-mounts) a LOCAL_DISK segment.
+type MountLocalDisk struct {
+	V            uint8            `msgpack:"v"`
+	ClientID     string           `msgpack:"client"`
+	Segment      api.SegmentID    `msgpack:"seg"`
+	Pool         string           `msgpack:"pool"`
+	Capacity     int64            `msgpack:"cap"`
+	Capabilities []api.Capability `msgpack:"caps"`
+	Endpoint     string           `msgpack:"ep"`
+	Now          int64            `msgpack:"now"`
+}
+
+// UnmountLocalDisk releases a segment; its pending tasks stay.
+type UnmountLocalDisk struct {
+	V       uint8         `msgpack:"v"`
+	Segment api.SegmentID `msgpack:"seg"`
+	Epoch   uint64        `msgpack:"epoch"`
+	Now     int64         `msgpack:"now"`
+}
+
+// PutStart creates a PENDING incarnation with leader-chosen replicas.
+type PutStart struct {
+	V        uint8                   `msgpack:"v"`
+	Key      string                  `msgpack:"key"`
+	Tenant   string                  `msgpack:"tenant"`
+	Size     int64                   `msgpack:"size"`
+	Replicas []api.ReplicaDescriptor `msgpack:"replicas"`
+	PutID    string                  `msgpack:"put_id"`
+	IfAbsent bool                    `msgpack:"if_absent"`
+	Now      int64                   `msgpack:"now"`
+}
+
+// PutEnd completes a PENDING incarnation.
+type PutEnd struct {
+	V           uint8                 `msgpack:"v"`
+	Key         string                `msgpack:"key"`
+	Incarnation api.ObjectIncarnation `msgpack:"inc"`
+	Now         int64                 `msgpack:"now"`
+}
+
+// PutRevoke drops a PENDING incarnation.
+type PutRevoke struct {
+	V           uint8                 `msgpack:"v"`
+	Key         string                `msgpack:"key"`
+	Incarnation api.ObjectIncarnation `msgpack:"inc"`
+	Now         int64                 `msgpack:"now"`
+}
+
+// Remove is the REMOVE intent for one or many keys (BatchRemove and the
+// leader's group commit of concurrent Removes are one entry).
+type Remove struct {
+	V    uint8    `msgpack:"v"`
+	Keys []string `msgpack:"keys"`
+	Now  int64    `msgpack:"now"`
+}
+
+// LocalDeleteAck is LOCAL_DELETE_ACK: a holder's outcomes for fetched tasks.
+type LocalDeleteAck struct {
+	V       uint8            `msgpack:"v"`
+	Segment api.SegmentID    `msgpack:"seg"`
+	Epoch   uint64           `msgpack:"epoch"`
+	Results []api.TaskResult `msgpack:"results"`
+	Now     int64            `msgpack:"now"`
+}
+
+// RetireStorage is an operator's force-drop of a lost segment's tasks.
+type RetireStorage struct {
+	V       uint8         `msgpack:"v"`
+	Segment api.SegmentID `msgpack:"seg"`
+	By      string        `msgpack:"by"`
+	Reason  string        `msgpack:"reason"`
+	Now     int64         `msgpack:"now"`
+}
+
+func (*EpochBegin) Type() CommandType       { return CmdEpochBegin }
+func (*MountLocalDisk) Type() CommandType   { return CmdMountLocalDisk }
+func (*UnmountLocalDisk) Type() CommandType { return CmdUnmountLocalDisk }
+func (*PutStart) Type() CommandType         { return CmdPutStart }
+func (*PutEnd) Type() CommandType           { return CmdPutEnd }
+func (*PutRevoke) Type() CommandType        { return CmdPutRevoke }
+func (*Remove) Type() CommandType           { return CmdRemove }
+func (*LocalDeleteAck) Type() CommandType   { return CmdLocalDeleteAck }
+func (*RetireStorage) Type() CommandType    { return CmdRetireStorage }
