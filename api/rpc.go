@@ -51,6 +51,8 @@ type PutStartRequest struct {
 	DFSReplicaNum int    `msgpack:"dfs_replicas,omitempty"`
 	IfAbsent      bool   `msgpack:"if_absent,omitempty"`
 	PutID         string `msgpack:"put_id,omitempty"`
+	// Pool, if set, restricts placement to that pool.
+	Pool string `msgpack:"pool,omitempty"`
 }
 
 // PutStartResponse names the new incarnation and where to write it.
@@ -287,9 +289,34 @@ type RaftPeerRequest struct {
 	Address string `msgpack:"addr,omitempty"`
 }
 
-// SnapshotData carries a whole snapshot stream (save answers, restore sends).
-type SnapshotData struct {
-	Data []byte `msgpack:"data"`
+// SnapshotChunkRequest asks for the bytes of a saved snapshot from Offset.
+// An empty ID starts a new save: the leader captures its state and answers
+// with the ID that later chunks name.
+type SnapshotChunkRequest struct {
+	ID     string `msgpack:"id,omitempty"`
+	Offset int64  `msgpack:"off"`
+}
+
+// SnapshotChunk is one piece of a snapshot stream, at most
+// SnapshotChunkSize bytes.
+type SnapshotChunk struct {
+	ID     string `msgpack:"id"`
+	Offset int64  `msgpack:"off"`
+	Data   []byte `msgpack:"data"`
+	Total  int64  `msgpack:"total"`
+	EOF    bool   `msgpack:"eof"`
+}
+
+// SnapshotChunkSize bounds one chunk of a snapshot transfer.
+const SnapshotChunkSize = 1 << 20
+
+// SnapshotRestoreResponse reports a completed restore.
+type SnapshotRestoreResponse struct {
+	Format      string `msgpack:"format"`
+	Objects     int    `msgpack:"objects"`
+	Segments    int    `msgpack:"segments"`
+	Tasks       int    `msgpack:"tasks"`
+	MasterEpoch uint64 `msgpack:"master_epoch"`
 }
 
 // HolderWriteRequest stores an object under (Key, Incarnation). The holder

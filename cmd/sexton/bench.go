@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"sexton/api"
+	"sexton/transport"
+)
+
+func runBench(args []string) error {
+	if len(args) == 0 {
+		return usagef("bench remove|put|get|raft [flags]")
+	}
+	switch args[0] {
+	case "remove":
+		return benchRemove(args[1:])
+	case "put":
+		return benchPutGet(args[1:], false)
+	case "get":
+		return benchPutGet(args[1:], true)
+	case "raft":
+		return benchRaft(args[1:])
+	}
+	return usagef("unknown bench %q", args[0])
+}
+
+// latencies collects per-operation latencies from many goroutines.
+type latencies struct {
+	mu  sync.Mutex
+	all []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.all = append(l.all, d)
+	l.mu.Unlock()
+}
+
+func (l *latencies) pct(p float64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.all) == 0 {
+		return 0
+	}
+	sort.Slice(l.all, func(i, j int) bool { return l.all[i] < l.all[j] })
+	i := int(p*float64(len(l.all))+0.5) - 1
+	return l.all[max(0, min(i, len(l.all)-1))]
+}
+
+// runParallel runs ops 0..n-1 on c goroutines and reports them.
+func runParallel(name string, n, c int, unitsPerOp int, op func(i int) error) (float64, error) {
+	var next atomic.Int64
+	var errs atomic.Int64
+	var firstErr atomic.Value
+	lat := &latencies{}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < c; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				t := time.Now()
+				if err := op(i); err != nil {
+					if errs.Add(1) == 1 {
+						firstErr.Store(err.Error())
+					}
+					continue
+				}
+				lat.add(time.Since(t))
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	rate := float64(n*unitsPerOp) / el.Seconds()
+	fmt.Printf("%s: %d ops x %d, %d clients, %.2fs: %.0f /s, p50 %s, p99 %s, errors %d\n",
+		name, n, unitsPerOp, c, el.Seconds(), rate, lat.pct(0.50).Round(time.Microsecond), lat.pct(0.99).Round(time.Microsecond), errs.Load())
+	if e := firstErr.Load(); e != nil {
+		fmt.Fprintf(os.Stderr, "%s: first error: %v\n", name, e)
+	}
+	return rate, nil
+}
+
+// benchSegment is a metadata-only segment the bench mounts itself, with a
+// drainer that acks its delete tasks the way a holder would, so the
+// registry does not fill.
+type benchSegment struct {
+	id     api.SegmentID
+	epoch  uint64
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	acked  atomic.Int64
+}
+
+func mountBenchSegment(cl *transport.ClusterClient, cf *clientFlags, pool string) (*benchSegment, error) {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	s := &benchSegment{id: api.SegmentID("bench-" + hex.EncodeToString(b[:]))}
+	var resp api.MountLocalDiskResponse
+	if err := call(cl, cf, api.MethodMountLocalDisk, &api.MountLocalDiskRequest{ClientID: string(s.id), Segment: s.id, Pool: pool,
+		Capacity: 1 << 50, Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: "bench.invalid:0"}, &resp); err != nil {
+		return nil, fmt.Errorf("mount bench segment: %w", err)
+	}
+	s.epoch = resp.MountEpoch
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.wg.Add(2)
+	go func() { // heartbeats keep the segment placeable
+		defer s.wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for ctx.Err() == nil {
+			hctx, c := context.WithTimeout(ctx, 3*time.Second)
+			_ = cl.Call(hctx, api.MethodHeartbeat, &api.HeartbeatRequest{ClientID: string(s.id), Segment: s.id, MountEpoch: s.epoch, Capacity: 1 << 50}, nil)
+			c()
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+		}
+	}()
+	go func() { // the drainer: fetch, "tombstone", ack
+		defer s.wg.Done()
+		for ctx.Err() == nil {
+			fctx, c := context.WithTimeout(ctx, 5*time.Second)
+			var fr api.FetchTasksResponse
+			err := cl.Call(fctx, api.MethodFetchTasks, &api.FetchTasksRequest{Segment: s.id, MountEpoch: s.epoch, Limit: api.MaxFetchLimit, WaitMillis: 1000}, &fr)
+			c()
+			if err != nil || len(fr.Tasks) == 0 {
+				continue
+			}
+			res := make([]api.TaskResult, len(fr.Tasks))
+			for i, t := range fr.Tasks {
+				res[i] = api.TaskResult{TaskID: t.ID, Key: t.Key, Incarnation: t.Incarnation, Outcome: api.AckRemoved}
+			}
+			actx, c2 := context.WithTimeout(ctx, 5*time.Second)
+			var ar api.AckTasksResponse
+			if cl.Call(actx, api.MethodAckTasks, &api.AckTasksRequest{Segment: s.id, MountEpoch: s.epoch, Results: res}, &ar) == nil {
+				s.acked.Add(int64(ar.Dropped))
+			}
+			c2()
+		}
+	}()
+	// Give the leader a heartbeat before placing on it.
+	time.Sleep(50 * time.Millisecond)
+	return s, nil
+}
+
+func (s *benchSegment) stop() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+func benchRemove(args []string) error {
+	var cf clientFlags
+	fs := newFlags("bench remove")
+	cf.register(fs, false)
+	keys := fs.Int("keys", 10000, "keys to create and remove")
+	batch := fs.Int("batch", 1, "keys per BatchRemove (1 = Remove)")
+	clients := fs.Int("clients", 1, "concurrent clients")
+	if err := fs.Parse(args); err != nil {
+		return usagef("%v", err)
+	}
+	if *batch < 1 || *batch > api.MaxBatchKeys || *clients < 1 || *keys < 1 {
+		return usagef("--keys, --clients ≥ 1 and 1 ≤ --batch ≤ %d", api.MaxBatchKeys)
+	}
+	cl, err := cf.cluster()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	pool := "bench-" + fmt.Sprint(time.Now().UnixNano())
+	seg, err := mountBenchSegment(cl, &cf, pool)
+	if err != nil {
+		return err
+	}
+	defer seg.stop()
+	prefix := fmt.Sprintf("bench/%d/", time.Now().UnixNano())
+	names := make([]string, *keys)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s%08d", prefix, i)
+	}
+	// Create metadata-only objects on the bench segment (not timed).
+	if _, err := runParallel("setup put (metadata only)", *keys, 16, 1, func(i int) error {
+		ctx, c := cf.ctx()
+		defer c()
+		var st api.PutStartResponse
+		if err := cl.Call(ctx, api.MethodPutStart, &api.PutStartRequest{Key: names[i], Size: 64, ReplicaNum: 1, Pool: pool}, &st); err != nil {
+			return err
+		}
+		return cl.Call(ctx, api.MethodPutEnd, &api.PutEndRequest{Key: names[i], Incarnation: st.Incarnation}, nil)
+	}); err != nil {
+		return err
+	}
+	ops := (*keys + *batch - 1) / *batch
+	var keyErrs atomic.Int64
+	_, err = runParallel(fmt.Sprintf("remove (batch %d)", *batch), ops, *clients, *batch, func(i int) error {
+		ctx, c := cf.ctx()
+		defer c()
+		lo, hi := i**batch, min((i+1)**batch, *keys)
+		if *batch == 1 {
+			return cl.Call(ctx, api.MethodRemove, &api.KeyRequest{Key: names[lo]}, nil)
+		}
+		var resp api.BatchRemoveResponse
+		if err := cl.Call(ctx, api.MethodBatchRemove, &api.KeysRequest{Keys: names[lo:hi]}, &resp); err != nil {
+			return err
+		}
+		for _, r := range resp.Results {
+			if r.Err != nil {
+				keyErrs.Add(1)
+			}
+		}
+		return nil
+	})
+	fmt.Printf("per-key errors: %d; tasks acked by the bench drainer so far: %d\n", keyErrs.Load(), seg.acked.Load())
+	return err
+}
+
+func benchPutGet(args []string, get bool) error {
+	var cf clientFlags
+	name := "bench put"
+	if get {
+		name = "bench get"
+	}
+	fs := newFlags(name)
+	cf.register(fs, false)
+	n := fs.Int("n", 2000, "objects")
+	size := fs.String("size", "4KiB", "value size")
+	clients := fs.Int("clients", 16, "concurrent clients")
+	replicas := fs.Int("replicas", 1, "replicas per object")
+	if err := fs.Parse(args); err != nil {
+		return usagef("%v", err)
+	}
+	sz, err := parseSize(*size)
+	if err != nil {
+		return err
+	}
+	cl, err := cf.cluster()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	pool := transport.NewPool(cf.dataClientConfig())
+	defer pool.Close()
+	value := make([]byte, sz)
+	_, _ = rand.Read(value)
+	prefix := fmt.Sprintf("bench/%d/", time.Now().UnixNano())
+	put := func(i int) error {
+		ctx, c := cf.ctx()
+		defer c()
+		_, err := putObject(ctx, cl, pool, api.PutStartRequest{Key: fmt.Sprintf("%s%08d", prefix, i), Size: sz, ReplicaNum: *replicas}, value)
+		return err
+	}
+	if _, err := runParallel(fmt.Sprintf("put %s", *size), *n, *clients, 1, put); err != nil || !get {
+		return err
+	}
+	_, err = runParallel(fmt.Sprintf("get %s", *size), *n, *clients, 1, func(i int) error {
+		ctx, c := cf.ctx()
+		defer c()
+		_, _, err := getObject(ctx, cl, pool, fmt.Sprintf("%s%08d", prefix, i))
+		return err
+	})
+	return err
+}

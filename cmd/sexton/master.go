@@ -1,0 +1,89 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"sexton/master"
+)
+
+func masterFlags(name string) (*master.Config, func([]string) error) {
+	cfg := &master.Config{}
+	fs := newFlags(name)
+	fs.StringVar(&cfg.ID, "id", envString("SEXTON_NODE_ID", "m1"), "node id (env SEXTON_NODE_ID)")
+	fs.StringVar(&cfg.DataDir, "data-dir", envString("SEXTON_DATA_DIR", "sexton-data"), "data directory (env SEXTON_DATA_DIR)")
+	fs.StringVar(&cfg.RaftAddr, "raft-addr", envString("SEXTON_RAFT_ADDR", "127.0.0.1:7001"), "Raft bind/advertise address (env SEXTON_RAFT_ADDR)")
+	fs.StringVar(&cfg.RPCAddr, "rpc-addr", envString("SEXTON_RPC_ADDR", "127.0.0.1:7101"), "RPC address (env SEXTON_RPC_ADDR)")
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", envString("SEXTON_HTTP_ADDR", "127.0.0.1:7201"), "HTTP address for /metrics, /healthz, /readyz, /v1/status; empty disables (env SEXTON_HTTP_ADDR)")
+	peers := fs.String("peers", envString("SEXTON_PEERS", ""), "initial voters ID=RAFT_ADDR,... (env SEXTON_PEERS)")
+	boot := fs.Bool("bootstrap", envBool("SEXTON_BOOTSTRAP", false), "bootstrap a new cluster from --peers if this node has no state; safe on every node (env SEXTON_BOOTSTRAP)")
+	fs.StringVar(&cfg.ClusterToken, "cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "shared secret every connection must prove (env SEXTON_CLUSTER_TOKEN)")
+	fs.StringVar(&cfg.LogStore, "raft-log-store", envString("SEXTON_RAFT_LOG_STORE", "boltdb"), "raft log store: boltdb or wal (env SEXTON_RAFT_LOG_STORE)")
+	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", envDuration("SEXTON_RAFT_HEARTBEAT_TIMEOUT", 0), "raft heartbeat timeout (default 500ms)")
+	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", envDuration("SEXTON_RAFT_ELECTION_TIMEOUT", 0), "raft election timeout (default 500ms)")
+	fs.DurationVar(&cfg.LeaderLeaseTimeout, "raft-leader-lease-timeout", envDuration("SEXTON_RAFT_LEADER_LEASE_TIMEOUT", 0), "raft leader lease timeout (default 250ms)")
+	snapThreshold := fs.Int("raft-snapshot-threshold", envInt("SEXTON_RAFT_SNAPSHOT_THRESHOLD", 0), "log entries between snapshots (default 16384)")
+	fs.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", envDuration("SEXTON_RAFT_SNAPSHOT_INTERVAL", 0), "how often to check the snapshot threshold (default 2m)")
+	trailing := fs.Int("raft-trailing-logs", envInt("SEXTON_RAFT_TRAILING_LOGS", 0), "log entries kept after a snapshot (default 10240)")
+	fs.IntVar(&cfg.RegistryCapacity, "registry-capacity", envInt("SEXTON_REGISTRY_CAPACITY", 0), "local-delete registry capacity (default 50000; must match on every node)")
+	fs.DurationVar(&cfg.DiscardTimeout, "put-discard-timeout", envDuration("SEXTON_PUT_DISCARD_TIMEOUT", 0), "revoke PutStarts that never end after this long (default 10m)")
+	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", envDuration("SEXTON_LEASE_TTL", 0), "read lease granted by a Get (default 10s)")
+	fs.DurationVar(&cfg.HolderTTL, "holder-ttl", envDuration("SEXTON_HOLDER_TTL", 0), "a holder without heartbeat this long is not placed on (default 10s)")
+	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), "log level (env SEXTON_LOG_LEVEL)")
+	return cfg, func(args []string) error {
+		if err := fs.Parse(args); err != nil {
+			return usagef("%v", err)
+		}
+		if fs.NArg() > 0 {
+			return usagef("unexpected argument %q", fs.Arg(0))
+		}
+		p, err := master.ParsePeers(*peers)
+		if err != nil {
+			return fmt.Errorf("--peers: %w", err)
+		}
+		cfg.Peers, cfg.Bootstrap = p, *boot
+		// With neither --peers nor --bootstrap given, a node starts as a
+		// one-node cluster. --bootstrap=false keeps a node empty so that
+		// add-voter can bring it into an existing cluster.
+		explicit := false
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "bootstrap" || f.Name == "peers" {
+				explicit = true
+			}
+		})
+		if !explicit && os.Getenv("SEXTON_BOOTSTRAP") == "" && len(p) == 0 {
+			cfg.Bootstrap = true
+		}
+		cfg.SnapshotThreshold = uint64(max(*snapThreshold, 0))
+		cfg.TrailingLogs = uint64(max(*trailing, 0))
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "master." + cfg.ID, Level: hclog.LevelFromString(*logLevel), Output: os.Stderr})
+		return nil
+	}
+}
+
+func runMaster(args []string) error {
+	cfg, parse := masterFlags("master")
+	if err := parse(args); err != nil {
+		return err
+	}
+	n, err := master.New(*cfg)
+	if err != nil {
+		return fmt.Errorf("master %s: %w", cfg.ID, err)
+	}
+	fmt.Fprintf(os.Stderr, "sexton master %s: raft %s, rpc %s, http %s, data %s\n", cfg.ID, cfg.RaftAddr, n.RPCAddr(), n.HTTPAddr(), cfg.DataDir)
+	waitForSignal()
+	n.Shutdown()
+	return nil
+}
+
+func waitForSignal() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	<-ch
+	signal.Stop(ch)
+}

@@ -1,0 +1,357 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"sexton/api"
+	"sexton/transport"
+)
+
+func runPut(args []string) error {
+	var cf clientFlags
+	fs := newFlags("put")
+	cf.register(fs, false)
+	replicas := fs.Int("replicas", 1, "LOCAL_DISK replicas")
+	dfsReplicas := fs.Int("dfs-replicas", 0, "DFS replicas")
+	tenant := fs.String("tenant", "", "tenant")
+	ifAbsent := fs.Bool("if-absent", false, "fail with OBJECT_ALREADY_EXISTS instead of overwriting")
+	if err := fs.Parse(args); err != nil {
+		return usagef("%v", err)
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		return usagef("put KEY [FILE|-]")
+	}
+	key := fs.Arg(0)
+	var value []byte
+	var err error
+	if fs.NArg() == 1 || fs.Arg(1) == "-" {
+		value, err = io.ReadAll(io.LimitReader(os.Stdin, dataMaxFrame))
+	} else {
+		value, err = os.ReadFile(fs.Arg(1))
+	}
+	if err != nil {
+		return fmt.Errorf("put %s: read value: %w", key, err)
+	}
+	cl, err := cf.cluster()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	pool := transport.NewPool(cf.dataClientConfig())
+	defer pool.Close()
+	ctx, cancel := cf.ctx()
+	defer cancel()
+	inc, err := putObject(ctx, cl, pool, api.PutStartRequest{Key: key, Tenant: *tenant, Size: int64(len(value)),
+		ReplicaNum: *replicas, DFSReplicaNum: *dfsReplicas, IfAbsent: *ifAbsent}, value)
+	if err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	fmt.Printf("put %s: %d bytes, incarnation %s\n", key, len(value), inc)
+	return nil
+}
+
+// putObject runs the whole put: PutStart at the leader, the value to every
+// chosen holder, PutEnd. A failed write revokes the put so the master
+// queues deletes for any bytes that did land.
+func putObject(ctx context.Context, cl *transport.ClusterClient, pool *transport.Pool, req api.PutStartRequest, value []byte) (api.ObjectIncarnation, error) {
+	var start api.PutStartResponse
+	if err := cl.Call(ctx, api.MethodPutStart, &req, &start); err != nil {
+		return api.ObjectIncarnation{}, fmt.Errorf("PutStart: %w", err)
+	}
+	end := api.PutEndRequest{Key: req.Key, Incarnation: start.Incarnation}
+	for _, r := range start.Replicas {
+		if r.Kind != api.ReplicaLocalDisk {
+			continue
+		}
+		err := writeReplica(ctx, pool, r, req, start.Incarnation, value)
+		if err != nil {
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = cl.Call(rctx, api.MethodPutRevoke, &end, nil)
+			cancel()
+			return api.ObjectIncarnation{}, fmt.Errorf("write replica on segment %s: %w", r.Segment, err)
+		}
+	}
+	if err := cl.Call(ctx, api.MethodPutEnd, &end, nil); err != nil {
+		return api.ObjectIncarnation{}, fmt.Errorf("PutEnd: %w", err)
+	}
+	return start.Incarnation, nil
+}
+
+func writeReplica(ctx context.Context, pool *transport.Pool, r api.ReplicaLocation, req api.PutStartRequest, inc api.ObjectIncarnation, value []byte) error {
+	if r.Endpoint == "" {
+		return api.Errorf(api.CodeUnavailable, "segment %s has no mounted holder", r.Segment)
+	}
+	return pool.Call(ctx, r.Endpoint, api.MethodHolderWrite, &api.HolderWriteRequest{Key: req.Key, Tenant: req.Tenant, Incarnation: inc, Value: value}, nil)
+}
+
+// getObject reads the newest complete incarnation from the first replica
+// that answers with the right bytes.
+func getObject(ctx context.Context, cl *transport.ClusterClient, pool *transport.Pool, key string) ([]byte, api.ObjectInfo, error) {
+	var g api.GetResponse
+	if err := cl.Call(ctx, api.MethodGet, &api.KeyRequest{Key: key}, &g); err != nil {
+		return nil, api.ObjectInfo{}, err
+	}
+	var errs []string
+	for _, r := range g.Object.Replicas {
+		if r.Kind != api.ReplicaLocalDisk || r.Endpoint == "" {
+			errs = append(errs, fmt.Sprintf("segment %s: no holder mounted", r.Segment))
+			continue
+		}
+		var resp api.HolderReadResponse
+		err := pool.Call(ctx, r.Endpoint, api.MethodHolderRead, &api.HolderReadRequest{Key: key, Incarnation: g.Object.Incarnation}, &resp)
+		if err == nil && int64(len(resp.Value)) != g.Object.Size {
+			err = fmt.Errorf("holder returned %d bytes, object has %d", len(resp.Value), g.Object.Size)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", r.Endpoint, err))
+			continue
+		}
+		return resp.Value, g.Object, nil
+	}
+	return nil, g.Object, api.Errorf(api.CodeUnavailable, "no replica of %s (%s) could be read: %s", key, g.Object.Incarnation, strings.Join(errs, "; "))
+}
+
+func runGet(args []string) error {
+	var cf clientFlags
+	fs := newFlags("get")
+	cf.register(fs, false)
+	out := fs.String("o", "", "write the value to this file instead of stdout")
+	key, err := parseWithKey(fs, args, "get KEY [-o FILE]")
+	if err != nil {
+		return err
+	}
+	cl, err := cf.cluster()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	pool := transport.NewPool(cf.dataClientConfig())
+	defer pool.Close()
+	ctx, cancel := cf.ctx()
+	defer cancel()
+	value, _, err := getObject(ctx, cl, pool, key)
+	if err != nil {
+		return fmt.Errorf("get %s: %w", key, err)
+	}
+	if *out != "" {
+		return os.WriteFile(*out, value, 0o644)
+	}
+	_, err = os.Stdout.Write(value)
+	return err
+}
+
+// parseWithKey parses flags that may come before or after one KEY.
+func parseWithKey(fs interface {
+	Parse([]string) error
+	NArg() int
+	Arg(int) string
+	Args() []string
+}, args []string, use string) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		return "", usagef("%v", err)
+	}
+	if fs.NArg() < 1 {
+		return "", usagef("%s", use)
+	}
+	key := fs.Arg(0)
+	if err := fs.Parse(fs.Args()[1:]); err != nil {
+		return "", usagef("%v", err)
+	}
+	if fs.NArg() != 0 {
+		return "", usagef("%s", use)
+	}
+	return key, nil
+}
+
+func runRm(args []string) error {
+	var cf clientFlags
+	fs := newFlags("rm")
+	cf.register(fs, false)
+	batch := fs.String("batch", "", "read keys, one a line, from FILE or - for stdin")
+	if err := fs.Parse(args); err != nil {
+		return usagef("%v", err)
+	}
+	keys := fs.Args()
+	if *batch != "" {
+		var r io.Reader = os.Stdin
+		if *batch != "-" {
+			f, err := os.Open(*batch)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			r = f
+		}
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), api.MaxKeyLen+1)
+		for sc.Scan() {
+			if k := strings.TrimRight(sc.Text(), "\r"); k != "" {
+				keys = append(keys, k)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("rm --batch: %w", err)
+		}
+	}
+	if len(keys) == 0 {
+		return usagef("rm KEY... | rm --batch FILE|-")
+	}
+	cl, err := cf.cluster()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	failed := 0
+	for start := 0; start < len(keys); start += api.MaxBatchKeys {
+		chunk := keys[start:min(start+api.MaxBatchKeys, len(keys))]
+		var resp api.BatchRemoveResponse
+		if err := call(cl, &cf, api.MethodBatchRemove, &api.KeysRequest{Keys: chunk}, &resp); err != nil {
+			return fmt.Errorf("rm: %w", err)
+		}
+		for _, r := range resp.Results {
+			if r.Err != nil {
+				failed++
+				fmt.Fprintf(os.Stderr, "rm %s: %v\n", r.Key, r.Err)
+			}
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("rm: %d of %d keys failed", failed, len(keys))
+	}
+	return nil
+}
+
+func runStat(args []string) error {
+	var cf clientFlags
+	fs := newFlags("stat")
+	cf.register(fs, true)
+	key, err := parseWithKey(fs, args, "stat KEY [--json]")
+	if err != nil {
+		return err
+	}
+	cl, err := cf.cluster()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var st api.StatResponse
+	if err := call(cl, &cf, api.MethodStat, &api.KeyRequest{Key: key}, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", key, err)
+	}
+	if cf.json {
+		return printJSON(st)
+	}
+	o := st.Object
+	fmt.Printf("key:          %s\ntenant:       %s\nsize:         %d\nincarnation:  %s\ncreated:      %s\n",
+		o.Key, o.Tenant, o.Size, o.Incarnation, time.Unix(0, o.Created).UTC().Format(time.RFC3339Nano))
+	for _, r := range o.Replicas {
+		fmt.Printf("replica:      %s segment=%s pool=%s endpoint=%s\n", r.Kind, r.Segment, r.Pool, r.Endpoint)
+	}
+	if st.PendingPut != nil {
+		fmt.Printf("pending put:  %s\n", *st.PendingPut)
+	}
+	fmt.Printf("pending deletes of older incarnations: %d\n", st.PendingDeletes)
+	return nil
+}
+
+func runLs(args []string) error {
+	var cf clientFlags
+	fs := newFlags("ls")
+	cf.register(fs, true)
+	limit := fs.Int("limit", 0, "stop after this many objects (0 = all)")
+	if err := fs.Parse(args); err != nil {
+		return usagef("%v", err)
+	}
+	prefix := ""
+	if fs.NArg() > 1 {
+		return usagef("ls [PREFIX]")
+	}
+	if fs.NArg() == 1 {
+		prefix = fs.Arg(0)
+	}
+	cl, err := cf.cluster()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var all []api.ObjectInfo
+	cursor := ""
+	for {
+		var resp api.ListResponse
+		if err := call(cl, &cf, api.MethodList, &api.ListRequest{Prefix: prefix, Cursor: cursor, Limit: 1000}, &resp); err != nil {
+			return fmt.Errorf("ls: %w", err)
+		}
+		all = append(all, resp.Objects...)
+		if resp.NextCursor == "" || (*limit > 0 && len(all) >= *limit) {
+			break
+		}
+		cursor = resp.NextCursor
+	}
+	if *limit > 0 && len(all) > *limit {
+		all = all[:*limit]
+	}
+	if cf.json {
+		return printJSON(all)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	for _, o := range all {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d replicas\n", o.Key, o.Size, o.Incarnation, len(o.Replicas))
+	}
+	return tw.Flush()
+}
+
+func runStatus(args []string) error {
+	var cf clientFlags
+	fs := newFlags("status")
+	cf.register(fs, true)
+	if err := fs.Parse(args); err != nil {
+		return usagef("%v", err)
+	}
+	var rows []api.StatusResponse
+	var errs []error
+	for _, addr := range splitList(cf.masters) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		conn, err := transport.Dial(ctx, addr, transport.ClientConfig{Token: cf.token})
+		if err != nil {
+			cancel()
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			continue
+		}
+		var st api.StatusResponse
+		err = conn.Call(ctx, api.MethodStatus, &api.Empty{}, &st)
+		conn.Close()
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			continue
+		}
+		rows = append(rows, st)
+	}
+	if cf.json {
+		if err := printJSON(rows); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NODE\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tEPOCH\tOBJECTS\tSEGMENTS\tTASKS")
+		for _, s := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\n", s.NodeID, s.RaftState, s.Leader, s.Term, s.CommitIndex, s.AppliedIndex, s.MasterEpoch, s.Objects, s.Segments, s.PendingTasks, s.RegistryCap)
+		}
+		_ = tw.Flush()
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("status: no master answered: %w", errors.Join(errs...))
+	}
+	for _, e := range errs {
+		fmt.Fprintf(os.Stderr, "status: %v\n", e)
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package fsm
+
+import (
+	"sexton/api"
+)
+
+// validReplicas checks a PutStart's placement: 1..MaxReplicas replicas,
+// LOCAL_DISK ones on known, mounted, non-retired segments with no segment
+// twice, DFS ones with a descriptor.
+func (st *state) validReplicas(rs []api.ReplicaDescriptor) *api.Error {
+	if len(rs) == 0 {
+		return api.Errorf(api.CodeInvalidParams, "put: no replicas")
+	}
+	for i, r := range rs {
+		switch r.Kind {
+		case api.ReplicaLocalDisk:
+			seg := st.segments[r.Segment]
+			switch {
+			case r.Segment == "":
+				return api.Errorf(api.CodeInvalidParams, "put: replica %d names no segment", i)
+			case seg == nil:
+				return api.Errorf(api.CodeSegmentNotFound, "put: replica %d on unknown segment %s", i, r.Segment)
+			case seg.retired:
+				return api.Errorf(api.CodeInvalidParams, "put: replica %d on retired segment %s", i, r.Segment)
+			case !seg.mounted:
+				return api.Errorf(api.CodeInvalidParams, "put: replica %d on unmounted segment %s", i, r.Segment)
+			}
+			for _, p := range rs[:i] {
+				if p.Kind == api.ReplicaLocalDisk && p.Segment == r.Segment {
+					return api.Errorf(api.CodeInvalidParams, "put: two replicas on segment %s", r.Segment)
+				}
+			}
+		case api.ReplicaDFS:
+			if r.DFS == nil {
+				return api.Errorf(api.CodeInvalidParams, "put: DFS replica %d has no descriptor", i)
+			}
+		default:
+			return api.Errorf(api.CodeInvalidParams, "put: replica %d has unknown kind %d", i, r.Kind)
+		}
+	}
+	return nil
+}
+
+// applyPutStart creates a PENDING incarnation {cluster id, index}. Reads
+// keep returning the key's COMPLETE incarnation until PutEnd.
+func (st *state) applyPutStart(index uint64, c *PutStart) *PutStartResult {
+	if err := api.ValidKey(c.Key); err != nil {
+		return &PutStartResult{Err: api.AsError(err)}
+	}
+	if c.Size < 0 {
+		return &PutStartResult{Err: api.Errorf(api.CodeInvalidParams, "put %q: negative size %d", c.Key, c.Size)}
+	}
+	if err := st.validReplicas(c.Replicas); err != nil {
+		return &PutStartResult{Err: err}
+	}
+	e := st.objects.get(c.Key)
+	if e.pending != nil {
+		return &PutStartResult{Err: api.Errorf(api.CodeObjectAlreadyExists, "put %q: put in progress (%s)", c.Key, e.pending.inc)}
+	}
+	if c.IfAbsent && e.complete != nil {
+		return &PutStartResult{Err: api.Errorf(api.CodeObjectAlreadyExists, "put %q: key exists (%s)", c.Key, e.complete.inc)}
+	}
+	tenant := c.Tenant
+	if tenant == "" {
+		tenant = api.DefaultTenant
+	}
+	inc := api.ObjectIncarnation{High: st.clusterID, Low: index}
+	e.pending = &object{
+		tenant: st.intern(tenant), putID: c.PutID, size: c.Size, created: c.Now,
+		inc: inc, replicas: st.internReplicas(c.Replicas),
+	}
+	st.objects.set(c.Key, e)
+	return &PutStartResult{Incarnation: inc}
+}
+
+// applyPutEnd makes the pending incarnation visible. The incarnation it
+// supersedes gets delete tasks first; if they do not fit, nothing changes
+// and the put stays pending.
+func (st *state) applyPutEnd(c *PutEnd) *PutEndResult {
+	e := st.objects.get(c.Key)
+	if e.pending == nil || e.pending.inc != c.Incarnation {
+		return &PutEndResult{Err: noPending(c.Key, c.Incarnation, e)}
+	}
+	created := 0
+	if old := e.complete; old != nil {
+		plan := st.planTasks(c.Key, old)
+		if !st.reg.fits(len(plan)) {
+			return &PutEndResult{Err: registryFull(c.Key, len(plan), st.reg.len(), st.reg.capacity)}
+		}
+		created = st.createTasks(plan, old.tenant, c.Now)
+	}
+	e.complete, e.pending = e.pending, nil
+	st.objects.set(c.Key, e)
+	return &PutEndResult{TasksCreated: created}
+}
+
+// applyPutRevoke abandons the pending incarnation. Its replicas may hold
+// bytes the client already wrote, so they get delete tasks like a Remove.
+func (st *state) applyPutRevoke(c *PutRevoke) *PutEndResult {
+	e := st.objects.get(c.Key)
+	if e.pending == nil || e.pending.inc != c.Incarnation {
+		return &PutEndResult{Err: noPending(c.Key, c.Incarnation, e)}
+	}
+	plan := st.planTasks(c.Key, e.pending)
+	if !st.reg.fits(len(plan)) {
+		return &PutEndResult{Err: registryFull(c.Key, len(plan), st.reg.len(), st.reg.capacity)}
+	}
+	created := st.createTasks(plan, e.pending.tenant, c.Now)
+	e.pending = nil
+	st.objects.set(c.Key, e)
+	return &PutEndResult{TasksCreated: created}
+}
+
+func noPending(key string, inc api.ObjectIncarnation, e entry) *api.Error {
+	if e.pending == nil {
+		return api.Errorf(api.CodeObjectNotFound, "key %q has no put in progress (asked for %s)", key, inc)
+	}
+	return api.Errorf(api.CodeObjectNotFound, "key %q: put in progress is %s, not %s", key, e.pending.inc, inc)
+}

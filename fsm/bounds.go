@@ -1,0 +1,114 @@
+package fsm
+
+import (
+	"fmt"
+
+	"sexton/api"
+)
+
+// Limits for command fields that api/limits.go does not name.
+const (
+	// MaxReasonLen bounds RetireStorage's free-text reason.
+	MaxReasonLen = 1024
+	// MaxAckResults bounds the results of one LocalDeleteAck (a holder acks
+	// what it fetched, at most api.MaxFetchLimit per fetch, possibly several
+	// fetches at once).
+	MaxAckResults = api.MaxBatchKeys
+	// MaxDFSPathLen bounds a DFS descriptor's path.
+	MaxDFSPathLen = api.MaxKeyLen
+)
+
+// checkBounds refuses a body whose sizes exceed the limits, so no field read
+// from a log entry can make Apply allocate or loop without bound. Semantic
+// problems (an empty id, an unknown segment) are business rejections decided
+// by Apply, not decode errors.
+func checkBounds(cmd Command) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s v%d: %s", ErrCorruptCommand, cmd.Type(), versionOf(cmd), fmt.Sprintf(format, args...))
+	}
+	idLen := func(name, s string) error {
+		if len(s) > api.MaxIDLen {
+			return bad("%s of %d bytes exceeds %d", name, len(s), api.MaxIDLen)
+		}
+		return nil
+	}
+	keyLen := func(name, s string) error {
+		if len(s) > api.MaxKeyLen {
+			return bad("%s of %d bytes exceeds %d", name, len(s), api.MaxKeyLen)
+		}
+		return nil
+	}
+	first := func(errs ...error) error {
+		for _, e := range errs {
+			if e != nil {
+				return e
+			}
+		}
+		return nil
+	}
+	switch c := cmd.(type) {
+	case *EpochBegin:
+		return first(idLen("leader id", c.LeaderID), idLen("leader address", c.LeaderAddr))
+	case *MountLocalDisk:
+		if len(c.Capabilities) > api.MaxCapabilities {
+			return bad("%d capabilities exceed %d", len(c.Capabilities), api.MaxCapabilities)
+		}
+		for _, cp := range c.Capabilities {
+			if err := idLen("capability", string(cp)); err != nil {
+				return err
+			}
+		}
+		return first(idLen("client id", c.ClientID), idLen("segment id", string(c.Segment)),
+			idLen("pool", c.Pool), idLen("endpoint", c.Endpoint))
+	case *UnmountLocalDisk:
+		return idLen("segment id", string(c.Segment))
+	case *PutStart:
+		if len(c.Replicas) > api.MaxReplicas {
+			return bad("%d replicas exceed %d", len(c.Replicas), api.MaxReplicas)
+		}
+		if len(c.Tenant) > api.MaxTenantLen {
+			return bad("tenant of %d bytes exceeds %d", len(c.Tenant), api.MaxTenantLen)
+		}
+		for _, r := range c.Replicas {
+			if err := first(idLen("replica segment", string(r.Segment)), idLen("replica pool", r.Pool)); err != nil {
+				return err
+			}
+			if r.DFS != nil {
+				if err := first(idLen("dfs allocator", r.DFS.Allocator), keyLen("dfs path", r.DFS.Path)); err != nil {
+					return err
+				}
+			}
+		}
+		return first(keyLen("key", c.Key), idLen("put id", c.PutID))
+	case *PutEnd:
+		return keyLen("key", c.Key)
+	case *PutRevoke:
+		return keyLen("key", c.Key)
+	case *Remove:
+		if len(c.Keys) > api.MaxBatchKeys {
+			return bad("%d keys exceed %d", len(c.Keys), api.MaxBatchKeys)
+		}
+		for _, k := range c.Keys {
+			if err := keyLen("key", k); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *LocalDeleteAck:
+		if len(c.Results) > MaxAckResults {
+			return bad("%d results exceed %d", len(c.Results), MaxAckResults)
+		}
+		for _, r := range c.Results {
+			if err := keyLen("result key", r.Key); err != nil {
+				return err
+			}
+		}
+		return idLen("segment id", string(c.Segment))
+	case *RetireStorage:
+		if len(c.Reason) > MaxReasonLen {
+			return bad("reason of %d bytes exceeds %d", len(c.Reason), MaxReasonLen)
+		}
+		return first(idLen("segment id", string(c.Segment)), idLen("by", c.By))
+	}
+	return fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
+}

@@ -1,0 +1,227 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Encode renders cmd as a log entry: one type byte, then the msgpack body.
+// A body whose V is zero is written with the current version of its type
+// (the caller's struct is not modified); any other unknown V is refused so a
+// leader can never propose an entry its own FSM would halt on.
+func Encode(cmd Command) ([]byte, error) {
+	if cmd == nil {
+		return nil, fmt.Errorf("%w: nil command", ErrCorruptCommand)
+	}
+	body, err := withCurrentVersion(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBounds(body); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.WriteByte(byte(body.Type()))
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(&buf)
+	if err := enc.Encode(body); err != nil {
+		return nil, fmt.Errorf("fsm: encode %s: %w", body.Type(), err)
+	}
+	return buf.Bytes(), nil
+}
+
+// withCurrentVersion returns cmd, or a copy of it with V set to the current
+// version when V is zero.
+func withCurrentVersion(cmd Command) (Command, error) {
+	want, ok := currentVersion[cmd.Type()]
+	if !ok {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownCommand, cmd.Type())
+	}
+	v := versionOf(cmd)
+	if v == want {
+		return cmd, nil
+	}
+	if v != 0 {
+		return nil, fmt.Errorf("%w: %s v%d", ErrUnknownVersion, cmd.Type(), v)
+	}
+	switch c := cmd.(type) {
+	case *EpochBegin:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	case *MountLocalDisk:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	case *UnmountLocalDisk:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	case *PutStart:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	case *PutEnd:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	case *PutRevoke:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	case *Remove:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	case *LocalDeleteAck:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	case *RetireStorage:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	}
+	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
+}
+
+// currentVersion is the one schema version each command type accepts.
+var currentVersion = map[CommandType]uint8{
+	CmdEpochBegin:       EpochBeginV1,
+	CmdMountLocalDisk:   MountLocalDiskV1,
+	CmdUnmountLocalDisk: UnmountLocalDiskV1,
+	CmdPutStart:         PutStartV1,
+	CmdPutEnd:           PutEndV1,
+	CmdPutRevoke:        PutRevokeV1,
+	CmdRemove:           RemoveV1,
+	CmdLocalDeleteAck:   LocalDeleteAckV1,
+	CmdRetireStorage:    RetireStorageV1,
+}
+
+func versionOf(cmd Command) uint8 {
+	switch c := cmd.(type) {
+	case *EpochBegin:
+		return c.V
+	case *MountLocalDisk:
+		return c.V
+	case *UnmountLocalDisk:
+		return c.V
+	case *PutStart:
+		return c.V
+	case *PutEnd:
+		return c.V
+	case *PutRevoke:
+		return c.V
+	case *Remove:
+		return c.V
+	case *LocalDeleteAck:
+		return c.V
+	case *RetireStorage:
+		return c.V
+	}
+	return 0
+}
+
+// newBody returns an empty body of type t.
+func newBody(t CommandType) Command {
+	switch t {
+	case CmdEpochBegin:
+		return &EpochBegin{}
+	case CmdMountLocalDisk:
+		return &MountLocalDisk{}
+	case CmdUnmountLocalDisk:
+		return &UnmountLocalDisk{}
+	case CmdPutStart:
+		return &PutStart{}
+	case CmdPutEnd:
+		return &PutEnd{}
+	case CmdPutRevoke:
+		return &PutRevoke{}
+	case CmdRemove:
+		return &Remove{}
+	case CmdLocalDeleteAck:
+		return &LocalDeleteAck{}
+	case CmdRetireStorage:
+		return &RetireStorage{}
+	}
+	return nil
+}
+
+// Decode reads a log entry strictly: the type byte must name a command, the
+// body's "v" must be the version this build knows (checked before any other
+// field is trusted), the body must be one msgpack map with only known fields
+// and nothing after it, and every size must be within api/limits.go.
+func Decode(data []byte) (Command, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty entry", ErrCorruptCommand)
+	}
+	t := CommandType(data[0])
+	body := newBody(t)
+	if body == nil {
+		return nil, fmt.Errorf("%w: type byte %d", ErrUnknownCommand, data[0])
+	}
+	want := currentVersion[t]
+	v, err := peekVersion(data[1:])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptCommand, t, err)
+	}
+	if v != uint64(want) {
+		return nil, fmt.Errorf("%w: %s v%d (this build reads v%d)", ErrUnknownVersion, t, v, want)
+	}
+	r := bytes.NewReader(data[1:])
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	dec.Reset(r)
+	dec.DisallowUnknownFields(true)
+	if err := dec.Decode(body); err != nil {
+		return nil, fmt.Errorf("%w: %s v%d: %v", ErrCorruptCommand, t, v, err)
+	}
+	if r.Len() != 0 {
+		return nil, fmt.Errorf("%w: %s v%d: %d trailing bytes", ErrCorruptCommand, t, v, r.Len())
+	}
+	if err := checkBounds(body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// peekVersion finds "v" in a msgpack map without decoding anything else. A
+// body with no "v" is version 0, which no command has.
+func peekVersion(body []byte) (uint64, error) {
+	r := bytes.NewReader(body)
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	dec.Reset(r)
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return 0, fmt.Errorf("body is not a map: %v", err)
+	}
+	if n < 0 || n > len(body) {
+		return 0, fmt.Errorf("body map claims %d fields", n)
+	}
+	var v uint64
+	seen := false
+	for i := 0; i < n; i++ {
+		k, err := dec.DecodeString()
+		if err != nil {
+			return 0, fmt.Errorf("field name %d: %v", i, err)
+		}
+		if k != "v" {
+			if err := dec.Skip(); err != nil {
+				return 0, fmt.Errorf("field %q: %v", k, err)
+			}
+			continue
+		}
+		if seen {
+			return 0, fmt.Errorf("duplicate field \"v\"")
+		}
+		seen = true
+		if v, err = dec.DecodeUint64(); err != nil {
+			return 0, fmt.Errorf("field \"v\": %v", err)
+		}
+	}
+	return v, nil
+}

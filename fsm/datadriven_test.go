@@ -1,0 +1,350 @@
+package fsm
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sexton/api"
+)
+
+// The scenario tests are data-driven, after etcd-io/raft's testdata: each
+// file is a sequence of blocks
+//
+//	command arg=value flag ...
+//	----
+//	expected output
+//	<blank line>
+//
+// run against one FSM. `go test ./fsm -run X -rewrite` rewrites the
+// expected outputs (review the diff before keeping it).
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of data-driven tests")
+
+type ddCase struct {
+	line     int
+	cmd      string
+	expected string
+}
+
+func parseDD(t *testing.T, path string) (cases []ddCase, comments map[int][]string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(raw), "\n")
+	comments = map[int][]string{}
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if strings.HasPrefix(l, "#") {
+			comments[len(cases)] = append(comments[len(cases)], l)
+			continue
+		}
+		c := ddCase{line: i + 1, cmd: strings.TrimSpace(l)}
+		i++
+		if i >= len(lines) || lines[i] != "----" {
+			t.Fatalf("%s:%d: command without ---- separator", path, c.line)
+		}
+		var out []string
+		for i++; i < len(lines) && lines[i] != ""; i++ {
+			out = append(out, lines[i])
+		}
+		c.expected = strings.Join(out, "\n")
+		cases = append(cases, c)
+	}
+	return cases, comments
+}
+
+// runDataDriven runs testdata/<name>.txt.
+func runDataDriven(t *testing.T, name string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".txt")
+	cases, comments := parseDD(t, path)
+	d := &ddRunner{h: newHarness(t, DefaultRegistryCapacity)}
+	var b strings.Builder
+	for i, c := range cases {
+		got := strings.TrimRight(d.run(t, c), "\n")
+		if *rewrite {
+			for _, cm := range comments[i] {
+				b.WriteString(cm + "\n")
+			}
+			b.WriteString(c.cmd + "\n----\n" + got + "\n\n")
+			continue
+		}
+		if got != c.expected {
+			t.Errorf("%s:%d: %s\n got:\n%s\nwant:\n%s", path, c.line, c.cmd, got, c.expected)
+		}
+	}
+	if *rewrite {
+		for _, cm := range comments[len(cases)] {
+			b.WriteString(cm + "\n")
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type ddRunner struct {
+	h *harness
+}
+
+type ddArgs map[string]string
+
+func parseArgs(fields []string) ddArgs {
+	a := ddArgs{}
+	for _, f := range fields {
+		k, v, _ := strings.Cut(f, "=")
+		a[k] = v
+	}
+	return a
+}
+
+func (a ddArgs) has(k string) bool { _, ok := a[k]; return ok }
+
+func (a ddArgs) u64(t *testing.T, k string) uint64 {
+	v, err := strconv.ParseUint(a[k], 10, 64)
+	if err != nil {
+		t.Fatalf("arg %s=%q: %v", k, a[k], err)
+	}
+	return v
+}
+
+func (a ddArgs) list(k string) []string {
+	if a[k] == "" {
+		return nil
+	}
+	return strings.Split(a[k], ",")
+}
+
+func (a ddArgs) segs(k string) []api.SegmentID {
+	var out []api.SegmentID
+	for _, s := range a.list(k) {
+		out = append(out, api.SegmentID(s))
+	}
+	return out
+}
+
+func (d *ddRunner) inc(low uint64) api.ObjectIncarnation {
+	return api.ObjectIncarnation{High: d.h.cluster, Low: low}
+}
+
+func fmtErr(e *api.Error) string {
+	if e == nil {
+		return "ok"
+	}
+	return "err=" + string(e.Code)
+}
+
+func fmtInc(i api.ObjectIncarnation) string {
+	if i.IsZero() {
+		return "0"
+	}
+	return strconv.FormatUint(i.Low, 10)
+}
+
+func fmtTask(t api.LocalDeleteTask) string {
+	return fmt.Sprintf("task %d %s %s@%s", t.ID, t.Segment, t.Key, fmtInc(t.Incarnation))
+}
+
+func fmtObject(v ObjectView) string {
+	var segs []string
+	for _, r := range v.Replicas {
+		segs = append(segs, string(r.Segment))
+	}
+	return fmt.Sprintf("%s@%s size=%d tenant=%s replicas=%s", v.Key, fmtInc(v.Incarnation), v.Size, v.Tenant, strings.Join(segs, ","))
+}
+
+var outcomes = map[string]api.AckOutcome{
+	"removed": api.AckRemoved, "already": api.AckAlreadyRemoved, "stale": api.AckStaleVersion,
+	"retry": api.AckRetryableFailure, "bad": 9,
+}
+
+func (d *ddRunner) run(t *testing.T, c ddCase) string {
+	fields := strings.Fields(c.cmd)
+	a := parseArgs(fields[1:])
+	h := d.h
+	switch fields[0] {
+	case "epoch":
+		r := h.epoch(a.u64(t, "cluster"))
+		return fmt.Sprintf("master_epoch=%d cluster=%d", r.MasterEpoch, r.ClusterID)
+	case "mount":
+		var caps []api.Capability
+		switch a["caps"] {
+		case "tomb":
+			caps = tombstoneCaps
+		case "", "none":
+		default:
+			for _, c := range a.list("caps") {
+				caps = append(caps, api.Capability(c))
+			}
+		}
+		cmd := &MountLocalDisk{ClientID: a["client"], Segment: api.SegmentID(a["seg"]), Pool: "p", Capacity: 100, Capabilities: caps, Endpoint: a["client"] + ":9000", Now: h.now}
+		if a.has("pool") {
+			cmd.Pool = a["pool"]
+		}
+		if a.has("ep") {
+			cmd.Endpoint = a["ep"]
+		}
+		r := h.apply(cmd).(*MountResult)
+		if r.Err != nil {
+			return fmt.Sprintf("%s epoch=%d", fmtErr(r.Err), r.MountEpoch)
+		}
+		return fmt.Sprintf("epoch=%d", r.MountEpoch)
+	case "unmount":
+		r := h.apply(&UnmountLocalDisk{Segment: api.SegmentID(a["seg"]), Epoch: a.u64(t, "epoch"), Now: h.now}).(*UnmountResult)
+		return fmtErr(r.Err)
+	case "putstart":
+		r := h.putStart(a["key"], a.has("ifabsent"), a.segs("segs")...)
+		if r.Err != nil {
+			return fmtErr(r.Err)
+		}
+		return "inc=" + fmtInc(r.Incarnation)
+	case "put":
+		r := h.putStart(a["key"], a.has("ifabsent"), a.segs("segs")...)
+		if r.Err != nil {
+			return "start " + fmtErr(r.Err)
+		}
+		e := h.putEnd(a["key"], r.Incarnation)
+		return fmt.Sprintf("inc=%s end %s tasks=%d", fmtInc(r.Incarnation), fmtErr(e.Err), e.TasksCreated)
+	case "putend", "revoke":
+		var r *PutEndResult
+		if fields[0] == "putend" {
+			r = h.putEnd(a["key"], d.inc(a.u64(t, "inc")))
+		} else {
+			r = h.revoke(a["key"], d.inc(a.u64(t, "inc")))
+		}
+		return fmt.Sprintf("%s tasks=%d", fmtErr(r.Err), r.TasksCreated)
+	case "remove":
+		r := h.remove(a.list("keys")...)
+		var b strings.Builder
+		for _, kr := range r.Results {
+			fmt.Fprintf(&b, "%s: %s\n", kr.Key, fmtErr(kr.Err))
+		}
+		fmt.Fprintf(&b, "tasks=%d", r.TasksCreated)
+		return b.String()
+	case "ack":
+		var rs []api.TaskResult
+		for _, spec := range a.list("results") {
+			ref, oc, _ := strings.Cut(spec, ":")
+			parts := strings.Split(ref, "/")
+			id, _ := strconv.ParseUint(parts[0], 10, 64)
+			tr := api.TaskResult{TaskID: id, Outcome: outcomes[oc]}
+			if len(parts) == 3 {
+				low, _ := strconv.ParseUint(parts[2], 10, 64)
+				tr.Key, tr.Incarnation = parts[1], d.inc(low)
+			} else if task, ok := d.findTask(id); ok {
+				tr.Key, tr.Incarnation = task.Key, task.Incarnation
+			}
+			rs = append(rs, tr)
+		}
+		r := h.ack(api.SegmentID(a["seg"]), a.u64(t, "epoch"), rs...)
+		if r.Err != nil {
+			return fmtErr(r.Err)
+		}
+		return fmt.Sprintf("dropped=%d kept=%d unknown=%d", r.Dropped, r.Kept, r.Unknown)
+	case "fetch":
+		limit := 0
+		if a.has("limit") {
+			limit = int(a.u64(t, "limit"))
+		}
+		ts, more, err := h.f.FetchTasks(api.SegmentID(a["seg"]), a.u64(t, "epoch"), limit)
+		if err != nil {
+			return fmtErr(api.AsError(err))
+		}
+		var b strings.Builder
+		for _, x := range ts {
+			b.WriteString(fmtTask(x) + "\n")
+		}
+		fmt.Fprintf(&b, "more=%v", more)
+		return b.String()
+	case "notlive":
+		var refs []api.ObjectRef
+		for _, s := range a.list("refs") {
+			k, low, _ := strings.Cut(s, "@")
+			n, _ := strconv.ParseUint(low, 10, 64)
+			ref := api.ObjectRef{Key: k}
+			if n != 0 {
+				ref.Incarnation = d.inc(n)
+			}
+			refs = append(refs, ref)
+		}
+		out, err := h.f.NotLive(api.SegmentID(a["seg"]), a.u64(t, "epoch"), refs)
+		if err != nil {
+			return fmtErr(api.AsError(err))
+		}
+		var parts []string
+		for _, r := range out {
+			parts = append(parts, r.Key+"@"+fmtInc(r.Incarnation))
+		}
+		return "not_live=[" + strings.Join(parts, " ") + "]"
+	case "get":
+		v, err := h.f.Get(a["key"])
+		if err != nil {
+			return fmtErr(api.AsError(err))
+		}
+		return fmtObject(v)
+	case "stat":
+		v, pending, deletes, err := h.f.Stat(a["key"])
+		p := "none"
+		if pending != nil {
+			p = fmtInc(*pending)
+		}
+		obj := fmtErr(api.AsError(err))
+		if err == nil {
+			obj = fmtObject(v)
+		}
+		return fmt.Sprintf("%s pending=%s pending_deletes=%d", obj, p, deletes)
+	case "tasks":
+		ts, total := h.f.ListTasks(api.SegmentID(a["seg"]), 0)
+		var b strings.Builder
+		for _, x := range ts {
+			b.WriteString(fmtTask(x) + "\n")
+		}
+		fmt.Fprintf(&b, "total=%d", total)
+		return b.String()
+	case "segments":
+		var b strings.Builder
+		for _, s := range h.f.Segments() {
+			fmt.Fprintf(&b, "%s client=%q epoch=%d mounted=%v retired=%v caps=%v pending=%d\n", s.ID, s.ClientID, s.MountEpoch, s.Mounted, s.Retired, s.Capabilities, s.PendingTasks)
+		}
+		return strings.TrimRight(b.String(), "\n")
+	case "retire":
+		r := h.apply(&RetireStorage{Segment: api.SegmentID(a["seg"]), By: a["by"], Reason: a["reason"], Now: h.now}).(*RetireResult)
+		return fmt.Sprintf("%s dropped=%d", fmtErr(r.Err), r.Dropped)
+	case "restore":
+		h.f = restored(t, h.f)
+		return "ok"
+	case "stats":
+		s := h.f.Stats()
+		return fmt.Sprintf("objects=%d pending_puts=%d tasks=%d/%d", s.Objects, s.PendingPuts, s.PendingTasks, s.RegistryCapacity)
+	case "capacity":
+		// Replace the FSM with one of another capacity holding the same state.
+		b := snapshotBytes(t, h.f)
+		g := New(Config{RegistryCapacity: int(a.u64(t, "n"))})
+		if err := g.Restore(strings.NewReader(string(b))); err != nil {
+			t.Fatalf("restore: %v", err)
+		}
+		h.f = g
+		return "ok"
+	}
+	t.Fatalf("line %d: unknown command %q", c.line, fields[0])
+	return ""
+}
+
+func (d *ddRunner) findTask(id uint64) (api.LocalDeleteTask, bool) {
+	ts, _ := d.h.f.ListTasks("", MaxAckResults)
+	for _, x := range ts {
+		if x.ID == id {
+			return x, true
+		}
+	}
+	return api.LocalDeleteTask{}, false
+}

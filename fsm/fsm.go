@@ -1,0 +1,78 @@
+package fsm
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Config tunes an FSM. Every master of a cluster must use the same Config,
+// or their states diverge.
+type Config struct {
+	// RegistryCapacity bounds the LocalDeleteRegistry; 0 means
+	// DefaultRegistryCapacity.
+	RegistryCapacity int
+}
+
+// FSM is sexton's replicated state machine. Apply must be called from one
+// goroutine; queries may be called from any number concurrently.
+type FSM struct {
+	mu       sync.RWMutex
+	capacity int
+	st       *state
+}
+
+// New returns an empty FSM.
+func New(cfg Config) *FSM {
+	c := cfg.RegistryCapacity
+	if c <= 0 {
+		c = DefaultRegistryCapacity
+	}
+	return &FSM{capacity: c, st: newState(c)}
+}
+
+// Apply decodes and applies the log entry at (index, term). The error is
+// only for an entry that cannot be decoded (ErrUnknownCommand,
+// ErrUnknownVersion, ErrCorruptCommand): then nothing changes, the applied
+// index included, and the caller must halt. Business rejections come back
+// inside the result (a pointer to one of the *Result types) with the state
+// unchanged and the applied index advanced.
+func (f *FSM) Apply(index, term uint64, data []byte) (any, error) {
+	cmd, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("apply index %d: %w", index, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.st
+	var res any
+	var now int64
+	switch c := cmd.(type) {
+	case *EpochBegin:
+		res, now = st.applyEpochBegin(c), c.Now
+	case *MountLocalDisk:
+		res, now = st.applyMount(c), c.Now
+	case *UnmountLocalDisk:
+		res, now = st.applyUnmount(c), c.Now
+	case *PutStart:
+		res, now = st.applyPutStart(index, c), c.Now
+	case *PutEnd:
+		res, now = st.applyPutEnd(c), c.Now
+	case *PutRevoke:
+		res, now = st.applyPutRevoke(c), c.Now
+	case *Remove:
+		res, now = st.applyRemove(c), c.Now
+	case *LocalDeleteAck:
+		res, now = st.applyAck(c), c.Now
+	case *RetireStorage:
+		res, now = st.applyRetire(index, c), c.Now
+	default:
+		return nil, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
+	}
+	st.appliedIndex, st.appliedTerm, st.lastNow = index, term, now
+	if invariantsEnabled {
+		if err := st.checkInvariants(); err != nil {
+			panic(fmt.Sprintf("fsm invariant broken after index %d (%s): %v", index, cmd.Type(), err))
+		}
+	}
+	return res, nil
+}

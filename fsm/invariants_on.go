@@ -1,0 +1,98 @@
+//go:build invariants
+
+package fsm
+
+import (
+	"fmt"
+
+	"sexton/api"
+)
+
+const invariantsEnabled = true
+
+// checkInvariants cross-checks every index of the state against the others.
+// It is O(state) and runs after every Apply when built with -tags
+// invariants (the way pebble guards its expensive checks).
+func (st *state) checkInvariants() error {
+	r := st.reg
+	if len(r.byID) > r.capacity {
+		return fmt.Errorf("registry holds %d tasks, capacity %d", len(r.byID), r.capacity)
+	}
+	if len(r.byIdent) != len(r.byID) {
+		return fmt.Errorf("byIdent has %d tasks, byID %d", len(r.byIdent), len(r.byID))
+	}
+	perKey, perSeg := 0, map[string]int{}
+	for key, list := range r.byKey {
+		if len(list) == 0 {
+			return fmt.Errorf("empty per-key list for %q", key)
+		}
+		for _, t := range list {
+			if t.key != key || r.byID[t.id] != t {
+				return fmt.Errorf("per-key index of %q holds task %d not in byID", key, t.id)
+			}
+		}
+		perKey += len(list)
+	}
+	if perKey != len(r.byID) {
+		return fmt.Errorf("per-key index holds %d tasks, byID %d", perKey, len(r.byID))
+	}
+	for id, t := range r.byID {
+		if t.id != id || t.id >= st.nextTaskID {
+			return fmt.Errorf("task %d misfiled or not below next id %d", id, st.nextTaskID)
+		}
+		if r.byIdent[t.ident()] != t {
+			return fmt.Errorf("task %d missing from byIdent", id)
+		}
+		seg := st.segments[t.seg]
+		if seg == nil || seg.retired {
+			return fmt.Errorf("task %d on unknown or retired segment %s", id, t.seg)
+		}
+		perSeg[string(t.seg)]++
+	}
+	for seg, q := range r.bySeg {
+		if q.live != perSeg[string(seg)] {
+			return fmt.Errorf("segment %s queue counts %d live, tasks say %d", seg, q.live, perSeg[string(seg)])
+		}
+		for i := 1; i < len(q.ids); i++ {
+			if q.ids[i] <= q.ids[i-1] {
+				return fmt.Errorf("segment %s queue out of order", seg)
+			}
+		}
+	}
+	for seg, n := range perSeg {
+		if q := r.bySeg[api.SegmentID(seg)]; q == nil || q.live != n {
+			return fmt.Errorf("segment %s has %d tasks but no matching queue", seg, n)
+		}
+	}
+	for client, id := range st.clients {
+		seg := st.segments[id]
+		if seg == nil || !seg.mounted || seg.client != client {
+			return fmt.Errorf("client %s bound to %s, which it does not hold", client, id)
+		}
+	}
+	for id, seg := range st.segments {
+		if seg.mounted && st.clients[seg.client] != id {
+			return fmt.Errorf("mounted segment %s's client %s is bound elsewhere", id, seg.client)
+		}
+		if seg.retired && seg.mounted {
+			return fmt.Errorf("segment %s retired and mounted", id)
+		}
+	}
+	complete, pending := 0, 0
+	for i := range st.objects.shards {
+		for key, e := range st.objects.shards[i].m {
+			if shardOf(key) != i || e.empty() {
+				return fmt.Errorf("key %q misplaced or empty", key)
+			}
+			complete += countNonNil(e.complete)
+			pending += countNonNil(e.pending)
+			if e.complete != nil && e.pending != nil && !e.complete.inc.Less(e.pending.inc) {
+				return fmt.Errorf("key %q: pending %s not newer than complete %s", key, e.pending.inc, e.complete.inc)
+			}
+		}
+	}
+	if complete != st.objects.complete || pending != st.objects.pending {
+		return fmt.Errorf("object counters %d/%d, table holds %d/%d", st.objects.complete, st.objects.pending, complete, pending)
+	}
+	return nil
+}

@@ -1,0 +1,310 @@
+package fsm
+
+import (
+	"slices"
+	"strings"
+
+	"sexton/api"
+)
+
+// Query limits.
+const (
+	// DefaultListLimit and MaxListLimit bound one List page.
+	DefaultListLimit = 1000
+	MaxListLimit     = 10000
+	// DefaultListTasksLimit is ListTasks' page when limit ≤ 0.
+	DefaultListTasksLimit = 1000
+)
+
+// ObjectView is a copy of one incarnation of an object; it shares nothing
+// mutable with the FSM.
+type ObjectView struct {
+	Key         string
+	Tenant      string
+	Size        int64
+	Incarnation api.ObjectIncarnation
+	Created     int64
+	PutID       string
+	Replicas    []api.ReplicaDescriptor
+}
+
+func viewOf(key string, o *object) ObjectView {
+	v := ObjectView{Key: key, Tenant: o.tenant, Size: o.size, Incarnation: o.inc, Created: o.created, PutID: o.putID}
+	v.Replicas = make([]api.ReplicaDescriptor, len(o.replicas))
+	for i, r := range o.replicas {
+		v.Replicas[i] = r
+		if r.DFS != nil {
+			d := *r.DFS
+			v.Replicas[i].DFS = &d
+		}
+	}
+	return v
+}
+
+// PendingPut is a put in progress, for the leader's discard timeout.
+type PendingPut struct {
+	Key         string
+	Incarnation api.ObjectIncarnation
+	Created     int64
+}
+
+// Stats summarises the state.
+type Stats struct {
+	Objects, PendingPuts, Segments, PendingTasks, RegistryCapacity int
+	MasterEpoch, ClusterID, AppliedIndex, AppliedTerm              uint64
+	LeaderID, LeaderAddr                                           string
+	TasksBySegment                                                 map[api.SegmentID]int
+}
+
+// Get returns key's visible (COMPLETE) incarnation.
+func (f *FSM) Get(key string) (ObjectView, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	e := f.st.objects.get(key)
+	if e.complete == nil {
+		return ObjectView{}, api.Errorf(api.CodeObjectNotFound, "key %q", key)
+	}
+	return viewOf(key, e.complete), nil
+}
+
+// Stat is Get plus the put in progress (if any) and the number of pending
+// delete tasks of the key (any incarnation, any segment).
+func (f *FSM) Stat(key string) (obj ObjectView, pending *api.ObjectIncarnation, pendingDeletes int, err error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	e := f.st.objects.get(key)
+	pendingDeletes = len(f.st.reg.byKey[key])
+	if e.pending != nil {
+		inc := e.pending.inc
+		pending = &inc
+	}
+	if e.complete == nil {
+		return ObjectView{}, pending, pendingDeletes, api.Errorf(api.CodeObjectNotFound, "key %q", key)
+	}
+	return viewOf(key, e.complete), pending, pendingDeletes, nil
+}
+
+// Exists reports whether key has a COMPLETE incarnation.
+func (f *FSM) Exists(key string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.objects.get(key).complete != nil
+}
+
+// List returns COMPLETE objects whose key has prefix, in key order,
+// strictly after cursor; next is the last key returned when more follow,
+// else "". It scans every shard and sorts the matches: no ordered index is
+// kept, which keeps Apply and memory cheap at the price of O(objects) lists.
+func (f *FSM) List(prefix, cursor string, limit int) ([]ObjectView, string) {
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	limit = min(limit, MaxListLimit)
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var keys []string
+	for i := range f.st.objects.shards {
+		for k, e := range f.st.objects.shards[i].m {
+			if e.complete != nil && k > cursor && strings.HasPrefix(k, prefix) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	next := ""
+	if len(keys) > limit {
+		keys = keys[:limit]
+		next = keys[limit-1]
+	}
+	out := make([]ObjectView, len(keys))
+	for i, k := range keys {
+		out[i] = viewOf(k, f.st.objects.get(k).complete)
+	}
+	return out, next
+}
+
+// PendingPuts lists puts in progress created before createdBefore, by key.
+func (f *FSM) PendingPuts(createdBefore int64) []PendingPut {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []PendingPut
+	for i := range f.st.objects.shards {
+		for k, e := range f.st.objects.shards[i].m {
+			if p := e.pending; p != nil && p.created < createdBefore {
+				out = append(out, PendingPut{Key: k, Incarnation: p.inc, Created: p.created})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b PendingPut) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// checkFetcher is the gate of FetchTasks and NotLive: a known segment,
+// mounted at exactly epoch, advertising OBJECT_TOMBSTONE_V1.
+func (st *state) checkFetcher(op string, id api.SegmentID, epoch uint64) (*segment, error) {
+	seg := st.segments[id]
+	if seg == nil {
+		return nil, api.Errorf(api.CodeSegmentNotFound, "%s: unknown segment %s", op, id)
+	}
+	if !seg.mounted || seg.epoch != epoch {
+		return nil, staleEpoch(seg, epoch)
+	}
+	if !seg.capable() {
+		return nil, api.Errorf(api.CodeCapabilityRequired, "%s: segment %s does not advertise %s", op, id, api.CapObjectTombstoneV1)
+	}
+	return seg, nil
+}
+
+// FetchTasks returns up to min(limit, 256) of seg's fetchable tasks in id
+// order (limit ≤ 0 means 256) and whether more fetchable tasks exist. A
+// task is withheld while an older incarnation of its key has a pending task
+// anywhere (invariant 7). Fetch never removes anything.
+func (f *FSM) FetchTasks(seg api.SegmentID, epoch uint64, limit int) (tasks []api.LocalDeleteTask, more bool, err error) {
+	if limit <= 0 || limit > api.MaxFetchLimit {
+		limit = api.MaxFetchLimit
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	s, err := f.st.checkFetcher("fetch", seg, epoch)
+	if err != nil {
+		return nil, false, err
+	}
+	tasks = []api.LocalDeleteTask{}
+	f.st.reg.eachOfSeg(s.id, func(t *task) bool {
+		if !f.st.reg.fetchable(t) {
+			return true
+		}
+		if len(tasks) == limit {
+			more = true
+			return false
+		}
+		tasks = append(tasks, t.view())
+		return true
+	})
+	return tasks, more, nil
+}
+
+// NotLive answers reconciliation: which of the refs a holder reports for
+// seg are not live there. A ref is live if the key's COMPLETE or PENDING
+// incarnation is that incarnation and has a replica on seg. A not-live ref
+// is reported only when no older incarnation of its key still has a pending
+// task, so a newest copy is never tombstoned before the older copies are
+// gone (invariant 7). Output keeps input order.
+func (f *FSM) NotLive(seg api.SegmentID, epoch uint64, refs []api.ObjectRef) ([]api.ObjectRef, error) {
+	if len(refs) > api.MaxReconcilePage {
+		return nil, api.Errorf(api.CodeInvalidParams, "reconcile: %d refs exceed %d", len(refs), api.MaxReconcilePage)
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	s, err := f.st.checkFetcher("reconcile", seg, epoch)
+	if err != nil {
+		return nil, err
+	}
+	out := []api.ObjectRef{}
+	for _, r := range refs {
+		e := f.st.objects.get(r.Key)
+		if liveOn(e.complete, r.Incarnation, s.id) || liveOn(e.pending, r.Incarnation, s.id) {
+			continue
+		}
+		if f.st.reg.olderPending(r.Key, r.Incarnation) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func liveOn(o *object, inc api.ObjectIncarnation, seg api.SegmentID) bool {
+	return o != nil && o.inc == inc && onSegment(o, seg)
+}
+
+// ListTasks lists pending tasks in id order, of one segment or of all (seg
+// ""), at most limit of them (≤ 0 means DefaultListTasksLimit); total counts
+// all that match.
+func (f *FSM) ListTasks(seg api.SegmentID, limit int) (tasks []api.LocalDeleteTask, total int) {
+	if limit <= 0 {
+		limit = DefaultListTasksLimit
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	reg := f.st.reg
+	if seg != "" {
+		total = reg.segCount(seg)
+		reg.eachOfSeg(seg, func(t *task) bool {
+			tasks = append(tasks, t.view())
+			return len(tasks) < limit
+		})
+		return tasks, total
+	}
+	all := make([]*task, 0, len(reg.byID))
+	for _, t := range reg.byID {
+		all = append(all, t)
+	}
+	slices.SortFunc(all, func(a, b *task) int { return cmpUint(a.id, b.id) })
+	for _, t := range all[:min(limit, len(all))] {
+		tasks = append(tasks, t.view())
+	}
+	return tasks, len(all)
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Segment returns one segment's info.
+func (f *FSM) Segment(id api.SegmentID) (api.SegmentInfo, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	s := f.st.segments[id]
+	if s == nil {
+		return api.SegmentInfo{}, false
+	}
+	return s.info(f.st.reg.segCount(id)), true
+}
+
+// SegmentOfClient returns the segment clientID has mounted.
+func (f *FSM) SegmentOfClient(clientID string) (api.SegmentInfo, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	id, ok := f.st.clients[clientID]
+	if !ok {
+		return api.SegmentInfo{}, false
+	}
+	return f.st.segments[id].info(f.st.reg.segCount(id)), true
+}
+
+// Segments lists every known segment by id.
+func (f *FSM) Segments() []api.SegmentInfo {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]api.SegmentInfo, 0, len(f.st.segments))
+	for id, s := range f.st.segments {
+		out = append(out, s.info(f.st.reg.segCount(id)))
+	}
+	slices.SortFunc(out, func(a, b api.SegmentInfo) int { return strings.Compare(string(a.ID), string(b.ID)) })
+	return out
+}
+
+// Stats summarises the state.
+func (f *FSM) Stats() Stats {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	st := f.st
+	s := Stats{
+		Objects: st.objects.complete, PendingPuts: st.objects.pending, Segments: len(st.segments),
+		PendingTasks: st.reg.len(), RegistryCapacity: st.reg.capacity,
+		MasterEpoch: st.masterEpoch, ClusterID: st.clusterID, AppliedIndex: st.appliedIndex, AppliedTerm: st.appliedTerm,
+		LeaderID: st.leaderID, LeaderAddr: st.leaderAddr,
+		TasksBySegment: make(map[api.SegmentID]int, len(st.reg.bySeg)),
+	}
+	for id, q := range st.reg.bySeg {
+		s.TasksBySegment[id] = q.live
+	}
+	return s
+}

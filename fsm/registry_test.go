@@ -1,0 +1,152 @@
+package fsm
+
+import (
+	"sync"
+	"testing"
+
+	"sexton/api"
+)
+
+// TestDuplicateDurableTasksDoNotConsumeCapacity: a task that is already in
+// the registry (written by an earlier entry, here planted the way a
+// restored snapshot would carry it) is not created again and costs no slot
+// when a Remove needs the same (segment, key, incarnation).
+func TestDuplicateDurableTasksDoNotConsumeCapacity(t *testing.T) {
+	h := newHarness(t, 2)
+	h.epoch(7)
+	h.mustMount("c1", "s1", tombstoneCaps...)
+	h.mustMount("c2", "s2", tombstoneCaps...)
+	incA := h.put("a", "s1", "s2")
+	incB := h.put("b", "s1")
+
+	// Plant durable tasks for a@s1 and b@s1: the registry is full (2/2).
+	st := h.f.st
+	st.reg.insert(&task{id: st.newTaskID(), seg: "s1", key: "a", tenant: api.DefaultTenant, inc: incA, created: 1})
+	st.reg.insert(&task{id: st.newTaskID(), seg: "s1", key: "b", tenant: api.DefaultTenant, inc: incB, created: 1})
+
+	// b needs only its s1 task, which exists: it fits although the
+	// registry is full, and nothing is added.
+	r := h.remove("b")
+	if codeOf(r.Results[0].Err) != "" || r.TasksCreated != 0 {
+		t.Fatalf("remove b = %+v, want ok with no new task", r)
+	}
+	// a needs s1 (exists, free) and s2 (new, one slot): registry full.
+	r = h.remove("a")
+	if codeOf(r.Results[0].Err) != api.CodeLocalDeleteRegistryFull {
+		t.Fatalf("remove a = %+v, want LOCAL_DELETE_REGISTRY_FULL", r)
+	}
+	if !h.f.Exists("a") {
+		t.Fatal("a was touched by a failed Remove")
+	}
+	// Free b's slot: now a needs exactly one new slot and fits.
+	if got := h.ackAll("s1", 1, api.AckRemoved, h.fetch("s1", 1)[1:]); got.Dropped != 1 {
+		t.Fatalf("ack b = %+v", got)
+	}
+	r = h.remove("a")
+	if codeOf(r.Results[0].Err) != "" || r.TasksCreated != 1 {
+		t.Fatalf("remove a = %+v, want ok with one new task", r)
+	}
+	tasks, total := h.f.ListTasks("", 0)
+	if total != 2 || taskKeys(tasks) != "s1/a@4 s2/a@4" {
+		t.Fatalf("tasks = %s (total %d)", taskKeys(tasks), total)
+	}
+}
+
+// TestFetchIsBoundedAndPages: at most 256 per call, more reported, id
+// order kept.
+func TestFetchIsBoundedAndPages(t *testing.T) {
+	h := newHarness(t, 1000)
+	h.epoch(7)
+	e := h.mustMount("c1", "s1", tombstoneCaps...)
+	var keys []string
+	for i := 0; i < 300; i++ {
+		k := "k" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		h.put(k, "s1")
+		keys = append(keys, k)
+	}
+	h.remove(keys...)
+	got, more, err := h.f.FetchTasks("s1", e, 1000)
+	if err != nil || len(got) != api.MaxFetchLimit || !more {
+		t.Fatalf("fetch = %d tasks, more=%v, err=%v", len(got), more, err)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].ID <= got[i-1].ID {
+			t.Fatal("fetch not in id order")
+		}
+	}
+	h.ackAll("s1", e, api.AckRemoved, got)
+	rest, more, _ := h.f.FetchTasks("s1", e, 0)
+	if len(rest) != 300-api.MaxFetchLimit || more {
+		t.Fatalf("second fetch = %d tasks, more=%v", len(rest), more)
+	}
+	small, more, _ := h.f.FetchTasks("s1", e, 10)
+	if len(small) != 10 || !more {
+		t.Fatalf("limit 10 = %d, more=%v", len(small), more)
+	}
+}
+
+// TestQueriesRaceApply: queries from many goroutines while Apply runs (run
+// with -race); every query sees a consistent state.
+func TestQueriesRaceApply(t *testing.T) {
+	h := newHarness(t, 1000)
+	h.epoch(7)
+	e := h.mustMount("c1", "s1", tombstoneCaps...)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if v, err := h.f.Get("k"); err == nil && len(v.Replicas) != 1 {
+					t.Error("object without its replica")
+				}
+				h.f.List("", "", 10)
+				_, _, _ = h.f.FetchTasks("s1", e, 0)
+				h.f.Stats()
+				v := h.f.Snapshot()
+				v.Release()
+			}
+		}()
+	}
+	for i := 0; i < 200; i++ {
+		h.put("k", "s1")
+		h.remove("k")
+		h.ackAll("s1", e, api.AckRemoved, h.fetch("s1", e))
+	}
+	close(stop)
+	wg.Wait()
+}
+
+// TestSnapshotViewIsFrozen: writes after Snapshot() do not show in the view.
+func TestSnapshotViewIsFrozen(t *testing.T) {
+	h := newHarness(t, 100)
+	h.epoch(7)
+	h.mustMount("c1", "s1", tombstoneCaps...)
+	h.put("a", "s1")
+	want := snapshotBytes(t, h.f)
+	v := h.f.Snapshot()
+	h.put("b", "s1")
+	h.remove("a")
+	h.put("a", "s1")
+	got := writeView(t, v)
+	if string(got) != string(want) {
+		t.Fatal("the view changed after later Applies")
+	}
+	if _, err := v.WriteTo(discard{}); err != nil {
+		t.Fatalf("second write of the view: %v", err)
+	}
+	v.Release()
+	if _, err := v.WriteTo(discard{}); err == nil {
+		t.Fatal("write of a released view succeeded")
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

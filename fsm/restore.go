@@ -1,0 +1,212 @@
+package fsm
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"sexton/api"
+	"sexton/snapshot"
+)
+
+// Restore replaces the state with the snapshot read from r (format 1.1.0,
+// or 1.0.0 whose objects carry incarnation zero, segments epoch zero and no
+// capabilities, and which has no tasks). It is all or nothing: a new state
+// is built aside and swapped in only if the whole stream reads and is
+// consistent.
+func (f *FSM) Restore(r io.Reader) error {
+	b := &restoreSink{st: newState(f.capacity)}
+	h, err := snapshot.Read(r, b)
+	if err != nil {
+		return fmt.Errorf("fsm: restore: %w", err)
+	}
+	if err := b.finish(h); err != nil {
+		return fmt.Errorf("fsm: restore: %w", err)
+	}
+	f.mu.Lock()
+	f.st = b.st
+	f.mu.Unlock()
+	return nil
+}
+
+// restoreSink builds a state from snapshot records, checking as it goes
+// that they describe a state Apply could have produced.
+type restoreSink struct {
+	st        *state
+	format    string
+	lastKey   string
+	lastState snapshot.ObjectState
+	lastInc   api.ObjectIncarnation
+	nObjects  int
+	lastSeg   api.SegmentID
+	lastTask  uint64
+	haveState bool
+}
+
+func corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrCorruptSnapshot, fmt.Sprintf(format, args...))
+}
+
+func (b *restoreSink) Header(h snapshot.Header) error {
+	if h.Format != snapshot.Format110 && h.Format != snapshot.Format100 {
+		return corrupt("unknown format %q", h.Format)
+	}
+	b.format = h.Format
+	b.st.clusterID = h.ClusterID
+	return nil
+}
+
+func (b *restoreSink) Object(o *snapshot.Object) error {
+	if err := api.ValidKey(o.Key); err != nil {
+		return corrupt("object %d: %v", b.nObjects, err)
+	}
+	if o.State != snapshot.ObjectComplete && o.State != snapshot.ObjectPending {
+		return corrupt("object %q: unknown state %d", o.Key, o.State)
+	}
+	if b.nObjects > 0 {
+		sameKeyPendingAfterComplete := o.Key == b.lastKey && b.lastState == snapshot.ObjectComplete && o.State == snapshot.ObjectPending
+		if o.Key < b.lastKey || (o.Key == b.lastKey && !sameKeyPendingAfterComplete) {
+			return corrupt("object %q out of order or duplicated after %q", o.Key, b.lastKey)
+		}
+	}
+	if o.Size < 0 || len(o.Tenant) > api.MaxTenantLen || len(o.PutID) > api.MaxIDLen || len(o.Replicas) > api.MaxReplicas {
+		return corrupt("object %q: field out of bounds", o.Key)
+	}
+	for i, r := range o.Replicas {
+		if r.Kind != api.ReplicaLocalDisk && r.Kind != api.ReplicaDFS {
+			return corrupt("object %q: replica %d has unknown kind %d", o.Key, i, r.Kind)
+		}
+		if r.Kind == api.ReplicaDFS && r.DFS == nil {
+			return corrupt("object %q: DFS replica %d has no descriptor", o.Key, i)
+		}
+	}
+	if o.Key == b.lastKey && o.State == snapshot.ObjectPending && !b.lastInc.Less(o.Incarnation) {
+		return corrupt("object %q: pending %s not newer than complete %s", o.Key, o.Incarnation, b.lastInc)
+	}
+	b.lastKey, b.lastState, b.lastInc = o.Key, o.State, o.Incarnation
+	b.nObjects++
+	tenant := o.Tenant
+	if tenant == "" {
+		tenant = api.DefaultTenant
+	}
+	obj := &object{
+		tenant: b.st.intern(tenant), putID: strings.Clone(o.PutID), size: o.Size, created: o.Created,
+		inc: o.Incarnation, replicas: b.st.internReplicas(o.Replicas),
+	}
+	key := strings.Clone(o.Key)
+	e := b.st.objects.get(key)
+	if o.State == snapshot.ObjectComplete {
+		e.complete = obj
+	} else {
+		e.pending = obj
+	}
+	b.st.objects.set(key, e)
+	return nil
+}
+
+func (b *restoreSink) Segment(s *snapshot.Segment) error {
+	if s.ID == "" || len(s.ID) > api.MaxIDLen || len(s.ClientID) > api.MaxIDLen || len(s.Pool) > api.MaxIDLen ||
+		len(s.Endpoint) > api.MaxIDLen || len(s.Capabilities) > api.MaxCapabilities {
+		return corrupt("segment %q: field out of bounds", s.ID)
+	}
+	if len(b.st.segments) > 0 && s.ID <= b.lastSeg {
+		return corrupt("segment %q out of order or duplicated after %q", s.ID, b.lastSeg)
+	}
+	b.lastSeg = s.ID
+	st := b.st
+	seg := &segment{
+		id: api.SegmentID(st.intern(string(s.ID))), client: st.intern(s.ClientID), pool: st.intern(s.Pool),
+		capacity: s.Capacity, caps: normalizeCaps(s.Capabilities), endpoint: st.intern(s.Endpoint),
+		epoch: s.MountEpoch, mounted: s.Mounted, retired: s.Retired,
+	}
+	if b.format == snapshot.Format100 {
+		seg.epoch, seg.caps = 0, nil
+	}
+	if seg.retired && seg.mounted {
+		return corrupt("segment %q is both retired and mounted", s.ID)
+	}
+	if seg.mounted && seg.client != "" {
+		if other, ok := st.clients[seg.client]; ok {
+			return corrupt("client %q bound to both %q and %q", seg.client, other, seg.id)
+		}
+		st.clients[seg.client] = seg.id
+	}
+	st.segments[seg.id] = seg
+	return nil
+}
+
+func (b *restoreSink) Task(t *snapshot.Task) error {
+	if b.format != snapshot.Format110 {
+		return corrupt("task record in a %s snapshot", b.format)
+	}
+	if t.ID == 0 || t.ID <= b.lastTask {
+		return corrupt("task %d out of order or duplicated after %d", t.ID, b.lastTask)
+	}
+	if err := api.ValidKey(t.Key); err != nil {
+		return corrupt("task %d: %v", t.ID, err)
+	}
+	seg := b.st.segments[t.Segment]
+	if seg == nil {
+		return corrupt("task %d names unknown segment %q", t.ID, t.Segment)
+	}
+	if seg.retired {
+		return corrupt("task %d on retired segment %q", t.ID, t.Segment)
+	}
+	key := strings.Clone(t.Key)
+	id := taskIdent{seg: seg.id, key: key, inc: t.Incarnation}
+	if b.st.reg.has(id) {
+		return corrupt("task %d duplicates (segment %s, key %q, incarnation %s)", t.ID, t.Segment, t.Key, t.Incarnation)
+	}
+	b.lastTask = t.ID
+	b.st.reg.insert(&task{id: t.ID, seg: seg.id, key: key, tenant: b.st.intern(t.Tenant), inc: t.Incarnation, created: t.Created})
+	return nil
+}
+
+func (b *restoreSink) State(s *snapshot.State) error {
+	if b.format != snapshot.Format110 {
+		return corrupt("state record in a %s snapshot", b.format)
+	}
+	if b.haveState {
+		return corrupt("second state record")
+	}
+	if len(s.Audit) > maxAudit {
+		return corrupt("%d audit entries exceed %d", len(s.Audit), maxAudit)
+	}
+	if len(s.LeaderID) > api.MaxIDLen || len(s.LeaderAddr) > api.MaxIDLen {
+		return corrupt("state: leader field out of bounds")
+	}
+	b.haveState = true
+	st := b.st
+	st.masterEpoch, st.nextTaskID, st.lastNow = s.MasterEpoch, s.NextTaskID, s.LastNow
+	st.leaderID, st.leaderAddr = st.intern(s.LeaderID), st.intern(s.LeaderAddr)
+	if len(s.Audit) > 0 {
+		st.audit = append([]snapshot.AuditEntry(nil), s.Audit...)
+	}
+	return nil
+}
+
+func (b *restoreSink) DFSRecord([]byte) error {
+	return corrupt("dfs_buckets section present, but this build keeps no DFS allocator state")
+}
+
+// finish checks what can only be checked once everything is read.
+func (b *restoreSink) finish(h snapshot.Header) error {
+	st := b.st
+	if b.format == "" {
+		b.format = h.Format
+	}
+	if b.format == snapshot.Format110 {
+		if !b.haveState {
+			return corrupt("1.1.0 snapshot without a state record")
+		}
+		if st.nextTaskID == 0 || st.nextTaskID <= b.lastTask {
+			return corrupt("next task id %d not above the largest task id %d", st.nextTaskID, b.lastTask)
+		}
+	} else {
+		st.nextTaskID = 1
+		st.lastNow = h.Created
+	}
+	st.clusterID = h.ClusterID
+	st.appliedIndex, st.appliedTerm = h.LastIndex, h.LastTerm
+	return nil
+}

@@ -1,0 +1,53 @@
+package fsm
+
+import "sexton/api"
+
+// Results of Apply, one per command type (returned as pointers). Err is nil
+// on success; a non-nil Err means the command was rejected and changed
+// nothing but the applied index.
+
+// EpochBeginResult answers EpochBegin.
+type EpochBeginResult struct{ MasterEpoch, ClusterID uint64 }
+
+// MountResult answers MountLocalDisk. On SEGMENT_ALREADY_EXISTS (an
+// identical repeat) MountEpoch is the current, unchanged epoch.
+type MountResult struct {
+	Err                               *api.Error
+	MountEpoch, MasterEpoch, ClusterID uint64
+}
+
+// UnmountResult answers UnmountLocalDisk.
+type UnmountResult struct{ Err *api.Error }
+
+// PutStartResult answers PutStart with the new PENDING incarnation.
+type PutStartResult struct {
+	Err         *api.Error
+	Incarnation api.ObjectIncarnation
+}
+
+// PutEndResult answers PutEnd and PutRevoke; TasksCreated counts the delete
+// tasks for the superseded (PutEnd) or abandoned (PutRevoke) copies.
+type PutEndResult struct {
+	Err          *api.Error
+	TasksCreated int
+}
+
+// RemoveResult answers Remove: one result per requested key, in order,
+// duplicates included.
+type RemoveResult struct {
+	Results      []api.KeyResult
+	TasksCreated int
+}
+
+// AckResult answers LocalDeleteAck: Dropped terminal results, Kept
+// retryable ones, Unknown results that matched no task exactly.
+type AckResult struct {
+	Err                    *api.Error
+	Dropped, Kept, Unknown int
+}
+
+// RetireResult answers RetireStorage.
+type RetireResult struct {
+	Err     *api.Error
+	Dropped int
+}

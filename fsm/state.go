@@ -1,0 +1,186 @@
+package fsm
+
+import (
+	"strings"
+
+	"sexton/api"
+	"sexton/snapshot"
+)
+
+// maxAudit is how many RetireStorage audit entries the state keeps.
+const maxAudit = 100
+
+// maxInterned bounds the string interner: tenants come from clients, so
+// past this many distinct strings new ones are simply not shared.
+const maxInterned = 1 << 16
+
+// segment is one LOCAL_DISK segment's mount state. Mutated in place by
+// Apply; a snapshot view copies it by value.
+type segment struct {
+	id       api.SegmentID
+	client   string
+	pool     string
+	capacity int64
+	caps     []api.Capability // sorted, deduplicated; replaced, never mutated
+	endpoint string
+	epoch    uint64
+	mounted  bool
+	retired  bool
+}
+
+// capable reports whether the segment advertises durable tombstones, the
+// only case in which the master creates delete tasks for it.
+func (s *segment) capable() bool { return api.HasCapability(s.caps, api.CapObjectTombstoneV1) }
+
+func (s *segment) info(pending int) api.SegmentInfo {
+	return api.SegmentInfo{
+		ID: s.id, ClientID: s.client, Pool: s.pool, Capacity: s.capacity,
+		Capabilities: append([]api.Capability(nil), s.caps...), Endpoint: s.endpoint,
+		MountEpoch: s.epoch, Mounted: s.mounted, Retired: s.retired, PendingTasks: pending,
+	}
+}
+
+// state is everything Apply changes.
+type state struct {
+	clusterID    uint64
+	masterEpoch  uint64
+	nextTaskID   uint64
+	leaderID     string
+	leaderAddr   string
+	appliedIndex uint64
+	appliedTerm  uint64
+	lastNow      int64
+
+	objects  *objectTable
+	segments map[api.SegmentID]*segment
+	clients  map[string]api.SegmentID // client id → the one segment it has mounted
+	reg      *registry
+	audit    []snapshot.AuditEntry
+
+	strs     map[string]string
+	replicas map[string][]api.ReplicaDescriptor
+}
+
+func newState(capacity int) *state {
+	return &state{
+		nextTaskID: 1,
+		objects:    newObjectTable(),
+		segments:   make(map[api.SegmentID]*segment),
+		clients:    make(map[string]api.SegmentID),
+		reg:        newRegistry(capacity),
+		strs:       make(map[string]string),
+		replicas:   make(map[string][]api.ReplicaDescriptor),
+	}
+}
+
+// intern returns a shared copy of s so millions of objects naming the same
+// tenant, pool or segment keep one string.
+func (st *state) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	if x, ok := st.strs[s]; ok {
+		return x
+	}
+	if len(st.strs) >= maxInterned {
+		return s
+	}
+	s = strings.Clone(s)
+	st.strs[s] = s
+	return s
+}
+
+// internReplicas returns an immutable replica list equal to rs. Lists
+// without DFS descriptors (the common LOCAL_DISK case) are shared between
+// objects, so a 1-replica object costs no slice of its own.
+func (st *state) internReplicas(rs []api.ReplicaDescriptor) []api.ReplicaDescriptor {
+	if len(rs) == 0 {
+		return nil
+	}
+	shareable := true
+	var b strings.Builder
+	for _, r := range rs {
+		if r.DFS != nil {
+			shareable = false
+			break
+		}
+		b.WriteByte(byte(r.Kind))
+		b.WriteString(string(r.Segment))
+		b.WriteByte(0)
+		b.WriteString(r.Pool)
+		b.WriteByte(0)
+	}
+	if shareable {
+		if x, ok := st.replicas[b.String()]; ok {
+			return x
+		}
+	}
+	out := make([]api.ReplicaDescriptor, len(rs))
+	for i, r := range rs {
+		out[i] = api.ReplicaDescriptor{Kind: r.Kind, Segment: api.SegmentID(st.intern(string(r.Segment))), Pool: st.intern(r.Pool)}
+		if r.DFS != nil {
+			d := *r.DFS
+			d.Allocator = st.intern(d.Allocator)
+			out[i].DFS = &d
+		}
+	}
+	if shareable && len(st.replicas) < maxInterned {
+		st.replicas[b.String()] = out
+	}
+	return out
+}
+
+// newTaskID draws the next task id.
+func (st *state) newTaskID() uint64 {
+	id := st.nextTaskID
+	st.nextTaskID++
+	return id
+}
+
+// taskPlan is the set of new tasks one key needs: computed first
+// (reservation), created only if all of them fit.
+type taskPlan []taskIdent
+
+// planTasks lists the tasks needed to delete obj's LOCAL_DISK replicas:
+// one per replica on a known segment that advertises OBJECT_TOMBSTONE_V1 and
+// has no such task yet. Replicas on segments without the capability get no
+// task: their bytes are reclaimed only by the holder's own reconciliation.
+func (st *state) planTasks(key string, obj *object) taskPlan {
+	var plan taskPlan
+	for _, r := range obj.replicas {
+		if r.Kind != api.ReplicaLocalDisk {
+			continue
+		}
+		seg := st.segments[r.Segment]
+		if seg == nil || seg.retired || !seg.capable() {
+			continue
+		}
+		id := taskIdent{seg: seg.id, key: key, inc: obj.inc}
+		if st.reg.has(id) || plan.contains(id) {
+			continue // a duplicate costs nothing
+		}
+		plan = append(plan, id)
+	}
+	return plan
+}
+
+func (p taskPlan) contains(id taskIdent) bool {
+	for _, x := range p {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// createTasks stores the planned tasks; the caller has checked they fit.
+func (st *state) createTasks(plan taskPlan, tenant string, now int64) int {
+	for _, id := range plan {
+		st.reg.insert(&task{id: st.newTaskID(), seg: id.seg, key: id.key, tenant: tenant, inc: id.inc, created: now})
+	}
+	return len(plan)
+}
+
+func registryFull(key string, need, used, capacity int) *api.Error {
+	return api.Errorf(api.CodeLocalDeleteRegistryFull, "key %q needs %d task slots, registry holds %d of %d", key, need, used, capacity)
+}

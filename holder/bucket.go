@@ -1,0 +1,45 @@
+package holder
+
+import (
+	"sync"
+
+	"sexton/holder/fsys"
+)
+
+// bucket is one <id>.bucket + <id>.meta pair in memory.
+type bucket struct {
+	id   uint64
+	file fsys.File
+
+	// persistMu serializes every rewrite of this bucket's metadata (a put
+	// commit, a tombstone batch, later a GC switch), so each starts from the
+	// committed copy and none loses another's change. Held across the whole
+	// copy → write tmp → fsync → rename → fsync dir sequence.
+	persistMu sync.Mutex
+
+	// Guarded by Store.mu (and replaced only while persistMu is held):
+	meta         *BucketMetadata // committed: equal to what <id>.meta says
+	states       []recordState   // per slot of meta.Objects
+	fileSize     int64           // bytes in <id>.bucket, uncommitted tail included
+	metaFileSize int64
+	liveBytes    int64
+	deadBytes    int64
+	liveCount    int
+	deadCount    int
+	legacy       bool
+	readers      int // in-flight reads pinning the file
+}
+
+// recount recomputes the byte and record counters from meta and states.
+func (b *bucket) recount() {
+	b.liveBytes, b.deadBytes, b.liveCount, b.deadCount = 0, 0, 0, 0
+	for i := range b.meta.Objects {
+		if b.states[i] == stateLive {
+			b.liveBytes += b.meta.Objects[i].Size
+			b.liveCount++
+		} else {
+			b.deadBytes += b.meta.Objects[i].Size
+			b.deadCount++
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package holder
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"sexton/api"
+	"sexton/holder/crashpoint"
+)
+
+// Child roles, as "<role>:<dir>".
+const (
+	roleOpen      = "open"      // open the store and report
+	roleTombstone = "tombstone" // tombstone crashKey@crashInc
+	rolePut       = "put"       // put crashKey@crashInc
+)
+
+const crashKey = "crash-key"
+
+var crashInc = incN(7)
+
+func crashValue() []byte { return valueOf(crashKey, 3000) }
+
+// runChild is the child process's main. Exit codes: 0 done, 3 directory in
+// use, 1 anything else.
+func runChild(role string) int {
+	kind, dir, _ := strings.Cut(role, ":")
+	s, err := OpenStore(dir, StoreOptions{})
+	if err != nil {
+		fmt.Println("open error:", err)
+		if errors.Is(err, ErrDirectoryInUse) {
+			return 3
+		}
+		return 1
+	}
+	defer s.Close()
+	switch kind {
+	case roleOpen:
+		fmt.Println("opened")
+	case roleTombstone:
+		rs := s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, crashKey, crashInc)})
+		fmt.Println("results:", outcomes(rs))
+	case rolePut:
+		if err := s.Put(crashKey, "t", crashInc, crashValue()); err != nil {
+			fmt.Println("put error:", err)
+			return 1
+		}
+		fmt.Println("ACK")
+	default:
+		return 1
+	}
+	return 0
+}
+
+// runChildProcess re-executes the test binary in a role, optionally with a
+// crash point armed, and returns its output and wait status.
+func runChildProcess(t *testing.T, role, dir, crashAt string) (string, syscall.WaitStatus) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+role+":"+dir)
+	if crashAt != "" {
+		cmd.Env = append(cmd.Env, crashpoint.EnvVar+"="+crashAt)
+	}
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("run child: %v", err)
+	}
+	return string(out), cmd.ProcessState.Sys().(syscall.WaitStatus)
+}

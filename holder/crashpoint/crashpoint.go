@@ -1,0 +1,73 @@
+package crashpoint
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"syscall"
+)
+
+// EnvVar names the environment variable that arms a crash point.
+const EnvVar = "SEXTON_CRASH_AT"
+
+// armedName is read once: a crash point is a property of the process, not
+// something that changes while it runs.
+var armedName = os.Getenv(EnvVar)
+
+var (
+	mu       sync.Mutex
+	registry = map[string]*Point{}
+)
+
+// Point is one named crash point.
+type Point struct {
+	name  string
+	armed bool
+}
+
+// New registers a crash point. Names are global; registering one twice is a
+// programming error and panics at init, so a binary can never carry two
+// points that a drill cannot tell apart.
+func New(name string) *Point {
+	mu.Lock()
+	defer mu.Unlock()
+	if name == "" {
+		panic("crashpoint: empty name")
+	}
+	if _, dup := registry[name]; dup {
+		panic(fmt.Sprintf("crashpoint: %q registered twice", name))
+	}
+	p := &Point{name: name, armed: armedName != "" && armedName == name}
+	registry[name] = p
+	return p
+}
+
+// Name is the point's name.
+func (p *Point) Name() string { return p.name }
+
+// Hit kills the process with SIGKILL if this point is armed. Nothing runs
+// after it: no deferred function, no buffered log flush, exactly like a
+// power cut from the process's point of view (the page cache survives).
+func (p *Point) Hit() {
+	if !p.armed {
+		return
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // SIGKILL is not deliverable late; never return into the caller.
+}
+
+// Names lists every registered crash point, sorted.
+func Names() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Armed is the name of the point this process will die at, or "".
+func Armed() string { return armedName }

@@ -1,0 +1,110 @@
+package fsys
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// ErrLocked is returned by FS.Lock when another process (or another open
+// handle in this process) already holds the lock.
+var ErrLocked = errors.New("fsys: lock is held by another process")
+
+// File is an open file. Reads and writes are positional so concurrent
+// readers never share a file offset with the appender.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Writer
+	io.Closer
+	// Sync flushes the file's data and metadata to stable storage (fsync).
+	Sync() error
+	// Stat describes the open file.
+	Stat() (fs.FileInfo, error)
+	// Truncate changes the file's size.
+	Truncate(size int64) error
+	// Name is the path the file was opened with.
+	Name() string
+}
+
+// FS is every file operation the store performs.
+type FS interface {
+	// OpenFile opens or creates name with os.OpenFile flags.
+	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
+	// Rename atomically replaces newpath with oldpath.
+	Rename(oldpath, newpath string) error
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// ReadDir lists a directory sorted by name.
+	ReadDir(name string) ([]fs.DirEntry, error)
+	// Stat describes a path.
+	Stat(name string) (fs.FileInfo, error)
+	// MkdirAll creates a directory and its parents.
+	MkdirAll(name string, perm fs.FileMode) error
+	// SyncDir fsyncs a directory so entries created, renamed or removed in
+	// it survive a crash.
+	SyncDir(name string) error
+	// Lock takes an exclusive, non-blocking advisory lock
+	// (flock(LOCK_EX|LOCK_NB)) on name, creating it if needed. It fails at
+	// once with an error wrapping ErrLocked if the lock is held. Closing the
+	// returned Closer releases the lock.
+	Lock(name string) (io.Closer, error)
+}
+
+// ReadFile reads a whole file through fsys, refusing files larger than
+// limit before allocating anything.
+func ReadFile(fsys FS, name string, limit int64) ([]byte, error) {
+	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > limit {
+		return nil, &FileTooLargeError{Name: name, Size: st.Size(), Limit: limit}
+	}
+	buf := make([]byte, st.Size())
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !(errors.Is(err, io.EOF) && n == len(buf)) {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// ErrFileTooLarge matches a *FileTooLargeError with errors.Is.
+var ErrFileTooLarge = errors.New("fsys: file exceeds the size limit")
+
+// FileTooLargeError says a file was refused by ReadFile because of its size.
+type FileTooLargeError struct {
+	Name        string
+	Size, Limit int64
+}
+
+func (e *FileTooLargeError) Error() string {
+	return "fsys: " + e.Name + " is larger than the limit of its kind"
+}
+
+// Is makes errors.Is(err, ErrFileTooLarge) true.
+func (e *FileTooLargeError) Is(target error) bool { return target == ErrFileTooLarge }
+
+// WriteFileSync creates (or truncates) name, writes data, fsyncs and closes
+// it. It is the first half of an atomic replace: the caller renames after.
+func WriteFileSync(fsys FS, name string, data []byte, perm fs.FileMode) error {
+	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

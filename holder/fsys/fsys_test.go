@@ -1,0 +1,93 @@
+package fsys
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func TestFaultRuleFailsOnceThenPasses(t *testing.T) {
+	dir := t.TempDir()
+	f := NewFaulty(OS{})
+	f.Inject(Rule{Op: OpSync, Pattern: "*.meta.tmp", Err: syscall.EIO, Once: true})
+	name := filepath.Join(dir, "1.meta.tmp")
+	if err := WriteFileSync(f, name, []byte("x"), 0o644); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("first sync: got %v, want EIO", err)
+	}
+	if err := WriteFileSync(f, name, []byte("y"), 0o644); err != nil {
+		t.Fatalf("second sync: %v", err)
+	}
+	other := filepath.Join(dir, "1.bucket")
+	if err := WriteFileSync(f, other, []byte("z"), 0o644); err != nil {
+		t.Fatalf("unmatched path: %v", err)
+	}
+	if got := f.CountMatching(OpSync, "*.meta.tmp"); got != 2 {
+		t.Fatalf("sync count on tmp = %d, want 2", got)
+	}
+	if got := f.Count(OpSync); got != 3 {
+		t.Fatalf("sync count = %d, want 3", got)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil || string(b) != "y" {
+		t.Fatalf("content %q %v", b, err)
+	}
+}
+
+func TestFaultRuleAlwaysOnRenameTarget(t *testing.T) {
+	dir := t.TempDir()
+	f := NewFaulty(OS{})
+	f.Inject(Rule{Op: OpRename, Pattern: "*.meta", Err: syscall.ENOSPC})
+	src := filepath.Join(dir, "a.tmp")
+	if err := os.WriteFile(src, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := f.Rename(src, filepath.Join(dir, "a.meta")); !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("rename %d: %v", i, err)
+		}
+	}
+	if _, err := os.Stat(src); err != nil {
+		t.Fatalf("source must be untouched: %v", err)
+	}
+	f.ClearRules()
+	if err := f.Rename(src, filepath.Join(dir, "a.meta")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLockIsExclusive(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, ".lock")
+	l, err := OS{}.Lock(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (OS{}).Lock(name); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second lock: %v, want ErrLocked", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := OS{}.Lock(name)
+	if err != nil {
+		t.Fatalf("lock after release: %v", err)
+	}
+	l2.Close()
+}
+
+func TestReadFileBoundsSize(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "big")
+	if err := os.WriteFile(name, make([]byte, 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(OS{}, name, 99); !errors.Is(err, ErrFileTooLarge) {
+		t.Fatalf("got %v", err)
+	}
+	b, err := ReadFile(OS{}, name, 100)
+	if err != nil || len(b) != 100 {
+		t.Fatalf("got %d %v", len(b), err)
+	}
+}

@@ -1,0 +1,91 @@
+package holder
+
+import (
+	"sexton/api"
+)
+
+// objectKey names one incarnation of one key. The tenant is not part of
+// it: an incarnation is unique across the cluster, so (key, incarnation)
+// already names exactly one object.
+type objectKey struct {
+	key string
+	inc api.ObjectIncarnation
+}
+
+// location is where a live record lives: its bucket, its slot in the
+// bucket's metadata, and the byte range and checksum of its value.
+type location struct {
+	bucket uint64
+	slot   int
+	offset int64
+	size   int64
+	crc    uint32
+}
+
+// index is the in-memory view rebuilt from .meta files. live holds what
+// reads may return; dead holds incarnations whose record is tombstoned (or
+// shadowed by a tombstone elsewhere) and still present in some metadata, so
+// a replayed task answers AlreadyRemoved and a Put cannot revive it.
+//
+// Both maps are only touched under Store.mu, so a later GC can switch
+// records to a replacement bucket atomically with respect to readers.
+type index struct {
+	live map[objectKey]location
+	dead map[objectKey]uint64 // → bucket id holding the tombstone
+}
+
+func newIndex() index {
+	return index{live: make(map[objectKey]location), dead: make(map[objectKey]uint64)}
+}
+
+// recordState is what loading decided for one metadata slot.
+type recordState uint8
+
+const (
+	stateLive recordState = iota
+	stateTombstoned
+	stateShadowed // a live duplicate of a record that is live or dead elsewhere
+)
+
+// buildIndex rebuilds the index from every bucket's committed metadata,
+// visited in ascending id order. A tombstone anywhere wins over a live copy
+// anywhere (no resurrection); of two live copies the higher bucket id wins,
+// because a GC target is always newer than its sources. It returns the
+// state of every slot, keyed by bucket id.
+func buildIndex(metas map[uint64]*BucketMetadata, ids []uint64) (index, map[uint64][]recordState, int) {
+	idx := newIndex()
+	states := make(map[uint64][]recordState, len(ids))
+	for _, id := range ids {
+		m := metas[id]
+		for i := range m.Objects {
+			o := &m.Objects[i]
+			if o.Tombstoned {
+				idx.dead[objectKey{o.Key, o.Incarnation}] = id
+			}
+		}
+		states[id] = make([]recordState, len(m.Objects))
+	}
+	shadowed := 0
+	for _, id := range ids {
+		m := metas[id]
+		st := states[id]
+		for i := range m.Objects {
+			o := &m.Objects[i]
+			k := objectKey{o.Key, o.Incarnation}
+			switch {
+			case o.Tombstoned:
+				st[i] = stateTombstoned
+			case idx.dead[k] != 0:
+				st[i] = stateShadowed
+				shadowed++
+			default:
+				if prev, ok := idx.live[k]; ok {
+					states[prev.bucket][prev.slot] = stateShadowed
+					shadowed++
+				}
+				idx.live[k] = location{bucket: id, slot: i, offset: o.Offset, size: o.Size, crc: o.CRC32C}
+			}
+		}
+	}
+	return idx, states, shadowed
+}

@@ -1,0 +1,82 @@
+package holder
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"sexton/holder/fsys"
+)
+
+// InspectReport is an offline view of a store directory.
+type InspectReport struct {
+	Dir               string
+	Marked            bool
+	Identity          Identity // zero when unmarked or unreadable
+	GCIntentPending   bool
+	Buckets           []BucketStat // committed buckets that verified, id order
+	LiveObjects       int
+	TombstonedObjects int
+	LiveBytes         int64
+	DeadBytes         int64
+	UsedBytes         int64
+	StaleMetas        []string // .meta without .bucket (OpenStore removes them)
+	OrphanBuckets     []string // .bucket without .meta (OpenStore removes them)
+	TmpFiles          []string // .meta.tmp leftovers (OpenStore removes them)
+	IgnoredFiles      []string
+	// Problems lists what would make OpenStore fail closed, one line each.
+	Problems []string
+}
+
+// Inspect reads dir without locking it and without changing anything: the
+// identity, every bucket's live and tombstoned counts and bytes, and what
+// recovery would clean up or refuse. A corrupt file is a Problem in the
+// report, not an error; the error is for a directory that cannot be read.
+func Inspect(dir string) (InspectReport, error) { return InspectFS(fsys.OS{}, dir) }
+
+// InspectFS is Inspect through a given filesystem.
+func InspectFS(fs fsys.FS, dir string) (InspectReport, error) {
+	rep := InspectReport{Dir: dir}
+	sc, err := scanDir(fs, dir)
+	if err != nil {
+		return rep, err
+	}
+	rep.Marked, rep.GCIntentPending, rep.IgnoredFiles = sc.hasMarker, sc.hasGCIntent, sc.other
+	if sc.hasMarker {
+		if rep.Identity, err = readIdentity(fs, dir); err != nil {
+			rep.Problems = append(rep.Problems, err.Error())
+		}
+	} else if sc.nonEmpty {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%s: non-empty without %s", dir, MarkerFileName))
+	}
+	if sc.hasGCIntent {
+		rep.Problems = append(rep.Problems, filepath.Join(dir, GCIntentFileName)+": unresolved GC intent")
+	}
+	lb, _ := loadBuckets(fs, dir, sc, func(_ uint64, err error) error {
+		rep.Problems = append(rep.Problems, err.Error())
+		return nil
+	})
+	for _, id := range lb.staleMetas {
+		rep.StaleMetas = append(rep.StaleMetas, metaName(id))
+	}
+	for _, id := range lb.orphanBuckets {
+		rep.OrphanBuckets = append(rep.OrphanBuckets, bucketName(id))
+	}
+	for _, id := range sc.tmps {
+		rep.TmpFiles = append(rep.TmpFiles, metaTmpName(id))
+	}
+	_, states, _ := buildIndex(lb.metas, lb.ids)
+	for _, id := range lb.ids {
+		m := lb.metas[id]
+		b := &bucket{id: id, meta: m, states: states[id]}
+		b.recount()
+		rep.Buckets = append(rep.Buckets, BucketStat{ID: id, DataSize: m.DataSize, FileSize: lb.bucketSizes[id],
+			LiveBytes: b.liveBytes, DeadBytes: b.deadBytes, LiveCount: b.liveCount, DeadCount: b.deadCount,
+			Legacy: m.V == metaVersionLegacy})
+		rep.LiveObjects += b.liveCount
+		rep.TombstonedObjects += b.deadCount
+		rep.LiveBytes += b.liveBytes
+		rep.DeadBytes += b.deadBytes
+		rep.UsedBytes += lb.bucketSizes[id] + lb.metaSizes[id]
+	}
+	return rep, nil
+}

@@ -1,0 +1,135 @@
+package holder
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	"sexton/holder/fsys"
+)
+
+// dirScan is what a directory listing says, before any file is read.
+type dirScan struct {
+	hasMarker   bool
+	hasGCIntent bool
+	buckets     map[uint64]bool
+	metas       map[uint64]bool
+	tmps        []uint64
+	other       []string // names that make the directory non-empty but are not ours
+	nonEmpty    bool
+}
+
+func scanDir(fs fsys.FS, dir string) (dirScan, error) {
+	entries, err := fs.ReadDir(dir)
+	if err != nil {
+		return dirScan{}, fmt.Errorf("holder: list %s: %w", dir, err)
+	}
+	sc := dirScan{buckets: map[uint64]bool{}, metas: map[uint64]bool{}}
+	for _, e := range entries {
+		name := e.Name()
+		if ignorableForEmptiness(name) {
+			continue
+		}
+		sc.nonEmpty = true
+		switch name {
+		case MarkerFileName:
+			sc.hasMarker = true
+			continue
+		case GCIntentFileName:
+			sc.hasGCIntent = true
+			continue
+		}
+		switch kind, id := parseBucketFile(name); kind {
+		case kindBucket:
+			sc.buckets[id] = true
+		case kindMeta:
+			sc.metas[id] = true
+		case kindMetaTmp:
+			sc.tmps = append(sc.tmps, id)
+		default:
+			sc.other = append(sc.other, name)
+		}
+	}
+	return sc, nil
+}
+
+// loadedBuckets is every committed bucket of a directory, read and
+// verified, plus the leftovers recovery will clean up.
+type loadedBuckets struct {
+	ids           []uint64 // buckets with both files, ascending
+	metas         map[uint64]*BucketMetadata
+	bucketSizes   map[uint64]int64
+	metaSizes     map[uint64]int64
+	staleMetas    []uint64 // .meta whose .bucket is missing
+	orphanBuckets []uint64 // .bucket with no .meta: no committed record
+	maxID         uint64   // highest id seen in any bucket file name
+}
+
+// problemFunc receives a per-bucket problem. Open fails on the first one;
+// Inspect records them and goes on.
+type problemFunc func(id uint64, err error) error
+
+func loadBuckets(fs fsys.FS, dir string, sc dirScan, onProblem problemFunc) (loadedBuckets, error) {
+	lb := loadedBuckets{
+		metas:       map[uint64]*BucketMetadata{},
+		bucketSizes: map[uint64]int64{},
+		metaSizes:   map[uint64]int64{},
+	}
+	for id := range sc.buckets {
+		lb.maxID = max(lb.maxID, id)
+		if !sc.metas[id] {
+			lb.orphanBuckets = append(lb.orphanBuckets, id)
+		}
+	}
+	for _, id := range sc.tmps {
+		lb.maxID = max(lb.maxID, id)
+	}
+	for id := range sc.metas {
+		lb.maxID = max(lb.maxID, id)
+		if !sc.buckets[id] {
+			lb.staleMetas = append(lb.staleMetas, id)
+			continue
+		}
+		lb.ids = append(lb.ids, id)
+	}
+	sort.Slice(lb.ids, func(i, j int) bool { return lb.ids[i] < lb.ids[j] })
+	sort.Slice(lb.staleMetas, func(i, j int) bool { return lb.staleMetas[i] < lb.staleMetas[j] })
+	sort.Slice(lb.orphanBuckets, func(i, j int) bool { return lb.orphanBuckets[i] < lb.orphanBuckets[j] })
+
+	good := lb.ids[:0:0]
+	for _, id := range lb.ids {
+		m, metaSize, bucketSize, err := loadOne(fs, dir, id)
+		if err != nil {
+			if perr := onProblem(id, err); perr != nil {
+				return lb, perr
+			}
+			continue
+		}
+		lb.metas[id], lb.metaSizes[id], lb.bucketSizes[id] = m, metaSize, bucketSize
+		good = append(good, id)
+	}
+	lb.ids = good
+	return lb, nil
+}
+
+// loadOne reads and verifies one bucket's metadata against its data file.
+func loadOne(fs fsys.FS, dir string, id uint64) (*BucketMetadata, int64, int64, error) {
+	mname := filepath.Join(dir, metaName(id))
+	b, err := fsys.ReadFile(fs, mname, MaxMetaFileSize)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, mname, err)
+	}
+	m, err := decodeMeta(mname, id, b)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	bname := filepath.Join(dir, bucketName(id))
+	st, err := fs.Stat(bname)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("holder: stat %s: %w", bname, err)
+	}
+	if st.Size() < m.DataSize {
+		return nil, 0, 0, fmt.Errorf("%w: %s holds %d bytes but %s commits %d", ErrCorrupt, bname, st.Size(), mname, m.DataSize)
+	}
+	return m, int64(len(b)), st.Size(), nil
+}

@@ -1,0 +1,236 @@
+package holder
+
+import (
+	"fmt"
+	"os"
+
+	"sexton/api"
+)
+
+const (
+	// putQueueLen bounds Puts waiting for the committer.
+	putQueueLen = 1024
+	// maxCommitBatch bounds the Puts one commit covers, so a batch's data
+	// stays a few MiB at typical object sizes.
+	maxCommitBatch = 256
+)
+
+// putReq is one Put waiting for the committer.
+type putReq struct {
+	k      objectKey
+	tenant string
+	value  []byte
+	crc    uint32
+	err    error
+	done   chan struct{}
+	// alias is an earlier request of the same batch for the same object
+	// and bytes: this one gets that one's outcome.
+	alias *putReq
+}
+
+// Put stores value as (key, inc). It returns once the bytes and the
+// metadata describing them are durable: data fsync, then the metadata
+// persisted tmp → fsync → rename → directory fsync. Concurrent Puts share
+// those fsyncs (group commit). Putting a live (key, inc) again with the
+// same bytes is a no-op; with other bytes it is ErrConflict. An
+// incarnation this segment has tombstoned is refused (ErrTombstoned).
+func (s *Store) Put(key, tenant string, inc api.ObjectIncarnation, value []byte) error {
+	if err := api.ValidKey(key); err != nil {
+		return err
+	}
+	if len(tenant) > api.MaxTenantLen {
+		return api.Errorf(api.CodeInvalidParams, "tenant of %d bytes exceeds %d", len(tenant), api.MaxTenantLen)
+	}
+	if int64(len(value)) > s.opts.BucketSizeLimit {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(value), s.opts.BucketSizeLimit)
+	}
+	r := &putReq{k: objectKey{key, inc}, tenant: tenant, value: value, crc: crc32c(value), done: make(chan struct{})}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.inflight.Add(1)
+	s.mu.Unlock()
+	defer s.inflight.Done()
+	s.putCh <- r
+	<-r.done
+	return r.err
+}
+
+// committer is the one goroutine that appends: it takes every Put queued
+// while the previous commit ran and commits them together.
+func (s *Store) committer() {
+	defer close(s.committerD)
+	for first := range s.putCh {
+		batch := []*putReq{first}
+	drain:
+		for len(batch) < maxCommitBatch {
+			select {
+			case r, ok := <-s.putCh:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		s.commitBatch(batch)
+		for _, r := range batch {
+			if r.alias != nil {
+				r.err = r.alias.err
+			}
+			close(r.done)
+		}
+	}
+}
+
+// commitGroup is the part of a batch that goes to one bucket.
+type commitGroup struct {
+	b    *bucket
+	reqs []*putReq
+	size int64 // value bytes of reqs
+}
+
+// commitBatch plans where each request goes, then commits bucket by bucket.
+func (s *Store) commitBatch(batch []*putReq) {
+	groups := s.planBatch(batch)
+	for _, g := range groups {
+		if err := s.commitGroup(g); err != nil {
+			s.log.Error("put commit failed", "bucket", g.b.id, "records", len(g.reqs), "err", err)
+			for _, r := range g.reqs {
+				r.err = err
+			}
+		}
+	}
+}
+
+// planBatch answers what needs no I/O (duplicates, conflicts, tombstoned
+// incarnations) and assigns the rest to buckets, rolling to a new bucket
+// when the open one would exceed a limit.
+func (s *Store) planBatch(batch []*putReq) []*commitGroup {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var groups []*commitGroup
+	inBatch := make(map[objectKey]*putReq, len(batch))
+	var cur *commitGroup
+	for _, r := range batch {
+		if loc, ok := s.idx.live[r.k]; ok {
+			if loc.size != int64(len(r.value)) || loc.crc != r.crc {
+				r.err = fmt.Errorf("%w: %q %s is stored with other bytes", ErrConflict, r.k.key, r.k.inc)
+			}
+			continue
+		}
+		if _, dead := s.idx.dead[r.k]; dead {
+			r.err = fmt.Errorf("%w: %q %s", ErrTombstoned, r.k.key, r.k.inc)
+			continue
+		}
+		if prev, ok := inBatch[r.k]; ok {
+			if len(prev.value) != len(r.value) || prev.crc != r.crc {
+				r.err = fmt.Errorf("%w: %q %s is being stored with other bytes", ErrConflict, r.k.key, r.k.inc)
+			} else {
+				r.alias = prev
+			}
+			continue
+		}
+		b := s.buckets[s.openID]
+		if cur == nil || cur.b != b {
+			cur = nil
+		}
+		if b == nil || !s.fits(b, cur, int64(len(r.value))) {
+			nb, err := s.createBucketLocked()
+			if err != nil {
+				r.err = err
+				continue
+			}
+			b, cur = nb, nil
+		}
+		if cur == nil {
+			cur = &commitGroup{b: b}
+			groups = append(groups, cur)
+		}
+		cur.reqs = append(cur.reqs, r)
+		cur.size += int64(len(r.value))
+		inBatch[r.k] = r
+	}
+	return groups
+}
+
+// fits reports whether a record of size bytes still fits bucket b after the
+// records already planned for it in g.
+func (s *Store) fits(b *bucket, g *commitGroup, size int64) bool {
+	count, bytes := len(b.meta.Objects), b.meta.DataSize
+	if g != nil {
+		count += len(g.reqs)
+		bytes += g.size
+	}
+	return count+1 <= s.opts.BucketKeysLimit && bytes+size <= s.opts.BucketSizeLimit
+}
+
+// createBucketLocked creates the next bucket's data file and makes it the
+// open bucket. It has no .meta until its first commit; a crash before that
+// leaves an orphan data file with no committed record, removed at start.
+func (s *Store) createBucketLocked() (*bucket, error) {
+	id := s.nextID
+	name := s.path(bucketName(id))
+	f, err := s.fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("holder: create %s: %w", name, err)
+	}
+	s.nextID++
+	b := &bucket{id: id, file: f, meta: &BucketMetadata{V: metaVersionCurrent, BucketID: id}}
+	s.buckets[id] = b
+	s.openID = id
+	return b, nil
+}
+
+// commitGroup appends a group's values to its bucket, fsyncs them, then
+// persists the extended metadata; only then does the index show them.
+func (s *Store) commitGroup(g *commitGroup) error {
+	b := g.b
+	b.persistMu.Lock()
+	defer b.persistMu.Unlock()
+
+	s.mu.Lock()
+	base := b.meta.DataSize
+	next := b.meta.clone()
+	s.mu.Unlock()
+
+	off := base
+	for _, r := range g.reqs {
+		if _, err := b.file.WriteAt(r.value, off); err != nil {
+			return fmt.Errorf("holder: append to %s at %d: %w", s.path(bucketName(b.id)), off, err)
+		}
+		next.Objects = append(next.Objects, ObjectMeta{
+			Key: r.k.key, Tenant: r.tenant, Incarnation: r.k.inc,
+			Offset: off, Size: int64(len(r.value)), CRC32C: r.crc,
+		})
+		off += int64(len(r.value))
+	}
+	putAfterDataWrite.Hit()
+	if err := b.file.Sync(); err != nil {
+		return fmt.Errorf("holder: fsync %s: %w", s.path(bucketName(b.id)), err)
+	}
+	putAfterDataFsync.Hit()
+	next.DataSize = off
+	n, err := s.persistMeta(b.id, next, putPoints)
+	if err != nil {
+		return err
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := len(b.meta.Objects)
+	b.meta = next
+	b.metaFileSize = n
+	b.fileSize = max(b.fileSize, off)
+	for i := first; i < len(next.Objects); i++ {
+		o := &next.Objects[i]
+		b.states = append(b.states, stateLive)
+		s.idx.live[objectKey{o.Key, o.Incarnation}] = location{bucket: b.id, slot: i, offset: o.Offset, size: o.Size, crc: o.CRC32C}
+		b.liveBytes += o.Size
+		b.liveCount++
+	}
+	return nil
+}

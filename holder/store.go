@@ -1,0 +1,287 @@
+package holder
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"sexton/api"
+	"sexton/holder/fsys"
+)
+
+// Store is one LOCAL_DISK directory opened for serving. It is safe for
+// concurrent use.
+type Store struct {
+	dir  string
+	fs   fsys.FS
+	opts StoreOptions
+	log  *slog.Logger
+	lock io.Closer
+	id   Identity
+	rep  OpenReport
+
+	putCh      chan *putReq
+	committerD chan struct{}
+	inflight   sync.WaitGroup // Puts between the closed check and their answer
+
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled when a bucket's readers drop
+	closed   bool
+	buckets  map[uint64]*bucket
+	idx      index
+	openID   uint64 // bucket new puts append to; 0 = none yet
+	nextID   uint64 // next bucket id to create
+	closeErr error
+}
+
+// OpenReport says what OpenStore found and did to the directory before
+// serving. Every removal is listed so an operator can see it.
+type OpenReport struct {
+	CreatedMarker        bool
+	AdoptedUnmarked      bool
+	RemovedStaleMetas    []string // .meta whose .bucket was missing
+	RemovedOrphanBuckets []string // .bucket with no committed .meta
+	RemovedTmpFiles      []string // .meta.tmp leftovers of interrupted persistence
+	LegacyBuckets        int      // buckets still in version-0 metadata
+	ShadowedRecords      int      // live duplicates hidden by a tombstone or a newer copy
+	IgnoredFiles         []string // names that are not part of a bucket store
+}
+
+// OpenStore opens (creating if needed) the bucket store in dir. See the
+// package DESIGN.md for the recovery rules it applies before serving.
+func OpenStore(dir string, opts StoreOptions) (*Store, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	fs := opts.FS
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("holder: create %s: %w", dir, err)
+	}
+	// Refuse an unmarked non-empty directory before creating anything in it.
+	sc, err := scanDir(fs, dir)
+	if err != nil {
+		return nil, err
+	}
+	if !sc.hasMarker && sc.nonEmpty && !opts.AdoptUnmarked {
+		return nil, fmt.Errorf("%w: %s is not empty and has no %s; it may belong to another store. Set %s=1 to adopt it",
+			ErrUnmarkedDirectory, dir, MarkerFileName, EnvAdoptUnmarked)
+	}
+	lock, err := fs.Lock(filepath.Join(dir, LockFileName))
+	if err != nil {
+		if errors.Is(err, fsys.ErrLocked) {
+			return nil, fmt.Errorf("%w: %s is locked (%s); is another holder running on it?", ErrDirectoryInUse, dir, LockFileName)
+		}
+		return nil, fmt.Errorf("holder: lock %s: %w", dir, err)
+	}
+	s := &Store{dir: dir, fs: fs, opts: opts, log: opts.Logger, lock: lock}
+	if err := s.recover(); err != nil {
+		lock.Close()
+		s.closeFiles()
+		return nil, err
+	}
+	s.cond = sync.NewCond(&s.mu)
+	s.putCh = make(chan *putReq, putQueueLen)
+	s.committerD = make(chan struct{})
+	go s.committer()
+	s.logOpenReport()
+	return s, nil
+}
+
+// recover runs with the lock held: identity, then buckets. Everything is
+// read and verified before anything is removed, so a directory that fails
+// to open is left exactly as it was.
+func (s *Store) recover() error {
+	sc, err := scanDir(s.fs, s.dir)
+	if err != nil {
+		return err
+	}
+	if sc.hasMarker {
+		s.id, err = readIdentity(s.fs, s.dir)
+		if err != nil {
+			return err
+		}
+		if s.opts.ClusterID != 0 && s.id.ClusterID != 0 && s.id.ClusterID != s.opts.ClusterID {
+			return fmt.Errorf("%w: %s records cluster %016x, this holder is in cluster %016x", ErrClusterMismatch, s.dir, s.id.ClusterID, s.opts.ClusterID)
+		}
+	} else if sc.nonEmpty && !s.opts.AdoptUnmarked {
+		// Someone filled the directory between the first look and the lock.
+		return fmt.Errorf("%w: %s is not empty and has no %s", ErrUnmarkedDirectory, s.dir, MarkerFileName)
+	}
+	if sc.hasGCIntent {
+		return fmt.Errorf("%w: %s is present and this build has no GC recovery; refusing to serve", ErrGCIntentPending, filepath.Join(s.dir, GCIntentFileName))
+	}
+	lb, err := loadBuckets(s.fs, s.dir, sc, func(_ uint64, err error) error { return err })
+	if err != nil {
+		return err
+	}
+	// Everything verified; from here on recovery may change the directory.
+	if !sc.hasMarker {
+		s.id = newIdentity(s.opts.ClusterID)
+		if err := writeIdentity(s.fs, s.dir, s.id); err != nil {
+			return err
+		}
+		s.rep.CreatedMarker = true
+		s.rep.AdoptedUnmarked = sc.nonEmpty
+	}
+	if err := s.cleanLeftovers(sc, lb); err != nil {
+		return err
+	}
+	return s.install(lb)
+}
+
+// cleanLeftovers removes what recovery rules say is not committed: tmp
+// metadata, metadata without data, data without metadata.
+func (s *Store) cleanLeftovers(sc dirScan, lb loadedBuckets) error {
+	var removed bool
+	remove := func(name string, list *[]string) error {
+		if err := s.fs.Remove(s.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("holder: remove leftover %s: %w", s.path(name), err)
+		}
+		*list = append(*list, name)
+		removed = true
+		return nil
+	}
+	for _, id := range sc.tmps {
+		if err := remove(metaTmpName(id), &s.rep.RemovedTmpFiles); err != nil {
+			return err
+		}
+	}
+	for _, id := range lb.staleMetas {
+		if err := remove(metaName(id), &s.rep.RemovedStaleMetas); err != nil {
+			return err
+		}
+	}
+	for _, id := range lb.orphanBuckets {
+		if err := remove(bucketName(id), &s.rep.RemovedOrphanBuckets); err != nil {
+			return err
+		}
+	}
+	s.rep.IgnoredFiles = sc.other
+	if removed {
+		if err := s.fs.SyncDir(s.dir); err != nil {
+			return fmt.Errorf("holder: fsync %s after cleanup: %w", s.dir, err)
+		}
+	}
+	return nil
+}
+
+// install builds the in-memory buckets and index and opens the files.
+func (s *Store) install(lb loadedBuckets) error {
+	idx, states, shadowed := buildIndex(lb.metas, lb.ids)
+	s.idx = idx
+	s.rep.ShadowedRecords = shadowed
+	s.buckets = make(map[uint64]*bucket, len(lb.ids))
+	s.nextID = lb.maxID + 1
+	for i, id := range lb.ids {
+		last := i == len(lb.ids)-1
+		flag := os.O_RDONLY
+		if last {
+			flag = os.O_RDWR
+		}
+		f, err := s.fs.OpenFile(s.path(bucketName(id)), flag, 0)
+		if err != nil {
+			return fmt.Errorf("holder: open %s: %w", s.path(bucketName(id)), err)
+		}
+		m := lb.metas[id]
+		b := &bucket{id: id, file: f, meta: m, states: states[id],
+			fileSize: lb.bucketSizes[id], metaFileSize: lb.metaSizes[id], legacy: m.V == metaVersionLegacy}
+		b.recount()
+		if b.legacy {
+			s.rep.LegacyBuckets++
+		}
+		s.buckets[id] = b
+		// Only the newest bucket takes appends, and only while it has room;
+		// a legacy bucket is never appended to (it is rewritten as version 1
+		// by its first tombstone, never extended).
+		if last && !b.legacy && len(m.Objects) < s.opts.BucketKeysLimit && m.DataSize < s.opts.BucketSizeLimit {
+			s.openID = id
+		}
+	}
+	return nil
+}
+
+func (s *Store) logOpenReport() {
+	r := s.rep
+	s.log.Info("holder store opened", "dir", s.dir, "segment", s.id.SegmentID, "buckets", len(s.buckets),
+		"live_objects", len(s.idx.live), "created_marker", r.CreatedMarker, "adopted_unmarked", r.AdoptedUnmarked,
+		"legacy_buckets", r.LegacyBuckets, "shadowed_records", r.ShadowedRecords)
+	for _, n := range r.RemovedStaleMetas {
+		s.log.Warn("removed bucket metadata whose data file is missing", "file", s.path(n))
+	}
+	for _, n := range r.RemovedOrphanBuckets {
+		s.log.Warn("removed bucket data file with no committed metadata", "file", s.path(n))
+	}
+	for _, n := range r.RemovedTmpFiles {
+		s.log.Info("removed interrupted metadata write", "file", s.path(n))
+	}
+	for _, n := range r.IgnoredFiles {
+		s.log.Warn("ignoring file that is not part of the bucket store", "file", s.path(n))
+	}
+}
+
+// SegmentID is the directory's stable identity.
+func (s *Store) SegmentID() api.SegmentID { return s.id.SegmentID }
+
+// Identity is the directory's marker content.
+func (s *Store) Identity() Identity { return s.id }
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// OpenReport says what OpenStore found and cleaned up.
+func (s *Store) OpenReport() OpenReport { return s.rep }
+
+// Close waits for in-flight puts and reads, closes every file and releases
+// the directory lock. It is idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		err := s.closeErr
+		s.mu.Unlock()
+		return err
+	}
+	s.closed = true
+	s.mu.Unlock()
+
+	s.inflight.Wait()
+	close(s.putCh)
+	<-s.committerD
+
+	s.mu.Lock()
+	for s.totalReaders() > 0 {
+		s.cond.Wait()
+	}
+	err := s.closeFiles()
+	if lerr := s.lock.Close(); err == nil {
+		err = lerr
+	}
+	s.closeErr = err
+	s.mu.Unlock()
+	return err
+}
+
+func (s *Store) totalReaders() int {
+	n := 0
+	for _, b := range s.buckets {
+		n += b.readers
+	}
+	return n
+}
+
+func (s *Store) closeFiles() error {
+	var first error
+	for _, b := range s.buckets {
+		if b.file != nil {
+			if err := b.file.Close(); err != nil && first == nil {
+				first = err
+			}
+			b.file = nil
+		}
+	}
+	return first
+}

@@ -1,0 +1,185 @@
+package holder
+
+import (
+	"sort"
+
+	"sexton/api"
+)
+
+// maxResolveRounds bounds how often a task is re-resolved because its
+// record moved to another bucket while the batch ran (a GC relocation).
+const maxResolveRounds = 4
+
+// BatchMarkDeleted durably tombstones the records the tasks name
+// (DESIGN.md §5). Tasks are grouped by bucket and each affected bucket gets
+// at most one metadata persistence: copy the committed metadata, set
+// tombstoned on the entries whose key and incarnation match, write
+// <id>.meta.tmp, fsync, rename over <id>.meta, fsync the directory, and only
+// then drop the entries from the live index.
+//
+// Results come back one per task, in input order:
+//   - Removed: the record was live here and is now durably tombstoned;
+//   - AlreadyRemoved: the incarnation is tombstoned here already;
+//   - StaleVersion: no record of that incarnation here — the key is absent
+//     or held only under another incarnation (also for a key no record could
+//     have, and for a record GC has reclaimed, which the holder cannot tell
+//     from one it never had);
+//   - RetryableFailure: persisting the bucket's tombstones failed (nothing
+//     in memory changed and the old .meta, if still in place, is
+//     authoritative), the task names another segment, or the store is
+//     closed. Never acked.
+//
+// One task's outcome never depends on another bucket's failure.
+func (s *Store) BatchMarkDeleted(tasks []api.LocalDeleteTask) []api.TaskResult {
+	results := make([]api.TaskResult, len(tasks))
+	for i, t := range tasks {
+		results[i] = api.TaskResult{TaskID: t.ID, Key: t.Key, Incarnation: t.Incarnation}
+	}
+	pending := make([]int, 0, len(tasks))
+	for i, t := range tasks {
+		switch {
+		case t.Segment != "" && t.Segment != s.id.SegmentID:
+			// Not ours to answer: acking it would drop another segment's intent.
+			results[i].Outcome = api.AckRetryableFailure
+		case api.ValidKey(t.Key) != nil:
+			results[i].Outcome = api.AckStaleVersion // no record can have this key
+		default:
+			pending = append(pending, i)
+		}
+	}
+	for round := 0; len(pending) > 0; round++ {
+		if round == maxResolveRounds {
+			for _, i := range pending {
+				results[i].Outcome = api.AckRetryableFailure
+			}
+			break
+		}
+		groups, ok := s.resolve(tasks, results, pending)
+		if !ok {
+			for _, i := range pending {
+				results[i].Outcome = api.AckRetryableFailure
+			}
+			break
+		}
+		ids := make([]uint64, 0, len(groups))
+		for id := range groups {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+		pending = pending[:0]
+		for _, id := range ids {
+			pending = append(pending, s.tombstoneBucket(id, tasks, results, groups[id])...)
+		}
+	}
+	return results
+}
+
+// resolve answers tasks whose record is not live (AlreadyRemoved or
+// StaleVersion) and groups the rest by the bucket that holds them now.
+func (s *Store) resolve(tasks []api.LocalDeleteTask, results []api.TaskResult, idxs []int) (map[uint64][]int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, false
+	}
+	groups := make(map[uint64][]int)
+	for _, i := range idxs {
+		k := objectKey{tasks[i].Key, tasks[i].Incarnation}
+		if loc, ok := s.idx.live[k]; ok {
+			groups[loc.bucket] = append(groups[loc.bucket], i)
+		} else if _, dead := s.idx.dead[k]; dead {
+			results[i].Outcome = api.AckAlreadyRemoved
+		} else {
+			results[i].Outcome = api.AckStaleVersion
+		}
+	}
+	return groups, true
+}
+
+// tombstoneBucket persists the tombstones of one bucket's tasks. It returns
+// the tasks whose record is no longer in this bucket (moved meanwhile), to
+// be re-resolved by the caller.
+func (s *Store) tombstoneBucket(id uint64, tasks []api.LocalDeleteTask, results []api.TaskResult, idxs []int) []int {
+	s.mu.Lock()
+	b := s.buckets[id]
+	s.mu.Unlock()
+	if b == nil {
+		return idxs
+	}
+	b.persistMu.Lock()
+	defer b.persistMu.Unlock()
+
+	// Re-check under persistMu: another batch or a GC switch may have
+	// changed this bucket since resolve.
+	var moved []int
+	hits := make(map[int][]int) // slot → task indexes
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		for _, i := range idxs {
+			results[i].Outcome = api.AckRetryableFailure
+		}
+		return nil
+	}
+	next := b.meta.clone()
+	for _, i := range idxs {
+		k := objectKey{tasks[i].Key, tasks[i].Incarnation}
+		loc, ok := s.idx.live[k]
+		switch {
+		case ok && loc.bucket == id:
+			o := &next.Objects[loc.slot]
+			if o.Key != k.key || o.Incarnation != k.inc {
+				// The index and the metadata disagree: refuse to guess.
+				results[i].Outcome = api.AckRetryableFailure
+				s.log.Error("index and metadata disagree", "bucket", id, "slot", loc.slot, "key", k.key)
+				continue
+			}
+			o.Tombstoned = true
+			hits[loc.slot] = append(hits[loc.slot], i)
+		case ok:
+			moved = append(moved, i)
+		default:
+			if _, dead := s.idx.dead[k]; dead {
+				results[i].Outcome = api.AckAlreadyRemoved
+			} else {
+				results[i].Outcome = api.AckStaleVersion
+			}
+		}
+	}
+	s.mu.Unlock()
+	if len(hits) == 0 {
+		return moved
+	}
+
+	n, err := s.persistMeta(id, next, tombstonePoints)
+	if err != nil {
+		s.log.Warn("tombstone persistence failed; tasks stay pending", "bucket", id, "tasks", len(hits), "err", err)
+		for _, is := range hits {
+			for _, i := range is {
+				results[i].Outcome = api.AckRetryableFailure
+			}
+		}
+		return moved
+	}
+
+	s.mu.Lock()
+	b.meta = next
+	b.metaFileSize = n
+	b.legacy = false
+	for slot, is := range hits {
+		o := &next.Objects[slot]
+		k := objectKey{o.Key, o.Incarnation}
+		delete(s.idx.live, k)
+		s.idx.dead[k] = id
+		b.states[slot] = stateTombstoned
+		b.liveBytes -= o.Size
+		b.deadBytes += o.Size
+		b.liveCount--
+		b.deadCount++
+		for _, i := range is {
+			results[i].Outcome = api.AckRemoved
+		}
+	}
+	s.mu.Unlock()
+	return moved
+}

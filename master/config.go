@@ -1,0 +1,154 @@
+package master
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Peer is one voter of a new cluster, as given by --peers ID=RAFT_ADDR.
+type Peer struct {
+	ID       string
+	RaftAddr string
+}
+
+// ParsePeers parses "id1=host:port,id2=host:port".
+func ParsePeers(s string) ([]Peer, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []Peer
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		id, addr, ok := strings.Cut(part, "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("peer %q: want ID=RAFT_ADDR", part)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("peer id %q given twice", id)
+		}
+		seen[id] = true
+		out = append(out, Peer{ID: id, RaftAddr: addr})
+	}
+	return out, nil
+}
+
+// Config configures one master node. Zero values take the defaults below.
+type Config struct {
+	ID       string
+	DataDir  string
+	RaftAddr string // bind and advertise address of the Raft transport
+	RPCAddr  string // msgpack RPC for clients, holders and operators
+	HTTPAddr string // /metrics, /healthz, /readyz, /v1/status; empty = off
+
+	Peers     []Peer
+	Bootstrap bool
+
+	ClusterToken string
+	LogStore     string // "boltdb" (default) or "wal"
+
+	// Raft timing. The defaults suit a LAN: a leader is declared dead after
+	// ~500 ms without contact and a new one elected within about a second.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	SnapshotThreshold  uint64
+	SnapshotInterval   time.Duration
+	TrailingLogs       uint64
+
+	RegistryCapacity int
+	ApplyTimeout     time.Duration
+	DiscardTimeout   time.Duration // PutStarts older than this are revoked
+	LeaseTTL         time.Duration // a Get protects an object from eviction this long
+	HolderTTL        time.Duration // a holder without heartbeat this long is not live
+	MaxRemoveBatch   int           // keys coalesced into one Remove entry
+
+	Logger hclog.Logger
+	// Halt is called when the fsm refuses an entry (unknown version,
+	// corrupt body). It must not return; the default logs and exits 3.
+	Halt func(err error)
+}
+
+func (c *Config) setDefaults() {
+	if c.ID == "" {
+		c.ID = "m1"
+	}
+	if c.DataDir == "" {
+		c.DataDir = "sexton-data"
+	}
+	if c.RaftAddr == "" {
+		c.RaftAddr = "127.0.0.1:7001"
+	}
+	if c.RPCAddr == "" {
+		c.RPCAddr = "127.0.0.1:7101"
+	}
+	if c.LogStore == "" {
+		c.LogStore = "boltdb"
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = 500 * time.Millisecond
+	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = 500 * time.Millisecond
+	}
+	if c.LeaderLeaseTimeout == 0 {
+		c.LeaderLeaseTimeout = 250 * time.Millisecond
+	}
+	if c.CommitTimeout == 0 {
+		c.CommitTimeout = 5 * time.Millisecond
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = 16384
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = 2 * time.Minute
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = 10240
+	}
+	if c.ApplyTimeout == 0 {
+		c.ApplyTimeout = 10 * time.Second
+	}
+	if c.DiscardTimeout == 0 {
+		c.DiscardTimeout = 10 * time.Minute
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = 10 * time.Second
+	}
+	if c.HolderTTL == 0 {
+		c.HolderTTL = 10 * time.Second
+	}
+	if c.MaxRemoveBatch == 0 {
+		c.MaxRemoveBatch = 4096
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.New(&hclog.LoggerOptions{Name: "sexton-master", Level: hclog.Info})
+	}
+}
+
+func (c *Config) validate() error {
+	switch c.LogStore {
+	case "boltdb", "wal":
+	default:
+		return fmt.Errorf("--raft-log-store %q: want boltdb or wal", c.LogStore)
+	}
+	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		return fmt.Errorf("leader lease timeout %v exceeds heartbeat timeout %v", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
+	}
+	if c.Bootstrap && len(c.Peers) > 0 {
+		found := false
+		for _, p := range c.Peers {
+			if p.ID == c.ID {
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("--peers does not include this node's id %q", c.ID)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+package master
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+func (n *Node) startHTTP() error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if ok, why := n.readiness(); !ok {
+			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.HandleFunc("/v1/status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(n.status())
+	})
+	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	n.httpLn = ln
+	n.httpSrv = &http.Server{Handler: mux}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		_ = n.httpSrv.Serve(ln)
+	}()
+	return nil
+}
+
+// readiness: a leader is known and this node has applied everything it
+// knows to be committed.
+func (n *Node) readiness() (bool, string) {
+	if _, id := n.raft.LeaderWithID(); id == "" {
+		return false, "no leader known\n"
+	}
+	if n.raft.State() == raft.Leader && !n.ready.Load() {
+		return false, "leader not ready (barrier pending)\n"
+	}
+	if n.raft.AppliedIndex() < n.raft.CommitIndex() {
+		return false, "applying committed entries\n"
+	}
+	return true, ""
+}

@@ -1,0 +1,85 @@
+package master
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"sexton/api"
+)
+
+// metrics are per node, in their own registry, so several nodes in one
+// process (tests, `sexton dev`) do not collide.
+type metrics struct {
+	reg             *prometheus.Registry
+	applyLatency    prometheus.Histogram
+	commitLatency   prometheus.Histogram
+	rpcLatency      *prometheus.HistogramVec
+	rpcErrors       *prometheus.CounterVec
+	removeBatchKeys prometheus.Histogram
+	fetchedTasks    prometheus.Counter
+	ackedTasks      prometheus.Counter
+	leaderChanges   prometheus.Counter
+}
+
+func newMetrics(n *Node) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.applyLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sexton_fsm_apply_seconds", Help: "Time to apply one Raft entry to the fsm.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12)})
+	m.commitLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sexton_raft_commit_seconds", Help: "Time from proposal to applied result on the leader.", Buckets: prometheus.ExponentialBuckets(1e-4, 2, 16)})
+	m.rpcLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sexton_rpc_seconds", Help: "RPC handling time by method.", Buckets: prometheus.ExponentialBuckets(1e-5, 4, 12)}, []string{"method"})
+	m.rpcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_rpc_errors_total", Help: "RPC errors by method and code."}, []string{"method", "code"})
+	m.removeBatchKeys = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sexton_remove_batch_keys", Help: "Keys per coalesced Remove entry.", Buckets: prometheus.ExponentialBuckets(1, 2, 13)})
+	m.fetchedTasks = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_tasks_fetched_total", Help: "Delete tasks handed to holders (with repeats)."})
+	m.ackedTasks = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_tasks_acked_total", Help: "Delete tasks dropped by committed acks."})
+	m.leaderChanges = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_leader_terms_total", Help: "Times this node became the ready leader."})
+	m.reg.MustRegister(m.applyLatency, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.leaderChanges)
+	m.reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	m.reg.MustRegister(&stateCollector{n: n})
+	return m
+}
+
+func (m *metrics) observeApply(d time.Duration)  { m.applyLatency.Observe(d.Seconds()) }
+func (m *metrics) observeCommit(d time.Duration) { m.commitLatency.Observe(d.Seconds()) }
+
+func (m *metrics) observeRPC(method string, d time.Duration, err error) {
+	m.rpcLatency.WithLabelValues(method).Observe(d.Seconds())
+	if err != nil {
+		m.rpcErrors.WithLabelValues(method, string(api.CodeOf(err))).Inc()
+	}
+}
+
+// stateCollector reads gauges from the fsm and Raft at scrape time.
+type stateCollector struct{ n *Node }
+
+var (
+	descRaftState   = prometheus.NewDesc("sexton_raft_state", "1 for this node's current Raft state.", []string{"state"}, nil)
+	descRaftIndex   = prometheus.NewDesc("sexton_raft_index", "Raft commit and applied index.", []string{"kind"}, nil)
+	descObjects     = prometheus.NewDesc("sexton_objects", "Objects with a COMPLETE incarnation.", nil, nil)
+	descTasks       = prometheus.NewDesc("sexton_pending_tasks", "Pending local-delete tasks by segment.", []string{"segment"}, nil)
+	descRegistryOcc = prometheus.NewDesc("sexton_registry_occupancy_ratio", "Pending tasks over registry capacity.", nil, nil)
+	descEpoch       = prometheus.NewDesc("sexton_master_epoch", "The replicated master epoch.", nil, nil)
+)
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRaftState, descRaftIndex, descObjects, descTasks, descRegistryOcc, descEpoch} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	n := c.n
+	if n.raft != nil {
+		ch <- prometheus.MustNewConstMetric(descRaftState, prometheus.GaugeValue, 1, n.raft.State().String())
+		ch <- prometheus.MustNewConstMetric(descRaftIndex, prometheus.GaugeValue, float64(n.raft.CommitIndex()), "commit")
+		ch <- prometheus.MustNewConstMetric(descRaftIndex, prometheus.GaugeValue, float64(n.raft.AppliedIndex()), "applied")
+	}
+	st := n.fsm.Stats()
+	ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(st.Objects))
+	ch <- prometheus.MustNewConstMetric(descEpoch, prometheus.GaugeValue, float64(st.MasterEpoch))
+	for seg, c := range st.TasksBySegment {
+		ch <- prometheus.MustNewConstMetric(descTasks, prometheus.GaugeValue, float64(c), string(seg))
+	}
+	if st.RegistryCapacity > 0 {
+		ch <- prometheus.MustNewConstMetric(descRegistryOcc, prometheus.GaugeValue, float64(st.PendingTasks)/float64(st.RegistryCapacity))
+	}
+}

@@ -1,0 +1,255 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	raftwal "github.com/hashicorp/raft-wal"
+
+	"sexton/fsm"
+	"sexton/transport"
+)
+
+// Node is one running master.
+type Node struct {
+	cfg Config
+	log hclog.Logger
+
+	fsm     *fsm.FSM
+	rfsm    *raftFSM
+	raft    *raft.Raft
+	notify  *notifier
+	closers []func() error
+
+	rpc       *transport.Server
+	rpcLn     net.Listener
+	httpSrv   *http.Server
+	httpLn    net.Listener
+	metrics   *metrics
+	soft      *softState
+	removes   *removeBatcher
+	transfers snapshotTransfers
+	leaderMu  sync.Mutex
+	// ready is true while this node is leader, has applied everything
+	// committed before its term (barrier) and has proposed EpochBegin.
+	ready        atomic.Bool
+	leaderCancel context.CancelFunc
+	leaderWG     sync.WaitGroup
+
+	stopOnce sync.Once
+	stopped  chan struct{}
+	wg       sync.WaitGroup
+}
+
+// New opens the node's data directory and starts Raft, the RPC server and
+// the HTTP server. It returns once the node is serving; leadership comes
+// later.
+func New(cfg Config) (*Node, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Halt == nil {
+		logger := cfg.Logger
+		cfg.Halt = func(err error) {
+			logger.Error("master halted", "error", err)
+			fmt.Fprintf(os.Stderr, "sexton master: halted: %v\n", err)
+			os.Exit(3)
+		}
+	}
+	n := &Node{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		fsm:     fsm.New(fsm.Config{RegistryCapacity: cfg.RegistryCapacity}),
+		notify:  newNotifier(),
+		stopped: make(chan struct{}),
+	}
+	n.metrics = newMetrics(n)
+	n.soft = newSoftState()
+	n.rfsm = &raftFSM{f: n.fsm, log: cfg.Logger.Named("fsm"), halt: cfg.Halt, notify: n.notify, obs: n.metrics.observeApply}
+	if err := n.startRaft(); err != nil {
+		n.closeAll()
+		return nil, err
+	}
+	n.removes = newRemoveBatcher(n, cfg.MaxRemoveBatch)
+	if err := n.startRPC(); err != nil {
+		n.Shutdown()
+		return nil, err
+	}
+	if cfg.HTTPAddr != "" {
+		if err := n.startHTTP(); err != nil {
+			n.Shutdown()
+			return nil, err
+		}
+	}
+	n.wg.Add(1)
+	go n.watchLeadership()
+	return n, nil
+}
+
+func (n *Node) startRaft() error {
+	cfg := n.cfg
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.Logger = n.log.Named("raft")
+	// Buffer the apply channel so concurrent proposals reach the leader
+	// loop together and share one log write.
+	rc.BatchApplyCh = true
+
+	var logs raft.LogStore
+	var stable raft.StableStore
+	switch cfg.LogStore {
+	case "wal":
+		w, err := raftwal.Open(filepath.Join(cfg.DataDir, "raft-wal"), raftwal.WithLogger(n.log.Named("wal")))
+		if err != nil {
+			return fmt.Errorf("open raft-wal: %w", err)
+		}
+		n.closers = append(n.closers, w.Close)
+		logs, stable = w, w
+	default:
+		b, err := raftboltdb.NewBoltStore(filepath.Join(cfg.DataDir, "raft.db"))
+		if err != nil {
+			return fmt.Errorf("open raft-boltdb: %w", err)
+		}
+		n.closers = append(n.closers, b.Close)
+		logs, stable = b, b
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 3, n.log.Named("snapshots"))
+	if err != nil {
+		return fmt.Errorf("snapshot store: %w", err)
+	}
+	addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	if err != nil {
+		return fmt.Errorf("--raft-addr %q: %w", cfg.RaftAddr, err)
+	}
+	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, addr, 5, 5*time.Second, n.log.Named("raft-net"))
+	if err != nil {
+		return fmt.Errorf("raft transport on %s: %w", cfg.RaftAddr, err)
+	}
+	n.closers = append(n.closers, trans.Close)
+
+	if cfg.Bootstrap {
+		has, err := raft.HasExistingState(logs, stable, snaps)
+		if err != nil {
+			return fmt.Errorf("inspect raft state: %w", err)
+		}
+		if !has {
+			peers := cfg.Peers
+			if len(peers) == 0 {
+				peers = []Peer{{ID: cfg.ID, RaftAddr: cfg.RaftAddr}}
+			}
+			var conf raft.Configuration
+			for _, p := range peers {
+				conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+			}
+			// Every node bootstrapping with the same configuration is safe:
+			// they all start from the same index-1 configuration entry.
+			if err := raft.BootstrapCluster(rc, logs, stable, snaps, trans, conf); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+				return fmt.Errorf("bootstrap: %w", err)
+			}
+		}
+	}
+	r, err := raft.NewRaft(rc, n.rfsm, logs, stable, snaps, trans)
+	if err != nil {
+		return fmt.Errorf("start raft: %w", err)
+	}
+	n.raft = r
+	return nil
+}
+
+// Raft exposes the underlying Raft for tests and the bench subcommand.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// FSM exposes the state machine (read-only use).
+func (n *Node) FSM() *fsm.FSM { return n.fsm }
+
+// RPCAddr is the address the RPC server listens on.
+func (n *Node) RPCAddr() string { return n.rpcLn.Addr().String() }
+
+// HTTPAddr is the address the HTTP server listens on, or "".
+func (n *Node) HTTPAddr() string {
+	if n.httpLn == nil {
+		return ""
+	}
+	return n.httpLn.Addr().String()
+}
+
+// IsLeader reports whether this node is the ready leader.
+func (n *Node) IsLeader() bool { return n.ready.Load() }
+
+// Done is closed when the node has shut down.
+func (n *Node) Done() <-chan struct{} { return n.stopped }
+
+// Shutdown stops the node. A leader first hands leadership to another voter
+// so clients see a short election-free handover rather than a timeout.
+func (n *Node) Shutdown() {
+	n.stopOnce.Do(func() {
+		if n.raft != nil && n.raft.State() == raft.Leader && n.voterCount() > 1 {
+			if err := n.raft.LeadershipTransfer().Error(); err != nil {
+				n.log.Warn("leadership transfer before exit failed", "error", err)
+			}
+		}
+		close(n.stopped)
+		if n.rpc != nil {
+			_ = n.rpc.Close()
+		}
+		if n.httpSrv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = n.httpSrv.Shutdown(ctx)
+			cancel()
+		}
+		n.stopLeaderDuties()
+		if n.removes != nil {
+			n.removes.close()
+		}
+		if n.raft != nil {
+			if err := n.raft.Shutdown().Error(); err != nil {
+				n.log.Warn("raft shutdown", "error", err)
+			}
+		}
+		n.wg.Wait()
+		n.closeAll()
+	})
+}
+
+func (n *Node) closeAll() {
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		_ = n.closers[i]()
+	}
+	n.closers = nil
+}
+
+func (n *Node) voterCount() int {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return 0
+	}
+	c := 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			c++
+		}
+	}
+	return c
+}

@@ -1,0 +1,56 @@
+package master
+
+import (
+	"net"
+	"time"
+
+	"sexton/api"
+	"sexton/transport"
+)
+
+func (n *Node) startRPC() error {
+	s := transport.NewServer(transport.ServerConfig{
+		Token:  n.cfg.ClusterToken,
+		Logger: n.log.Named("rpc"),
+		Observe: func(method string, d time.Duration, err error) {
+			n.metrics.observeRPC(method, d, err)
+		},
+	})
+	transport.Register(s, api.MethodPutStart, n.handlePutStart)
+	transport.Register(s, api.MethodPutEnd, n.handlePutEnd)
+	transport.Register(s, api.MethodPutRevoke, n.handlePutRevoke)
+	transport.Register(s, api.MethodGet, n.handleGet)
+	transport.Register(s, api.MethodBatchGet, n.handleBatchGet)
+	transport.Register(s, api.MethodExist, n.handleExist)
+	transport.Register(s, api.MethodRemove, n.handleRemove)
+	transport.Register(s, api.MethodBatchRemove, n.handleBatchRemove)
+	transport.Register(s, api.MethodList, n.handleList)
+	transport.Register(s, api.MethodStat, n.handleStat)
+	transport.Register(s, api.MethodMountLocalDisk, n.handleMount)
+	transport.Register(s, api.MethodUnmountLocalDisk, n.handleUnmount)
+	transport.Register(s, api.MethodHeartbeat, n.handleHeartbeat)
+	transport.Register(s, api.MethodFetchTasks, n.handleFetchTasks)
+	transport.Register(s, api.MethodAckTasks, n.handleAckTasks)
+	transport.Register(s, api.MethodReconcile, n.handleReconcile)
+	transport.Register(s, api.MethodRetireStorage, n.handleRetire)
+	transport.Register(s, api.MethodListTasks, n.handleListTasks)
+	transport.Register(s, api.MethodListSegments, n.handleListSegments)
+	transport.Register(s, api.MethodStatus, n.handleStatus)
+	transport.Register(s, api.MethodRaftPeers, n.handleRaftPeers)
+	transport.Register(s, api.MethodRaftAddVoter, n.handleAddVoter)
+	transport.Register(s, api.MethodRaftRemovePeer, n.handleRemovePeer)
+	transport.Register(s, api.MethodRaftTransfer, n.handleTransfer)
+	transport.Register(s, api.MethodSnapshotSave, n.handleSnapshotSave)
+	transport.Register(s, api.MethodSnapshotRestore, n.handleSnapshotRestore)
+	ln, err := net.Listen("tcp", n.cfg.RPCAddr)
+	if err != nil {
+		return err
+	}
+	n.rpc, n.rpcLn = s, ln
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		_ = s.Serve(ln)
+	}()
+	return nil
+}

@@ -1,0 +1,262 @@
+package master
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"sexton/api"
+	"sexton/fsm"
+	"sexton/snapshot"
+)
+
+// status is this node's view; any node answers it.
+func (n *Node) status() api.StatusResponse {
+	st := n.fsm.Stats()
+	addr, id := n.raft.LeaderWithID()
+	out := api.StatusResponse{
+		NodeID: n.cfg.ID, RaftState: n.raft.State().String(), Leader: string(id),
+		Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), AppliedIndex: n.raft.AppliedIndex(),
+		ClusterID: st.ClusterID, MasterEpoch: st.MasterEpoch, Objects: st.Objects, Segments: st.Segments,
+		PendingTasks: st.PendingTasks, RegistryCap: st.RegistryCapacity,
+	}
+	if string(id) == st.LeaderID {
+		out.LeaderRPC = st.LeaderAddr
+	}
+	_ = addr
+	return out
+}
+
+func (n *Node) handleStatus(_ context.Context, _ *api.Empty) (*api.StatusResponse, error) {
+	s := n.status()
+	return &s, nil
+}
+
+func (n *Node) handleRaftPeers(_ context.Context, _ *api.Empty) (*api.RaftPeersResponse, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, n.raftError(err)
+	}
+	_, leader := n.raft.LeaderWithID()
+	out := &api.RaftPeersResponse{}
+	for _, s := range f.Configuration().Servers {
+		out.Peers = append(out.Peers, api.RaftPeer{ID: string(s.ID), Address: string(s.Address), Suffrage: s.Suffrage.String(), Leader: s.ID == leader})
+	}
+	return out, nil
+}
+
+func (n *Node) handleAddVoter(_ context.Context, req *api.RaftPeerRequest) (*api.Empty, error) {
+	if req.ID == "" || req.Address == "" {
+		return nil, api.Errorf(api.CodeInvalidParams, "add-voter needs an id and a raft address")
+	}
+	if n.raft.State() != raft.Leader {
+		return nil, n.notLeader()
+	}
+	if err := n.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.Address), 0, n.cfg.ApplyTimeout).Error(); err != nil {
+		return nil, n.raftError(err)
+	}
+	return &api.Empty{}, nil
+}
+
+func (n *Node) handleRemovePeer(_ context.Context, req *api.RaftPeerRequest) (*api.Empty, error) {
+	if req.ID == "" {
+		return nil, api.Errorf(api.CodeInvalidParams, "remove-peer needs an id")
+	}
+	if n.raft.State() != raft.Leader {
+		return nil, n.notLeader()
+	}
+	if err := n.raft.RemoveServer(raft.ServerID(req.ID), 0, n.cfg.ApplyTimeout).Error(); err != nil {
+		return nil, n.raftError(err)
+	}
+	return &api.Empty{}, nil
+}
+
+func (n *Node) handleTransfer(_ context.Context, req *api.RaftPeerRequest) (*api.Empty, error) {
+	if n.raft.State() != raft.Leader {
+		return nil, n.notLeader()
+	}
+	var f raft.Future
+	if req.ID == "" {
+		f = n.raft.LeadershipTransfer()
+	} else {
+		addr := raft.ServerAddress(req.Address)
+		if addr == "" {
+			cf := n.raft.GetConfiguration()
+			if err := cf.Error(); err != nil {
+				return nil, n.raftError(err)
+			}
+			for _, s := range cf.Configuration().Servers {
+				if string(s.ID) == req.ID {
+					addr = s.Address
+				}
+			}
+			if addr == "" {
+				return nil, api.Errorf(api.CodeInvalidParams, "no peer with id %q", req.ID)
+			}
+		}
+		f = n.raft.LeadershipTransferToServer(raft.ServerID(req.ID), addr)
+	}
+	if err := f.Error(); err != nil {
+		return nil, api.Errorf(api.CodeUnavailable, "leadership transfer: %v", err)
+	}
+	return &api.Empty{}, nil
+}
+
+// snapshotTransfers holds saved snapshot bytes between chunk calls and
+// restore uploads until they complete. An idle transfer is dropped after a
+// minute.
+type snapshotTransfers struct {
+	mu    sync.Mutex
+	saves map[string]*savedSnapshot
+	seq   int
+}
+
+type savedSnapshot struct {
+	data []byte
+	last time.Time
+}
+
+func (t *snapshotTransfers) put(data []byte) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.saves == nil {
+		t.saves = map[string]*savedSnapshot{}
+	}
+	for id, s := range t.saves {
+		if time.Since(s.last) > time.Minute {
+			delete(t.saves, id)
+		}
+	}
+	t.seq++
+	id := strconv.Itoa(t.seq) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	t.saves[id] = &savedSnapshot{data: data, last: time.Now()}
+	return id
+}
+
+func (t *snapshotTransfers) get(id string) ([]byte, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.saves[id]
+	if !ok {
+		return nil, false
+	}
+	s.last = time.Now()
+	return s.data, true
+}
+
+func (t *snapshotTransfers) drop(id string) {
+	t.mu.Lock()
+	delete(t.saves, id)
+	t.mu.Unlock()
+}
+
+// handleSnapshotSave captures the leader's state (linearizably) and serves
+// it in chunks.
+func (n *Node) handleSnapshotSave(_ context.Context, req *api.SnapshotChunkRequest) (*api.SnapshotChunk, error) {
+	id := req.ID
+	var data []byte
+	if id == "" {
+		if err := n.linearizable(); err != nil {
+			return nil, err
+		}
+		v := n.fsm.Snapshot()
+		var buf bytes.Buffer
+		_, err := v.WriteTo(&buf)
+		v.Release()
+		if err != nil {
+			return nil, api.Errorf(api.CodeInternal, "write snapshot: %v", err)
+		}
+		data = buf.Bytes()
+		id = n.transfers.put(data)
+	} else {
+		var ok bool
+		if data, ok = n.transfers.get(id); !ok {
+			return nil, api.Errorf(api.CodeInvalidParams, "unknown or expired snapshot transfer %q", id)
+		}
+	}
+	if req.Offset < 0 || req.Offset > int64(len(data)) {
+		return nil, api.Errorf(api.CodeInvalidParams, "offset %d outside snapshot of %d bytes", req.Offset, len(data))
+	}
+	end := min(req.Offset+api.SnapshotChunkSize, int64(len(data)))
+	out := &api.SnapshotChunk{ID: id, Offset: req.Offset, Data: data[req.Offset:end], Total: int64(len(data)), EOF: end == int64(len(data))}
+	if out.EOF {
+		n.transfers.drop(id)
+	}
+	return out, nil
+}
+
+// handleSnapshotRestore receives a snapshot in chunks into a file in the
+// data dir. On the last chunk it validates the whole stream, then makes
+// Raft install it (hashicorp/raft's user restore), and proposes EpochBegin
+// so every holder replays against the restored state.
+func (n *Node) handleSnapshotRestore(_ context.Context, req *api.SnapshotChunk) (*api.SnapshotRestoreResponse, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	if req.ID == "" || filepath.Base(req.ID) != req.ID {
+		return nil, api.Errorf(api.CodeInvalidParams, "restore needs a plain transfer id")
+	}
+	path := filepath.Join(n.cfg.DataDir, "restore-"+req.ID+".snap")
+	flag := os.O_WRONLY | os.O_CREATE
+	if req.Offset == 0 {
+		flag |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flag, 0o600)
+	if err != nil {
+		return nil, api.Errorf(api.CodeInternal, "restore file: %v", err)
+	}
+	st, _ := f.Stat()
+	if st.Size() != req.Offset {
+		f.Close()
+		return nil, api.Errorf(api.CodeInvalidParams, "chunk at offset %d, have %d bytes", req.Offset, st.Size())
+	}
+	if _, err := f.WriteAt(req.Data, req.Offset); err != nil {
+		f.Close()
+		return nil, api.Errorf(api.CodeInternal, "restore file: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "restore file: %v", err)
+	}
+	if !req.EOF {
+		return &api.SnapshotRestoreResponse{}, nil
+	}
+	defer os.Remove(path)
+	return n.restoreFile(path)
+}
+
+func (n *Node) restoreFile(path string) (*api.SnapshotRestoreResponse, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, api.Errorf(api.CodeInternal, "restore: %v", err)
+	}
+	defer f.Close()
+	hdr, counts, err := snapshot.Inspect(f)
+	if err != nil {
+		return nil, api.Errorf(api.CodeCorrupt, "refusing snapshot: %v", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, api.Errorf(api.CodeInternal, "restore: %v", err)
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "restore: %v", err)
+	}
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: hdr.LastIndex, Term: hdr.LastTerm, Size: st.Size()}
+	if err := n.raft.Restore(meta, f, 5*time.Minute); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "raft restore: %v", err)
+	}
+	res, err := n.propose(&fsm.EpochBegin{V: fsm.EpochBeginV1, Term: n.raft.CurrentTerm(), LeaderID: n.cfg.ID,
+		LeaderAddr: n.advertisedRPC(), ClusterID: hdr.ClusterID, Now: time.Now().UnixNano()})
+	if err != nil {
+		return nil, fmt.Errorf("restored, but EpochBegin failed: %w", err)
+	}
+	eb := res.(*fsm.EpochBeginResult)
+	return &api.SnapshotRestoreResponse{Format: hdr.Format, Objects: counts.Objects, Segments: counts.Segments, Tasks: counts.Tasks, MasterEpoch: eb.MasterEpoch}, nil
+}

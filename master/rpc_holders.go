@@ -1,0 +1,188 @@
+package master
+
+import (
+	"context"
+	"time"
+
+	"sexton/api"
+	"sexton/fsm"
+)
+
+// maxFetchWait bounds a long poll so a holder notices a leader change.
+const maxFetchWait = 30 * time.Second
+
+func (n *Node) handleMount(_ context.Context, req *api.MountLocalDiskRequest) (*api.MountLocalDiskResponse, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	if req.ClientID == "" || req.Segment == "" {
+		return nil, api.Errorf(api.CodeInvalidParams, "mount needs a client id and a segment id")
+	}
+	res, err := n.propose(&fsm.MountLocalDisk{V: fsm.MountLocalDiskV1, ClientID: req.ClientID, Segment: req.Segment,
+		Pool: req.Pool, Capacity: req.Capacity, Capabilities: req.Capabilities, Endpoint: req.Endpoint, Now: time.Now().UnixNano()})
+	if err != nil {
+		return nil, err
+	}
+	r := res.(*fsm.MountResult)
+	already := false
+	if r.Err != nil {
+		if r.Err.Code != api.CodeSegmentAlreadyExists {
+			return nil, r.Err
+		}
+		already = true
+	}
+	n.soft.heartbeat(req.Segment, 0, req.Capacity, 0, time.Now())
+	return &api.MountLocalDiskResponse{MountEpoch: r.MountEpoch, MasterEpoch: r.MasterEpoch, ClusterID: r.ClusterID, AlreadyMounted: already}, nil
+}
+
+func (n *Node) handleUnmount(_ context.Context, req *api.UnmountLocalDiskRequest) (*api.Empty, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	res, err := n.propose(&fsm.UnmountLocalDisk{V: fsm.UnmountLocalDiskV1, Segment: req.Segment, Epoch: req.MountEpoch, Now: time.Now().UnixNano()})
+	if err != nil {
+		return nil, err
+	}
+	if r := res.(*fsm.UnmountResult); r.Err != nil {
+		return nil, r.Err
+	}
+	n.soft.forget(req.Segment)
+	return &api.Empty{}, nil
+}
+
+// handleHeartbeat records liveness and tells the holder whether its mount
+// is still the current one.
+func (n *Node) handleHeartbeat(_ context.Context, req *api.HeartbeatRequest) (*api.HeartbeatResponse, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	out := &api.HeartbeatResponse{MasterEpoch: n.fsm.Stats().MasterEpoch}
+	seg, ok := n.fsm.Segment(req.Segment)
+	if !ok || !seg.Mounted || seg.MountEpoch != req.MountEpoch || seg.ClientID != req.ClientID {
+		out.Remount = true
+		return out, nil
+	}
+	n.soft.heartbeat(req.Segment, req.Used, req.Capacity, req.DeadBytes, time.Now())
+	return out, nil
+}
+
+// handleFetchTasks returns pending tasks for the segment. With WaitMillis
+// it long-polls: it returns as soon as an applied entry makes tasks
+// fetchable, or when the wait ends. It never removes a task.
+func (n *Node) handleFetchTasks(ctx context.Context, req *api.FetchTasksRequest) (*api.FetchTasksResponse, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	wait := time.Duration(req.WaitMillis) * time.Millisecond
+	if wait > maxFetchWait {
+		wait = maxFetchWait
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		// Take the wake-up channel before reading, so an apply between the
+		// read and the wait is not missed.
+		woken := n.notify.wait()
+		tasks, more, err := n.fsm.FetchTasks(req.Segment, req.MountEpoch, req.Limit)
+		if err != nil {
+			return nil, err
+		}
+		if len(tasks) > 0 || wait <= 0 {
+			n.metrics.fetchedTasks.Add(float64(len(tasks)))
+			return &api.FetchTasksResponse{Tasks: tasks, MasterEpoch: n.fsm.Stats().MasterEpoch, More: more}, nil
+		}
+		select {
+		case <-woken:
+			if err := n.requireLeader(); err != nil {
+				return nil, err
+			}
+		case <-deadline.C:
+			return &api.FetchTasksResponse{MasterEpoch: n.fsm.Stats().MasterEpoch}, nil
+		case <-ctx.Done():
+			return nil, api.Errorf(api.CodeTimeout, "fetch cancelled: %v", ctx.Err())
+		case <-n.stopped:
+			return nil, api.Errorf(api.CodeUnavailable, "master shutting down")
+		}
+	}
+}
+
+func (n *Node) handleAckTasks(_ context.Context, req *api.AckTasksRequest) (*api.AckTasksResponse, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	if len(req.Results) == 0 {
+		return &api.AckTasksResponse{}, nil
+	}
+	if len(req.Results) > api.MaxBatchKeys {
+		return nil, api.Errorf(api.CodeInvalidParams, "%d results exceed %d", len(req.Results), api.MaxBatchKeys)
+	}
+	for _, r := range req.Results {
+		if !r.Outcome.Valid() {
+			return nil, api.Errorf(api.CodeInvalidParams, "task %d: unknown outcome %d", r.TaskID, r.Outcome)
+		}
+	}
+	res, err := n.propose(&fsm.LocalDeleteAck{V: fsm.LocalDeleteAckV1, Segment: req.Segment, Epoch: req.MountEpoch, Results: req.Results, Now: time.Now().UnixNano()})
+	if err != nil {
+		return nil, err
+	}
+	r := res.(*fsm.AckResult)
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	n.metrics.ackedTasks.Add(float64(r.Dropped))
+	return &api.AckTasksResponse{Dropped: r.Dropped}, nil
+}
+
+// handleReconcile answers which of a holder's reported refs are not live
+// on its segment. The barrier makes the answer reflect every entry
+// committed before the call, so a put acknowledged just before is live.
+func (n *Node) handleReconcile(_ context.Context, req *api.ReconcileRequest) (*api.ReconcileResponse, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	if len(req.Objects) > api.MaxReconcilePage {
+		return nil, api.Errorf(api.CodeInvalidParams, "%d refs exceed the page limit %d", len(req.Objects), api.MaxReconcilePage)
+	}
+	if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+		return nil, n.raftError(err)
+	}
+	notLive, err := n.fsm.NotLive(req.Segment, req.MountEpoch, req.Objects)
+	if err != nil {
+		return nil, err
+	}
+	return &api.ReconcileResponse{NotLive: notLive}, nil
+}
+
+func (n *Node) handleRetire(_ context.Context, req *api.RetireStorageRequest) (*api.AckTasksResponse, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	if req.By == "" || req.Reason == "" {
+		return nil, api.Errorf(api.CodeInvalidParams, "retire needs --by and --reason for the audit log")
+	}
+	res, err := n.propose(&fsm.RetireStorage{V: fsm.RetireStorageV1, Segment: req.Segment, By: req.By, Reason: req.Reason, Now: time.Now().UnixNano()})
+	if err != nil {
+		return nil, err
+	}
+	r := res.(*fsm.RetireResult)
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	n.log.Warn("storage retired by operator", "segment", req.Segment, "by", req.By, "reason", req.Reason, "dropped_tasks", r.Dropped)
+	return &api.AckTasksResponse{Dropped: r.Dropped}, nil
+}
+
+func (n *Node) handleListTasks(_ context.Context, req *api.ListTasksRequest) (*api.ListTasksResponse, error) {
+	if err := n.linearizable(); err != nil {
+		return nil, err
+	}
+	tasks, total := n.fsm.ListTasks(req.Segment, req.Limit)
+	return &api.ListTasksResponse{Tasks: tasks, Total: total}, nil
+}
+
+func (n *Node) handleListSegments(_ context.Context, _ *api.Empty) (*api.ListSegmentsResponse, error) {
+	if err := n.linearizable(); err != nil {
+		return nil, err
+	}
+	return &api.ListSegmentsResponse{Segments: n.fsm.Segments()}, nil
+}

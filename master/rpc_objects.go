@@ -1,0 +1,225 @@
+package master
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"sexton/api"
+	"sexton/fsm"
+)
+
+// locations joins replica descriptors with the data address of the holder
+// that currently mounts each segment.
+func (n *Node) locations(reps []api.ReplicaDescriptor) []api.ReplicaLocation {
+	out := make([]api.ReplicaLocation, 0, len(reps))
+	for _, r := range reps {
+		loc := api.ReplicaLocation{ReplicaDescriptor: r}
+		if r.Kind == api.ReplicaLocalDisk {
+			if seg, ok := n.fsm.Segment(r.Segment); ok && seg.Mounted {
+				loc.Endpoint = seg.Endpoint
+			}
+		}
+		out = append(out, loc)
+	}
+	return out
+}
+
+func (n *Node) objectInfo(v fsm.ObjectView) api.ObjectInfo {
+	return api.ObjectInfo{Key: v.Key, Tenant: v.Tenant, Size: v.Size, Incarnation: v.Incarnation, Created: v.Created, Replicas: n.locations(v.Replicas)}
+}
+
+func (n *Node) handlePutStart(_ context.Context, req *api.PutStartRequest) (*api.PutStartResponse, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	if err := api.ValidKey(req.Key); err != nil {
+		return nil, err
+	}
+	if req.Size < 0 {
+		return nil, api.Errorf(api.CodeInvalidParams, "negative size %d", req.Size)
+	}
+	if len(req.Tenant) > api.MaxTenantLen {
+		return nil, api.Errorf(api.CodeInvalidParams, "tenant of %d bytes exceeds %d", len(req.Tenant), api.MaxTenantLen)
+	}
+	if req.ReplicaNum == 0 && req.DFSReplicaNum == 0 {
+		req.ReplicaNum = 1
+	}
+	if req.ReplicaNum < 0 || req.ReplicaNum > api.MaxReplicas {
+		return nil, api.Errorf(api.CodeInvalidParams, "replica_num %d outside 1..%d", req.ReplicaNum, api.MaxReplicas)
+	}
+	if req.DFSReplicaNum != 0 {
+		return nil, api.Errorf(api.CodeInvalidParams, "DFS replicas are not configured on this master")
+	}
+	now := time.Now()
+	segs, err := place(n.fsm.Segments(), n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x5e)))
+	if err != nil {
+		return nil, err
+	}
+	reps := make([]api.ReplicaDescriptor, len(segs))
+	for i, s := range segs {
+		reps[i] = api.ReplicaDescriptor{Kind: api.ReplicaLocalDisk, Segment: s.ID, Pool: s.Pool}
+	}
+	res, err := n.propose(&fsm.PutStart{V: fsm.PutStartV1, Key: req.Key, Tenant: req.Tenant, Size: req.Size,
+		Replicas: reps, PutID: req.PutID, IfAbsent: req.IfAbsent, Now: now.UnixNano()})
+	if err != nil {
+		return nil, err
+	}
+	r := res.(*fsm.PutStartResult)
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	return &api.PutStartResponse{Incarnation: r.Incarnation, Replicas: n.locations(reps)}, nil
+}
+
+func (n *Node) handlePutEnd(_ context.Context, req *api.PutEndRequest) (*api.Empty, error) {
+	return n.endPut(req, false)
+}
+
+func (n *Node) handlePutRevoke(_ context.Context, req *api.PutRevokeRequest) (*api.Empty, error) {
+	return n.endPut(req, true)
+}
+
+func (n *Node) endPut(req *api.PutEndRequest, revoke bool) (*api.Empty, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	if err := api.ValidKey(req.Key); err != nil {
+		return nil, err
+	}
+	now := time.Now().UnixNano()
+	var cmd fsm.Command = &fsm.PutEnd{V: fsm.PutEndV1, Key: req.Key, Incarnation: req.Incarnation, Now: now}
+	if revoke {
+		cmd = &fsm.PutRevoke{V: fsm.PutRevokeV1, Key: req.Key, Incarnation: req.Incarnation, Now: now}
+	}
+	res, err := n.propose(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if r := res.(*fsm.PutEndResult); r.Err != nil {
+		return nil, r.Err
+	}
+	return &api.Empty{}, nil
+}
+
+func (n *Node) handleGet(_ context.Context, req *api.KeyRequest) (*api.GetResponse, error) {
+	if err := n.linearizable(); err != nil {
+		return nil, err
+	}
+	v, err := n.fsm.Get(req.Key)
+	if err != nil {
+		return nil, err
+	}
+	n.soft.grantLease(req.Key, time.Now().Add(n.cfg.LeaseTTL))
+	return &api.GetResponse{Object: n.objectInfo(v)}, nil
+}
+
+func (n *Node) handleBatchGet(_ context.Context, req *api.KeysRequest) (*api.BatchGetResponse, error) {
+	if len(req.Keys) > api.MaxBatchKeys {
+		return nil, api.Errorf(api.CodeInvalidParams, "%d keys exceed the batch limit %d", len(req.Keys), api.MaxBatchKeys)
+	}
+	if err := n.linearizable(); err != nil {
+		return nil, err
+	}
+	until := time.Now().Add(n.cfg.LeaseTTL)
+	out := &api.BatchGetResponse{Results: make([]api.GetResult, len(req.Keys))}
+	for i, k := range req.Keys {
+		v, err := n.fsm.Get(k)
+		if err != nil {
+			out.Results[i].Err = api.AsError(err)
+			continue
+		}
+		n.soft.grantLease(k, until)
+		info := n.objectInfo(v)
+		out.Results[i].Object = &info
+	}
+	return out, nil
+}
+
+func (n *Node) handleExist(_ context.Context, req *api.KeysRequest) (*api.ExistResponse, error) {
+	if len(req.Keys) > api.MaxBatchKeys {
+		return nil, api.Errorf(api.CodeInvalidParams, "%d keys exceed the batch limit %d", len(req.Keys), api.MaxBatchKeys)
+	}
+	if err := n.linearizable(); err != nil {
+		return nil, err
+	}
+	out := &api.ExistResponse{Exists: make([]bool, len(req.Keys))}
+	for i, k := range req.Keys {
+		out.Exists[i] = n.fsm.Exists(k)
+	}
+	return out, nil
+}
+
+func (n *Node) handleRemove(_ context.Context, req *api.KeyRequest) (*api.Empty, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	if err := api.ValidKey(req.Key); err != nil {
+		return nil, err
+	}
+	res, err := n.removes.remove([]string{req.Key})
+	if err != nil {
+		return nil, err
+	}
+	if res[0].Err != nil {
+		return nil, res[0].Err
+	}
+	return &api.Empty{}, nil
+}
+
+// handleBatchRemove answers one result per requested key in request order.
+// Invalid keys are answered here and never proposed; the rest go through
+// the group-commit batcher as one contiguous run.
+func (n *Node) handleBatchRemove(_ context.Context, req *api.KeysRequest) (*api.BatchRemoveResponse, error) {
+	if len(req.Keys) > api.MaxBatchKeys {
+		return nil, api.Errorf(api.CodeInvalidParams, "%d keys exceed the batch limit %d", len(req.Keys), api.MaxBatchKeys)
+	}
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	out := &api.BatchRemoveResponse{Results: make([]api.KeyResult, len(req.Keys))}
+	valid := make([]string, 0, len(req.Keys))
+	at := make([]int, 0, len(req.Keys))
+	for i, k := range req.Keys {
+		out.Results[i].Key = k
+		if err := api.ValidKey(k); err != nil {
+			out.Results[i].Err = api.AsError(err)
+			continue
+		}
+		valid = append(valid, k)
+		at = append(at, i)
+	}
+	if len(valid) > 0 {
+		res, err := n.removes.remove(valid)
+		if err != nil {
+			return nil, err
+		}
+		for j, r := range res {
+			out.Results[at[j]].Err = r.Err
+		}
+	}
+	return out, nil
+}
+
+func (n *Node) handleList(_ context.Context, req *api.ListRequest) (*api.ListResponse, error) {
+	if err := n.linearizable(); err != nil {
+		return nil, err
+	}
+	views, next := n.fsm.List(req.Prefix, req.Cursor, req.Limit)
+	out := &api.ListResponse{Objects: make([]api.ObjectInfo, len(views)), NextCursor: next}
+	for i, v := range views {
+		out.Objects[i] = n.objectInfo(v)
+	}
+	return out, nil
+}
+
+func (n *Node) handleStat(_ context.Context, req *api.KeyRequest) (*api.StatResponse, error) {
+	if err := n.linearizable(); err != nil {
+		return nil, err
+	}
+	v, pending, deletes, err := n.fsm.Stat(req.Key)
+	if err != nil {
+		return nil, err
+	}
+	return &api.StatResponse{Object: n.objectInfo(v), PendingPut: pending, PendingDeletes: deletes}, nil
+}

@@ -1,0 +1,185 @@
+package snapshot
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"sexton/api"
+)
+
+// The golden snapshots' contents. Changing them changes the golden files:
+// regenerate with `go test ./snapshot -run Golden -update`.
+
+const fixtureCluster = 0x5e7701c0ffee0001
+
+var fixtureHeader = Header{
+	Format:    Format110,
+	ClusterID: fixtureCluster,
+	LastIndex: 4242,
+	LastTerm:  7,
+	Created:   1_764_000_000_123_456_789,
+}
+
+func fixtureObjects() []*Object {
+	return []*Object{
+		{
+			Key: "alpha/one", Tenant: "default", Size: 4096,
+			Incarnation: api.ObjectIncarnation{High: fixtureCluster, Low: 100},
+			State:       ObjectComplete, Created: 1_764_000_000_000_000_001, PutID: "put-alpha-1",
+			Replicas: []api.ReplicaDescriptor{
+				{Kind: api.ReplicaLocalDisk, Segment: "seg-a", Pool: "ssd"},
+			},
+		},
+		{
+			Key: "beta/multi", Tenant: "tenant-b", Size: 1 << 20,
+			Incarnation: api.ObjectIncarnation{High: fixtureCluster, Low: 200},
+			State:       ObjectComplete, Created: 1_764_000_000_000_000_002, PutID: "put-beta-1",
+			Replicas: []api.ReplicaDescriptor{
+				{Kind: api.ReplicaLocalDisk, Segment: "seg-a", Pool: "ssd"},
+				{Kind: api.ReplicaLocalDisk, Segment: "seg-b", Pool: "ssd-2"},
+				{Kind: api.ReplicaDFS, DFS: &api.DFSDescriptor{
+					Allocator: "bucket", Path: "bucket_0000000000000003.data",
+					UnitID: 3, Offset: 8192, Size: 1 << 20, AlignedSize: 1<<20 + 4096,
+				}},
+			},
+		},
+		{ // an overwrite in progress: a newer PENDING incarnation of the same key
+			Key: "beta/multi", Tenant: "tenant-b", Size: 77,
+			Incarnation: api.ObjectIncarnation{High: fixtureCluster, Low: 300},
+			State:       ObjectPending, Created: 1_764_000_000_000_000_003, PutID: "put-beta-2",
+			Replicas: []api.ReplicaDescriptor{
+				{Kind: api.ReplicaLocalDisk, Segment: "seg-b", Pool: "ssd-2"},
+			},
+		},
+		{ // a legacy object carried over from a 1.0.0 snapshot
+			Key: "legacy/zero", Tenant: "default", Size: 1,
+			State: ObjectComplete, Created: 1_700_000_000_000_000_000,
+			Replicas: []api.ReplicaDescriptor{
+				{Kind: api.ReplicaLocalDisk, Segment: "seg-a", Pool: "ssd"},
+			},
+		},
+	}
+}
+
+func fixtureSegments() []*Segment {
+	return []*Segment{
+		{
+			ID: "seg-a", ClientID: "holder-1", Pool: "ssd", Capacity: 1 << 40,
+			Capabilities: []api.Capability{api.CapObjectTombstoneV1},
+			Endpoint:     "10.0.0.1:7001", MountEpoch: 3, Mounted: true,
+		},
+		{
+			ID: "seg-b", ClientID: "holder-2", Pool: "ssd-2", Capacity: 1 << 39,
+			Capabilities: []api.Capability{api.CapObjectTombstoneV1, "FUTURE_FEATURE"},
+			Endpoint:     "10.0.0.2:7001", MountEpoch: 1, Mounted: false, Retired: true,
+		},
+	}
+}
+
+func fixtureTasks() []*Task {
+	return []*Task{
+		{ID: 1, Segment: "seg-a", Key: "gone/one", Tenant: "default",
+			Incarnation: api.ObjectIncarnation{High: fixtureCluster, Low: 50}, Created: 1_764_000_000_000_000_010},
+		{ID: 2, Segment: "seg-b", Key: "gone/one",
+			Incarnation: api.ObjectIncarnation{High: fixtureCluster, Low: 50}, Created: 1_764_000_000_000_000_010},
+		{ID: 3, Segment: "seg-a", Key: "legacy/old", Tenant: "default", Created: 1_764_000_000_000_000_011},
+	}
+}
+
+func fixtureState() *State {
+	return &State{
+		MasterEpoch: 5, NextTaskID: 4, LeaderID: "m1", LeaderAddr: "10.0.0.10:7000",
+		LastNow: 1_764_000_000_000_000_099,
+		Audit: []AuditEntry{
+			{Index: 4000, Segment: "seg-c", By: "operator", Reason: "disk lost", DroppedTasks: 12, At: 1_764_000_000_000_000_050},
+		},
+	}
+}
+
+// fixtureDFS is two opaque allocator records, as the FSM would hand them.
+func fixtureDFS(t testing.TB) [][]byte {
+	type bucket struct {
+		ID     uint64 `msgpack:"id"`
+		Sealed bool   `msgpack:"sealed"`
+		Used   int64  `msgpack:"used"`
+	}
+	return [][]byte{
+		encodeRec(t, bucket{ID: 3, Sealed: false, Used: 1<<20 + 4096}),
+		encodeRec(t, bucket{ID: 4, Sealed: true, Used: 64 << 20}),
+	}
+}
+
+// writeFixture110 writes the fixture with the real Writer.
+func writeFixture110(t testing.TB) []byte {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, fixtureHeader)
+	must(t, err)
+	must(t, w.BeginSection(SectionMetadata))
+	for _, o := range fixtureObjects() {
+		must(t, w.WriteRecord(o))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionSegments))
+	for _, s := range fixtureSegments() {
+		must(t, w.WriteRecord(s))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionTasks))
+	for _, task := range fixtureTasks() {
+		must(t, w.WriteRecord(task))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionState))
+	must(t, w.WriteRecord(fixtureState()))
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionDFSBuckets))
+	for _, raw := range fixtureDFS(t) {
+		must(t, w.WriteRecord(msgpack.RawMessage(raw)))
+	}
+	must(t, w.EndSection())
+	must(t, w.Close())
+	return buf.Bytes()
+}
+
+// The 1.0.0 fixture: what an old master would have written. Its encoder
+// exists only here; the package reads 1.0.0 and never writes it.
+
+var fixtureHeader100 = Header{
+	Format: Format100, ClusterID: 0, LastIndex: 900, LastTerm: 2,
+	Created: 1_700_000_000_000_000_000,
+}
+
+func fixtureObjects100() []object100 {
+	return []object100{
+		{Key: "old/one", Tenant: "default", Size: 10, Created: 1_700_000_000_000_000_001,
+			Replicas: []replica100{{Segment: "seg-a", Pool: "ssd"}}},
+		{Key: "old/multi", Tenant: "tenant-b", Size: 20, Created: 1_700_000_000_000_000_002,
+			Replicas: []replica100{{Segment: "seg-a", Pool: "ssd"}, {Segment: "seg-b", Pool: "ssd-2"}}},
+	}
+}
+
+func fixtureSegments100() []segment100 {
+	return []segment100{
+		{ID: "seg-a", ClientID: "holder-1", Pool: "ssd", Capacity: 1 << 40, Endpoint: "10.0.0.1:7001", Mounted: true},
+		{ID: "seg-b", ClientID: "holder-2", Pool: "ssd-2", Capacity: 1 << 39, Endpoint: "10.0.0.2:7001", Mounted: false},
+	}
+}
+
+// writeFixture100 encodes the 1.0.0 fixture: same container, the 1.0.0
+// header, sections and record shapes.
+func writeFixture100(t testing.TB) []byte {
+	b := newStream(t, fixtureHeader100)
+	var objs []any
+	for _, o := range fixtureObjects100() {
+		objs = append(objs, o)
+	}
+	var segs []any
+	for _, s := range fixtureSegments100() {
+		segs = append(segs, s)
+	}
+	b.section(SectionMetadata, uint64(len(objs)), b.records(objs...))
+	b.section(SectionSegments, uint64(len(segs)), b.records(segs...))
+	return b.done()
+}

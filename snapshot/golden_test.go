@@ -1,0 +1,147 @@
+package snapshot
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"sexton/api"
+)
+
+var update = flag.Bool("update", false, "regenerate snapshot/testdata golden files")
+
+const (
+	golden110 = "testdata/v110.snap"
+	golden100 = "testdata/v100.snap"
+)
+
+// loadGolden returns the checked-in golden file, first rewriting it from
+// the encoder when -update is set. Without -update the file must equal
+// what the encoder produces today, so the format cannot drift unnoticed.
+func loadGolden(t *testing.T, path string, encode func(testing.TB) []byte) []byte {
+	t.Helper()
+	fresh := encode(t)
+	if *update {
+		must(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		must(t, os.WriteFile(path, fresh, 0o644))
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (regenerate with -update)", err)
+	}
+	if !bytes.Equal(data, fresh) {
+		t.Fatalf("%s differs from what the encoder writes today: the format changed; if on purpose, bump it or regenerate with -update", path)
+	}
+	return data
+}
+
+func TestGolden110ReadsBackEveryField(t *testing.T) {
+	data := loadGolden(t, golden110, writeFixture110)
+	got, err := readAll(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.headers != 1 || !reflect.DeepEqual(got.header, fixtureHeader) {
+		t.Fatalf("header %+v (%d calls), want %+v", got.header, got.headers, fixtureHeader)
+	}
+	if !reflect.DeepEqual(got.objects, fixtureObjects()) {
+		t.Fatalf("objects:\n got %s\nwant %s", dump(got.objects), dump(fixtureObjects()))
+	}
+	if !reflect.DeepEqual(got.segments, fixtureSegments()) {
+		t.Fatalf("segments:\n got %s\nwant %s", dump(got.segments), dump(fixtureSegments()))
+	}
+	if !reflect.DeepEqual(got.tasks, fixtureTasks()) {
+		t.Fatalf("tasks:\n got %s\nwant %s", dump(got.tasks), dump(fixtureTasks()))
+	}
+	if len(got.states) != 1 || !reflect.DeepEqual(got.states[0], fixtureState()) {
+		t.Fatalf("states: got %s, want one %+v", dump(got.states), *fixtureState())
+	}
+	if !reflect.DeepEqual(got.dfs, fixtureDFS(t)) {
+		t.Fatalf("dfs records: got %x, want %x", got.dfs, fixtureDFS(t))
+	}
+	// The DFS replica descriptor is a field-by-field match, not just non-nil.
+	dfs := got.objects[1].Replicas[2].DFS
+	if dfs == nil || dfs.Path != "bucket_0000000000000003.data" || dfs.UnitID != 3 || dfs.AlignedSize != 1<<20+4096 {
+		t.Fatalf("DFS descriptor %+v", dfs)
+	}
+}
+
+func TestGolden100ReadsBackEveryField(t *testing.T) {
+	data := loadGolden(t, golden100, writeFixture100)
+	got, err := readAll(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.header, fixtureHeader100) {
+		t.Fatalf("header %+v, want %+v", got.header, fixtureHeader100)
+	}
+	want := []*Object{
+		{Key: "old/one", Tenant: "default", Size: 10, State: ObjectComplete, Created: 1_700_000_000_000_000_001,
+			Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaLocalDisk, Segment: "seg-a", Pool: "ssd"}}},
+		{Key: "old/multi", Tenant: "tenant-b", Size: 20, State: ObjectComplete, Created: 1_700_000_000_000_000_002,
+			Replicas: []api.ReplicaDescriptor{
+				{Kind: api.ReplicaLocalDisk, Segment: "seg-a", Pool: "ssd"},
+				{Kind: api.ReplicaLocalDisk, Segment: "seg-b", Pool: "ssd-2"},
+			}},
+	}
+	if !reflect.DeepEqual(got.objects, want) {
+		t.Fatalf("objects:\n got %s\nwant %s", dump(got.objects), dump(want))
+	}
+	wantSegs := []*Segment{
+		{ID: "seg-a", ClientID: "holder-1", Pool: "ssd", Capacity: 1 << 40, Endpoint: "10.0.0.1:7001", Mounted: true},
+		{ID: "seg-b", ClientID: "holder-2", Pool: "ssd-2", Capacity: 1 << 39, Endpoint: "10.0.0.2:7001"},
+	}
+	if !reflect.DeepEqual(got.segments, wantSegs) {
+		t.Fatalf("segments:\n got %s\nwant %s", dump(got.segments), dump(wantSegs))
+	}
+	if len(got.tasks) != 0 || len(got.states) != 0 || len(got.dfs) != 0 {
+		t.Fatalf("1.0.0 produced tasks %d, states %d, dfs %d; want none", len(got.tasks), len(got.states), len(got.dfs))
+	}
+}
+
+// TestLegacy100SnapshotReadsAsIncarnationZero: every object of a 1.0.0
+// snapshot is the legacy incarnation, COMPLETE, with LOCAL_DISK replicas;
+// every segment is at mount epoch zero with no capabilities.
+func TestLegacy100SnapshotReadsAsIncarnationZero(t *testing.T) {
+	data, err := os.ReadFile(golden100)
+	must(t, err)
+	got, err := readAll(data)
+	must(t, err)
+	if len(got.objects) != 2 || len(got.segments) != 2 {
+		t.Fatalf("read %d objects and %d segments, want 2 and 2", len(got.objects), len(got.segments))
+	}
+	for _, o := range got.objects {
+		if !o.Incarnation.IsZero() || o.State != ObjectComplete || o.PutID != "" {
+			t.Fatalf("object %q: incarnation %v state %d put id %q", o.Key, o.Incarnation, o.State, o.PutID)
+		}
+		for _, r := range o.Replicas {
+			if r.Kind != api.ReplicaLocalDisk || r.DFS != nil {
+				t.Fatalf("object %q replica %+v is not LOCAL_DISK", o.Key, r)
+			}
+		}
+	}
+	for _, s := range got.segments {
+		if s.MountEpoch != 0 || s.Capabilities != nil || s.Retired {
+			t.Fatalf("segment %q: epoch %d caps %v retired %v", s.ID, s.MountEpoch, s.Capabilities, s.Retired)
+		}
+	}
+	h, c, err := Inspect(bytes.NewReader(data))
+	must(t, err)
+	if h.Format != Format100 || c != (Counts{Objects: 2, Segments: 2}) {
+		t.Fatalf("Inspect: %+v %+v", h, c)
+	}
+}
+
+func TestInspectCountsEveryRecord(t *testing.T) {
+	data, err := os.ReadFile(golden110)
+	must(t, err)
+	h, c, err := Inspect(bytes.NewReader(data))
+	must(t, err)
+	want := Counts{Objects: 4, Segments: 2, Tasks: 3, DFSRecords: 2, HasState: true}
+	if h != fixtureHeader || c != want {
+		t.Fatalf("Inspect = %+v %+v, want %+v %+v", h, c, fixtureHeader, want)
+	}
+}

@@ -1,0 +1,129 @@
+package snapshot
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// collectSink keeps everything Read hands it.
+type collectSink struct {
+	header   Header
+	headers  int
+	objects  []*Object
+	segments []*Segment
+	tasks    []*Task
+	states   []*State
+	dfs      [][]byte
+}
+
+func (c *collectSink) Header(h Header) error      { c.header = h; c.headers++; return nil }
+func (c *collectSink) Object(o *Object) error     { c.objects = append(c.objects, o); return nil }
+func (c *collectSink) Segment(s *Segment) error   { c.segments = append(c.segments, s); return nil }
+func (c *collectSink) Task(t *Task) error         { c.tasks = append(c.tasks, t); return nil }
+func (c *collectSink) State(s *State) error       { c.states = append(c.states, s); return nil }
+func (c *collectSink) DFSRecord(raw []byte) error { c.dfs = append(c.dfs, raw); return nil }
+
+// readAll reads data into a fresh collectSink.
+func readAll(data []byte) (*collectSink, error) {
+	c := &collectSink{}
+	_, err := Read(bytes.NewReader(data), c)
+	return c, err
+}
+
+// encodeRec reflection-encodes v the way the Writer does.
+func encodeRec(t testing.TB, v any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.UseCompactInts(true)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(v); err != nil {
+		t.Fatalf("encode %T: %v", v, err)
+	}
+	return buf.Bytes()
+}
+
+// streamBuilder assembles streams frame by frame with correct checksums,
+// including streams the Writer refuses to produce, so a refusal test
+// fails for the reason it names and not for a checksum.
+type streamBuilder struct {
+	t   testing.TB
+	buf bytes.Buffer
+	f   frameWriter
+}
+
+func newStream(t testing.TB, header any) *streamBuilder {
+	t.Helper()
+	b := &streamBuilder{t: t}
+	b.f.w = &b.buf
+	must(t, b.f.magic())
+	must(t, b.f.header(encodeRec(t, header)))
+	return b
+}
+
+// section writes a section with one chunk per element of chunks (each the
+// concatenated records it holds) and a terminator claiming count records.
+func (b *streamBuilder) section(name string, count uint64, chunks ...[]byte) *streamBuilder {
+	must(b.t, b.f.sectionStart(name))
+	for _, c := range chunks {
+		frame := append(make([]byte, chunkFrameLen), c...)
+		must(b.t, b.f.chunk(frame))
+	}
+	must(b.t, b.f.terminator(count))
+	return b
+}
+
+// records concatenates the encodings of vs into one chunk payload.
+func (b *streamBuilder) records(vs ...any) []byte {
+	var out []byte
+	for _, v := range vs {
+		out = append(out, encodeRec(b.t, v)...)
+	}
+	return out
+}
+
+func (b *streamBuilder) done() []byte {
+	must(b.t, b.f.trailer())
+	return b.buf.Bytes()
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantErr fails unless err wraps target.
+func wantErr(t testing.TB, err, target error) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got nil error, want %v", target)
+	}
+	if !errors.Is(err, target) {
+		t.Fatalf("got error %q, want one wrapping %v", err, target)
+	}
+}
+
+// dump renders pointers' targets for failure messages.
+func dump(v any) string {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice {
+		return fmt.Sprintf("%+v", v)
+	}
+	var b strings.Builder
+	for i := 0; i < rv.Len(); i++ {
+		e := rv.Index(i)
+		if e.Kind() == reflect.Pointer && !e.IsNil() {
+			e = e.Elem()
+		}
+		fmt.Fprintf(&b, "\n  %+v", e.Interface())
+	}
+	return b.String()
+}

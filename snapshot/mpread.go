@@ -1,0 +1,365 @@
+package snapshot
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// mpReader decodes msgpack values from one chunk held in memory. It is
+// hand-written rather than msgpack.Decoder for two reasons: reflection
+// decoding of a claimed array length allocates the whole slice up front
+// (a 5-byte array32 header could ask for gigabytes), and the metadata
+// section of a large cluster holds a million records, where reflection
+// costs most of the read time. Every length it returns is already checked
+// against the bytes that remain, so a caller allocating from it allocates
+// at most in proportion to the chunk.
+type mpReader struct {
+	b   []byte
+	off int
+}
+
+// maxSkipDepth bounds the nesting of values skipped in opaque records.
+const maxSkipDepth = 32
+
+func (r *mpReader) remaining() int { return len(r.b) - r.off }
+
+func errShort(what string) error {
+	return fmt.Errorf("%w: record ends inside %s", ErrCorrupt, what)
+}
+
+func errType(what string, c byte) error {
+	return fmt.Errorf("%w: %s: unexpected msgpack code 0x%02x", ErrCorrupt, what, c)
+}
+
+func (r *mpReader) code(what string) (byte, error) {
+	if r.off >= len(r.b) {
+		return 0, errShort(what)
+	}
+	c := r.b[r.off]
+	r.off++
+	return c, nil
+}
+
+func (r *mpReader) take(n int, what string) ([]byte, error) {
+	if n < 0 || n > r.remaining() {
+		return nil, errShort(what)
+	}
+	p := r.b[r.off : r.off+n]
+	r.off += n
+	return p, nil
+}
+
+func (r *mpReader) be(n int, what string) (uint64, error) {
+	p, err := r.take(n, what)
+	if err != nil {
+		return 0, err
+	}
+	switch n {
+	case 1:
+		return uint64(p[0]), nil
+	case 2:
+		return uint64(binary.BigEndian.Uint16(p)), nil
+	case 4:
+		return uint64(binary.BigEndian.Uint32(p)), nil
+	default:
+		return binary.BigEndian.Uint64(p), nil
+	}
+}
+
+// peekNil consumes a msgpack nil if one is next.
+func (r *mpReader) peekNil() bool {
+	if r.off < len(r.b) && r.b[r.off] == 0xc0 {
+		r.off++
+		return true
+	}
+	return false
+}
+
+// mapLen reads a map header; nil reads as -1. The count is bounded by the
+// remaining bytes (every entry takes at least two).
+func (r *mpReader) mapLen(what string) (int, error) {
+	c, err := r.code(what)
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	switch {
+	case c >= 0x80 && c <= 0x8f:
+		n = uint64(c & 0x0f)
+	case c == 0xde:
+		n, err = r.be(2, what)
+	case c == 0xdf:
+		n, err = r.be(4, what)
+	case c == 0xc0:
+		return -1, nil
+	default:
+		return 0, errType(what, c)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if n > uint64(r.remaining()/2) {
+		return 0, fmt.Errorf("%w: %s: map claims %d entries in %d bytes", ErrCorrupt, what, n, r.remaining())
+	}
+	return int(n), nil
+}
+
+// arrayLen reads an array header; nil reads as -1. The count is bounded by
+// the remaining bytes (every element takes at least one).
+func (r *mpReader) arrayLen(what string) (int, error) {
+	c, err := r.code(what)
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	switch {
+	case c >= 0x90 && c <= 0x9f:
+		n = uint64(c & 0x0f)
+	case c == 0xdc:
+		n, err = r.be(2, what)
+	case c == 0xdd:
+		n, err = r.be(4, what)
+	case c == 0xc0:
+		return -1, nil
+	default:
+		return 0, errType(what, c)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if n > uint64(r.remaining()) {
+		return 0, fmt.Errorf("%w: %s: array claims %d elements in %d bytes", ErrCorrupt, what, n, r.remaining())
+	}
+	return int(n), nil
+}
+
+// strBytes reads a msgpack str; the result aliases the chunk.
+func (r *mpReader) strBytes(what string) ([]byte, error) {
+	c, err := r.code(what)
+	if err != nil {
+		return nil, err
+	}
+	var n uint64
+	switch {
+	case c >= 0xa0 && c <= 0xbf:
+		n = uint64(c & 0x1f)
+	case c == 0xd9:
+		n, err = r.be(1, what)
+	case c == 0xda:
+		n, err = r.be(2, what)
+	case c == 0xdb:
+		n, err = r.be(4, what)
+	default:
+		return nil, errType(what, c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(r.remaining()) {
+		return nil, errShort(what)
+	}
+	return r.take(int(n), what)
+}
+
+// str reads a msgpack str of at most limit bytes into a new string.
+func (r *mpReader) str(what string, limit int) (string, error) {
+	p, err := r.strBytes(what)
+	if err != nil {
+		return "", err
+	}
+	if len(p) > limit {
+		return "", fmt.Errorf("%w: %s: %d bytes exceeds %d", ErrTooLarge, what, len(p), limit)
+	}
+	return string(p), nil
+}
+
+// uint reads any msgpack integer that is not negative.
+func (r *mpReader) uint(what string) (uint64, error) {
+	c, err := r.code(what)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case c <= 0x7f:
+		return uint64(c), nil
+	case c >= 0xcc && c <= 0xcf: // uint8..uint64
+		return r.be(1<<(c-0xcc), what)
+	case c >= 0xd0 && c <= 0xd3: // int8..int64
+		n := 1 << (c - 0xd0)
+		v, err := r.be(n, what)
+		if err != nil {
+			return 0, err
+		}
+		if signExtend(v, n) < 0 {
+			return 0, fmt.Errorf("%w: %s: negative value for an unsigned field", ErrCorrupt, what)
+		}
+		return v, nil
+	case c >= 0xe0:
+		return 0, fmt.Errorf("%w: %s: negative value for an unsigned field", ErrCorrupt, what)
+	default:
+		return 0, errType(what, c)
+	}
+}
+
+// uint8 reads an integer that must fit in a byte.
+func (r *mpReader) uint8(what string) (uint8, error) {
+	v, err := r.uint(what)
+	if err != nil {
+		return 0, err
+	}
+	if v > math.MaxUint8 {
+		return 0, fmt.Errorf("%w: %s: %d does not fit a byte", ErrCorrupt, what, v)
+	}
+	return uint8(v), nil
+}
+
+// int reads any msgpack integer that fits an int64.
+func (r *mpReader) int(what string) (int64, error) {
+	c, err := r.code(what)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case c <= 0x7f:
+		return int64(c), nil
+	case c >= 0xe0:
+		return int64(int8(c)), nil
+	case c >= 0xcc && c <= 0xcf:
+		v, err := r.be(1<<(c-0xcc), what)
+		if err != nil {
+			return 0, err
+		}
+		if v > math.MaxInt64 {
+			return 0, fmt.Errorf("%w: %s: %d overflows int64", ErrCorrupt, what, v)
+		}
+		return int64(v), nil
+	case c >= 0xd0 && c <= 0xd3:
+		n := 1 << (c - 0xd0)
+		v, err := r.be(n, what)
+		if err != nil {
+			return 0, err
+		}
+		return signExtend(v, n), nil
+	default:
+		return 0, errType(what, c)
+	}
+}
+
+func signExtend(v uint64, n int) int64 {
+	shift := 64 - 8*uint(n)
+	return int64(v<<shift) >> shift
+}
+
+func (r *mpReader) bool(what string) (bool, error) {
+	c, err := r.code(what)
+	if err != nil {
+		return false, err
+	}
+	switch c {
+	case 0xc2:
+		return false, nil
+	case 0xc3:
+		return true, nil
+	default:
+		return false, errType(what, c)
+	}
+}
+
+// skip steps over one well-formed value of any type, nested at most
+// maxSkipDepth deep. It delimits opaque records without decoding them.
+func (r *mpReader) skip(depth int) error {
+	if depth > maxSkipDepth {
+		return fmt.Errorf("%w: value nested deeper than %d", ErrCorrupt, maxSkipDepth)
+	}
+	const what = "value"
+	c, err := r.code(what)
+	if err != nil {
+		return err
+	}
+	var n uint64
+	switch {
+	case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
+		return nil
+	case c >= 0x80 && c <= 0x8f:
+		return r.skipEntries(uint64(c&0x0f)*2, depth)
+	case c >= 0x90 && c <= 0x9f:
+		return r.skipEntries(uint64(c&0x0f), depth)
+	case c >= 0xa0 && c <= 0xbf:
+		_, err = r.take(int(c&0x1f), what)
+		return err
+	case c == 0xcc || c == 0xd0:
+		_, err = r.take(1, what)
+	case c == 0xcd || c == 0xd1:
+		_, err = r.take(2, what)
+	case c == 0xce || c == 0xd2 || c == 0xca:
+		_, err = r.take(4, what)
+	case c == 0xcf || c == 0xd3 || c == 0xcb:
+		_, err = r.take(8, what)
+	case c == 0xc4 || c == 0xd9: // bin8, str8
+		if n, err = r.be(1, what); err == nil {
+			err = r.skipBytes(n)
+		}
+	case c == 0xc5 || c == 0xda: // bin16, str16
+		if n, err = r.be(2, what); err == nil {
+			err = r.skipBytes(n)
+		}
+	case c == 0xc6 || c == 0xdb: // bin32, str32
+		if n, err = r.be(4, what); err == nil {
+			err = r.skipBytes(n)
+		}
+	case c == 0xdc:
+		if n, err = r.be(2, what); err == nil {
+			err = r.skipEntries(n, depth)
+		}
+	case c == 0xdd:
+		if n, err = r.be(4, what); err == nil {
+			err = r.skipEntries(n, depth)
+		}
+	case c == 0xde:
+		if n, err = r.be(2, what); err == nil {
+			err = r.skipEntries(n*2, depth)
+		}
+	case c == 0xdf:
+		if n, err = r.be(4, what); err == nil {
+			err = r.skipEntries(n*2, depth)
+		}
+	case c >= 0xd4 && c <= 0xd8: // fixext 1, 2, 4, 8, 16: type byte + data
+		_, err = r.take(1+1<<(c-0xd4), what)
+	case c == 0xc7:
+		if n, err = r.be(1, what); err == nil {
+			err = r.skipBytes(n + 1)
+		}
+	case c == 0xc8:
+		if n, err = r.be(2, what); err == nil {
+			err = r.skipBytes(n + 1)
+		}
+	case c == 0xc9:
+		if n, err = r.be(4, what); err == nil {
+			err = r.skipBytes(n + 1)
+		}
+	default: // 0xc1 is never used
+		return errType(what, c)
+	}
+	return err
+}
+
+func (r *mpReader) skipBytes(n uint64) error {
+	if n > uint64(r.remaining()) {
+		return errShort("value")
+	}
+	r.off += int(n)
+	return nil
+}
+
+func (r *mpReader) skipEntries(n uint64, depth int) error {
+	if n > uint64(r.remaining()) {
+		return errShort("value")
+	}
+	for i := uint64(0); i < n; i++ {
+		if err := r.skip(depth + 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+
+	"sexton/api"
+)
+
+// Checks beyond decoding, applied by the writer before a record is written
+// and by the reader after it is decoded, so the writer never produces a
+// snapshot the reader refuses. They check shape and bounds only; whether the
+// records make a consistent state is the FSM's to judge.
+
+func validateObject(o *Object) error {
+	if err := api.ValidKey(o.Key); err != nil {
+		return fmt.Errorf("object: %v", err)
+	}
+	if len(o.Tenant) > api.MaxTenantLen {
+		return fmt.Errorf("object %q: tenant of %d bytes", o.Key, len(o.Tenant))
+	}
+	if o.Size < 0 {
+		return fmt.Errorf("object %q: negative size %d", o.Key, o.Size)
+	}
+	if o.State != ObjectPending && o.State != ObjectComplete {
+		return fmt.Errorf("object %q: unknown state %d", o.Key, o.State)
+	}
+	if len(o.PutID) > api.MaxIDLen {
+		return fmt.Errorf("object %q: put id of %d bytes", o.Key, len(o.PutID))
+	}
+	if len(o.Replicas) > api.MaxReplicas {
+		return fmt.Errorf("object %q: %d replicas", o.Key, len(o.Replicas))
+	}
+	for i := range o.Replicas {
+		if err := validateReplica(&o.Replicas[i]); err != nil {
+			return fmt.Errorf("object %q replica %d: %v", o.Key, i, err)
+		}
+	}
+	return nil
+}
+
+func validateReplica(r *api.ReplicaDescriptor) error {
+	if len(r.Segment) > api.MaxIDLen || len(r.Pool) > api.MaxIDLen {
+		return errors.New("segment or pool name too long")
+	}
+	switch r.Kind {
+	case api.ReplicaLocalDisk:
+		if r.Segment == "" {
+			return errors.New("LOCAL_DISK replica names no segment")
+		}
+		if r.DFS != nil {
+			return errors.New("LOCAL_DISK replica carries a DFS descriptor")
+		}
+	case api.ReplicaDFS:
+		if r.DFS == nil {
+			return errors.New("DFS replica has no descriptor")
+		}
+		if len(r.DFS.Allocator) > api.MaxIDLen || len(r.DFS.Path) > maxDFSPathLen {
+			return errors.New("DFS descriptor string too long")
+		}
+	default:
+		return fmt.Errorf("unknown replica kind %d", r.Kind)
+	}
+	return nil
+}
+
+func validateSegment(s *Segment) error {
+	if s.ID == "" {
+		return errors.New("segment: empty id")
+	}
+	if len(s.ID) > api.MaxIDLen || len(s.ClientID) > api.MaxIDLen || len(s.Pool) > api.MaxIDLen || len(s.Endpoint) > api.MaxIDLen {
+		return fmt.Errorf("segment %q: id, client, pool or endpoint too long", s.ID)
+	}
+	if len(s.Capabilities) > api.MaxCapabilities {
+		return fmt.Errorf("segment %q: %d capabilities", s.ID, len(s.Capabilities))
+	}
+	for _, c := range s.Capabilities {
+		if len(c) > api.MaxIDLen {
+			return fmt.Errorf("segment %q: capability name too long", s.ID)
+		}
+	}
+	return nil
+}
+
+func validateTask(t *Task) error {
+	if t.Segment == "" || len(t.Segment) > api.MaxIDLen {
+		return fmt.Errorf("task %d: bad segment id of %d bytes", t.ID, len(t.Segment))
+	}
+	if err := api.ValidKey(t.Key); err != nil {
+		return fmt.Errorf("task %d: %v", t.ID, err)
+	}
+	if len(t.Tenant) > api.MaxTenantLen {
+		return fmt.Errorf("task %d: tenant of %d bytes", t.ID, len(t.Tenant))
+	}
+	return nil
+}
+
+func validateState(s *State) error {
+	if len(s.LeaderID) > api.MaxIDLen || len(s.LeaderAddr) > api.MaxIDLen {
+		return errors.New("state: leader id or address too long")
+	}
+	if len(s.Audit) > maxAuditEntries {
+		return fmt.Errorf("state: %d audit entries, more than %d", len(s.Audit), maxAuditEntries)
+	}
+	for i := range s.Audit {
+		a := &s.Audit[i]
+		if len(a.Segment) > api.MaxIDLen || len(a.By) > api.MaxIDLen || len(a.Reason) > maxReasonLen {
+			return fmt.Errorf("state: audit entry %d: field too long", i)
+		}
+	}
+	return nil
+}

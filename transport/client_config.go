@@ -1,0 +1,45 @@
+package transport
+
+import "time"
+
+// Client defaults.
+const (
+	DefaultDialTimeout = 5 * time.Second
+	DefaultCallTimeout = 10 * time.Second
+)
+
+// ClientConfig configures connections made by Dial, Pool and ClusterClient.
+// Zero values take the defaults.
+type ClientConfig struct {
+	// Token is the cluster token, proven to servers that require one. A
+	// server without a token accepts a client with one (see DESIGN.md).
+	Token string
+	// MaxFrame bounds every frame a server sends us (DefaultMaxFrame if 0).
+	MaxFrame int
+	// DialTimeout bounds the TCP connect.
+	DialTimeout time.Duration
+	// CallTimeout is the deadline of a call whose ctx has none.
+	CallTimeout time.Duration
+	// HandshakeTimeout bounds the handshake after connect.
+	HandshakeTimeout time.Duration
+	// FrameTimeout bounds the arrival of one response frame once its
+	// first byte is in, and each write of requests.
+	FrameTimeout time.Duration
+}
+
+func (c ClientConfig) withDefaults() ClientConfig {
+	c.MaxFrame = clampMaxFrame(c.MaxFrame)
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = DefaultCallTimeout
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.FrameTimeout <= 0 {
+		c.FrameTimeout = DefaultFrameTimeout
+	}
+	return c
+}

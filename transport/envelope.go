@@ -1,0 +1,173 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"sexton/api"
+)
+
+// kind says what an envelope is. The handshake kinds come first on every
+// connection; after it only requests (client to server), responses and
+// go-aways (server to client) flow.
+type kind uint8
+
+const (
+	kindHello    kind = 1 // server → client: protocol version, nonce, limits
+	kindAuth     kind = 2 // client → server: proof of the token, limits
+	kindWelcome  kind = 3 // server → client: handshake verdict
+	kindRequest  kind = 4
+	kindResponse kind = 5
+	kindGoAway   kind = 6 // either way: the connection is closing, err says why
+)
+
+// envelopeFields is the length of the envelope array:
+// [kind, id, method, timeout ms, err, body]. The body is last and inline, so
+// it is encoded straight into the frame and decoded from a sub-slice of it
+// without a copy.
+const envelopeFields = 6
+
+// envelope is one decoded frame payload. body aliases the frame buffer.
+type envelope struct {
+	kind    kind
+	id      uint64
+	method  string
+	timeout time.Duration // remaining time of the caller's deadline; 0 = none sent
+	err     *api.Error
+	body    []byte
+}
+
+var frameBufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledFrame keeps the pool from pinning data-plane sized buffers.
+const maxPooledFrame = 256 << 10
+
+// encodeFrame builds a whole frame (length prefix included) for env with
+// body msgpack-encoded in place. The returned buffer comes from a pool:
+// hand it to releaseFrame once written.
+func encodeFrame(env *envelope, body any) (*bytes.Buffer, error) {
+	buf := frameBufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	buf.Write([]byte{0, 0, 0, 0})
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(buf)
+	enc.UseCompactInts(true)
+	err := enc.EncodeArrayLen(envelopeFields)
+	if err == nil {
+		err = enc.EncodeUint(uint64(env.kind))
+	}
+	if err == nil {
+		err = enc.EncodeUint(env.id)
+	}
+	if err == nil {
+		err = enc.EncodeString(env.method)
+	}
+	if err == nil {
+		err = enc.EncodeUint(uint64(env.timeout / time.Millisecond))
+	}
+	if err == nil {
+		if env.err == nil {
+			err = enc.EncodeNil()
+		} else {
+			err = enc.Encode(env.err)
+		}
+	}
+	if err == nil {
+		err = enc.Encode(body)
+	}
+	if err != nil {
+		releaseFrame(buf)
+		return nil, api.Errorf(api.CodeInvalidParams, "encode %s body: %v", describe(env), err)
+	}
+	n := buf.Len() - frameHeaderLen
+	if uint64(n) > maxFrameLimit {
+		releaseFrame(buf)
+		return nil, errFrameTooLarge(uint64(n), maxFrameLimit)
+	}
+	binary.BigEndian.PutUint32(buf.Bytes()[:frameHeaderLen], uint32(n))
+	return buf, nil
+}
+
+func releaseFrame(buf *bytes.Buffer) {
+	if buf != nil && buf.Cap() <= maxPooledFrame {
+		frameBufPool.Put(buf)
+	}
+}
+
+// payloadLen is the size of an encoded frame without its length prefix.
+func payloadLen(buf *bytes.Buffer) int { return buf.Len() - frameHeaderLen }
+
+// decodeEnvelope parses one frame payload. It first checks that the whole
+// payload is a single well-formed, bounded msgpack value, so nothing that
+// decodes the body later can be made to over-allocate or recurse too deep.
+func decodeEnvelope(payload []byte) (envelope, error) {
+	var env envelope
+	if err := checkMsgpack(payload); err != nil {
+		return env, api.Errorf(api.CodeCorrupt, "malformed frame: %v", err)
+	}
+	n, pos, err := readArrayLen(payload, 0)
+	if err != nil {
+		return env, api.Errorf(api.CodeCorrupt, "malformed frame: %v", err)
+	}
+	if n != envelopeFields {
+		return env, api.Errorf(api.CodeCorrupt, "malformed frame: envelope has %d fields, want %d", n, envelopeFields)
+	}
+	k, pos, err := readUint(payload, pos)
+	if err != nil {
+		return env, api.Errorf(api.CodeCorrupt, "malformed frame: kind: %v", err)
+	}
+	if k < uint64(kindHello) || k > uint64(kindGoAway) {
+		return env, api.Errorf(api.CodeCorrupt, "malformed frame: unknown kind %d", k)
+	}
+	env.kind = kind(k)
+	if env.id, pos, err = readUint(payload, pos); err != nil {
+		return env, api.Errorf(api.CodeCorrupt, "malformed frame: id: %v", err)
+	}
+	if env.method, pos, err = readString(payload, pos); err != nil {
+		return env, api.Errorf(api.CodeCorrupt, "malformed frame: method: %v", err)
+	}
+	ms, pos, err := readUint(payload, pos)
+	if err != nil {
+		return env, api.Errorf(api.CodeCorrupt, "malformed frame: timeout: %v", err)
+	}
+	if ms > uint64(maxWireTimeout/time.Millisecond) {
+		ms = uint64(maxWireTimeout / time.Millisecond)
+	}
+	env.timeout = time.Duration(ms) * time.Millisecond
+	if payload[pos] == 0xc0 {
+		pos++
+	} else {
+		end, _ := skipValue(payload, pos, 1) // checked above
+		var e api.Error
+		if err := msgpack.Unmarshal(payload[pos:end], &e); err != nil {
+			return env, api.Errorf(api.CodeCorrupt, "malformed frame: error field: %v", err)
+		}
+		if e.Code == "" {
+			return env, api.Errorf(api.CodeCorrupt, "malformed frame: error without a code")
+		}
+		env.err = &e
+		pos = end
+	}
+	env.body = payload[pos:]
+	return env, nil
+}
+
+// maxWireTimeout caps a deadline a peer asks a handler to honour.
+const maxWireTimeout = 24 * time.Hour
+
+func describe(env *envelope) string {
+	switch env.kind {
+	case kindRequest:
+		return fmt.Sprintf("%s request", env.method)
+	case kindResponse:
+		return fmt.Sprintf("%s response", env.method)
+	default:
+		return fmt.Sprintf("handshake (kind %d)", env.kind)
+	}
+}

@@ -1,0 +1,205 @@
+package transport
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Server defaults.
+const (
+	DefaultHandshakeTimeout   = 10 * time.Second
+	DefaultFrameTimeout       = 10 * time.Second
+	DefaultMaxInflightPerConn = 256
+)
+
+// ServerConfig configures a Server. Zero values take the defaults above.
+type ServerConfig struct {
+	// Token is the cluster token. When set, every connection must prove
+	// it (challenge-response) before its first call.
+	Token string
+	// MaxFrame bounds every frame a client sends (DefaultMaxFrame if 0).
+	MaxFrame int
+	// HandshakeTimeout bounds the whole handshake, from accept to the
+	// verdict.
+	HandshakeTimeout time.Duration
+	// FrameTimeout bounds the arrival of one frame once its first byte is
+	// in, and the write of each batch of responses. Idle connections are
+	// not limited.
+	FrameTimeout time.Duration
+	// MaxInflightPerConn bounds concurrent handlers per connection; beyond
+	// it the server stops reading that connection (TCP back-pressure).
+	MaxInflightPerConn int
+	// Logger gets refused connections, dropped connections and handler
+	// panics. Nil logs nothing.
+	Logger hclog.Logger
+	// Observe, if set, is called after every call with the method (or
+	// "(unknown)"), the handler time and the error sent (nil on success).
+	// It runs on the handler's goroutine: keep it cheap.
+	Observe func(method string, d time.Duration, err error)
+}
+
+func (c ServerConfig) withDefaults() ServerConfig {
+	c.MaxFrame = clampMaxFrame(c.MaxFrame)
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.FrameTimeout <= 0 {
+		c.FrameTimeout = DefaultFrameTimeout
+	}
+	if c.MaxInflightPerConn <= 0 {
+		c.MaxInflightPerConn = DefaultMaxInflightPerConn
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	return c
+}
+
+// Server serves registered methods on any number of listeners.
+type Server struct {
+	cfg ServerConfig
+	log hclog.Logger
+
+	mu        sync.RWMutex
+	handlers  map[string]HandlerFunc
+	listeners map[net.Listener]struct{}
+	conns     map[*serverConn]struct{}
+	closed    bool
+	wg        sync.WaitGroup // one per connection; each waits for its handlers
+
+	stats statsTable
+}
+
+// NewServer returns a server with no methods; add them with Handle or
+// Register before Serve.
+func NewServer(cfg ServerConfig) *Server {
+	cfg = cfg.withDefaults()
+	return &Server{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		handlers:  make(map[string]HandlerFunc),
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*serverConn]struct{}),
+	}
+}
+
+// Handle serves method with h. Registering a method twice, or an empty
+// name, is a programming error and panics.
+func (s *Server) Handle(method string, h HandlerFunc) {
+	if method == "" || h == nil {
+		panic("transport: Handle needs a method name and a handler")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.handlers[method]; dup {
+		panic("transport: method " + method + " registered twice")
+	}
+	s.handlers[method] = h
+}
+
+func (s *Server) handler(method string) HandlerFunc {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.handlers[method]
+}
+
+// Serve accepts connections on l until Close, then returns ErrServerClosed.
+// Any other accept failure is returned as is (after closing l).
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+		l.Close()
+	}()
+
+	var pause time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Out of file descriptors and the like: wait, do not spin.
+				pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "error", err, "pause", pause)
+				time.Sleep(pause)
+				continue
+			}
+			return err
+		}
+		pause = 0
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return ErrServerClosed
+		}
+		sc := newServerConn(s, nc)
+		s.conns[sc] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go sc.serve()
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.closed
+}
+
+func (s *Server) forget(sc *serverConn) {
+	s.mu.Lock()
+	delete(s.conns, sc)
+	s.mu.Unlock()
+}
+
+// Close stops every listener, closes every connection (telling each client
+// UNAVAILABLE "server shutting down"), cancels the handlers' contexts and
+// waits for the handlers to return. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	for sc := range s.conns {
+		sc.goAway(errServerShuttingDown())
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() ServerStats {
+	s.mu.RLock()
+	open := len(s.conns)
+	s.mu.RUnlock()
+	return ServerStats{
+		Methods:     s.stats.snapshot(),
+		Connections: open,
+		Refused:     s.stats.refused.Load(),
+		Dropped:     s.stats.dropped.Load(),
+	}
+}

@@ -1,0 +1,312 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"sexton/api"
+)
+
+// serverConn is one accepted connection: a handshake, then a reader that
+// dispatches each request to its own handler goroutine, bounded by slots.
+type serverConn struct {
+	srv     *Server
+	link    *link
+	peer    string
+	peerMax int // the largest frame the client accepts
+	slots   chan struct{}
+	inRun   sync.WaitGroup
+}
+
+func newServerConn(s *Server, nc net.Conn) *serverConn {
+	return &serverConn{
+		srv:   s,
+		link:  newLink(nc, s.cfg.FrameTimeout),
+		peer:  nc.RemoteAddr().String(),
+		slots: make(chan struct{}, s.cfg.MaxInflightPerConn),
+	}
+}
+
+func errServerShuttingDown() *api.Error {
+	return api.Errorf(api.CodeUnavailable, "server shutting down")
+}
+
+// goAway closes the connection after telling the client why.
+func (sc *serverConn) goAway(why *api.Error) {
+	buf, err := encodeFrame(&envelope{kind: kindGoAway, err: why}, nil)
+	if err != nil {
+		buf = nil
+	}
+	sc.link.shutdown(why, buf)
+}
+
+func (sc *serverConn) serve() {
+	defer sc.srv.wg.Done()
+	defer sc.srv.forget(sc)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	if err := sc.handshake(); err != nil {
+		sc.srv.log.Warn("connection refused", "peer", sc.peer, "error", err)
+		sc.link.wait()
+		return
+	}
+	sc.link.startWriter()
+	sc.readLoop(ctx)
+	cancel()
+	sc.inRun.Wait()
+	sc.link.wait()
+}
+
+// handshake runs hello → auth → welcome under one deadline. On failure it
+// counts the refusal, tells the client why when it can, and closes.
+func (sc *serverConn) handshake() error {
+	err := sc.handshakeSteps()
+	if err == nil {
+		return nil
+	}
+	sc.srv.stats.refused.Add(1)
+	var why *refusal
+	if errors.As(err, &why) {
+		buf, encErr := encodeFrame(&envelope{kind: kindWelcome, err: why.err}, nil)
+		if encErr != nil {
+			buf = nil
+		}
+		sc.link.shutdown(why.err, buf)
+		return why.err
+	}
+	sc.link.shutdown(err, nil)
+	return err
+}
+
+// refusal is a handshake failure the client is told about.
+type refusal struct{ err *api.Error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+
+func refuse(e *api.Error) error { return &refusal{err: e} }
+
+func (sc *serverConn) handshakeSteps() error {
+	s := sc.srv
+	nc := sc.link.nc
+	deadline := time.Now().Add(s.cfg.HandshakeTimeout)
+	if err := nc.SetReadDeadline(deadline); err != nil {
+		return err
+	}
+	nonce, err := newNonce()
+	if err != nil {
+		return refuse(api.Errorf(api.CodeInternal, "%v", err))
+	}
+	hi := hello{V: protocolVersion, Nonce: nonce, Auth: s.cfg.Token != "", MaxFrame: s.cfg.MaxFrame}
+	buf, err := encodeFrame(&envelope{kind: kindHello}, &hi)
+	if err != nil {
+		return refuse(api.AsError(err))
+	}
+	if err := sc.link.writeDirect(buf, deadline); err != nil {
+		return fmt.Errorf("sending hello: %w", err)
+	}
+	frame, err := readFrameBody(sc.link.br, handshakeMaxFrame)
+	if err != nil {
+		var ae *api.Error
+		if errors.As(err, &ae) {
+			return refuse(api.Errorf(ae.Code, "handshake: %s (is the peer a sexton transport client?)", ae.Message))
+		}
+		if isTimeout(err) {
+			return fmt.Errorf("handshake not completed within %s", s.cfg.HandshakeTimeout)
+		}
+		return fmt.Errorf("reading the handshake: %w", err)
+	}
+	env, err := decodeEnvelope(frame)
+	if err != nil {
+		return refuse(api.Errorf(api.CodeCorrupt, "handshake: %s", api.AsError(err).Message))
+	}
+	if env.kind != kindAuth {
+		return refuse(api.Errorf(api.CodeUnauthenticated, "handshake: expected an auth frame, got kind %d", env.kind))
+	}
+	var ans authAnswer
+	if err := decodeBody(env.body, &ans, false); err != nil {
+		return refuse(api.Errorf(api.CodeCorrupt, "handshake: auth frame: %v", err))
+	}
+	if why := verifyAnswer(s.cfg.Token, nonce, &ans); why != nil {
+		return refuse(why)
+	}
+	sc.peerMax = clampMaxFrame(ans.MaxFrame)
+	buf, err = encodeFrame(&envelope{kind: kindWelcome}, &welcome{V: protocolVersion})
+	if err != nil {
+		return refuse(api.AsError(err))
+	}
+	if err := sc.link.writeDirect(buf, deadline); err != nil {
+		return fmt.Errorf("sending welcome: %w", err)
+	}
+	return nc.SetDeadline(time.Time{})
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// readLoop reads requests until the connection fails or closes. It takes a
+// slot before reading each frame: with every slot busy it stops reading, so
+// a flooding client is slowed by TCP instead of growing our memory.
+func (sc *serverConn) readLoop(ctx context.Context) {
+	for {
+		select {
+		case sc.slots <- struct{}{}:
+		case <-sc.link.closing:
+			return
+		}
+		frame, err := sc.link.read(sc.srv.cfg.MaxFrame)
+		if err != nil {
+			<-sc.slots
+			sc.readFailed(err)
+			return
+		}
+		env, err := decodeEnvelope(frame)
+		if err != nil {
+			<-sc.slots
+			sc.drop(api.AsError(err))
+			return
+		}
+		switch env.kind {
+		case kindRequest:
+		case kindGoAway:
+			<-sc.slots
+			sc.link.shutdown(env.err, nil)
+			return
+		default:
+			<-sc.slots
+			sc.drop(api.Errorf(api.CodeCorrupt, "unexpected frame kind %d after the handshake", env.kind))
+			return
+		}
+		sc.inRun.Add(1)
+		go sc.run(ctx, env)
+	}
+}
+
+func (sc *serverConn) readFailed(err error) {
+	var ae *api.Error
+	switch {
+	case errors.As(err, &ae):
+		sc.drop(ae)
+	case isTimeout(err):
+		sc.drop(api.Errorf(api.CodeTimeout, "frame not completed within %s", sc.srv.cfg.FrameTimeout))
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		sc.link.shutdown(err, nil)
+	default:
+		sc.link.shutdown(err, nil)
+	}
+}
+
+// drop closes a connection that broke the protocol, telling the client.
+func (sc *serverConn) drop(why *api.Error) {
+	select {
+	case <-sc.link.closing:
+		return // already closing; the read error is a consequence
+	default:
+	}
+	sc.srv.stats.dropped.Add(1)
+	sc.srv.log.Warn("connection dropped", "peer", sc.peer, "error", why)
+	sc.goAway(why)
+}
+
+// run serves one request and queues its response.
+func (sc *serverConn) run(ctx context.Context, env envelope) {
+	defer sc.inRun.Done()
+	defer func() { <-sc.slots }()
+	s := sc.srv
+	start := time.Now()
+	name := env.method
+	var resp any
+	var err error
+	h := s.handler(env.method)
+	if h == nil {
+		name = unknownMethod
+		err = api.Errorf(api.CodeInvalidParams, "unknown method %q", env.method)
+	} else {
+		hctx := ctx
+		if env.timeout > 0 {
+			var cancel context.CancelFunc
+			hctx, cancel = context.WithTimeout(ctx, env.timeout)
+			defer cancel()
+		}
+		resp, err = sc.invoke(h, hctx, &Request{Method: env.method, Peer: sc.peer, body: env.body})
+	}
+	d := time.Since(start)
+	out := envelope{kind: kindResponse, id: env.id}
+	if err != nil {
+		out.err = wireError(err, env.method)
+	}
+	s.stats.record(name, d, err != nil)
+	if s.cfg.Observe != nil {
+		var obsErr error
+		if out.err != nil {
+			obsErr = out.err
+		}
+		s.cfg.Observe(name, d, obsErr)
+	}
+	buf := sc.encodeResponse(&out, resp, env.method)
+	if buf == nil {
+		return
+	}
+	_ = sc.link.send(buf, nil) // fails only when the connection is closing
+}
+
+// invoke calls h, turning a panic into INTERNAL so one bad handler cannot
+// take the process down.
+func (sc *serverConn) invoke(h HandlerFunc, ctx context.Context, req *Request) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			sc.srv.log.Error("handler panicked", "method", req.Method, "peer", sc.peer, "panic", r, "stack", string(debug.Stack()))
+			resp, err = nil, api.Errorf(api.CodeInternal, "handler for %s panicked: %v", req.Method, r)
+		}
+	}()
+	return h(ctx, req)
+}
+
+// encodeResponse encodes the response, replacing it with an error when the
+// body cannot be encoded or would exceed the client's frame limit.
+func (sc *serverConn) encodeResponse(out *envelope, resp any, method string) *bytes.Buffer {
+	if out.err != nil {
+		resp = nil
+	}
+	buf, err := encodeFrame(out, resp)
+	if err != nil {
+		out.err = api.Errorf(api.CodeInternal, "encode %s response: %v", method, api.AsError(err).Message)
+		buf, err = encodeFrame(out, nil)
+	} else if payloadLen(buf) > sc.peerMax {
+		n := payloadLen(buf)
+		releaseFrame(buf)
+		out.err = errFrameTooLarge(uint64(n), sc.peerMax)
+		out.err.Message = "response " + out.err.Message + " of the client"
+		buf, err = encodeFrame(out, nil)
+	}
+	if err != nil {
+		sc.srv.log.Error("cannot encode a response", "error", err)
+		return nil
+	}
+	return buf
+}
+
+// wireError is the *api.Error sent for a handler's error. A bare context
+// error (the handler gave up because the caller's deadline passed or the
+// connection is closing) gets the code that says so instead of INTERNAL.
+func wireError(err error, method string) *api.Error {
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			return api.Errorf(api.CodeTimeout, "%s: the caller's deadline passed: %v", method, err)
+		case errors.Is(err, context.Canceled):
+			return api.Errorf(api.CodeUnavailable, "%s: canceled: %v", method, err)
+		}
+	}
+	return api.AsError(err)
+}
