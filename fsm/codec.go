@@ -182,14 +182,19 @@ func Decode(data []byte) (Command, error) {
 	if r.Len() != 0 {
 		return nil, fmt.Errorf("%w: %s v%d: %d trailing bytes", ErrCorruptCommand, t, v, r.Len())
 	}
+	if versionOf(body) != want {
+		// A second "v" overrode the first one.
+		return nil, fmt.Errorf("%w: %s: conflicting \"v\" fields", ErrCorruptCommand, t)
+	}
 	if err := checkBounds(body); err != nil {
 		return nil, err
 	}
 	return body, nil
 }
 
-// peekVersion finds "v" in a msgpack map without decoding anything else. A
-// body with no "v" is version 0, which no command has.
+// peekVersion finds the first "v" in a msgpack map without decoding the
+// fields before it (the encoder writes "v" first, so this is cheap). A body
+// with no "v" is version 0, which no command has.
 func peekVersion(body []byte) (uint64, error) {
 	r := bytes.NewReader(body)
 	dec := msgpack.GetDecoder()
@@ -202,26 +207,21 @@ func peekVersion(body []byte) (uint64, error) {
 	if n < 0 || n > len(body) {
 		return 0, fmt.Errorf("body map claims %d fields", n)
 	}
-	var v uint64
-	seen := false
 	for i := 0; i < n; i++ {
 		k, err := dec.DecodeString()
 		if err != nil {
 			return 0, fmt.Errorf("field name %d: %v", i, err)
 		}
-		if k != "v" {
-			if err := dec.Skip(); err != nil {
-				return 0, fmt.Errorf("field %q: %v", k, err)
+		if k == "v" {
+			v, err := dec.DecodeUint64()
+			if err != nil {
+				return 0, fmt.Errorf("field \"v\": %v", err)
 			}
-			continue
+			return v, nil
 		}
-		if seen {
-			return 0, fmt.Errorf("duplicate field \"v\"")
-		}
-		seen = true
-		if v, err = dec.DecodeUint64(); err != nil {
-			return 0, fmt.Errorf("field \"v\": %v", err)
+		if err := dec.Skip(); err != nil {
+			return 0, fmt.Errorf("field %q: %v", k, err)
 		}
 	}
-	return v, nil
+	return 0, nil
 }

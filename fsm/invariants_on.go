@@ -18,9 +18,6 @@ func (st *state) checkInvariants() error {
 	if len(r.byID) > r.capacity {
 		return fmt.Errorf("registry holds %d tasks, capacity %d", len(r.byID), r.capacity)
 	}
-	if len(r.byIdent) != len(r.byID) {
-		return fmt.Errorf("byIdent has %d tasks, byID %d", len(r.byIdent), len(r.byID))
-	}
 	perKey, perSeg := 0, map[string]int{}
 	for key, list := range r.byKey {
 		if len(list) == 0 {
@@ -40,8 +37,10 @@ func (st *state) checkInvariants() error {
 		if t.id != id || t.id >= st.nextTaskID {
 			return fmt.Errorf("task %d misfiled or not below next id %d", id, st.nextTaskID)
 		}
-		if r.byIdent[t.ident()] != t {
-			return fmt.Errorf("task %d missing from byIdent", id)
+		for _, o := range r.byKey[t.key] {
+			if o != t && o.ident() == t.ident() {
+				return fmt.Errorf("tasks %d and %d share (segment, key, incarnation)", t.id, o.id)
+			}
 		}
 		seg := st.segments[t.seg]
 		if seg == nil || seg.retired {

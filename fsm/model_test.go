@@ -21,13 +21,13 @@ type model struct {
 }
 
 type mSeg struct {
-	client          string
-	epoch           uint64
+	client           string
+	epoch            uint64
 	mounted, retired bool
-	tomb            bool
-	caps            []api.Capability
-	pool, endpoint  string
-	capacity        int64
+	tomb             bool
+	caps             []api.Capability
+	pool, endpoint   string
+	capacity         int64
 }
 
 type mObj struct {

@@ -200,4 +200,3 @@ func droppedLegitimately(cmd Command, res any, t api.LocalDeleteTask) bool {
 	}
 	return false
 }
-

@@ -46,8 +46,7 @@ type segQueue struct {
 type registry struct {
 	capacity int
 	byID     map[uint64]*task
-	byIdent  map[taskIdent]*task
-	byKey    map[string][]*task // a key's pending tasks, any segment, any incarnation
+	byKey    map[string][]*task // a key's pending tasks, any segment, any incarnation; also the (segment, key, incarnation) index, since a key has few
 	bySeg    map[api.SegmentID]*segQueue
 }
 
@@ -55,7 +54,6 @@ func newRegistry(capacity int) *registry {
 	return &registry{
 		capacity: capacity,
 		byID:     make(map[uint64]*task),
-		byIdent:  make(map[taskIdent]*task),
 		byKey:    make(map[string][]*task),
 		bySeg:    make(map[api.SegmentID]*segQueue),
 	}
@@ -66,12 +64,18 @@ func (r *registry) len() int { return len(r.byID) }
 // fits reports whether n more tasks fit.
 func (r *registry) fits(n int) bool { return len(r.byID)+n <= r.capacity }
 
-func (r *registry) has(id taskIdent) bool { _, ok := r.byIdent[id]; return ok }
+func (r *registry) has(id taskIdent) bool {
+	for _, t := range r.byKey[id.key] {
+		if t.ident() == id {
+			return true
+		}
+	}
+	return false
+}
 
 // insert stores t, which must not duplicate an existing ident or id.
 func (r *registry) insert(t *task) {
 	r.byID[t.id] = t
-	r.byIdent[t.ident()] = t
 	r.byKey[t.key] = append(r.byKey[t.key], t)
 	q := r.bySeg[t.seg]
 	if q == nil {
@@ -85,7 +89,6 @@ func (r *registry) insert(t *task) {
 // drop removes t.
 func (r *registry) drop(t *task) {
 	delete(r.byID, t.id)
-	delete(r.byIdent, t.ident())
 	list := r.byKey[t.key]
 	for i, x := range list {
 		if x == t {

@@ -3,7 +3,6 @@ package fsm
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"sexton/api"
 	"sexton/snapshot"
@@ -63,7 +62,13 @@ func (b *restoreSink) Object(o *snapshot.Object) error {
 	if o.State != snapshot.ObjectComplete && o.State != snapshot.ObjectPending {
 		return corrupt("object %q: unknown state %d", o.Key, o.State)
 	}
-	if b.nObjects > 0 {
+	if b.format == snapshot.Format100 {
+		// 1.0.0 masters wrote objects in map order: no order to check, but
+		// a key may still appear only once.
+		if !b.st.objects.get(o.Key).empty() {
+			return corrupt("object %q appears twice", o.Key)
+		}
+	} else if b.nObjects > 0 {
 		sameKeyPendingAfterComplete := o.Key == b.lastKey && b.lastState == snapshot.ObjectComplete && o.State == snapshot.ObjectPending
 		if o.Key < b.lastKey || (o.Key == b.lastKey && !sameKeyPendingAfterComplete) {
 			return corrupt("object %q out of order or duplicated after %q", o.Key, b.lastKey)
@@ -90,10 +95,12 @@ func (b *restoreSink) Object(o *snapshot.Object) error {
 		tenant = api.DefaultTenant
 	}
 	obj := &object{
-		tenant: b.st.intern(tenant), putID: strings.Clone(o.PutID), size: o.Size, created: o.Created,
+		tenant: b.st.intern(tenant), putID: o.PutID, size: o.Size, created: o.Created,
 		inc: o.Incarnation, replicas: b.st.internReplicas(o.Replicas),
 	}
-	key := strings.Clone(o.Key)
+	// The codec hands over freshly allocated records, so their strings
+	// can be kept as they are.
+	key := o.Key
 	e := b.st.objects.get(key)
 	if o.State == snapshot.ObjectComplete {
 		e.complete = obj
@@ -109,8 +116,11 @@ func (b *restoreSink) Segment(s *snapshot.Segment) error {
 		len(s.Endpoint) > api.MaxIDLen || len(s.Capabilities) > api.MaxCapabilities {
 		return corrupt("segment %q: field out of bounds", s.ID)
 	}
-	if len(b.st.segments) > 0 && s.ID <= b.lastSeg {
-		return corrupt("segment %q out of order or duplicated after %q", s.ID, b.lastSeg)
+	if _, dup := b.st.segments[s.ID]; dup {
+		return corrupt("segment %q appears twice", s.ID)
+	}
+	if b.format == snapshot.Format110 && len(b.st.segments) > 0 && s.ID <= b.lastSeg {
+		return corrupt("segment %q out of order after %q", s.ID, b.lastSeg)
 	}
 	b.lastSeg = s.ID
 	st := b.st
@@ -121,6 +131,9 @@ func (b *restoreSink) Segment(s *snapshot.Segment) error {
 	}
 	if b.format == snapshot.Format100 {
 		seg.epoch, seg.caps = 0, nil
+	}
+	if !seg.mounted {
+		seg.client = "" // an unmounted segment has no owner, as Apply leaves it
 	}
 	if seg.retired && seg.mounted {
 		return corrupt("segment %q is both retired and mounted", s.ID)
@@ -152,10 +165,13 @@ func (b *restoreSink) Task(t *snapshot.Task) error {
 	if seg.retired {
 		return corrupt("task %d on retired segment %q", t.ID, t.Segment)
 	}
-	key := strings.Clone(t.Key)
+	key := t.Key
 	id := taskIdent{seg: seg.id, key: key, inc: t.Incarnation}
 	if b.st.reg.has(id) {
 		return corrupt("task %d duplicates (segment %s, key %q, incarnation %s)", t.ID, t.Segment, t.Key, t.Incarnation)
+	}
+	if b.st.reg.len() >= b.st.reg.capacity {
+		return corrupt("more than %d tasks, this FSM's registry capacity (every master must run with the capacity the snapshot was taken with, or larger)", b.st.reg.capacity)
 	}
 	b.lastTask = t.ID
 	b.st.reg.insert(&task{id: t.ID, seg: seg.id, key: key, tenant: b.st.intern(t.Tenant), inc: t.Incarnation, created: t.Created})

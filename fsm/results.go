@@ -12,7 +12,7 @@ type EpochBeginResult struct{ MasterEpoch, ClusterID uint64 }
 // MountResult answers MountLocalDisk. On SEGMENT_ALREADY_EXISTS (an
 // identical repeat) MountEpoch is the current, unchanged epoch.
 type MountResult struct {
-	Err                               *api.Error
+	Err                                *api.Error
 	MountEpoch, MasterEpoch, ClusterID uint64
 }
 

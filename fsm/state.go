@@ -92,26 +92,28 @@ func (st *state) intern(s string) string {
 
 // internReplicas returns an immutable replica list equal to rs. Lists
 // without DFS descriptors (the common LOCAL_DISK case) are shared between
-// objects, so a 1-replica object costs no slice of its own.
+// objects, so a 1-replica object costs no slice of its own. The lookup key
+// is built on the stack, so a hit allocates nothing.
 func (st *state) internReplicas(rs []api.ReplicaDescriptor) []api.ReplicaDescriptor {
 	if len(rs) == 0 {
 		return nil
 	}
 	shareable := true
-	var b strings.Builder
+	var buf [256]byte
+	kb := buf[:0]
 	for _, r := range rs {
 		if r.DFS != nil {
 			shareable = false
 			break
 		}
-		b.WriteByte(byte(r.Kind))
-		b.WriteString(string(r.Segment))
-		b.WriteByte(0)
-		b.WriteString(r.Pool)
-		b.WriteByte(0)
+		kb = append(kb, byte(r.Kind))
+		kb = append(kb, r.Segment...)
+		kb = append(kb, 0)
+		kb = append(kb, r.Pool...)
+		kb = append(kb, 0)
 	}
 	if shareable {
-		if x, ok := st.replicas[b.String()]; ok {
+		if x, ok := st.replicas[string(kb)]; ok {
 			return x
 		}
 	}
@@ -125,7 +127,7 @@ func (st *state) internReplicas(rs []api.ReplicaDescriptor) []api.ReplicaDescrip
 		}
 	}
 	if shareable && len(st.replicas) < maxInterned {
-		st.replicas[b.String()] = out
+		st.replicas[string(kb)] = out
 	}
 	return out
 }

@@ -187,7 +187,7 @@ func TestOpenCleansLeftoversAndReportsThem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(os.Remove(filepath.Join(dir, bucketName(1))))                                 // meta without data
+	must(os.Remove(filepath.Join(dir, bucketName(1))))                                  // meta without data
 	must(os.WriteFile(filepath.Join(dir, bucketName(9)), []byte("uncommitted"), 0o644)) // data without meta
 	must(os.WriteFile(filepath.Join(dir, metaTmpName(2)), []byte("partial"), 0o644))    // interrupted persistence
 	s := openT(t, dir, StoreOptions{BucketKeysLimit: 2})

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"bytes"
-	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -99,7 +98,7 @@ func fixtureState() *State {
 }
 
 // fixtureDFS is two opaque allocator records, as the FSM would hand them.
-func fixtureDFS(t testing.TB) [][]byte {
+func fixtureDFS(t fataler) [][]byte {
 	type bucket struct {
 		ID     uint64 `msgpack:"id"`
 		Sealed bool   `msgpack:"sealed"`
@@ -112,7 +111,7 @@ func fixtureDFS(t testing.TB) [][]byte {
 }
 
 // writeFixture110 writes the fixture with the real Writer.
-func writeFixture110(t testing.TB) []byte {
+func writeFixture110(t fataler) []byte {
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, fixtureHeader)
 	must(t, err)
@@ -169,7 +168,7 @@ func fixtureSegments100() []segment100 {
 
 // writeFixture100 encodes the 1.0.0 fixture: same container, the 1.0.0
 // header, sections and record shapes.
-func writeFixture100(t testing.TB) []byte {
+func writeFixture100(t fataler) []byte {
 	b := newStream(t, fixtureHeader100)
 	var objs []any
 	for _, o := range fixtureObjects100() {

@@ -21,7 +21,7 @@ const (
 // loadGolden returns the checked-in golden file, first rewriting it from
 // the encoder when -update is set. Without -update the file must equal
 // what the encoder produces today, so the format cannot drift unnoticed.
-func loadGolden(t *testing.T, path string, encode func(testing.TB) []byte) []byte {
+func loadGolden(t *testing.T, path string, encode func(fataler) []byte) []byte {
 	t.Helper()
 	fresh := encode(t)
 	if *update {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -37,7 +36,7 @@ func readAll(data []byte) (*collectSink, error) {
 }
 
 // encodeRec reflection-encodes v the way the Writer does.
-func encodeRec(t testing.TB, v any) []byte {
+func encodeRec(t fataler, v any) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	enc := msgpack.NewEncoder(&buf)
@@ -53,12 +52,12 @@ func encodeRec(t testing.TB, v any) []byte {
 // including streams the Writer refuses to produce, so a refusal test
 // fails for the reason it names and not for a checksum.
 type streamBuilder struct {
-	t   testing.TB
+	t   fataler
 	buf bytes.Buffer
 	f   frameWriter
 }
 
-func newStream(t testing.TB, header any) *streamBuilder {
+func newStream(t fataler, header any) *streamBuilder {
 	t.Helper()
 	b := &streamBuilder{t: t}
 	b.f.w = &b.buf
@@ -93,7 +92,7 @@ func (b *streamBuilder) done() []byte {
 	return b.buf.Bytes()
 }
 
-func must(t testing.TB, err error) {
+func must(t fataler, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +100,7 @@ func must(t testing.TB, err error) {
 }
 
 // wantErr fails unless err wraps target.
-func wantErr(t testing.TB, err, target error) {
+func wantErr(t fataler, err, target error) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("got nil error, want %v", target)
@@ -126,4 +125,11 @@ func dump(v any) string {
 		fmt.Fprintf(&b, "\n  %+v", e.Interface())
 	}
 	return b.String()
+}
+
+// fataler is what the helpers need of *testing.T, *testing.B and *rapid.T.
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
 }

@@ -9,7 +9,8 @@ type Counts struct {
 }
 
 // Inspect validates a whole snapshot exactly as Read does and counts its
-// records, for `sexton operator snapshot inspect`.
+// records, for `sexton operator snapshot inspect`. The counts are those
+// read before any error, so with an error they are only a lower bound.
 func Inspect(r io.Reader) (Header, Counts, error) {
 	var c countingSink
 	h, err := Read(r, &c)

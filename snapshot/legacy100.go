@@ -57,7 +57,7 @@ func decodeObject100(r *mpReader, o *Object) error {
 			}
 		case "tenant":
 			if err = seen.add(1, rec, "tenant"); err == nil {
-				o.Tenant, err = r.str("object tenant", api.MaxTenantLen)
+				o.Tenant, err = r.strShared("object tenant", api.MaxTenantLen)
 			}
 		case "size":
 			if err = seen.add(2, rec, "size"); err == nil {
@@ -107,12 +107,12 @@ func decodeReplicas100(r *mpReader) ([]api.ReplicaDescriptor, error) {
 			switch string(name) {
 			case "seg":
 				if err = seen.add(0, rec, "seg"); err == nil {
-					s, err = r.str("replica segment", api.MaxIDLen)
+					s, err = r.strShared("replica segment", api.MaxIDLen)
 					reps[i].Segment = api.SegmentID(s)
 				}
 			case "pool":
 				if err = seen.add(1, rec, "pool"); err == nil {
-					reps[i].Pool, err = r.str("replica pool", api.MaxIDLen)
+					reps[i].Pool, err = r.strShared("replica pool", api.MaxIDLen)
 				}
 			default:
 				return nil, errUnknownField(rec, name)

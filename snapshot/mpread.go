@@ -17,6 +17,7 @@ import (
 type mpReader struct {
 	b   []byte
 	off int
+	in  *interner // nil: no sharing
 }
 
 // maxSkipDepth bounds the nesting of values skipped in opaque records.
@@ -169,9 +170,13 @@ func (r *mpReader) str(what string, limit int) (string, error) {
 		return "", err
 	}
 	if len(p) > limit {
-		return "", fmt.Errorf("%w: %s: %d bytes exceeds %d", ErrTooLarge, what, len(p), limit)
+		return "", errTooLong(what, len(p), limit)
 	}
 	return string(p), nil
+}
+
+func errTooLong(what string, n, limit int) error {
+	return fmt.Errorf("%w: %s: %d bytes exceeds %d", ErrTooLarge, what, n, limit)
 }
 
 // uint reads any msgpack integer that is not negative.

@@ -119,7 +119,11 @@ func (r *mpReader) recordMap(record string) (int, error) {
 
 // decodeObject decodes one Object record, strictly: unknown or repeated
 // fields are refused.
-func decodeObject(r *mpReader, o *Object) error {
+//
+// spare, if not nil, is used instead of allocating when the object has
+// exactly one replica, the common case: the caller allocates the object and
+// its replica together.
+func decodeObject(r *mpReader, o *Object, spare *[1]api.ReplicaDescriptor) error {
 	const rec = "object"
 	n, err := r.recordMap(rec)
 	if err != nil {
@@ -138,7 +142,7 @@ func decodeObject(r *mpReader, o *Object) error {
 			}
 		case "tenant":
 			if err = seen.add(1, rec, "tenant"); err == nil {
-				o.Tenant, err = r.str("object tenant", api.MaxTenantLen)
+				o.Tenant, err = r.strShared("object tenant", api.MaxTenantLen)
 			}
 		case "size":
 			if err = seen.add(2, rec, "size"); err == nil {
@@ -164,7 +168,7 @@ func decodeObject(r *mpReader, o *Object) error {
 			}
 		case "replicas":
 			if err = seen.add(7, rec, "replicas"); err == nil {
-				o.Replicas, err = decodeReplicas(r)
+				o.Replicas, err = decodeReplicas(r, spare)
 			}
 		default:
 			return errUnknownField(rec, name)
@@ -211,7 +215,7 @@ func decodeIncarnation(r *mpReader, inc *api.ObjectIncarnation) error {
 	return nil
 }
 
-func decodeReplicas(r *mpReader) ([]api.ReplicaDescriptor, error) {
+func decodeReplicas(r *mpReader, spare *[1]api.ReplicaDescriptor) ([]api.ReplicaDescriptor, error) {
 	n, err := r.arrayLen("object replicas")
 	if err != nil || n < 0 {
 		return nil, err
@@ -219,7 +223,14 @@ func decodeReplicas(r *mpReader) ([]api.ReplicaDescriptor, error) {
 	if n > api.MaxReplicas {
 		return nil, fmt.Errorf("%w: object has %d replicas, more than %d", ErrTooLarge, n, api.MaxReplicas)
 	}
-	reps := make([]api.ReplicaDescriptor, n)
+	if n == 1 && spare != nil {
+		return decodeReplicasInto(r, spare[:])
+	}
+	return decodeReplicasInto(r, make([]api.ReplicaDescriptor, n))
+}
+
+// decodeReplicasInto decodes len(reps) replica descriptors into reps.
+func decodeReplicasInto(r *mpReader, reps []api.ReplicaDescriptor) ([]api.ReplicaDescriptor, error) {
 	for i := range reps {
 		if err := decodeReplica(r, &reps[i]); err != nil {
 			return nil, err
@@ -250,12 +261,12 @@ func decodeReplica(r *mpReader, d *api.ReplicaDescriptor) error {
 		case "seg":
 			if err = seen.add(1, rec, "seg"); err == nil {
 				var s string
-				s, err = r.str("replica segment", api.MaxIDLen)
+				s, err = r.strShared("replica segment", api.MaxIDLen)
 				d.Segment = api.SegmentID(s)
 			}
 		case "pool":
 			if err = seen.add(2, rec, "pool"); err == nil {
-				d.Pool, err = r.str("replica pool", api.MaxIDLen)
+				d.Pool, err = r.strShared("replica pool", api.MaxIDLen)
 			}
 		case "dfs":
 			if err = seen.add(3, rec, "dfs"); err == nil {

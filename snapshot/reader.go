@@ -8,6 +8,8 @@ import (
 	"io"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"sexton/api"
 )
 
 // Sink receives a snapshot's contents as Read decodes them, in stream
@@ -161,6 +163,7 @@ type sectionReader struct {
 	sink   Sink
 	format string
 	buf    []byte
+	in     interner
 }
 
 func (s *sectionReader) read(spec sectionSpec) error {
@@ -190,7 +193,7 @@ func (s *sectionReader) read(spec sectionSpec) error {
 		if got := crc32.Checksum(payload, castagnoli); got != stored {
 			return fmt.Errorf("%w: section %q chunk at offset %d: stored CRC %08x, computed %08x", ErrChecksum, spec.name, at, stored, got)
 		}
-		mr := &mpReader{b: payload}
+		mr := &mpReader{b: payload, in: &s.in}
 		for mr.remaining() > 0 {
 			if spec.singleton && count > 0 {
 				return fmt.Errorf("%w: section %q chunk at offset %d: a second record; the section holds exactly one", ErrCorrupt, spec.name, at)
@@ -255,9 +258,16 @@ func recordDecoder(format, section string) recordDecode {
 
 func corrupt(err error) error { return fmt.Errorf("%w: %v", ErrCorrupt, err) }
 
+// objectBlock allocates an object and its single replica in one go.
+type objectBlock struct {
+	o   Object
+	rep [1]api.ReplicaDescriptor
+}
+
 func decodeObjectRecord(mr *mpReader, sink Sink) error {
-	o := new(Object)
-	if err := decodeObject(mr, o); err != nil {
+	blk := new(objectBlock)
+	o := &blk.o
+	if err := decodeObject(mr, o, &blk.rep); err != nil {
 		return err
 	}
 	if err := validateObject(o); err != nil {

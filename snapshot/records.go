@@ -117,7 +117,7 @@ func decodeTask(r *mpReader, t *Task) error {
 		case "seg":
 			if err = seen.add(1, rec, "seg"); err == nil {
 				var s string
-				s, err = r.str("task segment", api.MaxIDLen)
+				s, err = r.strShared("task segment", api.MaxIDLen)
 				t.Segment = api.SegmentID(s)
 			}
 		case "k":
@@ -126,7 +126,7 @@ func decodeTask(r *mpReader, t *Task) error {
 			}
 		case "t":
 			if err = seen.add(3, rec, "t"); err == nil {
-				t.Tenant, err = r.str("task tenant", api.MaxTenantLen)
+				t.Tenant, err = r.strShared("task tenant", api.MaxTenantLen)
 			}
 		case "i":
 			if err = seen.add(4, rec, "i"); err == nil {

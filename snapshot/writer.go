@@ -260,18 +260,22 @@ func (w *Writer) appendReflect(v any) error {
 }
 
 func (w *Writer) appendOpaque(v any) error {
-	raw, ok := v.(msgpack.RawMessage)
-	if !ok {
-		return w.appendReflect(v)
+	start := len(w.buf)
+	if raw, ok := v.(msgpack.RawMessage); ok {
+		w.buf = append(w.buf, raw...)
+	} else if err := w.appendReflect(v); err != nil {
+		return err
 	}
-	r := &mpReader{b: raw}
+	// Check what was appended the way the reader will delimit it, so a
+	// raw value that is not exactly one msgpack value, or one nested
+	// deeper than the reader accepts, is refused here and not on restore.
+	r := &mpReader{b: w.buf[start:]}
 	if err := r.skip(0); err != nil {
-		return fmt.Errorf("%w: raw record is not msgpack: %v", ErrWriterUsage, err)
+		return fmt.Errorf("%w: dfs record is not one well-formed msgpack value: %v", ErrWriterUsage, err)
 	}
-	if r.remaining() != 0 || len(raw) == 0 {
-		return fmt.Errorf("%w: raw record is not exactly one msgpack value", ErrWriterUsage)
+	if r.remaining() != 0 {
+		return fmt.Errorf("%w: dfs record holds %d bytes after its first msgpack value", ErrWriterUsage, r.remaining())
 	}
-	w.buf = append(w.buf, raw...)
 	return nil
 }
 

@@ -211,9 +211,7 @@ func TestTypedErrorsCrossTheWire(t *testing.T) {
 func TestPanickingHandlerBecomesInternal(t *testing.T) {
 	ts := startServer(t, ServerConfig{}, func(s *Server) {
 		s.Handle("Boom", func(ctx context.Context, req *Request) (any, error) {
-			var m map[string]int
-			m["x"] = 1 // nil map write
-			return nil, nil
+			panic("handler bug")
 		})
 	})
 	c := dial(t, ts.addr, ClientConfig{})
@@ -324,5 +322,62 @@ func TestServerCloseWaitsForHandlers(t *testing.T) {
 	}
 	if _, err := Dial(context.Background(), ts.addr, ClientConfig{DialTimeout: time.Second}); err == nil {
 		t.Fatal("dial succeeded after Close")
+	}
+}
+
+// Responses decode leniently by default (a newer server's extra field is
+// ignored) and strictly when the client asks.
+func TestResponseDecodingStrictOnRequest(t *testing.T) {
+	type newerResp struct {
+		N     int    `msgpack:"n"`
+		Extra string `msgpack:"extra"`
+	}
+	ts := startServer(t, ServerConfig{}, func(s *Server) {
+		s.Handle("Newer", func(ctx context.Context, req *Request) (any, error) {
+			return &newerResp{N: 4, Extra: "new"}, nil
+		})
+	})
+	var resp echoResp
+	if err := dial(t, ts.addr, ClientConfig{}).Call(context.Background(), "Newer", nil, &resp); err != nil || resp.N != 4 {
+		t.Fatalf("lenient: %v %d", err, resp.N)
+	}
+	ae := requireCode(t, dial(t, ts.addr, ClientConfig{StrictResponses: true}).Call(context.Background(), "Newer", nil, &resp), api.CodeCorrupt)
+	if !strings.Contains(ae.Message, "extra") {
+		t.Fatalf("strict: %q", ae.Message)
+	}
+}
+
+// The Observe hook sees every call with its method (unknown methods
+// bucketed) and the error sent; Stats counts the same.
+func TestObserveHookAndStats(t *testing.T) {
+	type seen struct {
+		method string
+		code   api.Code
+	}
+	var mu sync.Mutex
+	var got []seen
+	ts := startServer(t, ServerConfig{Observe: func(method string, d time.Duration, err error) {
+		mu.Lock()
+		got = append(got, seen{method, api.CodeOf(err)})
+		mu.Unlock()
+	}}, func(s *Server) {
+		s.Handle("Fail", func(ctx context.Context, req *Request) (any, error) { return nil, api.ErrNoSpace })
+	})
+	c := dial(t, ts.addr, ClientConfig{})
+	mustEcho(t, c, 1)
+	c.Call(context.Background(), "Fail", nil, nil)
+	c.Call(context.Background(), "garbage\x00name", nil, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	want := []seen{{"Echo", ""}, {"Fail", api.CodeNoSpace}, {unknownMethod, api.CodeInvalidParams}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("observed %v, want %v", got, want)
+	}
+	byName := map[string]MethodStats{}
+	for _, m := range ts.Stats().Methods {
+		byName[m.Method] = m
+	}
+	if byName["Echo"].Calls != 1 || byName["Fail"].Errors != 1 || byName[unknownMethod].Calls != 1 || len(byName) != 3 {
+		t.Fatalf("stats %+v", byName)
 	}
 }

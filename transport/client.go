@@ -116,6 +116,9 @@ func (c *Conn) handshake(ctx context.Context) error {
 		e.Message = c.addr + ": " + e.Message
 		return e
 	}
+	if hi.Auth && len(hi.Nonce) != nonceLen {
+		return api.Errorf(api.CodeCorrupt, "handshake with %s: challenge of %d bytes, want %d", c.addr, len(hi.Nonce), nonceLen)
+	}
 	ans := authAnswer{V: protocolVersion, MaxFrame: c.cfg.MaxFrame}
 	if hi.Auth && c.cfg.Token != "" {
 		ans.MAC = tokenMAC(c.cfg.Token, hi.Nonce)
@@ -334,7 +337,7 @@ func (c *Conn) call(ctx context.Context, method string, req, resp any) (outcome,
 			return answered, r.err
 		}
 		if resp != nil {
-			if err := decodeBody(r.body, resp, false); err != nil {
+			if err := decodeBody(r.body, resp, c.cfg.StrictResponses); err != nil {
 				return answered, api.Errorf(api.CodeCorrupt, "decode %s response from %s: %v", method, c.addr, err)
 			}
 		}

@@ -25,6 +25,11 @@ type ClientConfig struct {
 	// FrameTimeout bounds the arrival of one response frame once its
 	// first byte is in, and each write of requests.
 	FrameTimeout time.Duration
+	// StrictResponses refuses (CORRUPT) a response body with a field the
+	// resp type lacks. Off by default: a newer server may add fields an
+	// older client can safely ignore, whereas servers decode requests
+	// strictly (see Request.Decode).
+	StrictResponses bool
 }
 
 func (c ClientConfig) withDefaults() ClientConfig {

@@ -45,13 +45,28 @@ func readFrame(nc net.Conn, br *bufio.Reader, limit int, frameTimeout time.Durat
 	if _, err := br.Peek(1); err != nil {
 		return nil, err
 	}
-	if frameTimeout > 0 {
+	if frameTimeout > 0 && !frameBuffered(br) {
 		if err := nc.SetReadDeadline(time.Now().Add(frameTimeout)); err != nil {
 			return nil, err
 		}
 		defer nc.SetReadDeadline(time.Time{}) //nolint:errcheck // best effort; the next read sets it again
 	}
 	return readFrameBody(br, limit)
+}
+
+// frameBuffered reports whether a whole frame already sits in br, so it
+// can be taken without arming a read deadline (the common case under load,
+// where many small frames arrive in one read).
+func frameBuffered(br *bufio.Reader) bool {
+	n := br.Buffered()
+	if n < frameHeaderLen {
+		return false
+	}
+	hdr, err := br.Peek(frameHeaderLen)
+	if err != nil {
+		return false
+	}
+	return uint64(binary.BigEndian.Uint32(hdr)) <= uint64(n-frameHeaderLen)
 }
 
 // readFrameBody reads the header and payload of one frame, refusing a

@@ -94,15 +94,20 @@ func (l *link) writeLoop() {
 					break drain
 				}
 			}
-			bufs = bufs[:0]
-			for _, b := range batch {
-				bufs = append(bufs, b.Bytes())
-			}
 			if l.frameTimeout > 0 {
 				_ = l.nc.SetWriteDeadline(time.Now().Add(l.frameTimeout))
 			}
-			w := bufs // WriteTo consumes its receiver
-			_, err := w.WriteTo(l.nc)
+			var err error
+			if len(batch) == 1 {
+				_, err = l.nc.Write(batch[0].Bytes())
+			} else {
+				bufs = bufs[:0]
+				for _, b := range batch {
+					bufs = append(bufs, b.Bytes())
+				}
+				w := bufs // WriteTo consumes its receiver
+				_, err = w.WriteTo(l.nc)
+			}
 			for _, b := range batch {
 				releaseFrame(b)
 			}

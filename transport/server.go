@@ -183,10 +183,16 @@ func (s *Server) Close() error {
 	for l := range s.listeners {
 		l.Close()
 	}
+	conns := make([]*serverConn, 0, len(s.conns))
 	for sc := range s.conns {
-		sc.goAway(errServerShuttingDown())
+		conns = append(conns, sc)
 	}
 	s.mu.Unlock()
+	// Outside the lock: a connection still in its handshake writes the
+	// go-away synchronously.
+	for _, sc := range conns {
+		sc.goAway(errServerShuttingDown())
+	}
 	s.wg.Wait()
 	return nil
 }

@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sexton/api"
@@ -22,6 +22,8 @@ type serverConn struct {
 	peer    string
 	peerMax int // the largest frame the client accepts
 	slots   chan struct{}
+	work    chan envelope // to a parked worker; unbuffered
+	idle    atomic.Int32  // parked workers
 	inRun   sync.WaitGroup
 }
 
@@ -31,6 +33,7 @@ func newServerConn(s *Server, nc net.Conn) *serverConn {
 		link:  newLink(nc, s.cfg.FrameTimeout),
 		peer:  nc.RemoteAddr().String(),
 		slots: make(chan struct{}, s.cfg.MaxInflightPerConn),
+		work:  make(chan envelope),
 	}
 }
 
@@ -186,8 +189,44 @@ func (sc *serverConn) readLoop(ctx context.Context) {
 			sc.drop(api.Errorf(api.CodeCorrupt, "unexpected frame kind %d after the handshake", env.kind))
 			return
 		}
-		sc.inRun.Add(1)
-		go sc.run(ctx, env)
+		sc.dispatch(ctx, env)
+	}
+}
+
+// maxIdleWorkers is how many finished handler goroutines per connection
+// stay parked for the next request. A fresh goroutine per request pays for
+// growing its stack every time; a parked one already has it.
+const maxIdleWorkers = 16
+
+// dispatch hands env to a parked worker, or starts one. The caller holds a
+// slot for env; the worker releases it.
+func (sc *serverConn) dispatch(ctx context.Context, env envelope) {
+	select {
+	case sc.work <- env:
+		return
+	default:
+	}
+	sc.inRun.Add(1)
+	go sc.worker(ctx, env)
+}
+
+// worker serves env, then parks for more while few enough others are
+// parked, until the connection closes.
+func (sc *serverConn) worker(ctx context.Context, env envelope) {
+	defer sc.inRun.Done()
+	for {
+		sc.run(ctx, env)
+		if sc.idle.Add(1) > maxIdleWorkers {
+			sc.idle.Add(-1)
+			return
+		}
+		select {
+		case env = <-sc.work:
+			sc.idle.Add(-1)
+		case <-sc.link.closing:
+			sc.idle.Add(-1)
+			return
+		}
 	}
 }
 
@@ -198,9 +237,7 @@ func (sc *serverConn) readFailed(err error) {
 		sc.drop(ae)
 	case isTimeout(err):
 		sc.drop(api.Errorf(api.CodeTimeout, "frame not completed within %s", sc.srv.cfg.FrameTimeout))
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
-		sc.link.shutdown(err, nil)
-	default:
+	default: // EOF, reset, or our own close: nothing to tell the peer
 		sc.link.shutdown(err, nil)
 	}
 }
@@ -219,7 +256,6 @@ func (sc *serverConn) drop(why *api.Error) {
 
 // run serves one request and queues its response.
 func (sc *serverConn) run(ctx context.Context, env envelope) {
-	defer sc.inRun.Done()
 	defer func() { <-sc.slots }()
 	s := sc.srv
 	start := time.Now()

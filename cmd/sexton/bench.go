@@ -171,7 +171,7 @@ func benchRemove(args []string) error {
 	keys := fs.Int("keys", 10000, "keys to create and remove")
 	batch := fs.Int("batch", 1, "keys per BatchRemove (1 = Remove)")
 	clients := fs.Int("clients", 1, "concurrent clients")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
 	if *batch < 1 || *batch > api.MaxBatchKeys || *clients < 1 || *keys < 1 {
@@ -241,7 +241,7 @@ func benchPutGet(args []string, get bool) error {
 	size := fs.String("size", "4KiB", "value size")
 	clients := fs.Int("clients", 16, "concurrent clients")
 	replicas := fs.Int("replicas", 1, "replicas per object")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
 	sz, err := parseSize(*size)

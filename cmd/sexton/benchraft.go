@@ -24,7 +24,7 @@ func benchRaft(args []string) error {
 	size := fs.Int("size", 64, "entry size in bytes")
 	store := fs.String("raft-log-store", "boltdb", "boltdb or wal")
 	nodes := fs.Int("nodes", 3, "voters")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
 	dir, err := os.MkdirTemp("", "sexton-bench-raft-")

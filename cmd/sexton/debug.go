@@ -1,17 +1,78 @@
 package main
 
 import (
+	"encoding/hex"
 	"fmt"
+	"path/filepath"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	raftwal "github.com/hashicorp/raft-wal"
 
 	"sexton/holder/crashpoint"
 )
 
 func runDebug(args []string) error {
-	if len(args) != 1 || args[0] != "crash-points" {
-		return usagef("debug crash-points")
+	if len(args) == 0 {
+		return usagef("debug crash-points | debug raft-append --data-dir DIR --hex BYTES")
 	}
-	for _, n := range crashpoint.Names() {
-		fmt.Println(n)
+	switch args[0] {
+	case "crash-points":
+		for _, n := range crashpoint.Names() {
+			fmt.Println(n)
+		}
+		return nil
+	case "raft-append":
+		return debugRaftAppend(args[1:])
 	}
+	return usagef("unknown debug command %q", args[0])
+}
+
+// debugRaftAppend appends one raw command entry to a stopped node's Raft
+// log, after its last entry and in its last term. It exists so tests and
+// operators can check that a node refuses an entry it cannot apply: a node
+// restarted on such a log halts at that entry instead of skipping it.
+func debugRaftAppend(args []string) error {
+	fs := newFlags("debug raft-append")
+	dir := fs.String("data-dir", "", "a stopped master's data dir")
+	hexData := fs.String("hex", "", "entry bytes in hex (type byte + body)")
+	store := fs.String("raft-log-store", "boltdb", "boltdb or wal")
+	if err := parseFlags(fs, args); err != nil {
+		return usagef("%v", err)
+	}
+	data, err := hex.DecodeString(*hexData)
+	if err != nil || *dir == "" {
+		return usagef("--data-dir DIR and --hex BYTES are required")
+	}
+	var logs raft.LogStore
+	switch *store {
+	case "wal":
+		w, err := raftwal.Open(filepath.Join(*dir, "raft-wal"))
+		if err != nil {
+			return err
+		}
+		defer w.Close()
+		logs = w
+	default:
+		b, err := raftboltdb.NewBoltStore(filepath.Join(*dir, "raft.db"))
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		logs = b
+	}
+	last, err := logs.LastIndex()
+	if err != nil {
+		return err
+	}
+	var prev raft.Log
+	if err := logs.GetLog(last, &prev); err != nil {
+		return fmt.Errorf("read last entry %d: %w", last, err)
+	}
+	entry := &raft.Log{Index: last + 1, Term: prev.Term, Type: raft.LogCommand, Data: data}
+	if err := logs.StoreLog(entry); err != nil {
+		return err
+	}
+	fmt.Printf("appended entry %d (term %d, %d bytes)\n", entry.Index, entry.Term, len(data))
 	return nil
 }

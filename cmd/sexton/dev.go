@@ -18,7 +18,7 @@ func runDev(args []string) error {
 	httpAddr := fs.String("http-addr", "127.0.0.1:7201", "master HTTP address")
 	holderAddr := fs.String("holder-addr", "127.0.0.1:7301", "holder data RPC address")
 	keep := fs.Bool("keep", false, "keep the temporary directory on exit")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
 	dir, err := os.MkdirTemp("", "sexton-dev-")

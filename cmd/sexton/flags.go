@@ -99,3 +99,33 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// parseAll parses flags that may come before, between or after the
+// positional arguments, and returns the positional ones. "--" ends flags.
+func parseAll(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usagef("%v", err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// parseFlags is fs.Parse with interspersed flags: afterwards fs.Args()
+// holds only the positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	pos, err := parseAll(fs, args)
+	if err != nil {
+		return err
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
+}

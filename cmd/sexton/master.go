@@ -36,7 +36,7 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 	fs.DurationVar(&cfg.HolderTTL, "holder-ttl", envDuration("SEXTON_HOLDER_TTL", 0), "a holder without heartbeat this long is not placed on (default 10s)")
 	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), "log level (env SEXTON_LOG_LEVEL)")
 	return cfg, func(args []string) error {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return usagef("%v", err)
 		}
 		if fs.NArg() > 0 {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +24,7 @@ func runPut(args []string) error {
 	dfsReplicas := fs.Int("dfs-replicas", 0, "DFS replicas")
 	tenant := fs.String("tenant", "", "tenant")
 	ifAbsent := fs.Bool("if-absent", false, "fail with OBJECT_ALREADY_EXISTS instead of overwriting")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
@@ -148,27 +149,15 @@ func runGet(args []string) error {
 	return err
 }
 
-// parseWithKey parses flags that may come before or after one KEY.
-func parseWithKey(fs interface {
-	Parse([]string) error
-	NArg() int
-	Arg(int) string
-	Args() []string
-}, args []string, use string) (string, error) {
-	if err := fs.Parse(args); err != nil {
-		return "", usagef("%v", err)
+// parseWithKey parses flags around exactly one KEY.
+func parseWithKey(fs *flag.FlagSet, args []string, use string) (string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return "", err
 	}
-	if fs.NArg() < 1 {
+	if fs.NArg() != 1 {
 		return "", usagef("%s", use)
 	}
-	key := fs.Arg(0)
-	if err := fs.Parse(fs.Args()[1:]); err != nil {
-		return "", usagef("%v", err)
-	}
-	if fs.NArg() != 0 {
-		return "", usagef("%s", use)
-	}
-	return key, nil
+	return fs.Arg(0), nil
 }
 
 func runRm(args []string) error {
@@ -176,7 +165,7 @@ func runRm(args []string) error {
 	fs := newFlags("rm")
 	cf.register(fs, false)
 	batch := fs.String("batch", "", "read keys, one a line, from FILE or - for stdin")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
 	keys := fs.Args()
@@ -267,7 +256,7 @@ func runLs(args []string) error {
 	fs := newFlags("ls")
 	cf.register(fs, true)
 	limit := fs.Int("limit", 0, "stop after this many objects (0 = all)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
 	prefix := ""
@@ -312,7 +301,7 @@ func runStatus(args []string) error {
 	var cf clientFlags
 	fs := newFlags("status")
 	cf.register(fs, true)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
 	var rows []api.StatusResponse

@@ -39,7 +39,7 @@ func runOperatorRaft(args []string) error {
 	var cf clientFlags
 	fs := newFlags("operator raft " + args[0])
 	cf.register(fs, args[0] == "list-peers")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return usagef("%v", err)
 	}
 	cl, err := cf.cluster()
@@ -100,7 +100,7 @@ func runOperatorSnapshot(args []string) error {
 	var cf clientFlags
 	fs := newFlags("operator snapshot " + sub)
 	cf.register(fs, sub == "inspect")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return usagef("%v", err)
 	}
 	if fs.NArg() != 1 {
@@ -219,7 +219,7 @@ func runOperatorTasks(args []string) error {
 	cf.register(fs, true)
 	seg := fs.String("segment", "", "only this segment")
 	limit := fs.Int("limit", 1000, "at most this many")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
 	cl, err := cf.cluster()
@@ -247,7 +247,7 @@ func runOperatorSegments(args []string) error {
 	var cf clientFlags
 	fs := newFlags("operator segments")
 	cf.register(fs, true)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
 	cl, err := cf.cluster()

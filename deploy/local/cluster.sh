@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# A three-master sexton cluster (and, once holders exist, two holders) on
+# loopback ports, from the built binary, each node with its own data dir
+# and log under $SEXTON_LOCAL_DIR (default ./sexton-local).
+#
+#   deploy/local/cluster.sh up | down | status | kill-leader | restart NODE
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+bin="${SEXTON_BIN:-$root/bin/sexton}"
+dir="${SEXTON_LOCAL_DIR:-$root/sexton-local}"
+store="${SEXTON_RAFT_LOG_STORE:-boltdb}"
+peers="m1=127.0.0.1:7001,m2=127.0.0.1:7002,m3=127.0.0.1:7003"
+masters="127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103"
+export SEXTON_MASTERS="$masters"
+
+node_num() { echo "${1#m}"; }
+
+start_master() {
+	local id="$1" i; i=$(node_num "$id")
+	mkdir -p "$dir/$id"
+	nohup "$bin" master --id "$id" --data-dir "$dir/$id" \
+		--raft-addr "127.0.0.1:700$i" --rpc-addr "127.0.0.1:710$i" --http-addr "127.0.0.1:720$i" \
+		--peers "$peers" --bootstrap --raft-log-store "$store" >>"$dir/$id.log" 2>&1 &
+	echo $! >"$dir/$id.pid"
+	echo "started $id (pid $!, rpc 127.0.0.1:710$i, log $dir/$id.log)"
+}
+
+start_holder() {
+	local id="$1" i; i="${1#h}"
+	"$bin" holder --help >/dev/null 2>&1 || return 0
+	mkdir -p "$dir/$id"
+	nohup "$bin" holder --masters "$masters" --dir "$dir/$id" --rpc-addr "127.0.0.1:730$i" \
+		--client-id "$id" >>"$dir/$id.log" 2>&1 &
+	echo $! >"$dir/$id.pid"
+	echo "started $id (pid $!, data rpc 127.0.0.1:730$i, log $dir/$id.log)"
+}
+
+stop_one() {
+	local id="$1" sig="${2:-TERM}"
+	[ -f "$dir/$id.pid" ] || return 0
+	local pid; pid=$(cat "$dir/$id.pid")
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -s "$sig" "$pid" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	fi
+	rm -f "$dir/$id.pid"
+	echo "stopped $id"
+}
+
+case "${1:-}" in
+up)
+	[ -x "$bin" ] || (cd "$root" && make build)
+	mkdir -p "$dir"
+	for m in m1 m2 m3; do start_master "$m"; done
+	sleep 2
+	for h in h1 h2; do start_holder "$h"; done
+	"$bin" status || true
+	;;
+down)
+	for n in h1 h2 m1 m2 m3; do stop_one "$n"; done
+	;;
+status)
+	"$bin" status
+	;;
+kill-leader)
+	leader=$("$bin" status --json | sed -n 's/.*"leader": "\(m[0-9]\)".*/\1/p' | head -1)
+	[ -n "$leader" ] || { echo "no leader known" >&2; exit 1; }
+	stop_one "$leader" KILL
+	echo "killed leader $leader"
+	;;
+restart)
+	[ -n "${2:-}" ] || { echo "restart NODE (m1..m3, h1, h2)" >&2; exit 2; }
+	stop_one "$2"
+	case "$2" in m*) start_master "$2" ;; h*) start_holder "$2" ;; esac
+	;;
+*)
+	echo "usage: $0 up | down | status | kill-leader | restart NODE" >&2
+	exit 2
+	;;
+esac

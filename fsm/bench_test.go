@@ -1,0 +1,234 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"sexton/api"
+)
+
+// benchKey is a 32-byte key.
+func benchKey(i int) string { return fmt.Sprintf("bench/object/%019d", i) }
+
+type benchFSM struct {
+	f     *FSM
+	index uint64
+}
+
+func (b *benchFSM) apply(tb testing.TB, cmd Command) any {
+	data, err := Encode(cmd)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b.index++
+	res, err := b.f.Apply(b.index, 1, data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
+}
+
+func newBenchFSM(tb testing.TB, capacity int) *benchFSM {
+	b := &benchFSM{f: New(Config{RegistryCapacity: capacity})}
+	b.apply(tb, &EpochBegin{ClusterID: 7, LeaderID: "m1"})
+	b.apply(tb, &MountLocalDisk{ClientID: "c1", Segment: "seg-0000-0000-0000-0001", Pool: "pool", Capabilities: tombstoneCaps, Endpoint: "h:1"})
+	return b
+}
+
+var benchReplicas = []api.ReplicaDescriptor{{Kind: api.ReplicaLocalDisk, Segment: "seg-0000-0000-0000-0001", Pool: "pool"}}
+
+// put writes keys [from, to) as COMPLETE 1-replica objects.
+func (b *benchFSM) put(tb testing.TB, from, to int) {
+	for i := from; i < to; i++ {
+		k := benchKey(i)
+		r := b.apply(tb, &PutStart{Key: k, Size: 4096, Replicas: benchReplicas, Now: int64(i)}).(*PutStartResult)
+		if r.Err != nil {
+			tb.Fatal(r.Err)
+		}
+		if e := b.apply(tb, &PutEnd{Key: k, Incarnation: r.Incarnation}).(*PutEndResult); e.Err != nil {
+			tb.Fatal(e.Err)
+		}
+	}
+}
+
+// drain acks every task so the registry never fills during a benchmark.
+func (b *benchFSM) drain(tb testing.TB) {
+	for {
+		ts, _, err := b.f.FetchTasks("seg-0000-0000-0000-0001", 1, 0)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if len(ts) == 0 {
+			return
+		}
+		rs := make([]api.TaskResult, len(ts))
+		for i, t := range ts {
+			rs[i] = api.TaskResult{TaskID: t.ID, Key: t.Key, Incarnation: t.Incarnation, Outcome: api.AckRemoved}
+		}
+		b.apply(tb, &LocalDeleteAck{Segment: "seg-0000-0000-0000-0001", Epoch: 1, Results: rs})
+	}
+}
+
+func benchmarkRemove(b *testing.B, keysPerOp int) {
+	const round = 512 // ops between untimed refills
+	bf := newBenchFSM(b, DefaultRegistryCapacity)
+	entries := make([][]byte, round)
+	for op := 0; op < round; op++ {
+		keys := make([]string, keysPerOp)
+		for j := range keys {
+			keys[j] = benchKey(op*keysPerOp + j)
+		}
+		data, err := Encode(&Remove{Keys: keys, Now: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		entries[op] = data
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%round == 0 {
+			b.StopTimer()
+			bf.drain(b)
+			bf.put(b, 0, round*keysPerOp)
+			b.StartTimer()
+		}
+		bf.index++
+		res, err := bf.f.Apply(bf.index, 1, entries[i%round])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := res.(*RemoveResult); r.TasksCreated != keysPerOp {
+			b.Fatalf("remove created %d tasks, want %d", r.TasksCreated, keysPerOp)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keysPerOp), "ns/key")
+}
+
+func BenchmarkApplyRemove1Key(b *testing.B)   { benchmarkRemove(b, 1) }
+func BenchmarkApplyRemove64Keys(b *testing.B) { benchmarkRemove(b, 64) }
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkHeapPerObject reports the live heap per stored 1-replica object
+// with a 32-byte key.
+func BenchmarkHeapPerObject(b *testing.B) {
+	const n = 200000
+	for i := 0; i < b.N; i++ {
+		before := heapInUse()
+		bf := newBenchFSM(b, DefaultRegistryCapacity)
+		bf.put(b, 0, n)
+		after := heapInUse()
+		b.ReportMetric(float64(after-before)/n, "B/object")
+		runtime.KeepAlive(bf)
+	}
+}
+
+// The large-state benchmarks share one FSM of 1,000,000 objects and 50,000
+// pending tasks; building it takes a few seconds, so it is built once, and
+// only when one of them is selected.
+const (
+	largeObjects = 1000000
+	largeTasks   = 50000
+)
+
+var (
+	largeOnce sync.Once
+	largeFSM  *benchFSM
+)
+
+func largeState(b *testing.B) *benchFSM {
+	largeOnce.Do(func() {
+		bf := newBenchFSM(b, DefaultRegistryCapacity)
+		bf.put(b, 0, largeObjects+largeTasks)
+		for i := 0; i < largeTasks; i += api.MaxBatchKeys {
+			var keys []string
+			for j := i; j < min(i+api.MaxBatchKeys, largeTasks); j++ {
+				keys = append(keys, benchKey(largeObjects+j))
+			}
+			bf.apply(b, &Remove{Keys: keys, Now: 2})
+		}
+		largeFSM = bf
+	})
+	if s := largeFSM.f.Stats(); s.Objects < largeObjects || s.PendingTasks != largeTasks {
+		b.Fatalf("large state has %d objects and %d tasks", s.Objects, s.PendingTasks)
+	}
+	return largeFSM
+}
+
+func BenchmarkSnapshotWrite(b *testing.B) {
+	bf := largeState(b)
+	b.ResetTimer()
+	var n int64
+	for i := 0; i < b.N; i++ {
+		v := bf.f.Snapshot()
+		var err error
+		if n, err = v.WriteTo(io.Discard); err != nil {
+			b.Fatal(err)
+		}
+		v.Release()
+	}
+	b.ReportMetric(float64(n)/(1<<20), "MiB")
+}
+
+func BenchmarkSnapshotRead(b *testing.B) {
+	bf := largeState(b)
+	var buf bytes.Buffer
+	v := bf.f.Snapshot()
+	if _, err := v.WriteTo(&buf); err != nil {
+		b.Fatal(err)
+	}
+	v.Release()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		g := New(Config{})
+		if err := g.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+			b.Fatal(err)
+		}
+		if g.Stats().PendingTasks != largeTasks {
+			b.Fatal("restore lost tasks")
+		}
+	}
+}
+
+// BenchmarkSnapshotPause measures what a snapshot costs the apply loop:
+// the time Snapshot() holds the lock, and the worst single Apply in the
+// 2,000 that follow (the first write to each shared shard clones it).
+func BenchmarkSnapshotPause(b *testing.B) {
+	bf := largeState(b)
+	var worstSnap, worstApply time.Duration
+	next := largeObjects + largeTasks
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		v := bf.f.Snapshot()
+		if d := time.Since(start); d > worstSnap {
+			worstSnap = d
+		}
+		for j := 0; j < 1000; j++ {
+			k := benchKey(next)
+			next++
+			start = time.Now()
+			r := bf.apply(b, &PutStart{Key: k, Size: 1, Replicas: benchReplicas}).(*PutStartResult)
+			bf.apply(b, &PutEnd{Key: k, Incarnation: r.Incarnation})
+			if d := time.Since(start); d > worstApply {
+				worstApply = d
+			}
+		}
+		v.Release()
+	}
+	b.ReportMetric(float64(worstSnap.Microseconds()), "snapshot-µs")
+	b.ReportMetric(float64(worstApply.Microseconds()), "worst-apply-pair-µs")
+}

@@ -1,0 +1,132 @@
+package holder
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"sexton/api"
+	"sexton/holder/crashpoint"
+)
+
+func TestCrashPointsAreRegistered(t *testing.T) {
+	names := crashpoint.Names()
+	for _, n := range append(slices.Clone(TombstoneCrashPoints), PutCrashPoints...) {
+		if !slices.Contains(names, n) {
+			t.Errorf("%s is not registered", n)
+		}
+	}
+}
+
+func wantKilled(t *testing.T, point, out string, ws syscall.WaitStatus) {
+	t.Helper()
+	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child did not die at %s: status %v, output %q", point, ws, out)
+	}
+}
+
+// TestTombstoneCrashPoints kills a holder process at every step of a
+// tombstone persistence and checks what the reopened directory says:
+// before the rename the old .meta is authoritative (record live), from the
+// rename on the tombstone is committed (record gone, flag on disk).
+func TestTombstoneCrashPoints(t *testing.T) {
+	committed := map[string]bool{
+		"tombstone.before-tmp-write": false,
+		"tombstone.after-tmp-write":  false,
+		"tombstone.after-tmp-fsync":  false,
+		"tombstone.after-rename":     true,
+		"tombstone.after-dir-fsync":  true,
+	}
+	for _, point := range TombstoneCrashPoints {
+		t.Run(point, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openT(t, dir, StoreOptions{})
+			mustPut(t, s, crashKey, crashInc, crashValue())
+			mustPut(t, s, "bystander", incN(1), []byte("stays"))
+			s.Close()
+
+			out, ws := runChildProcess(t, roleTombstone, dir, point)
+			wantKilled(t, point, out, ws)
+
+			s = openT(t, dir, StoreOptions{})
+			defer s.Close()
+			mustGet(t, s, "bystander", incN(1), []byte("stays"))
+			_, err := s.Get(crashKey, crashInc)
+			if committed[point] {
+				if !errors.Is(err, ErrNotFound) || !tombstonedOnDisk(t, dir, 1, crashKey, crashInc) {
+					t.Fatalf("after %s: Get %v; the renamed .meta must hold the tombstone", point, err)
+				}
+				wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, crashKey, crashInc)}), api.AckAlreadyRemoved)
+			} else {
+				if err != nil || tombstonedOnDisk(t, dir, 1, crashKey, crashInc) {
+					t.Fatalf("after %s: Get %v; the old .meta must stay authoritative", point, err)
+				}
+				// The task was never acked; its retry completes it.
+				wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, crashKey, crashInc)}), api.AckRemoved)
+			}
+			if _, err := os.Stat(s.path(metaTmpName(1))); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("tmp metadata survived recovery: %v", err)
+			}
+		})
+	}
+	t.Run("no crash", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openT(t, dir, StoreOptions{})
+		mustPut(t, s, crashKey, crashInc, crashValue())
+		s.Close()
+		out, ws := runChildProcess(t, roleTombstone, dir, "")
+		if ws.ExitStatus() != 0 || !strings.Contains(out, "[Removed]") {
+			t.Fatalf("status %v output %q", ws, out)
+		}
+	})
+}
+
+// TestPutCrashPoints kills a holder process at every step of a put: the put
+// is never acknowledged, and after restart the record exists exactly when
+// its metadata rename happened; no uncommitted file is left.
+func TestPutCrashPoints(t *testing.T) {
+	committed := map[string]bool{"put.after-meta-rename": true, "put.after-dir-fsync": true}
+	for _, point := range PutCrashPoints {
+		t.Run(point, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openT(t, dir, StoreOptions{}) // marks the directory
+			s.Close()
+
+			out, ws := runChildProcess(t, rolePut, dir, point)
+			wantKilled(t, point, out, ws)
+			if strings.Contains(out, "ACK") {
+				t.Fatalf("put acknowledged before it was durable (crash at %s)", point)
+			}
+
+			s = openT(t, dir, StoreOptions{})
+			defer s.Close()
+			got, err := s.Get(crashKey, crashInc)
+			if committed[point] {
+				if err != nil || string(got) != string(crashValue()) {
+					t.Fatalf("after %s: %v", point, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("after %s: uncommitted put visible: %v", point, err)
+			}
+			if u := s.Usage(); u.Buckets != 0 || u.UsedBytes != 0 {
+				t.Fatalf("after %s: uncommitted bucket kept: %+v, report %+v", point, u, s.OpenReport())
+			}
+			mustPut(t, s, crashKey, crashInc, crashValue()) // the writer's retry
+		})
+	}
+	t.Run("no crash", func(t *testing.T) {
+		dir := t.TempDir()
+		out, ws := runChildProcess(t, rolePut, dir, "")
+		if ws.ExitStatus() != 0 || !strings.Contains(out, "ACK") {
+			t.Fatalf("status %v output %q", ws, out)
+		}
+		s := openT(t, dir, StoreOptions{})
+		defer s.Close()
+		mustGet(t, s, crashKey, crashInc, crashValue())
+	})
+}

@@ -1,0 +1,39 @@
+package holder
+
+import (
+	"testing"
+
+	"sexton/api"
+)
+
+func TestInspectReadsOfflineWithoutChanges(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, StoreOptions{BucketKeysLimit: 2})
+	for i, k := range []string{"a", "b", "c"} {
+		mustPut(t, s, k, incN(uint64(i+1)), valueOf(k, 100))
+	}
+	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "b", incN(2))}), api.AckRemoved)
+	seg, used := s.SegmentID(), s.Usage().UsedBytes
+	before := dirSnapshot(t, dir)
+	// Inspect works while the store is open (it takes no lock) ...
+	rep, err := Inspect(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	sameSnapshot(t, before, dirSnapshot(t, dir))
+	if !rep.Marked || rep.Identity.SegmentID != seg || len(rep.Buckets) != 2 || len(rep.Problems) != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if rep.LiveObjects != 2 || rep.TombstonedObjects != 1 || rep.LiveBytes != 200 || rep.DeadBytes != 100 || rep.UsedBytes != used {
+		t.Fatalf("totals %+v (store said used %d)", rep, used)
+	}
+	if rep.Buckets[0].DeadCount != 1 || rep.Buckets[0].LiveCount != 1 || rep.Buckets[1].LiveCount != 1 {
+		t.Fatalf("buckets %+v", rep.Buckets)
+	}
+	// ... and on a directory that is not a store at all.
+	empty, err := Inspect(t.TempDir())
+	if err != nil || empty.Marked || len(empty.Buckets) != 0 {
+		t.Fatalf("empty: %+v %v", empty, err)
+	}
+}

@@ -1,0 +1,369 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"sexton/api"
+	"sexton/transport"
+)
+
+// binary is the sexton binary built once for the whole package.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sexton-integration-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "sexton")
+	build := exec.Command("go", "build", "-o", binary, "sexton/cmd/sexton")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build sexton:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// proc is one sexton process the test started.
+type proc struct {
+	t    *testing.T
+	name string
+	args []string
+	env  []string
+	log  string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func startProc(t *testing.T, name, logPath string, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, name: name, args: args, env: env, log: logPath}
+	p.start()
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+func (p *proc) start() {
+	p.t.Helper()
+	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	cmd := exec.Command(binary, p.args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), p.env...)
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		p.t.Fatalf("start %s: %v", p.name, err)
+	}
+	done := make(chan struct{})
+	p.mu.Lock()
+	p.cmd, p.done, p.err = cmd, done, nil
+	p.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		f.Close()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(done)
+	}()
+}
+
+// kill sends SIGKILL and waits for the exit.
+func (p *proc) kill() { p.signal(syscall.SIGKILL) }
+
+// stop sends SIGTERM and waits.
+func (p *proc) stop() { p.signal(syscall.SIGTERM) }
+
+func (p *proc) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	select {
+	case <-done:
+		return
+	default:
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// wait waits for the process to exit by itself and returns its exit code.
+func (p *proc) wait(d time.Duration) (int, bool) {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(d):
+		return 0, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode(), true
+	}
+	return 0, true
+}
+
+func (p *proc) running() bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *proc) logText() string {
+	b, _ := os.ReadFile(p.log)
+	return string(b)
+}
+
+// masterNode is one master of a test cluster.
+type masterNode struct {
+	*proc
+	id, dir, raftAddr, rpcAddr, httpAddr string
+}
+
+type cluster struct {
+	t       *testing.T
+	nodes   []*masterNode
+	token   string
+	extra   []string
+	clients []*transport.ClusterClient
+}
+
+// startCluster starts n masters with --bootstrap and the same --peers.
+func startCluster(t *testing.T, n int, extra ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, extra: extra}
+	for i, a := range extra {
+		if a == "--cluster-token" && i+1 < len(extra) {
+			c.token = extra[i+1]
+		}
+	}
+	base := t.TempDir()
+	var peers []string
+	for i := 0; i < n; i++ {
+		m := &masterNode{id: fmt.Sprintf("m%d", i+1), raftAddr: freePort(t), rpcAddr: freePort(t), httpAddr: freePort(t)}
+		m.dir = filepath.Join(base, m.id)
+		peers = append(peers, m.id+"="+m.raftAddr)
+		c.nodes = append(c.nodes, m)
+	}
+	for _, m := range c.nodes {
+		args := append([]string{"master", "--id", m.id, "--data-dir", m.dir, "--raft-addr", m.raftAddr,
+			"--rpc-addr", m.rpcAddr, "--http-addr", m.httpAddr, "--peers", strings.Join(peers, ","), "--bootstrap", "--log-level", "debug"}, extra...)
+		m.proc = startProc(t, m.id, filepath.Join(base, m.id+".log"), nil, args...)
+	}
+	t.Cleanup(func() {
+		for _, cl := range c.clients {
+			cl.Close()
+		}
+		if t.Failed() {
+			for _, m := range c.nodes {
+				t.Logf("---- log of %s (last 4000 bytes) ----\n%s", m.id, tail(m.logText(), 4000))
+			}
+		}
+	})
+	c.waitLeader(30 * time.Second)
+	return c
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+func (c *cluster) addrs() []string {
+	var out []string
+	for _, m := range c.nodes {
+		out = append(out, m.rpcAddr)
+	}
+	return out
+}
+
+// client returns a leader-following client given every address, in the
+// given rotation.
+func (c *cluster) client(rotate int) *transport.ClusterClient {
+	a := c.addrs()
+	r := rotate % len(a)
+	a = append(a[r:], a[:r]...)
+	cl := transport.NewClusterClient(a, transport.ClusterConfig{ClientConfig: transport.ClientConfig{Token: c.token}, MaxWait: 20 * time.Second})
+	c.clients = append(c.clients, cl)
+	return cl
+}
+
+func (c *cluster) status(m *masterNode) (api.StatusResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	conn, err := transport.Dial(ctx, m.rpcAddr, transport.ClientConfig{Token: c.token})
+	if err != nil {
+		return api.StatusResponse{}, err
+	}
+	defer conn.Close()
+	var st api.StatusResponse
+	err = conn.Call(ctx, api.MethodStatus, &api.Empty{}, &st)
+	return st, err
+}
+
+// waitLeader waits until some running node is a ready leader (it answers
+// a linearizable call) and returns it.
+func (c *cluster) waitLeader(d time.Duration) *masterNode {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		for _, m := range c.nodes {
+			if !m.running() {
+				continue
+			}
+			st, err := c.status(m)
+			if err != nil || st.RaftState != "Leader" || st.MasterEpoch == 0 {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			conn, err := transport.Dial(ctx, m.rpcAddr, transport.ClientConfig{Token: c.token})
+			if err == nil {
+				var resp api.ListSegmentsResponse
+				err = conn.Call(ctx, api.MethodListSegments, &api.Empty{}, &resp)
+				conn.Close()
+			}
+			cancel()
+			if err == nil {
+				return m
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("no ready leader within %v", d)
+	return nil
+}
+
+func (c *cluster) leader() *masterNode { return c.waitLeader(30 * time.Second) }
+
+func ctxT(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
+
+// fakeHolder mounts a metadata-only segment and heartbeats it, so the
+// master can place puts before real holders exist. It never acks tasks
+// unless told to.
+type fakeHolder struct {
+	seg    api.SegmentID
+	client string
+	epoch  uint64
+	pool   string
+	cl     *transport.ClusterClient
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+func mountFake(t *testing.T, cl *transport.ClusterClient, name, pool string, caps ...api.Capability) *fakeHolder {
+	t.Helper()
+	if caps == nil {
+		caps = []api.Capability{api.CapObjectTombstoneV1}
+	}
+	h := &fakeHolder{seg: api.SegmentID("seg-" + name), client: "client-" + name, pool: pool, cl: cl, stop: make(chan struct{})}
+	ctx, cancel := ctxT(20 * time.Second)
+	defer cancel()
+	var resp api.MountLocalDiskResponse
+	if err := cl.Call(ctx, api.MethodMountLocalDisk, &api.MountLocalDiskRequest{ClientID: h.client, Segment: h.seg, Pool: pool,
+		Capacity: 1 << 40, Capabilities: caps, Endpoint: "fake.invalid:1"}, &resp); err != nil {
+		t.Fatalf("mount %s: %v", name, err)
+	}
+	h.epoch = resp.MountEpoch
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		tk := time.NewTicker(300 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			ctx, cancel := ctxT(2 * time.Second)
+			_ = cl.Call(ctx, api.MethodHeartbeat, &api.HeartbeatRequest{ClientID: h.client, Segment: h.seg, MountEpoch: h.epoch, Capacity: 1 << 40}, nil)
+			cancel()
+			select {
+			case <-h.stop:
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	t.Cleanup(h.close)
+	// Let the heartbeat land so placement sees the segment live.
+	time.Sleep(100 * time.Millisecond)
+	return h
+}
+
+func (h *fakeHolder) close() {
+	select {
+	case <-h.stop:
+	default:
+		close(h.stop)
+	}
+	h.wg.Wait()
+}
+
+// putMeta creates a metadata-only object (no holder data path).
+func putMeta(ctx context.Context, cl *transport.ClusterClient, key, pool string) (api.ObjectIncarnation, error) {
+	var st api.PutStartResponse
+	if err := cl.Call(ctx, api.MethodPutStart, &api.PutStartRequest{Key: key, Size: 16, ReplicaNum: 1, Pool: pool}, &st); err != nil {
+		return api.ObjectIncarnation{}, err
+	}
+	if err := cl.Call(ctx, api.MethodPutEnd, &api.PutEndRequest{Key: key, Incarnation: st.Incarnation}, nil); err != nil {
+		return api.ObjectIncarnation{}, err
+	}
+	return st.Incarnation, nil
+}
+
+func allTasks(t *testing.T, cl *transport.ClusterClient) []api.LocalDeleteTask {
+	t.Helper()
+	ctx, cancel := ctxT(20 * time.Second)
+	defer cancel()
+	var resp api.ListTasksResponse
+	if err := cl.Call(ctx, api.MethodListTasks, &api.ListTasksRequest{Limit: 1 << 20}, &resp); err != nil {
+		t.Fatalf("list tasks: %v", err)
+	}
+	return resp.Tasks
+}

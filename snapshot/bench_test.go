@@ -1,0 +1,113 @@
+package snapshot
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"testing"
+
+	"sexton/api"
+)
+
+// The scale: 1,000,000 objects with 32-byte keys and one replica,
+// plus 50,000 pending tasks.
+const (
+	benchObjects = 1_000_000
+	benchTasks   = 50_000
+)
+
+func benchContents() *contents {
+	c := &contents{header: fixtureHeader, state: validState()}
+	c.objects = make([]Object, benchObjects)
+	for i := range c.objects {
+		c.objects[i] = Object{
+			Key:         fmt.Sprintf("bench/object/%019d", i), // 32 bytes
+			Tenant:      "default",
+			Size:        int64(4096 + i%1000),
+			Incarnation: api.ObjectIncarnation{High: fixtureCluster, Low: uint64(1000 + i)},
+			State:       ObjectComplete,
+			Created:     1_764_000_000_000_000_000 + int64(i),
+			PutID:       "",
+			Replicas:    []api.ReplicaDescriptor{{Kind: api.ReplicaLocalDisk, Segment: "7f3c9a1e-0b6d-4c2e-9d8f-1a2b3c4d5e6f", Pool: "ssd"}},
+		}
+	}
+	c.tasks = make([]Task, benchTasks)
+	for i := range c.tasks {
+		c.tasks[i] = Task{ID: uint64(i + 1), Segment: "7f3c9a1e-0b6d-4c2e-9d8f-1a2b3c4d5e6f",
+			Key: fmt.Sprintf("bench/deleted/%018d", i), Tenant: "default",
+			Incarnation: api.ObjectIncarnation{High: fixtureCluster, Low: uint64(i + 1)}, Created: int64(i)}
+	}
+	return c
+}
+
+type countingWriter struct{ n int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+func writeTo(b *testing.B, w io.Writer, c *contents) {
+	sw, err := NewWriter(w, c.header)
+	must(b, err)
+	must(b, sw.BeginSection(SectionMetadata))
+	for i := range c.objects {
+		if err := sw.WriteRecord(&c.objects[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	must(b, sw.EndSection())
+	must(b, sw.BeginSection(SectionSegments))
+	must(b, sw.WriteRecord(&Segment{ID: "7f3c9a1e-0b6d-4c2e-9d8f-1a2b3c4d5e6f", Pool: "ssd"}))
+	must(b, sw.EndSection())
+	must(b, sw.BeginSection(SectionTasks))
+	for i := range c.tasks {
+		if err := sw.WriteRecord(&c.tasks[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	must(b, sw.EndSection())
+	must(b, sw.BeginSection(SectionState))
+	must(b, sw.WriteRecord(&c.state))
+	must(b, sw.EndSection())
+	must(b, sw.Close())
+}
+
+func BenchmarkWrite1MObjects(b *testing.B) {
+	c := benchContents()
+	var size countingWriter
+	writeTo(b, &size, c)
+	b.SetBytes(size.n)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		writeTo(b, io.Discard, c)
+	}
+	b.ReportMetric(float64(size.n)/1e6, "MB")
+}
+
+// discardSink takes records as a restoring FSM would, without keeping them.
+type discardSink struct{ objects, tasks int }
+
+func (d *discardSink) Header(Header) error    { return nil }
+func (d *discardSink) Object(*Object) error   { d.objects++; return nil }
+func (d *discardSink) Segment(*Segment) error { return nil }
+func (d *discardSink) Task(*Task) error       { d.tasks++; return nil }
+func (d *discardSink) State(*State) error     { return nil }
+func (d *discardSink) DFSRecord([]byte) error { return nil }
+
+func BenchmarkRead1MObjects(b *testing.B) {
+	var buf bytes.Buffer
+	writeTo(b, &buf, benchContents())
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var s discardSink
+		if _, err := Read(bytes.NewReader(data), &s); err != nil {
+			b.Fatal(err)
+		}
+		if s.objects != benchObjects || s.tasks != benchTasks {
+			b.Fatalf("read %d objects, %d tasks", s.objects, s.tasks)
+		}
+	}
+	b.ReportMetric(float64(len(data))/1e6, "MB")
+}

@@ -1,0 +1,321 @@
+package snapshot
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"pgregory.net/rapid"
+
+	"sexton/api"
+)
+
+func genIncarnation() *rapid.Generator[api.ObjectIncarnation] {
+	return rapid.Custom(func(t *rapid.T) api.ObjectIncarnation {
+		return api.ObjectIncarnation{High: rapid.Uint64().Draw(t, "high"), Low: rapid.Uint64().Draw(t, "low")}
+	})
+}
+
+func genName(maxLen int) *rapid.Generator[string] {
+	return rapid.StringOfN(rapid.RuneFrom([]rune("abcxyz/-_.é0123456789")), 1, maxLen, -1)
+}
+
+func genReplica() *rapid.Generator[api.ReplicaDescriptor] {
+	return rapid.Custom(func(t *rapid.T) api.ReplicaDescriptor {
+		if rapid.Bool().Draw(t, "dfs") {
+			return api.ReplicaDescriptor{Kind: api.ReplicaDFS,
+				Pool: rapid.SampledFrom([]string{"", "dfs"}).Draw(t, "pool"),
+				DFS: &api.DFSDescriptor{
+					Allocator:   rapid.SampledFrom([]string{"bucket", "shard"}).Draw(t, "alloc"),
+					Path:        genName(300).Draw(t, "path"),
+					UnitID:      rapid.Uint64().Draw(t, "unit"),
+					Offset:      rapid.Int64().Draw(t, "off"),
+					Size:        rapid.Int64().Draw(t, "size"),
+					AlignedSize: rapid.Int64().Draw(t, "asize"),
+				}}
+		}
+		return api.ReplicaDescriptor{Kind: api.ReplicaLocalDisk,
+			Segment: api.SegmentID(genName(40).Draw(t, "seg")),
+			Pool:    rapid.SampledFrom([]string{"", "ssd", strings.Repeat("p", 200)}).Draw(t, "pool")}
+	})
+}
+
+func genObject() *rapid.Generator[Object] {
+	return rapid.Custom(func(t *rapid.T) Object {
+		o := Object{
+			Key:         genName(300).Draw(t, "key"),
+			Tenant:      rapid.SampledFrom([]string{"", "default", "t"}).Draw(t, "tenant"),
+			Size:        rapid.Int64Min(0).Draw(t, "size"),
+			Incarnation: genIncarnation().Draw(t, "inc"),
+			State:       rapid.SampledFrom([]ObjectState{ObjectPending, ObjectComplete}).Draw(t, "state"),
+			Created:     rapid.Int64().Draw(t, "created"),
+			PutID:       rapid.SampledFrom([]string{"", "put-1"}).Draw(t, "put"),
+		}
+		switch rapid.IntRange(0, 2).Draw(t, "replicas shape") {
+		case 0: // nil
+		case 1:
+			o.Replicas = []api.ReplicaDescriptor{}
+		default:
+			o.Replicas = rapid.SliceOfN(genReplica(), 1, api.MaxReplicas).Draw(t, "replicas")
+		}
+		return o
+	})
+}
+
+func genSegment() *rapid.Generator[Segment] {
+	return rapid.Custom(func(t *rapid.T) Segment {
+		s := Segment{
+			ID:         api.SegmentID(genName(64).Draw(t, "id")),
+			ClientID:   genName(64).Draw(t, "client"),
+			Pool:       genName(10).Draw(t, "pool"),
+			Capacity:   rapid.Int64().Draw(t, "cap"),
+			Endpoint:   genName(30).Draw(t, "ep"),
+			MountEpoch: rapid.Uint64().Draw(t, "epoch"),
+			Mounted:    rapid.Bool().Draw(t, "mounted"),
+			Retired:    rapid.Bool().Draw(t, "retired"),
+		}
+		if rapid.Bool().Draw(t, "has caps") {
+			s.Capabilities = rapid.SliceOfN(rapid.Map(genName(20), func(s string) api.Capability { return api.Capability(s) }), 0, api.MaxCapabilities).Draw(t, "caps")
+		}
+		return s
+	})
+}
+
+func genTask() *rapid.Generator[Task] {
+	return rapid.Custom(func(t *rapid.T) Task {
+		return Task{
+			ID:          rapid.Uint64().Draw(t, "id"),
+			Segment:     api.SegmentID(genName(40).Draw(t, "seg")),
+			Key:         genName(100).Draw(t, "key"),
+			Tenant:      rapid.SampledFrom([]string{"", "default"}).Draw(t, "tenant"),
+			Incarnation: genIncarnation().Draw(t, "inc"),
+			Created:     rapid.Int64().Draw(t, "created"),
+		}
+	})
+}
+
+func genState() *rapid.Generator[State] {
+	return rapid.Custom(func(t *rapid.T) State {
+		s := State{
+			MasterEpoch: rapid.Uint64().Draw(t, "epoch"),
+			NextTaskID:  rapid.Uint64().Draw(t, "next"),
+			LeaderID:    genName(20).Draw(t, "leader"),
+			LeaderAddr:  genName(20).Draw(t, "addr"),
+			LastNow:     rapid.Int64().Draw(t, "now"),
+		}
+		if rapid.Bool().Draw(t, "audit") {
+			s.Audit = rapid.SliceOfN(rapid.Custom(func(t *rapid.T) AuditEntry {
+				return AuditEntry{Index: rapid.Uint64().Draw(t, "i"), Segment: "s", By: "op",
+					Reason: genName(50).Draw(t, "why"), DroppedTasks: rapid.IntRange(-5, 1<<30).Draw(t, "n"),
+					At: rapid.Int64().Draw(t, "at")}
+			}), 0, 20).Draw(t, "audit")
+		}
+		return s
+	})
+}
+
+// contents is everything one snapshot holds.
+type contents struct {
+	header   Header
+	objects  []Object
+	segments []Segment
+	tasks    []Task
+	state    State
+	dfs      [][]byte
+}
+
+func writeContents(t fataler, c *contents) []byte {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, c.header)
+	must(t, err)
+	must(t, w.BeginSection(SectionMetadata))
+	for i := range c.objects {
+		must(t, w.WriteRecord(&c.objects[i]))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionSegments))
+	for i := range c.segments {
+		must(t, w.WriteRecord(c.segments[i])) // by value works too
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionTasks))
+	for i := range c.tasks {
+		must(t, w.WriteRecord(&c.tasks[i]))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionState))
+	must(t, w.WriteRecord(&c.state))
+	must(t, w.EndSection())
+	if c.dfs != nil {
+		must(t, w.BeginSection(SectionDFSBuckets))
+		for _, raw := range c.dfs {
+			must(t, w.WriteRecord(msgpack.RawMessage(raw)))
+		}
+		must(t, w.EndSection())
+	}
+	must(t, w.Close())
+	if w.Written() != int64(buf.Len()) {
+		t.Fatalf("Written() = %d, buffer holds %d", w.Written(), buf.Len())
+	}
+	return buf.Bytes()
+}
+
+func TestRoundTrip110(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := &contents{
+			header: Header{Format: "ignored", ClusterID: rapid.Uint64().Draw(t, "cluster"),
+				LastIndex: rapid.Uint64().Draw(t, "index"), LastTerm: rapid.Uint64().Draw(t, "term"),
+				Created: rapid.Int64().Draw(t, "created")},
+			objects:  rapid.SliceOfN(genObject(), 0, 20).Draw(t, "objects"),
+			segments: rapid.SliceOfN(genSegment(), 0, 5).Draw(t, "segments"),
+			tasks:    rapid.SliceOfN(genTask(), 0, 20).Draw(t, "tasks"),
+			state:    genState().Draw(t, "state"),
+		}
+		if rapid.Bool().Draw(t, "dfs") {
+			for _, n := range rapid.SliceOfN(rapid.Uint64(), 0, 5).Draw(t, "dfs") {
+				c.dfs = append(c.dfs, encodeRec(t, map[string]any{"id": n, "tag": "x"}))
+			}
+		}
+		data := writeContents(t, c)
+		got, err := readAll(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantHeader := c.header
+		wantHeader.Format = Format110
+		if got.header != wantHeader {
+			t.Fatalf("header %+v, want %+v", got.header, wantHeader)
+		}
+		checkSame(t, "objects", got.objects, c.objects)
+		checkSame(t, "segments", got.segments, c.segments)
+		checkSame(t, "tasks", got.tasks, c.tasks)
+		if len(got.states) != 1 || !reflect.DeepEqual(*got.states[0], c.state) {
+			t.Fatalf("state %s, want %+v", dump(got.states), c.state)
+		}
+		if len(got.dfs) != len(c.dfs) || (len(c.dfs) > 0 && !reflect.DeepEqual(got.dfs, c.dfs)) {
+			t.Fatalf("dfs %x, want %x", got.dfs, c.dfs)
+		}
+		// Writing the same contents again gives the same bytes.
+		if again := writeContents(t, c); !bytes.Equal(again, data) {
+			t.Fatal("two writes of the same contents differ")
+		}
+	})
+}
+
+// checkSame compares the pointers Read produced with the values written.
+func checkSame[T any](t *rapid.T, what string, got []*T, want []T) {
+	if len(got) != len(want) {
+		t.Fatalf("%s: read %d, wrote %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(*got[i], want[i]) {
+			t.Fatalf("%s[%d]:\n got %+v\nwant %+v", what, i, *got[i], want[i])
+		}
+	}
+}
+
+func TestFastObjectEncodingMatchesReflection(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		o := genObject().Draw(t, "object")
+		fast := appendObject(nil, &o)
+		slow := encodeRec(t, &o)
+		if !bytes.Equal(fast, slow) {
+			t.Fatalf("fast %x\nslow %x", fast, slow)
+		}
+	})
+}
+
+// TestDecodersAcceptAnyIntegerWidth: a writer without compact ints (plain
+// msgpack.Marshal) produces records the reader takes as the same values.
+func TestDecodersAcceptAnyIntegerWidth(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		o := genObject().Draw(t, "object")
+		s := genSegment().Draw(t, "segment")
+		task := genTask().Draw(t, "task")
+		st := genState().Draw(t, "state")
+		for _, v := range []any{o, s, task, st} {
+			raw, err := msgpack.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &mpReader{b: raw}
+			got, err := decodeInto(v, r)
+			if err != nil {
+				t.Fatalf("%T: %v", v, err)
+			}
+			if r.remaining() != 0 {
+				t.Fatalf("%T: %d bytes left", v, r.remaining())
+			}
+			if !reflect.DeepEqual(got, v) {
+				t.Fatalf("%T:\n got %+v\nwant %+v", v, got, v)
+			}
+		}
+	})
+}
+
+// decodeInto decodes a record of v's type.
+func decodeInto(v any, r *mpReader) (any, error) {
+	switch v.(type) {
+	case Object:
+		var x Object
+		err := decodeObject(r, &x, nil)
+		return x, err
+	case Segment:
+		var x Segment
+		err := decodeSegment(r, &x)
+		return x, err
+	case Task:
+		var x Task
+		err := decodeTask(r, &x)
+		return x, err
+	case State:
+		var x State
+		err := decodeState(r, &x)
+		return x, err
+	}
+	return nil, fmt.Errorf("no decoder for %T", v)
+}
+
+func TestRoundTripSpansManyChunks(t *testing.T) {
+	// 40,000 objects of ~130 bytes exceed 1 MiB: several chunks, and the
+	// terminator's count adds up across them.
+	c := &contents{header: fixtureHeader, state: validState()}
+	for i := 0; i < 40_000; i++ {
+		o := validObject()
+		o.Key = fmt.Sprintf("key-%08d-%s", i, strings.Repeat("x", 64))
+		o.Incarnation.Low = uint64(i)
+		c.objects = append(c.objects, o)
+	}
+	data := writeContents(t, c)
+	if len(data) < 2*MaxChunkLen {
+		t.Fatalf("stream of %d bytes does not span several chunks", len(data))
+	}
+	_, counts, err := Inspect(bytes.NewReader(data))
+	must(t, err)
+	if counts.Objects != len(c.objects) {
+		t.Fatalf("counted %d objects, wrote %d", counts.Objects, len(c.objects))
+	}
+	got, err := readAll(data)
+	must(t, err)
+	for i, o := range got.objects {
+		if o.Key != c.objects[i].Key || o.Incarnation.Low != uint64(i) {
+			t.Fatalf("object %d is %q/%d", i, o.Key, o.Incarnation.Low)
+		}
+	}
+}
+
+func TestDFSRecordDecodesStrictly(t *testing.T) {
+	type bucket struct {
+		ID uint64 `msgpack:"id"`
+	}
+	var b bucket
+	must(t, DecodeDFSRecord(encodeRec(t, bucket{ID: 9}), &b))
+	if b.ID != 9 {
+		t.Fatalf("decoded %+v", b)
+	}
+	wantErr(t, DecodeDFSRecord(encodeRec(t, map[string]int{"id": 1, "other": 2}), &b), ErrCorrupt)
+	wantErr(t, DecodeDFSRecord([]byte{0x91, 0xdd, 0xff, 0xff, 0xff, 0xff}, &b), ErrCorrupt)
+}
