@@ -53,7 +53,7 @@ bench:
 
 # Long soaks and drills that CI does not run.
 soak: build
-	SEXTON_SOAK=1 $(GO) test -count=1 -timeout 60m ./integration -run 'Soak|Drill'
+	SEXTON_DRILL_ROUNDS=12 $(GO) test -count=1 -timeout 60m -v ./integration -run TestFailoverDrill
 
 clean:
 	rm -rf bin

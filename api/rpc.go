@@ -338,3 +338,58 @@ type HolderReadRequest struct {
 type HolderReadResponse struct {
 	Value []byte `msgpack:"value"`
 }
+
+// HolderScanRequest pages through a holder's live (key, incarnation) set
+// in order, strictly after After (the zero ref starts at the beginning).
+type HolderScanRequest struct {
+	After ObjectRef `msgpack:"after"`
+	Limit int       `msgpack:"limit"`
+}
+
+// HolderScanResponse is one page; More says whether another follows.
+type HolderScanResponse struct {
+	Refs []ObjectRef `msgpack:"refs"`
+	More bool        `msgpack:"more"`
+}
+
+// HolderStatusResponse is a holder's view of its segment.
+type HolderStatusResponse struct {
+	Segment      SegmentID      `msgpack:"seg" json:"segment"`
+	ClientID     string         `msgpack:"client" json:"client_id"`
+	MountEpoch   uint64         `msgpack:"epoch" json:"mount_epoch"`
+	MasterEpoch  uint64         `msgpack:"master_epoch" json:"master_epoch"`
+	Mounted      bool           `msgpack:"mounted" json:"mounted"`
+	UsedBytes    int64          `msgpack:"used" json:"used_bytes"`
+	LiveBytes    int64          `msgpack:"live" json:"live_bytes"`
+	DeadBytes    int64          `msgpack:"dead" json:"dead_bytes"`
+	Capacity     int64          `msgpack:"cap" json:"capacity"`
+	LiveObjects  int            `msgpack:"live_objects" json:"live_objects"`
+	Tombstoned   int            `msgpack:"tombstoned" json:"tombstoned_objects"`
+	Buckets      []BucketStatus `msgpack:"buckets" json:"buckets"`
+	TasksDone    int64          `msgpack:"tasks_done" json:"tasks_done"`
+	TasksRetried int64          `msgpack:"tasks_retried" json:"tasks_retried"`
+	Reconciled   int64          `msgpack:"reconciled" json:"reconciled_tombstones"`
+	GC           GCStatus       `msgpack:"gc" json:"gc"`
+}
+
+// BucketStatus describes one bucket of a holder.
+type BucketStatus struct {
+	ID        uint64  `msgpack:"id" json:"id"`
+	DataSize  int64   `msgpack:"size" json:"data_size"`
+	LiveBytes int64   `msgpack:"live" json:"live_bytes"`
+	DeadBytes int64   `msgpack:"dead" json:"dead_bytes"`
+	DeadRatio float64 `msgpack:"ratio" json:"dead_ratio"`
+	LiveCount int     `msgpack:"live_n" json:"live_count"`
+	DeadCount int     `msgpack:"dead_n" json:"dead_count"`
+	Open      bool    `msgpack:"open" json:"open"`
+}
+
+// GCStatus reports a holder's bucket GC.
+type GCStatus struct {
+	Enabled        bool   `msgpack:"enabled" json:"enabled"`
+	Rounds         int64  `msgpack:"rounds" json:"rounds"`
+	BytesReclaimed int64  `msgpack:"reclaimed" json:"bytes_reclaimed"`
+	BytesCopied    int64  `msgpack:"copied" json:"bytes_copied"`
+	BucketsEvicted int64  `msgpack:"evicted" json:"buckets_evicted"`
+	LastError      string `msgpack:"last_err,omitempty" json:"last_error,omitempty"`
+}

@@ -36,6 +36,7 @@ type restoreSink struct {
 	lastKey   string
 	lastState snapshot.ObjectState
 	lastInc   api.ObjectIncarnation
+	prevKey   string // the key of the object record before this one
 	nObjects  int
 	lastSeg   api.SegmentID
 	lastTask  uint64
@@ -99,15 +100,20 @@ func (b *restoreSink) Object(o *snapshot.Object) error {
 		inc: o.Incarnation, replicas: b.st.internReplicas(o.Replicas),
 	}
 	// The codec hands over freshly allocated records, so their strings
-	// can be kept as they are.
-	key := o.Key
-	e := b.st.objects.get(key)
-	if o.State == snapshot.ObjectComplete {
-		e.complete = obj
-	} else {
+	// can be kept as they are. A key's second record (its PENDING after
+	// its COMPLETE) updates the entry; any other record is a new key.
+	if b.nObjects > 1 && o.Key == b.prevKey {
+		e := b.st.objects.get(o.Key)
 		e.pending = obj
+		b.st.objects.set(o.Key, e)
+		return nil
 	}
-	b.st.objects.set(key, e)
+	b.prevKey = o.Key
+	if o.State == snapshot.ObjectComplete {
+		b.st.objects.insertNew(o.Key, entry{complete: obj})
+	} else {
+		b.st.objects.insertNew(o.Key, entry{pending: obj})
+	}
 	return nil
 }
 

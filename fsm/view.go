@@ -94,38 +94,68 @@ func (v *View) WriteTo(w io.Writer) (int64, error) {
 	return cw.n, nil
 }
 
-func (v *View) writeObjects(sw *snapshot.Writer) error {
+// keyed is one key with its entry, so writing needs no second map lookup.
+type keyed struct {
+	key string
+	e   entry
+}
+
+// sortedEntries returns every entry of the view in key order. The two
+// halves are sorted concurrently and merged: this runs outside the FSM's
+// lock, and sorting a million keys is most of a snapshot's cost.
+func (v *View) sortedEntries() []keyed {
 	n := 0
 	for _, m := range v.shards {
 		n += len(m)
 	}
-	keys := make([]string, 0, n)
+	all := make([]keyed, 0, n)
 	for _, m := range v.shards {
-		for k := range m {
-			keys = append(keys, k)
+		for k, e := range m {
+			all = append(all, keyed{k, e})
 		}
 	}
-	slices.Sort(keys)
+	byKey := func(a, b keyed) int { return strings.Compare(a.key, b.key) }
+	lo, hi := all[:n/2], all[n/2:]
+	done := make(chan struct{})
+	go func() { slices.SortFunc(lo, byKey); close(done) }()
+	slices.SortFunc(hi, byKey)
+	<-done
+	out := make([]keyed, 0, n)
+	i, j := 0, 0
+	for i < len(lo) && j < len(hi) {
+		if lo[i].key < hi[j].key {
+			out = append(out, lo[i])
+			i++
+		} else {
+			out = append(out, hi[j])
+			j++
+		}
+	}
+	out = append(out, lo[i:]...)
+	return append(out, hi[j:]...)
+}
+
+func (v *View) writeObjects(sw *snapshot.Writer) error {
+	entries := v.sortedEntries()
 	if err := sw.BeginSection(snapshot.SectionMetadata); err != nil {
 		return err
 	}
 	var rec snapshot.Object
-	for _, k := range keys {
-		e := v.shards[shardOf(k)][k]
-		for _, o := range [2]*object{e.complete, e.pending} {
+	for _, ke := range entries {
+		for _, o := range [2]*object{ke.e.complete, ke.e.pending} {
 			if o == nil {
 				continue
 			}
 			state := snapshot.ObjectComplete
-			if o == e.pending {
+			if o == ke.e.pending {
 				state = snapshot.ObjectPending
 			}
 			rec = snapshot.Object{
-				Key: k, Tenant: o.tenant, Size: o.size, Incarnation: o.inc, State: state,
+				Key: ke.key, Tenant: o.tenant, Size: o.size, Incarnation: o.inc, State: state,
 				Created: o.created, PutID: o.putID, Replicas: o.replicas,
 			}
 			if err := sw.WriteRecord(&rec); err != nil {
-				return fmt.Errorf("fsm: snapshot object %q: %w", k, err)
+				return fmt.Errorf("fsm: snapshot object %q: %w", ke.key, err)
 			}
 		}
 	}

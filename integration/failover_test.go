@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"sort"
 	"sync"
 	"testing"
@@ -107,6 +109,9 @@ func drillWorker(w int, cl *transport.ClusterClient, pool string, l *ledger, sto
 // pending on the new leader (invariants 1 and 3).
 func TestFailoverDrill(t *testing.T) {
 	rounds := 3
+	if v, err := strconv.Atoi(os.Getenv("SEXTON_DRILL_ROUNDS")); err == nil && v > 0 {
+		rounds = v // `make soak` runs more drills for the failover numbers
+	}
 	c := startCluster(t, 3)
 	h := mountFake(t, c.client(0), "drill", "p1")
 	l := newLedger()
@@ -139,7 +144,10 @@ func TestFailoverDrill(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	h.close()
-	t.Logf("kill-to-first-acknowledged-write over %d drills: %v", len(gaps), gaps)
+	sorted := append([]time.Duration(nil), gaps...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	t.Logf("kill-to-first-acknowledged-write over %d drills: median %v, worst %v, all %v",
+		len(gaps), sorted[len(sorted)/2].Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond), gaps)
 
 	cl := c.client(1)
 	c.waitLeader(30 * time.Second)

@@ -9,7 +9,10 @@ import (
 const (
 	DefaultMaxWait    = 15 * time.Second
 	DefaultBackoffMin = 50 * time.Millisecond
-	DefaultBackoffMax = time.Second
+	// An election on a LAN takes about a second; polling the cluster no
+	// slower than every 250 ms keeps a client from adding most of another
+	// second to a failover, and costs a few cheap NOT_LEADER answers.
+	DefaultBackoffMax = 250 * time.Millisecond
 )
 
 // backoff is capped exponential backoff with equal jitter: each wait is

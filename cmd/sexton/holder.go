@@ -1,16 +1,136 @@
 package main
 
 import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
 	"github.com/hashicorp/go-hclog"
+
+	"sexton/holder"
 )
 
-// runHolder will run a LOCAL_DISK holder once the holder's master-follow
-// loop lands.
 func runHolder(args []string) error {
-	return usagef("holder: not yet (the holder's master-follow loop has not landed)")
+	if len(args) > 0 && args[0] == "inspect" {
+		return runHolderInspect(args[1:])
+	}
+	fs := newFlags("holder")
+	masters := fs.String("masters", envString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
+	dir := fs.String("dir", envString("SEXTON_HOLDER_DIR", ""), "LOCAL_DISK directory (env SEXTON_HOLDER_DIR)")
+	addr := fs.String("rpc-addr", envString("SEXTON_HOLDER_RPC_ADDR", "127.0.0.1:7301"), "data RPC address (env SEXTON_HOLDER_RPC_ADDR)")
+	advertise := fs.String("advertise", envString("SEXTON_HOLDER_ADVERTISE", ""), "data RPC address given to clients (default: --rpc-addr)")
+	pool := fs.String("pool", envString("SEXTON_HOLDER_POOL", "default"), "pool name (env SEXTON_HOLDER_POOL)")
+	capacity := fs.String("capacity", envString("SEXTON_HOLDER_CAPACITY", "0"), "bytes this holder may use, plain or with a unit such as 4GiB (env SEXTON_HOLDER_CAPACITY)")
+	clientID := fs.String("client-id", envString("SEXTON_HOLDER_CLIENT_ID", ""), "client id (default: derived from the segment id)")
+	token := fs.String("cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "cluster token (env SEXTON_CLUSTER_TOKEN)")
+	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), "log level")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return usagef("holder: --dir is required")
+	}
+	capBytes, err := parseSize(*capacity)
+	if err != nil {
+		return fmt.Errorf("--capacity: %w", err)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("holder", *clientID)
+	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ListenAddr: *addr,
+		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "sexton holder: segment %s in %s, data rpc %s\n", store.SegmentID(), *dir, svc.Addr())
+	waitForSignal()
+	svc.Close()
+	return store.Close()
+}
+
+// startHolder opens the store (fail closed on anything it does not
+// understand) and starts following the master.
+func startHolder(dir string, cfg holder.ServiceConfig) (*holder.Service, *holder.Store, error) {
+	opts, err := holder.OptionsFromEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.Logger = cfg.Logger
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	store, err := holder.OpenStore(dir, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("holder %s: %w", dir, err)
+	}
+	svc, err := holder.StartService(store, cfg)
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return svc, store, nil
 }
 
 func startDevHolder(dir, masterAddr, addr string, log hclog.Logger) (func(), error) {
-	log.Warn("dev: no holder yet; running the master alone")
-	return func() {}, nil
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	svc, store, err := startHolder(filepath.Join(dir, "holder"), holder.ServiceConfig{Masters: []string{masterAddr}, ListenAddr: addr, ClientID: "dev-holder", Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("dev holder", "segment", store.SegmentID(), "data_rpc", svc.Addr())
+	return func() { svc.Close(); store.Close() }, nil
+}
+
+func runHolderInspect(args []string) error {
+	fs := newFlags("holder inspect")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("holder inspect DIR [--json]")
+	}
+	rep, err := holder.Inspect(fs.Arg(0))
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", fs.Arg(0), err)
+	}
+	if *asJSON {
+		return printJSON(rep)
+	}
+	id := rep.Identity
+	fmt.Printf("dir:        %s\nmarked:     %v\nsegment:    %s\ncluster:    %016x\nbuckets:    %d\nlive:       %d objects, %d bytes\ntombstoned: %d objects, %d bytes\nused:       %d bytes on disk\ngc intent:  %v\n",
+		rep.Dir, rep.Marked, id.SegmentID, id.ClusterID, len(rep.Buckets), rep.LiveObjects, rep.LiveBytes, rep.TombstonedObjects, rep.DeadBytes, rep.UsedBytes, rep.GCIntentPending)
+	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BUCKET\tDATA\tLIVE\tDEAD\tDEAD RATIO\tLIVE N\tDEAD N\tOPEN")
+	for _, b := range rep.Buckets {
+		st := bucketRatio(b)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%d\t%d\t%v\n", b.ID, b.DataSize, b.LiveBytes, b.DeadBytes, st, b.LiveCount, b.DeadCount, b.Open)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range rep.Problems {
+		fmt.Printf("problem: %s\n", p)
+	}
+	for _, f := range rep.StaleMetas {
+		fmt.Printf("stale meta (removed at next open): %s\n", f)
+	}
+	for _, f := range rep.OrphanBuckets {
+		fmt.Printf("orphan bucket (removed at next open): %s\n", f)
+	}
+	if len(rep.Problems) > 0 {
+		return fmt.Errorf("inspect %s: %d problems; the holder would refuse to open it", rep.Dir, len(rep.Problems))
+	}
+	return nil
+}
+
+func bucketRatio(b holder.BucketStat) float64 {
+	if t := b.LiveBytes + b.DeadBytes; t > 0 {
+		return float64(b.DeadBytes) / float64(t)
+	}
+	return 0
 }

@@ -1,0 +1,122 @@
+package holder
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sort"
+
+	"sexton/api"
+	"sexton/transport"
+)
+
+// DataMaxFrame bounds a data RPC frame: one value up to the largest bucket
+// plus its envelope.
+func (s *Service) dataMaxFrame() int { return int(s.store.opts.BucketSizeLimit) + 1<<20 }
+
+func (s *Service) startDataServer() error {
+	srv := transport.NewServer(transport.ServerConfig{Token: s.cfg.ClusterToken, MaxFrame: s.dataMaxFrame()})
+	transport.Register(srv, api.MethodHolderWrite, s.handleWrite)
+	transport.Register(srv, api.MethodHolderRead, s.handleRead)
+	transport.Register(srv, api.MethodHolderScan, s.handleScan)
+	transport.Register(srv, api.MethodHolderStatus, s.handleStatus)
+	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
+	if err != nil {
+		return err
+	}
+	s.srv, s.ln = srv, ln
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		_ = srv.Serve(ln)
+	}()
+	return nil
+}
+
+// handleWrite stores a value for a put the master started. The holder
+// checks what it can without a round trip: the incarnation belongs to the
+// cluster it is mounted in. A write for a put that was revoked or never
+// existed is invisible (reads go through the master) and is tombstoned by
+// the next reconciliation.
+func (s *Service) handleWrite(_ context.Context, req *api.HolderWriteRequest) (*api.Empty, error) {
+	if err := api.ValidKey(req.Key); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	cluster := s.clusterID
+	s.mu.Unlock()
+	if req.Incarnation.IsZero() || (cluster != 0 && req.Incarnation.High != cluster) {
+		return nil, api.Errorf(api.CodeInvalidParams, "incarnation %s is not of this holder's cluster %016x", req.Incarnation, cluster)
+	}
+	if err := s.store.Put(req.Key, req.Tenant, req.Incarnation, req.Value); err != nil {
+		return nil, storeError(err)
+	}
+	return &api.Empty{}, nil
+}
+
+func (s *Service) handleRead(_ context.Context, req *api.HolderReadRequest) (*api.HolderReadResponse, error) {
+	v, err := s.store.Get(req.Key, req.Incarnation)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return &api.HolderReadResponse{Value: v}, nil
+}
+
+func (s *Service) handleScan(_ context.Context, req *api.HolderScanRequest) (*api.HolderScanResponse, error) {
+	limit := req.Limit
+	if limit <= 0 || limit > api.MaxReconcilePage {
+		limit = api.MaxReconcilePage
+	}
+	refs := s.store.LiveRefs()
+	i := sort.Search(len(refs), func(i int) bool { return refAfter(refs[i], req.After) })
+	end := min(i+limit, len(refs))
+	return &api.HolderScanResponse{Refs: refs[i:end], More: end < len(refs)}, nil
+}
+
+// refAfter reports whether a sorts strictly after b in LiveRefs order.
+func refAfter(a, b api.ObjectRef) bool {
+	if a.Key != b.Key {
+		return a.Key > b.Key
+	}
+	return b.Incarnation.Less(a.Incarnation)
+}
+
+func (s *Service) handleStatus(_ context.Context, _ *api.Empty) (*api.HolderStatusResponse, error) {
+	mounted, epoch, master := s.mountState()
+	u := s.store.Usage()
+	out := &api.HolderStatusResponse{Segment: s.store.SegmentID(), ClientID: s.cfg.ClientID, MountEpoch: epoch, MasterEpoch: master,
+		Mounted: mounted, UsedBytes: u.UsedBytes, LiveBytes: u.LiveBytes, DeadBytes: u.DeadBytes, Capacity: s.cfg.Capacity,
+		LiveObjects: u.LiveObjects, Tombstoned: u.TombstonedObjects,
+		TasksDone: s.tasksDone.Load(), TasksRetried: s.tasksRetried.Load(), Reconciled: s.reconciled.Load()}
+	for _, b := range s.store.BucketStats() {
+		out.Buckets = append(out.Buckets, bucketStatus(b))
+	}
+	if s.gcStatus != nil {
+		out.GC = s.gcStatus()
+	}
+	return out, nil
+}
+
+func bucketStatus(b BucketStat) api.BucketStatus {
+	st := api.BucketStatus{ID: b.ID, DataSize: b.DataSize, LiveBytes: b.LiveBytes, DeadBytes: b.DeadBytes, LiveCount: b.LiveCount, DeadCount: b.DeadCount, Open: b.Open}
+	if total := b.LiveBytes + b.DeadBytes; total > 0 {
+		st.DeadRatio = float64(b.DeadBytes) / float64(total)
+	}
+	return st
+}
+
+// storeError maps store errors onto wire codes.
+func storeError(err error) error {
+	var e *api.Error
+	switch {
+	case errors.As(err, &e):
+		return err
+	case errors.Is(err, ErrTombstoned):
+		return api.Errorf(api.CodeObjectNotFound, "%v", err)
+	case errors.Is(err, ErrTooLarge):
+		return api.Errorf(api.CodeInvalidParams, "%v", err)
+	case errors.Is(err, ErrClosed):
+		return api.Errorf(api.CodeUnavailable, "%v", err)
+	}
+	return api.Errorf(api.CodeInternal, "%v", err)
+}

@@ -1,0 +1,372 @@
+package holder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"sexton/api"
+	"sexton/transport"
+)
+
+// ServiceConfig configures a holder process around an open Store.
+type ServiceConfig struct {
+	Masters      []string // master RPC addresses
+	ClusterToken string
+	ListenAddr   string // data RPC listen address
+	Advertise    string // data RPC address given to the master; default: the listener's
+	ClientID     string
+	Pool         string
+	Capacity     int64 // bytes this segment may hold; 0 = unknown
+
+	HeartbeatInterval time.Duration // default 1s
+	FetchWait         time.Duration // long-poll wait, default 10s
+	ReconcileEvery    time.Duration // periodic reconcile, default 5m
+	Logger            *slog.Logger
+}
+
+func (c *ServiceConfig) setDefaults() {
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = time.Second
+	}
+	if c.FetchWait <= 0 {
+		c.FetchWait = 10 * time.Second
+	}
+	if c.ReconcileEvery <= 0 {
+		c.ReconcileEvery = 5 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Pool == "" {
+		c.Pool = "default"
+	}
+}
+
+// Service is a running holder: the data RPC server and the loop that
+// follows the master. The store keeps serving reads whether or not a
+// leader is reachable.
+type Service struct {
+	cfg   ServiceConfig
+	store *Store
+	log   *slog.Logger
+	cl    *transport.ClusterClient
+	srv   *transport.Server
+	ln    net.Listener
+
+	mu          sync.Mutex
+	mounted     bool
+	mountEpoch  uint64
+	masterEpoch uint64
+	clusterID   uint64
+
+	remount chan struct{} // the master said our mount is stale
+	replay  chan struct{} // the master epoch changed
+	stop    chan struct{}
+	wg      sync.WaitGroup
+
+	tasksDone    atomic.Int64
+	tasksRetried atomic.Int64
+	reconciled   atomic.Int64
+	gcStatus     func() api.GCStatus
+}
+
+// StartService starts the data RPC server and the master-follow loop.
+func StartService(store *Store, cfg ServiceConfig) (*Service, error) {
+	cfg.setDefaults()
+	if len(cfg.Masters) == 0 {
+		return nil, fmt.Errorf("holder: no master addresses")
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = "holder-" + string(store.SegmentID())
+	}
+	s := &Service{cfg: cfg, store: store, log: cfg.Logger,
+		remount: make(chan struct{}, 1), replay: make(chan struct{}, 1), stop: make(chan struct{})}
+	s.cl = transport.NewClusterClient(cfg.Masters, transport.ClusterConfig{
+		ClientConfig: transport.ClientConfig{Token: cfg.ClusterToken},
+		MaxWait:      cfg.FetchWait + 10*time.Second,
+	})
+	if err := s.startDataServer(); err != nil {
+		s.cl.Close()
+		return nil, err
+	}
+	s.wg.Add(2)
+	go s.followLoop()
+	go s.heartbeatLoop()
+	return s, nil
+}
+
+// Addr is the data RPC address.
+func (s *Service) Addr() string { return s.ln.Addr().String() }
+
+// SetGCStatus lets the GC worker report through the status RPC.
+func (s *Service) SetGCStatus(f func() api.GCStatus) { s.gcStatus = f }
+
+// Close stops the loops and the server. It does not close the store.
+func (s *Service) Close() {
+	select {
+	case <-s.stop:
+		return
+	default:
+	}
+	close(s.stop)
+	_ = s.srv.Close()
+	s.cl.Close()
+	s.wg.Wait()
+}
+
+func (s *Service) advertise() string {
+	if s.cfg.Advertise != "" {
+		return s.cfg.Advertise
+	}
+	return s.ln.Addr().String()
+}
+
+func (s *Service) mountState() (bool, uint64, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mounted, s.mountEpoch, s.masterEpoch
+}
+
+func (s *Service) stopped() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Service) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.stop:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (s *Service) ctx(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// mount registers the segment with the leader and records the epoch the
+// master will accept from now on.
+func (s *Service) mount() error {
+	ctx, cancel := s.ctx(20 * time.Second)
+	defer cancel()
+	var resp api.MountLocalDiskResponse
+	err := s.cl.Call(ctx, api.MethodMountLocalDisk, &api.MountLocalDiskRequest{
+		ClientID: s.cfg.ClientID, Segment: s.store.SegmentID(), Pool: s.cfg.Pool, Capacity: s.cfg.Capacity,
+		Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: s.advertise(),
+	}, &resp)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.mounted, s.mountEpoch, s.masterEpoch, s.clusterID = true, resp.MountEpoch, resp.MasterEpoch, resp.ClusterID
+	s.mu.Unlock()
+	s.log.Info("mounted", "segment", s.store.SegmentID(), "mount_epoch", resp.MountEpoch, "master_epoch", resp.MasterEpoch, "repeat", resp.AlreadyMounted)
+	return nil
+}
+
+func (s *Service) markUnmounted(why error) {
+	s.mu.Lock()
+	was := s.mounted
+	s.mounted = false
+	s.mu.Unlock()
+	if was {
+		s.log.Warn("mount is stale; stopping deletes until remounted", "error", why)
+	}
+}
+
+// followLoop: mount, replay (fetch everything pending and reconcile), then
+// long-poll fetch → tombstone → ack, for as long as the mount is current.
+// A stale mount epoch stops all acting until the holder has remounted; a
+// master epoch change triggers a replay.
+func (s *Service) followLoop() {
+	defer s.wg.Done()
+	lastReconcile := time.Time{}
+	for !s.stopped() {
+		if mounted, _, _ := s.mountState(); !mounted {
+			if err := s.mount(); err != nil {
+				s.log.Warn("mount failed; retrying", "error", err)
+				s.sleep(500 * time.Millisecond)
+				continue
+			}
+			lastReconcile = time.Time{}
+		}
+		select {
+		case <-s.replay:
+			lastReconcile = time.Time{}
+		case <-s.remount:
+			s.markUnmounted(errors.New("heartbeat asked for a remount"))
+			continue
+		default:
+		}
+		if time.Since(lastReconcile) > s.cfg.ReconcileEvery {
+			if err := s.reconcile(); err != nil {
+				if s.handleStale(err) {
+					continue
+				}
+				s.log.Warn("reconcile failed; retrying", "error", err)
+				s.sleep(500 * time.Millisecond)
+				continue
+			}
+			lastReconcile = time.Now()
+		}
+		if err := s.fetchOnce(); err != nil {
+			if s.handleStale(err) {
+				continue
+			}
+			if !s.stopped() {
+				s.log.Debug("fetch failed; retrying", "error", err)
+				s.sleep(200 * time.Millisecond)
+			}
+		}
+	}
+}
+
+// handleStale reacts to answers that say our mount is no longer current.
+func (s *Service) handleStale(err error) bool {
+	switch api.CodeOf(err) {
+	case api.CodeStaleMountEpoch, api.CodeSegmentNotFound, api.CodeCapabilityRequired:
+		s.markUnmounted(err)
+		return true
+	}
+	return false
+}
+
+// noteMasterEpoch triggers a replay when the master epoch moves.
+func (s *Service) noteMasterEpoch(e uint64) {
+	s.mu.Lock()
+	changed := e != 0 && e != s.masterEpoch
+	if changed {
+		s.masterEpoch = e
+	}
+	s.mu.Unlock()
+	if changed {
+		s.log.Info("master epoch changed; replaying", "master_epoch", e)
+		signal(s.replay)
+	}
+}
+
+// fetchOnce long-polls for tasks, tombstones them durably, and acks the
+// terminal outcomes. RetryableFailure outcomes are not acked: the task
+// stays pending and comes back on a later fetch.
+func (s *Service) fetchOnce() error {
+	mounted, epoch, _ := s.mountState()
+	if !mounted {
+		return nil
+	}
+	ctx, cancel := s.ctx(s.cfg.FetchWait + 5*time.Second)
+	defer cancel()
+	var fr api.FetchTasksResponse
+	if err := s.cl.Call(ctx, api.MethodFetchTasks, &api.FetchTasksRequest{
+		Segment: s.store.SegmentID(), MountEpoch: epoch, Limit: api.MaxFetchLimit, WaitMillis: s.cfg.FetchWait.Milliseconds(),
+	}, &fr); err != nil {
+		return err
+	}
+	s.noteMasterEpoch(fr.MasterEpoch)
+	if len(fr.Tasks) == 0 {
+		return nil
+	}
+	results := s.store.BatchMarkDeleted(fr.Tasks)
+	terminal := results[:0:0]
+	for _, r := range results {
+		if r.Outcome.Terminal() {
+			terminal = append(terminal, r)
+		} else {
+			s.tasksRetried.Add(1)
+		}
+	}
+	if len(terminal) > 0 {
+		var ar api.AckTasksResponse
+		if err := s.cl.Call(ctx, api.MethodAckTasks, &api.AckTasksRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Results: terminal}, &ar); err != nil {
+			return err
+		}
+		s.tasksDone.Add(int64(len(terminal)))
+	}
+	if len(terminal) < len(results) {
+		// Persisting failed for some buckets: do not spin on them.
+		s.sleep(time.Second)
+	}
+	return nil
+}
+
+// reconcile reports the live set in pages; the leader answers which refs
+// are not live on this segment (after a barrier), and those are
+// tombstoned. Already-tombstoned records are not reported at all.
+func (s *Service) reconcile() error {
+	_, epoch, _ := s.mountState()
+	refs := s.store.LiveRefs()
+	for start := 0; start < len(refs); start += api.MaxReconcilePage {
+		page := refs[start:min(start+api.MaxReconcilePage, len(refs))]
+		ctx, cancel := s.ctx(20 * time.Second)
+		var rr api.ReconcileResponse
+		err := s.cl.Call(ctx, api.MethodReconcile, &api.ReconcileRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Objects: page}, &rr)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if len(rr.NotLive) == 0 {
+			continue
+		}
+		tasks := make([]api.LocalDeleteTask, len(rr.NotLive))
+		for i, r := range rr.NotLive {
+			tasks[i] = api.LocalDeleteTask{Segment: s.store.SegmentID(), Key: r.Key, Incarnation: r.Incarnation}
+		}
+		for _, res := range s.store.BatchMarkDeleted(tasks) {
+			if res.Outcome == api.AckRemoved {
+				s.reconciled.Add(1)
+			}
+		}
+		s.log.Info("reconcile tombstoned records the master does not know as live", "count", len(rr.NotLive))
+	}
+	return nil
+}
+
+func (s *Service) heartbeatLoop() {
+	defer s.wg.Done()
+	for s.sleep(s.cfg.HeartbeatInterval) {
+		mounted, epoch, _ := s.mountState()
+		if !mounted {
+			continue
+		}
+		u := s.store.Usage()
+		ctx, cancel := s.ctx(5 * time.Second)
+		var hr api.HeartbeatResponse
+		err := s.cl.Call(ctx, api.MethodHeartbeat, &api.HeartbeatRequest{ClientID: s.cfg.ClientID, Segment: s.store.SegmentID(),
+			MountEpoch: epoch, Used: u.UsedBytes, Capacity: s.cfg.Capacity, DeadBytes: u.DeadBytes}, &hr)
+		cancel()
+		if err != nil {
+			continue
+		}
+		if hr.Remount {
+			signal(s.remount)
+		}
+		s.noteMasterEpoch(hr.MasterEpoch)
+	}
+}
