@@ -368,6 +368,7 @@ type HolderStatusResponse struct {
 	Buckets      []BucketStatus `msgpack:"buckets" json:"buckets"`
 	TasksDone    int64          `msgpack:"tasks_done" json:"tasks_done"`
 	TasksRetried int64          `msgpack:"tasks_retried" json:"tasks_retried"`
+	TasksStale   int64          `msgpack:"tasks_stale" json:"tasks_stale_version"`
 	Reconciled   int64          `msgpack:"reconciled" json:"reconciled_tombstones"`
 	GC           GCStatus       `msgpack:"gc" json:"gc"`
 }

@@ -53,7 +53,8 @@ func (st *state) applyPutStart(index uint64, c *PutStart) *PutStartResult {
 	if err := st.validReplicas(c.Replicas); err != nil {
 		return &PutStartResult{Err: err}
 	}
-	e := st.objects.get(c.Key)
+	old := st.objects.get(c.Key)
+	e := old
 	if e.pending != nil {
 		return &PutStartResult{Err: api.Errorf(api.CodeObjectAlreadyExists, "put %q: put in progress (%s)", c.Key, e.pending.inc)}
 	}
@@ -69,7 +70,7 @@ func (st *state) applyPutStart(index uint64, c *PutStart) *PutStartResult {
 		tenant: st.intern(tenant), putID: c.PutID, size: c.Size, created: c.Now,
 		inc: inc, replicas: st.internReplicas(c.Replicas),
 	}
-	st.objects.set(c.Key, e)
+	st.objects.set(c.Key, old, e)
 	return &PutStartResult{Incarnation: inc}
 }
 
@@ -77,7 +78,8 @@ func (st *state) applyPutStart(index uint64, c *PutStart) *PutStartResult {
 // supersedes gets delete tasks first; if they do not fit, nothing changes
 // and the put stays pending.
 func (st *state) applyPutEnd(c *PutEnd) *PutEndResult {
-	e := st.objects.get(c.Key)
+	old := st.objects.get(c.Key)
+	e := old
 	if e.pending == nil || e.pending.inc != c.Incarnation {
 		return &PutEndResult{Err: noPending(c.Key, c.Incarnation, e)}
 	}
@@ -90,14 +92,15 @@ func (st *state) applyPutEnd(c *PutEnd) *PutEndResult {
 		created = st.createTasks(plan, old.tenant, c.Now)
 	}
 	e.complete, e.pending = e.pending, nil
-	st.objects.set(c.Key, e)
+	st.objects.set(c.Key, old, e)
 	return &PutEndResult{TasksCreated: created}
 }
 
 // applyPutRevoke abandons the pending incarnation. Its replicas may hold
 // bytes the client already wrote, so they get delete tasks like a Remove.
 func (st *state) applyPutRevoke(c *PutRevoke) *PutEndResult {
-	e := st.objects.get(c.Key)
+	old := st.objects.get(c.Key)
+	e := old
 	if e.pending == nil || e.pending.inc != c.Incarnation {
 		return &PutEndResult{Err: noPending(c.Key, c.Incarnation, e)}
 	}
@@ -107,7 +110,7 @@ func (st *state) applyPutRevoke(c *PutRevoke) *PutEndResult {
 	}
 	created := st.createTasks(plan, e.pending.tenant, c.Now)
 	e.pending = nil
-	st.objects.set(c.Key, e)
+	st.objects.set(c.Key, old, e)
 	return &PutEndResult{TasksCreated: created}
 }
 

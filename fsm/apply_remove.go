@@ -16,7 +16,8 @@ func (st *state) applyRemove(c *Remove) *RemoveResult {
 			res.Results[i].Err = api.AsError(err)
 			continue
 		}
-		e := st.objects.get(key)
+		old := st.objects.get(key)
+		e := old
 		if e.complete == nil {
 			res.Results[i].Err = api.Errorf(api.CodeObjectNotFound, "key %q", key)
 			continue
@@ -28,7 +29,7 @@ func (st *state) applyRemove(c *Remove) *RemoveResult {
 		}
 		res.TasksCreated += st.createTasks(plan, e.complete.tenant, c.Now)
 		e.complete = nil
-		st.objects.set(key, e)
+		st.objects.set(key, old, e)
 	}
 	return res
 }

@@ -50,10 +50,11 @@ func (st *state) stripSegment(seg api.SegmentID) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		e := st.objects.get(k)
+		old := st.objects.get(k)
+		e := old
 		e.complete = st.withoutSegment(e.complete, seg)
 		e.pending = st.withoutSegment(e.pending, seg)
-		st.objects.set(k, e)
+		st.objects.set(k, old, e)
 	}
 }
 

@@ -19,16 +19,16 @@ func (st *state) checkInvariants() error {
 		return fmt.Errorf("registry holds %d tasks, capacity %d", len(r.byID), r.capacity)
 	}
 	perKey, perSeg := 0, map[string]int{}
-	for key, list := range r.byKey {
-		if len(list) == 0 {
+	for key, head := range r.byKey {
+		if head == nil {
 			return fmt.Errorf("empty per-key list for %q", key)
 		}
-		for _, t := range list {
+		for t := head; t != nil; t = t.keyNext {
 			if t.key != key || r.byID[t.id] != t {
 				return fmt.Errorf("per-key index of %q holds task %d not in byID", key, t.id)
 			}
+			perKey++
 		}
-		perKey += len(list)
 	}
 	if perKey != len(r.byID) {
 		return fmt.Errorf("per-key index holds %d tasks, byID %d", perKey, len(r.byID))
@@ -37,7 +37,7 @@ func (st *state) checkInvariants() error {
 		if t.id != id || t.id >= st.nextTaskID {
 			return fmt.Errorf("task %d misfiled or not below next id %d", id, st.nextTaskID)
 		}
-		for _, o := range r.byKey[t.key] {
+		for o := r.byKey[t.key]; o != nil; o = o.keyNext {
 			if o != t && o.ident() == t.ident() {
 				return fmt.Errorf("tasks %d and %d share (segment, key, incarnation)", t.id, o.id)
 			}

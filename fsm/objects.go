@@ -69,36 +69,25 @@ func (t *objectTable) get(key string) entry {
 	return t.shards[shardOf(key)].m[key]
 }
 
-// set stores e under key (deleting the key when e is empty), cloning the
-// shard first if a snapshot view shares it.
-func (t *objectTable) set(key string, e entry) {
+// set replaces old (what get returned for key, unchanged since) with e,
+// deleting the key when e is empty, and clones the shard first if a
+// snapshot view shares it. Passing old saves a second lookup.
+func (t *objectTable) set(key string, old, e entry) {
 	s := &t.shards[shardOf(key)]
-	old, had := s.m[key]
-	if !had && e.empty() {
+	if old.empty() && e.empty() {
 		return
 	}
 	if s.shared {
 		s.m = maps.Clone(s.m)
 		s.shared = false
 	}
-	t.complete -= countNonNil(old.complete)
-	t.pending -= countNonNil(old.pending)
+	t.complete += countNonNil(e.complete) - countNonNil(old.complete)
+	t.pending += countNonNil(e.pending) - countNonNil(old.pending)
 	if e.empty() {
 		delete(s.m, key)
 		return
 	}
-	t.complete += countNonNil(e.complete)
-	t.pending += countNonNil(e.pending)
 	s.m[key] = e
-}
-
-// insertNew stores e under a key the table does not hold yet (restore
-// builds a fresh, unshared table in key order and checks for duplicates
-// itself), with one map operation instead of set's two.
-func (t *objectTable) insertNew(key string, e entry) {
-	t.shards[shardOf(key)].m[key] = e
-	t.complete += countNonNil(e.complete)
-	t.pending += countNonNil(e.pending)
 }
 
 func countNonNil(o *object) int {

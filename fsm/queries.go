@@ -73,7 +73,7 @@ func (f *FSM) Stat(key string) (obj ObjectView, pending *api.ObjectIncarnation, 
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	e := f.st.objects.get(key)
-	pendingDeletes = len(f.st.reg.byKey[key])
+	pendingDeletes = f.st.reg.keyCount(key)
 	if e.pending != nil {
 		inc := e.pending.inc
 		pending = &inc

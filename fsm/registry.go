@@ -16,7 +16,9 @@ type taskIdent struct {
 	inc api.ObjectIncarnation
 }
 
-// task is a pending local-delete task. Immutable once stored.
+// task is a pending local-delete task. Its fields are immutable once
+// stored, except keyNext, which only the registry touches (a snapshot view
+// copies the other fields and never follows it).
 type task struct {
 	id      uint64
 	seg     api.SegmentID // interned
@@ -24,6 +26,7 @@ type task struct {
 	tenant  string // interned
 	inc     api.ObjectIncarnation
 	created int64
+	keyNext *task // next pending task of the same key
 }
 
 func (t *task) ident() taskIdent { return taskIdent{seg: t.seg, key: t.key, inc: t.inc} }
@@ -54,7 +57,7 @@ func newRegistry(capacity int) *registry {
 	return &registry{
 		capacity: capacity,
 		byID:     make(map[uint64]*task),
-		byKey:    make(map[string][]*task),
+		byKey:    make(map[string]*task),
 		bySeg:    make(map[api.SegmentID]*segQueue),
 	}
 }
@@ -65,7 +68,7 @@ func (r *registry) len() int { return len(r.byID) }
 func (r *registry) fits(n int) bool { return len(r.byID)+n <= r.capacity }
 
 func (r *registry) has(id taskIdent) bool {
-	for _, t := range r.byKey[id.key] {
+	for t := r.byKey[id.key]; t != nil; t = t.keyNext {
 		if t.ident() == id {
 			return true
 		}
@@ -76,7 +79,8 @@ func (r *registry) has(id taskIdent) bool {
 // insert stores t, which must not duplicate an existing ident or id.
 func (r *registry) insert(t *task) {
 	r.byID[t.id] = t
-	r.byKey[t.key] = append(r.byKey[t.key], t)
+	t.keyNext = r.byKey[t.key]
+	r.byKey[t.key] = t
 	q := r.bySeg[t.seg]
 	if q == nil {
 		q = &segQueue{}
@@ -89,22 +93,19 @@ func (r *registry) insert(t *task) {
 // drop removes t.
 func (r *registry) drop(t *task) {
 	delete(r.byID, t.id)
-	list := r.byKey[t.key]
-	for i, x := range list {
-		if x == t {
-			// Copy rather than shift in place: the slice is small, and a
-			// fresh one never aliases a list someone else holds.
-			n := make([]*task, 0, len(list)-1)
-			n = append(n, list[:i]...)
-			n = append(n, list[i+1:]...)
-			list = n
-			break
+	if head := r.byKey[t.key]; head == t {
+		if t.keyNext == nil {
+			delete(r.byKey, t.key)
+		} else {
+			r.byKey[t.key] = t.keyNext
 		}
-	}
-	if len(list) == 0 {
-		delete(r.byKey, t.key)
 	} else {
-		r.byKey[t.key] = list
+		for p := head; p != nil; p = p.keyNext {
+			if p.keyNext == t {
+				p.keyNext = t.keyNext
+				break
+			}
+		}
 	}
 	q := r.bySeg[t.seg]
 	q.live--
@@ -123,6 +124,15 @@ func (r *registry) drop(t *task) {
 	}
 }
 
+// keyCount is the number of pending tasks of key.
+func (r *registry) keyCount(key string) int {
+	n := 0
+	for t := r.byKey[key]; t != nil; t = t.keyNext {
+		n++
+	}
+	return n
+}
+
 // segCount is the number of pending tasks of seg.
 func (r *registry) segCount(seg api.SegmentID) int {
 	if q := r.bySeg[seg]; q != nil {
@@ -134,7 +144,7 @@ func (r *registry) segCount(seg api.SegmentID) int {
 // fetchable reports invariant 7: t may be handed out only if no pending task
 // of the same key, on any segment, names an older incarnation.
 func (r *registry) fetchable(t *task) bool {
-	for _, o := range r.byKey[t.key] {
+	for o := r.byKey[t.key]; o != nil; o = o.keyNext {
 		if o.inc.Less(t.inc) {
 			return false
 		}
@@ -144,7 +154,7 @@ func (r *registry) fetchable(t *task) bool {
 
 // olderPending reports whether key has a pending task older than inc.
 func (r *registry) olderPending(key string, inc api.ObjectIncarnation) bool {
-	for _, o := range r.byKey[key] {
+	for o := r.byKey[key]; o != nil; o = o.keyNext {
 		if o.inc.Less(inc) {
 			return true
 		}

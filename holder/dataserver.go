@@ -87,7 +87,7 @@ func (s *Service) handleStatus(_ context.Context, _ *api.Empty) (*api.HolderStat
 	out := &api.HolderStatusResponse{Segment: s.store.SegmentID(), ClientID: s.cfg.ClientID, MountEpoch: epoch, MasterEpoch: master,
 		Mounted: mounted, UsedBytes: u.UsedBytes, LiveBytes: u.LiveBytes, DeadBytes: u.DeadBytes, Capacity: s.cfg.Capacity,
 		LiveObjects: u.LiveObjects, Tombstoned: u.TombstonedObjects,
-		TasksDone: s.tasksDone.Load(), TasksRetried: s.tasksRetried.Load(), Reconciled: s.reconciled.Load()}
+		TasksDone: s.tasksDone.Load(), TasksRetried: s.tasksRetried.Load(), TasksStale: s.tasksStale.Load(), Reconciled: s.reconciled.Load()}
 	for _, b := range s.store.BucketStats() {
 		out.Buckets = append(out.Buckets, bucketStatus(b))
 	}

@@ -198,6 +198,12 @@ func (s *Store) commitGroup(g *commitGroup) error {
 	s.mu.Unlock()
 
 	off := base
+	defer func() {
+		// Even a failed commit may have grown the file; Usage counts it.
+		s.mu.Lock()
+		b.fileSize = max(b.fileSize, off)
+		s.mu.Unlock()
+	}()
 	for _, r := range g.reqs {
 		if _, err := b.file.WriteAt(r.value, off); err != nil {
 			return fmt.Errorf("holder: append to %s at %d: %w", s.path(bucketName(b.id)), off, err)
@@ -209,7 +215,7 @@ func (s *Store) commitGroup(g *commitGroup) error {
 		off += int64(len(r.value))
 	}
 	putAfterDataWrite.Hit()
-	if err := error(nil); err != nil {
+	if err := b.file.Sync(); err != nil {
 		return fmt.Errorf("holder: fsync %s: %w", s.path(bucketName(b.id)), err)
 	}
 	putAfterDataFsync.Hit()
@@ -224,7 +230,6 @@ func (s *Store) commitGroup(g *commitGroup) error {
 	first := len(b.meta.Objects)
 	b.meta = next
 	b.metaFileSize = n
-	b.fileSize = max(b.fileSize, off)
 	for i := first; i < len(next.Objects); i++ {
 		o := &next.Objects[i]
 		b.states = append(b.states, stateLive)

@@ -109,7 +109,11 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 		errs <- s.Put(k, "t", incN(uint64(i+1)), valueOf(k, 4096))
 	}
 	go put(0)
-	<-entered
+	select {
+	case <-entered:
+	case <-time.After(time.Minute): // a hang guard, not a performance bound
+		t.Fatal("the first commit never fsynced its data")
+	}
 	for i := 1; i < n; i++ {
 		go put(i)
 	}

@@ -72,6 +72,7 @@ type Service struct {
 
 	tasksDone    atomic.Int64
 	tasksRetried atomic.Int64
+	tasksStale   atomic.Int64
 	reconciled   atomic.Int64
 	gcStatus     func() api.GCStatus
 }
@@ -298,11 +299,15 @@ func (s *Service) fetchOnce() error {
 	for _, r := range results {
 		if r.Outcome.Terminal() {
 			terminal = append(terminal, r)
+			if r.Outcome == api.AckStaleVersion {
+				s.tasksStale.Add(1)
+			}
 		} else {
 			s.tasksRetried.Add(1)
 		}
 	}
 	if len(terminal) > 0 {
+		s.waitAckGate()
 		var ar api.AckTasksResponse
 		if err := s.cl.Call(ctx, api.MethodAckTasks, &api.AckTasksRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Results: terminal}, &ar); err != nil {
 			return err

@@ -3,8 +3,8 @@ package integration
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+
 	"path/filepath"
 	"strings"
 	"sync"
@@ -367,3 +368,5 @@ func allTasks(t *testing.T, cl *transport.ClusterClient) []api.LocalDeleteTask {
 	}
 	return resp.Tasks
 }
+
+var execCommand = exec.Command

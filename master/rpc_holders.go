@@ -11,6 +11,9 @@ import (
 // maxFetchWait bounds a long poll so a holder notices a leader change.
 const maxFetchWait = 30 * time.Second
 
+// maxListTasks bounds one ListTasks answer (about 100 bytes a task).
+const maxListTasks = 20000
+
 func (n *Node) handleMount(_ context.Context, req *api.MountLocalDiskRequest) (*api.MountLocalDiskResponse, error) {
 	if err := n.requireLeader(); err != nil {
 		return nil, err
@@ -176,7 +179,12 @@ func (n *Node) handleListTasks(_ context.Context, req *api.ListTasksRequest) (*a
 	if err := n.linearizable(); err != nil {
 		return nil, err
 	}
-	tasks, total := n.fsm.ListTasks(req.Segment, req.Limit)
+	// Bound the answer well inside one control frame.
+	limit := req.Limit
+	if limit <= 0 || limit > maxListTasks {
+		limit = maxListTasks
+	}
+	tasks, total := n.fsm.ListTasks(req.Segment, limit)
 	return &api.ListTasksResponse{Tasks: tasks, Total: total}, nil
 }
 

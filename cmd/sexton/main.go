@@ -15,7 +15,7 @@ const usage = `usage: sexton <command> [flags]
 
 servers:
   master            run a master node (one-node cluster in ./sexton-data by default)
-  holder            run a LOCAL_DISK holder
+  holder            run a LOCAL_DISK holder (holder inspect DIR reads one offline)
   dev               one process: a one-node master and one holder in a temp dir
 
 client verbs (--masters A,B,C or SEXTON_MASTERS):
@@ -31,6 +31,7 @@ operator:
   operator snapshot save FILE | restore FILE | inspect FILE
   operator tasks [--segment ID]
   operator segments
+  operator fsck [--json]
   operator retire SEGMENT --by WHO --reason WHY
 
 measure:

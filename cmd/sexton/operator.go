@@ -28,6 +28,8 @@ func runOperator(args []string) error {
 		return runOperatorSegments(args[1:])
 	case "retire":
 		return runOperatorRetire(args[1:])
+	case "fsck":
+		return runFsck(args[1:])
 	}
 	return usagef("unknown operator command %q", args[0])
 }

@@ -1,0 +1,157 @@
+package dfsalloc
+
+import "sexton/api"
+
+// Request asks for space for one object's DFS replica.
+type Request struct {
+	Key  string `msgpack:"key"`
+	Size int64  `msgpack:"size"`
+}
+
+// EntryRef names one entry: the object key and its exact descriptor.
+type EntryRef struct {
+	Key  string            `msgpack:"key"`
+	Desc api.DFSDescriptor `msgpack:"desc"`
+}
+
+// UnitState is the lifecycle state of a bucket (shards are always Open).
+type UnitState uint8
+
+const (
+	// UnitOpen: the bucket takes appends (a shard: always).
+	UnitOpen UnitState = 1
+	// UnitSealed: full, or skipped because a request did not fit; no appends.
+	UnitSealed UnitState = 2
+	// UnitDeleting: evicted or lost; its metadata is gone, its file awaits
+	// deletion and it still counts against MaxBucketCount.
+	UnitDeleting UnitState = 3
+)
+
+func (s UnitState) String() string {
+	switch s {
+	case UnitOpen:
+		return "open"
+	case UnitSealed:
+		return "sealed"
+	case UnitDeleting:
+		return "deleting"
+	default:
+		return "unknown"
+	}
+}
+
+// FileState says whether a unit's file exists as far as the state knows.
+type FileState uint8
+
+const (
+	// FileNeeded: the file must be created (and preallocated) by the leader.
+	FileNeeded FileState = 1
+	// FileReady: the leader confirmed the file exists.
+	FileReady FileState = 2
+)
+
+func (s FileState) String() string {
+	switch s {
+	case FileNeeded:
+		return "needed"
+	case FileReady:
+		return "ready"
+	default:
+		return "unknown"
+	}
+}
+
+// FileOpKind is what the leader must do to a unit's file.
+type FileOpKind uint8
+
+const (
+	// FileCreate: create the file and preallocate it to Size bytes. Existing
+	// content is kept if the file already has exactly that size (a retry).
+	FileCreate FileOpKind = 1
+	// FileDelete: unlink the file, not before NotBefore. A missing file is
+	// success.
+	FileDelete FileOpKind = 2
+)
+
+func (k FileOpKind) String() string {
+	switch k {
+	case FileCreate:
+		return "create"
+	case FileDelete:
+		return "delete"
+	default:
+		return "unknown"
+	}
+}
+
+// FileOp is one file side effect the state is waiting for.
+type FileOp struct {
+	Kind      FileOpKind `msgpack:"kind"`
+	Allocator string     `msgpack:"alloc"`
+	Unit      uint64     `msgpack:"unit"`
+	Path      string     `msgpack:"path"`
+	Size      int64      `msgpack:"size"`       // create: preallocation size
+	NotBefore int64      `msgpack:"not_before"` // delete: unix nanos; readers of the evicted entries drain meanwhile
+	Failures  uint32     `msgpack:"failures"`   // delete attempts reported failed so far
+}
+
+// EvictionPlan is computed by the leader (PlanEviction, read-only) and
+// carried in a DFSEvict command; ApplyEviction re-validates it.
+type EvictionPlan struct {
+	Allocator  string              `msgpack:"alloc"`
+	Candidates []EvictionCandidate `msgpack:"cands"`
+}
+
+// EvictionCandidate is one unit to reclaim from. For a bucket, Version is
+// the bucket's version at planning and Entries is empty: the whole bucket
+// goes, and any change to it since (an append, a commit, a free, a touch)
+// aborts the candidate. For a shard, Entries lists the entries to evict,
+// each validated on its own.
+type EvictionCandidate struct {
+	Unit    uint64     `msgpack:"unit"`
+	Version uint64     `msgpack:"ver,omitempty"`
+	Entries []EntryRef `msgpack:"entries,omitempty"`
+}
+
+// Bounds on a plan, so one DFSEvict command stays small.
+const (
+	MaxPlanCandidates = 256
+	MaxPlanEntries    = 4096
+	// MaxBatch bounds one Allocate batch.
+	MaxBatch = api.MaxBatchKeys
+)
+
+// UnitStats describes one bucket or shard.
+type UnitStats struct {
+	Unit           uint64    `msgpack:"unit"`
+	Path           string    `msgpack:"path"`
+	State          UnitState `msgpack:"state"`
+	File           FileState `msgpack:"file"`
+	Capacity       int64     `msgpack:"cap"`
+	Used           int64     `msgpack:"used"` // bucket: the append cursor; shard: live + deferred bytes
+	LiveBytes      int64     `msgpack:"live"`
+	DeadBytes      int64     `msgpack:"dead"` // bucket: tombstoned; shard: deferred, not yet reusable
+	LiveEntries    int       `msgpack:"entries"`
+	PendingEntries int       `msgpack:"pending"`
+	LastAccess     int64     `msgpack:"last_access"`
+	DeleteFailures uint32    `msgpack:"delete_failures,omitempty"`
+	DeletingSince  int64     `msgpack:"deleting_since,omitempty"`
+}
+
+// Stats summarizes an allocator for `sexton operator dfs status`.
+type Stats struct {
+	Allocator        string      `msgpack:"alloc"`
+	Capacity         int64       `msgpack:"cap"` // shard: count × capacity; bucket: MaxBuckets × capacity
+	Used             int64       `msgpack:"used"`
+	LiveBytes        int64       `msgpack:"live"`
+	DeadBytes        int64       `msgpack:"dead"`
+	LiveEntries      int         `msgpack:"entries"`
+	MaxBuckets       int         `msgpack:"max_buckets,omitempty"`
+	ChargedBuckets   int         `msgpack:"charged_buckets,omitempty"` // open + sealed + deleting
+	PendingDeletions int         `msgpack:"pending_deletions"`
+	NextBucketID     uint64      `msgpack:"next_bucket,omitempty"`
+	Evicted          uint64      `msgpack:"evicted"` // units (bucket) or entries (shard) evicted so far
+	Aborted          uint64      `msgpack:"aborted"` // plan candidates or entries refused at apply
+	Lost             uint64      `msgpack:"lost"`    // units marked lost
+	Units            []UnitStats `msgpack:"units"`   // by unit id
+}
