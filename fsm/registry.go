@@ -49,8 +49,12 @@ type segQueue struct {
 type registry struct {
 	capacity int
 	byID     map[uint64]*task
-	byKey    map[string][]*task // a key's pending tasks, any segment, any incarnation; also the (segment, key, incarnation) index, since a key has few
-	bySeg    map[api.SegmentID]*segQueue
+	// byKey heads the list (via keyNext) of a key's pending tasks, any
+	// segment, any incarnation. A key has a handful at most, so the list
+	// is also the (segment, key, incarnation) uniqueness index, and the
+	// common single-task key costs no slice.
+	byKey map[string]*task
+	bySeg map[api.SegmentID]*segQueue
 }
 
 func newRegistry(capacity int) *registry {

@@ -17,7 +17,7 @@ import (
 
 func runBench(args []string) error {
 	if len(args) == 0 {
-		return usagef("bench remove|put|get|raft [flags]")
+		return usagef("bench remove|put|get|raft|converge [flags]")
 	}
 	switch args[0] {
 	case "remove":
@@ -28,6 +28,8 @@ func runBench(args []string) error {
 		return benchPutGet(args[1:], true)
 	case "raft":
 		return benchRaft(args[1:])
+	case "converge":
+		return benchConverge(args[1:])
 	}
 	return usagef("unknown bench %q", args[0])
 }
@@ -274,4 +276,70 @@ func benchPutGet(args []string, get bool) error {
 		return err
 	})
 	return err
+}
+
+// benchConverge measures deletion convergence on real holders: the time
+// from Remove returning OK to the holder's ack being committed (the task
+// gone from the leader), one key at a time on an otherwise idle cluster.
+func benchConverge(args []string) error {
+	var cf clientFlags
+	fs := newFlags("bench converge")
+	cf.register(fs, false)
+	n := fs.Int("n", 200, "objects to put and remove")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cl, err := cf.cluster()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	pool := transport.NewPool(cf.dataClientConfig())
+	defer pool.Close()
+	value := make([]byte, 4096)
+	lat := &latencies{}
+	prefix := fmt.Sprintf("converge/%d/", time.Now().UnixNano())
+	for i := 0; i < *n; i++ {
+		key := fmt.Sprintf("%s%06d", prefix, i)
+		ctx, cancel := cf.ctx()
+		inc, err := putObject(ctx, cl, pool, api.PutStartRequest{Key: key, Size: int64(len(value)), ReplicaNum: 1}, value)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("put %s: %w", key, err)
+		}
+		var st api.StatResponse
+		_ = cl.Call(ctx, api.MethodStat, &api.KeyRequest{Key: key}, &st)
+		if err := cl.Call(ctx, api.MethodRemove, &api.KeyRequest{Key: key}, nil); err != nil {
+			cancel()
+			return fmt.Errorf("remove %s: %w", key, err)
+		}
+		removed := time.Now()
+		seg := st.Object.Replicas[0].Segment
+		for {
+			var lt api.ListTasksResponse
+			if err := cl.Call(ctx, api.MethodListTasks, &api.ListTasksRequest{Segment: seg, Limit: 1000}, &lt); err != nil {
+				cancel()
+				return err
+			}
+			pending := false
+			for _, t := range lt.Tasks {
+				if t.Key == key && t.Incarnation == inc {
+					pending = true
+				}
+			}
+			if !pending {
+				lat.add(time.Since(removed))
+				break
+			}
+			if time.Since(removed) > 30*time.Second {
+				cancel()
+				return fmt.Errorf("%s: task still pending after 30s", key)
+			}
+			time.Sleep(500 * time.Microsecond)
+		}
+		cancel()
+	}
+	fmt.Printf("deletion convergence (Remove OK → ack committed), %d objects: p50 %s, p99 %s, max %s\n",
+		*n, lat.pct(0.5).Round(10*time.Microsecond), lat.pct(0.99).Round(10*time.Microsecond), lat.pct(1).Round(10*time.Microsecond))
+	return nil
 }
