@@ -154,7 +154,11 @@ func newBody(t CommandType) Command {
 // body's "v" must be the version this build knows (checked before any other
 // field is trusted), the body must be one msgpack map with only known fields
 // and nothing after it, and every size must be within api/limits.go.
-func Decode(data []byte) (Command, error) {
+func Decode(data []byte) (Command, error) { return decode(data, true) }
+
+// decode is Decode, optionally without the hand-written fast paths (the
+// fuzz test compares the two).
+func decode(data []byte, useFast bool) (Command, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: empty entry", ErrCorruptCommand)
 	}
@@ -164,6 +168,13 @@ func Decode(data []byte) (Command, error) {
 		return nil, fmt.Errorf("%w: type byte %d", ErrUnknownCommand, data[0])
 	}
 	want := currentVersion[t]
+	n, err := wellFormed(data[1:])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptCommand, t, err)
+	}
+	if n != len(data)-1 {
+		return nil, fmt.Errorf("%w: %s: %d trailing bytes", ErrCorruptCommand, t, len(data)-1-n)
+	}
 	v, err := peekVersion(data[1:])
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptCommand, t, err)
@@ -176,7 +187,11 @@ func Decode(data []byte) (Command, error) {
 	defer msgpack.PutDecoder(dec)
 	dec.Reset(r)
 	dec.DisallowUnknownFields(true)
-	if err := dec.Decode(body); err != nil {
+	if fast := fastDecoders[t]; fast != nil && useFast {
+		if body, err = fast(dec); err != nil {
+			return nil, fmt.Errorf("%w: %s v%d: %v", ErrCorruptCommand, t, v, err)
+		}
+	} else if err := dec.Decode(body); err != nil {
 		return nil, fmt.Errorf("%w: %s v%d: %v", ErrCorruptCommand, t, v, err)
 	}
 	if r.Len() != 0 {
@@ -192,10 +207,20 @@ func Decode(data []byte) (Command, error) {
 	return body, nil
 }
 
+// fastDecoders replace reflection for the hot entries.
+var fastDecoders = map[CommandType]func(*msgpack.Decoder) (Command, error){
+	CmdRemove:         decodeRemoveFast,
+	CmdLocalDeleteAck: decodeAckFast,
+}
+
 // peekVersion finds the first "v" in a msgpack map without decoding the
 // fields before it (the encoder writes "v" first, so this is cheap). A body
 // with no "v" is version 0, which no command has.
 func peekVersion(body []byte) (uint64, error) {
+	// Fast path: a fixmap whose first field is "v" with a fixint value.
+	if len(body) >= 4 && body[0]&0xf0 == 0x80 && body[0] != 0x80 && body[1] == 0xa1 && body[2] == 'v' && body[3] <= 0x7f {
+		return uint64(body[3]), nil
+	}
 	r := bytes.NewReader(body)
 	dec := msgpack.GetDecoder()
 	defer msgpack.PutDecoder(dec)

@@ -224,6 +224,11 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte{byte(CmdRemove), 0x80})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, err := Decode(data)
+		// The hand-written decoders accept exactly what reflection does.
+		slow, slowErr := decode(data, false)
+		if (err == nil) != (slowErr == nil) || (err == nil && !reflect.DeepEqual(cmd, slow)) {
+			t.Fatalf("fast and reflection decoders disagree:\n fast %#v, %v\n slow %#v, %v", cmd, err, slow, slowErr)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorruptCommand) && !errors.Is(err, ErrUnknownVersion) && !errors.Is(err, ErrUnknownCommand) {
 				t.Fatalf("untyped decode error: %v", err)

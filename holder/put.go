@@ -215,7 +215,7 @@ func (s *Store) commitGroup(g *commitGroup) error {
 		off += int64(len(r.value))
 	}
 	putAfterDataWrite.Hit()
-	if err := error(nil); err != nil {
+	if err := b.file.Sync(); err != nil {
 		return fmt.Errorf("holder: fsync %s: %w", s.path(bucketName(b.id)), err)
 	}
 	putAfterDataFsync.Hit()

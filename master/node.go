@@ -121,7 +121,11 @@ func (n *Node) startRaft() error {
 	var stable raft.StableStore
 	switch cfg.LogStore {
 	case "wal":
-		w, err := raftwal.Open(filepath.Join(cfg.DataDir, "raft-wal"), raftwal.WithLogger(n.log.Named("wal")))
+		walDir := filepath.Join(cfg.DataDir, "raft-wal")
+		if err := os.MkdirAll(walDir, 0o755); err != nil {
+			return fmt.Errorf("raft-wal dir: %w", err)
+		}
+		w, err := raftwal.Open(walDir, raftwal.WithLogger(n.log.Named("wal")))
 		if err != nil {
 			return fmt.Errorf("open raft-wal: %w", err)
 		}

@@ -66,6 +66,9 @@ func benchRaft(args []string) error {
 		p := nodeParts{cfg: c}
 		switch *store {
 		case "wal":
+			if err := os.MkdirAll(filepath.Join(d, "raft-wal"), 0o755); err != nil {
+				return err
+			}
 			w, err := raftwal.Open(filepath.Join(d, "raft-wal"))
 			if err != nil {
 				return err

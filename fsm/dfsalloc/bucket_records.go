@@ -1,0 +1,247 @@
+package dfsalloc
+
+import "sexton/api"
+
+func (a *bucketAllocator) Stats() Stats {
+	s := Stats{
+		Allocator: KindBucket, Capacity: int64(a.maxBuckets) * a.cfg.BucketCapacity,
+		MaxBuckets: a.maxBuckets, ChargedBuckets: len(a.ids), NextBucketID: a.nextID,
+		Evicted: a.evicted, Aborted: a.aborted, Lost: a.lost,
+		Units: make([]UnitStats, 0, len(a.ids)),
+	}
+	for _, id := range a.ids {
+		b := a.buckets[id]
+		u := UnitStats{
+			Unit: id, Path: BucketPath(id), State: b.state, File: b.file,
+			Capacity: a.cfg.BucketCapacity, Used: b.cursor, LiveBytes: b.live, DeadBytes: b.tombstoned,
+			LiveEntries: len(b.entries), PendingEntries: b.pending, LastAccess: b.lastAccess,
+			DeleteFailures: b.deleteFailures, DeletingSince: b.deletingSince,
+		}
+		if b.state == UnitDeleting {
+			s.PendingDeletions++
+		}
+		s.Used += u.Used
+		s.LiveBytes += u.LiveBytes
+		s.DeadBytes += u.DeadBytes
+		s.LiveEntries += u.LiveEntries
+		s.Units = append(s.Units, u)
+	}
+	return s
+}
+
+func (a *bucketAllocator) meta() *MetaRecord {
+	return &MetaRecord{
+		Allocator: KindBucket, Alignment: a.cfg.Alignment, UnitCapacity: a.cfg.BucketCapacity,
+		NextBucketID: a.nextID, MaxBuckets: a.maxBuckets, OpenBucket: a.open,
+		Evicted: a.evicted, Aborted: a.aborted, Lost: a.lost,
+	}
+}
+
+func (a *bucketAllocator) Records() []Record {
+	n := 1 + len(a.ids)
+	for _, id := range a.ids {
+		n += len(a.buckets[id].entries)
+	}
+	out := make([]Record, 0, n)
+	out = append(out, Record{V: RecordV1, Meta: a.meta()})
+	for _, id := range a.ids {
+		b := a.buckets[id]
+		out = append(out, Record{V: RecordV1, Unit: &UnitRecord{
+			ID: id, State: b.state, File: b.file, Cursor: b.cursor, Tombstoned: b.tombstoned,
+			LastAccess: b.lastAccess, Version: b.version, DeleteFailures: b.deleteFailures,
+			DeletingSince: b.deletingSince,
+		}})
+		for _, e := range b.sortedEntries() {
+			out = append(out, entryRecord(id, e))
+		}
+	}
+	return out
+}
+
+// Restore rebuilds the state from records into a new allocator, checking
+// everything that Records guarantees, and replaces a's state only if all of
+// it holds.
+func (a *bucketAllocator) Restore(records []Record) error {
+	n := newBucketAllocator(a.cfg)
+	if err := n.restore(records); err != nil {
+		return err
+	}
+	*a = *n
+	return nil
+}
+
+func (a *bucketAllocator) restore(records []Record) error {
+	if len(records) == 0 {
+		return corruptf("no records: a bucket allocator writes at least its meta record")
+	}
+	if err := checkMeta(records[0], a.cfg); err != nil {
+		return err
+	}
+	m := records[0].Meta
+	if m.NextBucketID < 1 || m.NextBucketID > MaxBucketID+1 {
+		return corruptf("next bucket id %d is not in [1, %d]", m.NextBucketID, uint64(MaxBucketID)+1)
+	}
+	if m.MaxBuckets <= 0 || m.MaxBuckets > MaxBucketCountLimit {
+		return corruptf("max buckets %d is not in [1, %d]", m.MaxBuckets, MaxBucketCountLimit)
+	}
+	a.nextID, a.maxBuckets, a.open = m.NextBucketID, m.MaxBuckets, m.OpenBucket
+	a.evicted, a.aborted, a.lost = m.Evicted, m.Aborted, m.Lost
+	var cur *bucket
+	var prevEnd int64
+	finish := func() error {
+		if cur == nil {
+			return nil
+		}
+		if cur.live+cur.tombstoned != cur.cursor {
+			return corruptf("bucket %d: live %d + tombstoned %d bytes != cursor %d", cur.id, cur.live, cur.tombstoned, cur.cursor)
+		}
+		return nil
+	}
+	for i, r := range records[1:] {
+		at := i + 1
+		if err := r.check(); err != nil {
+			return errorf(err, "record %d", at)
+		}
+		switch {
+		case r.Unit != nil:
+			if err := finish(); err != nil {
+				return err
+			}
+			b, err := a.restoreBucket(at, r.Unit)
+			if err != nil {
+				return err
+			}
+			cur, prevEnd = b, 0
+		case r.Entry != nil:
+			if cur == nil {
+				return corruptf("record %d: entry before any bucket", at)
+			}
+			if err := a.restoreEntry(at, cur, r.Entry, &prevEnd); err != nil {
+				return err
+			}
+		default:
+			return corruptf("record %d: a bucket allocator has no %s records", at, partName(r))
+		}
+	}
+	if err := finish(); err != nil {
+		return err
+	}
+	if a.open != 0 {
+		b := a.buckets[a.open]
+		if b == nil || b.state != UnitOpen {
+			return corruptf("open bucket %d is not an open bucket of the records", a.open)
+		}
+	}
+	for _, id := range a.ids {
+		if b := a.buckets[id]; b.state == UnitOpen && id != a.open {
+			return corruptf("bucket %d is open but the open bucket is %d", id, a.open)
+		}
+	}
+	return nil
+}
+
+func (a *bucketAllocator) restoreBucket(at int, u *UnitRecord) (*bucket, error) {
+	switch {
+	case u.ID < 1 || u.ID >= a.nextID:
+		return nil, corruptf("record %d: bucket id %d is not below the next id %d", at, u.ID, a.nextID)
+	case len(a.ids) > 0 && u.ID <= a.ids[len(a.ids)-1]:
+		return nil, corruptf("record %d: bucket id %d out of order after %d", at, u.ID, a.ids[len(a.ids)-1])
+	case u.State != UnitOpen && u.State != UnitSealed && u.State != UnitDeleting:
+		return nil, corruptf("record %d: bucket %d has unknown state %d", at, u.ID, u.State)
+	case u.File != FileNeeded && u.File != FileReady:
+		return nil, corruptf("record %d: bucket %d has unknown file state %d", at, u.ID, u.File)
+	case u.Cursor < 0 || u.Cursor > a.cfg.BucketCapacity || u.Cursor%a.cfg.Alignment != 0:
+		return nil, corruptf("record %d: bucket %d cursor %d is not an aligned offset in [0, %d]", at, u.ID, u.Cursor, a.cfg.BucketCapacity)
+	case u.Tombstoned < 0 || u.Tombstoned > u.Cursor:
+		return nil, corruptf("record %d: bucket %d tombstoned bytes %d not in [0, cursor %d]", at, u.ID, u.Tombstoned, u.Cursor)
+	}
+	b := &bucket{
+		id: u.ID, state: u.State, file: u.File, cursor: u.Cursor, tombstoned: u.Tombstoned,
+		lastAccess: u.LastAccess, version: u.Version, deleteFailures: u.DeleteFailures,
+		deletingSince: u.DeletingSince, entries: map[int64]*entry{},
+	}
+	a.buckets[b.id] = b
+	a.ids = append(a.ids, b.id)
+	return b, nil
+}
+
+func (a *bucketAllocator) restoreEntry(at int, b *bucket, r *EntryRecord, prevEnd *int64) error {
+	if r.Unit != b.id {
+		return corruptf("record %d: entry of bucket %d follows bucket %d", at, r.Unit, b.id)
+	}
+	if b.state == UnitDeleting {
+		return corruptf("record %d: entry in deleting bucket %d", at, b.id)
+	}
+	if err := checkEntry(at, r, a.cfg.Alignment, a.cfg.BucketCapacity); err != nil {
+		return err
+	}
+	if r.Offset < *prevEnd {
+		return corruptf("record %d: entry at bucket %d offset %d overlaps or precedes the previous entry (ends %d)", at, b.id, r.Offset, *prevEnd)
+	}
+	if r.Offset+r.AlignedSize > b.cursor {
+		return corruptf("record %d: bucket %d cursor %d is behind its entry at %d+%d", at, b.id, b.cursor, r.Offset, r.AlignedSize)
+	}
+	e := &entry{key: r.Key, offset: r.Offset, size: r.Size, aligned: r.AlignedSize, pending: r.Pending, lastAccess: r.LastAccess}
+	b.entries[e.offset] = e
+	b.live += e.aligned
+	if e.pending {
+		b.pending++
+	}
+	*prevEnd = e.end()
+	return nil
+}
+
+// checkEntry: a valid key, and an aligned range inside the unit whose
+// aligned size is exactly the size rounded up.
+func checkEntry(at int, r *EntryRecord, alignment, capacity int64) error {
+	if err := api.ValidKey(r.Key); err != nil {
+		return corruptf("record %d: %v", at, err)
+	}
+	switch {
+	case r.Size < 0 || r.Size > capacity:
+		return corruptf("record %d: entry %q size %d not in [0, %d]", at, r.Key, r.Size, capacity)
+	case r.AlignedSize != alignUp(r.Size, alignment):
+		return corruptf("record %d: entry %q aligned size %d, want %d", at, r.Key, r.AlignedSize, alignUp(r.Size, alignment))
+	case r.Offset < 0 || r.Offset%alignment != 0 || r.Offset > capacity-r.AlignedSize:
+		return corruptf("record %d: entry %q offset %d is not an aligned offset with room for %d bytes", at, r.Key, r.Offset, r.AlignedSize)
+	}
+	return nil
+}
+
+// checkMeta: the first record is a meta record agreeing with cfg.
+func checkMeta(r Record, cfg Config) error {
+	if err := r.check(); err != nil {
+		return errorf(err, "record 0")
+	}
+	m := r.Meta
+	if m == nil {
+		return corruptf("record 0 is a %s record, want meta", partName(r))
+	}
+	switch {
+	case m.Allocator != cfg.Allocator:
+		return corruptf("records are of the %q allocator but %s is %q", m.Allocator, envAllocator, cfg.Allocator)
+	case m.Alignment != cfg.Alignment:
+		return corruptf("records have alignment %d but %s is %d", m.Alignment, envAlignment, cfg.Alignment)
+	case m.UnitCapacity != cfg.UnitCapacity():
+		return corruptf("records have unit capacity %d but this master is configured with %d", m.UnitCapacity, cfg.UnitCapacity())
+	case cfg.Allocator == KindShard && m.ShardCount != cfg.ShardCount:
+		return corruptf("records have %d shards but %s is %d", m.ShardCount, envShardCount, cfg.ShardCount)
+	case cfg.Allocator == KindBucket && m.ShardCount != 0:
+		return corruptf("bucket records name a shard count %d", m.ShardCount)
+	}
+	return nil
+}
+
+func partName(r Record) string {
+	switch {
+	case r.Meta != nil:
+		return "meta"
+	case r.Unit != nil:
+		return "unit"
+	case r.Entry != nil:
+		return "entry"
+	case r.Deferred != nil:
+		return "deferred"
+	}
+	return "empty"
+}
