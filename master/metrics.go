@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"sexton/api"
 )
@@ -33,7 +34,7 @@ func newMetrics(n *Node) *metrics {
 	m.ackedTasks = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_tasks_acked_total", Help: "Delete tasks dropped by committed acks."})
 	m.leaderChanges = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_leader_terms_total", Help: "Times this node became the ready leader."})
 	m.reg.MustRegister(m.applyLatency, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.leaderChanges)
-	m.reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(&stateCollector{n: n})
 	return m
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"sexton/api"
 	"sexton/transport"
 )
 
@@ -65,5 +64,3 @@ func call(cl *transport.ClusterClient, cf *clientFlags, method string, req, resp
 	defer cancel()
 	return cl.Call(ctx, method, req, resp)
 }
-
-func isNotFound(err error) bool { return api.CodeOf(err) == api.CodeObjectNotFound }
