@@ -124,16 +124,24 @@ func heapInUse() uint64 {
 }
 
 // BenchmarkHeapPerObject reports the live heap per stored 1-replica object
-// with a 32-byte key.
+// with a 32-byte key, without and with a 36-byte (UUID) put id.
 func BenchmarkHeapPerObject(b *testing.B) {
 	const n = 200000
-	for i := 0; i < b.N; i++ {
-		before := heapInUse()
-		bf := newBenchFSM(b, DefaultRegistryCapacity)
-		bf.put(b, 0, n)
-		after := heapInUse()
-		b.ReportMetric(float64(after-before)/n, "B/object")
-		runtime.KeepAlive(bf)
+	for _, putID := range []string{"", "0b9c4e2a-1f3d-4c5e-9a7b-6d8e0f1a2b3c"} {
+		b.Run(fmt.Sprintf("putid=%d", len(putID)), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				before := heapInUse()
+				bf := newBenchFSM(b, DefaultRegistryCapacity)
+				for j := 0; j < n; j++ {
+					k := benchKey(j)
+					r := bf.apply(b, &PutStart{Key: k, Size: 4096, Replicas: benchReplicas, PutID: putID, Now: int64(j)}).(*PutStartResult)
+					bf.apply(b, &PutEnd{Key: k, Incarnation: r.Incarnation})
+				}
+				after := heapInUse()
+				b.ReportMetric(float64(after-before)/n, "B/object")
+				runtime.KeepAlive(bf)
+			}
+		})
 	}
 }
 

@@ -7,8 +7,10 @@ import (
 )
 
 // numShards splits the object table so that the first write to a shard after
-// a snapshot copies only that shard (about 1/numShards of the objects).
-const numShards = 1024
+// a snapshot copies only that shard (about 1/numShards of the objects: ~250
+// entries at a million objects). Shard maps are allocated on first write, so
+// a small FSM does not pay for thousands of empty maps.
+const numShards = 4096
 
 // object is one incarnation of one key. It is immutable once stored: a
 // change builds a new object and replaces the pointer, so a snapshot view
@@ -46,13 +48,7 @@ type objectTable struct {
 	pending  int // keys with a PENDING incarnation
 }
 
-func newObjectTable() *objectTable {
-	t := &objectTable{}
-	for i := range t.shards {
-		t.shards[i].m = make(map[string]entry)
-	}
-	return t
-}
+func newObjectTable() *objectTable { return &objectTable{} }
 
 // shardOf is FNV-1a; the shard never reaches a result, only where a key is
 // kept, so any fixed hash will do.
@@ -77,10 +73,13 @@ func (t *objectTable) set(key string, old, e entry) {
 	if old.empty() && e.empty() {
 		return
 	}
-	if s.shared {
+	switch {
+	case s.m == nil:
+		s.m = make(map[string]entry)
+	case s.shared:
 		s.m = maps.Clone(s.m)
-		s.shared = false
 	}
+	s.shared = false
 	t.complete += countNonNil(e.complete) - countNonNil(old.complete)
 	t.pending += countNonNil(e.pending) - countNonNil(old.pending)
 	if e.empty() {

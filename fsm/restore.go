@@ -134,6 +134,9 @@ func (b *restoreSink) buildObjects() error {
 	t := b.st.objects
 	for s := 0; s < numShards; s++ {
 		part := grouped[counts[s]:counts[s+1]]
+		if len(part) == 0 {
+			continue
+		}
 		m := make(map[string]entry, len(part))
 		for _, ke := range part {
 			if _, dup := m[ke.key]; dup {

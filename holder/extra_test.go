@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -134,5 +135,40 @@ func TestBindClusterRecordsOnce(t *testing.T) {
 	defer s.Close()
 	if s.Identity().ClusterID != 7 || s.SegmentID() != seg {
 		t.Fatalf("identity after reopen %+v", s.Identity())
+	}
+}
+
+func TestCloseWaitsForTombstoneBatch(t *testing.T) {
+	dir := t.TempDir()
+	opts, ffs := faultyOpts(0)
+	s := openT(t, dir, opts)
+	mustPut(t, s, "k", incN(1), []byte("v"))
+	entered, release := make(chan struct{}), make(chan struct{})
+	ffs.Inject(fsys.Rule{Op: fsys.OpRename, Once: true, Hook: func(string) { close(entered); <-release }})
+	results := make(chan []api.TaskResult, 1)
+	go func() { results <- s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "k", incN(1))}) }()
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	for {
+		s.mu.Lock()
+		c := s.closed
+		s.mu.Unlock()
+		if c {
+			break
+		}
+		runtime.Gosched()
+	}
+	// Close has begun but the batch is mid-persistence: the lock is held.
+	if _, err := OpenStore(dir, StoreOptions{}); !errors.Is(err, ErrDirectoryInUse) {
+		t.Fatalf("open during close: %v", err)
+	}
+	close(release)
+	wantOutcomes(t, <-results, api.AckRemoved)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if !tombstonedOnDisk(t, dir, 1, "k", incN(1)) {
+		t.Fatal("tombstone not on disk")
 	}
 }

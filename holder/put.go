@@ -1,8 +1,10 @@
 package holder
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"sexton/api"
 )
@@ -99,6 +101,7 @@ func (s *Store) commitBatch(batch []*putReq) {
 	for _, g := range groups {
 		if err := s.commitGroup(g); err != nil {
 			s.log.Error("put commit failed", "bucket", g.b.id, "records", len(g.reqs), "err", err)
+			err = classifyIOError(err)
 			for _, r := range g.reqs {
 				r.err = err
 			}
@@ -238,4 +241,13 @@ func (s *Store) commitGroup(g *commitGroup) error {
 		b.liveCount++
 	}
 	return nil
+}
+
+// classifyIOError gives a failed commit a wire code: a full disk is
+// NO_SPACE (the master can place elsewhere), anything else UNAVAILABLE.
+func classifyIOError(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %w", api.ErrNoSpace, err)
+	}
+	return fmt.Errorf("%w: %w", api.ErrUnavailable, err)
 }

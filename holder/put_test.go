@@ -75,8 +75,13 @@ func TestPutIOFailureIsAnErrorAndLeavesNoRecord(t *testing.T) {
 			s := openT(t, dir, opts)
 			mustPut(t, s, "before", incN(1), []byte("before"))
 			ffs.Inject(rule)
-			if err := s.Put("k", "t", incN(2), []byte("value")); err == nil {
-				t.Fatal("put succeeded through an I/O error")
+			err := s.Put("k", "t", incN(2), []byte("value"))
+			wantCode := api.CodeUnavailable
+			if errors.Is(rule.Err, syscall.ENOSPC) {
+				wantCode = api.CodeNoSpace
+			}
+			if err == nil || api.CodeOf(err) != wantCode || !errors.Is(err, rule.Err) {
+				t.Fatalf("put through an I/O error: %v, want code %s wrapping %v", err, wantCode, rule.Err)
 			}
 			if _, err := s.Get("k", incN(2)); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("failed put is visible: %v", err)

@@ -186,6 +186,13 @@ func (s *Service) mount() error {
 	if err != nil {
 		return err
 	}
+	// The directory remembers its cluster: a holder pointed at another
+	// cluster's masters must not take its tasks or its reconciliation.
+	if resp.ClusterID != 0 {
+		if err := s.store.BindCluster(resp.ClusterID); err != nil {
+			return fmt.Errorf("refusing to follow cluster %016x: %w", resp.ClusterID, err)
+		}
+	}
 	s.mu.Lock()
 	s.mounted, s.mountEpoch, s.masterEpoch, s.clusterID = true, resp.MountEpoch, resp.MasterEpoch, resp.ClusterID
 	s.mu.Unlock()

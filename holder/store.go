@@ -26,7 +26,7 @@ type Store struct {
 
 	putCh      chan *putReq
 	committerD chan struct{}
-	inflight   sync.WaitGroup // Puts between the closed check and their answer
+	inflight   sync.WaitGroup // Puts and tombstone batches between the closed check and their answer
 
 	mu       sync.Mutex
 	cond     *sync.Cond // signalled when a bucket's readers drop
@@ -236,7 +236,7 @@ func (s *Store) Dir() string { return s.dir }
 // OpenReport says what OpenStore found and cleaned up.
 func (s *Store) OpenReport() OpenReport { return s.rep }
 
-// Close waits for in-flight puts and reads, closes every file and releases
+// Close waits for in-flight puts, tombstone batches and reads, closes every file and releases
 // the directory lock. It is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()

@@ -35,6 +35,20 @@ func (s *Store) BatchMarkDeleted(tasks []api.LocalDeleteTask) []api.TaskResult {
 	for i, t := range tasks {
 		results[i] = api.TaskResult{TaskID: t.ID, Key: t.Key, Incarnation: t.Incarnation}
 	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		for i := range results {
+			results[i].Outcome = api.AckRetryableFailure
+		}
+		return results
+	}
+	// Close waits for this batch, so the lock is never released while a
+	// persistence sequence is half done.
+	s.inflight.Add(1)
+	s.mu.Unlock()
+	defer s.inflight.Done()
+
 	pending := make([]int, 0, len(tasks))
 	for i, t := range tasks {
 		switch {
@@ -122,6 +136,7 @@ func (s *Store) tombstoneBucket(id uint64, tasks []api.LocalDeleteTask, results 
 		return nil
 	}
 	next := b.meta.clone()
+	next.V = metaVersionCurrent // a legacy bucket is rewritten in the current version
 	for _, i := range idxs {
 		k := objectKey{tasks[i].Key, tasks[i].Incarnation}
 		loc, ok := s.idx.live[k]

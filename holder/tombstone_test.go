@@ -214,7 +214,7 @@ func TestIOFailureIsRetryableAndChangesNothing(t *testing.T) {
 	}
 }
 
-func TestTombstoneOfLegacyAndOpenBucketKeepsPutsWorking(t *testing.T) {
+func TestTombstoneThenPutOnOpenBucketKeepsBoth(t *testing.T) {
 	// Tombstones and puts both rewrite the open bucket's metadata; each must
 	// start from the other's committed copy.
 	dir := t.TempDir()

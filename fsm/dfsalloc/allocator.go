@@ -1,6 +1,10 @@
 package dfsalloc
 
-import "sexton/api"
+import (
+	"slices"
+
+	"sexton/api"
+)
 
 // Allocator is the DFS space of the replicated state. Mutating methods are
 // called only from FSM Apply, with the command's now (unix nanoseconds,
@@ -131,4 +135,13 @@ func validateBatch(batch []Request, alignment, capacity int64) ([]int64, error) 
 // sameAsEntry reports whether key and d name exactly entry e of unit.
 func sameAsEntry(kind, path string, unit uint64, e *entry, key string, d api.DFSDescriptor) bool {
 	return e.key == key && d == descOf(kind, path, unit, e)
+}
+
+// sortEntries appends the entries of m to dst, sorted by offset.
+func sortEntries(m map[int64]*entry, dst []*entry) []*entry {
+	for _, e := range m {
+		dst = append(dst, e)
+	}
+	slices.SortFunc(dst, func(x, y *entry) int { return cmpInt64(x.offset, y.offset) })
+	return dst
 }

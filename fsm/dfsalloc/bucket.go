@@ -1,10 +1,6 @@
 package dfsalloc
 
-import (
-	"slices"
-
-	"sexton/api"
-)
+import "sexton/api"
 
 // bucket is one immutable bucket file's state. Every range below cursor is
 // either a live entry or tombstoned: live + tombstoned == cursor, always.
@@ -91,20 +87,25 @@ func (a *bucketAllocator) Allocate(batch []Request, now int64) ([]api.DFSDescrip
 }
 
 // appendTarget returns the open bucket if size fits behind its cursor;
-// otherwise it seals it and opens a new one, if the maximum allows.
+// otherwise, if the maximum allows a new bucket, it seals the open one and
+// opens the next id.
 func (a *bucketAllocator) appendTarget(size, now int64) (*bucket, error) {
 	if a.open != 0 {
 		b := a.buckets[a.open]
 		if b.cursor+size <= a.cfg.BucketCapacity {
 			return b, nil
 		}
-		a.seal(b)
 	}
+	// Refuse before sealing: a request that fails for lack of a new bucket
+	// does not waste the open bucket's tail.
 	if len(a.ids) >= a.maxBuckets {
 		return nil, noSpacef("%d buckets (open, sealed or awaiting deletion) reach the maximum %d", len(a.ids), a.maxBuckets)
 	}
 	if a.nextID > MaxBucketID {
 		return nil, noSpacef("bucket ids exhausted")
+	}
+	if a.open != 0 {
+		a.seal(a.buckets[a.open])
 	}
 	b := &bucket{id: a.nextID, state: UnitOpen, file: FileNeeded, lastAccess: now, entries: map[int64]*entry{}}
 	a.nextID++
@@ -197,12 +198,7 @@ func (a *bucketAllocator) Touch(key string, d api.DFSDescriptor, now int64) erro
 
 // sortedEntries lists b's live entries by offset.
 func (b *bucket) sortedEntries() []*entry {
-	out := make([]*entry, 0, len(b.entries))
-	for _, e := range b.entries {
-		out = append(out, e)
-	}
-	slices.SortFunc(out, func(x, y *entry) int { return cmpInt64(x.offset, y.offset) })
-	return out
+	return sortEntries(b.entries, make([]*entry, 0, len(b.entries)))
 }
 
 func (b *bucket) refs() []EntryRef {

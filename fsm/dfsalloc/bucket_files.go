@@ -12,7 +12,7 @@ func (a *bucketAllocator) PendingFileOps() []FileOp {
 		case b.state == UnitDeleting:
 			ops = append(ops, FileOp{
 				Kind: FileDelete, Allocator: KindBucket, Unit: id, Path: BucketPath(id),
-				NotBefore: b.deletingSince + a.cfg.deferNanos(), Failures: b.deleteFailures,
+				NotBefore: satAdd(b.deletingSince, a.cfg.deferNanos()), Failures: b.deleteFailures,
 			})
 		case b.file == FileNeeded:
 			ops = append(ops, FileOp{Kind: FileCreate, Allocator: KindBucket, Unit: id, Path: BucketPath(id), Size: a.cfg.BucketCapacity})

@@ -38,24 +38,26 @@ func (a *bucketAllocator) meta() *MetaRecord {
 }
 
 func (a *bucketAllocator) Records() []Record {
-	n := 1 + len(a.ids)
+	n := 0
 	for _, id := range a.ids {
 		n += len(a.buckets[id].entries)
 	}
-	out := make([]Record, 0, n)
-	out = append(out, Record{V: RecordV1, Meta: a.meta()})
+	rb := newRecordBuilder(len(a.ids), n, 0)
+	rb.out = append(rb.out, Record{V: RecordV1, Meta: a.meta()})
+	var scratch []*entry
 	for _, id := range a.ids {
 		b := a.buckets[id]
-		out = append(out, Record{V: RecordV1, Unit: &UnitRecord{
+		rb.unit(UnitRecord{
 			ID: id, State: b.state, File: b.file, Cursor: b.cursor, Tombstoned: b.tombstoned,
 			LastAccess: b.lastAccess, Version: b.version, DeleteFailures: b.deleteFailures,
 			DeletingSince: b.deletingSince,
-		}})
-		for _, e := range b.sortedEntries() {
-			out = append(out, entryRecord(id, e))
+		})
+		scratch = sortEntries(b.entries, scratch[:0])
+		for _, e := range scratch {
+			rb.entry(id, e)
 		}
 	}
-	return out
+	return rb.out
 }
 
 // Restore rebuilds the state from records into a new allocator, checking

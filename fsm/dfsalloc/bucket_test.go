@@ -381,3 +381,14 @@ func TestBucketIDsSurviveRestore(t *testing.T) {
 		t.Fatalf("after restore the next bucket is %d, want 3", d.UnitID)
 	}
 }
+
+func TestBucketRefusedRequestDoesNotSealTheOpenBucket(t *testing.T) {
+	a := mustNew(t, bucketConfig(4*unit4k, 1))
+	mustAlloc(t, a, t0, req("a", unit4k))
+	if _, err := a.Allocate([]Request{req("big", 4*unit4k)}, t0); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("err %v, want NO_SPACE", err)
+	}
+	if d := mustAlloc(t, a, t0, req("b", unit4k))[0]; d.UnitID != 1 || d.Offset != unit4k {
+		t.Fatalf("b = %+v, want bucket 1 offset 4096 (the open bucket kept its tail)", d)
+	}
+}

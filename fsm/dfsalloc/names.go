@@ -2,6 +2,7 @@ package dfsalloc
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -46,4 +47,13 @@ func alignUp(size, alignment int64) int64 {
 		return alignment
 	}
 	return (size + alignment - 1) &^ (alignment - 1)
+}
+
+// satAdd is now+d for a deadline, saturating instead of wrapping: a
+// garbage now far in the future must not make a deadline lie in the past.
+func satAdd(now, d int64) int64 {
+	if now > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return now + d
 }

@@ -117,10 +117,32 @@ func (r *Record) check() error {
 	return nil
 }
 
-// entryRecord builds the record of e in unit.
-func entryRecord(unit uint64, e *entry) Record {
-	return Record{V: RecordV1, Entry: &EntryRecord{
+// recordBuilder hands out records whose parts come from slabs sized up
+// front, so Records costs a few allocations rather than one per entry (the
+// FSM calls it under its write lock).
+type recordBuilder struct {
+	out     []Record
+	entries []EntryRecord
+	units   []UnitRecord
+}
+
+func newRecordBuilder(units, entries, deferred int) *recordBuilder {
+	return &recordBuilder{
+		out:     make([]Record, 0, 1+units+entries+deferred),
+		entries: make([]EntryRecord, 0, entries),
+		units:   make([]UnitRecord, 0, units),
+	}
+}
+
+func (rb *recordBuilder) unit(u UnitRecord) {
+	rb.units = append(rb.units, u)
+	rb.out = append(rb.out, Record{V: RecordV1, Unit: &rb.units[len(rb.units)-1]})
+}
+
+func (rb *recordBuilder) entry(unit uint64, e *entry) {
+	rb.entries = append(rb.entries, EntryRecord{
 		Unit: unit, Offset: e.offset, Size: e.size, AlignedSize: e.aligned,
 		Key: e.key, Pending: e.pending, LastAccess: e.lastAccess,
-	}}
+	})
+	rb.out = append(rb.out, Record{V: RecordV1, Entry: &rb.entries[len(rb.entries)-1]})
 }

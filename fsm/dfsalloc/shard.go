@@ -156,7 +156,7 @@ func (a *shardAllocator) deferFree(s *shard, e *entry, now int64) {
 	if e.pending {
 		s.pending--
 	}
-	s.deferred = append(s.deferred, deferredRange{off: e.offset, len: e.aligned, releaseAt: now + a.cfg.deferNanos()})
+	s.deferred = append(s.deferred, deferredRange{off: e.offset, len: e.aligned, releaseAt: satAdd(now, a.cfg.deferNanos())})
 	s.deferredBytes += e.aligned
 }
 
@@ -172,10 +172,5 @@ func (a *shardAllocator) Touch(key string, d api.DFSDescriptor, now int64) error
 }
 
 func (s *shard) sortedEntries() []*entry {
-	out := make([]*entry, 0, len(s.entries))
-	for _, e := range s.entries {
-		out = append(out, e)
-	}
-	slices.SortFunc(out, func(x, y *entry) int { return cmpInt64(x.offset, y.offset) })
-	return out
+	return sortEntries(s.entries, make([]*entry, 0, len(s.entries)))
 }

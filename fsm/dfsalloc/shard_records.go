@@ -34,23 +34,36 @@ func (a *shardAllocator) Stats() Stats {
 // with its entries by offset and its deferred ranges in queue order. Free
 // lists are not written: they are the complement of the rest.
 func (a *shardAllocator) Records() []Record {
-	out := []Record{{V: RecordV1, Meta: &MetaRecord{
+	var units, entries, deferred int
+	for _, s := range a.shards {
+		if s.file != 0 {
+			units++
+			entries += len(s.entries)
+			deferred += len(s.deferred)
+		}
+	}
+	rb := newRecordBuilder(units, entries, deferred)
+	rb.out = append(rb.out, Record{V: RecordV1, Meta: &MetaRecord{
 		Allocator: KindShard, Alignment: a.cfg.Alignment, UnitCapacity: a.cfg.ShardCapacity,
 		ShardCount: len(a.shards), Evicted: a.evicted, Aborted: a.aborted, Lost: a.lost,
-	}}}
+	}})
+	defs := make([]DeferredRecord, 0, deferred)
+	var scratch []*entry
 	for _, s := range a.shards {
 		if s.file == 0 {
 			continue
 		}
-		out = append(out, Record{V: RecordV1, Unit: &UnitRecord{ID: s.id, State: UnitOpen, File: s.file}})
-		for _, e := range s.sortedEntries() {
-			out = append(out, entryRecord(s.id, e))
+		rb.unit(UnitRecord{ID: s.id, State: UnitOpen, File: s.file})
+		scratch = sortEntries(s.entries, scratch[:0])
+		for _, e := range scratch {
+			rb.entry(s.id, e)
 		}
 		for _, d := range s.deferred {
-			out = append(out, Record{V: RecordV1, Deferred: &DeferredRecord{Unit: s.id, Offset: d.off, Length: d.len, ReleaseAt: d.releaseAt}})
+			defs = append(defs, DeferredRecord{Unit: s.id, Offset: d.off, Length: d.len, ReleaseAt: d.releaseAt})
+			rb.out = append(rb.out, Record{V: RecordV1, Deferred: &defs[len(defs)-1]})
 		}
 	}
-	return out
+	return rb.out
 }
 
 // Restore rebuilds the state into a new allocator and swaps it in only if

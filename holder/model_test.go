@@ -1,0 +1,152 @@
+package holder
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"syscall"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"sexton/api"
+	"sexton/holder/fsys"
+)
+
+// fastDir is a scratch directory on tmpfs when there is one: the model test
+// runs thousands of fsyncs and checks logic, not the disk.
+func fastDir(t *testing.T) string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		d, err := os.MkdirTemp("/dev/shm", "holder-model-")
+		if err == nil {
+			t.Cleanup(func() { os.RemoveAll(d) })
+			return d
+		}
+	}
+	return t.TempDir()
+}
+
+// TestStoreMatchesModel drives random puts, tombstone batches (sometimes
+// with every persistence failing), reads and restarts against a map model:
+// every outcome, every read and the live set must match after each step.
+func TestStoreMatchesModel(t *testing.T) {
+	root := fastDir(t)
+	run := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		run++
+		dir := fmt.Sprintf("%s/%d", root, run)
+		ffs := fsys.NewFaulty(fsys.OS{})
+		opts := StoreOptions{BucketKeysLimit: 3, BucketSizeLimit: 64, FS: ffs}
+		s, err := OpenStore(dir, opts)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer func() { s.Close() }()
+		live := map[objectKey][]byte{}
+		dead := map[objectKey]bool{}
+		genKey := rapid.SampledFrom([]string{"a", "b", "c"})
+		genInc := rapid.Uint64Range(1, 4)
+
+		check := func() {
+			var want []api.ObjectRef
+			for k := range live {
+				want = append(want, api.ObjectRef{Key: k.key, Incarnation: k.inc})
+			}
+			slices.SortFunc(want, func(a, b api.ObjectRef) int {
+				if refLess(a, b) {
+					return -1
+				}
+				return 1
+			})
+			if got := s.LiveRefs(); fmt.Sprint(got) != fmt.Sprint(want) {
+				rt.Fatalf("live refs %v, model %v", got, want)
+			}
+			u := s.Usage()
+			if u.LiveObjects != len(live) {
+				rt.Fatalf("usage %+v, model has %d live", u, len(live))
+			}
+		}
+
+		rt.Repeat(map[string]func(*rapid.T){
+			"put": func(rt *rapid.T) {
+				k := objectKey{genKey.Draw(rt, "key"), incN(genInc.Draw(rt, "inc"))}
+				v := rapid.SliceOfN(rapid.Byte(), 0, 40).Draw(rt, "value")
+				err := s.Put(k.key, "t", k.inc, v)
+				switch old, ok := live[k]; {
+				case dead[k]:
+					if !errors.Is(err, ErrTombstoned) {
+						rt.Fatalf("put of deleted %v: %v", k, err)
+					}
+				case ok && string(old) != string(v):
+					if !errors.Is(err, ErrConflict) {
+						rt.Fatalf("conflicting put %v: %v", k, err)
+					}
+				default:
+					if err != nil {
+						rt.Fatalf("put %v: %v", k, err)
+					}
+					if !ok {
+						live[k] = slices.Clone(v)
+					}
+				}
+			},
+			"tombstone": func(rt *rapid.T) {
+				n := rapid.IntRange(1, 5).Draw(rt, "tasks")
+				failing := rapid.Float64Range(0, 1).Draw(rt, "p") < 0.2
+				var tasks []api.LocalDeleteTask
+				for i := 0; i < n; i++ {
+					tasks = append(tasks, task(s, uint64(i), genKey.Draw(rt, "key"), incN(genInc.Draw(rt, "inc"))))
+				}
+				if failing {
+					ffs.Inject(fsys.Rule{Op: fsys.OpRename, Err: syscall.EIO})
+				}
+				rs := s.BatchMarkDeleted(tasks)
+				ffs.ClearRules()
+				removed := map[objectKey]bool{}
+				for i, tk := range tasks {
+					k := objectKey{tk.Key, tk.Incarnation}
+					want := api.AckStaleVersion
+					if _, isLive := live[k]; isLive {
+						want = api.AckRemoved
+						if failing {
+							want = api.AckRetryableFailure
+						}
+						removed[k] = true
+					} else if dead[k] {
+						want = api.AckAlreadyRemoved
+					}
+					if rs[i].Outcome != want {
+						rt.Fatalf("task %d %v: %v, model says %v", i, k, rs[i].Outcome, want)
+					}
+				}
+				if !failing {
+					for k := range removed {
+						delete(live, k)
+						dead[k] = true
+					}
+				}
+			},
+			"get": func(rt *rapid.T) {
+				k := objectKey{genKey.Draw(rt, "key"), incN(genInc.Draw(rt, "inc"))}
+				got, err := s.Get(k.key, k.inc)
+				if want, ok := live[k]; ok {
+					if err != nil || string(got) != string(want) {
+						rt.Fatalf("get %v: %v", k, err)
+					}
+				} else if !errors.Is(err, ErrNotFound) {
+					rt.Fatalf("get of absent %v: %v", k, err)
+				}
+			},
+			"reopen": func(rt *rapid.T) {
+				if err := s.Close(); err != nil {
+					rt.Fatal(err)
+				}
+				if s, err = OpenStore(dir, opts); err != nil {
+					rt.Fatal(err)
+				}
+			},
+			"": func(rt *rapid.T) { check() },
+		})
+	})
+}
