@@ -85,8 +85,9 @@ func TestFetchIsBoundedAndPages(t *testing.T) {
 	}
 }
 
-// TestQueriesRaceApply: queries from many goroutines while Apply runs (run
-// with -race); every query sees a consistent state.
+// TestQueriesRaceApply: queries, snapshots and snapshot writes from many
+// goroutines while Apply runs (run with -race); every query sees a
+// consistent state.
 func TestQueriesRaceApply(t *testing.T) {
 	h := newHarness(t, 1000)
 	h.epoch(7)
@@ -110,6 +111,9 @@ func TestQueriesRaceApply(t *testing.T) {
 				_, _, _ = h.f.FetchTasks("s1", e, 0)
 				h.f.Stats()
 				v := h.f.Snapshot()
+				if _, err := v.WriteTo(discard{}); err != nil {
+					t.Error(err)
+				}
 				v.Release()
 			}
 		}()

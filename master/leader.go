@@ -89,6 +89,15 @@ func (n *Node) becomeLeader(ctx context.Context) {
 		// A failover must never shorten a reader's lease: treat every
 		// object as leased for one lease period from now.
 		n.soft.beginTerm(time.Now().Add(n.cfg.LeaseTTL))
+		// Liveness is soft state the old leader took with it. Assume every
+		// mounted holder alive for one TTL rather than refusing every put
+		// until the first heartbeats arrive; a dead one stops being placed
+		// on when the TTL passes without a heartbeat.
+		for _, seg := range n.fsm.Segments() {
+			if seg.Mounted && !seg.Retired {
+				n.soft.heartbeat(seg.ID, 0, seg.Capacity, 0, time.Now())
+			}
+		}
 		n.ready.Store(true)
 		n.metrics.leaderChanges.Inc()
 		n.log.Info("leader ready", "master_epoch", eb.MasterEpoch, "cluster_id", eb.ClusterID, "took", time.Since(start))

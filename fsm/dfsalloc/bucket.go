@@ -6,6 +6,7 @@ import "sexton/api"
 // either a live entry or tombstoned: live + tombstoned == cursor, always.
 type bucket struct {
 	id             uint64
+	path           string // BucketPath(id), kept so descriptors cost no formatting
 	state          UnitState
 	file           FileState
 	cursor         int64
@@ -81,7 +82,7 @@ func (a *bucketAllocator) Allocate(batch []Request, now int64) ([]api.DFSDescrip
 			a.seal(b)
 		}
 		reserved = append(reserved, placed{b, e})
-		out = append(out, descOf(KindBucket, BucketPath(b.id), b.id, e))
+		out = append(out, descOf(KindBucket, b.path, b.id, e))
 	}
 	return out, nil
 }
@@ -107,7 +108,7 @@ func (a *bucketAllocator) appendTarget(size, now int64) (*bucket, error) {
 	if a.open != 0 {
 		a.seal(a.buckets[a.open])
 	}
-	b := &bucket{id: a.nextID, state: UnitOpen, file: FileNeeded, lastAccess: now, entries: map[int64]*entry{}}
+	b := &bucket{id: a.nextID, path: BucketPath(a.nextID), state: UnitOpen, file: FileNeeded, lastAccess: now, entries: map[int64]*entry{}}
 	a.nextID++
 	a.buckets[b.id] = b
 	a.ids = append(a.ids, b.id) // ids only grow: stays sorted
@@ -148,7 +149,7 @@ func (a *bucketAllocator) find(key string, d api.DFSDescriptor) (*bucket, *entry
 	if e == nil {
 		return nil, nil, errorf(ErrUnknownEntry, "%q: no live entry at bucket %d offset %d", key, d.UnitID, d.Offset)
 	}
-	if !sameAsEntry(KindBucket, BucketPath(b.id), b.id, e, key, d) {
+	if !sameAsEntry(KindBucket, b.path, b.id, e, key, d) {
 		return nil, nil, errorf(ErrDescriptorMismatch, "%q %+v: bucket %d offset %d holds %q size %d", key, d, b.id, e.offset, e.key, e.size)
 	}
 	return b, e, nil
@@ -204,7 +205,7 @@ func (b *bucket) sortedEntries() []*entry {
 func (b *bucket) refs() []EntryRef {
 	es := b.sortedEntries()
 	out := make([]EntryRef, len(es))
-	path := BucketPath(b.id)
+	path := b.path
 	for i, e := range es {
 		out[i] = EntryRef{Key: e.key, Desc: descOf(KindBucket, path, b.id, e)}
 	}

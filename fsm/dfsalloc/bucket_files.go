@@ -11,11 +11,11 @@ func (a *bucketAllocator) PendingFileOps() []FileOp {
 		switch {
 		case b.state == UnitDeleting:
 			ops = append(ops, FileOp{
-				Kind: FileDelete, Allocator: KindBucket, Unit: id, Path: BucketPath(id),
+				Kind: FileDelete, Allocator: KindBucket, Unit: id, Path: b.path,
 				NotBefore: satAdd(b.deletingSince, a.cfg.deferNanos()), Failures: b.deleteFailures,
 			})
 		case b.file == FileNeeded:
-			ops = append(ops, FileOp{Kind: FileCreate, Allocator: KindBucket, Unit: id, Path: BucketPath(id), Size: a.cfg.BucketCapacity})
+			ops = append(ops, FileOp{Kind: FileCreate, Allocator: KindBucket, Unit: id, Path: b.path, Size: a.cfg.BucketCapacity})
 		}
 	}
 	return ops

@@ -12,7 +12,7 @@ func (a *bucketAllocator) Stats() Stats {
 	for _, id := range a.ids {
 		b := a.buckets[id]
 		u := UnitStats{
-			Unit: id, Path: BucketPath(id), State: b.state, File: b.file,
+			Unit: id, Path: b.path, State: b.state, File: b.file,
 			Capacity: a.cfg.BucketCapacity, Used: b.cursor, LiveBytes: b.live, DeadBytes: b.tombstoned,
 			LiveEntries: len(b.entries), PendingEntries: b.pending, LastAccess: b.lastAccess,
 			DeleteFailures: b.deleteFailures, DeletingSince: b.deletingSince,
@@ -158,7 +158,7 @@ func (a *bucketAllocator) restoreBucket(at int, u *UnitRecord) (*bucket, error) 
 		return nil, corruptf("record %d: bucket %d tombstoned bytes %d not in [0, cursor %d]", at, u.ID, u.Tombstoned, u.Cursor)
 	}
 	b := &bucket{
-		id: u.ID, state: u.State, file: u.File, cursor: u.Cursor, tombstoned: u.Tombstoned,
+		id: u.ID, path: BucketPath(u.ID), state: u.State, file: u.File, cursor: u.Cursor, tombstoned: u.Tombstoned,
 		lastAccess: u.LastAccess, version: u.Version, deleteFailures: u.DeleteFailures,
 		deletingSince: u.DeletingSince, entries: map[int64]*entry{},
 	}
