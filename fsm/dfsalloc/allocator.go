@@ -9,8 +9,11 @@ import (
 // Allocator is the DFS space of the replicated state. Mutating methods are
 // called only from FSM Apply, with the command's now (unix nanoseconds,
 // chosen by the leader); they change nothing when they return an error,
-// except where a method's comment says otherwise (a failed bucket batch
-// keeps its tombstones, as the ancestor does).
+// except that a failed bucket batch keeps its tombstones (as the ancestor
+// does: the cursor never rewinds) and a failed shard batch may have released
+// deferred ranges whose time had come (time passing, not a change of
+// meaning). Either way the change is a function of the state and the
+// command, so every master makes the same one.
 type Allocator interface {
 	// Kind is KindShard or KindBucket.
 	Kind() string

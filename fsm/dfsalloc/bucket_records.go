@@ -4,7 +4,7 @@ import "sexton/api"
 
 func (a *bucketAllocator) Stats() Stats {
 	s := Stats{
-		Allocator: KindBucket, Capacity: int64(a.maxBuckets) * a.cfg.BucketCapacity,
+		Allocator: KindBucket, Capacity: satMul(a.maxBuckets, a.cfg.BucketCapacity),
 		MaxBuckets: a.maxBuckets, ChargedBuckets: len(a.ids), NextBucketID: a.nextID,
 		Evicted: a.evicted, Aborted: a.aborted, Lost: a.lost,
 		Units: make([]UnitStats, 0, len(a.ids)),

@@ -57,3 +57,12 @@ func satAdd(now, d int64) int64 {
 	}
 	return now + d
 }
+
+// satMul is n×size for a total capacity, saturating at MaxInt64 (a valid
+// configuration may name more bytes than an int64 holds).
+func satMul(n int, size int64) int64 {
+	if n > 0 && size > math.MaxInt64/int64(n) {
+		return math.MaxInt64
+	}
+	return int64(n) * size
+}

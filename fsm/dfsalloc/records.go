@@ -73,8 +73,18 @@ type DeferredRecord struct {
 	ReleaseAt int64  `msgpack:"release_at"`
 }
 
-// EncodeRecord is the msgpack encoding of r, as the snapshot writes it.
-func EncodeRecord(r Record) ([]byte, error) { return msgpack.Marshal(&r) }
+// EncodeRecord is the msgpack encoding of r exactly as the snapshot writer
+// produces it (compact integers, fields in declaration order).
+func EncodeRecord(r Record) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.UseCompactInts(true)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(&r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
 
 // DecodeRecord decodes one record strictly: a known version, no unknown
 // fields, exactly one part, nothing after the value, at most MaxRecordLen

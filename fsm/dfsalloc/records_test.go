@@ -13,7 +13,7 @@ import (
 
 // bucketState is a small bucket allocator state with a sealed, an open and
 // a deleting bucket, committed and pending entries and a tombstone.
-func bucketState(t *testing.T) Allocator {
+func bucketState(t testing.TB) Allocator {
 	a := mustNew(t, bucketConfig(4*unit4k, 4))
 	ds := mustAlloc(t, a, t0, req("a", unit4k), req("b", 3*unit4k), req("c", 2*unit4k), req("d", 1))
 	must(t, a.Commit("a", ds[0], t0))
@@ -28,7 +28,7 @@ func bucketState(t *testing.T) Allocator {
 	return a
 }
 
-func shardState(t *testing.T) Allocator {
+func shardState(t testing.TB) Allocator {
 	a := mustNew(t, shardConfig(4, 16*unit4k))
 	ds := mustAlloc(t, a, t0, req("a", 1), req("b", 5000), req("c", 3), req("d", 0), req("e", 9000))
 	must(t, a.Commit("a", ds[0], t0))

@@ -6,7 +6,7 @@ import (
 
 func (a *shardAllocator) Stats() Stats {
 	s := Stats{
-		Allocator: KindShard, Capacity: int64(len(a.shards)) * a.cfg.ShardCapacity,
+		Allocator: KindShard, Capacity: satMul(len(a.shards), a.cfg.ShardCapacity),
 		Evicted: a.evicted, Aborted: a.aborted, Lost: a.lost,
 	}
 	for _, sh := range a.shards {
