@@ -26,7 +26,7 @@ func (st *state) applyAck(c *LocalDeleteAck) *AckResult {
 	}
 	res := &AckResult{}
 	for _, r := range c.Results {
-		t := st.reg.byID[r.TaskID]
+		t := st.reg.byID.get(r.TaskID)
 		if t == nil || t.seg != seg.id || t.key != r.Key || t.inc != r.Incarnation {
 			res.Unknown++
 			continue

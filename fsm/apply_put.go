@@ -84,12 +84,12 @@ func (st *state) applyPutEnd(c *PutEnd) *PutEndResult {
 		return &PutEndResult{Err: noPending(c.Key, c.Incarnation, e)}
 	}
 	created := 0
-	if old := e.complete; old != nil {
-		plan := st.planTasks(c.Key, old)
+	if prev := e.complete; prev != nil {
+		plan := st.planTasks(c.Key, e, prev)
 		if !st.reg.fits(len(plan)) {
 			return &PutEndResult{Err: registryFull(c.Key, len(plan), st.reg.len(), st.reg.capacity)}
 		}
-		created = st.createTasks(plan, old.tenant, c.Now)
+		created = st.createTasks(&e, plan, prev.tenant, c.Now)
 	}
 	e.complete, e.pending = e.pending, nil
 	st.objects.set(c.Key, old, e)
@@ -104,11 +104,11 @@ func (st *state) applyPutRevoke(c *PutRevoke) *PutEndResult {
 	if e.pending == nil || e.pending.inc != c.Incarnation {
 		return &PutEndResult{Err: noPending(c.Key, c.Incarnation, e)}
 	}
-	plan := st.planTasks(c.Key, e.pending)
+	plan := st.planTasks(c.Key, e, e.pending)
 	if !st.reg.fits(len(plan)) {
 		return &PutEndResult{Err: registryFull(c.Key, len(plan), st.reg.len(), st.reg.capacity)}
 	}
-	created := st.createTasks(plan, e.pending.tenant, c.Now)
+	created := st.createTasks(&e, plan, e.pending.tenant, c.Now)
 	e.pending = nil
 	st.objects.set(c.Key, old, e)
 	return &PutEndResult{TasksCreated: created}

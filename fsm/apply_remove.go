@@ -22,12 +22,12 @@ func (st *state) applyRemove(c *Remove) *RemoveResult {
 			res.Results[i].Err = api.Errorf(api.CodeObjectNotFound, "key %q", key)
 			continue
 		}
-		plan := st.planTasks(key, e.complete)
+		plan := st.planTasks(key, e, e.complete)
 		if !st.reg.fits(len(plan)) {
 			res.Results[i].Err = registryFull(key, len(plan), st.reg.len(), st.reg.capacity)
 			continue
 		}
-		res.TasksCreated += st.createTasks(plan, e.complete.tenant, c.Now)
+		res.TasksCreated += st.createTasks(&e, plan, e.complete.tenant, c.Now)
 		e.complete = nil
 		st.objects.set(key, old, e)
 	}

@@ -179,6 +179,7 @@ func largeState(b *testing.B) *benchFSM {
 
 func BenchmarkSnapshotWrite(b *testing.B) {
 	bf := largeState(b)
+	runtime.GC() // start without the GC debt of building the state
 	b.ResetTimer()
 	var n int64
 	for i := 0; i < b.N; i++ {
@@ -200,6 +201,7 @@ func BenchmarkSnapshotRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	v.Release()
+	runtime.GC()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		g := New(Config{})
@@ -227,6 +229,7 @@ func BenchmarkSnapshotPause(b *testing.B) {
 		applies = append(applies, time.Since(start))
 		return res
 	}
+	runtime.GC()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()

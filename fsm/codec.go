@@ -217,9 +217,15 @@ var fastDecoders = map[CommandType]func(*msgpack.Decoder) (Command, error){
 // fields before it (the encoder writes "v" first, so this is cheap). A body
 // with no "v" is version 0, which no command has.
 func peekVersion(body []byte) (uint64, error) {
-	// Fast path: a fixmap whose first field is "v" with a fixint value.
-	if len(body) >= 4 && body[0]&0xf0 == 0x80 && body[0] != 0x80 && body[1] == 0xa1 && body[2] == 'v' && body[3] <= 0x7f {
-		return uint64(body[3]), nil
+	// Fast path: a fixmap whose first field is "v", with a fixint or uint8
+	// value (how our encoder writes it).
+	if len(body) >= 4 && body[0]&0xf0 == 0x80 && body[0] != 0x80 && body[1] == 0xa1 && body[2] == 'v' {
+		switch {
+		case body[3] <= 0x7f:
+			return uint64(body[3]), nil
+		case body[3] == 0xcc && len(body) >= 5:
+			return uint64(body[4]), nil
+		}
 	}
 	r := bytes.NewReader(body)
 	dec := msgpack.GetDecoder()

@@ -15,36 +15,56 @@ const invariantsEnabled = true
 // invariants (the way pebble guards its expensive checks).
 func (st *state) checkInvariants() error {
 	r := st.reg
-	if len(r.byID) > r.capacity {
-		return fmt.Errorf("registry holds %d tasks, capacity %d", len(r.byID), r.capacity)
+	if r.len() > r.capacity {
+		return fmt.Errorf("registry holds %d tasks, capacity %d", r.len(), r.capacity)
+	}
+	counted := 0
+	for no, p := range r.byID.pages {
+		live := 0
+		for i, t := range p.slots {
+			if t != nil {
+				live++
+				if t.id != no<<taskPageBits|uint64(i) {
+					return fmt.Errorf("task %d filed under id %d", t.id, no<<taskPageBits|uint64(i))
+				}
+			}
+		}
+		if live == 0 || live != p.live {
+			return fmt.Errorf("task page %d counts %d live, holds %d", no, p.live, live)
+		}
+		counted += live
+	}
+	if counted != r.len() {
+		return fmt.Errorf("task index counts %d, pages hold %d", r.len(), counted)
 	}
 	perKey, perSeg := 0, map[string]int{}
-	for key, head := range r.byKey {
-		if head == nil {
-			return fmt.Errorf("empty per-key list for %q", key)
-		}
-		for t := head; t != nil; t = t.keyNext {
-			if t.key != key || r.byID[t.id] != t {
-				return fmt.Errorf("per-key index of %q holds task %d not in byID", key, t.id)
+	for i := range st.objects.shards {
+		for key, e := range st.objects.shards[i].m {
+			for t := e.tasks; t != nil; t = t.keyNext {
+				if t.key != key || r.byID.get(t.id) != t {
+					return fmt.Errorf("task list of %q holds task %d not in byID", key, t.id)
+				}
+				for o := t.keyNext; o != nil; o = o.keyNext {
+					if o.ident() == t.ident() {
+						return fmt.Errorf("tasks %d and %d share (segment, key, incarnation)", t.id, o.id)
+					}
+				}
+				perKey++
 			}
-			perKey++
 		}
 	}
-	if perKey != len(r.byID) {
-		return fmt.Errorf("per-key index holds %d tasks, byID %d", perKey, len(r.byID))
+	if perKey != r.len() {
+		return fmt.Errorf("task lists hold %d tasks, byID %d", perKey, r.len())
 	}
-	for id, t := range r.byID {
-		if t.id != id || t.id >= st.nextTaskID {
-			return fmt.Errorf("task %d misfiled or not below next id %d", id, st.nextTaskID)
-		}
-		for o := r.byKey[t.key]; o != nil; o = o.keyNext {
-			if o != t && o.ident() == t.ident() {
-				return fmt.Errorf("tasks %d and %d share (segment, key, incarnation)", t.id, o.id)
-			}
+	var all []*task
+	r.byID.each(func(t *task) { all = append(all, t) })
+	for _, t := range all {
+		if t.id >= st.nextTaskID {
+			return fmt.Errorf("task %d not below next id %d", t.id, st.nextTaskID)
 		}
 		seg := st.segments[t.seg]
 		if seg == nil || seg.retired {
-			return fmt.Errorf("task %d on unknown or retired segment %s", id, t.seg)
+			return fmt.Errorf("task %d on unknown or retired segment %s", t.id, t.seg)
 		}
 		perSeg[string(t.seg)]++
 	}

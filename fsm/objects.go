@@ -24,15 +24,19 @@ type object struct {
 	replicas []api.ReplicaDescriptor // interned for DFS-free lists; never mutated
 }
 
-// entry is what a key maps to: its visible (COMPLETE) incarnation and the
-// put in progress (PENDING), either of which may be nil. Stored by value so
-// a key costs no extra allocation.
+// entry is what a key maps to: its visible (COMPLETE) incarnation, the put
+// in progress (PENDING), and the head of the list (via task.keyNext) of its
+// pending delete tasks; any of them may be nil, and a key stays in the table
+// while any is set. Keeping the task list here means a Remove finds the
+// key's object and its tasks in one lookup. Stored by value so a key costs
+// no extra allocation.
 type entry struct {
 	complete *object
 	pending  *object
+	tasks    *task
 }
 
-func (e entry) empty() bool { return e.complete == nil && e.pending == nil }
+func (e entry) empty() bool { return e.complete == nil && e.pending == nil && e.tasks == nil }
 
 // shard is one copy-on-write slice of the object table. shared says a
 // snapshot view holds m, so the next write must clone it first.

@@ -73,7 +73,9 @@ func (f *FSM) Stat(key string) (obj ObjectView, pending *api.ObjectIncarnation, 
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	e := f.st.objects.get(key)
-	pendingDeletes = f.st.reg.keyCount(key)
+	for t := e.tasks; t != nil; t = t.keyNext {
+		pendingDeletes++
+	}
 	if e.pending != nil {
 		inc := e.pending.inc
 		pending = &inc
@@ -206,7 +208,7 @@ func (f *FSM) NotLive(seg api.SegmentID, epoch uint64, refs []api.ObjectRef) ([]
 		if liveOn(e.complete, r.Incarnation, s.id) || liveOn(e.pending, r.Incarnation, s.id) {
 			continue
 		}
-		if f.st.reg.olderPending(r.Key, r.Incarnation) {
+		if olderIn(e.tasks, r.Incarnation) {
 			continue
 		}
 		out = append(out, r)
@@ -236,10 +238,8 @@ func (f *FSM) ListTasks(seg api.SegmentID, limit int) (tasks []api.LocalDeleteTa
 		})
 		return tasks, total
 	}
-	all := make([]*task, 0, len(reg.byID))
-	for _, t := range reg.byID {
-		all = append(all, t)
-	}
+	all := make([]*task, 0, reg.len())
+	reg.byID.each(func(t *task) { all = append(all, t) })
 	slices.SortFunc(all, func(a, b *task) int { return cmpUint(a.id, b.id) })
 	for _, t := range all[:min(limit, len(all))] {
 		tasks = append(tasks, t.view())

@@ -48,31 +48,31 @@ type segQueue struct {
 // Fetch, Ack, NotLive and Remove need.
 type registry struct {
 	capacity int
-	byID     map[uint64]*task
-	// byKey heads the list (via keyNext) of a key's pending tasks, any
-	// segment, any incarnation. A key has a handful at most, so the list
-	// is also the (segment, key, incarnation) uniqueness index, and the
-	// common single-task key costs no slice.
-	byKey map[string]*task
-	bySeg map[api.SegmentID]*segQueue
+	byID     taskIndex
+	bySeg    map[api.SegmentID]*segQueue
+	// objs holds each key's task list (entry.tasks, linked by keyNext): a
+	// key has a handful of tasks at most, so the list is also the
+	// (segment, key, incarnation) uniqueness index.
+	objs *objectTable
 }
 
-func newRegistry(capacity int) *registry {
+func newRegistry(capacity int, objs *objectTable) *registry {
 	return &registry{
 		capacity: capacity,
-		byID:     make(map[uint64]*task),
-		byKey:    make(map[string]*task),
+		byID:     newTaskIndex(),
 		bySeg:    make(map[api.SegmentID]*segQueue),
+		objs:     objs,
 	}
 }
 
-func (r *registry) len() int { return len(r.byID) }
+func (r *registry) len() int { return r.byID.len() }
 
 // fits reports whether n more tasks fit.
-func (r *registry) fits(n int) bool { return len(r.byID)+n <= r.capacity }
+func (r *registry) fits(n int) bool { return r.byID.len()+n <= r.capacity }
 
-func (r *registry) has(id taskIdent) bool {
-	for t := r.byKey[id.key]; t != nil; t = t.keyNext {
+// hasIn reports whether the task list starting at head holds id.
+func hasIn(head *task, id taskIdent) bool {
+	for t := head; t != nil; t = t.keyNext {
 		if t.ident() == id {
 			return true
 		}
@@ -80,11 +80,10 @@ func (r *registry) has(id taskIdent) bool {
 	return false
 }
 
-// insert stores t, which must not duplicate an existing ident or id.
-func (r *registry) insert(t *task) {
-	r.byID[t.id] = t
-	t.keyNext = r.byKey[t.key]
-	r.byKey[t.key] = t
+// index files t by id and segment; the caller links it into its key's
+// entry (linkTask) and stores the entry.
+func (r *registry) index(t *task) {
+	r.byID.put(t)
 	q := r.bySeg[t.seg]
 	if q == nil {
 		q = &segQueue{}
@@ -94,23 +93,39 @@ func (r *registry) insert(t *task) {
 	q.live++
 }
 
+// linkTask puts t at the head of e's task list.
+func linkTask(e *entry, t *task) {
+	t.keyNext = e.tasks
+	e.tasks = t
+}
+
+// insert stores t (which must not duplicate an existing ident or id),
+// looking its key's entry up.
+func (r *registry) insert(t *task) {
+	r.index(t)
+	old := r.objs.get(t.key)
+	e := old
+	linkTask(&e, t)
+	r.objs.set(t.key, old, e)
+}
+
 // drop removes t.
 func (r *registry) drop(t *task) {
-	delete(r.byID, t.id)
-	if head := r.byKey[t.key]; head == t {
-		if t.keyNext == nil {
-			delete(r.byKey, t.key)
-		} else {
-			r.byKey[t.key] = t.keyNext
-		}
+	r.byID.remove(t)
+	old := r.objs.get(t.key)
+	e := old
+	if e.tasks == t {
+		e.tasks = t.keyNext
 	} else {
-		for p := head; p != nil; p = p.keyNext {
+		for p := e.tasks; p != nil; p = p.keyNext {
 			if p.keyNext == t {
 				p.keyNext = t.keyNext
 				break
 			}
 		}
 	}
+	t.keyNext = nil
+	r.objs.set(t.key, old, e)
 	q := r.bySeg[t.seg]
 	q.live--
 	if q.live == 0 {
@@ -120,21 +135,12 @@ func (r *registry) drop(t *task) {
 	if dead := len(q.ids) - q.live; dead > 64 && dead > q.live {
 		kept := make([]uint64, 0, q.live)
 		for _, id := range q.ids {
-			if x, ok := r.byID[id]; ok && x.seg == t.seg {
+			if x := r.byID.get(id); x != nil && x.seg == t.seg {
 				kept = append(kept, id)
 			}
 		}
 		q.ids = kept
 	}
-}
-
-// keyCount is the number of pending tasks of key.
-func (r *registry) keyCount(key string) int {
-	n := 0
-	for t := r.byKey[key]; t != nil; t = t.keyNext {
-		n++
-	}
-	return n
 }
 
 // segCount is the number of pending tasks of seg.
@@ -148,7 +154,7 @@ func (r *registry) segCount(seg api.SegmentID) int {
 // fetchable reports invariant 7: t may be handed out only if no pending task
 // of the same key, on any segment, names an older incarnation.
 func (r *registry) fetchable(t *task) bool {
-	for o := r.byKey[t.key]; o != nil; o = o.keyNext {
+	for o := r.objs.get(t.key).tasks; o != nil; o = o.keyNext {
 		if o.inc.Less(t.inc) {
 			return false
 		}
@@ -156,9 +162,9 @@ func (r *registry) fetchable(t *task) bool {
 	return true
 }
 
-// olderPending reports whether key has a pending task older than inc.
-func (r *registry) olderPending(key string, inc api.ObjectIncarnation) bool {
-	for o := r.byKey[key]; o != nil; o = o.keyNext {
+// olderIn reports whether the task list at head has a task older than inc.
+func olderIn(head *task, inc api.ObjectIncarnation) bool {
+	for o := head; o != nil; o = o.keyNext {
 		if o.inc.Less(inc) {
 			return true
 		}
@@ -173,8 +179,8 @@ func (r *registry) eachOfSeg(seg api.SegmentID, fn func(*task) bool) {
 		return
 	}
 	for _, id := range q.ids {
-		t, ok := r.byID[id]
-		if !ok || t.seg != seg {
+		t := r.byID.get(id)
+		if t == nil || t.seg != seg {
 			continue
 		}
 		if !fn(t) {

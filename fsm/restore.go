@@ -31,16 +31,18 @@ func (f *FSM) Restore(r io.Reader) error {
 // restoreSink builds a state from snapshot records, checking as it goes
 // that they describe a state Apply could have produced.
 type restoreSink struct {
-	st        *state
-	format    string
-	lastKey   string
-	lastState snapshot.ObjectState
-	lastInc   api.ObjectIncarnation
-	objects   []keyed // object records, until finish builds the table
-	nObjects  int
-	lastSeg   api.SegmentID
-	lastTask  uint64
-	haveState bool
+	st         *state
+	format     string
+	lastKey    string
+	lastState  snapshot.ObjectState
+	lastInc    api.ObjectIncarnation
+	objects    []keyed // object records, until finish builds the table
+	tasks      []*task // task records, linked in after the objects
+	taskIdents map[taskIdent]struct{}
+	nObjects   int
+	lastSeg    api.SegmentID
+	lastTask   uint64
+	haveState  bool
 }
 
 func corrupt(format string, args ...any) error {
@@ -97,14 +99,14 @@ func (b *restoreSink) Object(o *snapshot.Object) error {
 	// can be kept as they are. A key's second record (its PENDING after
 	// its COMPLETE) completes the entry before it.
 	if n := len(b.objects); n > 0 && b.objects[n-1].key == o.Key && b.format == snapshot.Format110 {
-		b.objects[n-1].e.pending = obj
+		b.objects[n-1].pending = obj
 		return nil
 	}
-	e := entry{complete: obj}
+	ke := keyed{key: o.Key, complete: obj}
 	if o.State == snapshot.ObjectPending {
-		e = entry{pending: obj}
+		ke = keyed{key: o.Key, pending: obj}
 	}
-	b.objects = append(b.objects, keyed{key: o.Key, e: e})
+	b.objects = append(b.objects, ke)
 	return nil
 }
 
@@ -138,13 +140,16 @@ func (b *restoreSink) buildObjects() error {
 			continue
 		}
 		m := make(map[string]entry, len(part))
+		checkDup := b.format != snapshot.Format110 // 1.1.0 order already rules duplicates out
 		for _, ke := range part {
-			if _, dup := m[ke.key]; dup {
-				return corrupt("object %q appears twice", ke.key)
+			if checkDup {
+				if _, dup := m[ke.key]; dup {
+					return corrupt("object %q appears twice", ke.key)
+				}
 			}
-			m[ke.key] = ke.e
-			t.complete += countNonNil(ke.e.complete)
-			t.pending += countNonNil(ke.e.pending)
+			m[ke.key] = entry{complete: ke.complete, pending: ke.pending}
+			t.complete += countNonNil(ke.complete)
+			t.pending += countNonNil(ke.pending)
 		}
 		t.shards[s].m = m
 	}
@@ -207,14 +212,19 @@ func (b *restoreSink) Task(t *snapshot.Task) error {
 	}
 	key := t.Key
 	id := taskIdent{seg: seg.id, key: key, inc: t.Incarnation}
-	if b.st.reg.has(id) {
+	if _, dup := b.taskIdents[id]; dup {
 		return corrupt("task %d duplicates (segment %s, key %q, incarnation %s)", t.ID, t.Segment, t.Key, t.Incarnation)
 	}
-	if b.st.reg.len() >= b.st.reg.capacity {
+	if len(b.tasks) >= b.st.reg.capacity {
 		return corrupt("more than %d tasks, this FSM's registry capacity (every master must run with the capacity the snapshot was taken with, or larger)", b.st.reg.capacity)
 	}
 	b.lastTask = t.ID
-	b.st.reg.insert(&task{id: t.ID, seg: seg.id, key: key, tenant: b.st.intern(t.Tenant), inc: t.Incarnation, created: t.Created})
+	if b.taskIdents == nil {
+		b.taskIdents = make(map[taskIdent]struct{})
+	}
+	b.taskIdents[id] = struct{}{}
+	// Linked into the object table once it is built (finish).
+	b.tasks = append(b.tasks, &task{id: t.ID, seg: seg.id, key: key, tenant: b.st.intern(t.Tenant), inc: t.Incarnation, created: t.Created})
 	return nil
 }
 
@@ -251,6 +261,10 @@ func (b *restoreSink) finish(h snapshot.Header) error {
 	if err := b.buildObjects(); err != nil {
 		return err
 	}
+	for _, t := range b.tasks {
+		st.reg.insert(t)
+	}
+	b.tasks, b.taskIdents = nil, nil
 	if b.format == "" {
 		b.format = h.Format
 	}

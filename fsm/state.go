@@ -59,18 +59,21 @@ type state struct {
 
 	strs     map[string]string
 	replicas map[string][]api.ReplicaDescriptor
+	planBuf  taskPlan // scratch for planTasks, reused across keys
 }
 
 func newState(capacity int) *state {
-	return &state{
+	st := &state{
 		nextTaskID: 1,
 		objects:    newObjectTable(),
 		segments:   make(map[api.SegmentID]*segment),
 		clients:    make(map[string]api.SegmentID),
-		reg:        newRegistry(capacity),
+		reg:        nil, // set below: it shares the object table
 		strs:       make(map[string]string),
 		replicas:   make(map[string][]api.ReplicaDescriptor),
 	}
+	st.reg = newRegistry(capacity, st.objects)
+	return st
 }
 
 // intern returns a shared copy of s so millions of objects naming the same
@@ -147,8 +150,10 @@ type taskPlan []taskIdent
 // one per replica on a known segment that advertises OBJECT_TOMBSTONE_V1 and
 // has no such task yet. Replicas on segments without the capability get no
 // task: their bytes are reclaimed only by the holder's own reconciliation.
-func (st *state) planTasks(key string, obj *object) taskPlan {
-	var plan taskPlan
+// The plan lives in a scratch buffer valid until the next call.
+func (st *state) planTasks(key string, e entry, obj *object) taskPlan {
+	plan := st.planBuf[:0]
+	defer func() { st.planBuf = plan[:0] }()
 	for _, r := range obj.replicas {
 		if r.Kind != api.ReplicaLocalDisk {
 			continue
@@ -158,7 +163,7 @@ func (st *state) planTasks(key string, obj *object) taskPlan {
 			continue
 		}
 		id := taskIdent{seg: seg.id, key: key, inc: obj.inc}
-		if st.reg.has(id) || plan.contains(id) {
+		if hasIn(e.tasks, id) || plan.contains(id) {
 			continue // a duplicate costs nothing
 		}
 		plan = append(plan, id)
@@ -175,10 +180,13 @@ func (p taskPlan) contains(id taskIdent) bool {
 	return false
 }
 
-// createTasks stores the planned tasks; the caller has checked they fit.
-func (st *state) createTasks(plan taskPlan, tenant string, now int64) int {
+// createTasks stores the planned tasks, linking them into e (which the
+// caller then stores); the caller has checked they fit.
+func (st *state) createTasks(e *entry, plan taskPlan, tenant string, now int64) int {
 	for _, id := range plan {
-		st.reg.insert(&task{id: st.newTaskID(), seg: id.seg, key: id.key, tenant: tenant, inc: id.inc, created: now})
+		t := &task{id: st.newTaskID(), seg: id.seg, key: id.key, tenant: tenant, inc: id.inc, created: now}
+		st.reg.index(t)
+		linkTask(e, t)
 	}
 	return len(plan)
 }

@@ -1,0 +1,81 @@
+package fsm
+
+// taskIndex finds a task by id. Ids are handed out in order, so tasks live
+// in pages of 64 consecutive ids: inserting appends to the current page
+// (hot in cache), and a lookup is one access to a small map of pages plus
+// an array index, instead of a probe into a 50,000-entry map. A page is
+// freed when its last task goes; at worst (one live task per page) the
+// index costs ~520 bytes per task.
+type taskIndex struct {
+	pages map[uint64]*taskPage
+	n     int
+	// last caches the page of the newest insert.
+	lastNo   uint64
+	lastPage *taskPage
+}
+
+const taskPageBits = 6
+
+type taskPage struct {
+	slots [1 << taskPageBits]*task
+	live  int
+}
+
+func newTaskIndex() taskIndex { return taskIndex{pages: make(map[uint64]*taskPage)} }
+
+func (x *taskIndex) len() int { return x.n }
+
+func (x *taskIndex) get(id uint64) *task {
+	p := x.page(id >> taskPageBits)
+	if p == nil {
+		return nil
+	}
+	return p.slots[id&(1<<taskPageBits-1)]
+}
+
+func (x *taskIndex) page(no uint64) *taskPage {
+	if x.lastPage != nil && x.lastNo == no {
+		return x.lastPage
+	}
+	return x.pages[no]
+}
+
+// put stores t, whose id must not be stored yet.
+func (x *taskIndex) put(t *task) {
+	no := t.id >> taskPageBits
+	p := x.page(no)
+	if p == nil {
+		p = &taskPage{}
+		x.pages[no] = p
+	}
+	x.lastNo, x.lastPage = no, p
+	p.slots[t.id&(1<<taskPageBits-1)] = t
+	p.live++
+	x.n++
+}
+
+// remove drops the task with t's id.
+func (x *taskIndex) remove(t *task) {
+	no := t.id >> taskPageBits
+	p := x.page(no)
+	p.slots[t.id&(1<<taskPageBits-1)] = nil
+	p.live--
+	x.n--
+	if p.live == 0 {
+		delete(x.pages, no)
+		if x.lastPage == p {
+			x.lastPage = nil
+		}
+	}
+}
+
+// each calls fn for every task, in no particular order.
+func (x *taskIndex) each(fn func(*task)) {
+	for _, p := range x.pages {
+		for _, t := range p.slots {
+			if t != nil {
+				fn(t)
+			}
+		}
+	}
+}
