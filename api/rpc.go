@@ -23,6 +23,7 @@ const (
 	MethodListTasks        = "ListTasks"
 	MethodListSegments     = "ListSegments"
 	MethodRetireStorage    = "RetireStorage"
+	MethodEvict            = "EvictLocalDiskObjects"
 	MethodRaftPeers        = "RaftPeers"
 	MethodRaftAddVoter     = "RaftAddVoter"
 	MethodRaftRemovePeer   = "RaftRemovePeer"
@@ -393,4 +394,24 @@ type GCStatus struct {
 	BytesCopied    int64  `msgpack:"copied" json:"bytes_copied"`
 	BucketsEvicted int64  `msgpack:"evicted" json:"buckets_evicted"`
 	LastError      string `msgpack:"last_err,omitempty" json:"last_error,omitempty"`
+	// Added with the GC worker (issue 5); zero from older holders.
+	BucketsUnlinked int64 `msgpack:"unlinked,omitempty" json:"buckets_unlinked"`
+	BucketsMerged   int64 `msgpack:"merged,omitempty" json:"buckets_merged"`
+	CleanupPending  bool  `msgpack:"cleanup_pending,omitempty" json:"cleanup_pending"`
+}
+
+// EvictRequest asks the master to drop a segment's replicas of live
+// objects before the holder frees their bytes (above its high watermark,
+// with no dead bytes left to reclaim).
+type EvictRequest struct {
+	Segment    SegmentID   `msgpack:"seg"`
+	MountEpoch uint64      `msgpack:"epoch"`
+	Refs       []ObjectRef `msgpack:"refs"`
+}
+
+// EvictResponse names the refs the master dropped; only those may be
+// freed. The rest are under a read lease, not the current copy, or the
+// newest copy of a key whose older copies still await deletion.
+type EvictResponse struct {
+	Evicted []ObjectRef `msgpack:"evicted"`
 }

@@ -109,6 +109,16 @@ func checkBounds(cmd Command) error {
 			return bad("reason of %d bytes exceeds %d", len(c.Reason), MaxReasonLen)
 		}
 		return first(idLen("segment id", string(c.Segment)), idLen("by", c.By))
+	case *DropReplicas:
+		if len(c.Refs) > api.MaxBatchKeys {
+			return bad("%d refs exceed %d", len(c.Refs), api.MaxBatchKeys)
+		}
+		for _, r := range c.Refs {
+			if err := keyLen("ref key", r.Key); err != nil {
+				return err
+			}
+		}
+		return idLen("segment id", string(c.Segment))
 	}
 	return fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
 }

@@ -84,6 +84,10 @@ func withCurrentVersion(cmd Command) (Command, error) {
 		cp := *c
 		cp.V = want
 		return &cp, nil
+	case *DropReplicas:
+		cp := *c
+		cp.V = want
+		return &cp, nil
 	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
 }
@@ -99,6 +103,7 @@ var currentVersion = map[CommandType]uint8{
 	CmdRemove:           RemoveV1,
 	CmdLocalDeleteAck:   LocalDeleteAckV1,
 	CmdRetireStorage:    RetireStorageV1,
+	CmdDropReplicas:     DropReplicasV1,
 }
 
 func versionOf(cmd Command) uint8 {
@@ -120,6 +125,8 @@ func versionOf(cmd Command) uint8 {
 	case *LocalDeleteAck:
 		return c.V
 	case *RetireStorage:
+		return c.V
+	case *DropReplicas:
 		return c.V
 	}
 	return 0
@@ -146,6 +153,8 @@ func newBody(t CommandType) Command {
 		return &LocalDeleteAck{}
 	case CmdRetireStorage:
 		return &RetireStorage{}
+	case CmdDropReplicas:
+		return &DropReplicas{}
 	}
 	return nil
 }

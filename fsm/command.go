@@ -19,6 +19,7 @@ const (
 	CmdRemove           CommandType = 7 // the versioned REMOVE intent
 	CmdLocalDeleteAck   CommandType = 8 // LOCAL_DELETE_ACK
 	CmdRetireStorage    CommandType = 9
+	CmdDropReplicas     CommandType = 10 // a holder evicts live objects to free space
 )
 
 func (t CommandType) String() string {
@@ -41,6 +42,8 @@ func (t CommandType) String() string {
 		return "LocalDeleteAck"
 	case CmdRetireStorage:
 		return "RetireStorage"
+	case CmdDropReplicas:
+		return "DropReplicas"
 	default:
 		return "Unknown"
 	}
@@ -64,6 +67,7 @@ const (
 	RemoveV1           uint8 = 1
 	LocalDeleteAckV1   uint8 = 1
 	RetireStorageV1    uint8 = 1
+	DropReplicasV1     uint8 = 1
 )
 
 // EpochBegin is the first proposal of a new leader. The first EpochBegin of
@@ -150,6 +154,21 @@ type RetireStorage struct {
 	Reason  string        `msgpack:"reason"`
 	Now     int64         `msgpack:"now"`
 }
+
+// DropReplicas removes one segment's replicas of the named incarnations:
+// the holder is evicting live data to get under its high watermark and
+// tells the master first. An object left with no replica is gone (a cache
+// eviction, not a user's delete: no tasks, the holder drops the bytes
+// itself). The leader leaves out objects under a read lease.
+type DropReplicas struct {
+	V       uint8           `msgpack:"v"`
+	Segment api.SegmentID   `msgpack:"seg"`
+	Epoch   uint64          `msgpack:"epoch"`
+	Refs    []api.ObjectRef `msgpack:"refs"`
+	Now     int64           `msgpack:"now"`
+}
+
+func (*DropReplicas) Type() CommandType { return CmdDropReplicas }
 
 func (*EpochBegin) Type() CommandType       { return CmdEpochBegin }
 func (*MountLocalDisk) Type() CommandType   { return CmdMountLocalDisk }

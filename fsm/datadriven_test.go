@@ -265,17 +265,18 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 		}
 		fmt.Fprintf(&b, "more=%v", more)
 		return b.String()
-	case "notlive":
-		var refs []api.ObjectRef
-		for _, s := range a.list("refs") {
-			k, low, _ := strings.Cut(s, "@")
-			n, _ := strconv.ParseUint(low, 10, 64)
-			ref := api.ObjectRef{Key: k}
-			if n != 0 {
-				ref.Incarnation = d.inc(n)
-			}
-			refs = append(refs, ref)
+	case "drop":
+		r := h.apply(&DropReplicas{Segment: api.SegmentID(a["seg"]), Epoch: a.u64(t, "epoch"), Refs: d.refs(a.list("refs")), Now: h.now}).(*DropResult)
+		if r.Err != nil {
+			return fmtErr(r.Err)
 		}
+		var parts []string
+		for _, x := range r.Dropped {
+			parts = append(parts, x.Key+"@"+fmtInc(x.Incarnation))
+		}
+		return "dropped=[" + strings.Join(parts, " ") + "]"
+	case "notlive":
+		refs := d.refs(a.list("refs"))
 		out, err := h.f.NotLive(api.SegmentID(a["seg"]), a.u64(t, "epoch"), refs)
 		if err != nil {
 			return fmtErr(api.AsError(err))
@@ -347,4 +348,19 @@ func (d *ddRunner) findTask(id uint64) (api.LocalDeleteTask, bool) {
 		}
 	}
 	return api.LocalDeleteTask{}, false
+}
+
+// refs parses "key@low" items; "key@0" or "key" names the legacy incarnation.
+func (d *ddRunner) refs(items []string) []api.ObjectRef {
+	var refs []api.ObjectRef
+	for _, s := range items {
+		k, low, _ := strings.Cut(s, "@")
+		n, _ := strconv.ParseUint(low, 10, 64)
+		ref := api.ObjectRef{Key: k}
+		if n != 0 {
+			ref.Incarnation = d.inc(n)
+		}
+		refs = append(refs, ref)
+	}
+	return refs
 }

@@ -65,6 +65,8 @@ func (f *FSM) Apply(index, term uint64, data []byte) (any, error) {
 		res, now = st.applyAck(c), c.Now
 	case *RetireStorage:
 		res, now = st.applyRetire(index, c), c.Now
+	case *DropReplicas:
+		res, now = st.applyDropReplicas(c), c.Now
 	default:
 		return nil, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
 	}

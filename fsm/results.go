@@ -51,3 +51,13 @@ type RetireResult struct {
 	Err     *api.Error
 	Dropped int
 }
+
+// DropResult answers DropReplicas: the refs whose replica on the segment
+// was dropped, in request order. A ref is left out when the segment's
+// replica is not the named COMPLETE incarnation, or when an older
+// incarnation of its key still has a pending delete task (the newest copy
+// goes last, invariant 7).
+type DropResult struct {
+	Err     *api.Error
+	Dropped []api.ObjectRef
+}

@@ -60,3 +60,7 @@ func TestBatchRemoveKeepsPerKeyResultsInOrder(t *testing.T) {
 func TestRetireStorageDropsTasksAndAudits(t *testing.T) {
 	runDataDriven(t, "retire_storage_drops_and_audits")
 }
+
+func TestDropReplicasEvictsOnlyCurrentCopies(t *testing.T) {
+	runDataDriven(t, "drop_replicas_evicts_only_current_copies")
+}

@@ -33,6 +33,7 @@ func (n *Node) startRPC() error {
 	transport.Register(s, api.MethodAckTasks, n.handleAckTasks)
 	transport.Register(s, api.MethodReconcile, n.handleReconcile)
 	transport.Register(s, api.MethodRetireStorage, n.handleRetire)
+	transport.Register(s, api.MethodEvict, n.handleEvict)
 	transport.Register(s, api.MethodListTasks, n.handleListTasks)
 	transport.Register(s, api.MethodListSegments, n.handleListSegments)
 	transport.Register(s, api.MethodStatus, n.handleStatus)

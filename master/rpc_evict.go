@@ -1,0 +1,45 @@
+package master
+
+import (
+	"context"
+	"time"
+
+	"sexton/api"
+	"sexton/fsm"
+)
+
+// handleEvict drops a holder's replicas of live objects so it may free
+// their bytes. Objects under a read lease are left out here (leases are
+// leader soft state); the fsm leaves out what is not the segment's current
+// copy and newest copies whose older copies still await deletion.
+func (n *Node) handleEvict(_ context.Context, req *api.EvictRequest) (*api.EvictResponse, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	if len(req.Refs) > api.MaxBatchKeys {
+		return nil, api.Errorf(api.CodeInvalidParams, "%d refs exceed %d", len(req.Refs), api.MaxBatchKeys)
+	}
+	now := time.Now()
+	refs := make([]api.ObjectRef, 0, len(req.Refs))
+	for _, r := range req.Refs {
+		if err := api.ValidKey(r.Key); err != nil {
+			return nil, err
+		}
+		if !n.soft.leased(r.Key, now) {
+			refs = append(refs, r)
+		}
+	}
+	if len(refs) == 0 {
+		return &api.EvictResponse{Evicted: []api.ObjectRef{}}, nil
+	}
+	res, err := n.propose(&fsm.DropReplicas{V: fsm.DropReplicasV1, Segment: req.Segment, Epoch: req.MountEpoch, Refs: refs, Now: now.UnixNano()})
+	if err != nil {
+		return nil, err
+	}
+	r := res.(*fsm.DropResult)
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	n.log.Info("evicted replicas for a holder", "segment", req.Segment, "asked", len(req.Refs), "dropped", len(r.Dropped))
+	return &api.EvictResponse{Evicted: r.Dropped}, nil
+}
