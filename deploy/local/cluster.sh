@@ -28,7 +28,6 @@ start_master() {
 
 start_holder() {
 	local id="$1" i; i="${1#h}"
-	"$bin" holder --help >/dev/null 2>&1 || return 0
 	mkdir -p "$dir/$id"
 	nohup "$bin" holder --masters "$masters" --dir "$dir/$id" --rpc-addr "127.0.0.1:730$i" \
 		--client-id "$id" >>"$dir/$id.log" 2>&1 &
