@@ -26,14 +26,23 @@ type bucket struct {
 	deadBytes    int64
 	liveCount    int
 	deadCount    int
+	shadowed     int    // slots in stateShadowed (counted in deadCount too)
+	born         uint64 // Store.putClock when its data was written (GC age)
 	legacy       bool
 	readers      int // in-flight reads pinning the file
+	// retired: a committed GC round replaced this bucket; it is out of
+	// Store.buckets and its files go once its readers drain. A put planned
+	// for it before it was sealed must not append to it.
+	retired bool
 }
 
 // recount recomputes the byte and record counters from meta and states.
 func (b *bucket) recount() {
-	b.liveBytes, b.deadBytes, b.liveCount, b.deadCount = 0, 0, 0, 0
+	b.liveBytes, b.deadBytes, b.liveCount, b.deadCount, b.shadowed = 0, 0, 0, 0, 0
 	for i := range b.meta.Objects {
+		if b.states[i] == stateShadowed {
+			b.shadowed++
+		}
 		if b.states[i] == stateLive {
 			b.liveBytes += b.meta.Objects[i].Size
 			b.liveCount++

@@ -18,6 +18,7 @@ const (
 	roleOpen      = "open"      // open the store and report
 	roleTombstone = "tombstone" // tombstone crashKey@crashInc
 	rolePut       = "put"       // put crashKey@crashInc
+	roleGC        = "gc"        // run one GC pass with the default policy
 )
 
 const crashKey = "crash-key"
@@ -51,6 +52,9 @@ func runChild(role string) int {
 			return 1
 		}
 		fmt.Println("ACK")
+	case roleGC:
+		newGCWorker(s, testGCOptions(), nil).pass()
+		fmt.Printf("gc done: %+v\n", s.GCStats())
 	default:
 		return 1
 	}

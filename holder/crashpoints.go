@@ -41,3 +41,36 @@ var (
 		"put.after-meta-tmp-write", "put.after-meta-tmp-fsync", "put.after-meta-rename", "put.after-dir-fsync",
 	}
 )
+
+// Crash points of a GC round (DESIGN.md §6), one between every step.
+var (
+	gcAfterPrepareTmp      = crashpoint.New("gc.after-prepare-tmp")
+	gcAfterPrepare         = crashpoint.New("gc.after-prepare")
+	gcAfterCopy            = crashpoint.New("gc.after-copy")
+	gcAfterTargetDataFsync = crashpoint.New("gc.after-target-data-fsync")
+	gcTargetMetaPoints     = persistPoints{
+		beforeTmpWrite: crashpoint.New("gc.target-meta.before-tmp-write"),
+		afterTmpWrite:  crashpoint.New("gc.target-meta.after-tmp-write"),
+		afterTmpFsync:  crashpoint.New("gc.target-meta.after-tmp-fsync"),
+		afterRename:    crashpoint.New("gc.target-meta.after-rename"),
+		afterDirFsync:  crashpoint.New("gc.target-meta.after-dir-fsync"),
+	}
+	gcAfterCommitTmp     = crashpoint.New("gc.after-commit-tmp")
+	gcAfterCommit        = crashpoint.New("gc.after-commit")
+	gcAfterIndexSwitch   = crashpoint.New("gc.after-index-switch")
+	gcAfterDrain         = crashpoint.New("gc.after-drain")
+	gcAfterFirstUnlink   = crashpoint.New("gc.after-first-source-unlink")
+	gcAfterUnlink        = crashpoint.New("gc.after-unlink")
+	gcAfterDirFsync      = crashpoint.New("gc.after-dir-fsync")
+	gcAfterIntentRemoved = crashpoint.New("gc.after-intent-removed")
+)
+
+// GCCrashPoints lists the GC round's crash points in protocol order. A
+// round with fully dead sources only (no target) skips the first nine.
+var GCCrashPoints = []string{
+	"gc.after-prepare-tmp", "gc.after-prepare", "gc.after-copy", "gc.after-target-data-fsync",
+	"gc.target-meta.before-tmp-write", "gc.target-meta.after-tmp-write", "gc.target-meta.after-tmp-fsync",
+	"gc.target-meta.after-rename", "gc.target-meta.after-dir-fsync",
+	"gc.after-commit-tmp", "gc.after-commit", "gc.after-index-switch", "gc.after-drain",
+	"gc.after-first-source-unlink", "gc.after-unlink", "gc.after-dir-fsync", "gc.after-intent-removed",
+}

@@ -91,8 +91,11 @@ func (s *Service) handleStatus(_ context.Context, _ *api.Empty) (*api.HolderStat
 	for _, b := range s.store.BucketStats() {
 		out.Buckets = append(out.Buckets, bucketStatus(b))
 	}
-	if s.gcStatus != nil {
-		out.GC = s.gcStatus()
+	s.mu.Lock()
+	gcStatus := s.gcStatus
+	s.mu.Unlock()
+	if gcStatus != nil {
+		out.GC = gcStatus()
 	}
 	return out, nil
 }

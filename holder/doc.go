@@ -1,8 +1,9 @@
 // Package holder owns one LOCAL_DISK directory of a sexton holder: its
 // identity marker and exclusive lock, the append-only bucket files and
 // their metadata, the live index rebuilt from that metadata at start, and
-// durable tombstones (BatchMarkDeleted). The bucket GC, the master-follow
-// loop and the data RPC build on this store.
+// durable tombstones (BatchMarkDeleted) and the watermarked bucket GC
+// that reclaims dead bytes with crash-safe intents (gc_*.go). The
+// master-follow loop and the data RPC build on this store.
 //
 // Layout of a directory (DESIGN.md §5 of the project):
 //
@@ -10,7 +11,9 @@
 //	.lock                            flock(LOCK_EX|LOCK_NB) for the Store's life
 //	<20-digit id>.bucket             value bytes, appended
 //	<20-digit id>.meta               BucketMetadata (msgpack, CRC-32C trailer): the commit point
+//	.bucket_gc_intent                a GC round's {v, state, sources, target} (msgpack, CRC-32C), only during a round
 //
 // All file access goes through holder/fsys, and every step of a put or a
-// tombstone persistence has a named crash point (holder/crashpoint).
+// tombstone persistence and of a GC round has a named crash point
+// (holder/crashpoint).
 package holder

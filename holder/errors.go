@@ -34,7 +34,20 @@ var (
 	ErrBadOptions = errors.New("holder: invalid store options")
 	// ErrClusterMismatch: the directory belongs to another cluster.
 	ErrClusterMismatch = errors.New("holder: directory belongs to another cluster")
-	// ErrGCIntentPending: a GC intent is present that this build cannot
-	// resolve; serving before it is resolved could revive deleted records.
+	// ErrGCIntentPending: a GC intent is present that cannot be resolved
+	// (unreadable, corrupt, unknown version); serving before it is
+	// resolved could revive deleted records or lose live ones.
 	ErrGCIntentPending = errors.New("holder: unresolved bucket GC intent")
+	// ErrGCTargetInvalid: a COMMITTED GC intent names a target that is
+	// missing or corrupt; its sources may already be gone, so the store
+	// refuses to serve rather than guess.
+	ErrGCTargetInvalid = errors.New("holder: committed GC target is missing or corrupt")
+	// ErrEvictionUnavailable: live data cannot be evicted because the
+	// master cannot be told first.
+	ErrEvictionUnavailable = errors.New("holder: eviction needs the master and it is not available")
+	// ErrGCRunning: StartGC was called on a store whose worker runs.
+	ErrGCRunning = errors.New("holder: the GC worker is already running")
 )
+
+// errBucketRetired: an operation reached a bucket a GC round has replaced.
+var errBucketRetired = errors.New("holder: bucket was retired by GC")

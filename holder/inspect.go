@@ -2,7 +2,6 @@ package holder
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"sexton/holder/fsys"
 )
@@ -13,6 +12,7 @@ type InspectReport struct {
 	Marked            bool
 	Identity          Identity // zero when unmarked or unreadable
 	GCIntentPending   bool
+	GCIntent          string       // the pending round, e.g. "COMMITTED sources [1 2] target 5"
 	Buckets           []BucketStat // committed buckets that verified, id order
 	LiveObjects       int
 	TombstonedObjects int
@@ -49,7 +49,13 @@ func InspectFS(fs fsys.FS, dir string) (InspectReport, error) {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%s: non-empty without %s", dir, MarkerFileName))
 	}
 	if sc.hasGCIntent {
-		rep.Problems = append(rep.Problems, filepath.Join(dir, GCIntentFileName)+": unresolved GC intent")
+		// OpenStore resolves a readable intent; only one it cannot resolve
+		// is a problem.
+		if _, err := planGCRecovery(fs, dir, sc); err != nil {
+			rep.Problems = append(rep.Problems, err.Error())
+		} else if in, _ := readGCIntent(fs, dir); in != nil {
+			rep.GCIntent = in.String()
+		}
 	}
 	lb, _ := loadBuckets(fs, dir, sc, func(_ uint64, err error) error {
 		rep.Problems = append(rep.Problems, err.Error())

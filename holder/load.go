@@ -12,6 +12,7 @@ import (
 type dirScan struct {
 	hasMarker   bool
 	hasGCIntent bool
+	hasGCTmp    bool // .bucket_gc_intent.tmp: an intent write that never renamed
 	buckets     map[uint64]bool
 	metas       map[uint64]bool
 	tmps        []uint64
@@ -38,6 +39,9 @@ func scanDir(fs fsys.FS, dir string) (dirScan, error) {
 		case GCIntentFileName:
 			sc.hasGCIntent = true
 			continue
+		case gcIntentTmpName:
+			sc.hasGCTmp = true
+			continue
 		}
 		switch kind, id := parseBucketFile(name); kind {
 		case kindBucket:
@@ -63,6 +67,31 @@ type loadedBuckets struct {
 	staleMetas    []uint64 // .meta whose .bucket is missing
 	orphanBuckets []uint64 // .bucket with no .meta: no committed record
 	maxID         uint64   // highest id seen in any bucket file name
+}
+
+// exclude drops ids from the scan (GC recovery is about to remove their
+// files), so loading neither reads nor cleans them.
+func (sc *dirScan) exclude(ids []uint64) {
+	for _, id := range ids {
+		delete(sc.buckets, id)
+		delete(sc.metas, id)
+	}
+	kept := sc.tmps[:0:0]
+	for _, id := range sc.tmps {
+		if !containsID(ids, id) {
+			kept = append(kept, id)
+		}
+	}
+	sc.tmps = kept
+}
+
+func containsID(ids []uint64, id uint64) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
 }
 
 // problemFunc receives a per-bucket problem. Open fails on the first one;

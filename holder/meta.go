@@ -26,6 +26,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
+func crc32cUpdate(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }
+
 // BucketMetadata is the content of <id>.meta: the bucket's committed data
 // size and every record in it, tombstoned or not. It is the commit point of
 // both puts and tombstones: bytes in .bucket that it does not describe do

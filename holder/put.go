@@ -98,6 +98,7 @@ type commitGroup struct {
 // commitBatch plans where each request goes, then commits bucket by bucket.
 func (s *Store) commitBatch(batch []*putReq) {
 	groups := s.planBatch(batch)
+	s.testHook(hookPutPlanned)
 	for _, g := range groups {
 		if err := s.commitGroup(g); err != nil {
 			s.log.Error("put commit failed", "bucket", g.b.id, "records", len(g.reqs), "err", err)
@@ -182,7 +183,8 @@ func (s *Store) createBucketLocked() (*bucket, error) {
 		return nil, fmt.Errorf("holder: create %s: %w", name, err)
 	}
 	s.nextID++
-	b := &bucket{id: id, file: f, meta: &BucketMetadata{V: metaVersionCurrent, BucketID: id}}
+	s.putClock++
+	b := &bucket{id: id, file: f, meta: &BucketMetadata{V: metaVersionCurrent, BucketID: id}, born: s.putClock}
 	s.buckets[id] = b
 	s.openID = id
 	return b, nil
@@ -196,6 +198,13 @@ func (s *Store) commitGroup(g *commitGroup) error {
 	defer b.persistMu.Unlock()
 
 	s.mu.Lock()
+	if b.retired {
+		// A GC round sealed and replaced this bucket after the batch was
+		// planned; appending now would put acknowledged bytes in a file
+		// that is about to be unlinked.
+		s.mu.Unlock()
+		return fmt.Errorf("%w: bucket %d was replaced by GC while the put was queued; retry", errBucketRetired, b.id)
+	}
 	base := b.meta.DataSize
 	next := b.meta.clone()
 	s.mu.Unlock()

@@ -106,7 +106,12 @@ func StartService(store *Store, cfg ServiceConfig) (*Service, error) {
 func (s *Service) Addr() string { return s.ln.Addr().String() }
 
 // SetGCStatus lets the GC worker report through the status RPC.
-func (s *Service) SetGCStatus(f func() api.GCStatus) { s.gcStatus = f }
+// It may be called while the status RPC is being served.
+func (s *Service) SetGCStatus(f func() api.GCStatus) {
+	s.mu.Lock()
+	s.gcStatus = f
+	s.mu.Unlock()
+}
 
 // Close stops the loops and the server. It does not close the store.
 func (s *Service) Close() {

@@ -43,6 +43,9 @@ func (s *Store) Usage() Usage {
 		u.TombstonedObjects += b.deadCount
 		u.Buckets++
 	}
+	for _, b := range s.retired {
+		u.UsedBytes += b.fileSize + b.metaFileSize // still on disk until cleanup
+	}
 	return u
 }
 

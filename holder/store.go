@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"sexton/api"
@@ -36,6 +37,20 @@ type Store struct {
 	openID   uint64 // bucket new puts append to; 0 = none yet
 	nextID   uint64 // next bucket id to create
 	closeErr error
+
+	// GC (gc_*.go). gcMu serializes rounds and guards gcPending; the rest
+	// is guarded by mu.
+	gcMu      sync.Mutex
+	gcPending *gcCleanup    // a round whose cleanup has not finished
+	gcWake    chan struct{} // new tombstones wake the worker
+	gcWorker  *gcWorker
+	gcStats   GCStats
+	retired   []*bucket // replaced by a committed round, files not yet removed
+	// putClock counts buckets created for puts: the logical clock the
+	// age-aware GC measures a bucket's age on (GC targets do not tick it;
+	// they inherit the age of their youngest source).
+	putClock uint64
+	hook     func(step string)
 }
 
 // OpenReport says what OpenStore found and did to the directory before
@@ -49,6 +64,8 @@ type OpenReport struct {
 	LegacyBuckets        int      // buckets still in version-0 metadata
 	ShadowedRecords      int      // live duplicates hidden by a tombstone or a newer copy
 	IgnoredFiles         []string // names that are not part of a bucket store
+	GCRecovery           string   // what was done about a pending .bucket_gc_intent; "" if none
+	RemovedGCFiles       []string // bucket files a pending GC round gave up
 }
 
 // OpenStore opens (creating if needed) the bucket store in dir. See the
@@ -85,6 +102,7 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		return nil, err
 	}
 	s.cond = sync.NewCond(&s.mu)
+	s.gcWake = make(chan struct{}, 1)
 	s.putCh = make(chan *putReq, putQueueLen)
 	s.committerD = make(chan struct{})
 	go s.committer()
@@ -112,12 +130,23 @@ func (s *Store) recover() error {
 		// Someone filled the directory between the first look and the lock.
 		return fmt.Errorf("%w: %s is not empty and has no %s", ErrUnmarkedDirectory, s.dir, MarkerFileName)
 	}
+	// A pending GC round is resolved first (DESIGN.md §6): the buckets it
+	// gives up are left out of loading, everything else is verified, and
+	// only then is anything removed.
+	var gr gcRecovery
 	if sc.hasGCIntent {
-		return fmt.Errorf("%w: %s is present and this build has no GC recovery; refusing to serve", ErrGCIntentPending, filepath.Join(s.dir, GCIntentFileName))
+		if gr, err = planGCRecovery(s.fs, s.dir, sc); err != nil {
+			return err
+		}
+		sc.exclude(gr.drop)
 	}
 	lb, err := loadBuckets(s.fs, s.dir, sc, func(_ uint64, err error) error { return err })
 	if err != nil {
 		return err
+	}
+	if gr.intent != nil {
+		// Ids never go back, even past a dropped target.
+		lb.maxID = max(lb.maxID, gr.intent.Target, slices.Max(gr.intent.Sources))
 	}
 	// Everything verified; from here on recovery may change the directory.
 	if !sc.hasMarker {
@@ -127,6 +156,16 @@ func (s *Store) recover() error {
 		}
 		s.rep.CreatedMarker = true
 		s.rep.AdoptedUnmarked = sc.nonEmpty
+	}
+	if err := s.applyGCRecovery(gr); err != nil {
+		return err
+	}
+	if sc.hasGCTmp {
+		// An intent write that never reached its rename: not an intent.
+		if err := s.fs.Remove(s.path(gcIntentTmpName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("holder: remove leftover %s: %w", s.path(gcIntentTmpName), err)
+		}
+		s.rep.RemovedTmpFiles = append(s.rep.RemovedTmpFiles, gcIntentTmpName)
 	}
 	if err := s.cleanLeftovers(sc, lb); err != nil {
 		return err
@@ -191,6 +230,9 @@ func (s *Store) install(lb loadedBuckets) error {
 		b := &bucket{id: id, file: f, meta: m, states: states[id],
 			fileSize: lb.bucketSizes[id], metaFileSize: lb.metaSizes[id], legacy: m.V == metaVersionLegacy}
 		b.recount()
+		// Creation order is all a restart knows of age; ids give it.
+		b.born = uint64(i + 1)
+		s.putClock = b.born
 		if b.legacy {
 			s.rep.LegacyBuckets++
 		}
@@ -219,6 +261,9 @@ func (s *Store) logOpenReport() {
 	for _, n := range r.RemovedTmpFiles {
 		s.log.Info("removed interrupted metadata write", "file", s.path(n))
 	}
+	if r.GCRecovery != "" {
+		s.log.Warn("resolved a pending bucket GC round", "action", r.GCRecovery, "removed", r.RemovedGCFiles)
+	}
 	for _, n := range r.IgnoredFiles {
 		s.log.Warn("ignoring file that is not part of the bucket store", "file", s.path(n))
 	}
@@ -246,8 +291,13 @@ func (s *Store) Close() error {
 		return err
 	}
 	s.closed = true
+	w := s.gcWorker
 	s.mu.Unlock()
 
+	if w != nil {
+		close(w.stop)
+		<-w.done
+	}
 	s.inflight.Wait()
 	close(s.putCh)
 	<-s.committerD
@@ -270,12 +320,15 @@ func (s *Store) totalReaders() int {
 	for _, b := range s.buckets {
 		n += b.readers
 	}
+	for _, b := range s.retired {
+		n += b.readers
+	}
 	return n
 }
 
 func (s *Store) closeFiles() error {
 	var first error
-	for _, b := range s.buckets {
+	for _, b := range append(s.retired, mapValues(s.buckets)...) {
 		if b.file != nil {
 			if err := b.file.Close(); err != nil && first == nil {
 				first = err
@@ -284,4 +337,12 @@ func (s *Store) closeFiles() error {
 		}
 	}
 	return first
+}
+
+func mapValues(m map[uint64]*bucket) []*bucket {
+	out := make([]*bucket, 0, len(m))
+	for _, b := range m {
+		out = append(out, b)
+	}
+	return out
 }

@@ -75,6 +75,7 @@ func (s *Store) BatchMarkDeleted(tasks []api.LocalDeleteTask) []api.TaskResult {
 			}
 			break
 		}
+		s.testHook(hookTombstoneResolved)
 		ids := make([]uint64, 0, len(groups))
 		for id := range groups {
 			ids = append(ids, id)
@@ -196,5 +197,6 @@ func (s *Store) tombstoneBucket(id uint64, tasks []api.LocalDeleteTask, results 
 		}
 	}
 	s.mu.Unlock()
+	signal(s.gcWake) // new dead bytes: the GC worker may have work
 	return moved
 }

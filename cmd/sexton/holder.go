@@ -5,10 +5,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"sexton/api"
 	"sexton/holder"
 )
 
@@ -26,6 +30,18 @@ func runHolder(args []string) error {
 	clientID := fs.String("client-id", envString("SEXTON_HOLDER_CLIENT_ID", ""), "client id (default: derived from the segment id)")
 	token := fs.String("cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "cluster token (env SEXTON_CLUSTER_TOKEN)")
 	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), "log level")
+	// The GC settings come from MOONCAKE_OFFLOAD_* first; a bad variable
+	// refuses to start rather than fall back to a default.
+	gcEnv, err := holder.GCOptionsFromEnv()
+	if err != nil {
+		return err
+	}
+	gcOn := fs.Bool("gc", gcEnv.Enabled, "run the bucket GC (env "+holder.EnvGCEnable+")")
+	gcInterval := fs.String("gc-interval", gcEnv.Interval.String(), "GC wake interval, seconds or a duration like 10s (env "+holder.EnvGCIntervalSeconds+")")
+	gcRatio := fs.Float64("gc-deleted-ratio", gcEnv.DeletedRatio, "dead-byte ratio at which a bucket is collected, (0,1] (env "+holder.EnvGCDeletedRatio+")")
+	gcHigh := fs.Float64("gc-high-watermark", gcEnv.HighWatermark, "disk usage ratio that starts reclaim and eviction, (0,1] (env "+holder.EnvGCHighWatermark+")")
+	gcPolicy := fs.String("gc-policy", "age-aware", "GC victim choice: age-aware (cost-benefit) or greedy (highest dead ratio first)")
+	gcLow := fs.Float64("gc-low-watermark", gcEnv.LowWatermark, "disk usage ratio reclaim stops at, below the high watermark (env "+holder.EnvGCLowWatermark+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -36,13 +52,25 @@ func runHolder(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--capacity: %w", err)
 	}
+	gcOpts, err := gcOptionsFromFlags(gcEnv, *gcOn, *gcInterval, *gcRatio, *gcHigh, *gcLow, capBytes)
+	if err != nil {
+		return err
+	}
+	switch *gcPolicy {
+	case "age-aware":
+		gcOpts.AgeAware = true
+	case "greedy":
+		gcOpts.AgeAware = false
+	default:
+		return fmt.Errorf("--gc-policy %q: want age-aware or greedy", *gcPolicy)
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("holder", *clientID)
 	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ListenAddr: *addr,
-		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger})
+		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger}, gcOpts)
 	if err != nil {
 		return err
 	}
@@ -54,7 +82,7 @@ func runHolder(args []string) error {
 
 // startHolder opens the store (fail closed on anything it does not
 // understand) and starts following the master.
-func startHolder(dir string, cfg holder.ServiceConfig) (*holder.Service, *holder.Store, error) {
+func startHolder(dir string, cfg holder.ServiceConfig, gc holder.GCOptions) (*holder.Service, *holder.Store, error) {
 	opts, err := holder.OptionsFromEnv()
 	if err != nil {
 		return nil, nil, err
@@ -72,12 +100,23 @@ func startHolder(dir string, cfg holder.ServiceConfig) (*holder.Service, *holder
 		store.Close()
 		return nil, nil, err
 	}
+	// The Service is the evictor: live data goes only after the master agrees.
+	if err := store.StartGC(gc, svc); err != nil {
+		svc.Close()
+		store.Close()
+		return nil, nil, err
+	}
+	svc.SetGCStatus(func() api.GCStatus { return store.GCStats().Status() })
 	return svc, store, nil
 }
 
 func startDevHolder(dir, masterAddr, addr string, log hclog.Logger) (func(), error) {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	svc, store, err := startHolder(filepath.Join(dir, "holder"), holder.ServiceConfig{Masters: []string{masterAddr}, ListenAddr: addr, ClientID: "dev-holder", Logger: logger})
+	gc, err := holder.GCOptionsFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	svc, store, err := startHolder(filepath.Join(dir, "holder"), holder.ServiceConfig{Masters: []string{masterAddr}, ListenAddr: addr, ClientID: "dev-holder", Logger: logger}, gc)
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +143,9 @@ func runHolderInspect(args []string) error {
 	id := rep.Identity
 	fmt.Printf("dir:        %s\nmarked:     %v\nsegment:    %s\ncluster:    %016x\nbuckets:    %d\nlive:       %d objects, %d bytes\ntombstoned: %d objects, %d bytes\nused:       %d bytes on disk\ngc intent:  %v\n",
 		rep.Dir, rep.Marked, id.SegmentID, id.ClusterID, len(rep.Buckets), rep.LiveObjects, rep.LiveBytes, rep.TombstonedObjects, rep.DeadBytes, rep.UsedBytes, rep.GCIntentPending)
+	if rep.GCIntent != "" {
+		fmt.Printf("gc round:   %s (resolved at next open)\n", rep.GCIntent)
+	}
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BUCKET\tDATA\tLIVE\tDEAD\tDEAD RATIO\tLIVE N\tDEAD N\tOPEN")
 	for _, b := range rep.Buckets {
@@ -133,4 +175,33 @@ func bucketRatio(b holder.BucketStat) float64 {
 		return float64(b.DeadBytes) / float64(t)
 	}
 	return 0
+}
+
+// gcOptionsFromFlags applies the --gc* flags over the environment's GC
+// settings; a bad value is an error naming its flag.
+func gcOptionsFromFlags(base holder.GCOptions, on bool, interval string, ratio, high, low float64, capacity int64) (holder.GCOptions, error) {
+	o := base
+	o.Enabled, o.DeletedRatio, o.HighWatermark, o.LowWatermark, o.Capacity = on, ratio, high, low, capacity
+	if secs, err := strconv.ParseFloat(strings.TrimSpace(interval), 64); err == nil {
+		o.Interval = time.Duration(secs * float64(time.Second))
+	} else if d, err := time.ParseDuration(strings.TrimSpace(interval)); err == nil {
+		o.Interval = d
+	} else {
+		return o, fmt.Errorf("--gc-interval %q: not seconds or a duration", interval)
+	}
+	for _, r := range []struct {
+		flag string
+		v    float64
+	}{{"--gc-deleted-ratio", ratio}, {"--gc-high-watermark", high}, {"--gc-low-watermark", low}} {
+		if !(r.v > 0 && r.v <= 1) {
+			return o, fmt.Errorf("%s %v: must be in (0, 1]", r.flag, r.v)
+		}
+	}
+	if low >= high {
+		return o, fmt.Errorf("--gc-low-watermark %v must be below --gc-high-watermark %v", low, high)
+	}
+	if err := o.Validate(); err != nil {
+		return o, fmt.Errorf("--gc-interval %q: %w", interval, err)
+	}
+	return o, nil
 }

@@ -1,0 +1,146 @@
+package holder
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"syscall"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"sexton/api"
+	"sexton/holder/fsys"
+)
+
+// TestGCMatchesModel drives random puts, tombstones, reads, GC passes
+// (with a random filesystem operation failing during some of them) and
+// restarts against a map model. GC must never change what is visible: the
+// live set and every read match the model after each step, a deleted
+// incarnation never reads back, and its replayed task is AlreadyRemoved or
+// (once GC reclaimed it) StaleVersion — never Removed.
+func TestGCMatchesModel(t *testing.T) {
+	root := fastDir(t)
+	run := 0
+	faultOps := []fsys.Op{fsys.OpRename, fsys.OpSyncDir, fsys.OpRemove, fsys.OpWrite, fsys.OpSync, fsys.OpOpen, fsys.OpRead}
+	rapid.Check(t, func(rt *rapid.T) {
+		run++
+		dir := fmt.Sprintf("%s/gc-%d", root, run)
+		ffs := fsys.NewFaulty(fsys.OS{})
+		opts := StoreOptions{BucketKeysLimit: 3, BucketSizeLimit: 64, FS: ffs}
+		s, err := OpenStore(dir, opts)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer func() { s.Close() }()
+		live := map[objectKey][]byte{}
+		dead := map[objectKey]bool{}
+		genKey := rapid.SampledFrom([]string{"a", "b", "c", "d"})
+		genInc := rapid.Uint64Range(1, 4)
+		gco := testGCOptions()
+
+		rt.Repeat(map[string]func(*rapid.T){
+			"put": func(rt *rapid.T) {
+				k := objectKey{genKey.Draw(rt, "key"), incN(genInc.Draw(rt, "inc"))}
+				if dead[k] {
+					return // the master never asks for a deleted incarnation again
+				}
+				v := rapid.SliceOfN(rapid.Byte(), 0, 30).Draw(rt, "value")
+				err := s.Put(k.key, "t", k.inc, v)
+				if old, ok := live[k]; ok && string(old) != string(v) {
+					if !errors.Is(err, ErrConflict) {
+						rt.Fatalf("conflicting put %v: %v", k, err)
+					}
+					return
+				}
+				if errors.Is(err, api.ErrUnavailable) {
+					return // raced a GC seal; retryable, nothing stored
+				}
+				if err != nil {
+					rt.Fatalf("put %v: %v", k, err)
+				}
+				if _, ok := live[k]; !ok {
+					live[k] = slices.Clone(v)
+				}
+			},
+			"tombstone": func(rt *rapid.T) {
+				var tasks []api.LocalDeleteTask
+				for i := range rapid.IntRange(1, 4).Draw(rt, "tasks") {
+					tasks = append(tasks, task(s, uint64(i), genKey.Draw(rt, "key"), incN(genInc.Draw(rt, "inc"))))
+				}
+				rs := s.BatchMarkDeleted(tasks)
+				for i, tk := range tasks {
+					k := objectKey{tk.Key, tk.Incarnation}
+					got := rs[i].Outcome
+					switch {
+					case hasKey(live, k):
+						if got != api.AckRemoved && !(got == api.AckAlreadyRemoved && dead[k]) {
+							rt.Fatalf("task %v of a live record: %v", k, got)
+						}
+						dead[k] = true
+					case dead[k]:
+						if got != api.AckAlreadyRemoved && got != api.AckStaleVersion {
+							rt.Fatalf("task %v of a deleted record: %v", k, got)
+						}
+					default:
+						if got != api.AckStaleVersion {
+							rt.Fatalf("task %v of an absent record: %v", k, got)
+						}
+					}
+				}
+				for k := range dead {
+					delete(live, k)
+				}
+			},
+			"get": func(rt *rapid.T) {
+				k := objectKey{genKey.Draw(rt, "key"), incN(genInc.Draw(rt, "inc"))}
+				got, err := s.Get(k.key, k.inc)
+				if want, ok := live[k]; ok {
+					if err != nil || string(got) != string(want) {
+						rt.Fatalf("get %v: %v", k, err)
+					}
+				} else if !errors.Is(err, ErrNotFound) {
+					rt.Fatalf("get of absent %v: %v", k, err)
+				}
+			},
+			"gc": func(rt *rapid.T) {
+				if rapid.Bool().Draw(rt, "faulty") {
+					op := rapid.SampledFrom(faultOps).Draw(rt, "op")
+					ffs.Inject(fsys.Rule{Op: op, Err: syscall.EIO, Once: rapid.Bool().Draw(rt, "once")})
+				}
+				o := gco
+				o.AgeAware = rapid.Bool().Draw(rt, "age-aware")
+				o.DeletedRatio = rapid.SampledFrom([]float64{0.1, 0.25, 1}).Draw(rt, "ratio")
+				newGCWorker(s, o, nil).pass()
+				ffs.ClearRules()
+			},
+			"reopen": func(rt *rapid.T) {
+				if err := s.Close(); err != nil {
+					// A close after an injected failure may report it; the
+					// directory is what matters.
+					rt.Logf("close: %v", err)
+				}
+				if s, err = OpenStore(dir, opts); err != nil {
+					rt.Fatal(err)
+				}
+			},
+			"": func(rt *rapid.T) {
+				var want []api.ObjectRef
+				for k := range live {
+					want = append(want, api.ObjectRef{Key: k.key, Incarnation: k.inc})
+				}
+				slices.SortFunc(want, func(a, b api.ObjectRef) int {
+					if refLess(a, b) {
+						return -1
+					}
+					return 1
+				})
+				if got := s.LiveRefs(); fmt.Sprint(got) != fmt.Sprint(want) {
+					rt.Fatalf("live refs %v, model %v", got, want)
+				}
+			},
+		})
+	})
+}
+
+func hasKey(m map[objectKey][]byte, k objectKey) bool { _, ok := m[k]; return ok }
