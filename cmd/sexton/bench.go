@@ -28,6 +28,8 @@ func runBench(args []string) error {
 		return benchPutGet(args[1:], true)
 	case "raft":
 		return benchRaft(args[1:])
+	case "raft-node":
+		return benchRaftNode(args[1:])
 	case "converge":
 		return benchConverge(args[1:])
 	}

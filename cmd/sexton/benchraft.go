@@ -3,8 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -14,112 +17,198 @@ import (
 )
 
 // benchRaft times bare hashicorp/raft Applies on a three-node cluster laid
-// out like sexton's (same timeouts, same log stores, TCP on loopback, one
-// data dir per node), with a no-op FSM, so sexton's own cost can be read as
-// a ratio against it.
+// out like sexton's: one process per node (the followers are child
+// processes of this one), the same timeouts and log stores, TCP on
+// loopback, one data dir per node, and a no-op FSM. The proposer runs in
+// the leader's process, so what `bench remove` adds on top is sexton's own
+// cost (client RPC, validation, batching, the fsm).
 func benchRaft(args []string) error {
 	fs := newFlags("bench raft")
 	n := fs.Int("n", 5000, "entries")
 	clients := fs.Int("clients", 1, "concurrent proposers")
 	size := fs.Int("size", 64, "entry size in bytes")
 	store := fs.String("raft-log-store", "boltdb", "boltdb or wal")
-	nodes := fs.Int("nodes", 3, "voters")
+	inProcess := fs.Bool("in-process", false, "run all three nodes in this process instead of one process each")
 	if err := parseFlags(fs, args); err != nil {
-		return usagef("%v", err)
+		return err
 	}
 	dir, err := os.MkdirTemp("", "sexton-bench-raft-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	var rafts []*raft.Raft
-	var closers []func() error
-	defer func() {
-		for _, r := range rafts {
-			_ = r.Shutdown().Error()
-		}
-		for _, c := range closers {
-			_ = c()
-		}
-	}()
-	var conf raft.Configuration
-	type nodeParts struct {
-		logs   raft.LogStore
-		stable raft.StableStore
-		snaps  raft.SnapshotStore
-		trans  *raft.NetworkTransport
-		cfg    *raft.Config
-	}
-	parts := make([]nodeParts, *nodes)
-	quiet := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: io.Discard})
-	for i := range parts {
-		id := fmt.Sprintf("b%d", i)
-		d := filepath.Join(dir, id)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-		c := raft.DefaultConfig()
-		c.LocalID = raft.ServerID(id)
-		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout, c.CommitTimeout = 500*time.Millisecond, 500*time.Millisecond, 250*time.Millisecond, 5*time.Millisecond
-		c.BatchApplyCh = true
-		c.Logger = quiet
-		p := nodeParts{cfg: c}
-		switch *store {
-		case "wal":
-			if err := os.MkdirAll(filepath.Join(d, "raft-wal"), 0o755); err != nil {
-				return err
-			}
-			w, err := raftwal.Open(filepath.Join(d, "raft-wal"))
-			if err != nil {
-				return err
-			}
-			closers = append(closers, w.Close)
-			p.logs, p.stable = w, w
-		default:
-			b, err := raftboltdb.NewBoltStore(filepath.Join(d, "raft.db"))
-			if err != nil {
-				return err
-			}
-			closers = append(closers, b.Close)
-			p.logs, p.stable = b, b
-		}
-		if p.snaps, err = raft.NewFileSnapshotStoreWithLogger(d, 1, quiet); err != nil {
-			return err
-		}
-		if p.trans, err = raft.NewTCPTransportWithLogger("127.0.0.1:0", nil, 5, 5*time.Second, quiet); err != nil {
-			return err
-		}
-		closers = append(closers, p.trans.Close)
-		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: c.LocalID, Address: p.trans.LocalAddr()})
-		parts[i] = p
-	}
-	for _, p := range parts {
-		if err := raft.BootstrapCluster(p.cfg, p.logs, p.stable, p.snaps, p.trans, conf); err != nil {
-			return err
-		}
-		r, err := raft.NewRaft(p.cfg, noopFSM{}, p.logs, p.stable, p.snaps, p.trans)
+	var addrs, peers []string
+	for i := 0; i < 3; i++ {
+		a, err := freeLoopbackAddr()
 		if err != nil {
 			return err
 		}
-		rafts = append(rafts, r)
+		addrs = append(addrs, a)
+		peers = append(peers, fmt.Sprintf("b%d=%s", i, a))
 	}
-	var leader *raft.Raft
-	for deadline := time.Now().Add(10 * time.Second); leader == nil; {
-		for _, r := range rafts {
-			if r.State() == raft.Leader {
-				leader = r
+	peerList := strings.Join(peers, ",")
+	leader, err := startBareNode(filepath.Join(dir, "b0"), "b0", addrs[0], peerList, *store, false)
+	if err != nil {
+		return err
+	}
+	defer leader.close()
+	for i := 1; i < 3; i++ {
+		id, d := fmt.Sprintf("b%d", i), filepath.Join(dir, fmt.Sprintf("b%d", i))
+		if *inProcess {
+			f, err := startBareNode(d, id, addrs[i], peerList, *store, true)
+			if err != nil {
+				return err
 			}
+			defer f.close()
+			continue
 		}
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		cmd := exec.Command(self, "bench", "raft-node", "--id", id, "--dir", d, "--raft-addr", addrs[i], "--peers", peerList, "--raft-log-store", *store)
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe() // the child exits when this closes
+		if err != nil {
+			return err
+		}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		defer func() { stdin.Close(); _ = cmd.Wait() }()
+	}
+	for deadline := time.Now().Add(15 * time.Second); leader.r.State() != raft.Leader; {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("bench raft: no leader elected in 10s")
+			return fmt.Errorf("bench raft: this node did not become leader in 15s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// Let the followers catch up with the bootstrap before timing.
+	if err := leader.r.Barrier(10 * time.Second).Error(); err != nil {
+		return err
+	}
+	layout := "3 processes"
+	if *inProcess {
+		layout = "1 process"
+	}
 	entry := make([]byte, *size)
-	_, err = runParallel(fmt.Sprintf("raft apply (%s, %d B entries)", *store, *size), *n, *clients, 1, func(int) error {
-		return leader.Apply(entry, 10*time.Second).Error()
+	_, err = runParallel(fmt.Sprintf("bare raft apply (%s, %d B entries, %s)", *store, *size, layout), *n, *clients, 1, func(int) error {
+		return leader.r.Apply(entry, 10*time.Second).Error()
 	})
 	return err
+}
+
+// benchRaftNode is one follower of `bench raft`, in its own process. Its
+// election timeout is long so the parent's node wins the first election.
+func benchRaftNode(args []string) error {
+	fs := newFlags("bench raft-node")
+	id := fs.String("id", "", "node id")
+	dir := fs.String("dir", "", "data dir")
+	addr := fs.String("raft-addr", "", "raft address")
+	peers := fs.String("peers", "", "ID=ADDR,...")
+	store := fs.String("raft-log-store", "boltdb", "boltdb or wal")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	node, err := startBareNode(*dir, *id, *addr, *peers, *store, true)
+	if err != nil {
+		return err
+	}
+	defer node.close()
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent goes away
+	return nil
+}
+
+type bareNode struct {
+	r       *raft.Raft
+	closers []func() error
+}
+
+func (b *bareNode) close() {
+	if b.r != nil {
+		_ = b.r.Shutdown().Error()
+	}
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		_ = b.closers[i]()
+	}
+}
+
+// startBareNode starts one hashicorp/raft node with sexton's default
+// timeouts and the chosen log store, bootstrapped with peers.
+func startBareNode(dir, id, addr, peers, store string, follower bool) (*bareNode, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	quiet := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: io.Discard})
+	c := raft.DefaultConfig()
+	c.LocalID = raft.ServerID(id)
+	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout, c.CommitTimeout = 500*time.Millisecond, 500*time.Millisecond, 250*time.Millisecond, 5*time.Millisecond
+	if follower {
+		c.HeartbeatTimeout, c.ElectionTimeout = 10*time.Second, 10*time.Second
+	}
+	c.BatchApplyCh = true
+	c.Logger = quiet
+	b := &bareNode{}
+	var logs raft.LogStore
+	var stable raft.StableStore
+	switch store {
+	case "wal":
+		if err := os.MkdirAll(filepath.Join(dir, "raft-wal"), 0o755); err != nil {
+			return nil, err
+		}
+		w, err := raftwal.Open(filepath.Join(dir, "raft-wal"))
+		if err != nil {
+			return nil, err
+		}
+		b.closers = append(b.closers, w.Close)
+		logs, stable = w, w
+	default:
+		s, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
+		if err != nil {
+			return nil, err
+		}
+		b.closers = append(b.closers, s.Close)
+		logs, stable = s, s
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 1, quiet)
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	tcp, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	trans, err := raft.NewTCPTransportWithLogger(addr, tcp, 5, 5*time.Second, quiet)
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	b.closers = append(b.closers, trans.Close)
+	var conf raft.Configuration
+	for _, p := range strings.Split(peers, ",") {
+		pid, paddr, _ := strings.Cut(p, "=")
+		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(pid), Address: raft.ServerAddress(paddr)})
+	}
+	if err := raft.BootstrapCluster(c, logs, stable, snaps, trans, conf); err != nil {
+		b.close()
+		return nil, err
+	}
+	if b.r, err = raft.NewRaft(c, noopFSM{}, logs, stable, snaps, trans); err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }
 
 type noopFSM struct{}
