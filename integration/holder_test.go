@@ -226,3 +226,26 @@ func TestSecondHolderFailsAndRemountFencesOldEpoch(t *testing.T) {
 		t.Fatalf("ack with the old epoch: %v, want STALE_MOUNT_EPOCH", err)
 	}
 }
+
+// With no master reachable the holder keeps serving reads, and once a
+// leader is back it catches up: a remove made then is tombstoned and acked.
+func TestHolderServesReadsWithoutLeaderAndCatchesUp(t *testing.T) {
+	c := startCluster(t, 1)
+	cl := c.client(0)
+	h := c.startHolder(t, "lonely", "p1")
+	value := []byte("still here")
+	inc := putValue(t, c, cl, "lonely/k", "p1", value)
+	m := c.nodes[0]
+	m.kill()
+	time.Sleep(500 * time.Millisecond)
+	if got, err := readFromHolder(h, c.token, "lonely/k", inc); err != nil || !bytes.Equal(got, value) {
+		t.Fatalf("read with no master: %v", err)
+	}
+	m.start()
+	c.waitLeader(30 * time.Second)
+	mustRemove(t, cl, "lonely/k")
+	waitNoTasks(t, cl, "lonely/k", 30*time.Second)
+	if _, err := readFromHolder(h, c.token, "lonely/k", inc); api.CodeOf(err) != api.CodeObjectNotFound {
+		t.Fatalf("removed object readable: %v", err)
+	}
+}
