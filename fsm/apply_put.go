@@ -31,8 +31,13 @@ func (st *state) validReplicas(rs []api.ReplicaDescriptor) *api.Error {
 				}
 			}
 		case api.ReplicaDFS:
-			if r.DFS == nil {
-				return api.Errorf(api.CodeInvalidParams, "put: DFS replica %d has no descriptor", i)
+			// The allocator in the state places DFS replicas; a descriptor
+			// chosen elsewhere could overlap live data.
+			if r.DFS != nil {
+				return api.Errorf(api.CodeInvalidParams, "put: DFS replica %d carries a descriptor; DFS space is allocated by the state", i)
+			}
+			if st.dfs == nil {
+				return api.Errorf(api.CodeInvalidParams, "put: DFS replica %d, but DFS is not configured in this cluster", i)
 			}
 		default:
 			return api.Errorf(api.CodeInvalidParams, "put: replica %d has unknown kind %d", i, r.Kind)
@@ -65,13 +70,17 @@ func (st *state) applyPutStart(index uint64, c *PutStart) *PutStartResult {
 	if tenant == "" {
 		tenant = api.DefaultTenant
 	}
+	replicas, aerr := st.allocateDFS(c.Key, c.Size, c.Replicas, c.Now)
+	if aerr != nil {
+		return &PutStartResult{Err: aerr}
+	}
 	inc := api.ObjectIncarnation{High: st.clusterID, Low: index}
 	e.pending = &object{
 		tenant: st.intern(tenant), putID: c.PutID, size: c.Size, created: c.Now,
-		inc: inc, replicas: st.internReplicas(c.Replicas),
+		inc: inc, replicas: st.internReplicas(replicas),
 	}
 	st.objects.set(c.Key, old, e)
-	return &PutStartResult{Incarnation: inc}
+	return &PutStartResult{Incarnation: inc, Replicas: e.pending.replicas}
 }
 
 // applyPutEnd makes the pending incarnation visible. The incarnation it
@@ -84,12 +93,20 @@ func (st *state) applyPutEnd(c *PutEnd) *PutEndResult {
 		return &PutEndResult{Err: noPending(c.Key, c.Incarnation, e)}
 	}
 	created := 0
-	if prev := e.complete; prev != nil {
-		plan := st.planTasks(c.Key, e, prev)
+	var plan taskPlan
+	prev := e.complete
+	if prev != nil {
+		plan = st.planTasks(c.Key, e, prev)
 		if !st.reg.fits(len(plan)) {
 			return &PutEndResult{Err: registryFull(c.Key, len(plan), st.reg.len(), st.reg.capacity)}
 		}
+	}
+	if err := st.commitDFS(c.Key, e.pending, c.Now); err != nil {
+		return &PutEndResult{Err: err}
+	}
+	if prev != nil {
 		created = st.createTasks(&e, plan, prev.tenant, c.Now)
+		st.freeDFS(c.Key, prev, c.Now)
 	}
 	e.complete, e.pending = e.pending, nil
 	st.objects.set(c.Key, old, e)
@@ -109,6 +126,7 @@ func (st *state) applyPutRevoke(c *PutRevoke) *PutEndResult {
 		return &PutEndResult{Err: registryFull(c.Key, len(plan), st.reg.len(), st.reg.capacity)}
 	}
 	created := st.createTasks(&e, plan, e.pending.tenant, c.Now)
+	st.freeDFS(c.Key, e.pending, c.Now)
 	e.pending = nil
 	st.objects.set(c.Key, old, e)
 	return &PutEndResult{TasksCreated: created}

@@ -28,6 +28,7 @@ func (st *state) applyRemove(c *Remove) *RemoveResult {
 			continue
 		}
 		res.TasksCreated += st.createTasks(&e, plan, e.complete.tenant, c.Now)
+		st.freeDFS(key, e.complete, c.Now)
 		e.complete = nil
 		st.objects.set(key, old, e)
 	}

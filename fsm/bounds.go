@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"sexton/api"
+	"sexton/fsm/dfsalloc"
 )
 
 // Limits for command fields that api/limits.go does not name.
@@ -119,6 +120,45 @@ func checkBounds(cmd Command) error {
 			}
 		}
 		return idLen("segment id", string(c.Segment))
+	case *DFSConfigure:
+		return idLen("dfs allocator", c.Settings.Allocator)
+	case *DFSTouch:
+		if len(c.Refs) > api.MaxBatchKeys {
+			return bad("%d refs exceed %d", len(c.Refs), api.MaxBatchKeys)
+		}
+		return entryRefsBounded(bad, c.Refs)
+	case *DFSEvict:
+		if len(c.Plan.Candidates) > dfsalloc.MaxPlanCandidates {
+			return bad("%d candidates exceed %d", len(c.Plan.Candidates), dfsalloc.MaxPlanCandidates)
+		}
+		n := 0
+		for _, cand := range c.Plan.Candidates {
+			n += len(cand.Entries)
+			if n > dfsalloc.MaxPlanEntries {
+				return bad("plan entries exceed %d", dfsalloc.MaxPlanEntries)
+			}
+			if err := entryRefsBounded(bad, cand.Entries); err != nil {
+				return err
+			}
+		}
+		return idLen("dfs allocator", c.Plan.Allocator)
+	case *DFSFileOp, *DFSSetMaxBuckets, *DFSMarkLost:
+		return nil
 	}
 	return fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
+}
+
+// entryRefsBounded checks the strings of DFS entry refs.
+func entryRefsBounded(bad func(string, ...any) error, refs []dfsalloc.EntryRef) error {
+	for _, r := range refs {
+		switch {
+		case len(r.Key) > api.MaxKeyLen:
+			return bad("ref key of %d bytes exceeds %d", len(r.Key), api.MaxKeyLen)
+		case len(r.Desc.Path) > MaxDFSPathLen:
+			return bad("dfs path of %d bytes exceeds %d", len(r.Desc.Path), MaxDFSPathLen)
+		case len(r.Desc.Allocator) > api.MaxIDLen:
+			return bad("dfs allocator of %d bytes exceeds %d", len(r.Desc.Allocator), api.MaxIDLen)
+		}
+	}
+	return nil
 }

@@ -88,6 +88,30 @@ func withCurrentVersion(cmd Command) (Command, error) {
 		cp := *c
 		cp.V = want
 		return &cp, nil
+	case *DFSConfigure:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	case *DFSTouch:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	case *DFSEvict:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	case *DFSFileOp:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	case *DFSSetMaxBuckets:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	case *DFSMarkLost:
+		cp := *c
+		cp.V = want
+		return &cp, nil
 	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
 }
@@ -104,6 +128,12 @@ var currentVersion = map[CommandType]uint8{
 	CmdLocalDeleteAck:   LocalDeleteAckV1,
 	CmdRetireStorage:    RetireStorageV1,
 	CmdDropReplicas:     DropReplicasV1,
+	CmdDFSConfigure:     DFSConfigureV1,
+	CmdDFSTouch:         DFSTouchV1,
+	CmdDFSEvict:         DFSEvictV1,
+	CmdDFSFileOp:        DFSFileOpV1,
+	CmdDFSSetMaxBuckets: DFSSetMaxBucketsV1,
+	CmdDFSMarkLost:      DFSMarkLostV1,
 }
 
 func versionOf(cmd Command) uint8 {
@@ -127,6 +157,18 @@ func versionOf(cmd Command) uint8 {
 	case *RetireStorage:
 		return c.V
 	case *DropReplicas:
+		return c.V
+	case *DFSConfigure:
+		return c.V
+	case *DFSTouch:
+		return c.V
+	case *DFSEvict:
+		return c.V
+	case *DFSFileOp:
+		return c.V
+	case *DFSSetMaxBuckets:
+		return c.V
+	case *DFSMarkLost:
 		return c.V
 	}
 	return 0
@@ -155,6 +197,18 @@ func newBody(t CommandType) Command {
 		return &RetireStorage{}
 	case CmdDropReplicas:
 		return &DropReplicas{}
+	case CmdDFSConfigure:
+		return &DFSConfigure{}
+	case CmdDFSTouch:
+		return &DFSTouch{}
+	case CmdDFSEvict:
+		return &DFSEvict{}
+	case CmdDFSFileOp:
+		return &DFSFileOp{}
+	case CmdDFSSetMaxBuckets:
+		return &DFSSetMaxBuckets{}
+	case CmdDFSMarkLost:
+		return &DFSMarkLost{}
 	}
 	return nil
 }

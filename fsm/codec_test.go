@@ -11,6 +11,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"sexton/api"
+	"sexton/fsm/dfsalloc"
 )
 
 // rawEntry builds an entry from a type byte and an arbitrary msgpack body,
@@ -190,6 +191,12 @@ func sampleCommands() []Command {
 		&Remove{Keys: []string{"a", "b", "a"}, Now: 7},
 		&LocalDeleteAck{Segment: "s1", Epoch: 2, Results: []api.TaskResult{{TaskID: 1, Key: "a", Incarnation: inc, Outcome: api.AckRemoved}}, Now: 8},
 		&RetireStorage{Segment: "s1", By: "ops", Reason: "lost", Now: 9},
+		&DFSConfigure{Settings: SettingsOf(dfsalloc.DefaultConfig()), Now: 10},
+		&DFSTouch{Refs: []dfsalloc.EntryRef{{Key: "k", Desc: api.DFSDescriptor{Allocator: "shard", Path: "dfs_shard_01.data", UnitID: 1, Size: 5, AlignedSize: 4096}}}, Now: 11},
+		&DFSEvict{Plan: dfsalloc.EvictionPlan{Allocator: "bucket", Candidates: []dfsalloc.EvictionCandidate{{Unit: 3, Version: 9}}}, Now: 12},
+		&DFSFileOp{Kind: dfsalloc.FileCreate, Unit: 3, OK: true, Now: 13},
+		&DFSSetMaxBuckets{Max: 128, Now: 14},
+		&DFSMarkLost{Unit: 3, Now: 15},
 	}
 }
 

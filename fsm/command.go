@@ -45,6 +45,9 @@ func (t CommandType) String() string {
 	case CmdDropReplicas:
 		return "DropReplicas"
 	default:
+		if name, ok := dfsCommandName(t); ok {
+			return name
+		}
 		return "Unknown"
 	}
 }

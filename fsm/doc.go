@@ -1,6 +1,7 @@
 // Package fsm owns sexton's replicated state: objects and their
 // incarnations, LOCAL_DISK segments and their mount epochs, the
-// LocalDeleteRegistry of pending delete tasks, and every command that
+// LocalDeleteRegistry of pending delete tasks, the DFS allocator
+// (fsm/dfsalloc) and its replicated configuration, and every command that
 // changes them. It also serves the read-only queries the master answers from
 // that state (Get, List, Stat, FetchTasks, NotLive, ...), and carries the
 // state across snapshots through the snapshot package.

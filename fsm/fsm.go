@@ -67,6 +67,18 @@ func (f *FSM) Apply(index, term uint64, data []byte) (any, error) {
 		res, now = st.applyRetire(index, c), c.Now
 	case *DropReplicas:
 		res, now = st.applyDropReplicas(c), c.Now
+	case *DFSConfigure:
+		res, now = st.applyDFSConfigure(c), c.Now
+	case *DFSTouch:
+		res, now = st.applyDFSTouch(c), c.Now
+	case *DFSEvict:
+		res, now = st.applyDFSEvict(c), c.Now
+	case *DFSFileOp:
+		res, now = st.applyDFSFileOp(c), c.Now
+	case *DFSSetMaxBuckets:
+		res, now = st.applyDFSSetMaxBuckets(c), c.Now
+	case *DFSMarkLost:
+		res, now = st.applyDFSMarkLost(c), c.Now
 	default:
 		return nil, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
 	}

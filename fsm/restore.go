@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"sexton/api"
+	"sexton/fsm/dfsalloc"
 	"sexton/snapshot"
 )
 
@@ -43,6 +44,8 @@ type restoreSink struct {
 	lastSeg    api.SegmentID
 	lastTask   uint64
 	haveState  bool
+	dfs        *dfsState
+	dfsRecs    []dfsalloc.Record
 }
 
 func corrupt(format string, args ...any) error {
@@ -251,8 +254,31 @@ func (b *restoreSink) State(s *snapshot.State) error {
 	return nil
 }
 
-func (b *restoreSink) DFSRecord([]byte) error {
-	return corrupt("dfs_buckets section present, but this build keeps no DFS allocator state")
+// DFSRecord reads the dfs_buckets section: first the head (the cluster's
+// DFS settings and clock), then the allocator's records, restored as a
+// whole in finish.
+func (b *restoreSink) DFSRecord(raw []byte) error {
+	if b.dfs == nil {
+		var h dfsSectionHead
+		if err := snapshot.DecodeDFSRecord(raw, &h); err != nil {
+			return corrupt("dfs_buckets head: %v", err)
+		}
+		if h.V != dfsSectionV1 {
+			return corrupt("dfs_buckets head version %d (this build reads %d)", h.V, dfsSectionV1)
+		}
+		a, err := dfsalloc.New(h.Settings.Config())
+		if err != nil {
+			return corrupt("dfs_buckets head: %v", err)
+		}
+		b.dfs = &dfsState{settings: h.Settings, alloc: a, clock: h.Clock}
+		return nil
+	}
+	r, err := dfsalloc.DecodeRecord(raw)
+	if err != nil {
+		return corrupt("dfs_buckets record %d: %v", len(b.dfsRecs)+1, err)
+	}
+	b.dfsRecs = append(b.dfsRecs, r)
+	return nil
 }
 
 // finish checks what can only be checked once everything is read.
@@ -278,6 +304,12 @@ func (b *restoreSink) finish(h snapshot.Header) error {
 	} else {
 		st.nextTaskID = 1
 		st.lastNow = h.Created
+	}
+	if b.dfs != nil {
+		if err := b.dfs.alloc.Restore(b.dfsRecs); err != nil {
+			return corrupt("dfs_buckets: %v", err)
+		}
+		st.dfs, b.dfsRecs = b.dfs, nil
 	}
 	st.clusterID = h.ClusterID
 	st.appliedIndex, st.appliedTerm = h.LastIndex, h.LastTerm

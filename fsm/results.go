@@ -23,6 +23,9 @@ type UnmountResult struct{ Err *api.Error }
 type PutStartResult struct {
 	Err         *api.Error
 	Incarnation api.ObjectIncarnation
+	// Replicas are the pending incarnation's replicas, DFS descriptors
+	// filled in by the allocator. Shared with the state: read only.
+	Replicas []api.ReplicaDescriptor
 }
 
 // PutEndResult answers PutEnd and PutRevoke; TasksCreated counts the delete

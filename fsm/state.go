@@ -60,6 +60,8 @@ type state struct {
 	strs     map[string]string
 	replicas map[string][]api.ReplicaDescriptor
 	planBuf  taskPlan // scratch for planTasks, reused across keys
+
+	dfs *dfsState // nil until the cluster's first DFSConfigure
 }
 
 func newState(capacity int) *state {

@@ -178,6 +178,13 @@ type cluster struct {
 // startCluster starts n masters with --bootstrap and the same --peers.
 func startCluster(t *testing.T, n int, extra ...string) *cluster {
 	t.Helper()
+	return startClusterEnv(t, n, nil, extra...)
+}
+
+// startClusterEnv is startCluster with extra environment for every master
+// (MOONCAKE_DFS_* for the DFS tests).
+func startClusterEnv(t *testing.T, n int, env []string, extra ...string) *cluster {
+	t.Helper()
 	c := &cluster{t: t, extra: extra}
 	for i, a := range extra {
 		if a == "--cluster-token" && i+1 < len(extra) {
@@ -195,7 +202,7 @@ func startCluster(t *testing.T, n int, extra ...string) *cluster {
 	for _, m := range c.nodes {
 		args := append([]string{"master", "--id", m.id, "--data-dir", m.dir, "--raft-addr", m.raftAddr,
 			"--rpc-addr", m.rpcAddr, "--http-addr", m.httpAddr, "--peers", strings.Join(peers, ","), "--bootstrap", "--log-level", "debug"}, extra...)
-		m.proc = startProc(t, m.id, filepath.Join(base, m.id+".log"), nil, args...)
+		m.proc = startProc(t, m.id, filepath.Join(base, m.id+".log"), env, args...)
 	}
 	t.Cleanup(func() {
 		for _, cl := range c.clients {

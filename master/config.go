@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"sexton/master/dfsio"
 )
 
 // Peer is one voter of a new cluster, as given by --peers ID=RAFT_ADDR.
@@ -67,6 +69,17 @@ type Config struct {
 	HolderTTL        time.Duration // a holder without heartbeat this long is not live
 	MaxRemoveBatch   int           // keys coalesced into one Remove entry
 
+	// DFS are this master's MOONCAKE_DFS_* settings (dfsio.SettingsFromEnv);
+	// DFS is off when DFS.Root is empty. The allocator part is proposed to
+	// the cluster (DFSConfigure) when this node leads.
+	DFS dfsio.Settings
+	// DFSStrayGrace is how long a file below the DFS root that the state
+	// does not know stays before the leader removes it (default 10 × the
+	// eviction check interval).
+	DFSStrayGrace time.Duration
+	// DFSTick is how often the leader looks for DFS file work (default 200ms).
+	DFSTick time.Duration
+
 	Logger hclog.Logger
 	// Halt is called when the fsm refuses an entry (unknown version,
 	// corrupt body). It must not return; the default logs and exits 3.
@@ -124,6 +137,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxRemoveBatch == 0 {
 		c.MaxRemoveBatch = 4096
+	}
+	if c.DFSStrayGrace == 0 && c.DFS.Enabled() {
+		c.DFSStrayGrace = 10 * time.Duration(c.DFS.Alloc.EvictionCheckInterval) * time.Second
+	}
+	if c.DFSTick == 0 {
+		c.DFSTick = 200 * time.Millisecond
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.New(&hclog.LoggerOptions{Name: "sexton-master", Level: hclog.Info})

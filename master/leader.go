@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -102,6 +103,15 @@ func (n *Node) becomeLeader(ctx context.Context) {
 		n.metrics.leaderChanges.Inc()
 		n.log.Info("leader ready", "master_epoch", eb.MasterEpoch, "cluster_id", eb.ClusterID, "took", time.Since(start))
 		break
+	}
+	if n.dfs != nil {
+		var dfsWG sync.WaitGroup
+		dfsWG.Add(1)
+		go func() {
+			defer dfsWG.Done()
+			n.dfsLeader(ctx)
+		}()
+		defer dfsWG.Wait()
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()

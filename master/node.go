@@ -38,6 +38,7 @@ type Node struct {
 	httpLn    net.Listener
 	metrics   *metrics
 	soft      *softState
+	dfs       *dfsNode // nil when MOONCAKE_DFS_ROOT_DIR is unset
 	removes   *removeBatcher
 	transfers snapshotTransfers
 	leaderMu  sync.Mutex
@@ -77,6 +78,11 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.metrics = newMetrics(n)
 	n.soft = newSoftState()
+	dfs, err := newDFSNode(cfg.DFS)
+	if err != nil {
+		return nil, fmt.Errorf("dfs: %w", err)
+	}
+	n.dfs = dfs
 	n.rfsm = &raftFSM{f: n.fsm, log: cfg.Logger.Named("fsm"), halt: cfg.Halt, notify: n.notify, obs: n.metrics.observeApply}
 	if err := n.startRaft(); err != nil {
 		n.closeAll()

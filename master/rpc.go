@@ -43,6 +43,9 @@ func (n *Node) startRPC() error {
 	transport.Register(s, api.MethodRaftTransfer, n.handleTransfer)
 	transport.Register(s, api.MethodSnapshotSave, n.handleSnapshotSave)
 	transport.Register(s, api.MethodSnapshotRestore, n.handleSnapshotRestore)
+	transport.Register(s, api.MethodDFSConfig, n.handleDFSConfig)
+	transport.Register(s, api.MethodDFSStatus, n.handleDFSStatus)
+	transport.Register(s, api.MethodDFSSetMaxBuckets, n.handleDFSSetMaxBuckets)
 	ln, err := net.Listen("tcp", n.cfg.RPCAddr)
 	if err != nil {
 		return err

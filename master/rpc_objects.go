@@ -7,6 +7,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/master/dfsio"
 )
 
 // locations joins replica descriptors with the data address of the holder
@@ -29,7 +30,7 @@ func (n *Node) objectInfo(v fsm.ObjectView) api.ObjectInfo {
 	return api.ObjectInfo{Key: v.Key, Tenant: v.Tenant, Size: v.Size, Incarnation: v.Incarnation, Created: v.Created, Replicas: n.locations(v.Replicas)}
 }
 
-func (n *Node) handlePutStart(_ context.Context, req *api.PutStartRequest) (*api.PutStartResponse, error) {
+func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*api.PutStartResponse, error) {
 	if err := n.requireLeader(); err != nil {
 		return nil, err
 	}
@@ -48,17 +49,27 @@ func (n *Node) handlePutStart(_ context.Context, req *api.PutStartRequest) (*api
 	if req.ReplicaNum < 0 || req.ReplicaNum > api.MaxReplicas {
 		return nil, api.Errorf(api.CodeInvalidParams, "replica_num %d outside 1..%d", req.ReplicaNum, api.MaxReplicas)
 	}
-	if req.DFSReplicaNum != 0 {
-		return nil, api.Errorf(api.CodeInvalidParams, "DFS replicas are not configured on this master")
+	// One DFS replica at most: the DFS root is one shared filesystem, a
+	// second copy in it adds no independence.
+	if req.DFSReplicaNum < 0 || req.DFSReplicaNum > 1 {
+		return nil, api.Errorf(api.CodeInvalidParams, "dfs_replica_num %d outside 0..1", req.DFSReplicaNum)
+	}
+	if _, ok := n.fsm.DFSSettings(); req.DFSReplicaNum > 0 && (n.dfs == nil || !ok) {
+		return nil, api.Errorf(api.CodeInvalidParams, "DFS replicas are not configured on this master (%s unset or not yet configured)", dfsio.EnvRoot)
 	}
 	now := time.Now()
-	segs, err := place(n.fsm.Segments(), n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x5e)))
-	if err != nil {
-		return nil, err
+	var reps []api.ReplicaDescriptor
+	if req.ReplicaNum > 0 {
+		segs, err := place(n.fsm.Segments(), n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x5e)))
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range segs {
+			reps = append(reps, api.ReplicaDescriptor{Kind: api.ReplicaLocalDisk, Segment: s.ID, Pool: s.Pool})
+		}
 	}
-	reps := make([]api.ReplicaDescriptor, len(segs))
-	for i, s := range segs {
-		reps[i] = api.ReplicaDescriptor{Kind: api.ReplicaLocalDisk, Segment: s.ID, Pool: s.Pool}
+	for i := 0; i < req.DFSReplicaNum; i++ {
+		reps = append(reps, api.ReplicaDescriptor{Kind: api.ReplicaDFS}) // the state allocates it
 	}
 	res, err := n.propose(&fsm.PutStart{V: fsm.PutStartV1, Key: req.Key, Tenant: req.Tenant, Size: req.Size,
 		Replicas: reps, PutID: req.PutID, IfAbsent: req.IfAbsent, Now: now.UnixNano()})
@@ -68,6 +79,13 @@ func (n *Node) handlePutStart(_ context.Context, req *api.PutStartRequest) (*api
 	r := res.(*fsm.PutStartResult)
 	if r.Err != nil {
 		return nil, r.Err
+	}
+	reps = r.Replicas
+	if req.DFSReplicaNum > 0 {
+		if err := n.dfsWaitReady(ctx, reps); err != nil {
+			_, _ = n.propose(&fsm.PutRevoke{V: fsm.PutRevokeV1, Key: req.Key, Incarnation: r.Incarnation, Now: time.Now().UnixNano()})
+			return nil, err
+		}
 	}
 	return &api.PutStartResponse{Incarnation: r.Incarnation, Replicas: n.locations(reps)}, nil
 }
@@ -111,6 +129,7 @@ func (n *Node) handleGet(_ context.Context, req *api.KeyRequest) (*api.GetRespon
 		return nil, err
 	}
 	n.soft.grantLease(req.Key, time.Now().Add(n.cfg.LeaseTTL))
+	n.noteDFSRead(req.Key, v.Replicas)
 	return &api.GetResponse{Object: n.objectInfo(v)}, nil
 }
 
@@ -130,6 +149,7 @@ func (n *Node) handleBatchGet(_ context.Context, req *api.KeysRequest) (*api.Bat
 			continue
 		}
 		n.soft.grantLease(k, until)
+		n.noteDFSRead(k, v.Replicas)
 		info := n.objectInfo(v)
 		out.Results[i].Object = &info
 	}

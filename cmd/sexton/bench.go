@@ -17,7 +17,7 @@ import (
 
 func runBench(args []string) error {
 	if len(args) == 0 {
-		return usagef("bench remove|put|get|raft|converge [flags]")
+		return usagef("bench remove|put|get|raft|converge|dfs|dfs-churn [flags]")
 	}
 	switch args[0] {
 	case "remove":
@@ -32,6 +32,10 @@ func runBench(args []string) error {
 		return benchRaftNode(args[1:])
 	case "converge":
 		return benchConverge(args[1:])
+	case "dfs":
+		return benchDFS(args[1:])
+	case "dfs-churn":
+		return benchDFSChurn(args[1:])
 	}
 	return usagef("unknown bench %q", args[0])
 }

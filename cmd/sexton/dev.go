@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"sexton/master"
+	"sexton/master/dfsio"
 )
 
 // runDev starts a one-node master (and, once holders exist, one holder) in
@@ -29,7 +30,11 @@ func runDev(args []string) error {
 		defer os.RemoveAll(dir)
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "dev", Level: hclog.Info, Output: os.Stderr})
-	n, err := master.New(master.Config{ID: "dev", DataDir: dir + "/master", RaftAddr: *raftAddr, RPCAddr: *rpc, HTTPAddr: *httpAddr, Bootstrap: true, Logger: logger.Named("master")})
+	dfs, err := dfsio.SettingsFromEnv(os.Getenv)
+	if err != nil {
+		return fmt.Errorf("DFS settings: %w", err)
+	}
+	n, err := master.New(master.Config{ID: "dev", DataDir: dir + "/master", RaftAddr: *raftAddr, RPCAddr: *rpc, HTTPAddr: *httpAddr, Bootstrap: true, DFS: dfs, Logger: logger.Named("master")})
 	if err != nil {
 		return fmt.Errorf("dev master: %w", err)
 	}

@@ -19,7 +19,7 @@ servers:
   dev               one process: a one-node master and one holder in a temp dir
 
 client verbs (--masters A,B,C or SEXTON_MASTERS):
-  put KEY [FILE|-]  store a value
+  put KEY [FILE|-]  store a value (--dfs-replicas 1: in a file below MOONCAKE_DFS_ROOT_DIR)
   get KEY [-o FILE] read a value
   rm KEY... | rm --batch FILE|-
   stat KEY          show an object
@@ -33,9 +33,10 @@ operator:
   operator segments
   operator fsck [--json]
   operator retire SEGMENT --by WHO --reason WHY
+  operator dfs status [--json] | set-max-buckets N
 
 measure:
-  bench remove|put|get|raft [flags]
+  bench remove|put|get|raft|dfs [flags]
 
 debug:
   debug crash-points

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"sexton/master"
+	"sexton/master/dfsio"
 )
 
 func masterFlags(name string) (*master.Config, func([]string) error) {
@@ -59,6 +60,11 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 		if !explicit && os.Getenv("SEXTON_BOOTSTRAP") == "" && len(p) == 0 {
 			cfg.Bootstrap = true
 		}
+		dfs, err := dfsio.SettingsFromEnv(os.Getenv)
+		if err != nil {
+			return fmt.Errorf("DFS settings: %w", err)
+		}
+		cfg.DFS = dfs
 		cfg.SnapshotThreshold = uint64(max(*snapThreshold, 0))
 		cfg.TrailingLogs = uint64(max(*trailing, 0))
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "master." + cfg.ID, Level: hclog.LevelFromString(*logLevel), Output: os.Stderr})

@@ -20,8 +20,8 @@ func runPut(args []string) error {
 	var cf clientFlags
 	fs := newFlags("put")
 	cf.register(fs, false)
-	replicas := fs.Int("replicas", 1, "LOCAL_DISK replicas")
-	dfsReplicas := fs.Int("dfs-replicas", 0, "DFS replicas")
+	replicas := fs.Int("replicas", 1, "LOCAL_DISK replicas (0 when only --dfs-replicas is given)")
+	dfsReplicas := fs.Int("dfs-replicas", 0, "DFS replicas (0 or 1); the value is written with pwrite below MOONCAKE_DFS_ROOT_DIR")
 	tenant := fs.String("tenant", "", "tenant")
 	ifAbsent := fs.Bool("if-absent", false, "fail with OBJECT_ALREADY_EXISTS instead of overwriting")
 	if err := parseFlags(fs, args); err != nil {
@@ -29,6 +29,11 @@ func runPut(args []string) error {
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		return usagef("put KEY [FILE|-]")
+	}
+	replicasSet := false
+	fs.Visit(func(f *flag.Flag) { replicasSet = replicasSet || f.Name == "replicas" })
+	if *dfsReplicas > 0 && !replicasSet {
+		*replicas = 0
 	}
 	key := fs.Arg(0)
 	var value []byte
@@ -63,20 +68,37 @@ func runPut(args []string) error {
 // chosen holder, PutEnd. A failed write revokes the put so the master
 // queues deletes for any bytes that did land.
 func putObject(ctx context.Context, cl *transport.ClusterClient, pool *transport.Pool, req api.PutStartRequest, value []byte) (api.ObjectIncarnation, error) {
+	if req.DFSReplicaNum > 0 {
+		// Refuse before anything is allocated if this client's DFS
+		// settings differ from the master's.
+		if _, err := clientDFS.open(ctx, cl); err != nil {
+			return api.ObjectIncarnation{}, err
+		}
+	}
 	var start api.PutStartResponse
 	if err := cl.Call(ctx, api.MethodPutStart, &req, &start); err != nil {
 		return api.ObjectIncarnation{}, fmt.Errorf("PutStart: %w", err)
 	}
 	end := api.PutEndRequest{Key: req.Key, Incarnation: start.Incarnation}
 	for _, r := range start.Replicas {
-		if r.Kind != api.ReplicaLocalDisk {
+		var err error
+		switch r.Kind {
+		case api.ReplicaLocalDisk:
+			err = writeReplica(ctx, pool, r, req, start.Incarnation, value)
+		case api.ReplicaDFS:
+			// Acknowledged = the pwrite calls completed (plus fdatasync
+			// with MOONCAKE_DFS_FSYNC=1).
+			err = clientDFS.write(ctx, cl, r, value)
+		default:
 			continue
 		}
-		err := writeReplica(ctx, pool, r, req, start.Incarnation, value)
 		if err != nil {
 			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_ = cl.Call(rctx, api.MethodPutRevoke, &end, nil)
 			cancel()
+			if r.Kind == api.ReplicaDFS {
+				return api.ObjectIncarnation{}, fmt.Errorf("write DFS replica %s: %w", r.DFS.Path, err)
+			}
 			return api.ObjectIncarnation{}, fmt.Errorf("write replica on segment %s: %w", r.Segment, err)
 		}
 	}
@@ -85,6 +107,9 @@ func putObject(ctx context.Context, cl *transport.ClusterClient, pool *transport
 	}
 	return start.Incarnation, nil
 }
+
+// clientDFS is this process's DFS data path.
+var clientDFS dfsClient
 
 func writeReplica(ctx context.Context, pool *transport.Pool, r api.ReplicaLocation, req api.PutStartRequest, inc api.ObjectIncarnation, value []byte) error {
 	if r.Endpoint == "" {
@@ -101,7 +126,20 @@ func getObject(ctx context.Context, cl *transport.ClusterClient, pool *transport
 		return nil, api.ObjectInfo{}, err
 	}
 	var errs []string
+	var dfsErr error
 	for _, r := range g.Object.Replicas {
+		if r.Kind == api.ReplicaDFS {
+			v, err := clientDFS.read(ctx, cl, r)
+			if err == nil && int64(len(v)) != g.Object.Size {
+				err = fmt.Errorf("DFS replica has %d bytes, object has %d", len(v), g.Object.Size)
+			}
+			if err != nil {
+				dfsErr = err
+				errs = append(errs, fmt.Sprintf("DFS: %v", err))
+				continue
+			}
+			return v, g.Object, nil
+		}
 		if r.Kind != api.ReplicaLocalDisk || r.Endpoint == "" {
 			errs = append(errs, fmt.Sprintf("segment %s: no holder mounted", r.Segment))
 			continue
@@ -116,6 +154,9 @@ func getObject(ctx context.Context, cl *transport.ClusterClient, pool *transport
 			continue
 		}
 		return resp.Value, g.Object, nil
+	}
+	if api.CodeOf(dfsErr) == api.CodeDFSMismatch && len(errs) == 1 {
+		return nil, g.Object, dfsErr // the one replica is refused: say why
 	}
 	return nil, g.Object, api.Errorf(api.CodeUnavailable, "no replica of %s (%s) could be read: %s", key, g.Object.Incarnation, strings.Join(errs, "; "))
 }
@@ -242,6 +283,10 @@ func runStat(args []string) error {
 	fmt.Printf("key:          %s\ntenant:       %s\nsize:         %d\nincarnation:  %s\ncreated:      %s\n",
 		o.Key, o.Tenant, o.Size, o.Incarnation, time.Unix(0, o.Created).UTC().Format(time.RFC3339Nano))
 	for _, r := range o.Replicas {
+		if r.DFS != nil {
+			fmt.Printf("replica:      %s %s path=%s unit=%d offset=%d size=%d aligned=%d\n", r.Kind, r.DFS.Allocator, r.DFS.Path, r.DFS.UnitID, r.DFS.Offset, r.DFS.Size, r.DFS.AlignedSize)
+			continue
+		}
 		fmt.Printf("replica:      %s segment=%s pool=%s endpoint=%s\n", r.Kind, r.Segment, r.Pool, r.Endpoint)
 	}
 	if st.PendingPut != nil {

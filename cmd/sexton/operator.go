@@ -15,7 +15,7 @@ import (
 
 func runOperator(args []string) error {
 	if len(args) == 0 {
-		return usagef("operator raft|snapshot|tasks|segments|retire ...")
+		return usagef("operator raft|snapshot|tasks|segments|retire|dfs ...")
 	}
 	switch args[0] {
 	case "raft":
@@ -30,6 +30,8 @@ func runOperator(args []string) error {
 		return runOperatorRetire(args[1:])
 	case "fsck":
 		return runFsck(args[1:])
+	case "dfs":
+		return runOperatorDFS(args[1:])
 	}
 	return usagef("unknown operator command %q", args[0])
 }
@@ -210,8 +212,8 @@ func inspectSnapshot(file string, asJSON bool) error {
 		return printJSON(map[string]any{"format": h.Format, "cluster_id": h.ClusterID, "last_index": h.LastIndex, "last_term": h.LastTerm,
 			"created": h.Created, "objects": c.Objects, "segments": c.Segments, "tasks": c.Tasks, "dfs_records": c.DFSRecords})
 	}
-	fmt.Printf("format:     %s\ncluster id: %016x\nlast index: %d\nlast term:  %d\ncreated:    %s\nobjects:    %d\nsegments:   %d\ntasks:      %d\n",
-		h.Format, h.ClusterID, h.LastIndex, h.LastTerm, time.Unix(0, h.Created).UTC().Format(time.RFC3339), c.Objects, c.Segments, c.Tasks)
+	fmt.Printf("format:     %s\ncluster id: %016x\nlast index: %d\nlast term:  %d\ncreated:    %s\nobjects:    %d\nsegments:   %d\ntasks:      %d\ndfs records: %d\n",
+		h.Format, h.ClusterID, h.LastIndex, h.LastTerm, time.Unix(0, h.Created).UTC().Format(time.RFC3339), c.Objects, c.Segments, c.Tasks, c.DFSRecords)
 	return nil
 }
 

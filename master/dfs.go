@@ -1,0 +1,443 @@
+package master
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"sexton/api"
+	"sexton/fsm"
+	"sexton/fsm/dfsalloc"
+	"sexton/master/dfsio"
+)
+
+// dfsNode is this master's DFS machinery: the file system below the DFS
+// root and the leader's soft state for its DFS duties (touch coalescing,
+// stray files seen, retry backoff). None of it is replicated; a new leader
+// starts it afresh and resumes the file work from the state.
+type dfsNode struct {
+	fs   *dfsio.Posix
+	kick chan struct{}
+
+	mu       sync.Mutex
+	touches  map[string]dfsalloc.EntryRef // to propose at the next check
+	touched  map[string]time.Time         // when each entry was last proposed
+	strays   map[string]time.Time         // unknown files and when first seen
+	attempts map[uint64]time.Time         // last failed file op per unit
+}
+
+// maxPendingTouches bounds the touch buffer; reads beyond it between two
+// checks are simply not recorded (LRU order is a hint, not a guarantee).
+const maxPendingTouches = 1 << 16
+
+func newDFSNode(s dfsio.Settings) (*dfsNode, error) {
+	if !s.Enabled() {
+		return nil, nil
+	}
+	fs, err := dfsio.Open(s)
+	if err != nil {
+		return nil, err
+	}
+	return &dfsNode{fs: fs, kick: make(chan struct{}, 1), touches: map[string]dfsalloc.EntryRef{},
+		touched: map[string]time.Time{}, strays: map[string]time.Time{}, attempts: map[uint64]time.Time{}}, nil
+}
+
+func touchKey(r dfsalloc.EntryRef) string {
+	return r.Key + "\x00" + r.Desc.Path + "\x00" + strconv.FormatInt(r.Desc.Offset, 10)
+}
+
+func (d *dfsNode) nudge() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// checkInterval is the cluster's eviction check interval.
+func (n *Node) dfsCheckInterval() time.Duration {
+	if s, ok := n.fsm.DFSSettings(); ok && s.EvictionCheckInterval > 0 {
+		return time.Duration(s.EvictionCheckInterval) * time.Second
+	}
+	return 5 * time.Second
+}
+
+// noteDFSRead records a read of the DFS replicas in reps for LRU eviction,
+// at most once per entry per check interval.
+func (n *Node) noteDFSRead(key string, reps []api.ReplicaDescriptor) {
+	d := n.dfs
+	if d == nil {
+		return
+	}
+	now := time.Now()
+	interval := n.dfsCheckInterval()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range reps {
+		if r.Kind != api.ReplicaDFS || r.DFS == nil {
+			continue
+		}
+		ref := dfsalloc.EntryRef{Key: key, Desc: *r.DFS}
+		k := touchKey(ref)
+		if now.Sub(d.touched[k]) < interval || len(d.touches) >= maxPendingTouches {
+			continue
+		}
+		d.touched[k] = now
+		d.touches[k] = ref
+	}
+}
+
+// dfsLeader runs the DFS duties while this node leads: configure the
+// cluster, reconcile the root, then file work, eviction, touches and stray
+// cleanup until ctx ends.
+func (n *Node) dfsLeader(ctx context.Context) {
+	d := n.dfs
+	if !n.dfsConfigure() {
+		return
+	}
+	n.dfsCheckMissing()
+	tick := time.NewTicker(n.cfg.DFSTick)
+	defer tick.Stop()
+	lastCheck := time.Time{}
+	for {
+		n.dfsFileOps(ctx)
+		if time.Since(lastCheck) >= n.dfsCheckInterval() {
+			lastCheck = time.Now()
+			n.dfsFlushTouches()
+			n.dfsEvict()
+			n.dfsScanStrays()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-d.kick:
+		}
+	}
+}
+
+// dfsConfigure proposes this master's allocator settings unless the
+// cluster already has exactly them. A refused change (the cluster's
+// allocator holds data under other shared settings) is logged loudly and
+// the cluster's settings stay in force; the duties still run, from the
+// state. It returns false only when the leader is stopping.
+func (n *Node) dfsConfigure() bool {
+	want := fsm.SettingsOf(n.cfg.DFS.Alloc)
+	if have, ok := n.fsm.DFSSettings(); ok && have == want {
+		return true
+	}
+	res, err := n.propose(&fsm.DFSConfigure{V: fsm.DFSConfigureV1, Settings: want, Now: time.Now().UnixNano()})
+	if err != nil {
+		n.log.Warn("DFSConfigure not committed; DFS duties wait for the next term", "error", err)
+		return false
+	}
+	if r := res.(*fsm.DFSResult); r.Err != nil {
+		n.log.Error("the cluster refused this master's DFS settings; the cluster's stay in force", "error", r.Err)
+	}
+	return true
+}
+
+// dfsCheckMissing is the start-of-term reconciliation of files the state
+// needs: a ready unit whose file is gone has lost its entries, and that is
+// said loudly, never left as a silent gap.
+func (n *Node) dfsCheckMissing() {
+	stats, ok := n.fsm.DFSStats()
+	if !ok {
+		return
+	}
+	for _, u := range stats.Units {
+		if u.File != dfsalloc.FileReady || u.State == dfsalloc.UnitDeleting {
+			continue
+		}
+		exists, err := n.dfs.fs.Exists(u.Path)
+		if err != nil || exists {
+			continue
+		}
+		res, err := n.propose(&fsm.DFSMarkLost{V: fsm.DFSMarkLostV1, Unit: u.Unit, Now: time.Now().UnixNano()})
+		if err != nil {
+			n.log.Warn("DFSMarkLost not committed", "unit", u.Unit, "error", err)
+			continue
+		}
+		r := res.(*fsm.DFSResult)
+		n.log.Error("DFS FILE MISSING: its entries are lost and their replicas dropped",
+			"unit", u.Unit, "path", u.Path, "entries_lost", len(r.Dropped), "objects_lost", r.ObjectsLost, "error", r.Err)
+		for _, ref := range r.Dropped {
+			n.log.Error("DFS replica lost", "key", ref.Key, "path", ref.Desc.Path, "offset", ref.Desc.Offset)
+		}
+	}
+}
+
+// backoff is the wait before retrying a unit's failed file op.
+func backoff(failures uint32) time.Duration {
+	d := 200 * time.Millisecond
+	for i := uint32(0); i < failures && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}
+
+// dfsFileOps performs the file work the state waits for, one op at a time
+// (so per unit in order), and records each outcome by a command.
+func (n *Node) dfsFileOps(ctx context.Context) {
+	d := n.dfs
+	for _, op := range n.fsm.DFSPendingFileOps() {
+		if ctx.Err() != nil {
+			return
+		}
+		now := time.Now()
+		d.mu.Lock()
+		last, failed := d.attempts[op.Unit]
+		d.mu.Unlock()
+		if failed && now.Sub(last) < backoff(op.Failures) {
+			continue
+		}
+		switch op.Kind {
+		case dfsalloc.FileCreate:
+			if err := d.fs.Create(op.Path, op.Size); err != nil {
+				n.log.Warn("DFS file create failed; retrying", "unit", op.Unit, "path", op.Path, "error", err)
+				n.dfsAttempt(op.Unit, true)
+				continue
+			}
+			res, err := n.propose(&fsm.DFSFileOp{V: fsm.DFSFileOpV1, Kind: op.Kind, Unit: op.Unit, OK: true, Now: time.Now().UnixNano()})
+			if err != nil {
+				return
+			}
+			if r := res.(*fsm.DFSResult); r.Err != nil && r.Err.Code == api.CodeObjectNotFound {
+				// The unit went away meanwhile: the file just made is nobody's.
+				_ = d.fs.Remove(op.Path)
+			}
+			n.dfsAttempt(op.Unit, false)
+		case dfsalloc.FileDelete:
+			if now.UnixNano() < op.NotBefore {
+				continue
+			}
+			err := d.fs.Remove(op.Path)
+			if err != nil {
+				n.log.Warn("DFS file delete failed; the unit stays charged and is retried", "unit", op.Unit, "path", op.Path, "failures", op.Failures+1, "error", err)
+			}
+			if _, perr := n.propose(&fsm.DFSFileOp{V: fsm.DFSFileOpV1, Kind: op.Kind, Unit: op.Unit, OK: err == nil, Now: time.Now().UnixNano()}); perr != nil {
+				return
+			}
+			n.dfsAttempt(op.Unit, err != nil)
+		}
+	}
+}
+
+func (n *Node) dfsAttempt(unit uint64, failed bool) {
+	n.dfs.mu.Lock()
+	if failed {
+		n.dfs.attempts[unit] = time.Now()
+	} else {
+		delete(n.dfs.attempts, unit)
+	}
+	n.dfs.mu.Unlock()
+}
+
+func (n *Node) dfsFlushTouches() {
+	d := n.dfs
+	d.mu.Lock()
+	refs := make([]dfsalloc.EntryRef, 0, len(d.touches))
+	for _, r := range d.touches {
+		refs = append(refs, r)
+	}
+	d.touches = map[string]dfsalloc.EntryRef{}
+	cutoff := time.Now().Add(-n.dfsCheckInterval())
+	for k, t := range d.touched {
+		if t.Before(cutoff) {
+			delete(d.touched, k)
+		}
+	}
+	d.mu.Unlock()
+	// Sorted so the entry is the same whatever the map order was.
+	sort.Slice(refs, func(i, j int) bool { return touchKey(refs[i]) < touchKey(refs[j]) })
+	for len(refs) > 0 {
+		chunk := refs[:min(len(refs), api.MaxBatchKeys)]
+		refs = refs[len(chunk):]
+		if _, err := n.propose(&fsm.DFSTouch{V: fsm.DFSTouchV1, Refs: chunk, Now: time.Now().UnixNano()}); err != nil {
+			return
+		}
+	}
+}
+
+// dfsEvict plans with this leader's read leases and proposes the plan;
+// Apply re-validates it.
+func (n *Node) dfsEvict() {
+	now := time.Now()
+	plan, ok := n.fsm.DFSPlanEviction(now.UnixNano(), func(key string) bool { return n.soft.leased(key, now) })
+	if !ok || len(plan.Candidates) == 0 {
+		return
+	}
+	res, err := n.propose(&fsm.DFSEvict{V: fsm.DFSEvictV1, Plan: plan, Now: now.UnixNano()})
+	if err != nil {
+		return
+	}
+	r := res.(*fsm.DFSResult)
+	if r.Err != nil {
+		n.log.Warn("DFS eviction refused", "error", r.Err)
+		return
+	}
+	n.log.Info("DFS eviction", "candidates", len(plan.Candidates), "entries_evicted", len(r.Dropped), "objects_evicted", r.ObjectsLost)
+	n.dfs.nudge()
+}
+
+// dfsKnownPaths are the files the state knows (any unit, any state).
+func (n *Node) dfsKnownPaths() map[string]bool {
+	stats, _ := n.fsm.DFSStats()
+	known := make(map[string]bool, len(stats.Units))
+	for _, u := range stats.Units {
+		known[u.Path] = true
+	}
+	return known
+}
+
+// dfsScanStrays reports allocator-named files the state does not know and
+// removes them once they have stayed unknown for the grace period.
+func (n *Node) dfsScanStrays() {
+	d := n.dfs
+	names, err := d.fs.List()
+	if err != nil {
+		n.log.Warn("DFS root not listable", "root", d.fs.Root(), "error", err)
+		return
+	}
+	known := n.dfsKnownPaths()
+	now := time.Now()
+	present := map[string]bool{}
+	for _, name := range names {
+		present[name] = true
+		if known[name] {
+			continue
+		}
+		d.mu.Lock()
+		first, seen := d.strays[name]
+		if !seen {
+			d.strays[name] = now
+		}
+		d.mu.Unlock()
+		if !seen {
+			n.log.Warn("stray DFS file the state does not know; removing it after the grace period", "path", name, "grace", n.cfg.DFSStrayGrace)
+			continue
+		}
+		if now.Sub(first) < n.cfg.DFSStrayGrace || n.dfsKnownPaths()[name] {
+			continue
+		}
+		if err := d.fs.Remove(name); err != nil {
+			n.log.Warn("stray DFS file not removed", "path", name, "error", err)
+			continue
+		}
+		n.log.Warn("stray DFS file removed", "path", name, "first_seen", first)
+		d.mu.Lock()
+		delete(d.strays, name)
+		d.mu.Unlock()
+	}
+	d.mu.Lock()
+	for name := range d.strays {
+		if !present[name] || known[name] {
+			delete(d.strays, name)
+		}
+	}
+	d.mu.Unlock()
+}
+
+// dfsWaitReady waits until every unit the DFS descriptors name has its
+// file confirmed, so a client never writes into a missing file.
+func (n *Node) dfsWaitReady(ctx context.Context, reps []api.ReplicaDescriptor) error {
+	deadline := time.NewTimer(n.cfg.ApplyTimeout)
+	defer deadline.Stop()
+	for {
+		wake := n.notify.wait()
+		stats, _ := n.fsm.DFSStats()
+		missing := ""
+		for _, r := range reps {
+			if r.Kind != api.ReplicaDFS || r.DFS == nil {
+				continue
+			}
+			i, found := slices.BinarySearchFunc(stats.Units, r.DFS.UnitID, func(u dfsalloc.UnitStats, id uint64) int { return cmpU64(u.Unit, id) })
+			if !found || stats.Units[i].File != dfsalloc.FileReady {
+				missing = r.DFS.Path
+				break
+			}
+		}
+		if missing == "" {
+			return nil
+		}
+		n.dfs.nudge()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return api.Errorf(api.CodeUnavailable, "DFS file %s not created within %v", missing, n.cfg.ApplyTimeout)
+		}
+	}
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// dfsPublished is what this master tells clients.
+func (n *Node) dfsPublished() api.DFSConfigResponse {
+	s, ok := n.fsm.DFSSettings()
+	if !ok || n.dfs == nil {
+		return api.DFSConfigResponse{Enabled: false, Root: n.cfg.DFS.Root, Adapter: n.cfg.DFS.Adapter}
+	}
+	return n.cfg.DFS.Published(s.Config())
+}
+
+func (n *Node) handleDFSConfig(_ context.Context, _ *api.Empty) (*api.DFSConfigResponse, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	p := n.dfsPublished()
+	return &p, nil
+}
+
+func (n *Node) handleDFSStatus(_ context.Context, _ *api.Empty) (*api.DFSStatusResponse, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	out := &api.DFSStatusResponse{DFSConfigResponse: n.dfsPublished()}
+	st, ok := n.fsm.DFSStats()
+	if !ok {
+		return out, nil
+	}
+	out.Allocator, out.Capacity, out.Used, out.LiveBytes, out.DeadBytes = st.Allocator, st.Capacity, st.Used, st.LiveBytes, st.DeadBytes
+	out.Entries, out.MaxBuckets, out.ChargedBuckets, out.PendingDeletions = st.LiveEntries, st.MaxBuckets, st.ChargedBuckets, st.PendingDeletions
+	out.NextBucketID, out.Evicted, out.Aborted, out.Lost = st.NextBucketID, st.Evicted, st.Aborted, st.Lost
+	for _, u := range st.Units {
+		out.Units = append(out.Units, api.DFSUnitStatus{Unit: u.Unit, Path: u.Path, State: u.State.String(), File: u.File.String(),
+			Capacity: u.Capacity, Used: u.Used, LiveBytes: u.LiveBytes, DeadBytes: u.DeadBytes, Entries: u.LiveEntries,
+			PendingEntries: u.PendingEntries, DeleteFailures: u.DeleteFailures})
+	}
+	if n.dfs != nil {
+		n.dfs.mu.Lock()
+		for name, t := range n.dfs.strays {
+			out.StrayFiles = append(out.StrayFiles, name+" (seen "+t.UTC().Format(time.RFC3339)+")")
+		}
+		n.dfs.mu.Unlock()
+		sort.Strings(out.StrayFiles)
+	}
+	return out, nil
+}
+
+func (n *Node) handleDFSSetMaxBuckets(_ context.Context, req *api.DFSSetMaxBucketsRequest) (*api.Empty, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	res, err := n.propose(&fsm.DFSSetMaxBuckets{V: fsm.DFSSetMaxBucketsV1, Max: req.Max, Now: time.Now().UnixNano()})
+	if err != nil {
+		return nil, err
+	}
+	if r := res.(*fsm.DFSResult); r.Err != nil {
+		return nil, r.Err
+	}
+	return &api.Empty{}, nil
+}
