@@ -4,7 +4,10 @@ import "fmt"
 
 // ObjectIncarnation names one life of a key. High is the cluster id, Low the
 // Raft index of the PutStart entry that created it. Both are decided by the
-// FSM at apply time, so every master computes the same value. The zero value
+// FSM at apply time, so every master computes the same value. Every object
+// of one PutStartBatch entry shares that entry's index: an incarnation only
+// has to be unique and ordered per key (tasks are unique per segment, key
+// and incarnation), and a batch holds each key at most once. The zero value
 // is the legacy incarnation carried by data written before incarnations
 // existed (a 1.0.0 snapshot, a legacy bucket .meta).
 type ObjectIncarnation struct {

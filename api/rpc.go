@@ -6,6 +6,8 @@ const (
 	MethodPutStart         = "PutStart"
 	MethodPutEnd           = "PutEnd"
 	MethodPutRevoke        = "PutRevoke"
+	MethodBatchPutStart    = "BatchPutStart"
+	MethodBatchPutEnd      = "BatchPutEnd"
 	MethodGet              = "Get"
 	MethodBatchGet         = "BatchGet"
 	MethodExist            = "Exist"
@@ -70,6 +72,39 @@ type PutEndRequest struct {
 
 // PutRevokeRequest abandons a pending put.
 type PutRevokeRequest = PutEndRequest
+
+// MaxBatchPutItems bounds the objects of one BatchPutStart or BatchPutEnd:
+// each is one Raft entry, kept small enough to replicate quickly.
+const MaxBatchPutItems = 256
+
+// BatchPutStartRequest starts many puts in one Raft entry. Keys must be
+// distinct: a key named twice refuses the whole request.
+type BatchPutStartRequest struct {
+	Items []PutStartRequest `msgpack:"items"`
+}
+
+// PutStartResult is one item's answer in a BatchPutStart; on success Err is
+// nil and the fields are those of a PutStartResponse.
+type PutStartResult struct {
+	Incarnation ObjectIncarnation `msgpack:"inc"`
+	Replicas    []ReplicaLocation `msgpack:"replicas,omitempty"`
+	Err         *Error            `msgpack:"err,omitempty"`
+}
+
+// BatchPutStartResponse answers BatchPutStart, in request order.
+type BatchPutStartResponse struct {
+	Results []PutStartResult `msgpack:"results"`
+}
+
+// BatchPutEndRequest completes many pending puts in one Raft entry.
+type BatchPutEndRequest struct {
+	Items []PutEndRequest `msgpack:"items"`
+}
+
+// BatchPutEndResponse answers BatchPutEnd, in request order.
+type BatchPutEndResponse struct {
+	Results []KeyResult `msgpack:"results"`
+}
 
 // KeyRequest names one key.
 type KeyRequest struct {

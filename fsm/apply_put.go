@@ -49,34 +49,50 @@ func (st *state) validReplicas(rs []api.ReplicaDescriptor) *api.Error {
 // applyPutStart creates a PENDING incarnation {cluster id, index}. Reads
 // keep returning the key's COMPLETE incarnation until PutEnd.
 func (st *state) applyPutStart(index uint64, c *PutStart) *PutStartResult {
-	if err := api.ValidKey(c.Key); err != nil {
-		return &PutStartResult{Err: api.AsError(err)}
-	}
-	if c.Size < 0 {
-		return &PutStartResult{Err: api.Errorf(api.CodeInvalidParams, "put %q: negative size %d", c.Key, c.Size)}
-	}
-	if err := st.validReplicas(c.Replicas); err != nil {
+	it := PutStartItem{Key: c.Key, Tenant: c.Tenant, Size: c.Size, Replicas: c.Replicas, PutID: c.PutID, IfAbsent: c.IfAbsent}
+	if err := st.checkPutStart(&it); err != nil {
 		return &PutStartResult{Err: err}
-	}
-	old := st.objects.get(c.Key)
-	e := old
-	if e.pending != nil {
-		return &PutStartResult{Err: api.Errorf(api.CodeObjectAlreadyExists, "put %q: put in progress (%s)", c.Key, e.pending.inc)}
-	}
-	if c.IfAbsent && e.complete != nil {
-		return &PutStartResult{Err: api.Errorf(api.CodeObjectAlreadyExists, "put %q: key exists (%s)", c.Key, e.complete.inc)}
-	}
-	tenant := c.Tenant
-	if tenant == "" {
-		tenant = api.DefaultTenant
 	}
 	replicas, aerr := st.allocateDFS(c.Key, c.Size, c.Replicas, c.Now)
 	if aerr != nil {
 		return &PutStartResult{Err: aerr}
 	}
+	return st.recordPending(index, &it, replicas, c.Now)
+}
+
+// checkPutStart is every check of a PutStart except the DFS allocation.
+func (st *state) checkPutStart(c *PutStartItem) *api.Error {
+	if err := api.ValidKey(c.Key); err != nil {
+		return api.AsError(err)
+	}
+	if c.Size < 0 {
+		return api.Errorf(api.CodeInvalidParams, "put %q: negative size %d", c.Key, c.Size)
+	}
+	if err := st.validReplicas(c.Replicas); err != nil {
+		return err
+	}
+	e := st.objects.get(c.Key)
+	if e.pending != nil {
+		return api.Errorf(api.CodeObjectAlreadyExists, "put %q: put in progress (%s)", c.Key, e.pending.inc)
+	}
+	if c.IfAbsent && e.complete != nil {
+		return api.Errorf(api.CodeObjectAlreadyExists, "put %q: key exists (%s)", c.Key, e.complete.inc)
+	}
+	return nil
+}
+
+// recordPending makes a checked, allocated put the key's PENDING
+// incarnation {cluster id, index}.
+func (st *state) recordPending(index uint64, c *PutStartItem, replicas []api.ReplicaDescriptor, now int64) *PutStartResult {
+	old := st.objects.get(c.Key)
+	e := old
+	tenant := c.Tenant
+	if tenant == "" {
+		tenant = api.DefaultTenant
+	}
 	inc := api.ObjectIncarnation{High: st.clusterID, Low: index}
 	e.pending = &object{
-		tenant: st.intern(tenant), putID: c.PutID, size: c.Size, created: c.Now,
+		tenant: st.intern(tenant), putID: c.PutID, size: c.Size, created: now,
 		inc: inc, replicas: st.internReplicas(replicas),
 	}
 	st.objects.set(c.Key, old, e)

@@ -64,23 +64,27 @@ func checkBounds(cmd Command) error {
 	case *UnmountLocalDisk:
 		return idLen("segment id", string(c.Segment))
 	case *PutStart:
-		if len(c.Replicas) > api.MaxReplicas {
-			return bad("%d replicas exceed %d", len(c.Replicas), api.MaxReplicas)
+		return putStartBounded(bad, c.Key, c.Tenant, c.PutID, c.Replicas)
+	case *PutStartBatch:
+		if len(c.Items) > MaxBatchPutItems {
+			return bad("%d items exceed %d", len(c.Items), MaxBatchPutItems)
 		}
-		if len(c.Tenant) > api.MaxTenantLen {
-			return bad("tenant of %d bytes exceeds %d", len(c.Tenant), api.MaxTenantLen)
-		}
-		for _, r := range c.Replicas {
-			if err := first(idLen("replica segment", string(r.Segment)), idLen("replica pool", r.Pool)); err != nil {
+		for _, it := range c.Items {
+			if err := putStartBounded(bad, it.Key, it.Tenant, it.PutID, it.Replicas); err != nil {
 				return err
 			}
-			if r.DFS != nil {
-				if err := first(idLen("dfs allocator", r.DFS.Allocator), keyLen("dfs path", r.DFS.Path)); err != nil {
-					return err
-				}
+		}
+		return nil
+	case *PutEndBatch:
+		if len(c.Items) > MaxBatchPutItems {
+			return bad("%d items exceed %d", len(c.Items), MaxBatchPutItems)
+		}
+		for _, it := range c.Items {
+			if err := keyLen("key", it.Key); err != nil {
+				return err
 			}
 		}
-		return first(keyLen("key", c.Key), idLen("put id", c.PutID))
+		return nil
 	case *PutEnd:
 		return keyLen("key", c.Key)
 	case *PutRevoke:
@@ -158,6 +162,35 @@ func entryRefsBounded(bad func(string, ...any) error, refs []dfsalloc.EntryRef) 
 			return bad("dfs path of %d bytes exceeds %d", len(r.Desc.Path), MaxDFSPathLen)
 		case len(r.Desc.Allocator) > api.MaxIDLen:
 			return bad("dfs allocator of %d bytes exceeds %d", len(r.Desc.Allocator), api.MaxIDLen)
+		}
+	}
+	return nil
+}
+
+// putStartBounded checks the sizes of one PutStart (or PutStartBatch item).
+func putStartBounded(bad func(string, ...any) error, key, tenant, putID string, rs []api.ReplicaDescriptor) error {
+	if len(rs) > api.MaxReplicas {
+		return bad("%d replicas exceed %d", len(rs), api.MaxReplicas)
+	}
+	if len(tenant) > api.MaxTenantLen {
+		return bad("tenant of %d bytes exceeds %d", len(tenant), api.MaxTenantLen)
+	}
+	if len(key) > api.MaxKeyLen {
+		return bad("key of %d bytes exceeds %d", len(key), api.MaxKeyLen)
+	}
+	if len(putID) > api.MaxIDLen {
+		return bad("put id of %d bytes exceeds %d", len(putID), api.MaxIDLen)
+	}
+	for _, r := range rs {
+		switch {
+		case len(r.Segment) > api.MaxIDLen:
+			return bad("replica segment of %d bytes exceeds %d", len(r.Segment), api.MaxIDLen)
+		case len(r.Pool) > api.MaxIDLen:
+			return bad("replica pool of %d bytes exceeds %d", len(r.Pool), api.MaxIDLen)
+		case r.DFS != nil && len(r.DFS.Allocator) > api.MaxIDLen:
+			return bad("dfs allocator of %d bytes exceeds %d", len(r.DFS.Allocator), api.MaxIDLen)
+		case r.DFS != nil && len(r.DFS.Path) > api.MaxKeyLen:
+			return bad("dfs path of %d bytes exceeds %d", len(r.DFS.Path), api.MaxKeyLen)
 		}
 	}
 	return nil

@@ -112,6 +112,14 @@ func withCurrentVersion(cmd Command) (Command, error) {
 		cp := *c
 		cp.V = want
 		return &cp, nil
+	case *PutStartBatch:
+		cp := *c
+		cp.V = want
+		return &cp, nil
+	case *PutEndBatch:
+		cp := *c
+		cp.V = want
+		return &cp, nil
 	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
 }
@@ -134,6 +142,8 @@ var currentVersion = map[CommandType]uint8{
 	CmdDFSFileOp:        DFSFileOpV1,
 	CmdDFSSetMaxBuckets: DFSSetMaxBucketsV1,
 	CmdDFSMarkLost:      DFSMarkLostV1,
+	CmdPutStartBatch:    PutStartBatchV1,
+	CmdPutEndBatch:      PutEndBatchV1,
 }
 
 func versionOf(cmd Command) uint8 {
@@ -169,6 +179,10 @@ func versionOf(cmd Command) uint8 {
 	case *DFSSetMaxBuckets:
 		return c.V
 	case *DFSMarkLost:
+		return c.V
+	case *PutStartBatch:
+		return c.V
+	case *PutEndBatch:
 		return c.V
 	}
 	return 0
@@ -209,6 +223,10 @@ func newBody(t CommandType) Command {
 		return &DFSSetMaxBuckets{}
 	case CmdDFSMarkLost:
 		return &DFSMarkLost{}
+	case CmdPutStartBatch:
+		return &PutStartBatch{}
+	case CmdPutEndBatch:
+		return &PutEndBatch{}
 	}
 	return nil
 }

@@ -197,6 +197,8 @@ func sampleCommands() []Command {
 		&DFSFileOp{Kind: dfsalloc.FileCreate, Unit: 3, OK: true, Now: 13},
 		&DFSSetMaxBuckets{Max: 128, Now: 14},
 		&DFSMarkLost{Unit: 3, Now: 15},
+		&PutStartBatch{Items: []PutStartItem{{Key: "a", Tenant: "t", Size: 5, Replicas: localReplicas("s1"), PutID: "p1", IfAbsent: true}, {Key: "b", Size: 6, Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaDFS}}}}, Now: 16},
+		&PutEndBatch{Items: []PutEndItem{{Key: "a", Incarnation: inc}, {Key: "b", Incarnation: inc}}, Now: 17},
 	}
 }
 

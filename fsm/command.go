@@ -48,6 +48,9 @@ func (t CommandType) String() string {
 		if name, ok := dfsCommandName(t); ok {
 			return name
 		}
+		if name, ok := batchCommandName(t); ok {
+			return name
+		}
 		return "Unknown"
 	}
 }

@@ -79,6 +79,10 @@ func (f *FSM) Apply(index, term uint64, data []byte) (any, error) {
 		res, now = st.applyDFSSetMaxBuckets(c), c.Now
 	case *DFSMarkLost:
 		res, now = st.applyDFSMarkLost(c), c.Now
+	case *PutStartBatch:
+		res, now = st.applyPutStartBatch(index, c), c.Now
+	case *PutEndBatch:
+		res, now = st.applyPutEndBatch(c), c.Now
 	default:
 		return nil, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
 	}

@@ -17,6 +17,10 @@ type cmdGen struct {
 	// retireOdds: one in retireOdds of the rarest draws is a RetireStorage
 	// (retiring is permanent, so long runs want it rare); 0 means 4.
 	retireOdds int
+	// batches: some PutStarts and PutEnds are drawn as PutStartBatch and
+	// PutEndBatch instead (off by default so other tests keep their
+	// streams).
+	batches bool
 }
 
 var (
@@ -64,6 +68,9 @@ func (g *cmdGen) next(f *FSM) Command {
 		seg := genSegs[g.pick(3)]
 		return &UnmountLocalDisk{Segment: seg, Epoch: g.epochOf(f, seg), Now: now}
 	case 4, 5, 6, 7:
+		if g.batches && g.pick(3) == 0 {
+			return g.batch(f, now)
+		}
 		var rs []api.ReplicaDescriptor
 		for _, s := range g.segs() {
 			rs = append(rs, api.ReplicaDescriptor{Kind: api.ReplicaLocalDisk, Segment: s, Pool: "p"})
@@ -120,4 +127,36 @@ func (g *cmdGen) next(f *FSM) Command {
 		}
 		return &Remove{Keys: []string{genKeys[g.pick(4)]}, Now: now}
 	}
+}
+
+// batch draws a PutStartBatch (keys distinct, sometimes duplicated) or a
+// PutEndBatch aimed at the keys' pending puts.
+func (g *cmdGen) batch(f *FSM, now int64) Command {
+	n := 1 + g.pick(len(genKeys))
+	start := g.pick(len(genKeys))
+	if g.pick(2) == 0 {
+		items := make([]PutEndItem, n)
+		for i := range items {
+			key := genKeys[(start+i)%len(genKeys)]
+			_, pending, _, _ := f.Stat(key)
+			inc := api.ObjectIncarnation{Low: uint64(g.pick(50))}
+			if pending != nil && g.pick(5) != 0 {
+				inc = *pending
+			}
+			items[i] = PutEndItem{Key: key, Incarnation: inc}
+		}
+		return &PutEndBatch{Items: items, Now: now}
+	}
+	items := make([]PutStartItem, n)
+	for i := range items {
+		var rs []api.ReplicaDescriptor
+		for _, s := range g.segs() {
+			rs = append(rs, api.ReplicaDescriptor{Kind: api.ReplicaLocalDisk, Segment: s, Pool: "p"})
+		}
+		items[i] = PutStartItem{Key: genKeys[(start+i)%len(genKeys)], Size: 1, Replicas: rs, PutID: "x", IfAbsent: g.pick(4) == 0}
+	}
+	if g.pick(10) == 0 {
+		items = append(items, items[0])
+	}
+	return &PutStartBatch{Items: items, Now: now}
 }

@@ -19,6 +19,8 @@ func (n *Node) startRPC() error {
 	transport.Register(s, api.MethodPutStart, n.handlePutStart)
 	transport.Register(s, api.MethodPutEnd, n.handlePutEnd)
 	transport.Register(s, api.MethodPutRevoke, n.handlePutRevoke)
+	transport.Register(s, api.MethodBatchPutStart, n.handleBatchPutStart)
+	transport.Register(s, api.MethodBatchPutEnd, n.handleBatchPutEnd)
 	transport.Register(s, api.MethodGet, n.handleGet)
 	transport.Register(s, api.MethodBatchGet, n.handleBatchGet)
 	transport.Register(s, api.MethodExist, n.handleExist)

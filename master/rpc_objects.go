@@ -34,6 +34,39 @@ func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*a
 	if err := n.requireLeader(); err != nil {
 		return nil, err
 	}
+	now := time.Now()
+	reps, err := n.placePut(req, now, placementRand(now))
+	if err != nil {
+		return nil, err
+	}
+	res, err := n.propose(&fsm.PutStart{V: fsm.PutStartV1, Key: req.Key, Tenant: req.Tenant, Size: req.Size,
+		Replicas: reps, PutID: req.PutID, IfAbsent: req.IfAbsent, Now: now.UnixNano()})
+	if err != nil {
+		return nil, err
+	}
+	r := res.(*fsm.PutStartResult)
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	reps = r.Replicas
+	if req.DFSReplicaNum > 0 {
+		if err := n.dfsWaitReady(ctx, reps); err != nil {
+			_, _ = n.propose(&fsm.PutRevoke{V: fsm.PutRevokeV1, Key: req.Key, Incarnation: r.Incarnation, Now: time.Now().UnixNano()})
+			return nil, err
+		}
+	}
+	return &api.PutStartResponse{Incarnation: r.Incarnation, Replicas: n.locations(reps)}, nil
+}
+
+// placementRand is the leader's placement randomness for puts started at now.
+func placementRand(now time.Time) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x5e))
+}
+
+// placePut checks a put request and chooses its replicas: LOCAL_DISK
+// segments by placement, DFS replicas left for the state to allocate. It
+// may set req.ReplicaNum to the default of one.
+func (n *Node) placePut(req *api.PutStartRequest, now time.Time, rng *rand.Rand) ([]api.ReplicaDescriptor, error) {
 	if err := api.ValidKey(req.Key); err != nil {
 		return nil, err
 	}
@@ -57,10 +90,9 @@ func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*a
 	if _, ok := n.fsm.DFSSettings(); req.DFSReplicaNum > 0 && (n.dfs == nil || !ok) {
 		return nil, api.Errorf(api.CodeInvalidParams, "DFS replicas are not configured on this master (%s unset or not yet configured)", dfsio.EnvRoot)
 	}
-	now := time.Now()
 	var reps []api.ReplicaDescriptor
 	if req.ReplicaNum > 0 {
-		segs, err := place(n.fsm.Segments(), n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x5e)))
+		segs, err := place(n.fsm.Segments(), n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rng)
 		if err != nil {
 			return nil, err
 		}
@@ -71,23 +103,7 @@ func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*a
 	for i := 0; i < req.DFSReplicaNum; i++ {
 		reps = append(reps, api.ReplicaDescriptor{Kind: api.ReplicaDFS}) // the state allocates it
 	}
-	res, err := n.propose(&fsm.PutStart{V: fsm.PutStartV1, Key: req.Key, Tenant: req.Tenant, Size: req.Size,
-		Replicas: reps, PutID: req.PutID, IfAbsent: req.IfAbsent, Now: now.UnixNano()})
-	if err != nil {
-		return nil, err
-	}
-	r := res.(*fsm.PutStartResult)
-	if r.Err != nil {
-		return nil, r.Err
-	}
-	reps = r.Replicas
-	if req.DFSReplicaNum > 0 {
-		if err := n.dfsWaitReady(ctx, reps); err != nil {
-			_, _ = n.propose(&fsm.PutRevoke{V: fsm.PutRevokeV1, Key: req.Key, Incarnation: r.Incarnation, Now: time.Now().UnixNano()})
-			return nil, err
-		}
-	}
-	return &api.PutStartResponse{Incarnation: r.Incarnation, Replicas: n.locations(reps)}, nil
+	return reps, nil
 }
 
 func (n *Node) handlePutEnd(_ context.Context, req *api.PutEndRequest) (*api.Empty, error) {

@@ -24,7 +24,8 @@ import (
 // through Raft (PutStart+PutEnd without writing the value; one client,
 // then 64 concurrent ones, which the leader's Raft batches), and DFS put
 // and get throughput on the posix adapter next to raw pwrite/pread of the
-// same sizes in the same root, in the same run.
+// same sizes in the same root, in the same run. With --batch N it also
+// allocates in N-object batches (one Raft entry per batch start and end).
 func benchDFS(args []string) error {
 	var cf clientFlags
 	fs := newFlags("bench dfs")
@@ -33,6 +34,7 @@ func benchDFS(args []string) error {
 	ioN := fs.Int("io-n", 200, "objects per size in the I/O phase")
 	sizes := fs.String("sizes", "64KiB,1MiB", "value sizes of the I/O phase")
 	clients := fs.Int("clients", 4, "concurrent clients in the I/O phase")
+	batch := fs.Int("batch", 0, "also allocate in batches of this many objects (BatchPutStart/BatchPutEnd, one Raft entry each); 0 skips the phase")
 	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
@@ -70,6 +72,15 @@ func benchDFS(args []string) error {
 		}
 		for i := 0; i < *n; i++ {
 			keys = append(keys, fmt.Sprintf("%s%s/%08d", prefix, tag, i))
+		}
+	}
+	if *batch > 0 {
+		for _, c := range []int{1, 4} {
+			bk, err := benchBatchAlloc(cl, &cf, fmt.Sprintf("%sc%d/", prefix, c), *n, *batch, c)
+			if err != nil {
+				return err
+			}
+			keys = append(keys, bk...)
 		}
 	}
 	benchRemoveKeys(cl, &cf, keys)
