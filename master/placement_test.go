@@ -1,6 +1,7 @@
 package master
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -100,5 +101,20 @@ func TestParsePeers(t *testing.T) {
 		if _, err := ParsePeers(bad); err == nil {
 			t.Fatalf("%q accepted", bad)
 		}
+	}
+}
+
+func TestExpiredLeasesAreSweptAndLiveOnesKept(t *testing.T) {
+	s := newSoftState()
+	past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	for i := 0; i < minLeaseSweep; i++ {
+		s.grantLease(fmt.Sprintf("old%d", i), past)
+	}
+	s.grantLease("live", future) // reaches the threshold: the sweep runs
+	if len(s.leases) != 1 || !s.leased("live", time.Now()) {
+		t.Fatalf("after the sweep %d leases remain; want only the live one", len(s.leases))
+	}
+	if s.sweepAt != minLeaseSweep {
+		t.Fatalf("next sweep at %d, want %d", s.sweepAt, minLeaseSweep)
 	}
 }

@@ -18,7 +18,12 @@ type softState struct {
 	holders    map[api.SegmentID]holderLiveness
 	leases     map[string]time.Time
 	leaseFloor time.Time // every object is leased until this instant
+	sweepAt    int       // sweep expired leases when the map reaches this size
 }
+
+// minLeaseSweep is the lease-map size below which expired leases are not
+// swept at all.
+const minLeaseSweep = 1 << 16
 
 type holderLiveness struct {
 	lastSeen  time.Time
@@ -28,7 +33,7 @@ type holderLiveness struct {
 }
 
 func newSoftState() *softState {
-	return &softState{holders: map[api.SegmentID]holderLiveness{}, leases: map[string]time.Time{}}
+	return &softState{holders: map[api.SegmentID]holderLiveness{}, leases: map[string]time.Time{}, sweepAt: minLeaseSweep}
 }
 
 func (s *softState) beginTerm(leaseFloor time.Time) {
@@ -36,6 +41,7 @@ func (s *softState) beginTerm(leaseFloor time.Time) {
 	defer s.mu.Unlock()
 	s.holders = map[api.SegmentID]holderLiveness{}
 	s.leases = map[string]time.Time{}
+	s.sweepAt = minLeaseSweep
 	s.leaseFloor = leaseFloor
 }
 
@@ -65,13 +71,18 @@ func (s *softState) grantLease(key string, until time.Time) {
 	if until.After(s.leases[key]) {
 		s.leases[key] = until
 	}
-	if len(s.leases) > 1<<20 {
+	// Sweep expired leases when the map has doubled since the last sweep,
+	// so the cost is amortized over the Gets that grew it (a fixed
+	// threshold would rescan the whole map on every Get once that many
+	// leases are live at once).
+	if len(s.leases) >= s.sweepAt {
 		now := time.Now()
 		for k, t := range s.leases {
 			if t.Before(now) {
 				delete(s.leases, k)
 			}
 		}
+		s.sweepAt = max(2*len(s.leases), minLeaseSweep)
 	}
 	s.mu.Unlock()
 }
