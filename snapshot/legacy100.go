@@ -39,46 +39,24 @@ type segment100 struct {
 // every replica LOCAL_DISK, no put id.
 func decodeObject100(r *mpReader, o *Object) error {
 	const rec = "object (1.0.0)"
-	n, err := r.recordMap(rec)
-	if err != nil {
-		return err
-	}
 	*o = Object{State: ObjectComplete}
-	var seen fieldSet
-	for i := 0; i < n; i++ {
-		name, err := r.strBytes(rec + " field name")
-		if err != nil {
-			return err
-		}
+	return r.eachField(rec, func(name []byte) (err error) {
 		switch string(name) {
 		case "key":
-			if err = seen.add(0, rec, "key"); err == nil {
-				o.Key, err = r.str("object key", api.MaxKeyLen)
-			}
+			o.Key, err = r.str("object key", api.MaxKeyLen)
 		case "tenant":
-			if err = seen.add(1, rec, "tenant"); err == nil {
-				o.Tenant, err = r.strShared("object tenant", api.MaxTenantLen)
-			}
+			o.Tenant, err = r.strShared("object tenant", api.MaxTenantLen)
 		case "size":
-			if err = seen.add(2, rec, "size"); err == nil {
-				o.Size, err = r.int("object size")
-			}
+			o.Size, err = r.int("object size")
 		case "created":
-			if err = seen.add(3, rec, "created"); err == nil {
-				o.Created, err = r.int("object created")
-			}
+			o.Created, err = r.int("object created")
 		case "replicas":
-			if err = seen.add(4, rec, "replicas"); err == nil {
-				o.Replicas, err = decodeReplicas100(r)
-			}
+			o.Replicas, err = decodeReplicas100(r)
 		default:
 			return errUnknownField(rec, name)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func decodeReplicas100(r *mpReader) ([]api.ReplicaDescriptor, error) {
@@ -92,34 +70,23 @@ func decodeReplicas100(r *mpReader) ([]api.ReplicaDescriptor, error) {
 	reps := make([]api.ReplicaDescriptor, n)
 	for i := range reps {
 		const rec = "replica (1.0.0)"
-		m, err := r.recordMap(rec)
-		if err != nil {
-			return nil, err
-		}
-		reps[i].Kind = api.ReplicaLocalDisk
-		var seen fieldSet
-		for j := 0; j < m; j++ {
-			name, err := r.strBytes(rec + " field name")
-			if err != nil {
-				return nil, err
-			}
+		rep := &reps[i]
+		rep.Kind = api.ReplicaLocalDisk
+		err := r.eachField(rec, func(name []byte) (err error) {
 			var s string
 			switch string(name) {
 			case "seg":
-				if err = seen.add(0, rec, "seg"); err == nil {
-					s, err = r.strShared("replica segment", api.MaxIDLen)
-					reps[i].Segment = api.SegmentID(s)
-				}
+				s, err = r.strShared("replica segment", api.MaxIDLen)
+				rep.Segment = api.SegmentID(s)
 			case "pool":
-				if err = seen.add(1, rec, "pool"); err == nil {
-					reps[i].Pool, err = r.strShared("replica pool", api.MaxIDLen)
-				}
+				rep.Pool, err = r.strShared("replica pool", api.MaxIDLen)
 			default:
-				return nil, errUnknownField(rec, name)
+				return errUnknownField(rec, name)
 			}
-			if err != nil {
-				return nil, err
-			}
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return reps, nil
@@ -130,50 +97,26 @@ func decodeReplicas100(r *mpReader) ([]api.ReplicaDescriptor, error) {
 // advertises them), not retired.
 func decodeSegment100(r *mpReader, s *Segment) error {
 	const rec = "segment (1.0.0)"
-	n, err := r.recordMap(rec)
-	if err != nil {
-		return err
-	}
 	*s = Segment{}
-	var seen fieldSet
-	for i := 0; i < n; i++ {
-		name, err := r.strBytes(rec + " field name")
-		if err != nil {
-			return err
-		}
+	return r.eachField(rec, func(name []byte) (err error) {
 		var str string
 		switch string(name) {
 		case "id":
-			if err = seen.add(0, rec, "id"); err == nil {
-				str, err = r.str("segment id", api.MaxIDLen)
-				s.ID = api.SegmentID(str)
-			}
+			str, err = r.str("segment id", api.MaxIDLen)
+			s.ID = api.SegmentID(str)
 		case "client":
-			if err = seen.add(1, rec, "client"); err == nil {
-				s.ClientID, err = r.str("segment client", api.MaxIDLen)
-			}
+			s.ClientID, err = r.str("segment client", api.MaxIDLen)
 		case "pool":
-			if err = seen.add(2, rec, "pool"); err == nil {
-				s.Pool, err = r.str("segment pool", api.MaxIDLen)
-			}
+			s.Pool, err = r.str("segment pool", api.MaxIDLen)
 		case "cap":
-			if err = seen.add(3, rec, "cap"); err == nil {
-				s.Capacity, err = r.int("segment capacity")
-			}
+			s.Capacity, err = r.int("segment capacity")
 		case "ep":
-			if err = seen.add(4, rec, "ep"); err == nil {
-				s.Endpoint, err = r.str("segment endpoint", api.MaxIDLen)
-			}
+			s.Endpoint, err = r.str("segment endpoint", api.MaxIDLen)
 		case "mounted":
-			if err = seen.add(5, rec, "mounted"); err == nil {
-				s.Mounted, err = r.bool("segment mounted")
-			}
+			s.Mounted, err = r.bool("segment mounted")
 		default:
 			return errUnknownField(rec, name)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }

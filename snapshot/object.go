@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"fmt"
 
 	"sexton/api"
@@ -90,15 +91,42 @@ func appendReplica(b []byte, r *api.ReplicaDescriptor) []byte {
 	return b
 }
 
-// fieldSet detects a field that appears twice in one record map; msgpack
-// would silently keep the last, which would hide a corrupt writer.
-type fieldSet uint32
+// maxRecordFields bounds the fields of one record map: every record type
+// has fewer, so a map claiming more is corrupt (it must repeat a field or
+// carry unknown ones).
+const maxRecordFields = 16
 
-func (s *fieldSet) add(bit uint, record, name string) error {
-	if *s&(1<<bit) != 0 {
-		return fmt.Errorf("%w: %s: field %q appears twice", ErrCorrupt, record, name)
+// eachField walks one record map strictly: it refuses a nil record and a
+// field given twice (msgpack would silently keep the last, hiding a corrupt
+// writer), and hands each field name to field, which decodes the value or
+// returns errUnknownField. The names point into the chunk, so remembering
+// them for the duplicate check allocates nothing.
+func (r *mpReader) eachField(record string, field func(name []byte) error) error {
+	n, err := r.recordMap(record)
+	if err != nil {
+		return err
 	}
-	*s |= 1 << bit
+	if n > maxRecordFields {
+		return fmt.Errorf("%w: %s: %d fields, more than any record has", ErrCorrupt, record, n)
+	}
+	var seen [maxRecordFields][]byte
+	for i := 0; i < n; i++ {
+		// A constant label: concatenating the record's name here would
+		// allocate once per field of every record read.
+		name, err := r.strBytes("field name")
+		if err != nil {
+			return fmt.Errorf("%s: %w", record, err)
+		}
+		for _, prev := range seen[:i] {
+			if bytes.Equal(prev, name) {
+				return fmt.Errorf("%w: %s: field %q appears twice", ErrCorrupt, record, name)
+			}
+		}
+		seen[i] = name
+		if err := field(name); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -125,59 +153,31 @@ func (r *mpReader) recordMap(record string) (int, error) {
 // its replica together.
 func decodeObject(r *mpReader, o *Object, spare *[1]api.ReplicaDescriptor) error {
 	const rec = "object"
-	n, err := r.recordMap(rec)
-	if err != nil {
-		return err
-	}
-	var seen fieldSet
-	for i := 0; i < n; i++ {
-		name, err := r.strBytes(rec + " field name")
-		if err != nil {
-			return err
-		}
+	return r.eachField(rec, func(name []byte) (err error) {
 		switch string(name) {
 		case "key":
-			if err = seen.add(0, rec, "key"); err == nil {
-				o.Key, err = r.str("object key", api.MaxKeyLen)
-			}
+			o.Key, err = r.str("object key", api.MaxKeyLen)
 		case "tenant":
-			if err = seen.add(1, rec, "tenant"); err == nil {
-				o.Tenant, err = r.strShared("object tenant", api.MaxTenantLen)
-			}
+			o.Tenant, err = r.strShared("object tenant", api.MaxTenantLen)
 		case "size":
-			if err = seen.add(2, rec, "size"); err == nil {
-				o.Size, err = r.int("object size")
-			}
+			o.Size, err = r.int("object size")
 		case "inc":
-			if err = seen.add(3, rec, "inc"); err == nil {
-				err = decodeIncarnation(r, &o.Incarnation)
-			}
+			err = decodeIncarnation(r, &o.Incarnation)
 		case "state":
-			if err = seen.add(4, rec, "state"); err == nil {
-				var s uint8
-				s, err = r.uint8("object state")
-				o.State = ObjectState(s)
-			}
+			var s uint8
+			s, err = r.uint8("object state")
+			o.State = ObjectState(s)
 		case "created":
-			if err = seen.add(5, rec, "created"); err == nil {
-				o.Created, err = r.int("object created")
-			}
+			o.Created, err = r.int("object created")
 		case "put_id":
-			if err = seen.add(6, rec, "put_id"); err == nil {
-				o.PutID, err = r.str("object put_id", api.MaxIDLen)
-			}
+			o.PutID, err = r.str("object put_id", api.MaxIDLen)
 		case "replicas":
-			if err = seen.add(7, rec, "replicas"); err == nil {
-				o.Replicas, err = decodeReplicas(r, spare)
-			}
+			o.Replicas, err = decodeReplicas(r, spare)
 		default:
 			return errUnknownField(rec, name)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func decodeIncarnation(r *mpReader, inc *api.ObjectIncarnation) error {
@@ -186,33 +186,17 @@ func decodeIncarnation(r *mpReader, inc *api.ObjectIncarnation) error {
 		*inc = api.ObjectIncarnation{}
 		return nil
 	}
-	n, err := r.recordMap(rec)
-	if err != nil {
-		return err
-	}
-	var seen fieldSet
-	for i := 0; i < n; i++ {
-		name, err := r.strBytes(rec + " field name")
-		if err != nil {
-			return err
-		}
+	return r.eachField(rec, func(name []byte) (err error) {
 		switch string(name) {
 		case "h":
-			if err = seen.add(0, rec, "h"); err == nil {
-				inc.High, err = r.uint("incarnation high")
-			}
+			inc.High, err = r.uint("incarnation high")
 		case "l":
-			if err = seen.add(1, rec, "l"); err == nil {
-				inc.Low, err = r.uint("incarnation low")
-			}
+			inc.Low, err = r.uint("incarnation low")
 		default:
 			return errUnknownField(rec, name)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func decodeReplicas(r *mpReader, spare *[1]api.ReplicaDescriptor) ([]api.ReplicaDescriptor, error) {
@@ -241,45 +225,25 @@ func decodeReplicasInto(r *mpReader, reps []api.ReplicaDescriptor) ([]api.Replic
 
 func decodeReplica(r *mpReader, d *api.ReplicaDescriptor) error {
 	const rec = "replica"
-	n, err := r.recordMap(rec)
-	if err != nil {
-		return err
-	}
-	var seen fieldSet
-	for i := 0; i < n; i++ {
-		name, err := r.strBytes(rec + " field name")
-		if err != nil {
-			return err
-		}
+	return r.eachField(rec, func(name []byte) (err error) {
 		switch string(name) {
 		case "kind":
-			if err = seen.add(0, rec, "kind"); err == nil {
-				var k uint8
-				k, err = r.uint8("replica kind")
-				d.Kind = api.ReplicaKind(k)
-			}
+			var k uint8
+			k, err = r.uint8("replica kind")
+			d.Kind = api.ReplicaKind(k)
 		case "seg":
-			if err = seen.add(1, rec, "seg"); err == nil {
-				var s string
-				s, err = r.strShared("replica segment", api.MaxIDLen)
-				d.Segment = api.SegmentID(s)
-			}
+			var s string
+			s, err = r.strShared("replica segment", api.MaxIDLen)
+			d.Segment = api.SegmentID(s)
 		case "pool":
-			if err = seen.add(2, rec, "pool"); err == nil {
-				d.Pool, err = r.strShared("replica pool", api.MaxIDLen)
-			}
+			d.Pool, err = r.strShared("replica pool", api.MaxIDLen)
 		case "dfs":
-			if err = seen.add(3, rec, "dfs"); err == nil {
-				d.DFS, err = decodeDFSDescriptor(r)
-			}
+			d.DFS, err = decodeDFSDescriptor(r)
 		default:
 			return errUnknownField(rec, name)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // maxDFSPathLen bounds a DFS replica's path below the DFS root.
@@ -290,48 +254,27 @@ func decodeDFSDescriptor(r *mpReader) (*api.DFSDescriptor, error) {
 	if r.peekNil() {
 		return nil, nil
 	}
-	n, err := r.recordMap(rec)
-	if err != nil {
-		return nil, err
-	}
 	d := &api.DFSDescriptor{}
-	var seen fieldSet
-	for i := 0; i < n; i++ {
-		name, err := r.strBytes(rec + " field name")
-		if err != nil {
-			return nil, err
-		}
+	if err := r.eachField(rec, func(name []byte) (err error) {
 		switch string(name) {
 		case "alloc":
-			if err = seen.add(0, rec, "alloc"); err == nil {
-				d.Allocator, err = r.str("dfs allocator", api.MaxIDLen)
-			}
+			d.Allocator, err = r.str("dfs allocator", api.MaxIDLen)
 		case "path":
-			if err = seen.add(1, rec, "path"); err == nil {
-				d.Path, err = r.str("dfs path", maxDFSPathLen)
-			}
+			d.Path, err = r.str("dfs path", maxDFSPathLen)
 		case "unit":
-			if err = seen.add(2, rec, "unit"); err == nil {
-				d.UnitID, err = r.uint("dfs unit")
-			}
+			d.UnitID, err = r.uint("dfs unit")
 		case "off":
-			if err = seen.add(3, rec, "off"); err == nil {
-				d.Offset, err = r.int("dfs offset")
-			}
+			d.Offset, err = r.int("dfs offset")
 		case "size":
-			if err = seen.add(4, rec, "size"); err == nil {
-				d.Size, err = r.int("dfs size")
-			}
+			d.Size, err = r.int("dfs size")
 		case "asize":
-			if err = seen.add(5, rec, "asize"); err == nil {
-				d.AlignedSize, err = r.int("dfs aligned size")
-			}
+			d.AlignedSize, err = r.int("dfs aligned size")
 		default:
-			return nil, errUnknownField(rec, name)
+			return errUnknownField(rec, name)
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
