@@ -28,6 +28,17 @@ const (
 	CodeCorrupt                 Code = "CORRUPT"
 	CodeDFSMismatch             Code = "DFS_CONFIG_MISMATCH"
 	CodeInternal                Code = "INTERNAL"
+	// CodeOutcomeUnknown: the request may or may not have been executed
+	// (leadership was lost after it was proposed, an apply timed out, or
+	// the client gave up after sending). Never "not executed".
+	CodeOutcomeUnknown Code = "OUTCOME_UNKNOWN"
+	// CodeIncarnationMismatch: a conditional request named an incarnation
+	// the key no longer (or never) held.
+	CodeIncarnationMismatch Code = "INCARNATION_MISMATCH"
+	// CodeGrantRefused: a holder refused a data write whose grant is
+	// missing, forged, expired, for another segment, or for an
+	// incarnation it has already tombstoned.
+	CodeGrantRefused Code = "GRANT_REFUSED"
 )
 
 // Error is sexton's typed error. It crosses the wire as is. Leader is set on
@@ -74,6 +85,9 @@ var (
 	ErrCorrupt                 = &Error{Code: CodeCorrupt}
 	ErrDFSMismatch             = &Error{Code: CodeDFSMismatch}
 	ErrInternal                = &Error{Code: CodeInternal}
+	ErrOutcomeUnknown          = &Error{Code: CodeOutcomeUnknown}
+	ErrIncarnationMismatch     = &Error{Code: CodeIncarnationMismatch}
+	ErrGrantRefused            = &Error{Code: CodeGrantRefused}
 )
 
 // Errorf returns a new *Error with the given code and a formatted message.

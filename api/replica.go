@@ -49,4 +49,7 @@ type DFSDescriptor struct {
 type ReplicaLocation struct {
 	ReplicaDescriptor `msgpack:",inline"`
 	Endpoint          string `msgpack:"ep,omitempty"`
+	// Grant lets the holder accept this replica's bytes; only in the
+	// answers of PutStart and BatchPutStart, for LOCAL_DISK replicas.
+	Grant *WriteGrant `msgpack:"grant,omitempty"`
 }

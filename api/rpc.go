@@ -32,6 +32,8 @@ const (
 	MethodRaftTransfer     = "RaftTransferLeadership"
 	MethodSnapshotSave     = "SnapshotSave"
 	MethodSnapshotRestore  = "SnapshotRestore"
+	MethodSettingsGet      = "SettingsGet"
+	MethodSettingsSet      = "SettingsSet"
 )
 
 // Methods of a holder's data RPC.
@@ -56,6 +58,14 @@ type PutStartRequest struct {
 	PutID         string `msgpack:"put_id,omitempty"`
 	// Pool, if set, restricts placement to that pool.
 	Pool string `msgpack:"pool,omitempty"`
+	// Exclude names segments the placement must avoid: a client whose
+	// write to a holder failed revokes the put and starts it again away
+	// from that holder.
+	Exclude []SegmentID `msgpack:"exclude,omitempty"`
+	// Session makes a retried PutStart return the first answer instead of
+	// starting a second put (invariant 10). In a BatchPutStart the batch's
+	// session is used and the items' are ignored.
+	Session Session `msgpack:"sess,omitempty"`
 }
 
 // PutStartResponse names the new incarnation and where to write it.
@@ -68,6 +78,7 @@ type PutStartResponse struct {
 type PutEndRequest struct {
 	Key         string            `msgpack:"key"`
 	Incarnation ObjectIncarnation `msgpack:"inc"`
+	Session     Session           `msgpack:"sess,omitempty"`
 }
 
 // PutRevokeRequest abandons a pending put.
@@ -80,7 +91,8 @@ const MaxBatchPutItems = 256
 // BatchPutStartRequest starts many puts in one Raft entry. Keys must be
 // distinct: a key named twice refuses the whole request.
 type BatchPutStartRequest struct {
-	Items []PutStartRequest `msgpack:"items"`
+	Items   []PutStartRequest `msgpack:"items"`
+	Session Session           `msgpack:"sess,omitempty"`
 }
 
 // PutStartResult is one item's answer in a BatchPutStart; on success Err is
@@ -98,7 +110,8 @@ type BatchPutStartResponse struct {
 
 // BatchPutEndRequest completes many pending puts in one Raft entry.
 type BatchPutEndRequest struct {
-	Items []PutEndRequest `msgpack:"items"`
+	Items   []PutEndRequest `msgpack:"items"`
+	Session Session         `msgpack:"sess,omitempty"`
 }
 
 // BatchPutEndResponse answers BatchPutEnd, in request order.
@@ -147,6 +160,24 @@ type ExistResponse struct {
 	Exists []bool `msgpack:"exists"`
 }
 
+// RemoveRequest removes one key. IfIncarnation, when set, makes the remove
+// conditional: it fails with INCARNATION_MISMATCH, changing nothing, unless
+// the key's COMPLETE incarnation is exactly that one.
+type RemoveRequest struct {
+	Key           string             `msgpack:"key"`
+	IfIncarnation *ObjectIncarnation `msgpack:"if_inc,omitempty"`
+	Session       Session            `msgpack:"sess,omitempty"`
+}
+
+// BatchRemoveRequest removes many keys in one Raft entry. IfIncarnations is
+// empty, or has one entry per key where a zero incarnation means
+// unconditional.
+type BatchRemoveRequest struct {
+	Keys           []string            `msgpack:"keys"`
+	IfIncarnations []ObjectIncarnation `msgpack:"if_incs,omitempty"`
+	Session        Session             `msgpack:"sess,omitempty"`
+}
+
 // KeyResult is one key's answer in a BatchRemove; Err is nil on success.
 type KeyResult struct {
 	Key string `msgpack:"key"`
@@ -188,6 +219,11 @@ type MountLocalDiskRequest struct {
 	Capacity     int64        `msgpack:"cap"`
 	Capabilities []Capability `msgpack:"caps"`
 	Endpoint     string       `msgpack:"ep"`
+	// Process is drawn at random by each holder process when it starts.
+	// A mount from another process than the current owner's always
+	// starts a new mount epoch, so a restarted holder, or a second process
+	// on a copy of the directory, fences the one before it.
+	Process string `msgpack:"proc,omitempty"`
 }
 
 // MountLocalDiskResponse gives the mount epoch the holder must present from
@@ -198,6 +234,8 @@ type MountLocalDiskResponse struct {
 	MasterEpoch    uint64 `msgpack:"master_epoch"`
 	ClusterID      uint64 `msgpack:"cluster"`
 	AlreadyMounted bool   `msgpack:"already"`
+	// GrantKey checks the write grants of this cluster (WriteGrant).
+	GrantKey []byte `msgpack:"grant_key,omitempty"`
 }
 
 // UnmountLocalDiskRequest releases a mount.
@@ -362,6 +400,9 @@ type HolderWriteRequest struct {
 	Tenant      string            `msgpack:"tenant,omitempty"`
 	Incarnation ObjectIncarnation `msgpack:"inc"`
 	Value       []byte            `msgpack:"value"`
+	// Grant is the leader's permission for this segment to store this
+	// incarnation, from PutStart's answer. Required.
+	Grant *WriteGrant `msgpack:"grant,omitempty"`
 }
 
 // HolderReadRequest reads (Key, Incarnation).
@@ -449,4 +490,34 @@ type EvictRequest struct {
 // newest copy of a key whose older copies still await deletion.
 type EvictResponse struct {
 	Evicted []ObjectRef `msgpack:"evicted"`
+}
+
+// Settings are the cluster-wide knobs that change what Apply does. They are
+// replicated state (invariant 12): set at bootstrap from the first leader's
+// flags, changed only through the log, never by a node's own flags. In a
+// SettingsSet request a zero field means "leave as it is".
+type Settings struct {
+	// RegistryCapacity bounds the local delete registry (tasks plus
+	// reservations). It cannot be set below the tasks pending now.
+	RegistryCapacity int `msgpack:"registry_cap,omitempty" json:"registry_capacity"`
+	// SessionTTLMillis: a client session idle this long (leader time) is
+	// forgotten; a retry after that is answered OUTCOME_UNKNOWN.
+	SessionTTLMillis int64 `msgpack:"session_ttl_ms,omitempty" json:"session_ttl_ms"`
+	// MaxSessions bounds the client sessions kept; when full of sessions
+	// younger than the TTL, requests of new clients are refused.
+	MaxSessions int `msgpack:"max_sessions,omitempty" json:"max_sessions"`
+	// MaxSessionResults bounds the unacknowledged results kept per client.
+	MaxSessionResults int `msgpack:"max_session_results,omitempty" json:"max_session_results"`
+}
+
+// SettingsSetRequest changes some settings.
+type SettingsSetRequest struct {
+	Settings Settings `msgpack:"settings"`
+	Session  Session  `msgpack:"sess,omitempty"`
+}
+
+// SettingsResponse shows the replicated settings as of Index.
+type SettingsResponse struct {
+	Settings Settings `msgpack:"settings" json:"settings"`
+	Index    uint64   `msgpack:"index" json:"index"`
 }
