@@ -1,6 +1,10 @@
 package api
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // ObjectIncarnation names one life of a key. High is the cluster id, Low the
 // Raft index of the PutStart entry that created it. Both are decided by the
@@ -34,4 +38,22 @@ func (i ObjectIncarnation) String() string { return fmt.Sprintf("%016x:%d", i.Hi
 type ObjectRef struct {
 	Key         string            `msgpack:"k"`
 	Incarnation ObjectIncarnation `msgpack:"i"`
+}
+
+// ParseIncarnation reads an incarnation as String prints it: the cluster
+// id in 16 hex digits, a colon, the index in decimal.
+func ParseIncarnation(s string) (ObjectIncarnation, error) {
+	hi, lo, ok := strings.Cut(s, ":")
+	if !ok || len(hi) != 16 {
+		return ObjectIncarnation{}, Errorf(CodeInvalidParams, "incarnation %q is not HIGH:LOW (16 hex digits, a colon, a decimal index)", s)
+	}
+	h, err := strconv.ParseUint(hi, 16, 64)
+	if err != nil {
+		return ObjectIncarnation{}, Errorf(CodeInvalidParams, "incarnation %q: cluster id: %v", s, err)
+	}
+	l, err := strconv.ParseUint(lo, 10, 64)
+	if err != nil {
+		return ObjectIncarnation{}, Errorf(CodeInvalidParams, "incarnation %q: index: %v", s, err)
+	}
+	return ObjectIncarnation{High: h, Low: l}, nil
 }

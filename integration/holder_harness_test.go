@@ -85,7 +85,7 @@ func putValue(t *testing.T, c *cluster, cl *transport.ClusterClient, key, pool s
 		t.Fatalf("PutStart %s: %v", key, err)
 	}
 	for _, r := range st.Replicas {
-		if err := holderCall(ctx, r.Endpoint, c.token, api.MethodHolderWrite, &api.HolderWriteRequest{Key: key, Incarnation: st.Incarnation, Value: value}, nil); err != nil {
+		if err := holderCall(ctx, r.Endpoint, c.token, api.MethodHolderWrite, &api.HolderWriteRequest{Key: key, Incarnation: st.Incarnation, Value: value, Grant: r.Grant}, nil); err != nil {
 			t.Fatalf("write %s to %s: %v", key, r.Endpoint, err)
 		}
 	}

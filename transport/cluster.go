@@ -109,6 +109,9 @@ type attemptLog struct {
 	addrs []string
 	last  map[string]error
 	count int
+	// mayHaveRun is set once an attempt may have executed: it was sent
+	// and got no answer, or the answer itself was OUTCOME_UNKNOWN.
+	mayHaveRun bool
 }
 
 func (l *attemptLog) add(addr string, err error) {
@@ -170,8 +173,11 @@ func (c *ClusterClient) Call(ctx context.Context, method string, req, resp any, 
 			return err
 		}
 		log.add(target, err)
+		if maybeRan(out, err) {
+			log.mayHaveRun = true
+		}
 		if ctx.Err() != nil {
-			return &causedError{typed: c.giveUpError(method, start, &log, ctx.Err().Error()), cause: ctx.Err()}
+			return &causedError{typed: c.giveUpError(method, o, start, &log, ctx.Err().Error()), cause: ctx.Err()}
 		}
 		if hint != "" && hint != target {
 			target = hint
@@ -185,7 +191,7 @@ func (c *ClusterClient) Call(ctx context.Context, method string, req, resp any, 
 		}
 		inRound++
 		if !time.Now().Before(giveUp) {
-			return c.giveUpError(method, start, &log, "")
+			return c.giveUpError(method, o, start, &log, "")
 		}
 		if inRound >= len(c.addrs) {
 			inRound = 0
@@ -195,13 +201,13 @@ func (c *ClusterClient) Call(ctx context.Context, method string, req, resp any, 
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
-				return &causedError{typed: c.giveUpError(method, start, &log, ctx.Err().Error()), cause: ctx.Err()}
+				return &causedError{typed: c.giveUpError(method, o, start, &log, ctx.Err().Error()), cause: ctx.Err()}
 			case <-c.stop:
 				t.Stop()
 				return errClusterClosed()
 			}
 			if !time.Now().Before(giveUp) {
-				return c.giveUpError(method, start, &log, "")
+				return c.giveUpError(method, o, start, &log, "")
 			}
 		}
 	}
@@ -219,15 +225,38 @@ func shouldRetry(out outcome, err error, o callOptions) (bool, string) {
 		return true, ae.Leader
 	case api.CodeUnavailable, api.CodeTimeout:
 		return out == notSent || !o.noRetryAfterSend, ""
+	case api.CodeOutcomeUnknown:
+		// Only a sessioned mutation may be repeated after an outcome
+		// the server could not know; the repeat gets the first result.
+		return o.mutation, ""
 	}
 	return false, ""
 }
 
-func (c *ClusterClient) giveUpError(method string, start time.Time, log *attemptLog, why string) *api.Error {
+// maybeRan reports whether a failed attempt may have executed on a master.
+// NOT_LEADER means the node did not act; an attempt never sent did not run.
+func maybeRan(out outcome, err error) bool {
+	switch api.CodeOf(err) {
+	case api.CodeNotLeader:
+		return false
+	case api.CodeOutcomeUnknown:
+		return true
+	}
+	return out != notSent
+}
+
+func (c *ClusterClient) giveUpError(method string, o callOptions, start time.Time, log *attemptLog, why string) *api.Error {
 	if why == "" {
 		why = fmt.Sprintf("no leader answered within %s", c.cfg.MaxWait)
 	}
-	return api.Errorf(api.CodeUnavailable, "%s: gave up after %s and %d attempts (%s); tried %s",
+	code := api.CodeUnavailable
+	if o.mutation && log.mayHaveRun {
+		// Some attempt may have executed: saying UNAVAILABLE would
+		// read as "not done" (invariant 10).
+		code = api.CodeOutcomeUnknown
+		why += "; an attempt may have executed, the outcome is unknown"
+	}
+	return api.Errorf(code, "%s: gave up after %s and %d attempts (%s); tried %s",
 		method, time.Since(start).Round(time.Millisecond), log.count, why, log.String())
 }
 

@@ -5,6 +5,16 @@ type CallOption func(*callOptions)
 
 type callOptions struct {
 	noRetryAfterSend bool
+	mutation         bool
+}
+
+// Mutation marks a call that changes state and carries a session
+// (api.Session), so that repeating it is safe: OUTCOME_UNKNOWN answers are
+// retried like NOT_LEADER (the repeat returns the first result), and a
+// call that gives up after an attempt that may have executed returns
+// OUTCOME_UNKNOWN, never a plain UNAVAILABLE that reads as "not done".
+func Mutation() CallOption {
+	return func(o *callOptions) { o.mutation = true }
 }
 
 // NoRetryAfterSend makes a call retry only when the request certainly did

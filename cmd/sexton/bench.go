@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/client"
 	"sexton/transport"
 )
 
@@ -196,6 +197,7 @@ func benchRemove(args []string) error {
 	batch := fs.Int("batch", 1, "keys per BatchRemove (1 = Remove)")
 	clients := fs.Int("clients", 1, "concurrent clients")
 	drain := fs.Bool("drain", false, "ack the delete tasks while timing (as a holder would); otherwise they are acked after")
+	sessions := fs.Bool("sessions", true, "send removes with a client session (exactly once); false sends them bare, to measure what a session costs")
 	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
@@ -207,6 +209,11 @@ func benchRemove(args []string) error {
 		return err
 	}
 	defer cl.Close()
+	sc, err := cf.client()
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
 	pool := "bench-" + fmt.Sprint(time.Now().UnixNano())
 	seg, err := mountBenchSegment(cl, &cf, pool)
 	if err != nil {
@@ -237,14 +244,25 @@ func benchRemove(args []string) error {
 		ctx, c := cf.ctx()
 		defer c()
 		lo, hi := i**batch, min((i+1)**batch, *keys)
+		if *batch == 1 && *sessions {
+			return sc.Remove(ctx, names[lo])
+		}
 		if *batch == 1 {
 			return cl.Call(ctx, api.MethodRemove, &api.KeyRequest{Key: names[lo]}, nil)
 		}
-		var resp api.BatchRemoveResponse
-		if err := cl.Call(ctx, api.MethodBatchRemove, &api.KeysRequest{Keys: names[lo:hi]}, &resp); err != nil {
-			return err
+		var results []api.KeyResult
+		if *sessions {
+			if results, err = sc.BatchRemove(ctx, names[lo:hi], nil); err != nil {
+				return err
+			}
+		} else {
+			var resp api.BatchRemoveResponse
+			if err := cl.Call(ctx, api.MethodBatchRemove, &api.KeysRequest{Keys: names[lo:hi]}, &resp); err != nil {
+				return err
+			}
+			results = resp.Results
 		}
-		for _, r := range resp.Results {
+		for _, r := range results {
 			if r.Err != nil {
 				keyErrs.Add(1)
 			}
@@ -274,20 +292,18 @@ func benchPutGet(args []string, get bool) error {
 	if err != nil {
 		return err
 	}
-	cl, err := cf.cluster()
+	cl, err := cf.client()
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	pool := transport.NewPool(cf.dataClientConfig())
-	defer pool.Close()
 	value := make([]byte, sz)
 	_, _ = rand.Read(value)
 	prefix := fmt.Sprintf("bench/%d/", time.Now().UnixNano())
 	put := func(i int) error {
 		ctx, c := cf.ctx()
 		defer c()
-		_, err := putObject(ctx, cl, pool, api.PutStartRequest{Key: fmt.Sprintf("%s%08d", prefix, i), Size: sz, ReplicaNum: *replicas}, value)
+		_, err := cl.Put(ctx, fmt.Sprintf("%s%08d", prefix, i), value, client.PutOptions{Replicas: *replicas})
 		return err
 	}
 	if _, err := runParallel(fmt.Sprintf("put %s", *size), *n, *clients, 1, put); err != nil || !get {
@@ -296,7 +312,7 @@ func benchPutGet(args []string, get bool) error {
 	_, err = runParallel(fmt.Sprintf("get %s", *size), *n, *clients, 1, func(i int) error {
 		ctx, c := cf.ctx()
 		defer c()
-		_, _, err := getObject(ctx, cl, pool, fmt.Sprintf("%s%08d", prefix, i))
+		_, _, err := cl.Get(ctx, fmt.Sprintf("%s%08d", prefix, i))
 		return err
 	})
 	return err
@@ -313,27 +329,25 @@ func benchConverge(args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cl, err := cf.cluster()
+	cl, err := cf.client()
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	pool := transport.NewPool(cf.dataClientConfig())
-	defer pool.Close()
 	value := make([]byte, 4096)
 	lat := &latencies{}
 	prefix := fmt.Sprintf("converge/%d/", time.Now().UnixNano())
 	for i := 0; i < *n; i++ {
 		key := fmt.Sprintf("%s%06d", prefix, i)
 		ctx, cancel := cf.ctx()
-		inc, err := putObject(ctx, cl, pool, api.PutStartRequest{Key: key, Size: int64(len(value)), ReplicaNum: 1}, value)
+		inc, err := cl.Put(ctx, key, value, client.PutOptions{Replicas: 1})
 		if err != nil {
 			cancel()
 			return fmt.Errorf("put %s: %w", key, err)
 		}
 		var st api.StatResponse
 		_ = cl.Call(ctx, api.MethodStat, &api.KeyRequest{Key: key}, &st)
-		if err := cl.Call(ctx, api.MethodRemove, &api.KeyRequest{Key: key}, nil); err != nil {
+		if err := cl.Remove(ctx, key); err != nil {
 			cancel()
 			return fmt.Errorf("remove %s: %w", key, err)
 		}

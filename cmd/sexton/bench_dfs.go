@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sexton/api"
+	"sexton/client"
 	"sexton/fsm/dfsalloc"
 	"sexton/master/dfsio"
 	"sexton/transport"
@@ -47,8 +48,11 @@ func benchDFS(args []string) error {
 		return err
 	}
 	defer cl.Close()
-	pool := transport.NewPool(cf.dataClientConfig())
-	defer pool.Close()
+	sc, err := cf.client()
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
 	prefix := fmt.Sprintf("bench-dfs/%d/", time.Now().UnixNano())
 	var keys []string
 	var kn atomic.Int64
@@ -97,13 +101,13 @@ func benchDFS(args []string) error {
 		putRate, _ := runParallel(fmt.Sprintf("dfs put %s", s), *ioN, *clients, 1, func(i int) error {
 			ctx, c := cf.ctx()
 			defer c()
-			_, err := putObject(ctx, cl, pool, api.PutStartRequest{Key: fmt.Sprintf("%s%s/%08d", prefix, tag, i), Size: sz, DFSReplicaNum: 1}, value)
+			_, err := sc.Put(ctx, fmt.Sprintf("%s%s/%08d", prefix, tag, i), value, client.PutOptions{DFSReplicas: 1})
 			return err
 		})
 		getRate, _ := runParallel(fmt.Sprintf("dfs get %s", s), *ioN, *clients, 1, func(i int) error {
 			ctx, c := cf.ctx()
 			defer c()
-			v, _, err := getObject(ctx, cl, pool, fmt.Sprintf("%s%s/%08d", prefix, tag, i))
+			v, _, err := sc.Get(ctx, fmt.Sprintf("%s%s/%08d", prefix, tag, i))
 			if err == nil && len(v) != len(value) {
 				err = fmt.Errorf("read %d bytes, want %d", len(v), len(value))
 			}

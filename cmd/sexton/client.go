@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"sexton/api"
+	"sexton/client"
 	"sexton/transport"
 )
 
@@ -37,6 +39,27 @@ func (c *clientFlags) cluster() (*transport.ClusterClient, error) {
 		ClientConfig: transport.ClientConfig{Token: c.token},
 		MaxWait:      c.timeout,
 	}), nil
+}
+
+// client returns the session-carrying client library over the same flags.
+func (c *clientFlags) client() (*client.Client, error) {
+	cl, err := client.New(client.Config{Masters: splitList(c.masters), Token: c.token, Timeout: c.timeout})
+	if err != nil {
+		return nil, fmt.Errorf("%w (--masters or SEXTON_MASTERS)", err)
+	}
+	cl.SetDFS(dfsDataPath{cl: cl})
+	return cl, nil
+}
+
+// dfsDataPath is this process's DFS data path for the client library.
+type dfsDataPath struct{ cl *client.Client }
+
+func (d dfsDataPath) Write(ctx context.Context, r api.ReplicaLocation, value []byte) error {
+	return clientDFS.write(ctx, d.cl.Masters(), r, value)
+}
+
+func (d dfsDataPath) Read(ctx context.Context, r api.ReplicaLocation) ([]byte, error) {
+	return clientDFS.read(ctx, d.cl.Masters(), r)
 }
 
 func (c *clientFlags) ctx() (context.Context, context.CancelFunc) {

@@ -63,3 +63,6 @@ func (c *dfsClient) read(ctx context.Context, cl *transport.ClusterClient, r api
 	}
 	return fs.ReadAt(*r.DFS)
 }
+
+// clientDFS is this process's DFS data path.
+var clientDFS dfsClient

@@ -50,8 +50,20 @@ func main() {
 			os.Exit(2)
 		}
 		fmt.Fprintf(os.Stderr, "sexton: %s\n", oneLine(err))
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// Exit statuses of the client verbs: 0 done, 1 refused or failed (nothing
+// changed, or what changed is printed), 2 usage, 4 the outcome is unknown
+// (the request may or may not have run; see OUTCOME_UNKNOWN).
+const exitOutcomeUnknown = 4
+
+func exitCode(err error) int {
+	if api.CodeOf(err) == api.CodeOutcomeUnknown {
+		return exitOutcomeUnknown
+	}
+	return 1
 }
 
 type usageError struct{ msg string }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/client"
 	"sexton/transport"
 )
 
@@ -46,119 +47,18 @@ func runPut(args []string) error {
 	if err != nil {
 		return fmt.Errorf("put %s: read value: %w", key, err)
 	}
-	cl, err := cf.cluster()
+	cl, err := cf.client()
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	pool := transport.NewPool(cf.dataClientConfig())
-	defer pool.Close()
-	ctx, cancel := cf.ctx()
-	defer cancel()
-	inc, err := putObject(ctx, cl, pool, api.PutStartRequest{Key: key, Tenant: *tenant, Size: int64(len(value)),
-		ReplicaNum: *replicas, DFSReplicaNum: *dfsReplicas, IfAbsent: *ifAbsent}, value)
+	inc, err := cl.Put(context.Background(), key, value, client.PutOptions{Tenant: *tenant, Replicas: *replicas,
+		DFSReplicas: *dfsReplicas, IfAbsent: *ifAbsent})
 	if err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	fmt.Printf("put %s: %d bytes, incarnation %s\n", key, len(value), inc)
 	return nil
-}
-
-// putObject runs the whole put: PutStart at the leader, the value to every
-// chosen holder, PutEnd. A failed write revokes the put so the master
-// queues deletes for any bytes that did land.
-func putObject(ctx context.Context, cl *transport.ClusterClient, pool *transport.Pool, req api.PutStartRequest, value []byte) (api.ObjectIncarnation, error) {
-	if req.DFSReplicaNum > 0 {
-		// Refuse before anything is allocated if this client's DFS
-		// settings differ from the master's.
-		if _, err := clientDFS.open(ctx, cl); err != nil {
-			return api.ObjectIncarnation{}, err
-		}
-	}
-	var start api.PutStartResponse
-	if err := cl.Call(ctx, api.MethodPutStart, &req, &start); err != nil {
-		return api.ObjectIncarnation{}, fmt.Errorf("PutStart: %w", err)
-	}
-	end := api.PutEndRequest{Key: req.Key, Incarnation: start.Incarnation}
-	for _, r := range start.Replicas {
-		var err error
-		switch r.Kind {
-		case api.ReplicaLocalDisk:
-			err = writeReplica(ctx, pool, r, req, start.Incarnation, value)
-		case api.ReplicaDFS:
-			// Acknowledged = the pwrite calls completed (plus fdatasync
-			// with MOONCAKE_DFS_FSYNC=1).
-			err = clientDFS.write(ctx, cl, r, value)
-		default:
-			continue
-		}
-		if err != nil {
-			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = cl.Call(rctx, api.MethodPutRevoke, &end, nil)
-			cancel()
-			if r.Kind == api.ReplicaDFS {
-				return api.ObjectIncarnation{}, fmt.Errorf("write DFS replica %s: %w", r.DFS.Path, err)
-			}
-			return api.ObjectIncarnation{}, fmt.Errorf("write replica on segment %s: %w", r.Segment, err)
-		}
-	}
-	if err := cl.Call(ctx, api.MethodPutEnd, &end, nil); err != nil {
-		return api.ObjectIncarnation{}, fmt.Errorf("PutEnd: %w", err)
-	}
-	return start.Incarnation, nil
-}
-
-// clientDFS is this process's DFS data path.
-var clientDFS dfsClient
-
-func writeReplica(ctx context.Context, pool *transport.Pool, r api.ReplicaLocation, req api.PutStartRequest, inc api.ObjectIncarnation, value []byte) error {
-	if r.Endpoint == "" {
-		return api.Errorf(api.CodeUnavailable, "segment %s has no mounted holder", r.Segment)
-	}
-	return pool.Call(ctx, r.Endpoint, api.MethodHolderWrite, &api.HolderWriteRequest{Key: req.Key, Tenant: req.Tenant, Incarnation: inc, Value: value}, nil)
-}
-
-// getObject reads the newest complete incarnation from the first replica
-// that answers with the right bytes.
-func getObject(ctx context.Context, cl *transport.ClusterClient, pool *transport.Pool, key string) ([]byte, api.ObjectInfo, error) {
-	var g api.GetResponse
-	if err := cl.Call(ctx, api.MethodGet, &api.KeyRequest{Key: key}, &g); err != nil {
-		return nil, api.ObjectInfo{}, err
-	}
-	var errs []string
-	var dfsErr error
-	for _, r := range g.Object.Replicas {
-		if r.Kind == api.ReplicaDFS {
-			v, err := clientDFS.read(ctx, cl, r)
-			if err == nil && int64(len(v)) != g.Object.Size {
-				err = fmt.Errorf("DFS replica has %d bytes, object has %d", len(v), g.Object.Size)
-			}
-			if err != nil {
-				dfsErr = err
-				errs = append(errs, fmt.Sprintf("DFS: %v", err))
-				continue
-			}
-			return v, g.Object, nil
-		}
-		if r.Kind != api.ReplicaLocalDisk || r.Endpoint == "" {
-			errs = append(errs, fmt.Sprintf("segment %s: no holder mounted", r.Segment))
-			continue
-		}
-		var resp api.HolderReadResponse
-		err := pool.Call(ctx, r.Endpoint, api.MethodHolderRead, &api.HolderReadRequest{Key: key, Incarnation: g.Object.Incarnation}, &resp)
-		if err == nil && int64(len(resp.Value)) != g.Object.Size {
-			err = fmt.Errorf("holder returned %d bytes, object has %d", len(resp.Value), g.Object.Size)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", r.Endpoint, err))
-			continue
-		}
-		return resp.Value, g.Object, nil
-	}
-	if api.CodeOf(dfsErr) == api.CodeDFSMismatch && len(errs) == 1 {
-		return nil, g.Object, dfsErr // the one replica is refused: say why
-	}
-	return nil, g.Object, api.Errorf(api.CodeUnavailable, "no replica of %s (%s) could be read: %s", key, g.Object.Incarnation, strings.Join(errs, "; "))
 }
 
 func runGet(args []string) error {
@@ -170,16 +70,12 @@ func runGet(args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := cf.cluster()
+	cl, err := cf.client()
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	pool := transport.NewPool(cf.dataClientConfig())
-	defer pool.Close()
-	ctx, cancel := cf.ctx()
-	defer cancel()
-	value, _, err := getObject(ctx, cl, pool, key)
+	value, _, err := cl.Get(context.Background(), key)
 	if err != nil {
 		return fmt.Errorf("get %s: %w", key, err)
 	}
@@ -206,6 +102,7 @@ func runRm(args []string) error {
 	fs := newFlags("rm")
 	cf.register(fs, false)
 	batch := fs.String("batch", "", "read keys, one a line, from FILE or - for stdin")
+	ifInc := fs.String("if-incarnation", "", "remove only if the key's newest value is this incarnation (HIGH:LOW as stat prints it); one KEY only")
 	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
@@ -232,26 +129,39 @@ func runRm(args []string) error {
 		}
 	}
 	if len(keys) == 0 {
-		return usagef("rm KEY... | rm --batch FILE|-")
+		return usagef("rm KEY... | rm --batch FILE|- | rm --if-incarnation INC KEY")
 	}
-	cl, err := cf.cluster()
+	cl, err := cf.client()
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	ctx := context.Background()
+	if *ifInc != "" {
+		if len(keys) != 1 {
+			return usagef("rm --if-incarnation takes exactly one KEY")
+		}
+		inc, err := api.ParseIncarnation(*ifInc)
+		if err != nil {
+			return usagef("--if-incarnation: %v", err)
+		}
+		if err := cl.Remove(ctx, keys[0], client.IfIncarnation(inc)); err != nil {
+			return fmt.Errorf("rm %s: %w", keys[0], err)
+		}
+		return nil
+	}
+	results, err := cl.BatchRemove(ctx, keys, nil)
 	failed := 0
-	for start := 0; start < len(keys); start += api.MaxBatchKeys {
-		chunk := keys[start:min(start+api.MaxBatchKeys, len(keys))]
-		var resp api.BatchRemoveResponse
-		if err := call(cl, &cf, api.MethodBatchRemove, &api.KeysRequest{Keys: chunk}, &resp); err != nil {
-			return fmt.Errorf("rm: %w", err)
+	for _, r := range results {
+		if r.Err != nil {
+			failed++
+			fmt.Fprintf(os.Stderr, "rm %s: %v\n", r.Key, r.Err)
 		}
-		for _, r := range resp.Results {
-			if r.Err != nil {
-				failed++
-				fmt.Fprintf(os.Stderr, "rm %s: %v\n", r.Key, r.Err)
-			}
-		}
+	}
+	if err != nil {
+		// The keys before the failed chunk have their answers above;
+		// the rest are as unknown as the error says.
+		return fmt.Errorf("rm: %d of %d keys answered (%d failed), the rest: %w", len(results), len(keys), failed, err)
 	}
 	if failed > 0 {
 		return fmt.Errorf("rm: %d of %d keys failed", failed, len(keys))

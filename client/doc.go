@@ -1,0 +1,22 @@
+// Package client is sexton's Go client library: what the CLI, the benches,
+// the integration tests and any other Go program use to store, read and
+// delete objects.
+//
+// A Client follows the Raft leader (transport.ClusterClient) and carries a
+// session: a random client id and a sequence number on every mutating
+// request (api.Session). A mutation is retried with the same sequence
+// number after any failure, so a retry can never act twice — a retried
+// Remove can never delete a newer object that another client put in the
+// meantime (DESIGN.md invariant 10). When the client gives up without
+// knowing whether a mutation ran, the error is OUTCOME_UNKNOWN, never a
+// plain "not done".
+//
+// Put writes the value to the holders the leader chose, each write carrying
+// the leader's write grant; a holder that fails the write is excluded and
+// the put is placed again (after revoking the first attempt), so one holder
+// crash costs no failed put. Get reads from a replica and, when the replica
+// no longer has that incarnation (an overwrite or remove raced the read),
+// asks the master again instead of reporting the key absent.
+//
+// The client knows nothing of Raft or the fsm.
+package client

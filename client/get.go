@@ -1,0 +1,84 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"sexton/api"
+)
+
+// Get reads the key's newest value. It never reports a key absent while
+// the key holds a value: when the replicas no longer have the incarnation
+// the master named (an overwrite or a remove completed after the master
+// answered, and the holders already tombstoned it), it asks the master
+// again, and answers with what the master says then.
+func (c *Client) Get(ctx context.Context, key string) ([]byte, api.ObjectInfo, error) {
+	var lastErr error
+	for attempt := 0; attempt < c.cfg.ReadAttempts; attempt++ {
+		var g api.GetResponse
+		if err := c.Call(ctx, api.MethodGet, &api.KeyRequest{Key: key}, &g); err != nil {
+			return nil, api.ObjectInfo{}, err
+		}
+		v, gone, err := c.readReplicas(ctx, g.Object)
+		if err == nil {
+			return v, g.Object, nil
+		}
+		lastErr = err
+		if !gone {
+			return nil, g.Object, err
+		}
+	}
+	return nil, api.ObjectInfo{}, api.Errorf(api.CodeUnavailable, "get %s: the replicas kept losing the incarnation the master named (%d attempts): %v", key, c.cfg.ReadAttempts, lastErr)
+}
+
+// readReplicas returns the value from the first replica that has it. gone
+// reports that some replica answered that it no longer holds the
+// incarnation, which is worth asking the master again about.
+func (c *Client) readReplicas(ctx context.Context, obj api.ObjectInfo) (value []byte, gone bool, err error) {
+	var errs []string
+	var only error
+	for _, r := range obj.Replicas {
+		var v []byte
+		var err error
+		switch {
+		case r.Kind == api.ReplicaDFS && c.cfg.DFS != nil:
+			v, err = c.cfg.DFS.Read(ctx, r)
+		case r.Kind == api.ReplicaDFS:
+			err = api.Errorf(api.CodeInvalidParams, "DFS replica, but this client has no DFS data path")
+		case r.Endpoint == "":
+			err = api.Errorf(api.CodeUnavailable, "segment %s: no holder mounted", r.Segment)
+		default:
+			var resp api.HolderReadResponse
+			hctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+			err = c.holders.Call(hctx, r.Endpoint, api.MethodHolderRead, &api.HolderReadRequest{Key: obj.Key, Incarnation: obj.Incarnation}, &resp)
+			cancel()
+			v = resp.Value
+		}
+		if err == nil && int64(len(v)) != obj.Size {
+			err = api.Errorf(api.CodeCorrupt, "replica returned %d bytes, object has %d", len(v), obj.Size)
+		}
+		if err == nil {
+			return v, false, nil
+		}
+		if api.CodeOf(err) == api.CodeObjectNotFound {
+			gone = true
+		}
+		only = err
+		errs = append(errs, fmt.Sprintf("%s: %v", replicaName(r), err))
+	}
+	if len(errs) == 1 && api.CodeOf(only) == api.CodeDFSMismatch {
+		return nil, false, only // the one replica is refused: say why
+	}
+	return nil, gone, api.Errorf(api.CodeUnavailable, "no replica of %s (%s) could be read: %s", obj.Key, obj.Incarnation, strings.Join(errs, "; "))
+}
+
+func replicaName(r api.ReplicaLocation) string {
+	if r.Kind == api.ReplicaDFS {
+		return "DFS"
+	}
+	if r.Endpoint != "" {
+		return r.Endpoint
+	}
+	return "segment " + string(r.Segment)
+}

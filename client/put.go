@@ -1,0 +1,114 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"sexton/api"
+)
+
+// PutOptions shape a put.
+type PutOptions struct {
+	Tenant string
+	// Replicas is the number of LOCAL_DISK replicas (1 if both it and
+	// DFSReplicas are 0).
+	Replicas int
+	// DFSReplicas is 0 or 1.
+	DFSReplicas int
+	// IfAbsent fails with OBJECT_ALREADY_EXISTS instead of overwriting.
+	IfAbsent bool
+	// Pool restricts placement to one pool.
+	Pool string
+}
+
+// Put stores value under key and returns the new incarnation once the
+// leader has committed it as the key's newest value.
+//
+// A LOCAL_DISK write that a holder fails (it crashed, is full, or refused
+// the grant) revokes the attempt — so the master queues deletes for any
+// bytes that did land — and places the put again away from that holder, up
+// to Config.PutAttempts times. A failed DFS write is not placed again.
+func (c *Client) Put(ctx context.Context, key string, value []byte, opt PutOptions) (api.ObjectIncarnation, error) {
+	req := api.PutStartRequest{Key: key, Tenant: opt.Tenant, Size: int64(len(value)), ReplicaNum: opt.Replicas,
+		DFSReplicaNum: opt.DFSReplicas, IfAbsent: opt.IfAbsent, Pool: opt.Pool}
+	var lastWriteErr error
+	for attempt := 0; attempt < c.cfg.PutAttempts; attempt++ {
+		var start api.PutStartResponse
+		if err := c.mutate(ctx, api.MethodPutStart, &req, func(s api.Session) { req.Session = s }, &start); err != nil {
+			if lastWriteErr != nil {
+				return api.ObjectIncarnation{}, fmt.Errorf("PutStart away from %v: %w (after: %v)", req.Exclude, err, lastWriteErr)
+			}
+			return api.ObjectIncarnation{}, fmt.Errorf("PutStart: %w", err)
+		}
+		failedSeg, err := c.writeReplicas(ctx, key, opt.Tenant, start, value)
+		if err != nil {
+			c.revoke(ctx, key, start.Incarnation)
+			if failedSeg == "" || !replaceable(err) {
+				return api.ObjectIncarnation{}, err
+			}
+			lastWriteErr = err
+			req.Exclude = append(req.Exclude, failedSeg)
+			continue
+		}
+		end := api.PutEndRequest{Key: key, Incarnation: start.Incarnation}
+		if err := c.mutate(ctx, api.MethodPutEnd, &end, func(s api.Session) { end.Session = s }, nil); err != nil {
+			return api.ObjectIncarnation{}, fmt.Errorf("PutEnd %s: %w", start.Incarnation, err)
+		}
+		return start.Incarnation, nil
+	}
+	return api.ObjectIncarnation{}, fmt.Errorf("put %s: every placement failed (%d attempts): %w", key, c.cfg.PutAttempts, lastWriteErr)
+}
+
+// writeReplicas writes value to every replica of a started put. On a
+// LOCAL_DISK failure it names the segment that failed.
+func (c *Client) writeReplicas(ctx context.Context, key, tenant string, start api.PutStartResponse, value []byte) (api.SegmentID, error) {
+	for _, r := range start.Replicas {
+		switch r.Kind {
+		case api.ReplicaLocalDisk:
+			if err := c.writeHolder(ctx, key, tenant, start.Incarnation, r, value); err != nil {
+				return r.Segment, fmt.Errorf("write replica on segment %s: %w", r.Segment, err)
+			}
+		case api.ReplicaDFS:
+			if c.cfg.DFS == nil {
+				return "", api.Errorf(api.CodeInvalidParams, "the master placed a DFS replica but this client has no DFS data path")
+			}
+			if r.DFS == nil {
+				return "", api.Errorf(api.CodeCorrupt, "DFS replica without a descriptor")
+			}
+			if err := c.cfg.DFS.Write(ctx, r, value); err != nil {
+				return "", fmt.Errorf("write DFS replica %s: %w", r.DFS.Path, err)
+			}
+		}
+	}
+	return "", nil
+}
+
+func (c *Client) writeHolder(ctx context.Context, key, tenant string, inc api.ObjectIncarnation, r api.ReplicaLocation, value []byte) error {
+	if r.Endpoint == "" {
+		return api.Errorf(api.CodeUnavailable, "segment %s has no mounted holder", r.Segment)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	return c.holders.Call(ctx, r.Endpoint, api.MethodHolderWrite,
+		&api.HolderWriteRequest{Key: key, Tenant: tenant, Incarnation: inc, Value: value, Grant: r.Grant}, nil)
+}
+
+// replaceable reports whether a failed holder write is worth placing the
+// put elsewhere: the holder is gone, slow, full or refused this grant
+// (remounted, fenced). A malformed request would fail anywhere.
+func replaceable(err error) bool {
+	var e *api.Error
+	if !errors.As(err, &e) {
+		return true // a connection error
+	}
+	return slices.Contains([]api.Code{api.CodeUnavailable, api.CodeTimeout, api.CodeNoSpace, api.CodeGrantRefused, api.CodeInternal}, e.Code)
+}
+
+// revoke abandons a started put; best effort: if it fails the master's
+// discard of abandoned puts revokes it later.
+func (c *Client) revoke(ctx context.Context, key string, inc api.ObjectIncarnation) {
+	rev := api.PutRevokeRequest{Key: key, Incarnation: inc}
+	_ = c.mutate(context.WithoutCancel(ctx), api.MethodPutRevoke, &rev, func(s api.Session) { rev.Session = s }, nil)
+}

@@ -1,0 +1,57 @@
+package client
+
+import (
+	"context"
+
+	"sexton/api"
+)
+
+// RemoveOption shapes a Remove.
+type RemoveOption func(*api.RemoveRequest)
+
+// IfIncarnation makes a Remove conditional: it fails with
+// INCARNATION_MISMATCH, changing nothing, unless the key's newest value is
+// exactly that incarnation.
+func IfIncarnation(inc api.ObjectIncarnation) RemoveOption {
+	return func(r *api.RemoveRequest) { r.IfIncarnation = &inc }
+}
+
+// Remove deletes key. nil means the delete is committed: no read returns
+// the removed value again, and its bytes are tombstoned and reclaimed in
+// the background. OUTCOME_UNKNOWN means the client gave up not knowing
+// whether the remove ran.
+func (c *Client) Remove(ctx context.Context, key string, opts ...RemoveOption) error {
+	req := api.RemoveRequest{Key: key}
+	for _, o := range opts {
+		o(&req)
+	}
+	return c.mutate(ctx, api.MethodRemove, &req, func(s api.Session) { req.Session = s }, nil)
+}
+
+// BatchRemove deletes many keys, api.MaxBatchKeys per Raft entry; the
+// answer has one result per key in order, duplicates included. ifIncs is
+// nil or has one entry per key (a zero incarnation: unconditional). An
+// error means the results of the chunk it names and of every later chunk
+// are unknown.
+func (c *Client) BatchRemove(ctx context.Context, keys []string, ifIncs []api.ObjectIncarnation) ([]api.KeyResult, error) {
+	if ifIncs != nil && len(ifIncs) != len(keys) {
+		return nil, api.Errorf(api.CodeInvalidParams, "%d conditions for %d keys", len(ifIncs), len(keys))
+	}
+	out := make([]api.KeyResult, 0, len(keys))
+	for start := 0; start < len(keys); start += api.MaxBatchKeys {
+		end := min(start+api.MaxBatchKeys, len(keys))
+		req := api.BatchRemoveRequest{Keys: keys[start:end]}
+		if ifIncs != nil {
+			req.IfIncarnations = ifIncs[start:end]
+		}
+		var resp api.BatchRemoveResponse
+		if err := c.mutate(ctx, api.MethodBatchRemove, &req, func(s api.Session) { req.Session = s }, &resp); err != nil {
+			return out, err
+		}
+		if len(resp.Results) != len(req.Keys) {
+			return out, api.Errorf(api.CodeInternal, "BatchRemove answered %d results for %d keys", len(resp.Results), len(req.Keys))
+		}
+		out = append(out, resp.Results...)
+	}
+	return out, nil
+}

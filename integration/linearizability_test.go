@@ -1,0 +1,301 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"sexton/api"
+	"sexton/client"
+)
+
+// The checks in this file record what real clients were told while they
+// ran put, get and rm on a few keys, and ask porcupine whether some order
+// of those operations, each taking effect between its call and its return,
+// explains every answer (one register per key). An operation whose
+// outcome the client could not know (OUTCOME_UNKNOWN, a timeout) may take
+// effect at any time after its call, so it is recorded with no return; an
+// operation that failed definitely (NOT_FOUND on a put's PutEnd, a refused
+// grant...) is left out: if it nevertheless took effect, a later read shows
+// a value or an absence that nothing in the history explains, and the
+// check fails. That is how "every exit status tells the truth" is checked.
+
+type regOp struct {
+	Kind  string // "put", "get", "rm"
+	Key   string
+	Value string // put: the value written
+}
+
+type regOut struct {
+	Outcome string // "ok", "absent" (get / rm found nothing), "unknown"
+	Value   string // get: the value read
+}
+
+// registerModel is one register per key; "" is an absent key.
+var registerModel = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		byKey := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range history {
+			k := op.Input.(regOp).Key
+			if _, ok := byKey[k]; !ok {
+				keys = append(keys, k)
+			}
+			byKey[k] = append(byKey[k], op)
+		}
+		sort.Strings(keys)
+		out := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, byKey[k])
+		}
+		return out
+	},
+	Init: func() any { return "" },
+	Step: func(state, input, output any) (bool, any) {
+		s, in, out := state.(string), input.(regOp), output.(regOut)
+		switch in.Kind {
+		case "put":
+			return true, in.Value // ok, or unknown taken as done (placed last if not)
+		case "rm":
+			switch out.Outcome {
+			case "ok":
+				return s != "", ""
+			case "absent":
+				return s == "", s
+			default:
+				return true, ""
+			}
+		case "get":
+			if out.Outcome == "absent" {
+				return s == "", s
+			}
+			return s == out.Value, s
+		}
+		return false, s
+	},
+	Equal: func(a, b any) bool { return a == b },
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(regOp), output.(regOut)
+		switch in.Kind {
+		case "put":
+			return fmt.Sprintf("put(%s, %s) → %s", in.Key, in.Value, out.Outcome)
+		case "get":
+			if out.Outcome == "absent" {
+				return fmt.Sprintf("get(%s) → absent", in.Key)
+			}
+			return fmt.Sprintf("get(%s) → %s", in.Key, out.Value)
+		}
+		return fmt.Sprintf("rm(%s) → %s", in.Key, out.Outcome)
+	},
+	DescribeState: func(state any) string {
+		if state == "" {
+			return "absent"
+		}
+		return state.(string)
+	},
+}
+
+// history collects operations from concurrent clients.
+type history struct {
+	mu    sync.Mutex
+	start time.Time
+	ops   []porcupine.Operation
+	// counts by kind/outcome, for the log and for assertions
+	counts map[string]int
+}
+
+func newHistory() *history { return &history{start: time.Now(), counts: map[string]int{}} }
+
+// record adds an operation; outcome "" means it failed definitely and is
+// left out of the history.
+func (h *history) record(clientID int, in regOp, call time.Time, out regOut) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.counts[in.Kind+"/"+out.Outcome]++
+	if out.Outcome == "" {
+		return
+	}
+	ret := time.Since(h.start).Nanoseconds()
+	if out.Outcome == "unknown" {
+		ret = 1 << 62 // may take effect at any time after its call
+	}
+	h.ops = append(h.ops, porcupine.Operation{ClientId: clientID, Input: in, Call: call.Sub(h.start).Nanoseconds(), Output: out, Return: ret})
+}
+
+// check fails t unless the history is linearizable; on a violation it
+// writes porcupine's visualization and names the seed.
+func (h *history) check(t *testing.T, seed uint64) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t.Logf("history: %d operations recorded; outcomes %v", len(h.ops), h.counts)
+	res, info := porcupine.CheckOperationsVerbose(registerModel, h.ops, 60*time.Second)
+	switch res {
+	case porcupine.Ok:
+		return
+	case porcupine.Unknown:
+		t.Fatalf("linearizability check timed out (seed %d)", seed)
+	}
+	dir := os.Getenv("SEXTON_PORCUPINE_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s-seed%d.html", strings.ReplaceAll(t.Name(), "/", "_"), seed))
+	if err := porcupine.VisualizePath(registerModel, info, path); err != nil {
+		t.Logf("visualization: %v", err)
+	}
+	t.Fatalf("history is not linearizable (seed %d); visualization in %s", seed, path)
+}
+
+// clientOutcome classifies a client library error.
+func clientOutcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case api.CodeOf(err) == api.CodeOutcomeUnknown, errors.Is(err, context.DeadlineExceeded):
+		return "unknown"
+	case api.CodeOf(err) == api.CodeObjectNotFound:
+		return "absent"
+	}
+	return ""
+}
+
+// registerWorkload runs clients doing put/get/rm on keys until stop closes.
+func registerWorkload(t *testing.T, c *cluster, h *history, clients int, keys []string, seed uint64, stop <-chan struct{}) (getErrors *atomic.Int64, wait func()) {
+	getErrors = &atomic.Int64{}
+	var wg sync.WaitGroup
+	for w := 0; w < clients; w++ {
+		cl, err := client.New(client.Config{Masters: c.addrs(), Token: c.token, Timeout: 20 * time.Second, AttemptTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func(w int, cl *client.Client) {
+			defer wg.Done()
+			defer cl.Close()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key := keys[rng.IntN(len(keys))]
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				call := time.Now()
+				switch r := rng.IntN(10); {
+				case r < 4:
+					v := fmt.Sprintf("c%d-%d", w, n)
+					_, err := cl.Put(ctx, key, []byte(v), client.PutOptions{})
+					out := clientOutcome(err)
+					if out == "absent" {
+						out = "" // a put's NOT_FOUND (PutEnd of a revoked put) did nothing
+					}
+					if out == "" && err != nil {
+						t.Logf("put %s: %v", key, err)
+					}
+					h.record(w, regOp{Kind: "put", Key: key, Value: v}, call, regOut{Outcome: out})
+				case r < 7:
+					v, _, err := cl.Get(ctx, key)
+					out := clientOutcome(err)
+					if out == "unknown" {
+						out = "" // a read that got no answer says nothing
+					}
+					if out == "" {
+						getErrors.Add(1)
+						t.Logf("get %s: %v", key, err)
+					}
+					h.record(w, regOp{Kind: "get", Key: key}, call, regOut{Outcome: out, Value: string(v)})
+				default:
+					err := cl.Remove(ctx, key)
+					if clientOutcome(err) == "" {
+						t.Logf("rm %s: %v", key, err)
+					}
+					h.record(w, regOp{Kind: "rm", Key: key}, call, regOut{Outcome: clientOutcome(err)})
+				}
+				cancel()
+			}
+		}(w, cl)
+	}
+	return getErrors, wg.Wait
+}
+
+// linearizabilityCluster is three masters and two holders.
+func linearizabilityCluster(t *testing.T) *cluster {
+	c := startCluster(t, 3)
+	c.startHolder(t, "h1", "lin")
+	c.startHolder(t, "h2", "lin")
+	return c
+}
+
+func testSeed(t *testing.T) uint64 {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("SEXTON_TEST_SEED"); s != "" {
+		fmt.Sscan(s, &seed)
+	}
+	t.Logf("seed %d (SEXTON_TEST_SEED=%d repeats it)", seed, seed)
+	return seed
+}
+
+// With no fault at all, every read answers and the history is
+// linearizable: a read that races an overwrite returns the old or the new
+// value, never "absent" and never an error.
+func TestLinearizableNoFaults(t *testing.T) {
+	c := linearizabilityCluster(t)
+	seed := testSeed(t)
+	h := newHistory()
+	stop := make(chan struct{})
+	getErrors, wait := registerWorkload(t, c, h, 4, []string{"lin/a", "lin/b", "lin/c"}, seed, stop)
+	time.Sleep(8 * time.Second)
+	close(stop)
+	wait()
+	h.check(t, seed)
+	if n := getErrors.Load(); n > 0 {
+		t.Fatalf("%d reads failed with no fault injected", n)
+	}
+	if n := h.counts["put/unknown"] + h.counts["rm/unknown"]; n > 0 {
+		t.Fatalf("%d outcomes unknown with no fault injected", n)
+	}
+}
+
+// With the leader SIGKILLed every few seconds (and restarted), the history
+// stays linearizable.
+func TestLinearizableLeaderKills(t *testing.T) {
+	c := linearizabilityCluster(t)
+	seed := testSeed(t)
+	h := newHistory()
+	stop := make(chan struct{})
+	_, wait := registerWorkload(t, c, h, 4, []string{"lin/a", "lin/b", "lin/c"}, seed, stop)
+	kills := killLeaderEvery(t, c, 3*time.Second, 4)
+	close(stop)
+	wait()
+	t.Logf("leader killed %d times", kills)
+	h.check(t, seed)
+}
+
+// killLeaderEvery SIGKILLs the ready leader every period, restarting it
+// half a second later, rounds times; it returns how many kills happened.
+func killLeaderEvery(t *testing.T, c *cluster, period time.Duration, rounds int) int {
+	kills := 0
+	for i := 0; i < rounds; i++ {
+		time.Sleep(period)
+		m := c.waitLeader(30 * time.Second)
+		m.kill()
+		kills++
+		time.Sleep(500 * time.Millisecond)
+		m.proc.start()
+	}
+	time.Sleep(period)
+	return kills
+}
