@@ -52,7 +52,8 @@ func TestCLIExitStatusTellsTheTruthUnderLeaderKills(t *testing.T) {
 	dir := t.TempDir()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var failures sync.Map // message → count, for the log
+	var failMu sync.Mutex
+	failures := map[string]int{} // message → count, for the log
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -99,8 +100,9 @@ func TestCLIExitStatusTellsTheTruthUnderLeaderKills(t *testing.T) {
 				cancel()
 				if msg != "" {
 					m := in.Kind + " " + out.Outcome + ": " + firstLine(msg)
-					n, _ := failures.LoadOrStore(m, new(int))
-					*(n.(*int))++ // one writer per message is not guaranteed; only for the log
+					failMu.Lock()
+					failures[m]++
+					failMu.Unlock()
 				}
 				h.record(w, in, call, out)
 			}
@@ -110,10 +112,9 @@ func TestCLIExitStatusTellsTheTruthUnderLeaderKills(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	t.Logf("leader killed %d times", kills)
-	failures.Range(func(k, v any) bool {
-		t.Logf("%4d × %s", *(v.(*int)), k)
-		return true
-	})
+	for m, n := range failures {
+		t.Logf("%4d × %s", n, m)
+	}
 	// Close the history with a quiet read of every key.
 	for _, key := range keys {
 		call := time.Now()
