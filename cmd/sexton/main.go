@@ -21,7 +21,8 @@ servers:
 client verbs (--masters A,B,C or SEXTON_MASTERS):
   put KEY [FILE|-]  store a value (--dfs-replicas 1: in a file below MOONCAKE_DFS_ROOT_DIR)
   get KEY [-o FILE] read a value
-  rm KEY... | rm --batch FILE|-
+  rm KEY... | rm --batch FILE|- | rm --if-incarnation INC KEY
+                    exit 0 done, 1 refused/failed, 2 usage, 4 outcome unknown
   stat KEY          show an object
   ls [PREFIX]       list objects
   status            show the cluster
@@ -34,6 +35,7 @@ operator:
   operator fsck [--json]
   operator retire SEGMENT --by WHO --reason WHY
   operator dfs status [--json] | set-max-buckets N
+  operator settings [--json] | settings set [--registry-capacity N] [--session-ttl D] ...
 
 measure:
   bench remove|put|get|raft|dfs [flags]

@@ -15,7 +15,7 @@ import (
 
 func runOperator(args []string) error {
 	if len(args) == 0 {
-		return usagef("operator raft|snapshot|tasks|segments|retire|dfs ...")
+		return usagef("operator raft|snapshot|tasks|segments|retire|fsck|dfs|settings ...")
 	}
 	switch args[0] {
 	case "raft":
@@ -32,6 +32,8 @@ func runOperator(args []string) error {
 		return runFsck(args[1:])
 	case "dfs":
 		return runOperatorDFS(args[1:])
+	case "settings":
+		return runOperatorSettings(args[1:])
 	}
 	return usagef("unknown operator command %q", args[0])
 }
