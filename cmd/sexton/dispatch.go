@@ -163,9 +163,9 @@ func (v *verb) help() string {
 }
 
 func hasFlags(fs *flag.FlagSet) bool {
-	any := false
-	fs.VisitAll(func(*flag.Flag) { any = true })
-	return any
+	found := false
+	fs.VisitAll(func(*flag.Flag) { found = true })
+	return found
 }
 
 const exitStatuses = `exit status: 0 done; 1 refused or failed (nothing changed, or what changed
@@ -201,12 +201,18 @@ first words) lists the commands that start with them.
 func groupUsage(prefix string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "usage: sexton %s COMMAND [ARGS] [flags]\n\n", prefix)
+	cluster := false
 	for i := range verbs {
 		if strings.HasPrefix(verbs[i].path+" ", prefix+" ") {
 			b.WriteString(verbs[i].usageLine())
+			cluster = cluster || verbs[i].takes&clusterFlags != 0
 		}
 	}
-	b.WriteString("\n* takes the cluster flags (--masters, --cluster-token, --timeout); see 'sexton --help'.\n'sexton COMMAND --help' shows a command's flags.\n")
+	b.WriteString("\n")
+	if cluster {
+		b.WriteString("* takes the cluster flags (--masters, --cluster-token, --timeout); see 'sexton --help'.\n")
+	}
+	b.WriteString("'sexton COMMAND --help' shows a command's flags.\n")
 	return b.String()
 }
 

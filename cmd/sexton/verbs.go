@@ -35,11 +35,10 @@ const (
 // argc bounds a verb's positional arguments; max < 0 is unbounded.
 type argc struct{ min, max int }
 
+// The common counts; the zero argc takes none.
 var (
-	none  = argc{0, 0}
-	one   = argc{1, 1}
-	many  = argc{0, -1}
-	many1 = argc{1, -1}
+	one  = argc{1, 1}
+	many = argc{0, -1}
 )
 
 // groups orders the usage's headings.
