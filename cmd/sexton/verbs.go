@@ -5,6 +5,12 @@ import "flag"
 // A verb is one command of the binary. The table below is the only list
 // of them: dispatch, the top-level usage, each group's usage and each
 // verb's --help are made from it.
+//
+// To add a verb, add a row and a setup function that registers the verb's
+// own flags and returns its run function. A verb that talks to the cluster
+// takes clusterFlags and calls e.client() (or e.call for a plain master
+// RPC); one with --json prints through e.output with a snake_case output
+// struct (jsonout.go) when the api type has no json tags.
 type verb struct {
 	path    string // the words after "sexton", e.g. "operator snapshot save"
 	args    string // synopsis of the positional arguments, e.g. "FILE"
