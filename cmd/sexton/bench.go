@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"os"
 	"sort"
@@ -13,33 +14,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
-	"sexton/transport"
 )
-
-func runBench(args []string) error {
-	if len(args) == 0 {
-		return usagef("bench remove|put|get|raft|converge|dfs|dfs-churn [flags]")
-	}
-	switch args[0] {
-	case "remove":
-		return benchRemove(args[1:])
-	case "put":
-		return benchPutGet(args[1:], false)
-	case "get":
-		return benchPutGet(args[1:], true)
-	case "raft":
-		return benchRaft(args[1:])
-	case "raft-node":
-		return benchRaftNode(args[1:])
-	case "converge":
-		return benchConverge(args[1:])
-	case "dfs":
-		return benchDFS(args[1:])
-	case "dfs-churn":
-		return benchDFSChurn(args[1:])
-	}
-	return usagef("unknown bench %q", args[0])
-}
 
 // latencies collects per-operation latencies from many goroutines.
 type latencies struct {
@@ -115,12 +90,12 @@ type benchSegment struct {
 	draining atomic.Bool // the drainer acks only while set, so acks do not compete with the timed removes
 }
 
-func mountBenchSegment(cl *transport.ClusterClient, cf *clientFlags, pool string) (*benchSegment, error) {
+func mountBenchSegment(e *env, cl *client.Client, pool string) (*benchSegment, error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	s := &benchSegment{id: api.SegmentID("bench-" + hex.EncodeToString(b[:]))}
 	var resp api.MountLocalDiskResponse
-	if err := call(cl, cf, api.MethodMountLocalDisk, &api.MountLocalDiskRequest{ClientID: string(s.id), Segment: s.id, Pool: pool,
+	if err := e.callVia(cl, api.MethodMountLocalDisk, &api.MountLocalDiskRequest{ClientID: string(s.id), Segment: s.id, Pool: pool,
 		Capacity: 1 << 50, Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: "bench.invalid:0"}, &resp); err != nil {
 		return nil, fmt.Errorf("mount bench segment: %w", err)
 	}
@@ -175,60 +150,61 @@ func mountBenchSegment(cl *transport.ClusterClient, cf *clientFlags, pool string
 
 // stop acks every remaining task of the segment, then unmounts it, so a
 // bench leaves the registry as it found it.
-func (s *benchSegment) stop(cl *transport.ClusterClient, cf *clientFlags) {
+func (s *benchSegment) stop(e *env, cl *client.Client) {
 	s.draining.Store(true)
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
 		var lt api.ListTasksResponse
-		if err := call(cl, cf, api.MethodListTasks, &api.ListTasksRequest{Segment: s.id, Limit: 1}, &lt); err == nil && lt.Total == 0 {
+		if err := e.callVia(cl, api.MethodListTasks, &api.ListTasksRequest{Segment: s.id, Limit: 1}, &lt); err == nil && lt.Total == 0 {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	s.cancel()
 	s.wg.Wait()
-	_ = call(cl, cf, api.MethodUnmountLocalDisk, &api.UnmountLocalDiskRequest{Segment: s.id, MountEpoch: s.epoch}, nil)
+	_ = e.callVia(cl, api.MethodUnmountLocalDisk, &api.UnmountLocalDiskRequest{Segment: s.id, MountEpoch: s.epoch}, nil)
 }
 
-func benchRemove(args []string) error {
-	var cf clientFlags
-	fs := newFlags("bench remove")
-	cf.register(fs, false)
+func setupBenchRemove(fs *flag.FlagSet) runFunc {
 	keys := fs.Int("keys", 10000, "keys to create and remove")
 	batch := fs.Int("batch", 1, "keys per BatchRemove (1 = Remove)")
 	clients := fs.Int("clients", 1, "concurrent clients")
 	drain := fs.Bool("drain", false, "ack the delete tasks while timing (as a holder would); otherwise they are acked after")
 	sessions := fs.Bool("sessions", true, "send removes with a client session (exactly once); false sends them bare, to measure what a session costs")
-	if err := parseFlags(fs, args); err != nil {
-		return usagef("%v", err)
+	return func(e *env, _ []string) error {
+		return benchRemove(e, *keys, *batch, *clients, *drain, *sessions)
 	}
-	if *batch < 1 || *batch > api.MaxBatchKeys || *clients < 1 || *keys < 1 {
+}
+
+// benchRemove times removes of keys metadata-only objects on a bench
+// segment: sessions through the client library, bare ones through a
+// second connection that also carries the segment's own traffic.
+func benchRemove(e *env, keys, batch, clients int, drain, sessions bool) error {
+	if batch < 1 || batch > api.MaxBatchKeys || clients < 1 || keys < 1 {
 		return usagef("--keys, --clients ≥ 1 and 1 ≤ --batch ≤ %d", api.MaxBatchKeys)
 	}
-	cl, err := cf.cluster()
+	sc, err := e.client()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	sc, err := cf.client()
+	cl, err := e.newClient()
 	if err != nil {
 		return err
 	}
-	defer sc.Close()
 	pool := "bench-" + fmt.Sprint(time.Now().UnixNano())
-	seg, err := mountBenchSegment(cl, &cf, pool)
+	seg, err := mountBenchSegment(e, cl, pool)
 	if err != nil {
 		return err
 	}
-	seg.draining.Store(*drain)
-	defer seg.stop(cl, &cf)
+	seg.draining.Store(drain)
+	defer seg.stop(e, cl)
 	prefix := fmt.Sprintf("bench/%d/", time.Now().UnixNano())
-	names := make([]string, *keys)
+	names := make([]string, keys)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s%08d", prefix, i)
 	}
 	// Create metadata-only objects on the bench segment (not timed).
-	if _, err := runParallel("setup put (metadata only)", *keys, 16, 1, func(i int) error {
-		ctx, c := cf.ctx()
+	if _, err := runParallel("setup put (metadata only)", keys, 16, 1, func(i int) error {
+		ctx, c := e.ctx()
 		defer c()
 		var st api.PutStartResponse
 		if err := cl.Call(ctx, api.MethodPutStart, &api.PutStartRequest{Key: names[i], Size: 64, ReplicaNum: 1, Pool: pool}, &st); err != nil {
@@ -238,20 +214,20 @@ func benchRemove(args []string) error {
 	}); err != nil {
 		return err
 	}
-	ops := (*keys + *batch - 1) / *batch
+	ops := (keys + batch - 1) / batch
 	var keyErrs atomic.Int64
-	_, err = runParallel(fmt.Sprintf("remove (batch %d)", *batch), ops, *clients, *batch, func(i int) error {
-		ctx, c := cf.ctx()
+	_, err = runParallel(fmt.Sprintf("remove (batch %d)", batch), ops, clients, batch, func(i int) error {
+		ctx, c := e.ctx()
 		defer c()
-		lo, hi := i**batch, min((i+1)**batch, *keys)
-		if *batch == 1 && *sessions {
+		lo, hi := i*batch, min((i+1)*batch, keys)
+		if batch == 1 && sessions {
 			return sc.Remove(ctx, names[lo])
 		}
-		if *batch == 1 {
+		if batch == 1 {
 			return cl.Call(ctx, api.MethodRemove, &api.KeyRequest{Key: names[lo]}, nil)
 		}
 		var results []api.KeyResult
-		if *sessions {
+		if sessions {
 			if results, err = sc.BatchRemove(ctx, names[lo:hi], nil); err != nil {
 				return err
 			}
@@ -273,44 +249,39 @@ func benchRemove(args []string) error {
 	return err
 }
 
-func benchPutGet(args []string, get bool) error {
-	var cf clientFlags
-	name := "bench put"
-	if get {
-		name = "bench get"
+func setupBenchPutGet(get bool) func(*flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
+		n := fs.Int("n", 2000, "objects")
+		size := fs.String("size", "4KiB", "value size")
+		clients := fs.Int("clients", 16, "concurrent clients")
+		replicas := fs.Int("replicas", 1, "replicas per object")
+		return func(e *env, _ []string) error { return benchPutGet(e, get, *n, *size, *clients, *replicas) }
 	}
-	fs := newFlags(name)
-	cf.register(fs, false)
-	n := fs.Int("n", 2000, "objects")
-	size := fs.String("size", "4KiB", "value size")
-	clients := fs.Int("clients", 16, "concurrent clients")
-	replicas := fs.Int("replicas", 1, "replicas per object")
-	if err := parseFlags(fs, args); err != nil {
-		return usagef("%v", err)
-	}
-	sz, err := parseSize(*size)
+}
+
+func benchPutGet(e *env, get bool, n int, size string, clients, replicas int) error {
+	sz, err := parseSize(size)
 	if err != nil {
 		return err
 	}
-	cl, err := cf.client()
+	cl, err := e.client()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
 	value := make([]byte, sz)
 	_, _ = rand.Read(value)
 	prefix := fmt.Sprintf("bench/%d/", time.Now().UnixNano())
 	put := func(i int) error {
-		ctx, c := cf.ctx()
+		ctx, c := e.ctx()
 		defer c()
-		_, err := cl.Put(ctx, fmt.Sprintf("%s%08d", prefix, i), value, client.PutOptions{Replicas: *replicas})
+		_, err := cl.Put(ctx, fmt.Sprintf("%s%08d", prefix, i), value, client.PutOptions{Replicas: replicas})
 		return err
 	}
-	if _, err := runParallel(fmt.Sprintf("put %s", *size), *n, *clients, 1, put); err != nil || !get {
+	if _, err := runParallel(fmt.Sprintf("put %s", size), n, clients, 1, put); err != nil || !get {
 		return err
 	}
-	_, err = runParallel(fmt.Sprintf("get %s", *size), *n, *clients, 1, func(i int) error {
-		ctx, c := cf.ctx()
+	_, err = runParallel(fmt.Sprintf("get %s", size), n, clients, 1, func(i int) error {
+		ctx, c := e.ctx()
 		defer c()
 		_, _, err := cl.Get(ctx, fmt.Sprintf("%s%08d", prefix, i))
 		return err
@@ -321,25 +292,22 @@ func benchPutGet(args []string, get bool) error {
 // benchConverge measures deletion convergence on real holders: the time
 // from Remove returning OK to the holder's ack being committed (the task
 // gone from the leader), one key at a time on an otherwise idle cluster.
-func benchConverge(args []string) error {
-	var cf clientFlags
-	fs := newFlags("bench converge")
-	cf.register(fs, false)
+func setupBenchConverge(fs *flag.FlagSet) runFunc {
 	n := fs.Int("n", 200, "objects to put and remove")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	cl, err := cf.client()
+	return func(e *env, _ []string) error { return benchConverge(e, *n) }
+}
+
+func benchConverge(e *env, n int) error {
+	cl, err := e.client()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
 	value := make([]byte, 4096)
 	lat := &latencies{}
 	prefix := fmt.Sprintf("converge/%d/", time.Now().UnixNano())
-	for i := 0; i < *n; i++ {
+	for i := 0; i < n; i++ {
 		key := fmt.Sprintf("%s%06d", prefix, i)
-		ctx, cancel := cf.ctx()
+		ctx, cancel := e.ctx()
 		inc, err := cl.Put(ctx, key, value, client.PutOptions{Replicas: 1})
 		if err != nil {
 			cancel()
@@ -378,6 +346,6 @@ func benchConverge(args []string) error {
 		cancel()
 	}
 	fmt.Printf("deletion convergence (Remove OK → ack committed), %d objects: p50 %s, p99 %s, max %s\n",
-		*n, lat.pct(0.5).Round(10*time.Microsecond), lat.pct(0.99).Round(10*time.Microsecond), lat.pct(1).Round(10*time.Microsecond))
+		n, lat.pct(0.5).Round(10*time.Microsecond), lat.pct(0.99).Round(10*time.Microsecond), lat.pct(1).Round(10*time.Microsecond))
 	return nil
 }

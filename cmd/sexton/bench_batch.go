@@ -4,21 +4,21 @@ import (
 	"fmt"
 
 	"sexton/api"
-	"sexton/transport"
+	"sexton/client"
 )
 
 // benchBatchAlloc is the batch phase of bench dfs: n DFS allocations in
 // batches of size (one BatchPutStart and one BatchPutEnd, two Raft
 // entries, per batch), from clients concurrent clients. The rate counts
 // objects. It returns the keys it created.
-func benchBatchAlloc(cl *transport.ClusterClient, cf *clientFlags, prefix string, n, size, clients int) ([]string, error) {
+func benchBatchAlloc(e *env, cl *client.Client, prefix string, n, size, clients int) ([]string, error) {
 	if size < 1 || size > api.MaxBatchPutItems {
 		return nil, usagef("--batch %d outside 1..%d", size, api.MaxBatchPutItems)
 	}
 	batches := (n + size - 1) / size
 	key := func(b, j int) string { return fmt.Sprintf("%sbatch%d/%08d", prefix, size, b*size+j) }
 	_, err := runParallel(fmt.Sprintf("dfs allocate+commit, batches of %d, %d client(s)", size, clients), batches, clients, size, func(b int) error {
-		ctx, c := cf.ctx()
+		ctx, c := e.ctx()
 		defer c()
 		req := &api.BatchPutStartRequest{Items: make([]api.PutStartRequest, size)}
 		for j := range req.Items {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/rand"
+	"flag"
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
@@ -17,7 +18,6 @@ import (
 	"sexton/client"
 	"sexton/fsm/dfsalloc"
 	"sexton/master/dfsio"
-	"sexton/transport"
 )
 
 // benchDFS measures, against a running cluster whose masters and this
@@ -27,38 +27,40 @@ import (
 // and get throughput on the posix adapter next to raw pwrite/pread of the
 // same sizes in the same root, in the same run. With --batch N it also
 // allocates in N-object batches (one Raft entry per batch start and end).
-func benchDFS(args []string) error {
-	var cf clientFlags
-	fs := newFlags("bench dfs")
-	cf.register(fs, false)
-	n := fs.Int("n", 2000, "allocations per allocation phase")
-	ioN := fs.Int("io-n", 200, "objects per size in the I/O phase")
-	sizes := fs.String("sizes", "64KiB,1MiB", "value sizes of the I/O phase")
-	clients := fs.Int("clients", 4, "concurrent clients in the I/O phase")
-	batch := fs.Int("batch", 0, "also allocate in batches of this many objects (BatchPutStart/BatchPutEnd, one Raft entry each); 0 skips the phase")
-	if err := parseFlags(fs, args); err != nil {
-		return usagef("%v", err)
-	}
+func setupBenchDFS(fs *flag.FlagSet) runFunc {
+	o := benchDFSOptions{}
+	fs.IntVar(&o.n, "n", 2000, "allocations per allocation phase")
+	fs.IntVar(&o.ioN, "io-n", 200, "objects per size in the I/O phase")
+	fs.StringVar(&o.sizes, "sizes", "64KiB,1MiB", "value sizes of the I/O phase")
+	fs.IntVar(&o.clients, "clients", 4, "concurrent clients in the I/O phase")
+	fs.IntVar(&o.batch, "batch", 0, "also allocate in batches of this many objects (BatchPutStart/BatchPutEnd, one Raft entry each); 0 skips the phase")
+	return func(e *env, _ []string) error { return benchDFS(e, o) }
+}
+
+type benchDFSOptions struct {
+	n, ioN, clients, batch int
+	sizes                  string
+}
+
+func benchDFS(e *env, o benchDFSOptions) error {
 	settings, err := dfsio.SettingsFromEnv(os.Getenv)
 	if err != nil || !settings.Enabled() {
 		return fmt.Errorf("bench dfs needs the cluster's MOONCAKE_DFS_* settings (%s): %v", dfsio.EnvRoot, err)
 	}
-	cl, err := cf.cluster()
+	sc, err := e.client()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	sc, err := cf.client()
+	cl, err := e.newClient()
 	if err != nil {
 		return err
 	}
-	defer sc.Close()
 	prefix := fmt.Sprintf("bench-dfs/%d/", time.Now().UnixNano())
 	var keys []string
 	var kn atomic.Int64
 	alloc := func(tag string) func(int) error {
 		return func(i int) error {
-			ctx, c := cf.ctx()
+			ctx, c := e.ctx()
 			defer c()
 			key := fmt.Sprintf("%s%s/%08d", prefix, tag, i)
 			var st api.PutStartResponse
@@ -71,25 +73,25 @@ func benchDFS(args []string) error {
 	}
 	for _, c := range []int{1, 64} {
 		tag := fmt.Sprintf("alloc%d", c)
-		if _, err := runParallel(fmt.Sprintf("dfs allocate+commit, %d client(s)", c), *n, c, 1, alloc(tag)); err != nil {
+		if _, err := runParallel(fmt.Sprintf("dfs allocate+commit, %d client(s)", c), o.n, c, 1, alloc(tag)); err != nil {
 			return err
 		}
-		for i := 0; i < *n; i++ {
+		for i := 0; i < o.n; i++ {
 			keys = append(keys, fmt.Sprintf("%s%s/%08d", prefix, tag, i))
 		}
 	}
-	if *batch > 0 {
+	if o.batch > 0 {
 		for _, c := range []int{1, 4} {
-			bk, err := benchBatchAlloc(cl, &cf, fmt.Sprintf("%sc%d/", prefix, c), *n, *batch, c)
+			bk, err := benchBatchAlloc(e, cl, fmt.Sprintf("%sc%d/", prefix, c), o.n, o.batch, c)
 			if err != nil {
 				return err
 			}
 			keys = append(keys, bk...)
 		}
 	}
-	benchRemoveKeys(cl, &cf, keys)
+	benchRemoveKeys(e, cl, keys)
 
-	for _, s := range strings.Split(*sizes, ",") {
+	for _, s := range strings.Split(o.sizes, ",") {
 		sz, err := parseSize(strings.TrimSpace(s))
 		if err != nil {
 			return err
@@ -98,14 +100,14 @@ func benchDFS(args []string) error {
 		_, _ = rand.Read(value)
 		mb := float64(sz) / (1 << 20)
 		tag := fmt.Sprintf("io%d", sz)
-		putRate, _ := runParallel(fmt.Sprintf("dfs put %s", s), *ioN, *clients, 1, func(i int) error {
-			ctx, c := cf.ctx()
+		putRate, _ := runParallel(fmt.Sprintf("dfs put %s", s), o.ioN, o.clients, 1, func(i int) error {
+			ctx, c := e.ctx()
 			defer c()
 			_, err := sc.Put(ctx, fmt.Sprintf("%s%s/%08d", prefix, tag, i), value, client.PutOptions{DFSReplicas: 1})
 			return err
 		})
-		getRate, _ := runParallel(fmt.Sprintf("dfs get %s", s), *ioN, *clients, 1, func(i int) error {
-			ctx, c := cf.ctx()
+		getRate, _ := runParallel(fmt.Sprintf("dfs get %s", s), o.ioN, o.clients, 1, func(i int) error {
+			ctx, c := e.ctx()
 			defer c()
 			v, _, err := sc.Get(ctx, fmt.Sprintf("%s%s/%08d", prefix, tag, i))
 			if err == nil && len(v) != len(value) {
@@ -113,25 +115,25 @@ func benchDFS(args []string) error {
 			}
 			return err
 		})
-		rawW, rawR, err := rawPosixRates(settings.Root, value, *ioN, *clients, settings.Fsync)
+		rawW, rawR, err := rawPosixRates(settings.Root, value, o.ioN, o.clients, settings.Fsync)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("dfs %s: put %.1f MB/s (raw pwrite %.1f MB/s), get %.1f MB/s (raw pread %.1f MB/s)\n",
 			s, putRate*mb, rawW*mb, getRate*mb, rawR*mb)
 		var ks []string
-		for i := 0; i < *ioN; i++ {
+		for i := 0; i < o.ioN; i++ {
 			ks = append(ks, fmt.Sprintf("%s%s/%08d", prefix, tag, i))
 		}
-		benchRemoveKeys(cl, &cf, ks)
+		benchRemoveKeys(e, cl, ks)
 	}
 	return nil
 }
 
-func benchRemoveKeys(cl *transport.ClusterClient, cf *clientFlags, keys []string) {
+func benchRemoveKeys(e *env, cl *client.Client, keys []string) {
 	for start := 0; start < len(keys); start += api.MaxBatchKeys {
 		chunk := keys[start:min(start+api.MaxBatchKeys, len(keys))]
-		_ = call(cl, cf, api.MethodBatchRemove, &api.KeysRequest{Keys: chunk}, &api.BatchRemoveResponse{})
+		_ = e.callVia(cl, api.MethodBatchRemove, &api.KeysRequest{Keys: chunk}, &api.BatchRemoveResponse{})
 	}
 }
 

@@ -10,45 +10,88 @@ import (
 
 	"sexton/api"
 	"sexton/client"
-	"sexton/transport"
 )
 
-// clientFlags are shared by every client verb.
-type clientFlags struct {
+// env is what a verb runs with: the shared flags, parsed once by the
+// dispatcher, and the client they describe, opened on first use and
+// closed after the verb returns.
+type env struct {
 	masters string
 	token   string
 	timeout time.Duration
 	json    bool
+
+	cl     *client.Client
+	opened []*client.Client
 }
 
-func (c *clientFlags) register(fs *flag.FlagSet, withJSON bool) {
-	fs.StringVar(&c.masters, "masters", envString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
-	fs.StringVar(&c.token, "cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "cluster token (env SEXTON_CLUSTER_TOKEN)")
-	fs.DurationVar(&c.timeout, "timeout", envDuration("SEXTON_TIMEOUT", 15*time.Second), "give up after this long (env SEXTON_TIMEOUT)")
-	if withJSON {
-		fs.BoolVar(&c.json, "json", false, "print JSON")
+// register adds the cluster flags to fs.
+func (e *env) register(fs *flag.FlagSet) {
+	fs.StringVar(&e.masters, "masters", envString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
+	fs.StringVar(&e.token, "cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "cluster token (env SEXTON_CLUSTER_TOKEN)")
+	fs.DurationVar(&e.timeout, "timeout", envDuration("SEXTON_TIMEOUT", 15*time.Second), "give up after this long (env SEXTON_TIMEOUT)")
+}
+
+// client is the session-carrying client over the cluster flags, one per
+// verb run.
+func (e *env) client() (*client.Client, error) {
+	if e.cl == nil {
+		cl, err := e.newClient()
+		if err != nil {
+			return nil, err
+		}
+		e.cl = cl
 	}
+	return e.cl, nil
 }
 
-func (c *clientFlags) cluster() (*transport.ClusterClient, error) {
-	addrs := splitList(c.masters)
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("no master addresses (--masters or SEXTON_MASTERS)")
-	}
-	return transport.NewClusterClient(addrs, transport.ClusterConfig{
-		ClientConfig: transport.ClientConfig{Token: c.token},
-		MaxWait:      c.timeout,
-	}), nil
-}
-
-// client returns the session-carrying client library over the same flags.
-func (c *clientFlags) client() (*client.Client, error) {
-	cl, err := client.New(client.Config{Masters: splitList(c.masters), Token: c.token, Timeout: c.timeout})
+// newClient opens another client with its own connections (a bench's
+// background traffic), closed with the rest.
+func (e *env) newClient() (*client.Client, error) {
+	cl, err := client.New(client.Config{Masters: splitList(e.masters), Token: e.token, Timeout: e.timeout})
 	if err != nil {
 		return nil, fmt.Errorf("%w (--masters or SEXTON_MASTERS)", err)
 	}
 	cl.SetDFS(dfsDataPath{cl: cl})
+	e.opened = append(e.opened, cl)
 	return cl, nil
+}
+
+func (e *env) close() {
+	for _, cl := range e.opened {
+		cl.Close()
+	}
+	e.opened, e.cl = nil, nil
+}
+
+// ctx bounds one call: the --timeout the client retries for, and a second
+// to report it.
+func (e *env) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), e.timeout+time.Second)
+}
+
+// call calls a master method (leader-following, no session) within ctx().
+func (e *env) call(method string, req, resp any) error {
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
+	return e.callVia(cl, method, req, resp)
+}
+
+// callVia is call through a given client.
+func (e *env) callVia(cl *client.Client, method string, req, resp any) error {
+	ctx, cancel := e.ctx()
+	defer cancel()
+	return cl.Call(ctx, method, req, resp)
+}
+
+// output prints v as indented JSON under --json, or runs text.
+func (e *env) output(v any, text func() error) error {
+	if e.json {
+		return printJSON(v)
+	}
+	return text()
 }
 
 // dfsDataPath is this process's DFS data path for the client library.
@@ -62,28 +105,11 @@ func (d dfsDataPath) Read(ctx context.Context, r api.ReplicaLocation) ([]byte, e
 	return clientDFS.read(ctx, d.cl.Masters(), r)
 }
 
-func (c *clientFlags) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), c.timeout+time.Second)
-}
-
-// dataClientConfig is for holder data calls, whose frames carry values up
-// to the bucket size limit.
-func (c *clientFlags) dataClientConfig() transport.ClientConfig {
-	return transport.ClientConfig{Token: c.token, MaxFrame: dataMaxFrame}
-}
-
-// dataMaxFrame bounds a holder data frame: one value of at most the bucket
-// size limit (256 MiB) plus its envelope.
-const dataMaxFrame = 256<<20 + 1<<20
+// dataMaxFrame bounds a value read from stdin: the holder data frame limit.
+const dataMaxFrame = client.DataMaxFrame
 
 func printJSON(v any) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-func call(cl *transport.ClusterClient, cf *clientFlags, method string, req, resp any) error {
-	ctx, cancel := cf.ctx()
-	defer cancel()
-	return cl.Call(ctx, method, req, resp)
 }

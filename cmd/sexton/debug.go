@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"path/filepath"
 
@@ -12,20 +13,13 @@ import (
 	"sexton/holder/crashpoint"
 )
 
-func runDebug(args []string) error {
-	if len(args) == 0 {
-		return usagef("debug crash-points | debug raft-append --data-dir DIR --hex BYTES")
-	}
-	switch args[0] {
-	case "crash-points":
+func setupCrashPoints(*flag.FlagSet) runFunc {
+	return func(*env, []string) error {
 		for _, n := range crashpoint.Names() {
 			fmt.Println(n)
 		}
 		return nil
-	case "raft-append":
-		return debugRaftAppend(args[1:])
 	}
-	return usagef("unknown debug command %q", args[0])
 }
 
 // debugRaftAppend appends one raw command entry to a stopped node's Raft

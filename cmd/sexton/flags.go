@@ -9,14 +9,6 @@ import (
 	"time"
 )
 
-// Every flag may also be set through an environment variable; the flag
-// wins. newFlags returns a FlagSet that reports errors instead of exiting.
-func newFlags(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	return fs
-}
-
 func envString(name, def string) string {
 	if v, ok := os.LookupEnv(name); ok && v != "" {
 		return v

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"sort"
@@ -14,16 +15,16 @@ import (
 
 // fsckSegment is what fsck found for one segment.
 type fsckSegment struct {
-	Segment      api.SegmentID   `json:"segment"`
-	Endpoint     string          `json:"endpoint"`
-	Reachable    bool            `json:"reachable"`
-	Error        string          `json:"error,omitempty"`
-	LiveOnHolder int             `json:"live_on_holder"`
-	Orphans      []api.ObjectRef `json:"orphans"`          // live on the holder, not live in the master, no pending task
-	Missing      []api.ObjectRef `json:"missing_replicas"` // the master's replica, absent from the holder
-	PendingTasks int             `json:"pending_tasks"`
-	DeadBytes    int64           `json:"dead_bytes"`
-	UsedBytes    int64           `json:"used_bytes"`
+	Segment      api.SegmentID `json:"segment"`
+	Endpoint     string        `json:"endpoint"`
+	Reachable    bool          `json:"reachable"`
+	Error        string        `json:"error,omitempty"`
+	LiveOnHolder int           `json:"live_on_holder"`
+	Orphans      []refOut      `json:"orphans"`          // live on the holder, not live in the master, no pending task
+	Missing      []refOut      `json:"missing_replicas"` // the master's replica, absent from the holder
+	PendingTasks int           `json:"pending_tasks"`
+	DeadBytes    int64         `json:"dead_bytes"`
+	UsedBytes    int64         `json:"used_bytes"`
 }
 
 type fsckReport struct {
@@ -33,62 +34,53 @@ type fsckReport struct {
 	Clean    bool          `json:"clean"`
 }
 
-// runFsck compares the leader's metadata with every mounted holder's scan.
-// It only reads. Writes that race with it can show up as a transient
-// orphan or missing replica; run it again to confirm.
-func runFsck(args []string) error {
-	var cf clientFlags
-	fs := newFlags("operator fsck")
-	cf.register(fs, true)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	cl, err := cf.cluster()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	rep, err := fsck(cl, &cf)
-	if err != nil {
-		return fmt.Errorf("fsck: %w", err)
-	}
-	if cf.json {
-		if err := printJSON(rep); err != nil {
+// setupFsck compares the leader's metadata with every mounted holder's
+// scan. It only reads. Writes that race with it can show up as a
+// transient orphan or missing replica; run it again to confirm.
+func setupFsck(*flag.FlagSet) runFunc {
+	return func(e *env, _ []string) error {
+		rep, err := fsck(e)
+		if err != nil {
+			return fmt.Errorf("fsck: %w", err)
+		}
+		if err := e.output(rep, func() error { printFsck(rep); return nil }); err != nil {
 			return err
 		}
-	} else {
-		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SEGMENT\tENDPOINT\tLIVE\tORPHANS\tMISSING\tTASKS\tDEAD BYTES\tUSED BYTES")
-		for _, s := range rep.Segments {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Segment, s.Endpoint, s.LiveOnHolder, len(s.Orphans), len(s.Missing), s.PendingTasks, s.DeadBytes, s.UsedBytes)
+		if !rep.Clean {
+			return fmt.Errorf("fsck: orphans, missing replicas or unreachable holders found")
 		}
-		_ = tw.Flush()
-		for _, s := range rep.Segments {
-			if s.Error != "" {
-				fmt.Printf("%s: unreachable: %s\n", s.Segment, s.Error)
-			}
-			for _, r := range s.Orphans {
-				fmt.Printf("%s: orphan %s %s\n", s.Segment, r.Key, r.Incarnation)
-			}
-			for _, r := range s.Missing {
-				fmt.Printf("%s: missing replica %s %s\n", s.Segment, r.Key, r.Incarnation)
-			}
-		}
-		fmt.Printf("%d objects, %d pending tasks: %s\n", rep.Objects, rep.Tasks, map[bool]string{true: "clean", false: "PROBLEMS FOUND"}[rep.Clean])
+		return nil
 	}
-	if !rep.Clean {
-		return fmt.Errorf("fsck: orphans, missing replicas or unreachable holders found")
-	}
-	return nil
 }
 
-func fsck(cl *transport.ClusterClient, cf *clientFlags) (*fsckReport, error) {
+func printFsck(rep *fsckReport) {
+	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEGMENT\tENDPOINT\tLIVE\tORPHANS\tMISSING\tTASKS\tDEAD BYTES\tUSED BYTES")
+	for _, s := range rep.Segments {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Segment, s.Endpoint, s.LiveOnHolder, len(s.Orphans), len(s.Missing), s.PendingTasks, s.DeadBytes, s.UsedBytes)
+	}
+	_ = tw.Flush()
+	for _, s := range rep.Segments {
+		if s.Error != "" {
+			fmt.Printf("%s: unreachable: %s\n", s.Segment, s.Error)
+		}
+		for _, r := range s.Orphans {
+			fmt.Printf("%s: orphan %s %s\n", s.Segment, r.Key, r.Incarnation)
+		}
+		for _, r := range s.Missing {
+			fmt.Printf("%s: missing replica %s %s\n", s.Segment, r.Key, r.Incarnation)
+		}
+	}
+	fmt.Printf("%d objects, %d pending tasks: %s\n", rep.Objects, rep.Tasks, map[bool]string{true: "clean", false: "PROBLEMS FOUND"}[rep.Clean])
+}
+
+func fsck(e *env) (*fsckReport, error) {
 	var segs api.ListSegmentsResponse
-	if err := call(cl, cf, api.MethodListSegments, &api.Empty{}, &segs); err != nil {
+	if err := e.call(api.MethodListSegments, &api.Empty{}, &segs); err != nil {
 		return nil, err
 	}
 	var tasks api.ListTasksResponse
-	if err := call(cl, cf, api.MethodListTasks, &api.ListTasksRequest{Limit: 1 << 30}, &tasks); err != nil {
+	if err := e.call(api.MethodListTasks, &api.ListTasksRequest{Limit: 1 << 30}, &tasks); err != nil {
 		return nil, err
 	}
 	taskOf := map[api.SegmentID]map[api.ObjectRef]bool{}
@@ -99,11 +91,11 @@ func fsck(cl *transport.ClusterClient, cf *clientFlags) (*fsckReport, error) {
 		taskOf[t.Segment][api.ObjectRef{Key: t.Key, Incarnation: t.Incarnation}] = true
 	}
 	expected := map[api.SegmentID]map[api.ObjectRef]bool{}
-	rep := &fsckReport{Tasks: tasks.Total, Clean: true}
+	rep := &fsckReport{Tasks: tasks.Total, Segments: []fsckSegment{}, Clean: true}
 	cursor := ""
 	for {
 		var page api.ListResponse
-		if err := call(cl, cf, api.MethodList, &api.ListRequest{Cursor: cursor, Limit: 1000}, &page); err != nil {
+		if err := e.call(api.MethodList, &api.ListRequest{Cursor: cursor, Limit: 1000}, &page); err != nil {
 			return nil, err
 		}
 		for _, o := range page.Objects {
@@ -123,13 +115,13 @@ func fsck(cl *transport.ClusterClient, cf *clientFlags) (*fsckReport, error) {
 		}
 		cursor = page.NextCursor
 	}
-	pool := transport.NewPool(transport.ClientConfig{Token: cf.token})
+	pool := transport.NewPool(transport.ClientConfig{Token: e.token})
 	defer pool.Close()
 	for _, seg := range segs.Segments {
 		if !seg.Mounted || seg.Retired {
 			continue
 		}
-		fs := fsckSegment{Segment: seg.ID, Endpoint: seg.Endpoint, PendingTasks: seg.PendingTasks}
+		fs := fsckSegment{Segment: seg.ID, Endpoint: seg.Endpoint, PendingTasks: seg.PendingTasks, Orphans: []refOut{}, Missing: []refOut{}}
 		refs, st, err := scanHolder(pool, seg.Endpoint)
 		if err != nil {
 			fs.Error = err.Error()
@@ -147,18 +139,18 @@ func fsck(cl *transport.ClusterClient, cf *clientFlags) (*fsckReport, error) {
 		for start := 0; start < len(refs); start += api.MaxReconcilePage {
 			page := refs[start:min(start+api.MaxReconcilePage, len(refs))]
 			var rr api.ReconcileResponse
-			if err := call(cl, cf, api.MethodReconcile, &api.ReconcileRequest{Segment: seg.ID, MountEpoch: seg.MountEpoch, Objects: page}, &rr); err != nil {
+			if err := e.call(api.MethodReconcile, &api.ReconcileRequest{Segment: seg.ID, MountEpoch: seg.MountEpoch, Objects: page}, &rr); err != nil {
 				return nil, err
 			}
 			for _, r := range rr.NotLive {
 				if !taskOf[seg.ID][r] {
-					fs.Orphans = append(fs.Orphans, r)
+					fs.Orphans = append(fs.Orphans, refOut{Key: r.Key, Incarnation: r.Incarnation.String()})
 				}
 			}
 		}
 		for r := range expected[seg.ID] {
 			if !onHolder[r] {
-				fs.Missing = append(fs.Missing, r)
+				fs.Missing = append(fs.Missing, refOut{Key: r.Key, Incarnation: r.Incarnation.String()})
 			}
 		}
 		sort.Slice(fs.Missing, func(i, j int) bool { return fs.Missing[i].Key < fs.Missing[j].Key })

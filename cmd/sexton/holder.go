@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,9 +18,6 @@ import (
 )
 
 func runHolder(args []string) error {
-	if len(args) > 0 && args[0] == "inspect" {
-		return runHolderInspect(args[1:])
-	}
 	fs := newFlags("holder")
 	masters := fs.String("masters", envString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
 	dir := fs.String("dir", envString("SEXTON_HOLDER_DIR", ""), "LOCAL_DISK directory (env SEXTON_HOLDER_DIR)")
@@ -124,22 +122,23 @@ func startDevHolder(dir, masterAddr, addr string, log hclog.Logger) (func(), err
 	return func() { svc.Close(); store.Close() }, nil
 }
 
-func runHolderInspect(args []string) error {
-	fs := newFlags("holder inspect")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+func setupHolderInspect(*flag.FlagSet) runFunc {
+	return func(e *env, args []string) error {
+		rep, err := holder.Inspect(args[0])
+		if err != nil {
+			return fmt.Errorf("inspect %s: %w", args[0], err)
+		}
+		if err := e.output(inspectJSON(rep), func() error { return printInspect(rep) }); err != nil {
+			return err
+		}
+		if len(rep.Problems) > 0 {
+			return fmt.Errorf("inspect %s: %d problems; the holder would refuse to open it", rep.Dir, len(rep.Problems))
+		}
+		return nil
 	}
-	if fs.NArg() != 1 {
-		return usagef("holder inspect DIR [--json]")
-	}
-	rep, err := holder.Inspect(fs.Arg(0))
-	if err != nil {
-		return fmt.Errorf("inspect %s: %w", fs.Arg(0), err)
-	}
-	if *asJSON {
-		return printJSON(rep)
-	}
+}
+
+func printInspect(rep holder.InspectReport) error {
 	id := rep.Identity
 	fmt.Printf("dir:        %s\nmarked:     %v\nsegment:    %s\ncluster:    %016x\nbuckets:    %d\nlive:       %d objects, %d bytes\ntombstoned: %d objects, %d bytes\nused:       %d bytes on disk\ngc intent:  %v\n",
 		rep.Dir, rep.Marked, id.SegmentID, id.ClusterID, len(rep.Buckets), rep.LiveObjects, rep.LiveBytes, rep.TombstonedObjects, rep.DeadBytes, rep.UsedBytes, rep.GCIntentPending)
@@ -163,9 +162,6 @@ func runHolderInspect(args []string) error {
 	}
 	for _, f := range rep.OrphanBuckets {
 		fmt.Printf("orphan bucket (removed at next open): %s\n", f)
-	}
-	if len(rep.Problems) > 0 {
-		return fmt.Errorf("inspect %s: %d problems; the holder would refuse to open it", rep.Dir, len(rep.Problems))
 	}
 	return nil
 }

@@ -1,9 +1,12 @@
 // Command sexton is the one binary of sexton: the master, the holder, a
-// one-process dev cluster, the client verbs and the operator tools.
+// one-process dev cluster, the client verbs and the operator tools. The
+// verbs are listed once, in verbs.go; dispatch.go parses their shared
+// flags and makes the usage from that table.
 package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -11,105 +14,57 @@ import (
 	"sexton/api"
 )
 
-const usage = `usage: sexton <command> [flags]
-
-servers:
-  master            run a master node (one-node cluster in ./sexton-data by default)
-  holder            run a LOCAL_DISK holder (holder inspect DIR reads one offline)
-  dev               one process: a one-node master and one holder in a temp dir
-
-client verbs (--masters A,B,C or SEXTON_MASTERS):
-  put KEY [FILE|-]  store a value (--dfs-replicas 1: in a file below MOONCAKE_DFS_ROOT_DIR)
-  get KEY [-o FILE] read a value
-  rm KEY... | rm --batch FILE|- | rm --if-incarnation INC KEY
-                    exit 0 done, 1 refused/failed, 2 usage, 4 outcome unknown
-  stat KEY          show an object
-  ls [PREFIX]       list objects
-  status            show the cluster
-
-operator:
-  operator raft list-peers | add-voter ID RAFT_ADDR | remove-peer ID | transfer-leader [ID]
-  operator snapshot save FILE | restore FILE | inspect FILE
-  operator tasks [--segment ID]
-  operator segments
-  operator fsck [--json]
-  operator retire SEGMENT --by WHO --reason WHY
-  operator dfs status [--json] | set-max-buckets N
-  operator settings [--json] | settings set [--registry-capacity N] [--session-ttl D] ...
-
-measure:
-  bench remove|put|get|raft|dfs [flags]
-
-debug:
-  debug crash-points
-`
-
 func main() {
 	if err := run(os.Args[1:]); err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(os.Stderr, "sexton: %v\n\n%s", err, usage)
-			os.Exit(2)
+			fmt.Fprintf(os.Stderr, "sexton: %s\n", ue.msg)
+			if ue.usage != "" {
+				fmt.Fprintf(os.Stderr, "\n%s", ue.usage)
+			}
+			os.Exit(exitUsage)
 		}
 		fmt.Fprintf(os.Stderr, "sexton: %s\n", oneLine(err))
 		os.Exit(exitCode(err))
 	}
 }
 
-// Exit statuses of the client verbs: 0 done, 1 refused or failed (nothing
-// changed, or what changed is printed), 2 usage, 4 the outcome is unknown
-// (the request may or may not have run; see OUTCOME_UNKNOWN).
-const exitOutcomeUnknown = 4
+// Exit statuses: 0 done, 1 refused or failed (nothing changed, or what
+// changed is printed), 2 usage, 4 the outcome is unknown (the request may
+// or may not have run; see OUTCOME_UNKNOWN). The usage says so too
+// (exitStatuses).
+const (
+	exitFailed         = 1
+	exitUsage          = 2
+	exitOutcomeUnknown = 4
+)
 
 func exitCode(err error) int {
-	if api.CodeOf(err) == api.CodeOutcomeUnknown {
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		return exitUsage
+	case api.CodeOf(err) == api.CodeOutcomeUnknown:
 		return exitOutcomeUnknown
 	}
-	return 1
+	return exitFailed
 }
 
-type usageError struct{ msg string }
+// usageError is a command line sexton does not accept; usage, when set,
+// is printed after it.
+type usageError struct{ msg, usage string }
 
 func (u usageError) Error() string { return u.msg }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
-
-func run(args []string) error {
-	if len(args) == 0 {
-		fmt.Print(usage)
-		return usagef("no command given")
+// usagef makes a usageError; a help request passed through it (a raw
+// verb's parse error) stays flag.ErrHelp.
+func usagef(format string, args ...any) error {
+	for _, a := range args {
+		if err, ok := a.(error); ok && errors.Is(err, flag.ErrHelp) {
+			return flag.ErrHelp
+		}
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "master":
-		return runMaster(rest)
-	case "holder":
-		return runHolder(rest)
-	case "dev":
-		return runDev(rest)
-	case "put":
-		return runPut(rest)
-	case "get":
-		return runGet(rest)
-	case "rm":
-		return runRm(rest)
-	case "stat":
-		return runStat(rest)
-	case "ls":
-		return runLs(rest)
-	case "status":
-		return runStatus(rest)
-	case "operator":
-		return runOperator(rest)
-	case "bench":
-		return runBench(rest)
-	case "debug":
-		return runDebug(rest)
-	case "help", "-h", "--help":
-		fmt.Print(usage)
-		return nil
-	}
-	return usagef("unknown command %q", cmd)
+	return usageError{msg: fmt.Sprintf(format, args...)}
 }
 
 // oneLine renders err as one line: typed errors keep their code.

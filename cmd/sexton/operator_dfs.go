@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -10,52 +11,32 @@ import (
 	"sexton/api"
 )
 
-// runOperatorDFS is `sexton operator dfs status | set-max-buckets N`.
-func runOperatorDFS(args []string) error {
-	if len(args) == 0 {
-		return usagef("operator dfs status [--json] | set-max-buckets N")
-	}
-	var cf clientFlags
-	fs := newFlags("operator dfs " + args[0])
-	cf.register(fs, args[0] == "status")
-	if err := parseFlags(fs, args[1:]); err != nil {
-		return usagef("%v", err)
-	}
-	switch args[0] {
-	case "status":
-		if fs.NArg() != 0 {
-			return usagef("operator dfs status [--json]")
-		}
-	case "set-max-buckets":
-		if fs.NArg() != 1 {
-			return usagef("operator dfs set-max-buckets N")
-		}
-	default:
-		return usagef("unknown operator dfs command %q", args[0])
-	}
-	cl, err := cf.cluster()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	if args[0] == "set-max-buckets" {
-		n, err := strconv.Atoi(fs.Arg(0))
+func setupDFSSetMaxBuckets(*flag.FlagSet) runFunc {
+	return func(e *env, args []string) error {
+		n, err := strconv.Atoi(args[0])
 		if err != nil {
-			return usagef("set-max-buckets: %q is not a number", fs.Arg(0))
+			return usagef("set-max-buckets: %q is not a number", args[0])
 		}
-		if err := call(cl, &cf, api.MethodDFSSetMaxBuckets, &api.DFSSetMaxBucketsRequest{Max: n}, &api.Empty{}); err != nil {
+		if err := e.call(api.MethodDFSSetMaxBuckets, &api.DFSSetMaxBucketsRequest{Max: n}, &api.Empty{}); err != nil {
 			return fmt.Errorf("dfs set-max-buckets: %w", err)
 		}
 		fmt.Printf("dfs: max buckets set to %d\n", n)
 		return nil
 	}
-	var st api.DFSStatusResponse
-	if err := call(cl, &cf, api.MethodDFSStatus, &api.Empty{}, &st); err != nil {
-		return fmt.Errorf("dfs status: %w", err)
+}
+
+func setupDFSStatus(*flag.FlagSet) runFunc {
+	return func(e *env, _ []string) error {
+		var st api.DFSStatusResponse
+		if err := e.call(api.MethodDFSStatus, &api.Empty{}, &st); err != nil {
+			return fmt.Errorf("dfs status: %w", err)
+		}
+		st.Env, st.Units, st.StrayFiles = nonNil(st.Env), nonNil(st.Units), nonNil(st.StrayFiles)
+		return e.output(st, func() error { return printDFSStatus(st) })
 	}
-	if cf.json {
-		return printJSON(st)
-	}
+}
+
+func printDFSStatus(st api.DFSStatusResponse) error {
 	if !st.Enabled || st.Allocator == "" {
 		fmt.Printf("dfs: not configured (root %q)\n", st.Root)
 		return nil

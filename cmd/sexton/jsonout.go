@@ -1,0 +1,177 @@
+package main
+
+import (
+	"sexton/api"
+	"sexton/holder"
+)
+
+// The --json outputs: snake_case keys everywhere, lists as [] never null,
+// incarnations as "HIGH:LOW" (what stat prints and rm --if-incarnation
+// takes), times as unix nanoseconds. api types without json tags get an
+// output struct here rather than tags in api.
+
+type objectOut struct {
+	Key         string       `json:"key"`
+	Tenant      string       `json:"tenant"`
+	Size        int64        `json:"size"`
+	Incarnation string       `json:"incarnation"`
+	Created     int64        `json:"created"`
+	Replicas    []replicaOut `json:"replicas"`
+}
+
+type replicaOut struct {
+	Kind     string   `json:"kind"`
+	Segment  string   `json:"segment,omitempty"`
+	Pool     string   `json:"pool,omitempty"`
+	Endpoint string   `json:"endpoint,omitempty"`
+	DFS      *dfsDesc `json:"dfs,omitempty"`
+}
+
+type dfsDesc struct {
+	Allocator   string `json:"allocator"`
+	Path        string `json:"path"`
+	Unit        uint64 `json:"unit"`
+	Offset      int64  `json:"offset"`
+	Size        int64  `json:"size"`
+	AlignedSize int64  `json:"aligned_size"`
+}
+
+func objectJSON(o api.ObjectInfo) objectOut {
+	out := objectOut{Key: o.Key, Tenant: o.Tenant, Size: o.Size, Incarnation: o.Incarnation.String(), Created: o.Created, Replicas: []replicaOut{}}
+	for _, r := range o.Replicas {
+		ro := replicaOut{Kind: r.Kind.String(), Segment: string(r.Segment), Pool: r.Pool, Endpoint: r.Endpoint}
+		if d := r.DFS; d != nil {
+			ro.DFS = &dfsDesc{Allocator: d.Allocator, Path: d.Path, Unit: d.UnitID, Offset: d.Offset, Size: d.Size, AlignedSize: d.AlignedSize}
+		}
+		out.Replicas = append(out.Replicas, ro)
+	}
+	return out
+}
+
+func objectsJSON(objs []api.ObjectInfo) []objectOut {
+	out := []objectOut{}
+	for _, o := range objs {
+		out = append(out, objectJSON(o))
+	}
+	return out
+}
+
+type statOut struct {
+	Object         objectOut `json:"object"`
+	PendingPut     string    `json:"pending_put,omitempty"`
+	PendingDeletes int       `json:"pending_deletes"`
+}
+
+func statJSON(st api.StatResponse) statOut {
+	out := statOut{Object: objectJSON(st.Object), PendingDeletes: st.PendingDeletes}
+	if st.PendingPut != nil {
+		out.PendingPut = st.PendingPut.String()
+	}
+	return out
+}
+
+type taskOut struct {
+	ID          uint64 `json:"id"`
+	Segment     string `json:"segment"`
+	Key         string `json:"key"`
+	Tenant      string `json:"tenant,omitempty"`
+	Incarnation string `json:"incarnation"`
+	Created     int64  `json:"created"`
+}
+
+type tasksOut struct {
+	Tasks []taskOut `json:"tasks"`
+	Total int       `json:"total"`
+}
+
+func tasksJSON(r api.ListTasksResponse) tasksOut {
+	out := tasksOut{Tasks: []taskOut{}, Total: r.Total}
+	for _, t := range r.Tasks {
+		out.Tasks = append(out.Tasks, taskOut{ID: t.ID, Segment: string(t.Segment), Key: t.Key, Tenant: t.Tenant, Incarnation: t.Incarnation.String(), Created: t.Created})
+	}
+	return out
+}
+
+type segmentOut struct {
+	ID           string   `json:"id"`
+	ClientID     string   `json:"client_id"`
+	Pool         string   `json:"pool"`
+	Capacity     int64    `json:"capacity"`
+	Capabilities []string `json:"capabilities"`
+	Endpoint     string   `json:"endpoint"`
+	MountEpoch   uint64   `json:"mount_epoch"`
+	Mounted      bool     `json:"mounted"`
+	Retired      bool     `json:"retired"`
+	PendingTasks int      `json:"pending_tasks"`
+}
+
+func segmentsJSON(segs []api.SegmentInfo) []segmentOut {
+	out := []segmentOut{}
+	for _, s := range segs {
+		so := segmentOut{ID: string(s.ID), ClientID: s.ClientID, Pool: s.Pool, Capacity: s.Capacity, Capabilities: []string{},
+			Endpoint: s.Endpoint, MountEpoch: s.MountEpoch, Mounted: s.Mounted, Retired: s.Retired, PendingTasks: s.PendingTasks}
+		for _, c := range s.Capabilities {
+			so.Capabilities = append(so.Capabilities, string(c))
+		}
+		out = append(out, so)
+	}
+	return out
+}
+
+// refOut is one incarnation of one key (fsck's orphans and missing replicas).
+type refOut struct {
+	Key         string `json:"key"`
+	Incarnation string `json:"incarnation"`
+}
+
+// nonNil returns s, or an empty slice for nil (printed [] not null).
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+type inspectOut struct {
+	Dir               string          `json:"dir"`
+	Marked            bool            `json:"marked"`
+	Identity          holder.Identity `json:"identity"`
+	GCIntentPending   bool            `json:"gc_intent_pending"`
+	GCIntent          string          `json:"gc_intent"`
+	Buckets           []bucketOut     `json:"buckets"`
+	LiveObjects       int             `json:"live_objects"`
+	TombstonedObjects int             `json:"tombstoned_objects"`
+	LiveBytes         int64           `json:"live_bytes"`
+	DeadBytes         int64           `json:"dead_bytes"`
+	UsedBytes         int64           `json:"used_bytes"`
+	StaleMetas        []string        `json:"stale_metas"`
+	OrphanBuckets     []string        `json:"orphan_buckets"`
+	TmpFiles          []string        `json:"tmp_files"`
+	IgnoredFiles      []string        `json:"ignored_files"`
+	Problems          []string        `json:"problems"`
+}
+
+type bucketOut struct {
+	ID        uint64 `json:"id"`
+	DataSize  int64  `json:"data_size"`
+	FileSize  int64  `json:"file_size"`
+	LiveBytes int64  `json:"live_bytes"`
+	DeadBytes int64  `json:"dead_bytes"`
+	LiveCount int    `json:"live_count"`
+	DeadCount int    `json:"dead_count"`
+	Open      bool   `json:"open"`
+	Legacy    bool   `json:"legacy"`
+	Readers   int    `json:"readers"`
+}
+
+func inspectJSON(r holder.InspectReport) inspectOut {
+	out := inspectOut{Dir: r.Dir, Marked: r.Marked, Identity: r.Identity, GCIntentPending: r.GCIntentPending, GCIntent: r.GCIntent,
+		Buckets: []bucketOut{}, LiveObjects: r.LiveObjects, TombstonedObjects: r.TombstonedObjects, LiveBytes: r.LiveBytes,
+		DeadBytes: r.DeadBytes, UsedBytes: r.UsedBytes, StaleMetas: nonNil(r.StaleMetas), OrphanBuckets: nonNil(r.OrphanBuckets),
+		TmpFiles: nonNil(r.TmpFiles), IgnoredFiles: nonNil(r.IgnoredFiles), Problems: nonNil(r.Problems)}
+	for _, b := range r.Buckets {
+		out.Buckets = append(out.Buckets, bucketOut{ID: b.ID, DataSize: b.DataSize, FileSize: b.FileSize, LiveBytes: b.LiveBytes,
+			DeadBytes: b.DeadBytes, LiveCount: b.LiveCount, DeadCount: b.DeadCount, Open: b.Open, Legacy: b.Legacy, Readers: b.Readers})
+	}
+	return out
+}

@@ -1,0 +1,101 @@
+package main
+
+import "flag"
+
+// A verb is one command of the binary. The table below is the only list
+// of them: dispatch, the top-level usage, each group's usage and each
+// verb's --help are made from it.
+//
+// To add a verb, add a row and a setup function that registers the verb's
+// own flags and returns its run function. A verb that talks to the cluster
+// takes clusterFlags and calls e.client() (or e.call for a plain master
+// RPC); one with --json prints through e.output with a snake_case output
+// struct (jsonout.go) when the api type has no json tags.
+type verb struct {
+	path    string // the words after "sexton", e.g. "operator snapshot save"
+	args    string // synopsis of the positional arguments, e.g. "FILE"
+	summary string // one line
+	group   string // heading in the usage: one of groups
+	takes   shared // which shared flags the verb takes
+	nargs   argc   // how many positional arguments it accepts
+	// setup registers the verb's own flags on fs and returns what runs
+	// it, after the flags are parsed, with the positional arguments.
+	setup func(fs *flag.FlagSet) runFunc
+	// raw, instead of setup, is handed the arguments untouched: servers
+	// and tools with their own flag handling. It makes its FlagSet with
+	// newFlags(path), so --help still shows its flags.
+	raw func(args []string) error
+}
+
+// runFunc runs a verb; e holds the shared flags and the lazily opened client.
+type runFunc func(e *env, args []string) error
+
+// shared names the flags parsed in one place for every verb that takes them.
+type shared uint8
+
+const (
+	clusterFlags shared = 1 << iota // --masters, --cluster-token, --timeout
+	jsonFlag                        // --json
+)
+
+// argc bounds a verb's positional arguments; max < 0 is unbounded.
+type argc struct{ min, max int }
+
+// The common counts; the zero argc takes none.
+var (
+	one  = argc{1, 1}
+	many = argc{0, -1}
+)
+
+// groups orders the usage's headings.
+var groups = []string{"servers", "client", "operator", "measure", "debug"}
+
+// verbs is filled in init: its entries refer to functions that look
+// verbs up again (newFlags, for --help), which a package-level
+// initializer may not.
+var verbs []verb
+
+func init() {
+	verbs = []verb{
+		{path: "master", summary: "run a master node (one-node cluster in ./sexton-data by default)", group: "servers", raw: runMaster},
+		{path: "holder", summary: "run a LOCAL_DISK holder on --dir", group: "servers", raw: runHolder},
+		{path: "holder inspect", args: "DIR", summary: "read a holder directory offline (buckets, bytes, GC intent)", group: "servers", takes: jsonFlag, nargs: one, setup: setupHolderInspect},
+		{path: "dev", summary: "a one-node master and one holder in a temporary directory", group: "servers", raw: runDev},
+
+		{path: "put", args: "KEY [FILE|-]", summary: "store a value (--dfs-replicas 1: below MOONCAKE_DFS_ROOT_DIR)", group: "client", takes: clusterFlags, nargs: argc{1, 2}, setup: setupPut},
+		{path: "get", args: "KEY", summary: "read a value", group: "client", takes: clusterFlags, nargs: one, setup: setupGet},
+		{path: "rm", args: "KEY... | --batch FILE|- | --if-incarnation INC KEY", summary: "remove keys", group: "client", takes: clusterFlags, nargs: many, setup: setupRm},
+		{path: "stat", args: "KEY", summary: "show an object, its pending put and deletes", group: "client", takes: clusterFlags | jsonFlag, nargs: one, setup: setupStat},
+		{path: "ls", args: "[PREFIX]", summary: "list objects", group: "client", takes: clusterFlags | jsonFlag, nargs: argc{0, 1}, setup: setupLs},
+		{path: "status", summary: "show every master's view of the cluster", group: "client", takes: clusterFlags | jsonFlag, setup: setupStatus},
+
+		{path: "operator raft list-peers", summary: "list the Raft configuration", group: "operator", takes: clusterFlags | jsonFlag, setup: setupRaftListPeers},
+		{path: "operator raft add-voter", args: "ID RAFT_ADDR", summary: "add a voter", group: "operator", takes: clusterFlags, nargs: argc{2, 2}, setup: setupRaftAddVoter},
+		{path: "operator raft remove-peer", args: "ID", summary: "remove a peer", group: "operator", takes: clusterFlags, nargs: one, setup: setupRaftRemovePeer},
+		{path: "operator raft transfer-leader", args: "[ID]", summary: "hand leadership to ID (any other voter if none)", group: "operator", takes: clusterFlags, nargs: argc{0, 1}, setup: setupRaftTransfer},
+		{path: "operator snapshot save", args: "FILE", summary: "save the leader's state to FILE", group: "operator", takes: clusterFlags, nargs: one, setup: setupSnapshotSave},
+		{path: "operator snapshot restore", args: "FILE", summary: "replace the cluster's state with FILE", group: "operator", takes: clusterFlags, nargs: one, setup: setupSnapshotRestore},
+		// inspect reads a file only; it keeps accepting the cluster flags it always did.
+		{path: "operator snapshot inspect", args: "FILE", summary: "show a snapshot file's header and counts", group: "operator", takes: clusterFlags | jsonFlag, nargs: one, setup: setupSnapshotInspect},
+		{path: "operator tasks", summary: "list pending local-delete tasks", group: "operator", takes: clusterFlags | jsonFlag, setup: setupTasks},
+		{path: "operator segments", summary: "list the segments the master knows", group: "operator", takes: clusterFlags | jsonFlag, setup: setupSegments},
+		{path: "operator fsck", summary: "compare the leader's metadata with every holder's scan", group: "operator", takes: clusterFlags | jsonFlag, setup: setupFsck},
+		{path: "operator retire", args: "SEGMENT --by WHO --reason WHY", summary: "retire a lost segment, dropping its pending tasks", group: "operator", takes: clusterFlags, nargs: one, setup: setupRetire},
+		{path: "operator dfs status", summary: "show the DFS allocator: units, usage, pending deletions", group: "operator", takes: clusterFlags | jsonFlag, setup: setupDFSStatus},
+		{path: "operator dfs set-max-buckets", args: "N", summary: "change the bucket allocator's maximum", group: "operator", takes: clusterFlags, nargs: one, setup: setupDFSSetMaxBuckets},
+		{path: "operator settings", args: "[show]", summary: "show the replicated settings", group: "operator", takes: clusterFlags | jsonFlag, nargs: argc{0, 1}, setup: setupSettingsShow},
+		{path: "operator settings set", summary: "change the replicated settings named", group: "operator", takes: clusterFlags | jsonFlag, setup: setupSettingsSet},
+
+		{path: "bench remove", summary: "Remove/BatchRemove rate and latency on a bench segment", group: "measure", takes: clusterFlags, setup: setupBenchRemove},
+		{path: "bench put", summary: "put throughput and latency", group: "measure", takes: clusterFlags, setup: setupBenchPutGet(false)},
+		{path: "bench get", summary: "put, then get throughput and latency", group: "measure", takes: clusterFlags, setup: setupBenchPutGet(true)},
+		{path: "bench converge", summary: "time from Remove OK to the holder's ack committed", group: "measure", takes: clusterFlags, setup: setupBenchConverge},
+		{path: "bench dfs", summary: "DFS allocations/s; DFS put/get MB/s vs raw pwrite/pread", group: "measure", takes: clusterFlags, setup: setupBenchDFS},
+		{path: "bench dfs-churn", summary: "shard vs bucket allocator space efficiency under churn", group: "measure", raw: benchDFSChurn},
+		{path: "bench raft", summary: "bare hashicorp/raft applies on three local nodes", group: "measure", raw: benchRaft},
+		{path: "bench raft-node", summary: "one follower of bench raft (bench raft starts it)", group: "measure", raw: benchRaftNode},
+
+		{path: "debug crash-points", summary: "list every SEXTON_CRASH_AT name in this binary", group: "debug", setup: setupCrashPoints},
+		{path: "debug raft-append", args: "--data-dir DIR --hex BYTES", summary: "append one raw entry to a stopped master's Raft log", group: "debug", raw: debugRaftAppend},
+	}
+}
