@@ -6,12 +6,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"sexton/master"
+	"sexton/internal/devcluster"
 	"sexton/master/dfsio"
 )
 
-// runDev starts a one-node master (and, once holders exist, one holder) in
-// a temporary directory and stays up until interrupted.
+// runDev starts a one-node master and one holder in a temporary directory and stays up until interrupted.
 func runDev(args []string) error {
 	fs := newFlags("dev")
 	rpc := fs.String("rpc-addr", "127.0.0.1:7101", "master RPC address")
@@ -34,16 +33,13 @@ func runDev(args []string) error {
 	if err != nil {
 		return fmt.Errorf("DFS settings: %w", err)
 	}
-	n, err := master.New(master.Config{ID: "dev", DataDir: dir + "/master", RaftAddr: *raftAddr, RPCAddr: *rpc, HTTPAddr: *httpAddr, Bootstrap: true, DFS: dfs, Logger: logger.Named("master")})
-	if err != nil {
-		return fmt.Errorf("dev master: %w", err)
-	}
-	defer n.Shutdown()
-	stopHolder, err := startDevHolder(dir, n.RPCAddr(), *holderAddr, logger)
+	c, err := devcluster.Start(devcluster.Config{Dir: dir, RPCAddr: *rpc, RaftAddr: *raftAddr, HTTPAddr: *httpAddr,
+		HolderAddr: *holderAddr, Logger: logger, DFS: dfs})
 	if err != nil {
 		return err
 	}
-	defer stopHolder()
+	defer c.Close()
+	n := c.Master
 	fmt.Printf("sexton dev: master at %s (http %s), data in %s\n", n.RPCAddr(), n.HTTPAddr(), dir)
 	fmt.Printf("try: sexton put hello - <<< world; sexton get hello; sexton rm hello\n")
 	waitForSignal()

@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"sexton/api"
 	"sexton/holder"
@@ -106,20 +103,6 @@ func startHolder(dir string, cfg holder.ServiceConfig, gc holder.GCOptions) (*ho
 	}
 	svc.SetGCStatus(func() api.GCStatus { return store.GCStats().Status() })
 	return svc, store, nil
-}
-
-func startDevHolder(dir, masterAddr, addr string, log hclog.Logger) (func(), error) {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	gc, err := holder.GCOptionsFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	svc, store, err := startHolder(filepath.Join(dir, "holder"), holder.ServiceConfig{Masters: []string{masterAddr}, ListenAddr: addr, ClientID: "dev-holder", Logger: logger}, gc)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("dev holder", "segment", store.SegmentID(), "data_rpc", svc.Addr())
-	return func() { svc.Close(); store.Close() }, nil
 }
 
 func setupHolderInspect(*flag.FlagSet) runFunc {

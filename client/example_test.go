@@ -1,0 +1,164 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+
+	"sexton/api"
+	"sexton/client"
+	"sexton/internal/devcluster"
+)
+
+// masters is the address of the one-process cluster the examples run
+// against (started by TestMain).
+var masters []string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sexton-client-example-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	c, err := devcluster.Start(devcluster.Config{Dir: dir})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dev cluster:", err)
+		os.Exit(1)
+	}
+	masters = []string{c.MasterAddr()}
+	code := m.Run()
+	c.Close()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func Example() {
+	cl, err := client.New(client.Config{Masters: masters})
+	if err != nil {
+		panic(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	if _, err := cl.Put(ctx, "example/hello", []byte("world"), client.PutOptions{}); err != nil {
+		panic(err)
+	}
+	v, _, err := cl.Get(ctx, "example/hello")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(v))
+	if err := cl.Remove(ctx, "example/hello"); err != nil {
+		panic(err)
+	}
+	_, _, err = cl.Get(ctx, "example/hello")
+	fmt.Println(errors.Is(err, api.ErrObjectNotFound))
+	// Output:
+	// world
+	// true
+}
+
+func ExampleClient_Put() {
+	cl, _ := client.New(client.Config{Masters: masters})
+	defer cl.Close()
+	ctx := context.Background()
+	first, _ := cl.Put(ctx, "example/put", []byte("v1"), client.PutOptions{})
+	second, _ := cl.Put(ctx, "example/put", []byte("v2"), client.PutOptions{})
+	// Every put is a new incarnation of the key; the newest is read.
+	fmt.Println(first.Less(second))
+	_, err := cl.Put(ctx, "example/put", []byte("v3"), client.PutOptions{IfAbsent: true})
+	fmt.Println(api.CodeOf(err))
+	// Output:
+	// true
+	// OBJECT_ALREADY_EXISTS
+}
+
+func ExampleClient_Get() {
+	cl, _ := client.New(client.Config{Masters: masters})
+	defer cl.Close()
+	ctx := context.Background()
+	_, _ = cl.Put(ctx, "example/get", []byte("value"), client.PutOptions{})
+	v, info, err := cl.Get(ctx, "example/get")
+	fmt.Println(string(v), info.Size, len(info.Replicas), err)
+	// Output:
+	// value 5 1 <nil>
+}
+
+func ExampleClient_Stat() {
+	cl, _ := client.New(client.Config{Masters: masters})
+	defer cl.Close()
+	ctx := context.Background()
+	inc, _ := cl.Put(ctx, "example/stat", []byte("abc"), client.PutOptions{})
+	st, err := cl.Stat(ctx, "example/stat")
+	fmt.Println(st.Object.Incarnation == inc, st.Object.Size, st.PendingPut == nil, err)
+	// Output:
+	// true 3 true <nil>
+}
+
+func ExampleClient_Remove() {
+	cl, _ := client.New(client.Config{Masters: masters})
+	defer cl.Close()
+	ctx := context.Background()
+	old, _ := cl.Put(ctx, "example/rm", []byte("old"), client.PutOptions{})
+	_, _ = cl.Put(ctx, "example/rm", []byte("new"), client.PutOptions{})
+	// A conditional remove of the overwritten value leaves the new one.
+	err := cl.Remove(ctx, "example/rm", client.IfIncarnation(old))
+	fmt.Println(api.CodeOf(err))
+	fmt.Println(cl.Remove(ctx, "example/rm"))
+	fmt.Println(api.CodeOf(cl.Remove(ctx, "example/rm")))
+	// Output:
+	// INCARNATION_MISMATCH
+	// <nil>
+	// OBJECT_NOT_FOUND
+}
+
+func ExampleClient_BatchRemove() {
+	cl, _ := client.New(client.Config{Masters: masters})
+	defer cl.Close()
+	ctx := context.Background()
+	_, _ = cl.Put(ctx, "example/batch/a", []byte("a"), client.PutOptions{})
+	_, _ = cl.Put(ctx, "example/batch/b", []byte("b"), client.PutOptions{})
+	results, err := cl.BatchRemove(ctx, []string{"example/batch/a", "example/batch/missing", "example/batch/b"}, nil)
+	for _, r := range results {
+		fmt.Println(r.Key, api.CodeOf(r.Err))
+	}
+	fmt.Println(err)
+	// Output:
+	// example/batch/a
+	// example/batch/missing OBJECT_NOT_FOUND
+	// example/batch/b
+	// <nil>
+}
+
+func ExampleClient_List() {
+	cl, _ := client.New(client.Config{Masters: masters})
+	defer cl.Close()
+	ctx := context.Background()
+	for _, k := range []string{"example/list/1", "example/list/2", "example/list/3"} {
+		_, _ = cl.Put(ctx, k, []byte(k), client.PutOptions{})
+	}
+	objs, next, _ := cl.List(ctx, "example/list/", "", 2)
+	for _, o := range objs {
+		fmt.Println(o.Key)
+	}
+	objs, next, _ = cl.List(ctx, "example/list/", next, 2)
+	fmt.Println(objs[0].Key, next == "")
+	// Output:
+	// example/list/1
+	// example/list/2
+	// example/list/3 true
+}
+
+func ExampleClient_Settings() {
+	cl, _ := client.New(client.Config{Masters: masters})
+	defer cl.Close()
+	ctx := context.Background()
+	s, _ := cl.SetSettings(ctx, api.Settings{RegistryCapacity: 60000})
+	fmt.Println(s.Settings.RegistryCapacity)
+	s, _ = cl.Settings(ctx)
+	fmt.Println(s.Settings.RegistryCapacity)
+	// Output:
+	// 60000
+	// 60000
+}
