@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"sexton/api"
+	"sexton/snapshot"
 )
 
 // harness drives an FSM the way a leader would: it numbers entries, encodes
@@ -21,7 +22,7 @@ type harness struct {
 }
 
 func newHarness(t testing.TB, capacity int) *harness {
-	return &harness{t: t, f: New(Config{RegistryCapacity: capacity}), term: 1, now: 1000}
+	return &harness{t: t, f: newWithCapacity(capacity), term: 1, now: 1000}
 }
 
 // apply encodes and applies cmd at the next index.
@@ -143,12 +144,39 @@ func snapshotBytes(t testing.TB, f *FSM) []byte {
 	return buf.Bytes()
 }
 
+// snapshot110 writes f's state as a 1.1.0 snapshot, as a master before
+// 1.2.0 would have (f must hold nothing 1.1.0 cannot carry).
+func snapshot110(t testing.TB, f *FSM) []byte {
+	t.Helper()
+	v := f.Snapshot()
+	defer v.Release()
+	v.state.Settings, v.state.GrantKey, v.state.SessionClock = nil, nil, 0
+	var buf bytes.Buffer
+	if _, err := v.writeFormat(&buf, snapshot.Format110); err != nil {
+		t.Fatalf("1.1.0 snapshot write: %v", err)
+	}
+	return buf.Bytes()
+}
+
+// newWithCapacity returns an FSM whose replicated registry capacity is n
+// (≤ 0 or the default: a fresh FSM), as if a Settings entry had set it
+// before the first entry of the test's log. Production sets it only
+// through the log.
+func newWithCapacity(n int) *FSM {
+	f := New(Config{})
+	if n > 0 && n != DefaultRegistryCapacity {
+		f.st.settings.RegistryCapacity, f.st.settingsSet = n, true
+		f.st.reg.capacity = n
+	}
+	return f
+}
+
 // restored returns a new FSM restored from f's snapshot, checking that it
 // writes the same bytes back.
 func restored(t testing.TB, f *FSM) *FSM {
 	t.Helper()
 	b := snapshotBytes(t, f)
-	g := New(Config{RegistryCapacity: f.capacity})
+	g := New(Config{})
 	if err := g.Restore(bytes.NewReader(b)); err != nil {
 		t.Fatalf("restore: %v", err)
 	}

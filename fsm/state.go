@@ -19,6 +19,7 @@ const maxInterned = 1 << 16
 type segment struct {
 	id       api.SegmentID
 	client   string
+	process  string // the owner's process id (MountLocalDisk v2); "" for v1 mounts
 	pool     string
 	capacity int64
 	caps     []api.Capability // sorted, deduplicated; replaced, never mutated
@@ -62,9 +63,27 @@ type state struct {
 	planBuf  taskPlan // scratch for planTasks, reused across keys
 
 	dfs *dfsState // nil until the cluster's first DFSConfigure
+
+	// settings are the replicated settings as set through the log (zero
+	// fields mean the default); settingsSet says a Settings entry was
+	// ever applied (or restored).
+	settings    api.Settings
+	settingsSet bool
+	// grantKey signs write grants; set once by an EpochBegin.
+	grantKey []byte
+	// sess is the client session table (exactly-once answers).
+	sess *sessionTable
 }
 
-func newState(capacity int) *state {
+// newState returns an empty state under the given settings (zero fields:
+// defaults).
+func newState(settings api.Settings, set bool) *state {
+	st := newStateWithCapacity(withDefaults(settings).RegistryCapacity)
+	st.settings, st.settingsSet = settings, set
+	return st
+}
+
+func newStateWithCapacity(capacity int) *state {
 	st := &state{
 		nextTaskID: 1,
 		objects:    newObjectTable(),
@@ -73,6 +92,7 @@ func newState(capacity int) *state {
 		reg:        nil, // set below: it shares the object table
 		strs:       make(map[string]string),
 		replicas:   make(map[string][]api.ReplicaDescriptor),
+		sess:       newSessionTable(),
 	}
 	st.reg = newRegistry(capacity, st.objects)
 	return st
