@@ -13,7 +13,10 @@ import (
 )
 
 // watchLeadership starts the leader's duties when this node wins an
-// election and stops them when it loses leadership.
+// election and stops them when it loses leadership. hashicorp/raft keeps
+// only the newest notification, so a loss and a new win in quick
+// succession can arrive as one "true": duties still running from an
+// earlier term are then stopped and started afresh for the new one.
 func (n *Node) watchLeadership() {
 	defer n.wg.Done()
 	ch := n.raft.LeaderCh()
@@ -22,8 +25,9 @@ func (n *Node) watchLeadership() {
 		case <-n.stopped:
 			return
 		case isLeader := <-ch:
+			term := n.raft.CurrentTerm()
 			if isLeader && n.raft.State() == raft.Leader {
-				n.startLeaderDuties()
+				n.startLeaderDuties(term)
 			} else {
 				n.stopLeaderDuties()
 			}
@@ -31,37 +35,81 @@ func (n *Node) watchLeadership() {
 	}
 }
 
-func (n *Node) startLeaderDuties() {
+// startLeaderDuties runs becomeLeader for term, unless it already runs for
+// that term.
+func (n *Node) startLeaderDuties(term uint64) {
+	n.leaderMu.Lock()
+	running := n.leaderCancel != nil
+	same := n.leaderTerm == term
+	n.leaderMu.Unlock()
+	if running && same {
+		return
+	}
+	if running {
+		n.stopLeaderDuties()
+	}
 	n.leaderMu.Lock()
 	defer n.leaderMu.Unlock()
 	if n.leaderCancel != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n.leaderCancel = cancel
+	n.leaderCancel, n.leaderTerm = cancel, term
 	n.leaderWG.Add(1)
 	go func() {
 		defer n.leaderWG.Done()
-		n.becomeLeader(ctx)
+		n.becomeLeader(ctx, term)
 	}()
 }
 
 func (n *Node) stopLeaderDuties() {
 	n.leaderMu.Lock()
 	cancel := n.leaderCancel
-	n.leaderCancel = nil
+	n.leaderCancel, n.leaderTerm = nil, 0
+	// Under leaderMu, so a becomeLeader finishing right now either set
+	// readiness before this (and it is cleared here) or sees its context
+	// cancelled and does not set it.
+	n.readyTerm.Store(0)
 	n.leaderMu.Unlock()
-	n.ready.Store(false)
 	if cancel != nil {
 		cancel()
 		n.leaderWG.Wait()
 	}
 }
 
+// markReady records that this node finished the barrier and EpochBegin as
+// leader of term, unless its duties for that term were stopped meanwhile.
+func (n *Node) markReady(ctx context.Context, term uint64) bool {
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	if ctx.Err() != nil {
+		return false
+	}
+	n.readyTerm.Store(term)
+	return true
+}
+
+// isReady reports whether this node is the leader of the current term and
+// finished that term's barrier and EpochBegin. A readiness recorded in an
+// earlier term never counts: the node may have lost leadership and won it
+// again since, without a barrier in the new term. The term is read on both
+// sides of the state, so the Leader state seen belongs to that term (a
+// node leads at most once per term).
+func (n *Node) isReady() bool {
+	ready := n.readyTerm.Load()
+	if ready == 0 || n.raft.CurrentTerm() != ready {
+		return false
+	}
+	if n.raft.State() != raft.Leader {
+		return false
+	}
+	return n.raft.CurrentTerm() == ready
+}
+
 // becomeLeader runs while this node leads: barrier, EpochBegin, then the
 // periodic duties. Reads and fetches are refused until ready is set, so a
 // new leader never answers from state older than its own term.
-func (n *Node) becomeLeader(ctx context.Context) {
+func (n *Node) becomeLeader(ctx context.Context, term uint64) {
 	start := time.Now()
 	for ctx.Err() == nil {
 		if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
@@ -76,7 +124,7 @@ func (n *Node) becomeLeader(ctx context.Context) {
 			cluster = randomClusterID()
 		}
 		res, err := n.propose(&fsm.EpochBegin{
-			V: fsm.EpochBeginV1, Term: n.raft.CurrentTerm(), LeaderID: n.cfg.ID,
+			V: fsm.EpochBeginV1, Term: term, LeaderID: n.cfg.ID,
 			LeaderAddr: n.advertisedRPC(), ClusterID: cluster, Now: time.Now().UnixNano(),
 		})
 		if err != nil {
@@ -99,7 +147,12 @@ func (n *Node) becomeLeader(ctx context.Context) {
 				n.soft.heartbeat(seg.ID, 0, seg.Capacity, 0, time.Now())
 			}
 		}
-		n.ready.Store(true)
+		if n.testBeforeReady != nil {
+			n.testBeforeReady()
+		}
+		if !n.markReady(ctx, term) {
+			return
+		}
 		n.metrics.leaderChanges.Inc()
 		n.log.Info("leader ready", "master_epoch", eb.MasterEpoch, "cluster_id", eb.ClusterID, "took", time.Since(start))
 		break

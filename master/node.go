@@ -42,11 +42,17 @@ type Node struct {
 	removes   *removeBatcher
 	transfers snapshotTransfers
 	leaderMu  sync.Mutex
-	// ready is true while this node is leader, has applied everything
-	// committed before its term (barrier) and has proposed EpochBegin.
-	ready        atomic.Bool
+	// readyTerm is the term in which this node, as leader, applied
+	// everything committed before that term (barrier) and committed its
+	// EpochBegin; 0 when none. It counts only while that term is current
+	// and this node still leads it (isReady).
+	readyTerm    atomic.Uint64
 	leaderCancel context.CancelFunc
+	leaderTerm   uint64 // the term leaderCancel's duties run for
 	leaderWG     sync.WaitGroup
+	// testBeforeReady, when set by a test, runs between the committed
+	// EpochBegin and marking the node ready.
+	testBeforeReady func()
 
 	stopOnce sync.Once
 	stopped  chan struct{}
@@ -206,7 +212,7 @@ func (n *Node) HTTPAddr() string {
 }
 
 // IsLeader reports whether this node is the ready leader.
-func (n *Node) IsLeader() bool { return n.ready.Load() }
+func (n *Node) IsLeader() bool { return n.isReady() }
 
 // Done is closed when the node has shut down.
 func (n *Node) Done() <-chan struct{} { return n.stopped }

@@ -59,8 +59,8 @@ func (n *Node) handleAddVoter(_ context.Context, req *api.RaftPeerRequest) (*api
 	if n.raft.State() != raft.Leader {
 		return nil, n.notLeader()
 	}
-	if err := n.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.Address), 0, n.cfg.ApplyTimeout).Error(); err != nil {
-		return nil, n.raftError(err)
+	if err := n.waitApplied(n.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.Address), 0, n.cfg.ApplyTimeout), "add-voter"); err != nil {
+		return nil, err
 	}
 	return &api.Empty{}, nil
 }
@@ -72,8 +72,8 @@ func (n *Node) handleRemovePeer(_ context.Context, req *api.RaftPeerRequest) (*a
 	if n.raft.State() != raft.Leader {
 		return nil, n.notLeader()
 	}
-	if err := n.raft.RemoveServer(raft.ServerID(req.ID), 0, n.cfg.ApplyTimeout).Error(); err != nil {
-		return nil, n.raftError(err)
+	if err := n.waitApplied(n.raft.RemoveServer(raft.ServerID(req.ID), 0, n.cfg.ApplyTimeout), "remove-peer"); err != nil {
+		return nil, err
 	}
 	return &api.Empty{}, nil
 }
