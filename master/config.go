@@ -97,6 +97,10 @@ type Config struct {
 	// Halt is called when the fsm refuses an entry (unknown version,
 	// corrupt body). It must not return; the default logs and exits 3.
 	Halt func(err error)
+
+	// beforeReady, set by tests, runs between a new leader's committed
+	// EpochBegin and marking it ready.
+	beforeReady func(*Node)
 }
 
 func (c *Config) setDefaults() {

@@ -147,8 +147,8 @@ func (n *Node) becomeLeader(ctx context.Context, term uint64) {
 				n.soft.heartbeat(seg.ID, 0, seg.Capacity, 0, time.Now())
 			}
 		}
-		if n.testBeforeReady != nil {
-			n.testBeforeReady()
+		if n.cfg.beforeReady != nil {
+			n.cfg.beforeReady(n)
 		}
 		if !n.markReady(ctx, term) {
 			return

@@ -50,9 +50,6 @@ type Node struct {
 	leaderCancel context.CancelFunc
 	leaderTerm   uint64 // the term leaderCancel's duties run for
 	leaderWG     sync.WaitGroup
-	// testBeforeReady, when set by a test, runs between the committed
-	// EpochBegin and marking the node ready.
-	testBeforeReady func()
 
 	stopOnce sync.Once
 	stopped  chan struct{}
