@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"sexton/fsm"
 	"sexton/master/dfsio"
 )
 
@@ -101,6 +102,9 @@ type Config struct {
 	// beforeReady, set by tests, runs between a new leader's committed
 	// EpochBegin and marking it ready.
 	beforeReady func(*Node)
+	// beforeApply, set by tests, runs in propose right before a command
+	// is handed to raft.
+	beforeApply func(*Node, fsm.Command)
 }
 
 func (c *Config) setDefaults() {

@@ -186,7 +186,7 @@ func (n *Node) handleExist(_ context.Context, req *api.KeysRequest) (*api.ExistR
 	return out, nil
 }
 
-func (n *Node) handleRemove(_ context.Context, req *api.KeyRequest) (*api.Empty, error) {
+func (n *Node) handleRemove(_ context.Context, req *api.RemoveRequest) (*api.Empty, error) {
 	if err := n.requireLeader(); err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func (n *Node) handleRemove(_ context.Context, req *api.KeyRequest) (*api.Empty,
 // handleBatchRemove answers one result per requested key in request order.
 // Invalid keys are answered here and never proposed; the rest go through
 // the group-commit batcher as one contiguous run.
-func (n *Node) handleBatchRemove(_ context.Context, req *api.KeysRequest) (*api.BatchRemoveResponse, error) {
+func (n *Node) handleBatchRemove(_ context.Context, req *api.BatchRemoveRequest) (*api.BatchRemoveResponse, error) {
 	if len(req.Keys) > api.MaxBatchKeys {
 		return nil, api.Errorf(api.CodeInvalidParams, "%d keys exceed the batch limit %d", len(req.Keys), api.MaxBatchKeys)
 	}
