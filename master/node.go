@@ -75,7 +75,7 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		fsm:     fsm.New(fsm.Config{}), // TODO(i9-master): bootstrap the registry capacity (cfg.RegistryCapacity) through a Settings entry
+		fsm:     fsm.New(fsm.Config{}), // settings come from the log (bootstrapSettings)
 		notify:  newNotifier(),
 		stopped: make(chan struct{}),
 	}
@@ -102,8 +102,9 @@ func New(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.watchLeadership()
+	go n.warnSettingsFlags()
 	return n, nil
 }
 
