@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"sexton/api"
 	"sexton/fsm"
 	"sexton/snapshot"
 )
@@ -25,5 +26,33 @@ func requireSnapshotSettings(t *testing.T) {
 	}
 	if h.Format == snapshot.Format110 {
 		t.Skip("the fsm writes 1.1.0 snapshots, which carry no settings")
+	}
+}
+
+// requireFSMSessions skips the rest of a test while the fsm does not yet
+// answer a repeated request from its session table.
+func requireFSMSessions(t *testing.T) {
+	t.Helper()
+	f := fsm.New(fsm.Config{})
+	index := uint64(0)
+	apply := func(cmd fsm.Command) any {
+		data, err := fsm.Encode(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		index++
+		res, err := f.Apply(index, 1, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	apply(&fsm.EpochBegin{Term: 1, LeaderID: "m1", ClusterID: 1, Now: 1})
+	apply(&fsm.MountLocalDisk{ClientID: "h", Segment: "s", Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Now: 1})
+	put := &fsm.PutStart{Key: "k", Size: 1, Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaLocalDisk, Segment: "s"}},
+		Session: api.Session{ClientID: "c", Seq: 1}, Now: 2}
+	apply(put)
+	if r := apply(put).(*fsm.PutStartResult); !r.Duplicate {
+		t.Skip("the fsm does not deduplicate sessioned requests yet")
 	}
 }
