@@ -20,18 +20,21 @@ const restoreFixture = "testdata/v110-3tasks.snap"
 const restoreFixtureCluster = 0x5e7700000000abcd
 
 func TestRestoreFixture(t *testing.T) {
-	if os.Getenv("SEXTON_REGEN_FIXTURES") == "" {
-		f, err := os.Open(restoreFixture)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		h, c, err := snapshot.Inspect(f)
-		if err != nil || h.Format != snapshot.Format110 || h.ClusterID != restoreFixtureCluster || c.Objects != 2 || c.Tasks != 3 {
-			t.Fatalf("fixture %s: %+v %+v %v", restoreFixture, h, c, err)
-		}
-		return
+	if os.Getenv("SEXTON_REGEN_FIXTURES") != "" {
+		writeRestoreFixture(t)
 	}
+	f, err := os.Open(restoreFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, c, err := snapshot.Inspect(f)
+	if err != nil || h.Format != snapshot.Format110 || h.ClusterID != restoreFixtureCluster || c.Objects != 2 || c.Tasks != 3 {
+		t.Fatalf("fixture %s: %+v %+v %v", restoreFixture, h, c, err)
+	}
+}
+
+func writeRestoreFixture(t *testing.T) {
 	f := fsm.New(fsm.Config{})
 	index := uint64(0)
 	apply := func(cmd fsm.Command) any {

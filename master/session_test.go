@@ -33,7 +33,6 @@ func (tc *testCluster) waitApplied(t *testing.T) {
 // session. The retry must answer A's first result and leave B's object on
 // every node.
 func TestRetriedRemoveDoesNotDeleteANewerPut(t *testing.T) {
-	requireFSMSessions(t)
 	tc := startCluster(t, 3)
 	tc.mountHolder(t, "seg-a", "")
 	first := tc.put(t, "k", 1, 1)
@@ -89,7 +88,6 @@ func TestRetriedRemoveDoesNotDeleteANewerPut(t *testing.T) {
 // entries; every client gets exactly its own keys' results, a repeat the
 // same answer as the first, and nothing runs twice.
 func TestGroupCommitAnswersEachRequestItsOwnResults(t *testing.T) {
-	requireFSMSessions(t)
 	tc := startCluster(t, 1)
 	tc.mountHolder(t, "seg-a", "")
 	const clients = 16
@@ -139,7 +137,6 @@ func TestGroupCommitAnswersEachRequestItsOwnResults(t *testing.T) {
 // incarnation and replicas with grants that verify, starts nothing new,
 // and the put completes (the key is not wedged).
 func TestRetriedPutStartReturnsTheFirstAnswer(t *testing.T) {
-	requireFSMSessions(t)
 	tc := startCluster(t, 3)
 	a := tc.mountHolder(t, "seg-a", "")
 	gk := mountGrantKey(t, a)
@@ -199,7 +196,6 @@ func TestRetriedPutStartReturnsTheFirstAnswer(t *testing.T) {
 // after a PutStart executed; its repeat cannot be placed, yet answers the
 // first result instead of a placement error.
 func TestRetriedPutStartWhenPlacementNowFails(t *testing.T) {
-	requireFSMSessions(t)
 	tc := startCluster(t, 1)
 	a := tc.mountHolder(t, "seg-a", "")
 	req := &api.PutStartRequest{Key: "k", Size: 1, ReplicaNum: 1, Session: sess("client-a", 1)}
