@@ -3,6 +3,7 @@ package master
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -220,5 +221,78 @@ func TestRetriedPutStartWhenPlacementNowFails(t *testing.T) {
 	_, err = tc.putStart(&api.PutStartRequest{Key: "k2", Size: 1, ReplicaNum: 1, Session: sess("client-a", 2)})
 	if err == nil || api.CodeOf(err) == api.CodeInvalidParams {
 		t.Fatalf("sessioned put with no holder: %v, want the placement error", err)
+	}
+}
+
+// TestRetriedBatchPutStartLinesUpWithTheRequest: a sessioned BatchPutStart
+// with an invalid key, an item that cannot be placed and two that can is
+// repeated, also after every holder went away: each repeat answers every
+// item exactly as the first answer did.
+func TestRetriedBatchPutStartLinesUpWithTheRequest(t *testing.T) {
+	tc := startCluster(t, 1)
+	a := tc.mountHolder(t, "seg-a", "")
+	req := &api.BatchPutStartRequest{Session: sess("client-a", 1), Items: []api.PutStartRequest{
+		{Key: "", Size: 1},
+		{Key: "p1", Size: 1, ReplicaNum: 1},
+		{Key: "nowhere", Size: 1, ReplicaNum: 1, Pool: "no-such-pool"},
+		{Key: "p2", Size: 1, ReplicaNum: 1},
+	}}
+	call := func() *api.BatchPutStartResponse {
+		t.Helper()
+		var resp api.BatchPutStartResponse
+		if err := tc.call(api.MethodBatchPutStart, req, &resp); err != nil {
+			t.Fatal(err)
+		}
+		return &resp
+	}
+	summary := func(r *api.BatchPutStartResponse) []string {
+		var out []string
+		for _, it := range r.Results {
+			if it.Err != nil {
+				out = append(out, string(it.Err.Code))
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s@%s", it.Incarnation, it.Replicas[0].Segment))
+		}
+		return out
+	}
+	first := summary(call())
+	if first[0] != string(api.CodeInvalidKey) || first[2] != string(api.CodeNoSpace) || !strings.Contains(first[1], "@seg-a") || !strings.Contains(first[3], "@seg-a") {
+		t.Fatalf("first answer %v", first)
+	}
+	if again := summary(call()); !reflect.DeepEqual(again, first) {
+		t.Fatalf("repeat answered %v, first %v", again, first)
+	}
+	if err := tc.call(api.MethodUnmountLocalDisk, &api.UnmountLocalDiskRequest{Segment: a.Seg, MountEpoch: a.Epoch}, &api.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	if again := summary(call()); !reflect.DeepEqual(again, first) {
+		t.Fatalf("repeat with nothing to place on answered %v, first %v", again, first)
+	}
+	if st := tc.waitLeader(t).fsm.Stats(); st.PendingPuts != 2 {
+		t.Fatalf("%d pending puts after repeats, want 2", st.PendingPuts)
+	}
+}
+
+// TestRetriedSettingsSetAnswersTheFirstResult: a repeated SettingsSet
+// answers the settings its first execution produced, even after another
+// client changed them since, and changes nothing.
+func TestRetriedSettingsSetAnswersTheFirstResult(t *testing.T) {
+	tc := startCluster(t, 1)
+	set := func(s api.Settings, ss api.Session) api.Settings {
+		t.Helper()
+		var resp api.SettingsResponse
+		if err := tc.call(api.MethodSettingsSet, &api.SettingsSetRequest{Settings: s, Session: ss}, &resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp.Settings
+	}
+	first := set(api.Settings{RegistryCapacity: 100}, sess("op-a", 1))
+	set(api.Settings{RegistryCapacity: 200}, sess("op-b", 1))
+	if again := set(api.Settings{RegistryCapacity: 100}, sess("op-a", 1)); again != first {
+		t.Fatalf("repeat answered %+v, first %+v", again, first)
+	}
+	if s, _ := tc.waitLeader(t).fsm.Settings(); s.RegistryCapacity != 200 {
+		t.Fatalf("a repeat changed the registry capacity back to %d", s.RegistryCapacity)
 	}
 }
