@@ -35,7 +35,7 @@ func (b *benchFSM) apply(tb testing.TB, cmd Command) any {
 }
 
 func newBenchFSM(tb testing.TB, capacity int) *benchFSM {
-	b := &benchFSM{f: New(Config{RegistryCapacity: capacity})}
+	b := &benchFSM{f: newWithCapacity(capacity)}
 	b.apply(tb, &EpochBegin{ClusterID: 7, LeaderID: "m1"})
 	b.apply(tb, &MountLocalDisk{ClientID: "c1", Segment: "seg-0000-0000-0000-0001", Pool: "pool", Capabilities: tombstoneCaps, Endpoint: "h:1"})
 	return b

@@ -47,8 +47,12 @@ func checkBounds(cmd Command) error {
 		}
 		return nil
 	}
+	sess := func(s api.Session) error { return idLen("session client id", s.ClientID) }
 	switch c := cmd.(type) {
 	case *EpochBegin:
+		if n := len(c.GrantKey); n != 0 && n != api.GrantKeyLen {
+			return bad("grant key of %d bytes, want %d", n, api.GrantKeyLen)
+		}
 		return first(idLen("leader id", c.LeaderID), idLen("leader address", c.LeaderAddr))
 	case *MountLocalDisk:
 		if len(c.Capabilities) > api.MaxCapabilities {
@@ -60,12 +64,15 @@ func checkBounds(cmd Command) error {
 			}
 		}
 		return first(idLen("client id", c.ClientID), idLen("segment id", string(c.Segment)),
-			idLen("pool", c.Pool), idLen("endpoint", c.Endpoint))
+			idLen("pool", c.Pool), idLen("endpoint", c.Endpoint), idLen("process", c.Process))
 	case *UnmountLocalDisk:
 		return idLen("segment id", string(c.Segment))
 	case *PutStart:
-		return putStartBounded(bad, c.Key, c.Tenant, c.PutID, c.Replicas)
+		return first(sess(c.Session), putStartBounded(bad, c.Key, c.Tenant, c.PutID, c.Replicas))
 	case *PutStartBatch:
+		if err := sess(c.Session); err != nil {
+			return err
+		}
 		if len(c.Items) > MaxBatchPutItems {
 			return bad("%d items exceed %d", len(c.Items), MaxBatchPutItems)
 		}
@@ -76,6 +83,9 @@ func checkBounds(cmd Command) error {
 		}
 		return nil
 	case *PutEndBatch:
+		if err := sess(c.Session); err != nil {
+			return err
+		}
 		if len(c.Items) > MaxBatchPutItems {
 			return bad("%d items exceed %d", len(c.Items), MaxBatchPutItems)
 		}
@@ -86,9 +96,9 @@ func checkBounds(cmd Command) error {
 		}
 		return nil
 	case *PutEnd:
-		return keyLen("key", c.Key)
+		return first(sess(c.Session), keyLen("key", c.Key))
 	case *PutRevoke:
-		return keyLen("key", c.Key)
+		return first(sess(c.Session), keyLen("key", c.Key))
 	case *Remove:
 		if len(c.Keys) > api.MaxBatchKeys {
 			return bad("%d keys exceed %d", len(c.Keys), api.MaxBatchKeys)
@@ -98,7 +108,12 @@ func checkBounds(cmd Command) error {
 				return err
 			}
 		}
-		return nil
+		if len(c.IfInc) != 0 && len(c.IfInc) != len(c.Keys) {
+			return bad("%d expected incarnations for %d keys", len(c.IfInc), len(c.Keys))
+		}
+		return removeSpansBounded(bad, c, sess)
+	case *Settings:
+		return sess(c.Session)
 	case *LocalDeleteAck:
 		if len(c.Results) > MaxAckResults {
 			return bad("%d results exceed %d", len(c.Results), MaxAckResults)
@@ -150,6 +165,37 @@ func checkBounds(cmd Command) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
+}
+
+// removeSpansBounded checks that a Remove's spans partition its keys and
+// that a spanned Remove carries no entry-wide session.
+func removeSpansBounded(bad func(string, ...any) error, c *Remove, sess func(api.Session) error) error {
+	if err := sess(c.Session); err != nil {
+		return err
+	}
+	if len(c.Spans) == 0 {
+		return nil
+	}
+	if !c.Session.IsZero() {
+		return bad("both spans and an entry-wide session")
+	}
+	if len(c.Spans) > api.MaxBatchKeys {
+		return bad("%d spans exceed %d", len(c.Spans), api.MaxBatchKeys)
+	}
+	total := 0
+	for i, sp := range c.Spans {
+		if sp.N < 0 || sp.N > len(c.Keys) {
+			return bad("span %d of %d keys", i, sp.N)
+		}
+		if err := sess(sp.Session); err != nil {
+			return err
+		}
+		total += sp.N
+	}
+	if total != len(c.Keys) {
+		return bad("spans cover %d keys of %d", total, len(c.Keys))
+	}
+	return nil
 }
 
 // entryRefsBounded checks the strings of DFS entry refs.

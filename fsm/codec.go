@@ -9,8 +9,10 @@ import (
 
 // Encode renders cmd as a log entry: one type byte, then the msgpack body.
 // A body whose V is zero is written with the current version of its type
-// (the caller's struct is not modified); any other unknown V is refused so a
-// leader can never propose an entry its own FSM would halt on.
+// (the caller's struct is not modified); an older version is written as
+// that version, refused if it sets a field the version does not have; any
+// other V is refused, so a leader can never propose an entry its own FSM
+// would halt on.
 func Encode(cmd Command) ([]byte, error) {
 	if cmd == nil {
 		return nil, fmt.Errorf("%w: nil command", ErrCorruptCommand)
@@ -30,7 +32,11 @@ func Encode(cmd Command) ([]byte, error) {
 	if err := enc.Encode(body); err != nil {
 		return nil, fmt.Errorf("fsm: encode %s: %w", body.Type(), err)
 	}
-	return buf.Bytes(), nil
+	out := buf.Bytes()
+	if err := fieldsOfVersion(body.Type(), versionOf(body), out[1:]); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // withCurrentVersion returns cmd, or a copy of it with V set to the current
@@ -41,11 +47,11 @@ func withCurrentVersion(cmd Command) (Command, error) {
 		return nil, fmt.Errorf("%w: %d", ErrUnknownCommand, cmd.Type())
 	}
 	v := versionOf(cmd)
-	if v == want {
+	if v >= 1 && v <= want {
 		return cmd, nil
 	}
 	if v != 0 {
-		return nil, fmt.Errorf("%w: %s v%d", ErrUnknownVersion, cmd.Type(), v)
+		return nil, fmt.Errorf("%w: %s v%d (this build writes v1..v%d)", ErrUnknownVersion, cmd.Type(), v, want)
 	}
 	switch c := cmd.(type) {
 	case *EpochBegin:
@@ -120,19 +126,24 @@ func withCurrentVersion(cmd Command) (Command, error) {
 		cp := *c
 		cp.V = want
 		return &cp, nil
+	case *Settings:
+		cp := *c
+		cp.V = want
+		return &cp, nil
 	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
 }
 
-// currentVersion is the one schema version each command type accepts.
+// currentVersion is the newest schema version of each command type, the
+// one Encode writes for V zero. Every version from 1 up to it decodes.
 var currentVersion = map[CommandType]uint8{
-	CmdEpochBegin:       EpochBeginV1,
-	CmdMountLocalDisk:   MountLocalDiskV1,
+	CmdEpochBegin:       EpochBeginV2,
+	CmdMountLocalDisk:   MountLocalDiskV2,
 	CmdUnmountLocalDisk: UnmountLocalDiskV1,
-	CmdPutStart:         PutStartV1,
-	CmdPutEnd:           PutEndV1,
-	CmdPutRevoke:        PutRevokeV1,
-	CmdRemove:           RemoveV1,
+	CmdPutStart:         PutStartV2,
+	CmdPutEnd:           PutEndV2,
+	CmdPutRevoke:        PutRevokeV2,
+	CmdRemove:           RemoveV2,
 	CmdLocalDeleteAck:   LocalDeleteAckV1,
 	CmdRetireStorage:    RetireStorageV1,
 	CmdDropReplicas:     DropReplicasV1,
@@ -142,8 +153,64 @@ var currentVersion = map[CommandType]uint8{
 	CmdDFSFileOp:        DFSFileOpV1,
 	CmdDFSSetMaxBuckets: DFSSetMaxBucketsV1,
 	CmdDFSMarkLost:      DFSMarkLostV1,
-	CmdPutStartBatch:    PutStartBatchV1,
-	CmdPutEndBatch:      PutEndBatchV1,
+	CmdPutStartBatch:    PutStartBatchV2,
+	CmdPutEndBatch:      PutEndBatchV2,
+	CmdSettings:         SettingsV1,
+}
+
+// v2Fields are the body fields version 2 of a type added: a version 1
+// body carrying one of them is refused, never read with the field dropped.
+var v2Fields = map[CommandType][]string{
+	CmdEpochBegin:     {"grant_key"},
+	CmdMountLocalDisk: {"process"},
+	CmdPutStart:       {"sess"},
+	CmdPutEnd:         {"sess"},
+	CmdPutRevoke:      {"sess"},
+	CmdRemove:         {"if_inc", "spans", "sess"},
+	CmdPutStartBatch:  {"sess"},
+	CmdPutEndBatch:    {"sess"},
+}
+
+// fieldsOfVersion refuses a body of version v that names a field added in
+// a later version.
+func fieldsOfVersion(t CommandType, v uint8, body []byte) error {
+	later := v2Fields[t]
+	if v >= 2 || len(later) == 0 {
+		return nil
+	}
+	return eachBodyField(body, func(name string) error {
+		for _, f := range later {
+			if name == f {
+				return fmt.Errorf("%w: %s v%d: field %q is not part of v%d", ErrCorruptCommand, t, v, name, v)
+			}
+		}
+		return nil
+	})
+}
+
+// eachBodyField calls fn with the name of every top-level field of a
+// msgpack map body, skipping the values.
+func eachBodyField(body []byte, fn func(string) error) error {
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	dec.Reset(bytes.NewReader(body))
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return fmt.Errorf("%w: body is not a map: %v", ErrCorruptCommand, err)
+	}
+	for i := 0; i < n; i++ {
+		k, err := dec.DecodeString()
+		if err != nil {
+			return fmt.Errorf("%w: field name %d: %v", ErrCorruptCommand, i, err)
+		}
+		if err := fn(k); err != nil {
+			return err
+		}
+		if err := dec.Skip(); err != nil {
+			return fmt.Errorf("%w: field %q: %v", ErrCorruptCommand, k, err)
+		}
+	}
+	return nil
 }
 
 func versionOf(cmd Command) uint8 {
@@ -183,6 +250,8 @@ func versionOf(cmd Command) uint8 {
 	case *PutStartBatch:
 		return c.V
 	case *PutEndBatch:
+		return c.V
+	case *Settings:
 		return c.V
 	}
 	return 0
@@ -227,14 +296,17 @@ func newBody(t CommandType) Command {
 		return &PutStartBatch{}
 	case CmdPutEndBatch:
 		return &PutEndBatch{}
+	case CmdSettings:
+		return &Settings{}
 	}
 	return nil
 }
 
 // Decode reads a log entry strictly: the type byte must name a command, the
-// body's "v" must be the version this build knows (checked before any other
-// field is trusted), the body must be one msgpack map with only known fields
-// and nothing after it, and every size must be within api/limits.go.
+// body's "v" must be a version this build knows (checked before any other
+// field is trusted), the body must be one msgpack map with only the fields
+// of that version and nothing after it, and every size must be within
+// api/limits.go.
 func Decode(data []byte) (Command, error) { return decode(data, true) }
 
 // decode is Decode, optionally without the hand-written fast paths (the
@@ -260,8 +332,11 @@ func decode(data []byte, useFast bool) (Command, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptCommand, t, err)
 	}
-	if v != uint64(want) {
-		return nil, fmt.Errorf("%w: %s v%d (this build reads v%d)", ErrUnknownVersion, t, v, want)
+	if v < 1 || v > uint64(want) {
+		return nil, fmt.Errorf("%w: %s v%d (this build reads v1..v%d)", ErrUnknownVersion, t, v, want)
+	}
+	if err := fieldsOfVersion(t, uint8(v), data[1:]); err != nil {
+		return nil, err
 	}
 	r := bytes.NewReader(data[1:])
 	dec := msgpack.GetDecoder()
@@ -278,7 +353,7 @@ func decode(data []byte, useFast bool) (Command, error) {
 	if r.Len() != 0 {
 		return nil, fmt.Errorf("%w: %s v%d: %d trailing bytes", ErrCorruptCommand, t, v, r.Len())
 	}
-	if versionOf(body) != want {
+	if uint64(versionOf(body)) != v {
 		// A second "v" overrode the first one.
 		return nil, fmt.Errorf("%w: %s: conflicting \"v\" fields", ErrCorruptCommand, t)
 	}

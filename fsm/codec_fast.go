@@ -30,6 +30,12 @@ func decodeRemoveFast(dec *msgpack.Decoder) (Command, error) {
 			c.V, err = dec.DecodeUint8()
 		case "keys":
 			c.Keys, err = decodeStrings(dec)
+		case "if_inc":
+			c.IfInc, err = decodeIncarnations(dec)
+		case "spans":
+			c.Spans, err = decodeSpans(dec)
+		case "sess":
+			err = decodeSession(dec, &c.Session)
 		case "now":
 			c.Now, err = dec.DecodeInt64()
 		default:
@@ -57,6 +63,92 @@ func decodeStrings(dec *msgpack.Decoder) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+func decodeIncarnations(dec *msgpack.Decoder) ([]api.ObjectIncarnation, error) {
+	n, err := dec.DecodeArrayLen()
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	if n > api.MaxBatchKeys {
+		return nil, fmt.Errorf("%d incarnations exceed %d", n, api.MaxBatchKeys)
+	}
+	out := make([]api.ObjectIncarnation, n)
+	for i := range out {
+		if err := decodeIncarnation(dec, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func decodeSpans(dec *msgpack.Decoder) ([]RemoveSpan, error) {
+	n, err := dec.DecodeArrayLen()
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	if n > api.MaxBatchKeys {
+		return nil, fmt.Errorf("%d spans exceed %d", n, api.MaxBatchKeys)
+	}
+	out := make([]RemoveSpan, n)
+	for i := range out {
+		if err := decodeSpan(dec, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func decodeSpan(dec *msgpack.Decoder, s *RemoveSpan) error {
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		name, err := dec.DecodeString()
+		if err != nil {
+			return err
+		}
+		switch name {
+		case "sess":
+			err = decodeSession(dec, &s.Session)
+		case "n":
+			s.N, err = dec.DecodeInt()
+		default:
+			err = fmt.Errorf("unknown field %q", name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decodeSession(dec *msgpack.Decoder, s *api.Session) error {
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		name, err := dec.DecodeString()
+		if err != nil {
+			return err
+		}
+		switch name {
+		case "client":
+			s.ClientID, err = dec.DecodeString()
+		case "seq":
+			s.Seq, err = dec.DecodeUint64()
+		case "floor":
+			s.Floor, err = dec.DecodeUint64()
+		default:
+			err = fmt.Errorf("unknown field %q", name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func decodeAckFast(dec *msgpack.Decoder) (Command, error) {

@@ -64,8 +64,14 @@ func TestUnknownRemoveVersionFailsClosed(t *testing.T) {
 		body map[string]any
 		want error
 	}{
-		{"v2 with v1 fields", map[string]any{"v": 2, "keys": []string{"b"}, "now": 5}, ErrUnknownVersion},
-		{"v2 with new fields", map[string]any{"v": 2, "keys": []string{"b"}, "mode": "hard", "now": 5}, ErrUnknownVersion},
+		{"v3 with v2 fields", map[string]any{"v": 3, "keys": []string{"b"}, "now": 5}, ErrUnknownVersion},
+		{"v3 with new fields", map[string]any{"v": 3, "keys": []string{"b"}, "mode": "hard", "now": 5}, ErrUnknownVersion},
+		{"v1 with a v2 field", map[string]any{"v": 1, "keys": []string{"b"}, "sess": map[string]any{"client": "c", "seq": 1}}, ErrCorruptCommand},
+		{"v1 with an empty v2 field", map[string]any{"v": 1, "keys": []string{"b"}, "if_inc": []any{}}, ErrCorruptCommand},
+		{"v2 spans not covering the keys", map[string]any{"v": 2, "keys": []string{"b"}, "spans": []any{map[string]any{"n": 2}}}, ErrCorruptCommand},
+		{"v2 spans and an entry session", map[string]any{"v": 2, "keys": []string{"b"}, "spans": []any{map[string]any{"n": 1}}, "sess": map[string]any{"client": "c", "seq": 1}}, ErrCorruptCommand},
+		{"v2 if_inc not one per key", map[string]any{"v": 2, "keys": []string{"b"}, "if_inc": []any{map[string]any{}, map[string]any{}}}, ErrCorruptCommand},
+		{"v2 negative span", map[string]any{"v": 2, "keys": []string{"b"}, "spans": []any{map[string]any{"n": -1}, map[string]any{"n": 2}}}, ErrCorruptCommand},
 		{"v0", map[string]any{"v": 0, "keys": []string{"b"}}, ErrUnknownVersion},
 		{"no v", map[string]any{"keys": []string{"b"}}, ErrUnknownVersion},
 		{"v 255", map[string]any{"v": 255, "keys": []string{"b"}}, ErrUnknownVersion},
@@ -153,6 +159,26 @@ func TestCorruptEntriesFailClosed(t *testing.T) {
 	}
 }
 
+func TestEncodeRefusesFieldsOfALaterVersion(t *testing.T) {
+	for _, c := range []Command{
+		&Remove{V: RemoveV1, Keys: []string{"a"}, Session: api.Session{ClientID: "c", Seq: 1}},
+		&Remove{V: RemoveV1, Keys: []string{"a"}, IfInc: []api.ObjectIncarnation{{High: 1, Low: 2}}},
+		&PutStart{V: PutStartV1, Key: "a", Session: api.Session{ClientID: "c", Seq: 1}},
+		&EpochBegin{V: EpochBeginV1, GrantKey: make([]byte, api.GrantKeyLen)},
+		&MountLocalDisk{V: MountLocalDiskV1, ClientID: "c", Process: "p"},
+	} {
+		if _, err := Encode(c); !errors.Is(err, ErrCorruptCommand) {
+			t.Errorf("Encode(%s v1 with a v2 field) = %v", c.Type(), err)
+		}
+	}
+	if _, err := Encode(&EpochBegin{GrantKey: make([]byte, api.GrantKeyLen+1)}); !errors.Is(err, ErrCorruptCommand) {
+		t.Errorf("Encode(grant key too long) = %v", err)
+	}
+	if _, err := Encode(&MountLocalDisk{Process: strings.Repeat("p", api.MaxIDLen+1)}); !errors.Is(err, ErrCorruptCommand) {
+		t.Errorf("Encode(process id too long) = %v", err)
+	}
+}
+
 func TestEncodeRefusesUnknownVersionAndFillsZero(t *testing.T) {
 	if _, err := Encode(&Remove{V: 9}); !errors.Is(err, ErrUnknownVersion) {
 		t.Fatalf("Encode(v9) = %v", err)
@@ -172,7 +198,7 @@ func TestEncodeRefusesUnknownVersionAndFillsZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (&Remove{V: RemoveV1, Keys: []string{"a"}, Now: 3}); !reflect.DeepEqual(out, want) {
+	if want := (&Remove{V: RemoveV2, Keys: []string{"a"}, Now: 3}); !reflect.DeepEqual(out, want) {
 		t.Fatalf("round trip = %#v, want %#v", out, want)
 	}
 }
@@ -181,6 +207,7 @@ func TestEncodeRefusesUnknownVersionAndFillsZero(t *testing.T) {
 // trip test and as the fuzz seed corpus.
 func sampleCommands() []Command {
 	inc := api.ObjectIncarnation{High: 7, Low: 42}
+	sess := api.Session{ClientID: "client-1", Seq: 9, Floor: 8}
 	return []Command{
 		&EpochBegin{Term: 3, LeaderID: "m1", LeaderAddr: "m1:7000", ClusterID: 7, Now: 1},
 		&MountLocalDisk{ClientID: "c1", Segment: "s1", Pool: "p", Capacity: 1 << 30, Capabilities: tombstoneCaps, Endpoint: "h:1", Now: 2},
@@ -199,6 +226,20 @@ func sampleCommands() []Command {
 		&DFSMarkLost{Unit: 3, Now: 15},
 		&PutStartBatch{Items: []PutStartItem{{Key: "a", Tenant: "t", Size: 5, Replicas: localReplicas("s1"), PutID: "p1", IfAbsent: true}, {Key: "b", Size: 6, Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaDFS}}}}, Now: 16},
 		&PutEndBatch{Items: []PutEndItem{{Key: "a", Incarnation: inc}, {Key: "b", Incarnation: inc}}, Now: 17},
+		&Settings{Settings: api.Settings{RegistryCapacity: 10, SessionTTLMillis: 5000}, Session: sess, Now: 18},
+		// Version 2 fields, and version 1 bodies, which still decode.
+		&EpochBegin{Term: 3, LeaderID: "m1", ClusterID: 7, GrantKey: bytes.Repeat([]byte{7}, api.GrantKeyLen), Now: 19},
+		&MountLocalDisk{ClientID: "c1", Segment: "s1", Process: "proc-1", Now: 20},
+		&PutStart{Key: "k", Size: 5, Replicas: localReplicas("s1"), Session: sess, Now: 21},
+		&PutEnd{Key: "k", Incarnation: inc, Session: sess, Now: 22},
+		&PutRevoke{Key: "k", Incarnation: inc, Session: sess, Now: 23},
+		&Remove{Keys: []string{"a", "b"}, IfInc: []api.ObjectIncarnation{inc, {}}, Session: sess, Now: 24},
+		&Remove{Keys: []string{"a", "b", "c"}, Spans: []RemoveSpan{{Session: sess, N: 2}, {N: 1}}, Now: 25},
+		&PutStartBatch{Items: []PutStartItem{{Key: "a", Replicas: localReplicas("s1")}}, Session: sess, Now: 26},
+		&PutEndBatch{Items: []PutEndItem{{Key: "a", Incarnation: inc}}, Session: sess, Now: 27},
+		&Remove{V: RemoveV1, Keys: []string{"a"}, Now: 28},
+		&PutStart{V: PutStartV1, Key: "k", Size: 5, Replicas: localReplicas("s1"), Now: 29},
+		&EpochBegin{V: EpochBeginV1, Term: 3, LeaderID: "m1", ClusterID: 7, Now: 30},
 	}
 }
 
@@ -256,6 +297,6 @@ func FuzzDecodeCommand(f *testing.F) {
 			t.Fatalf("re-decoded %#v != %#v", cmd2, cmd)
 		}
 		// Applying whatever decodes must not panic either.
-		_, _ = New(Config{RegistryCapacity: 4}).Apply(1, 1, data)
+		_, _ = newWithCapacity(4).Apply(1, 1, data)
 	})
 }

@@ -51,6 +51,9 @@ func (t CommandType) String() string {
 		if name, ok := batchCommandName(t); ok {
 			return name
 		}
+		if t == CmdSettings {
+			return "Settings"
+		}
 		return "Unknown"
 	}
 }
@@ -74,6 +77,19 @@ const (
 	LocalDeleteAckV1   uint8 = 1
 	RetireStorageV1    uint8 = 1
 	DropReplicasV1     uint8 = 1
+
+	// Version 2 of the mutating commands carries the client's session
+	// (exactly-once, api.Session); Remove v2 also carries per-key expected
+	// incarnations and the group commit's spans; EpochBegin v2 the
+	// cluster's grant key; MountLocalDisk v2 the holder's process id.
+	// Version 1 bodies still decode (no session, no dedup); a v1 body
+	// carrying a v2 field is refused.
+	EpochBeginV2     uint8 = 2
+	MountLocalDiskV2 uint8 = 2
+	PutStartV2       uint8 = 2
+	PutEndV2         uint8 = 2
+	PutRevokeV2      uint8 = 2
+	RemoveV2         uint8 = 2
 )
 
 // EpochBegin is the first proposal of a new leader. The first EpochBegin of
@@ -84,7 +100,12 @@ type EpochBegin struct {
 	LeaderID   string `msgpack:"leader"`
 	LeaderAddr string `msgpack:"leader_rpc"` // RPC address, so followers can redirect clients
 	ClusterID  uint64 `msgpack:"cluster"`
-	Now        int64  `msgpack:"now"`
+	// GrantKey (v2) is the key write grants are signed with, drawn by the
+	// leader. Like ClusterID it is stored once: the first EpochBegin that
+	// carries one while the state has none sets it for good. Empty or
+	// exactly api.GrantKeyLen bytes.
+	GrantKey []byte `msgpack:"grant_key,omitempty"`
+	Now      int64  `msgpack:"now"`
 }
 
 // MountLocalDisk mounts (or re-mounts) a LOCAL_DISK segment.
@@ -96,7 +117,11 @@ type MountLocalDisk struct {
 	Capacity     int64            `msgpack:"cap"`
 	Capabilities []api.Capability `msgpack:"caps"`
 	Endpoint     string           `msgpack:"ep"`
-	Now          int64            `msgpack:"now"`
+	// Process (v2) names the holder process (random per start): a mount
+	// by the segment's owner from another process starts a new epoch, so
+	// a restarted or second process always fences the previous one.
+	Process string `msgpack:"process,omitempty"`
+	Now     int64  `msgpack:"now"`
 }
 
 // UnmountLocalDisk releases a segment; its pending tasks stay.
@@ -116,6 +141,7 @@ type PutStart struct {
 	Replicas []api.ReplicaDescriptor `msgpack:"replicas"`
 	PutID    string                  `msgpack:"put_id"`
 	IfAbsent bool                    `msgpack:"if_absent"`
+	Session  api.Session             `msgpack:"sess,omitempty"` // v2
 	Now      int64                   `msgpack:"now"`
 }
 
@@ -124,6 +150,7 @@ type PutEnd struct {
 	V           uint8                 `msgpack:"v"`
 	Key         string                `msgpack:"key"`
 	Incarnation api.ObjectIncarnation `msgpack:"inc"`
+	Session     api.Session           `msgpack:"sess,omitempty"` // v2
 	Now         int64                 `msgpack:"now"`
 }
 
@@ -132,15 +159,33 @@ type PutRevoke struct {
 	V           uint8                 `msgpack:"v"`
 	Key         string                `msgpack:"key"`
 	Incarnation api.ObjectIncarnation `msgpack:"inc"`
+	Session     api.Session           `msgpack:"sess,omitempty"` // v2
 	Now         int64                 `msgpack:"now"`
 }
 
 // Remove is the REMOVE intent for one or many keys (BatchRemove and the
 // leader's group commit of concurrent Removes are one entry).
+//
+// Version 2: IfInc is empty or has one incarnation per key (zero means
+// unconditional); a key whose COMPLETE incarnation is not the named one
+// fails with INCARNATION_MISMATCH and is untouched. Spans partitions Keys
+// (and IfInc) in order into the requests the leader merged into this
+// entry, each with its own session; empty Spans means the whole entry is
+// one request with Session (which must be zero when Spans is given).
 type Remove struct {
-	V    uint8    `msgpack:"v"`
-	Keys []string `msgpack:"keys"`
-	Now  int64    `msgpack:"now"`
+	V       uint8                   `msgpack:"v"`
+	Keys    []string                `msgpack:"keys"`
+	IfInc   []api.ObjectIncarnation `msgpack:"if_inc,omitempty"` // v2
+	Spans   []RemoveSpan            `msgpack:"spans,omitempty"`  // v2
+	Session api.Session             `msgpack:"sess,omitempty"`   // v2
+	Now     int64                   `msgpack:"now"`
+}
+
+// RemoveSpan is one client request inside a group-committed Remove: the
+// next N keys of the entry, answered and deduplicated under Session.
+type RemoveSpan struct {
+	Session api.Session `msgpack:"sess"`
+	N       int         `msgpack:"n"`
 }
 
 // LocalDeleteAck is LOCAL_DELETE_ACK: a holder's outcomes for fetched tasks.

@@ -13,6 +13,9 @@ const (
 const (
 	PutStartBatchV1 uint8 = 1
 	PutEndBatchV1   uint8 = 1
+	// Version 2 carries the client's session (api.Session).
+	PutStartBatchV2 uint8 = 2
+	PutEndBatchV2   uint8 = 2
 )
 
 // MaxBatchPutItems bounds the items of one PutStartBatch or PutEndBatch.
@@ -35,9 +38,10 @@ type PutStartItem struct {
 // unique and ordered per key only, and a batch holds each key at most once
 // (a batch naming a key twice is refused whole, INVALID_PARAMS).
 type PutStartBatch struct {
-	V     uint8          `msgpack:"v"`
-	Items []PutStartItem `msgpack:"items"`
-	Now   int64          `msgpack:"now"`
+	V       uint8          `msgpack:"v"`
+	Items   []PutStartItem `msgpack:"items"`
+	Session api.Session    `msgpack:"sess,omitempty"` // v2
+	Now     int64          `msgpack:"now"`
 }
 
 // PutEndItem is one PutEnd of a PutEndBatch.
@@ -49,9 +53,10 @@ type PutEndItem struct {
 // PutEndBatch completes many pending puts in one entry, each exactly as a
 // PutEnd of its own, in item order.
 type PutEndBatch struct {
-	V     uint8        `msgpack:"v"`
-	Items []PutEndItem `msgpack:"items"`
-	Now   int64        `msgpack:"now"`
+	V       uint8        `msgpack:"v"`
+	Items   []PutEndItem `msgpack:"items"`
+	Session api.Session  `msgpack:"sess,omitempty"` // v2
+	Now     int64        `msgpack:"now"`
 }
 
 func (*PutStartBatch) Type() CommandType { return CmdPutStartBatch }
@@ -62,12 +67,15 @@ func (*PutEndBatch) Type() CommandType   { return CmdPutEndBatch }
 type PutStartBatchResult struct {
 	Err   *api.Error
 	Items []PutStartResult
+	// Duplicate: answered from the session table, nothing executed.
+	Duplicate bool
 }
 
 // PutEndBatchResult answers PutEndBatch with one result per item, in order.
 type PutEndBatchResult struct {
-	Err   *api.Error
-	Items []PutEndResult
+	Err       *api.Error
+	Items     []PutEndResult
+	Duplicate bool // answered from the session table, nothing executed
 }
 
 // DuplicateBatchKey returns the first key named twice in keys, if any; the

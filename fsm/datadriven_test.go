@@ -117,6 +117,22 @@ func (a ddArgs) u64(t *testing.T, k string) uint64 {
 	return v
 }
 
+// i64 is the integer argument k, 0 when absent.
+func (a ddArgs) i64(t *testing.T, k string) int64 {
+	if !a.has(k) {
+		return 0
+	}
+	v, err := strconv.ParseInt(a[k], 10, 64)
+	if err != nil {
+		t.Fatalf("arg %s=%q: %v", k, a[k], err)
+	}
+	return v
+}
+
+func fmtSettings(s api.Settings) string {
+	return fmt.Sprintf("capacity=%d ttl_ms=%d max_sessions=%d max_results=%d", s.RegistryCapacity, s.SessionTTLMillis, s.MaxSessions, s.MaxSessionResults)
+}
+
 func (a ddArgs) list(k string) []string {
 	if a[k] == "" {
 		return nil
@@ -326,15 +342,17 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 	case "stats":
 		s := h.f.Stats()
 		return fmt.Sprintf("objects=%d pending_puts=%d tasks=%d/%d", s.Objects, s.PendingPuts, s.PendingTasks, s.RegistryCapacity)
-	case "capacity":
-		// Replace the FSM with one of another capacity holding the same state.
-		b := snapshotBytes(t, h.f)
-		g := New(Config{RegistryCapacity: int(a.u64(t, "n"))})
-		if err := g.Restore(strings.NewReader(string(b))); err != nil {
-			t.Fatalf("restore: %v", err)
+	case "settings":
+		// A Settings entry; no argument: the effective settings.
+		if len(a) == 0 {
+			cur, set := h.f.Settings()
+			return fmt.Sprintf("%s set=%v", fmtSettings(cur), set)
 		}
-		h.f = g
-		return "ok"
+		r := h.apply(&Settings{Settings: api.Settings{
+			RegistryCapacity: int(a.i64(t, "capacity")), SessionTTLMillis: a.i64(t, "ttl_ms"),
+			MaxSessions: int(a.i64(t, "max_sessions")), MaxSessionResults: int(a.i64(t, "max_results")),
+		}, Now: h.now}).(*SettingsResult)
+		return fmt.Sprintf("%s %s", fmtErr(r.Err), fmtSettings(r.Settings))
 	}
 	t.Fatalf("line %d: unknown command %q", c.line, fields[0])
 	return ""

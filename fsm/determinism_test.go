@@ -13,7 +13,7 @@ func TestDeterministicSnapshots(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		gen := &cmdGen{pick: func(n int) int { return rng.IntN(n) }, retireOdds: 300, batches: true}
-		a, b, c := New(Config{RegistryCapacity: 8}), New(Config{RegistryCapacity: 8}), New(Config{RegistryCapacity: 8})
+		a, b, c := newWithCapacity(8), newWithCapacity(8), newWithCapacity(8)
 		const steps = 1500
 		for i := 1; i <= steps; i++ {
 			data, err := Encode(gen.next(a))

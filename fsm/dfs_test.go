@@ -291,7 +291,7 @@ func TestDFSRestoreRefusesBadSectionAndKeepsState(t *testing.T) {
 	h.dfsConfigure(dfsalloc.KindBucket)
 	h.dfsPut("k", 10)
 	good := snapshotBytes(t, h.f)
-	g := New(Config{RegistryCapacity: 100})
+	g := newWithCapacity(100)
 	if err := g.Restore(bytes.NewReader(good)); err != nil {
 		t.Fatal(err)
 	}

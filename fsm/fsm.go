@@ -3,31 +3,26 @@ package fsm
 import (
 	"fmt"
 	"sync"
+
+	"sexton/api"
 )
 
-// Config tunes an FSM. Every master of a cluster must use the same Config,
-// or their states diverge.
-type Config struct {
-	// RegistryCapacity bounds the LocalDeleteRegistry; 0 means
-	// DefaultRegistryCapacity.
-	RegistryCapacity int
-}
+// Config is what a node may choose about its FSM. It holds nothing that
+// changes what Apply does: every such setting (registry capacity, session
+// bounds, ...) is replicated state, set through the log by a Settings
+// command (invariant 12), so nodes configured differently still agree.
+type Config struct{}
 
 // FSM is sexton's replicated state machine. Apply must be called from one
 // goroutine; queries may be called from any number concurrently.
 type FSM struct {
-	mu       sync.RWMutex
-	capacity int
-	st       *state
+	mu sync.RWMutex
+	st *state
 }
 
-// New returns an empty FSM.
-func New(cfg Config) *FSM {
-	c := cfg.RegistryCapacity
-	if c <= 0 {
-		c = DefaultRegistryCapacity
-	}
-	return &FSM{capacity: c, st: newState(c)}
+// New returns an empty FSM with the default settings.
+func New(Config) *FSM {
+	return &FSM{st: newState(api.Settings{}, false)}
 }
 
 // Apply decodes and applies the log entry at (index, term). The error is
@@ -83,6 +78,8 @@ func (f *FSM) Apply(index, term uint64, data []byte) (any, error) {
 		res, now = st.applyPutStartBatch(index, c), c.Now
 	case *PutEndBatch:
 		res, now = st.applyPutEndBatch(c), c.Now
+	case *Settings:
+		res, now = st.applySettings(c), c.Now
 	default:
 		return nil, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
 	}

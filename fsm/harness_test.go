@@ -21,7 +21,7 @@ type harness struct {
 }
 
 func newHarness(t testing.TB, capacity int) *harness {
-	return &harness{t: t, f: New(Config{RegistryCapacity: capacity}), term: 1, now: 1000}
+	return &harness{t: t, f: newWithCapacity(capacity), term: 1, now: 1000}
 }
 
 // apply encodes and applies cmd at the next index.
@@ -143,13 +143,26 @@ func snapshotBytes(t testing.TB, f *FSM) []byte {
 	return buf.Bytes()
 }
 
+// newWithCapacity returns an FSM whose replicated registry capacity is n
+// (≤ 0: the default), as if a Settings entry had set it before the first
+// entry of the test's log. Production sets it only through the log.
+func newWithCapacity(n int) *FSM {
+	f := New(Config{})
+	if n > 0 {
+		f.st.settings.RegistryCapacity, f.st.settingsSet = n, true
+		f.st.reg.capacity = n
+	}
+	return f
+}
+
 // restored returns a new FSM restored from f's snapshot, checking that it
 // writes the same bytes back.
 func restored(t testing.TB, f *FSM) *FSM {
 	t.Helper()
 	b := snapshotBytes(t, f)
-	g := New(Config{RegistryCapacity: f.capacity})
-	if err := g.Restore(bytes.NewReader(b)); err != nil {
+	g := New(Config{})
+	// A pre-1.2.0 snapshot carries no settings: restore it under f's.
+	if err := g.RestoreWith(bytes.NewReader(b), f.st.settings); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
 	if b2 := snapshotBytes(t, g); !bytes.Equal(b, b2) {

@@ -40,7 +40,7 @@ func allTasks(f *FSM) []api.LocalDeleteTask {
 func TestPropertyInvariants(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		capacity := rapid.IntRange(1, 6).Draw(rt, "capacity")
-		f, m := New(Config{RegistryCapacity: capacity}), newModel(capacity)
+		f, m := newWithCapacity(capacity), newModel(capacity)
 		// rapid's own integer draws lean hard towards small values, which
 		// would make almost every command an EpochBegin; rapid draws a seed
 		// instead and a uniform generator runs from it.

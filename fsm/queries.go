@@ -162,6 +162,16 @@ func (st *state) checkFetcher(op string, id api.SegmentID, epoch uint64) (*segme
 // task is withheld while an older incarnation of its key has a pending task
 // anywhere (invariant 7). Fetch never removes anything.
 func (f *FSM) FetchTasks(seg api.SegmentID, epoch uint64, limit int) (tasks []api.LocalDeleteTask, more bool, err error) {
+	return f.FetchTasksFiltered(seg, epoch, limit, nil)
+}
+
+// FetchTasksFiltered is FetchTasks with a leader-side filter: a task for
+// which skip returns true is withheld (leased to another fetch, or backing
+// off after failures). A skipped task is not counted against limit and
+// does not end the scan, so tasks that keep failing cannot starve the ones
+// behind them. skip is called under the FSM's read lock: it must not call
+// back into the FSM.
+func (f *FSM) FetchTasksFiltered(seg api.SegmentID, epoch uint64, limit int, skip func(api.LocalDeleteTask) bool) (tasks []api.LocalDeleteTask, more bool, err error) {
 	if limit <= 0 || limit > api.MaxFetchLimit {
 		limit = api.MaxFetchLimit
 	}
@@ -176,11 +186,15 @@ func (f *FSM) FetchTasks(seg api.SegmentID, epoch uint64, limit int) (tasks []ap
 		if !f.st.reg.fetchable(t) {
 			return true
 		}
+		v := t.view()
+		if skip != nil && skip(v) {
+			return true
+		}
 		if len(tasks) == limit {
 			more = true
 			return false
 		}
-		tasks = append(tasks, t.view())
+		tasks = append(tasks, v)
 		return true
 	})
 	return tasks, more, nil
@@ -307,4 +321,24 @@ func (f *FSM) Stats() Stats {
 		s.TasksBySegment[id] = q.live
 	}
 	return s
+}
+
+// Settings returns the replicated settings in force (defaults filled in)
+// and whether a Settings entry was ever applied (or a snapshot carrying
+// settings restored).
+func (f *FSM) Settings() (api.Settings, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.effectiveSettings(), f.st.settingsSet
+}
+
+// GrantKey returns a copy of the cluster's grant key, nil until an
+// EpochBegin carried one.
+func (f *FSM) GrantKey() []byte {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.st.grantKey == nil {
+		return nil
+	}
+	return slices.Clone(f.st.grantKey)
 }

@@ -9,13 +9,26 @@ import (
 	"sexton/snapshot"
 )
 
-// Restore replaces the state with the snapshot read from r (format 1.1.0,
-// or 1.0.0 whose objects carry incarnation zero, segments epoch zero and no
-// capabilities, and which has no tasks). It is all or nothing: a new state
-// is built aside and swapped in only if the whole stream reads and is
-// consistent.
-func (f *FSM) Restore(r io.Reader) error {
-	b := &restoreSink{st: newState(f.capacity)}
+// Restore replaces the state with the snapshot read from r. It is all or
+// nothing: a new state is built aside and swapped in only if the whole
+// stream reads and is consistent. The result depends on the snapshot
+// alone: a 1.2.0 snapshot carries the replicated settings, grant key and
+// session table; an older one (1.1.0, or 1.0.0 whose objects carry
+// incarnation zero, segments epoch zero and no capabilities, and which has
+// no tasks) restores with the default settings.
+func (f *FSM) Restore(r io.Reader) error { return f.RestoreWith(r, api.Settings{}) }
+
+// RestoreWith is Restore, except that a snapshot older than 1.2.0 (which
+// carries no settings) is restored under fallback (zero fields: defaults)
+// and takes fallback as its replicated settings. A 1.2.0 snapshot ignores
+// fallback. The master validates an operator's file into a scratch FSM
+// this way, with the cluster's current settings, and hands the scratch
+// FSM's own snapshot to Raft.
+func (f *FSM) RestoreWith(r io.Reader, fallback api.Settings) error {
+	if err := CheckSettings(fallback); err != nil {
+		return fmt.Errorf("fsm: restore: fallback %w", err)
+	}
+	b := &restoreSink{st: newState(fallback, fallback != (api.Settings{}))}
 	h, err := snapshot.Read(r, b)
 	if err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)

@@ -93,7 +93,7 @@ func TestRestoreIsAllOrNothing(t *testing.T) {
 // TestRestoreRefusesInconsistentRecords: records that decode but could not
 // come from Apply are refused by name.
 func TestRestoreRefusesInconsistentRecords(t *testing.T) {
-	b := &restoreSink{st: newState(10), format: "1.1.0"}
+	b := &restoreSink{st: newState(api.Settings{RegistryCapacity: 10}, true), format: "1.1.0"}
 	seg := segmentRecord("s1")
 	if err := b.Segment(&seg); err != nil {
 		t.Fatal(err)
@@ -126,8 +126,8 @@ func TestRestoreRefusesMoreTasksThanCapacity(t *testing.T) {
 	h := populated(t) // one task
 	h.put("d", "s1")
 	h.remove("b", "d")
-	small := New(Config{RegistryCapacity: 2})
-	if err := small.Restore(bytes.NewReader(snapshotBytes(t, h.f))); err == nil {
+	small := New(Config{})
+	if err := small.RestoreWith(bytes.NewReader(snapshotBytes(t, h.f)), api.Settings{RegistryCapacity: 2}); err == nil {
 		t.Fatal("3 tasks restored into a registry of 2")
 	}
 	if small.Stats().PendingTasks != 0 || small.Stats().Objects != 0 {

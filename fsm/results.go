@@ -5,6 +5,11 @@ import "sexton/api"
 // Results of Apply, one per command type (returned as pointers). Err is nil
 // on success; a non-nil Err means the command was rejected and changed
 // nothing but the applied index.
+//
+// Duplicate (on the results of commands that carry a session) is true when
+// the answer came from the session table and nothing was executed: either
+// the first answer to this (client, seq), returned again, or
+// OUTCOME_UNKNOWN when that answer was already forgotten.
 
 // EpochBeginResult answers EpochBegin.
 type EpochBeginResult struct{ MasterEpoch, ClusterID uint64 }
@@ -25,7 +30,8 @@ type PutStartResult struct {
 	Incarnation api.ObjectIncarnation
 	// Replicas are the pending incarnation's replicas, DFS descriptors
 	// filled in by the allocator. Shared with the state: read only.
-	Replicas []api.ReplicaDescriptor
+	Replicas  []api.ReplicaDescriptor
+	Duplicate bool
 }
 
 // PutEndResult answers PutEnd and PutRevoke; TasksCreated counts the delete
@@ -33,13 +39,22 @@ type PutStartResult struct {
 type PutEndResult struct {
 	Err          *api.Error
 	TasksCreated int
+	Duplicate    bool
 }
 
 // RemoveResult answers Remove: one result per requested key, in order,
-// duplicates included.
+// duplicates included. TasksCreated counts the tasks this entry created
+// (none for a span answered from the session table).
 type RemoveResult struct {
 	Results      []api.KeyResult
 	TasksCreated int
+	// Duplicate is true when every span (or the one unspanned request) was
+	// answered from the session table.
+	Duplicate bool
+	// SpanDuplicate has one flag per span of a spanned Remove, in order
+	// (nil for an unspanned one): that span was answered from the session
+	// table and nothing of it executed.
+	SpanDuplicate []bool
 }
 
 // AckResult answers LocalDeleteAck: Dropped terminal results, Kept

@@ -62,9 +62,25 @@ type state struct {
 	planBuf  taskPlan // scratch for planTasks, reused across keys
 
 	dfs *dfsState // nil until the cluster's first DFSConfigure
+
+	// settings are the replicated settings as set through the log (zero
+	// fields mean the default); settingsSet says a Settings entry was
+	// ever applied (or restored).
+	settings    api.Settings
+	settingsSet bool
+	// grantKey signs write grants; set once by an EpochBegin.
+	grantKey []byte
 }
 
-func newState(capacity int) *state {
+// newState returns an empty state under the given settings (zero fields:
+// defaults).
+func newState(settings api.Settings, set bool) *state {
+	st := newStateWithCapacity(withDefaults(settings).RegistryCapacity)
+	st.settings, st.settingsSet = settings, set
+	return st
+}
+
+func newStateWithCapacity(capacity int) *state {
 	st := &state{
 		nextTaskID: 1,
 		objects:    newObjectTable(),

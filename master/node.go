@@ -72,7 +72,7 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		fsm:     fsm.New(fsm.Config{RegistryCapacity: cfg.RegistryCapacity}),
+		fsm:     fsm.New(fsm.Config{}), // TODO(i9-master): bootstrap the registry capacity (cfg.RegistryCapacity) through a Settings entry
 		notify:  newNotifier(),
 		stopped: make(chan struct{}),
 	}

@@ -1,0 +1,112 @@
+package fsm
+
+import "sexton/api"
+
+// CmdSettings changes the replicated settings (invariant 12): every knob
+// that changes what Apply does lives in the state, set through the log,
+// never taken from a node's own configuration.
+const CmdSettings CommandType = 19
+
+// SettingsV1 is the Settings command's schema version.
+const SettingsV1 uint8 = 1
+
+// Settings sets the cluster's replicated settings. A zero field leaves that
+// setting as it is. A registry capacity below the tasks pending now is
+// refused (INVALID_PARAMS), as is any value outside the bounds below.
+type Settings struct {
+	V        uint8        `msgpack:"v"`
+	Settings api.Settings `msgpack:"settings"`
+	Session  api.Session  `msgpack:"sess,omitempty"`
+	Now      int64        `msgpack:"now"`
+}
+
+func (*Settings) Type() CommandType { return CmdSettings }
+
+// SettingsResult answers Settings with the effective settings after it
+// (defaults filled in).
+type SettingsResult struct {
+	Err       *api.Error
+	Settings  api.Settings
+	Duplicate bool
+}
+
+// Defaults of the replicated settings, in force until a Settings entry
+// changes them.
+const (
+	DefaultSessionTTLMillis  = int64(60 * 60 * 1000) // one hour
+	DefaultMaxSessions       = 100000
+	DefaultMaxSessionResults = 1024
+)
+
+// Bounds of the replicated settings. A Settings command or a snapshot
+// outside them is refused.
+const (
+	MaxRegistryCapacity  = 1 << 30
+	MaxSessionTTLMillis  = int64(7 * 24 * 60 * 60 * 1000) // a week
+	MaxMaxSessions       = 10_000_000
+	MaxMaxSessionResults = 1 << 16
+	minSessionTTLMillis  = int64(1000) // a TTL below a second would expire retries in flight
+)
+
+// DefaultSettings returns the settings in force in a cluster that never
+// applied a Settings entry.
+func DefaultSettings() api.Settings {
+	return api.Settings{
+		RegistryCapacity:  DefaultRegistryCapacity,
+		SessionTTLMillis:  DefaultSessionTTLMillis,
+		MaxSessions:       DefaultMaxSessions,
+		MaxSessionResults: DefaultMaxSessionResults,
+	}
+}
+
+// withDefaults fills s's zero fields from DefaultSettings.
+func withDefaults(s api.Settings) api.Settings {
+	d := DefaultSettings()
+	if s.RegistryCapacity != 0 {
+		d.RegistryCapacity = s.RegistryCapacity
+	}
+	if s.SessionTTLMillis != 0 {
+		d.SessionTTLMillis = s.SessionTTLMillis
+	}
+	if s.MaxSessions != 0 {
+		d.MaxSessions = s.MaxSessions
+	}
+	if s.MaxSessionResults != 0 {
+		d.MaxSessionResults = s.MaxSessionResults
+	}
+	return d
+}
+
+// merged returns cur with the non-zero fields of change applied.
+func merged(cur, change api.Settings) api.Settings {
+	if change.RegistryCapacity != 0 {
+		cur.RegistryCapacity = change.RegistryCapacity
+	}
+	if change.SessionTTLMillis != 0 {
+		cur.SessionTTLMillis = change.SessionTTLMillis
+	}
+	if change.MaxSessions != 0 {
+		cur.MaxSessions = change.MaxSessions
+	}
+	if change.MaxSessionResults != 0 {
+		cur.MaxSessionResults = change.MaxSessionResults
+	}
+	return cur
+}
+
+// CheckSettings refuses values outside the bounds (zero fields are
+// "unchanged" and pass). The leader calls it before proposing; Apply and
+// Restore call it too.
+func CheckSettings(s api.Settings) *api.Error {
+	switch {
+	case s.RegistryCapacity < 0 || s.RegistryCapacity > MaxRegistryCapacity:
+		return api.Errorf(api.CodeInvalidParams, "settings: registry capacity %d outside 1..%d", s.RegistryCapacity, MaxRegistryCapacity)
+	case s.SessionTTLMillis != 0 && (s.SessionTTLMillis < minSessionTTLMillis || s.SessionTTLMillis > MaxSessionTTLMillis):
+		return api.Errorf(api.CodeInvalidParams, "settings: session TTL %d ms outside %d..%d", s.SessionTTLMillis, minSessionTTLMillis, MaxSessionTTLMillis)
+	case s.MaxSessions < 0 || s.MaxSessions > MaxMaxSessions:
+		return api.Errorf(api.CodeInvalidParams, "settings: max sessions %d outside 1..%d", s.MaxSessions, MaxMaxSessions)
+	case s.MaxSessionResults < 0 || s.MaxSessionResults > MaxMaxSessionResults:
+		return api.Errorf(api.CodeInvalidParams, "settings: max session results %d outside 1..%d", s.MaxSessionResults, MaxMaxSessionResults)
+	}
+	return nil
+}
