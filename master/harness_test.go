@@ -9,7 +9,8 @@ package master
 //	tc := startCluster(t, 1, func(c *Config) { c.LeaseTTL = 300 * time.Millisecond })
 //	h := tc.mountHolder(t, "seg-a", "")
 //	inc := tc.put(t, "k", 10, 1)          // PutStart + PutEnd on the leader
-//	tasks := h.fetch(t, 0, time.Second)   // long poll
+//	tasks := h.fetch(t, 0, time.Second)   // long poll (deletes wait out
+//	                                      // the new leader's lease floor)
 //	h.ack(t, tasks, ackAll(api.AckRemoved))
 //	tc.kill(tc.leaderIndex(t))            // crash the leader, no handover
 //	tc.waitLeader(t)                      // a new ready leader
@@ -32,6 +33,7 @@ import (
 	"go.uber.org/goleak"
 
 	"sexton/api"
+	"sexton/fsm"
 	"sexton/transport"
 )
 
@@ -80,6 +82,9 @@ func startCluster(t testing.TB, n int, opts ...func(*Config)) *testCluster {
 			LeaderLeaseTimeout: 75 * time.Millisecond,
 			CommitTimeout:      2 * time.Millisecond,
 			ApplyTimeout:       5 * time.Second,
+			// Deletes are withheld while a read lease lasts, and for one
+			// lease period after a node becomes leader: keep it short.
+			LeaseTTL: 300 * time.Millisecond,
 			Logger: hclog.New(&hclog.LoggerOptions{
 				Name: "master-" + peers[i].ID, Level: hclog.Info, Output: tc.logs,
 			}),
@@ -153,9 +158,6 @@ func (tc *testCluster) kill(i int) {
 	tc.nodes[i] = nil
 }
 
-// node returns running node i (nil when stopped).
-func (tc *testCluster) node(i int) *Node { return tc.nodes[i] }
-
 // waitLeader waits until exactly one running node is the ready leader and
 // returns it.
 func (tc *testCluster) waitLeader(t testing.TB) *Node {
@@ -190,6 +192,18 @@ func (tc *testCluster) call(method string, req, resp any) error {
 	return tc.Client.Call(ctx, method, req, resp)
 }
 
+// waitLeaseFloor waits until the leader's new-term lease floor (every
+// incarnation leased, so no delete task fetched, for one lease period
+// after it became leader) has passed.
+func (tc *testCluster) waitLeaseFloor(t testing.TB) {
+	t.Helper()
+	n := tc.waitLeader(t)
+	n.soft.mu.Lock()
+	floor := n.soft.leaseFloor
+	n.soft.mu.Unlock()
+	time.Sleep(time.Until(floor) + 10*time.Millisecond)
+}
+
 // putStart starts a put of key (size bytes, replicas LOCAL_DISK copies).
 func (tc *testCluster) putStart(req *api.PutStartRequest) (*api.PutStartResponse, error) {
 	var resp api.PutStartResponse
@@ -219,6 +233,19 @@ func (tc *testCluster) get(key string) (*api.ObjectInfo, error) {
 		return nil, err
 	}
 	return &resp.Object, nil
+}
+
+// setSettings proposes a Settings entry on the leader (zero fields are
+// left as they are).
+func (tc *testCluster) setSettings(t testing.TB, set api.Settings) {
+	t.Helper()
+	res, err := tc.waitLeader(t).propose(&fsm.Settings{V: fsm.SettingsV1, Settings: set, Now: time.Now().UnixNano()})
+	if err != nil {
+		t.Fatalf("settings %+v: %v", set, err)
+	}
+	if r := res.(*fsm.SettingsResult); r.Err != nil {
+		t.Fatalf("settings %+v: %v", set, r.Err)
+	}
 }
 
 // remove removes key.
@@ -510,7 +537,7 @@ func TestHarnessFollowsLeaderAcrossACrash(t *testing.T) {
 	if err := tc.remove("k"); err != nil {
 		t.Fatal(err)
 	}
-	tasks := h.fetch(t, 0, time.Second)
+	tasks := h.fetch(t, 0, 3*time.Second) // waits out the lease floor
 	if len(tasks) != 1 || tasks[0].Key != "k" || tasks[0].Incarnation != ps.Incarnation {
 		t.Fatalf("fetched %v, want the task of k", tasks)
 	}
@@ -519,7 +546,7 @@ func TestHarnessFollowsLeaderAcrossACrash(t *testing.T) {
 	if now := tc.leaderIndex(t); now == old {
 		t.Fatalf("killed node %d is still the leader", old)
 	}
-	again := h.fetch(t, 0, time.Second)
+	again := h.fetch(t, 0, 3*time.Second)
 	if len(again) != 1 || again[0].ID != tasks[0].ID {
 		t.Fatalf("after failover fetched %v, want the same task again", again)
 	}
@@ -528,5 +555,52 @@ func TestHarnessFollowsLeaderAcrossACrash(t *testing.T) {
 	}
 	if rest := h.fetch(t, 0, 0); len(rest) != 0 {
 		t.Fatalf("after the ack fetched %v", rest)
+	}
+}
+
+// putMany puts keys (one LOCAL_DISK replica each) in batches of
+// MaxBatchPutItems.
+func (tc *testCluster) putMany(t testing.TB, keys []string, size int64) {
+	t.Helper()
+	for start := 0; start < len(keys); start += api.MaxBatchPutItems {
+		chunk := keys[start:min(start+api.MaxBatchPutItems, len(keys))]
+		starts := &api.BatchPutStartRequest{}
+		for _, k := range chunk {
+			starts.Items = append(starts.Items, api.PutStartRequest{Key: k, Size: size, ReplicaNum: 1})
+		}
+		var sr api.BatchPutStartResponse
+		if err := tc.call(api.MethodBatchPutStart, starts, &sr); err != nil {
+			t.Fatalf("BatchPutStart: %v", err)
+		}
+		ends := &api.BatchPutEndRequest{}
+		for i, r := range sr.Results {
+			if r.Err != nil {
+				t.Fatalf("BatchPutStart %q: %v", chunk[i], r.Err)
+			}
+			ends.Items = append(ends.Items, api.PutEndRequest{Key: chunk[i], Incarnation: r.Incarnation})
+		}
+		var er api.BatchPutEndResponse
+		if err := tc.call(api.MethodBatchPutEnd, ends, &er); err != nil {
+			t.Fatalf("BatchPutEnd: %v", err)
+		}
+		for _, r := range er.Results {
+			if r.Err != nil {
+				t.Fatalf("BatchPutEnd %q: %v", r.Key, r.Err)
+			}
+		}
+	}
+}
+
+// removeMany removes keys with BatchRemove (at most MaxBatchKeys).
+func (tc *testCluster) removeMany(t testing.TB, keys []string) {
+	t.Helper()
+	var resp api.BatchRemoveResponse
+	if err := tc.call(api.MethodBatchRemove, &api.BatchRemoveRequest{Keys: keys}, &resp); err != nil {
+		t.Fatalf("BatchRemove: %v", err)
+	}
+	for _, r := range resp.Results {
+		if r.Err != nil {
+			t.Fatalf("BatchRemove %q: %v", r.Key, r.Err)
+		}
 	}
 }

@@ -12,10 +12,8 @@ import (
 // replicas need delete tasks). The leader must not re-propose every
 // revoke every tick; once tasks drain, the revokes go through.
 func TestAbandonedPutRevocationWaitsForRegistryRoom(t *testing.T) {
-	tc := startCluster(t, 1, shortLeases, func(c *Config) {
-		c.RegistryCapacity = 2
-		c.DiscardTimeout = 100 * time.Millisecond
-	})
+	tc := startCluster(t, 1, shortLeases, func(c *Config) { c.DiscardTimeout = 100 * time.Millisecond })
+	tc.setSettings(t, api.Settings{RegistryCapacity: 2})
 	h := tc.mountHolder(t, "seg-a", "")
 	for i := 0; i < 2; i++ {
 		key := fmt.Sprintf("removed%d", i)

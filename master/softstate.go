@@ -195,6 +195,13 @@ func (s *softState) leaseEnd(ref api.ObjectRef, now time.Time) time.Time {
 	return end
 }
 
+// leaseEndOf is leaseEnd for callers that do not hold mu.
+func (s *softState) leaseEndOf(ref api.ObjectRef, now time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leaseEnd(ref, now)
+}
+
 // leased reports whether ref is under a read lease at now.
 func (s *softState) leased(ref api.ObjectRef, now time.Time) bool {
 	s.mu.Lock()
