@@ -21,8 +21,9 @@ func (n *Node) handleMount(_ context.Context, req *api.MountLocalDiskRequest) (*
 	if req.ClientID == "" || req.Segment == "" {
 		return nil, api.Errorf(api.CodeInvalidParams, "mount needs a client id and a segment id")
 	}
-	res, err := n.propose(&fsm.MountLocalDisk{V: fsm.MountLocalDiskV1, ClientID: req.ClientID, Segment: req.Segment,
-		Pool: req.Pool, Capacity: req.Capacity, Capabilities: req.Capabilities, Endpoint: req.Endpoint, Now: time.Now().UnixNano()})
+	res, err := n.propose(&fsm.MountLocalDisk{V: fsm.MountLocalDiskV2, ClientID: req.ClientID, Segment: req.Segment,
+		Pool: req.Pool, Capacity: req.Capacity, Capabilities: req.Capabilities, Endpoint: req.Endpoint,
+		Process: req.Process, Now: time.Now().UnixNano()})
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +36,10 @@ func (n *Node) handleMount(_ context.Context, req *api.MountLocalDiskRequest) (*
 		already = true
 	}
 	n.soft.heartbeat(req.Segment, 0, req.Capacity, 0, time.Now())
-	return &api.MountLocalDiskResponse{MountEpoch: r.MountEpoch, MasterEpoch: r.MasterEpoch, ClusterID: r.ClusterID, AlreadyMounted: already}, nil
+	// The grant key lets the holder check write grants without asking
+	// (invariant 11); every leader of the cluster signs with this one.
+	return &api.MountLocalDiskResponse{MountEpoch: r.MountEpoch, MasterEpoch: r.MasterEpoch, ClusterID: r.ClusterID,
+		AlreadyMounted: already, GrantKey: n.fsm.GrantKey()}, nil
 }
 
 func (n *Node) handleUnmount(_ context.Context, req *api.UnmountLocalDiskRequest) (*api.Empty, error) {
