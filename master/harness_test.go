@@ -263,6 +263,8 @@ type fakeHolder struct {
 	Pool     string
 	Capacity int64
 	Epoch    uint64 // mount epoch of the last successful mount
+
+	stopBeats func()
 }
 
 // mountHolder mounts a new fake holder of segment seg in pool and keeps it
@@ -274,10 +276,14 @@ func (tc *testCluster) mountHolder(t testing.TB, seg, pool string) *fakeHolder {
 	if err := h.mount(); err != nil {
 		t.Fatalf("mount %s: %v", seg, err)
 	}
-	stop := h.keepAlive(100 * time.Millisecond)
-	t.Cleanup(stop)
+	h.stopBeats = h.keepAlive(100 * time.Millisecond)
+	t.Cleanup(h.stopBeats)
 	return h
 }
+
+// die stops the holder's heartbeats, as a crash would: the leader keeps
+// it live for HolderTTL after the last one.
+func (h *fakeHolder) die() { h.stopBeats() }
 
 // mount (re)mounts the segment and records the mount epoch.
 func (h *fakeHolder) mount() error {
@@ -397,7 +403,6 @@ func (h *fakeHolder) evict(refs []api.ObjectRef) ([]api.ObjectRef, error) {
 type follower struct {
 	mu      sync.Mutex
 	fetched []api.LocalDeleteTask // every task delivered, in delivery order
-	acked   map[uint64]api.AckOutcome
 	errs    []error
 	stop    func()
 }
@@ -405,7 +410,7 @@ type follower struct {
 // follow starts the follow loop; it stops at the end of the test or when
 // stop is called.
 func (h *fakeHolder) follow(t testing.TB, decide func(api.LocalDeleteTask) api.AckOutcome) *follower {
-	f := &follower{acked: map[uint64]api.AckOutcome{}}
+	f := &follower{}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -417,13 +422,7 @@ func (h *fakeHolder) follow(t testing.TB, decide func(api.LocalDeleteTask) api.A
 				f.mu.Lock()
 				f.fetched = append(f.fetched, resp.Tasks...)
 				f.mu.Unlock()
-				_, err = h.ackResp(resp.Tasks, func(task api.LocalDeleteTask) api.AckOutcome {
-					o := decide(task)
-					f.mu.Lock()
-					f.acked[task.ID] = o
-					f.mu.Unlock()
-					return o
-				})
+				_, err = h.ackResp(resp.Tasks, decide)
 			}
 			if err != nil {
 				f.mu.Lock()
@@ -444,14 +443,6 @@ func (f *follower) seen() []api.LocalDeleteTask {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]api.LocalDeleteTask(nil), f.fetched...)
-}
-
-// outcome returns the outcome task id was last acked with.
-func (f *follower) outcome(id uint64) (api.AckOutcome, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	o, ok := f.acked[id]
-	return o, ok
 }
 
 // eventually polls cond every 10 ms until it holds or d passes.

@@ -46,9 +46,18 @@ func TestAbandonedPutRevocationWaitsForRegistryRoom(t *testing.T) {
 	}
 
 	// Drain: the holder acks every task; the revokes follow.
-	h.follow(t, ackAll(api.AckRemoved))
+	f := h.follow(t, ackAll(api.AckRemoved))
 	eventually(t, 10*time.Second, "abandoned puts revoked once the registry drained", func() bool {
 		st := leader.FSM().Stats()
 		return st.PendingPuts == 0 && st.PendingTasks == 0
 	})
+	// Each revoke queued the delete of its put's replica, and the holder
+	// got it: five tasks, one per key.
+	keys := map[string]bool{}
+	for _, task := range f.seen() {
+		keys[task.Key] = true
+	}
+	if len(keys) != 5 {
+		t.Fatalf("the holder was given tasks of %d keys, want 5 (2 removed, 3 revoked): %v", len(keys), keys)
+	}
 }
