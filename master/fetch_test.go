@@ -12,16 +12,7 @@ import (
 // behind them: a fetch answers at most MaxFetchLimit tasks in id order,
 // so 256 failing tasks would otherwise be all a holder ever sees.
 func TestFailingTasksDoNotStarveLaterTasks(t *testing.T) {
-	tc := startCluster(t, 1, shortLeases)
-	h := tc.mountHolder(t, "seg-a", "")
-	const total = api.MaxFetchLimit + 44
-	keys := make([]string, total)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("k%04d", i)
-	}
-	tc.putMany(t, keys, 10)
-	tc.removeMany(t, keys)
-	tc.waitLeaseFloor(t)
+	tc, h := clusterWithTasks(t, total)
 
 	first := h.fetch(t, 0, time.Second)
 	if len(first) != api.MaxFetchLimit {
@@ -57,6 +48,48 @@ func TestFailingTasksDoNotStarveLaterTasks(t *testing.T) {
 		if !failing[task.ID] {
 			t.Fatalf("task %d was not one of the failed ones", task.ID)
 		}
+	}
+	h.ack(t, again, ackAll(api.AckRemoved))
+	if st := tc.waitLeader(t).FSM().Stats(); st.PendingTasks != 0 {
+		t.Fatalf("%d tasks left", st.PendingTasks)
+	}
+}
+
+const total = api.MaxFetchLimit + 44
+
+// clusterWithTasks starts a one-node cluster with one fake holder and n
+// pending delete tasks on it.
+func clusterWithTasks(t *testing.T, n int) (*testCluster, *fakeHolder) {
+	tc := startCluster(t, 1, shortLeases)
+	h := tc.mountHolder(t, "seg-a", "")
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%04d", i)
+	}
+	tc.putMany(t, keys, 10)
+	tc.removeMany(t, keys)
+	tc.waitLeaseFloor(t)
+	return tc, h
+}
+
+// A holder that does not ack its failures (it only acks terminal
+// outcomes) fetches the same tasks again: that is taken as a failure
+// too, and the fetch answers the tasks behind them.
+func TestSilentlyFailedTasksDoNotStarveLaterTasks(t *testing.T) {
+	tc, h := clusterWithTasks(t, total)
+	first := h.fetch(t, 0, time.Second)
+	if len(first) != api.MaxFetchLimit {
+		t.Fatalf("first fetch: %d tasks, want %d", len(first), api.MaxFetchLimit)
+	}
+	// Nothing acked: the holder failed every one and fetches again.
+	rest := h.fetch(t, 0, time.Second)
+	if len(rest) != total-api.MaxFetchLimit || rest[0].ID <= first[len(first)-1].ID {
+		t.Fatalf("fetch after %d silent failures: %d tasks, want the %d behind them", len(first), len(rest), total-api.MaxFetchLimit)
+	}
+	h.ack(t, rest, ackAll(api.AckRemoved))
+	again := h.fetch(t, 0, 5*time.Second)
+	if len(again) != api.MaxFetchLimit || again[0].ID != first[0].ID {
+		t.Fatalf("after the backoff: %d tasks, want the %d that failed", len(again), api.MaxFetchLimit)
 	}
 	h.ack(t, again, ackAll(api.AckRemoved))
 	if st := tc.waitLeader(t).FSM().Stats(); st.PendingTasks != 0 {

@@ -134,8 +134,13 @@ func (n *Node) becomeLeader(ctx context.Context, term uint64) {
 			return
 		}
 		// A failover must never shorten a reader's lease: treat every
-		// object as leased for one lease period from now.
-		n.soft.beginTerm(time.Now().Add(n.cfg.LeaseTTL))
+		// object as leased for one lease period from now. The cluster's
+		// first leader has no predecessor that could have granted one.
+		floor := time.Now().Add(n.cfg.LeaseTTL)
+		if eb.MasterEpoch == 1 {
+			floor = time.Time{}
+		}
+		n.soft.beginTerm(floor)
 		// Liveness is soft state the old leader took with it. Assume every
 		// mounted holder alive for one TTL rather than refusing every put
 		// until the first heartbeats arrive; a dead one stops being placed

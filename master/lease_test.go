@@ -251,3 +251,25 @@ func TestReconcileSparesLeasedIncarnations(t *testing.T) {
 		t.Fatalf("reconcile answered %v (%v before inc1's lease ended), want inc1 after it", notLive, time.Until(leaseEnd))
 	}
 }
+
+// The cluster's first leader has no predecessor whose leases it must
+// respect, so a fresh cluster deletes at once; a restarted node (the same
+// cluster, a new master epoch) does not know what it leased before its
+// restart and waits one lease period.
+func TestLeaseFloorOnlyAfterAnEarlierLeader(t *testing.T) {
+	tc := startCluster(t, 1, func(c *Config) { c.LeaseTTL = 5 * time.Second })
+	h := tc.mountHolder(t, "seg-a", "")
+	tc.put(t, "k", 10, 1)
+	if err := tc.remove("k"); err != nil {
+		t.Fatal(err)
+	}
+	if tasks := h.fetch(t, 0, 0); len(tasks) != 1 {
+		t.Fatalf("the first leader withheld %v: no earlier leader could have leased anything", tasks)
+	}
+	tc.stop(0)
+	tc.start(0)
+	tc.waitLeader(t)
+	if tasks := h.fetch(t, 0, 0); len(tasks) != 0 {
+		t.Fatalf("a restarted leader handed out %v within its first lease period", tasks)
+	}
+}

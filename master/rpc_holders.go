@@ -81,7 +81,8 @@ func (n *Node) handleHeartbeat(_ context.Context, req *api.HeartbeatRequest) (*a
 // Tasks of an incarnation under a read lease are withheld (a reader may
 // still be reading that copy: deleting it would make a Get that raced an
 // overwrite report the key absent), and so are tasks backing off after a
-// RetryableFailure, so tasks that keep failing do not hide the others.
+// failure (a RetryableFailure ack, or a fetch again without an answer), so
+// tasks that keep failing do not hide the others.
 func (n *Node) handleFetchTasks(ctx context.Context, req *api.FetchTasksRequest) (*api.FetchTasksResponse, error) {
 	if err := n.requireLeader(); err != nil {
 		return nil, err
@@ -112,6 +113,7 @@ func (n *Node) handleFetchTasks(ctx context.Context, req *api.FetchTasksRequest)
 			return nil, err
 		}
 		if len(tasks) > 0 || wait <= 0 {
+			n.soft.given(tasks, req.MountEpoch, now)
 			n.metrics.fetchedTasks.Add(float64(len(tasks)))
 			return &api.FetchTasksResponse{Tasks: tasks, MasterEpoch: n.fsm.Stats().MasterEpoch, More: more}, nil
 		}

@@ -29,7 +29,7 @@ type softState struct {
 	leaseFloor time.Time // every incarnation is leased until this instant
 	sweepAt    int       // sweep expired leases when the map reaches this size
 
-	retries      map[uint64]taskRetry // task id → backoff after RetryableFailure
+	retries      map[uint64]taskRetry // task id → deliveries and backoff
 	retrySweepAt int
 
 	revoke revokeGate
@@ -67,12 +67,15 @@ type holderLiveness struct {
 	deadBytes int64
 }
 
-// taskRetry is one task's backoff, for the mount epoch whose holder failed
-// it: a new mount (another process) starts without it.
+// taskRetry is one task's delivery state for the mount epoch it was last
+// given to: a new mount (another process) starts without it.
 type taskRetry struct {
 	epoch    uint64
 	failures int
-	until    time.Time
+	until    time.Time // backoff end
+	// given is when the task was last handed to the mount and neither
+	// acked nor reported failed since; zero when nothing is outstanding.
+	given time.Time
 }
 
 func newSoftState() *softState {
@@ -219,15 +222,39 @@ func (s *softState) leasedKey(key string, now time.Time) bool {
 
 // withheld reports whether task t may not be given to the holder mounted
 // at epoch now, and until when: its incarnation is leased (a reader may
-// still be fetching it), or the task is backing off after failures.
+// still be reading that copy), or the task is backing off after failures.
+//
+// A holder fetches again only after answering what it fetched (its loop
+// is fetch, tombstone, ack), so a task it was given and fetches again
+// without an ack or a RetryableFailure in between failed silently (the
+// holder does not ack failures): it backs off as if reported.
 func (s *softState) withheld(t api.LocalDeleteTask, epoch uint64, now time.Time) (bool, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	end := s.leaseEnd(api.ObjectRef{Key: t.Key, Incarnation: t.Incarnation}, now)
-	if r, ok := s.retries[t.ID]; ok && r.epoch == epoch && now.Before(r.until) && r.until.After(end) {
+	r, ok := s.retries[t.ID]
+	if ok && r.epoch == epoch && !r.given.IsZero() {
+		r = s.failLocked(t.ID, epoch, now)
+	}
+	if ok && r.epoch == epoch && now.Before(r.until) && r.until.After(end) {
 		end = r.until
 	}
 	return !end.IsZero(), end
+}
+
+// given records that tasks were handed to the holder mounted at epoch.
+func (s *softState) given(tasks []api.LocalDeleteTask, epoch uint64, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range tasks {
+		r := s.retries[t.ID]
+		if r.epoch != epoch {
+			r = taskRetry{epoch: epoch}
+		}
+		r.given = now
+		s.retries[t.ID] = r
+	}
+	s.sweepRetriesLocked(now)
 }
 
 // taskFailed backs task id off after a RetryableFailure reported by the
@@ -235,27 +262,39 @@ func (s *softState) withheld(t api.LocalDeleteTask, epoch uint64, now time.Time)
 func (s *softState) taskFailed(id, epoch uint64, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.failLocked(id, epoch, now)
+}
+
+func (s *softState) failLocked(id, epoch uint64, now time.Time) taskRetry {
 	r := s.retries[id]
 	if r.epoch != epoch {
 		r = taskRetry{epoch: epoch}
 	}
 	r.failures++
+	r.given = time.Time{}
 	d := retryBackoffMin << min(r.failures-1, 16)
 	r.until = now.Add(min(d, retryBackoffMax))
 	s.retries[id] = r
-	if len(s.retries) >= s.retrySweepAt {
-		// A backoff that ended longer than the longest backoff ago belongs
-		// to a task that is gone or was not failed again since: forget it.
-		for tid, x := range s.retries {
-			if now.Sub(x.until) > retryBackoffMax {
-				delete(s.retries, tid)
-			}
-		}
-		s.retrySweepAt = max(2*len(s.retries), minRetrySweep)
-	}
+	return r
 }
 
-// taskDone forgets the backoff of a task that ended.
+// sweepRetriesLocked forgets, once the map has doubled, entries whose
+// backoff and delivery both lie longer than the longest backoff back: the
+// task is gone (acked under another leader, retired) or its holder went
+// quiet. Forgetting costs at most one missed backoff.
+func (s *softState) sweepRetriesLocked(now time.Time) {
+	if len(s.retries) < s.retrySweepAt {
+		return
+	}
+	for id, r := range s.retries {
+		if now.Sub(r.until) > retryBackoffMax && now.Sub(r.given) > retryBackoffMax {
+			delete(s.retries, id)
+		}
+	}
+	s.retrySweepAt = max(2*len(s.retries), minRetrySweep)
+}
+
+// taskDone forgets a task that ended.
 func (s *softState) taskDone(id uint64) {
 	s.mu.Lock()
 	delete(s.retries, id)
