@@ -48,9 +48,10 @@ const (
 	minRetrySweep = 1 << 12
 )
 
-// A task acked RetryableFailure is withheld from fetches for
-// retryBackoffMin, doubling with every further failure up to
-// retryBackoffMax, so failing tasks do not hide the ones behind them.
+// A task that failed (acked RetryableFailure, or fetched again without an
+// answer) is withheld from fetches for retryBackoffMin, doubling with
+// every further failure up to retryBackoffMax, so failing tasks do not
+// hide the ones behind them.
 const (
 	retryBackoffMin = 500 * time.Millisecond
 	retryBackoffMax = 30 * time.Second
