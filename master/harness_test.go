@@ -511,44 +511,6 @@ func (l *lockedBuffer) Bytes() []byte {
 
 func (l *lockedBuffer) String() string { return string(l.Bytes()) }
 
-// TestHarnessFollowsLeaderAcrossACrash exercises the harness end to end:
-// a put and remove on a three-node cluster produce a task the fake holder
-// fetches; after the leader is killed a new one is elected and the task,
-// still pending, is fetched again and acked.
-func TestHarnessFollowsLeaderAcrossACrash(t *testing.T) {
-	tc := startCluster(t, 3)
-	h := tc.mountHolder(t, "seg-a", "")
-	ps := tc.put(t, "k", 10, 1)
-	if ps.Replicas[0].Segment != h.Seg {
-		t.Fatalf("placed on %v, want %s", ps.Replicas, h.Seg)
-	}
-	if got, err := tc.get("k"); err != nil || got.Incarnation != ps.Incarnation {
-		t.Fatalf("get: %v %v", got, err)
-	}
-	if err := tc.remove("k"); err != nil {
-		t.Fatal(err)
-	}
-	tasks := h.fetch(t, 0, 3*time.Second) // waits out the lease floor
-	if len(tasks) != 1 || tasks[0].Key != "k" || tasks[0].Incarnation != ps.Incarnation {
-		t.Fatalf("fetched %v, want the task of k", tasks)
-	}
-	old := tc.leaderIndex(t)
-	tc.kill(old)
-	if now := tc.leaderIndex(t); now == old {
-		t.Fatalf("killed node %d is still the leader", old)
-	}
-	again := h.fetch(t, 0, 3*time.Second)
-	if len(again) != 1 || again[0].ID != tasks[0].ID {
-		t.Fatalf("after failover fetched %v, want the same task again", again)
-	}
-	if n := h.ack(t, again, ackAll(api.AckRemoved)); n != 1 {
-		t.Fatalf("ack dropped %d tasks, want 1", n)
-	}
-	if rest := h.fetch(t, 0, 0); len(rest) != 0 {
-		t.Fatalf("after the ack fetched %v", rest)
-	}
-}
-
 // putMany puts keys (one LOCAL_DISK replica each) in batches of
 // MaxBatchPutItems.
 func (tc *testCluster) putMany(t testing.TB, keys []string, size int64) {
@@ -593,5 +555,43 @@ func (tc *testCluster) removeMany(t testing.TB, keys []string) {
 		if r.Err != nil {
 			t.Fatalf("BatchRemove %q: %v", r.Key, r.Err)
 		}
+	}
+}
+
+// TestHarnessFollowsLeaderAcrossACrash exercises the harness end to end:
+// a put and remove on a three-node cluster produce a task the fake holder
+// fetches; after the leader is killed a new one is elected and the task,
+// still pending, is fetched again and acked.
+func TestHarnessFollowsLeaderAcrossACrash(t *testing.T) {
+	tc := startCluster(t, 3)
+	h := tc.mountHolder(t, "seg-a", "")
+	ps := tc.put(t, "k", 10, 1)
+	if ps.Replicas[0].Segment != h.Seg {
+		t.Fatalf("placed on %v, want %s", ps.Replicas, h.Seg)
+	}
+	if got, err := tc.get("k"); err != nil || got.Incarnation != ps.Incarnation {
+		t.Fatalf("get: %v %v", got, err)
+	}
+	if err := tc.remove("k"); err != nil {
+		t.Fatal(err)
+	}
+	tasks := h.fetch(t, 0, 3*time.Second) // waits out the lease floor
+	if len(tasks) != 1 || tasks[0].Key != "k" || tasks[0].Incarnation != ps.Incarnation {
+		t.Fatalf("fetched %v, want the task of k", tasks)
+	}
+	old := tc.leaderIndex(t)
+	tc.kill(old)
+	if now := tc.leaderIndex(t); now == old {
+		t.Fatalf("killed node %d is still the leader", old)
+	}
+	again := h.fetch(t, 0, 3*time.Second)
+	if len(again) != 1 || again[0].ID != tasks[0].ID {
+		t.Fatalf("after failover fetched %v, want the same task again", again)
+	}
+	if n := h.ack(t, again, ackAll(api.AckRemoved)); n != 1 {
+		t.Fatalf("ack dropped %d tasks, want 1", n)
+	}
+	if rest := h.fetch(t, 0, 0); len(rest) != 0 {
+		t.Fatalf("after the ack fetched %v", rest)
 	}
 }
