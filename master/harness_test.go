@@ -9,7 +9,8 @@ package master
 //	tc := startCluster(t, 1, func(c *Config) { c.LeaseTTL = 300 * time.Millisecond })
 //	h := tc.mountHolder(t, "seg-a", "")
 //	inc := tc.put(t, "k", 10, 1)          // PutStart + PutEnd on the leader
-//	tasks := h.fetch(t, 0, time.Second)   // long poll
+//	tasks := h.fetch(t, 0, time.Second)   // long poll (deletes wait out
+//	                                      // the new leader's lease floor)
 //	h.ack(t, tasks, ackAll(api.AckRemoved))
 //	tc.kill(tc.leaderIndex(t))            // crash the leader, no handover
 //	tc.waitLeader(t)                      // a new ready leader
@@ -32,6 +33,7 @@ import (
 	"go.uber.org/goleak"
 
 	"sexton/api"
+	"sexton/fsm"
 	"sexton/transport"
 )
 
@@ -80,6 +82,9 @@ func startCluster(t testing.TB, n int, opts ...func(*Config)) *testCluster {
 			LeaderLeaseTimeout: 75 * time.Millisecond,
 			CommitTimeout:      2 * time.Millisecond,
 			ApplyTimeout:       5 * time.Second,
+			// Deletes are withheld while a read lease lasts, and for one
+			// lease period after a node becomes leader: keep it short.
+			LeaseTTL: 300 * time.Millisecond,
 			Logger: hclog.New(&hclog.LoggerOptions{
 				Name: "master-" + peers[i].ID, Level: hclog.Info, Output: tc.logs,
 			}),
@@ -153,9 +158,6 @@ func (tc *testCluster) kill(i int) {
 	tc.nodes[i] = nil
 }
 
-// node returns running node i (nil when stopped).
-func (tc *testCluster) node(i int) *Node { return tc.nodes[i] }
-
 // waitLeader waits until exactly one running node is the ready leader and
 // returns it.
 func (tc *testCluster) waitLeader(t testing.TB) *Node {
@@ -190,6 +192,18 @@ func (tc *testCluster) call(method string, req, resp any) error {
 	return tc.Client.Call(ctx, method, req, resp)
 }
 
+// waitLeaseFloor waits until the leader's new-term lease floor (every
+// incarnation leased, so no delete task fetched, for one lease period
+// after it became leader) has passed.
+func (tc *testCluster) waitLeaseFloor(t testing.TB) {
+	t.Helper()
+	n := tc.waitLeader(t)
+	n.soft.mu.Lock()
+	floor := n.soft.leaseFloor
+	n.soft.mu.Unlock()
+	time.Sleep(time.Until(floor) + 10*time.Millisecond)
+}
+
 // putStart starts a put of key (size bytes, replicas LOCAL_DISK copies).
 func (tc *testCluster) putStart(req *api.PutStartRequest) (*api.PutStartResponse, error) {
 	var resp api.PutStartResponse
@@ -221,6 +235,19 @@ func (tc *testCluster) get(key string) (*api.ObjectInfo, error) {
 	return &resp.Object, nil
 }
 
+// setSettings proposes a Settings entry on the leader (zero fields are
+// left as they are).
+func (tc *testCluster) setSettings(t testing.TB, set api.Settings) {
+	t.Helper()
+	res, err := tc.waitLeader(t).propose(&fsm.Settings{V: fsm.SettingsV1, Settings: set, Now: time.Now().UnixNano()})
+	if err != nil {
+		t.Fatalf("settings %+v: %v", set, err)
+	}
+	if r := res.(*fsm.SettingsResult); r.Err != nil {
+		t.Fatalf("settings %+v: %v", set, r.Err)
+	}
+}
+
 // remove removes key.
 func (tc *testCluster) remove(key string) error {
 	return tc.call(api.MethodRemove, &api.RemoveRequest{Key: key}, &api.Empty{})
@@ -236,6 +263,8 @@ type fakeHolder struct {
 	Pool     string
 	Capacity int64
 	Epoch    uint64 // mount epoch of the last successful mount
+
+	stopBeats func()
 }
 
 // mountHolder mounts a new fake holder of segment seg in pool and keeps it
@@ -247,10 +276,14 @@ func (tc *testCluster) mountHolder(t testing.TB, seg, pool string) *fakeHolder {
 	if err := h.mount(); err != nil {
 		t.Fatalf("mount %s: %v", seg, err)
 	}
-	stop := h.keepAlive(100 * time.Millisecond)
-	t.Cleanup(stop)
+	h.stopBeats = h.keepAlive(100 * time.Millisecond)
+	t.Cleanup(h.stopBeats)
 	return h
 }
+
+// die stops the holder's heartbeats, as a crash would: the leader keeps
+// it live for HolderTTL after the last one.
+func (h *fakeHolder) die() { h.stopBeats() }
 
 // mount (re)mounts the segment and records the mount epoch.
 func (h *fakeHolder) mount() error {
@@ -370,7 +403,6 @@ func (h *fakeHolder) evict(refs []api.ObjectRef) ([]api.ObjectRef, error) {
 type follower struct {
 	mu      sync.Mutex
 	fetched []api.LocalDeleteTask // every task delivered, in delivery order
-	acked   map[uint64]api.AckOutcome
 	errs    []error
 	stop    func()
 }
@@ -378,7 +410,7 @@ type follower struct {
 // follow starts the follow loop; it stops at the end of the test or when
 // stop is called.
 func (h *fakeHolder) follow(t testing.TB, decide func(api.LocalDeleteTask) api.AckOutcome) *follower {
-	f := &follower{acked: map[uint64]api.AckOutcome{}}
+	f := &follower{}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -390,13 +422,7 @@ func (h *fakeHolder) follow(t testing.TB, decide func(api.LocalDeleteTask) api.A
 				f.mu.Lock()
 				f.fetched = append(f.fetched, resp.Tasks...)
 				f.mu.Unlock()
-				_, err = h.ackResp(resp.Tasks, func(task api.LocalDeleteTask) api.AckOutcome {
-					o := decide(task)
-					f.mu.Lock()
-					f.acked[task.ID] = o
-					f.mu.Unlock()
-					return o
-				})
+				_, err = h.ackResp(resp.Tasks, decide)
 			}
 			if err != nil {
 				f.mu.Lock()
@@ -417,14 +443,6 @@ func (f *follower) seen() []api.LocalDeleteTask {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]api.LocalDeleteTask(nil), f.fetched...)
-}
-
-// outcome returns the outcome task id was last acked with.
-func (f *follower) outcome(id uint64) (api.AckOutcome, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	o, ok := f.acked[id]
-	return o, ok
 }
 
 // eventually polls cond every 10 ms until it holds or d passes.
@@ -493,6 +511,53 @@ func (l *lockedBuffer) Bytes() []byte {
 
 func (l *lockedBuffer) String() string { return string(l.Bytes()) }
 
+// putMany puts keys (one LOCAL_DISK replica each) in batches of
+// MaxBatchPutItems.
+func (tc *testCluster) putMany(t testing.TB, keys []string, size int64) {
+	t.Helper()
+	for start := 0; start < len(keys); start += api.MaxBatchPutItems {
+		chunk := keys[start:min(start+api.MaxBatchPutItems, len(keys))]
+		starts := &api.BatchPutStartRequest{}
+		for _, k := range chunk {
+			starts.Items = append(starts.Items, api.PutStartRequest{Key: k, Size: size, ReplicaNum: 1})
+		}
+		var sr api.BatchPutStartResponse
+		if err := tc.call(api.MethodBatchPutStart, starts, &sr); err != nil {
+			t.Fatalf("BatchPutStart: %v", err)
+		}
+		ends := &api.BatchPutEndRequest{}
+		for i, r := range sr.Results {
+			if r.Err != nil {
+				t.Fatalf("BatchPutStart %q: %v", chunk[i], r.Err)
+			}
+			ends.Items = append(ends.Items, api.PutEndRequest{Key: chunk[i], Incarnation: r.Incarnation})
+		}
+		var er api.BatchPutEndResponse
+		if err := tc.call(api.MethodBatchPutEnd, ends, &er); err != nil {
+			t.Fatalf("BatchPutEnd: %v", err)
+		}
+		for _, r := range er.Results {
+			if r.Err != nil {
+				t.Fatalf("BatchPutEnd %q: %v", r.Key, r.Err)
+			}
+		}
+	}
+}
+
+// removeMany removes keys with BatchRemove (at most MaxBatchKeys).
+func (tc *testCluster) removeMany(t testing.TB, keys []string) {
+	t.Helper()
+	var resp api.BatchRemoveResponse
+	if err := tc.call(api.MethodBatchRemove, &api.BatchRemoveRequest{Keys: keys}, &resp); err != nil {
+		t.Fatalf("BatchRemove: %v", err)
+	}
+	for _, r := range resp.Results {
+		if r.Err != nil {
+			t.Fatalf("BatchRemove %q: %v", r.Key, r.Err)
+		}
+	}
+}
+
 // TestHarnessFollowsLeaderAcrossACrash exercises the harness end to end:
 // a put and remove on a three-node cluster produce a task the fake holder
 // fetches; after the leader is killed a new one is elected and the task,
@@ -510,7 +575,7 @@ func TestHarnessFollowsLeaderAcrossACrash(t *testing.T) {
 	if err := tc.remove("k"); err != nil {
 		t.Fatal(err)
 	}
-	tasks := h.fetch(t, 0, time.Second)
+	tasks := h.fetch(t, 0, 3*time.Second) // waits out the lease floor
 	if len(tasks) != 1 || tasks[0].Key != "k" || tasks[0].Incarnation != ps.Incarnation {
 		t.Fatalf("fetched %v, want the task of k", tasks)
 	}
@@ -519,7 +584,7 @@ func TestHarnessFollowsLeaderAcrossACrash(t *testing.T) {
 	if now := tc.leaderIndex(t); now == old {
 		t.Fatalf("killed node %d is still the leader", old)
 	}
-	again := h.fetch(t, 0, time.Second)
+	again := h.fetch(t, 0, 3*time.Second)
 	if len(again) != 1 || again[0].ID != tasks[0].ID {
 		t.Fatalf("after failover fetched %v, want the same task again", again)
 	}

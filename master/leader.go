@@ -134,8 +134,13 @@ func (n *Node) becomeLeader(ctx context.Context, term uint64) {
 			return
 		}
 		// A failover must never shorten a reader's lease: treat every
-		// object as leased for one lease period from now.
-		n.soft.beginTerm(time.Now().Add(n.cfg.LeaseTTL))
+		// object as leased for one lease period from now. The cluster's
+		// first leader has no predecessor that could have granted one.
+		floor := time.Now().Add(n.cfg.LeaseTTL)
+		if eb.MasterEpoch == 1 {
+			floor = time.Time{}
+		}
+		n.soft.beginTerm(floor)
 		// Liveness is soft state the old leader took with it. Assume every
 		// mounted holder alive for one TTL rather than refusing every put
 		// until the first heartbeats arrive; a dead one stops being placed
@@ -279,17 +284,37 @@ func (n *Node) warnSettingsFlags() {
 	}
 }
 
-// discardAbandonedPuts revokes PutStarts that never ended.
+// discardAbandonedPuts revokes PutStarts that never ended. A revoke needs
+// registry slots for the tasks of the replicas the client may have
+// written; while the registry is full it is refused, and proposing it
+// again every tick for every abandoned put would only fill the log. So
+// the first refusal for a full registry ends the tick and closes the
+// gate until the registry has room again (fewer tasks, more capacity) or
+// a backoff passes.
 func (n *Node) discardAbandonedPuts() {
-	cutoff := time.Now().Add(-n.cfg.DiscardTimeout).UnixNano()
+	now := time.Now()
+	st := n.fsm.Stats()
+	if !n.soft.revokeOpen(st.PendingTasks, st.RegistryCapacity, now) {
+		return
+	}
+	cutoff := now.Add(-n.cfg.DiscardTimeout).UnixNano()
 	for _, p := range n.fsm.PendingPuts(cutoff) {
 		res, err := n.propose(&fsm.PutRevoke{V: fsm.PutRevokeV1, Key: p.Key, Incarnation: p.Incarnation, Now: time.Now().UnixNano()})
 		if err != nil {
 			return
 		}
-		if r, ok := res.(*fsm.PutEndResult); ok && r.Err != nil {
+		r, _ := res.(*fsm.PutEndResult)
+		switch {
+		case r != nil && r.Err != nil && r.Err.Code == api.CodeLocalDeleteRegistryFull:
+			st := n.fsm.Stats()
+			n.soft.revokeFull(st.PendingTasks, st.RegistryCapacity, time.Now())
+			n.log.Warn("discard of abandoned puts paused: the delete registry is full", "key", p.Key, "inc", p.Incarnation,
+				"pending_tasks", st.PendingTasks, "capacity", st.RegistryCapacity)
+			return
+		case r != nil && r.Err != nil:
 			n.log.Warn("discard of abandoned put refused", "key", p.Key, "inc", p.Incarnation, "error", r.Err)
-		} else {
+		default:
+			n.soft.revokeDone()
 			n.log.Info("discarded abandoned put", "key", p.Key, "inc", p.Incarnation)
 		}
 	}

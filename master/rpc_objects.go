@@ -218,11 +218,17 @@ func (n *Node) handleGet(_ context.Context, req *api.KeyRequest) (*api.GetRespon
 	if err := n.linearizable(); err != nil {
 		return nil, err
 	}
-	v, err := n.fsm.Get(req.Key)
+	var v fsm.ObjectView
+	var err error
+	n.readLeased([]string{req.Key}, func() []api.ObjectRef {
+		if v, err = n.fsm.Get(req.Key); err != nil {
+			return nil
+		}
+		return []api.ObjectRef{{Key: req.Key, Incarnation: v.Incarnation}}
+	})
 	if err != nil {
 		return nil, err
 	}
-	n.soft.grantLease(req.Key, time.Now().Add(n.cfg.LeaseTTL))
 	n.noteDFSRead(req.Key, v.Replicas)
 	return &api.GetResponse{Object: n.objectInfo(v)}, nil
 }
@@ -234,21 +240,52 @@ func (n *Node) handleBatchGet(_ context.Context, req *api.KeysRequest) (*api.Bat
 	if err := n.linearizable(); err != nil {
 		return nil, err
 	}
-	until := time.Now().Add(n.cfg.LeaseTTL)
 	out := &api.BatchGetResponse{Results: make([]api.GetResult, len(req.Keys))}
+	views := make([]fsm.ObjectView, len(req.Keys))
+	n.readLeased(req.Keys, func() []api.ObjectRef {
+		refs := make([]api.ObjectRef, 0, len(req.Keys))
+		for i, k := range req.Keys {
+			v, err := n.fsm.Get(k)
+			if err != nil {
+				out.Results[i].Err = api.AsError(err)
+				continue
+			}
+			views[i] = v
+			refs = append(refs, api.ObjectRef{Key: k, Incarnation: v.Incarnation})
+		}
+		return refs
+	})
 	for i, k := range req.Keys {
-		v, err := n.fsm.Get(k)
-		if err != nil {
-			out.Results[i].Err = api.AsError(err)
+		if out.Results[i].Err != nil {
 			continue
 		}
-		n.soft.grantLease(k, until)
-		n.noteDFSRead(k, v.Replicas)
-		info := n.objectInfo(v)
+		n.noteDFSRead(k, views[i].Replicas)
+		info := n.objectInfo(views[i])
 		out.Results[i].Object = &info
 	}
 	return out, nil
 }
+
+// readLeased runs read, which reads keys from the fsm and returns the
+// incarnations it will answer, and leases each of them for LeaseTTL. The
+// read and the grant are one step for the fetches (tasks of keys being
+// read are withheld until the grant) and for evictions (which wait for
+// reads in progress and hold new ones back until their drop is applied),
+// so neither can delete what the read is about to answer.
+func (n *Node) readLeased(keys []string, read func() []api.ObjectRef) {
+	n.soft.dropMu.RLock()
+	defer n.soft.dropMu.RUnlock()
+	n.soft.beginRead(keys...)
+	refs := read()
+	if testHookAfterRead != nil {
+		testHookAfterRead(keys)
+	}
+	n.soft.endRead(keys, refs, time.Now().Add(n.cfg.LeaseTTL))
+}
+
+// testHookAfterRead, when set by a test, runs between a Get's fsm read and
+// its lease grant.
+var testHookAfterRead func(keys []string)
 
 func (n *Node) handleExist(_ context.Context, req *api.KeysRequest) (*api.ExistResponse, error) {
 	if len(req.Keys) > api.MaxBatchKeys {
