@@ -10,8 +10,11 @@ import (
 
 // removeBatcher coalesces concurrent Remove and BatchRemove calls into one
 // Remove entry (group commit): while one entry is being committed, the next
-// calls queue, and they all go out in the next entry. Each caller gets its
-// own slice of the per-key results, in its own request order.
+// calls queue, and they all go out in the next entry. Each call is one span
+// of the entry (fsm.RemoveSpan) with its own session and expected
+// incarnations, never split across entries, so the fsm deduplicates it as
+// the request it is. Each caller gets its own slice of the per-key
+// results, in its own request order.
 //
 // Per-request Applies cannot reach the throughput goal: bare raft commits a
 // few thousand entries a second at 16 clients, while one entry can carry
@@ -26,6 +29,8 @@ type removeBatcher struct {
 
 type removeReq struct {
 	keys  []string
+	ifInc []api.ObjectIncarnation // empty, or one per key (zero: unconditional)
+	sess  api.Session
 	reply chan removeReply
 }
 
@@ -54,9 +59,13 @@ func (b *removeBatcher) close() {
 	b.wg.Wait()
 }
 
-// remove submits keys and waits for their results.
-func (b *removeBatcher) remove(keys []string) ([]api.KeyResult, error) {
-	r := &removeReq{keys: keys, reply: make(chan removeReply, 1)}
+// remove submits one request's keys (with their expected incarnations,
+// none or one per key) and waits for their results.
+func (b *removeBatcher) remove(keys []string, ifInc []api.ObjectIncarnation, sess api.Session) ([]api.KeyResult, error) {
+	if len(ifInc) != 0 && len(ifInc) != len(keys) {
+		return nil, api.Errorf(api.CodeInternal, "%d expected incarnations for %d keys", len(ifInc), len(keys))
+	}
+	r := &removeReq{keys: keys, ifInc: ifInc, sess: sess, reply: make(chan removeReply, 1)}
 	select {
 	case b.reqs <- r:
 	case <-b.done:
@@ -112,12 +121,28 @@ func (b *removeBatcher) drain() {
 }
 
 func (b *removeBatcher) commit(batch []*removeReq, total int) {
-	keys := make([]string, 0, total)
+	cmd := &fsm.Remove{V: fsm.RemoveV2, Keys: make([]string, 0, total), Spans: make([]fsm.RemoveSpan, 0, len(batch)), Now: time.Now().UnixNano()}
+	conditional := false
 	for _, r := range batch {
-		keys = append(keys, r.keys...)
+		conditional = conditional || len(r.ifInc) != 0
 	}
-	b.n.metrics.removeBatchKeys.Observe(float64(len(keys)))
-	res, err := b.n.propose(&fsm.Remove{V: fsm.RemoveV1, Keys: keys, Now: time.Now().UnixNano()})
+	if conditional {
+		cmd.IfInc = make([]api.ObjectIncarnation, 0, total)
+	}
+	for _, r := range batch {
+		cmd.Keys = append(cmd.Keys, r.keys...)
+		cmd.Spans = append(cmd.Spans, fsm.RemoveSpan{Session: r.sess, N: len(r.keys)})
+		if !conditional {
+			continue
+		}
+		if len(r.ifInc) != 0 {
+			cmd.IfInc = append(cmd.IfInc, r.ifInc...)
+		} else {
+			cmd.IfInc = append(cmd.IfInc, make([]api.ObjectIncarnation, len(r.keys))...)
+		}
+	}
+	b.n.metrics.removeBatchKeys.Observe(float64(len(cmd.Keys)))
+	res, err := b.n.propose(cmd)
 	if err != nil {
 		for _, r := range batch {
 			r.reply <- removeReply{err: err}
@@ -125,15 +150,18 @@ func (b *removeBatcher) commit(batch []*removeReq, total int) {
 		return
 	}
 	rr, ok := res.(*fsm.RemoveResult)
-	if !ok || len(rr.Results) != len(keys) {
-		err := api.Errorf(api.CodeInternal, "remove result of %d keys for %d requested", resultLen(rr), len(keys))
+	if !ok || len(rr.Results) != len(cmd.Keys) {
+		err := api.Errorf(api.CodeInternal, "remove result of %d keys for %d requested", resultLen(rr), len(cmd.Keys))
 		for _, r := range batch {
 			r.reply <- removeReply{err: err}
 		}
 		return
 	}
 	off := 0
-	for _, r := range batch {
+	for i, r := range batch {
+		if i < len(rr.SpanDuplicate) {
+			b.n.metrics.noteDuplicate(fsm.CmdRemove, rr.SpanDuplicate[i])
+		}
 		r.reply <- removeReply{results: rr.Results[off : off+len(r.keys) : off+len(r.keys)]}
 		off += len(r.keys)
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"sexton/api"
+	"sexton/fsm"
 	"sexton/master/dfsio"
 )
 
@@ -62,12 +64,25 @@ type Config struct {
 	SnapshotInterval   time.Duration
 	TrailingLogs       uint64
 
-	RegistryCapacity int
-	ApplyTimeout     time.Duration
-	DiscardTimeout   time.Duration // PutStarts older than this are revoked
-	LeaseTTL         time.Duration // a Get protects an object from eviction this long
-	HolderTTL        time.Duration // a holder without heartbeat this long is not live
-	MaxRemoveBatch   int           // keys coalesced into one Remove entry
+	// RegistryCapacity, SessionTTL, MaxSessions and MaxSessionResults
+	// change what Apply does, so they are replicated settings (invariant
+	// 12): these values are only proposed by the first leader of a cluster
+	// whose state has no settings yet. Afterwards the replicated values
+	// win; a value here that disagrees is logged and ignored. Zero takes
+	// the fsm's default.
+	RegistryCapacity  int
+	SessionTTL        time.Duration
+	MaxSessions       int
+	MaxSessionResults int
+
+	ApplyTimeout   time.Duration
+	DiscardTimeout time.Duration // PutStarts older than this are revoked
+	// GrantTTL is how long a write grant in a PutStart answer stays valid
+	// (default: DiscardTimeout, after which the put is revoked anyway).
+	GrantTTL       time.Duration
+	LeaseTTL       time.Duration // a Get protects an object from eviction this long
+	HolderTTL      time.Duration // a holder without heartbeat this long is not live
+	MaxRemoveBatch int           // keys coalesced into one Remove entry
 
 	// DFS are this master's MOONCAKE_DFS_* settings (dfsio.SettingsFromEnv);
 	// DFS is off when DFS.Root is empty. The allocator part is proposed to
@@ -84,6 +99,13 @@ type Config struct {
 	// Halt is called when the fsm refuses an entry (unknown version,
 	// corrupt body). It must not return; the default logs and exits 3.
 	Halt func(err error)
+
+	// beforeReady, set by tests, runs between a new leader's committed
+	// EpochBegin and marking it ready.
+	beforeReady func(*Node)
+	// beforeApply, set by tests, runs in propose right before a command
+	// is handed to raft.
+	beforeApply func(*Node, fsm.Command)
 }
 
 func (c *Config) setDefaults() {
@@ -129,6 +151,9 @@ func (c *Config) setDefaults() {
 	if c.DiscardTimeout == 0 {
 		c.DiscardTimeout = 10 * time.Minute
 	}
+	if c.GrantTTL == 0 {
+		c.GrantTTL = c.DiscardTimeout
+	}
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = 10 * time.Second
 	}
@@ -158,6 +183,12 @@ func (c *Config) validate() error {
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		return fmt.Errorf("leader lease timeout %v exceeds heartbeat timeout %v", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
 	}
+	if c.SessionTTL < 0 {
+		return fmt.Errorf("session ttl %v is negative", c.SessionTTL)
+	}
+	if err := fsm.CheckSettings(c.settingsFlags()); err != nil {
+		return fmt.Errorf("settings flags: %v", err)
+	}
 	if c.Bootstrap && len(c.Peers) > 0 {
 		found := false
 		for _, p := range c.Peers {
@@ -170,4 +201,15 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// settingsFlags are the settings flags as a Settings change (zero: not
+// given, the fsm's default).
+func (c *Config) settingsFlags() api.Settings {
+	return api.Settings{
+		RegistryCapacity:  c.RegistryCapacity,
+		SessionTTLMillis:  c.SessionTTL.Milliseconds(),
+		MaxSessions:       c.MaxSessions,
+		MaxSessionResults: c.MaxSessionResults,
+	}
 }

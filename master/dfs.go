@@ -264,8 +264,12 @@ func (n *Node) dfsFlushTouches() {
 // dfsEvict plans with this leader's read leases and proposes the plan;
 // Apply re-validates it.
 func (n *Node) dfsEvict() {
+	// As in handleEvict: no Get may answer an entry between the lease
+	// check and the applied eviction.
+	n.soft.dropMu.Lock()
+	defer n.soft.dropMu.Unlock()
 	now := time.Now()
-	plan, ok := n.fsm.DFSPlanEviction(now.UnixNano(), func(key string) bool { return n.soft.leased(key, now) })
+	plan, ok := n.fsm.DFSPlanEviction(now.UnixNano(), func(key string) bool { return n.soft.leasedKey(key, now) })
 	if !ok || len(plan.Candidates) == 0 {
 		return
 	}

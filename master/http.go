@@ -52,7 +52,7 @@ func (n *Node) readiness() (bool, string) {
 	if _, id := n.raft.LeaderWithID(); id == "" {
 		return false, "no leader known\n"
 	}
-	if n.raft.State() == raft.Leader && !n.ready.Load() {
+	if n.raft.State() == raft.Leader && !n.isReady() {
 		return false, "leader not ready (barrier pending)\n"
 	}
 	if n.raft.AppliedIndex() < n.raft.CommitIndex() {

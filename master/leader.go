@@ -4,16 +4,22 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"sexton/api"
 	"sexton/fsm"
+	"sexton/grant"
 )
 
 // watchLeadership starts the leader's duties when this node wins an
-// election and stops them when it loses leadership.
+// election and stops them when it loses leadership. hashicorp/raft keeps
+// only the newest notification, so a loss and a new win in quick
+// succession can arrive as one "true": duties still running from an
+// earlier term are then stopped and started afresh for the new one.
 func (n *Node) watchLeadership() {
 	defer n.wg.Done()
 	ch := n.raft.LeaderCh()
@@ -22,8 +28,9 @@ func (n *Node) watchLeadership() {
 		case <-n.stopped:
 			return
 		case isLeader := <-ch:
+			term := n.raft.CurrentTerm()
 			if isLeader && n.raft.State() == raft.Leader {
-				n.startLeaderDuties()
+				n.startLeaderDuties(term)
 			} else {
 				n.stopLeaderDuties()
 			}
@@ -31,37 +38,81 @@ func (n *Node) watchLeadership() {
 	}
 }
 
-func (n *Node) startLeaderDuties() {
+// startLeaderDuties runs becomeLeader for term, unless it already runs for
+// that term.
+func (n *Node) startLeaderDuties(term uint64) {
+	n.leaderMu.Lock()
+	running := n.leaderCancel != nil
+	same := n.leaderTerm == term
+	n.leaderMu.Unlock()
+	if running && same {
+		return
+	}
+	if running {
+		n.stopLeaderDuties()
+	}
 	n.leaderMu.Lock()
 	defer n.leaderMu.Unlock()
 	if n.leaderCancel != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n.leaderCancel = cancel
+	n.leaderCancel, n.leaderTerm = cancel, term
 	n.leaderWG.Add(1)
 	go func() {
 		defer n.leaderWG.Done()
-		n.becomeLeader(ctx)
+		n.becomeLeader(ctx, term)
 	}()
 }
 
 func (n *Node) stopLeaderDuties() {
 	n.leaderMu.Lock()
 	cancel := n.leaderCancel
-	n.leaderCancel = nil
+	n.leaderCancel, n.leaderTerm = nil, 0
+	// Under leaderMu, so a becomeLeader finishing right now either set
+	// readiness before this (and it is cleared here) or sees its context
+	// cancelled and does not set it.
+	n.readyTerm.Store(0)
 	n.leaderMu.Unlock()
-	n.ready.Store(false)
 	if cancel != nil {
 		cancel()
 		n.leaderWG.Wait()
 	}
 }
 
+// markReady records that this node finished the barrier and EpochBegin as
+// leader of term, unless its duties for that term were stopped meanwhile.
+func (n *Node) markReady(ctx context.Context, term uint64) bool {
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	if ctx.Err() != nil {
+		return false
+	}
+	n.readyTerm.Store(term)
+	return true
+}
+
+// isReady reports whether this node is the leader of the current term and
+// finished that term's barrier and EpochBegin. A readiness recorded in an
+// earlier term never counts: the node may have lost leadership and won it
+// again since, without a barrier in the new term. The term is read on both
+// sides of the state, so the Leader state seen belongs to that term (a
+// node leads at most once per term).
+func (n *Node) isReady() bool {
+	ready := n.readyTerm.Load()
+	if ready == 0 || n.raft.CurrentTerm() != ready {
+		return false
+	}
+	if n.raft.State() != raft.Leader {
+		return false
+	}
+	return n.raft.CurrentTerm() == ready
+}
+
 // becomeLeader runs while this node leads: barrier, EpochBegin, then the
 // periodic duties. Reads and fetches are refused until ready is set, so a
 // new leader never answers from state older than its own term.
-func (n *Node) becomeLeader(ctx context.Context) {
+func (n *Node) becomeLeader(ctx context.Context, term uint64) {
 	start := time.Now()
 	for ctx.Err() == nil {
 		if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
@@ -71,14 +122,7 @@ func (n *Node) becomeLeader(ctx context.Context) {
 			}
 			continue
 		}
-		cluster := n.fsm.Stats().ClusterID
-		if cluster == 0 {
-			cluster = randomClusterID()
-		}
-		res, err := n.propose(&fsm.EpochBegin{
-			V: fsm.EpochBeginV1, Term: n.raft.CurrentTerm(), LeaderID: n.cfg.ID,
-			LeaderAddr: n.advertisedRPC(), ClusterID: cluster, Now: time.Now().UnixNano(),
-		})
+		eb, err := n.epochBegin(term)
 		if err != nil {
 			n.log.Warn("EpochBegin failed; retrying", "error", err)
 			if !sleepCtx(ctx, 100*time.Millisecond) {
@@ -86,10 +130,17 @@ func (n *Node) becomeLeader(ctx context.Context) {
 			}
 			continue
 		}
-		eb := res.(*fsm.EpochBeginResult)
+		if !n.bootstrapSettings(ctx) {
+			return
+		}
 		// A failover must never shorten a reader's lease: treat every
-		// object as leased for one lease period from now.
-		n.soft.beginTerm(time.Now().Add(n.cfg.LeaseTTL))
+		// object as leased for one lease period from now. The cluster's
+		// first leader has no predecessor that could have granted one.
+		floor := time.Now().Add(n.cfg.LeaseTTL)
+		if eb.MasterEpoch == 1 {
+			floor = time.Time{}
+		}
+		n.soft.beginTerm(floor)
 		// Liveness is soft state the old leader took with it. Assume every
 		// mounted holder alive for one TTL rather than refusing every put
 		// until the first heartbeats arrive; a dead one stops being placed
@@ -99,7 +150,12 @@ func (n *Node) becomeLeader(ctx context.Context) {
 				n.soft.heartbeat(seg.ID, 0, seg.Capacity, 0, time.Now())
 			}
 		}
-		n.ready.Store(true)
+		if n.cfg.beforeReady != nil {
+			n.cfg.beforeReady(n)
+		}
+		if !n.markReady(ctx, term) {
+			return
+		}
 		n.metrics.leaderChanges.Inc()
 		n.log.Info("leader ready", "master_epoch", eb.MasterEpoch, "cluster_id", eb.ClusterID, "took", time.Since(start))
 		break
@@ -125,17 +181,133 @@ func (n *Node) becomeLeader(ctx context.Context) {
 	}
 }
 
-// discardAbandonedPuts revokes PutStarts that never ended.
+// epochBegin proposes the EpochBegin of a new master epoch in term. The
+// first one of a cluster carries a random cluster id and grant key; later
+// ones carry the state's own, and the fsm keeps the first it saw anyway.
+func (n *Node) epochBegin(term uint64) (*fsm.EpochBeginResult, error) {
+	cluster := n.fsm.Stats().ClusterID
+	if cluster == 0 {
+		cluster = randomClusterID()
+	}
+	var gk []byte
+	if len(n.fsm.GrantKey()) == 0 {
+		gk = grant.NewKey()
+	}
+	res, err := n.propose(&fsm.EpochBegin{
+		V: fsm.EpochBeginV2, Term: term, LeaderID: n.cfg.ID,
+		LeaderAddr: n.advertisedRPC(), ClusterID: cluster, GrantKey: gk, Now: time.Now().UnixNano(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*fsm.EpochBeginResult), nil
+}
+
+// bootstrapSettings proposes this node's settings flags when the cluster
+// has never applied a Settings entry (a new cluster, or one that ran before
+// settings were replicated), before the leader serves anything, so no
+// request is applied under settings that then change. It returns false
+// when the duties were stopped meanwhile.
+func (n *Node) bootstrapSettings(ctx context.Context) bool {
+	for ctx.Err() == nil {
+		if _, ok := n.fsm.Settings(); ok {
+			return true
+		}
+		want := n.cfg.settingsFlags()
+		res, err := n.propose(&fsm.Settings{V: fsm.SettingsV1, Settings: want, Now: time.Now().UnixNano()})
+		if api.CodeOf(err) == api.CodeInvalidParams {
+			n.log.Error("this node's settings flags cannot be proposed as the initial settings", "settings", want, "error", err)
+			return true
+		}
+		if err != nil {
+			n.log.Warn("proposing the initial settings failed; retrying", "error", err)
+			if !sleepCtx(ctx, 100*time.Millisecond) {
+				return false
+			}
+			continue
+		}
+		if r := res.(*fsm.SettingsResult); r.Err != nil {
+			// The state's settings stay as they are (the defaults); an
+			// operator can set them with operator settings set.
+			n.log.Error("the cluster refused this node's settings flags as its initial settings", "settings", want, "error", r.Err)
+		} else {
+			n.log.Info("initial replicated settings set from this node's flags", "settings", r.Settings)
+		}
+		return true
+	}
+	return false
+}
+
+// settingsFlagConflicts names every settings flag given to this node that
+// disagrees with the replicated value; the replicated value is the one in
+// force.
+func settingsFlagConflicts(flags, replicated api.Settings) []string {
+	var out []string
+	add := func(name string, flag, repl int64) {
+		if flag != 0 && flag != repl {
+			out = append(out, fmt.Sprintf("%s: flag %d, replicated %d", name, flag, repl))
+		}
+	}
+	add("registry-capacity", int64(flags.RegistryCapacity), int64(replicated.RegistryCapacity))
+	add("session-ttl (ms)", flags.SessionTTLMillis, replicated.SessionTTLMillis)
+	add("max-sessions", int64(flags.MaxSessions), int64(replicated.MaxSessions))
+	add("max-session-results", int64(flags.MaxSessionResults), int64(replicated.MaxSessionResults))
+	return out
+}
+
+// warnSettingsFlags waits until this node has applied the cluster's
+// settings, then logs every settings flag that disagrees with them, once.
+// The flags lose: Apply uses the replicated settings only (invariant 12).
+func (n *Node) warnSettingsFlags() {
+	defer n.wg.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		if set, ok := n.fsm.Settings(); ok {
+			for _, c := range settingsFlagConflicts(n.cfg.settingsFlags(), set) {
+				n.log.Warn("settings flag disagrees with the replicated settings and is ignored; change it with operator settings set", "setting", c)
+			}
+			return
+		}
+		select {
+		case <-n.stopped:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// discardAbandonedPuts revokes PutStarts that never ended. A revoke needs
+// registry slots for the tasks of the replicas the client may have
+// written; while the registry is full it is refused, and proposing it
+// again every tick for every abandoned put would only fill the log. So
+// the first refusal for a full registry ends the tick and closes the
+// gate until the registry has room again (fewer tasks, more capacity) or
+// a backoff passes.
 func (n *Node) discardAbandonedPuts() {
-	cutoff := time.Now().Add(-n.cfg.DiscardTimeout).UnixNano()
+	now := time.Now()
+	st := n.fsm.Stats()
+	if !n.soft.revokeOpen(st.PendingTasks, st.RegistryCapacity, now) {
+		return
+	}
+	cutoff := now.Add(-n.cfg.DiscardTimeout).UnixNano()
 	for _, p := range n.fsm.PendingPuts(cutoff) {
 		res, err := n.propose(&fsm.PutRevoke{V: fsm.PutRevokeV1, Key: p.Key, Incarnation: p.Incarnation, Now: time.Now().UnixNano()})
 		if err != nil {
 			return
 		}
-		if r, ok := res.(*fsm.PutEndResult); ok && r.Err != nil {
+		r, _ := res.(*fsm.PutEndResult)
+		switch {
+		case r != nil && r.Err != nil && r.Err.Code == api.CodeLocalDeleteRegistryFull:
+			st := n.fsm.Stats()
+			n.soft.revokeFull(st.PendingTasks, st.RegistryCapacity, time.Now())
+			n.log.Warn("discard of abandoned puts paused: the delete registry is full", "key", p.Key, "inc", p.Incarnation,
+				"pending_tasks", st.PendingTasks, "capacity", st.RegistryCapacity)
+			return
+		case r != nil && r.Err != nil:
 			n.log.Warn("discard of abandoned put refused", "key", p.Key, "inc", p.Incarnation, "error", r.Err)
-		} else {
+		default:
+			n.soft.revokeDone()
 			n.log.Info("discarded abandoned put", "key", p.Key, "inc", p.Incarnation)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"sexton/api"
+	"sexton/fsm"
 )
 
 // metrics are per node, in their own registry, so several nodes in one
@@ -21,6 +22,7 @@ type metrics struct {
 	fetchedTasks    prometheus.Counter
 	ackedTasks      prometheus.Counter
 	leaderChanges   prometheus.Counter
+	duplicates      *prometheus.CounterVec
 }
 
 func newMetrics(n *Node) *metrics {
@@ -33,7 +35,8 @@ func newMetrics(n *Node) *metrics {
 	m.fetchedTasks = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_tasks_fetched_total", Help: "Delete tasks handed to holders (with repeats)."})
 	m.ackedTasks = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_tasks_acked_total", Help: "Delete tasks dropped by committed acks."})
 	m.leaderChanges = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_leader_terms_total", Help: "Times this node became the ready leader."})
-	m.reg.MustRegister(m.applyLatency, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.leaderChanges)
+	m.duplicates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_session_duplicates_total", Help: "Repeated client requests answered from the session table, by command."}, []string{"command"})
+	m.reg.MustRegister(m.applyLatency, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.leaderChanges, m.duplicates)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(&stateCollector{n: n})
 	return m
@@ -41,6 +44,14 @@ func newMetrics(n *Node) *metrics {
 
 func (m *metrics) observeApply(d time.Duration)  { m.applyLatency.Observe(d.Seconds()) }
 func (m *metrics) observeCommit(d time.Duration) { m.commitLatency.Observe(d.Seconds()) }
+
+// noteDuplicate counts a request of command type t that the session table
+// answered (a client's repeat).
+func (m *metrics) noteDuplicate(t fsm.CommandType, dup bool) {
+	if dup {
+		m.duplicates.WithLabelValues(t.String()).Inc()
+	}
+}
 
 func (m *metrics) observeRPC(method string, d time.Duration, err error) {
 	m.rpcLatency.WithLabelValues(method).Observe(d.Seconds())
@@ -59,10 +70,12 @@ var (
 	descTasks       = prometheus.NewDesc("sexton_pending_tasks", "Pending local-delete tasks by segment.", []string{"segment"}, nil)
 	descRegistryOcc = prometheus.NewDesc("sexton_registry_occupancy_ratio", "Pending tasks over registry capacity.", nil, nil)
 	descEpoch       = prometheus.NewDesc("sexton_master_epoch", "The replicated master epoch.", nil, nil)
+	descSettings    = prometheus.NewDesc("sexton_settings", "The replicated settings in force, by name.", []string{"name"}, nil)
+	descSessions    = prometheus.NewDesc("sexton_sessions", "The client session table: clients kept, results kept, approximate bytes.", []string{"kind"}, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRaftState, descRaftIndex, descObjects, descTasks, descRegistryOcc, descEpoch} {
+	for _, d := range []*prometheus.Desc{descRaftState, descRaftIndex, descObjects, descTasks, descRegistryOcc, descEpoch, descSettings, descSessions} {
 		ch <- d
 	}
 }
@@ -80,7 +93,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for seg, c := range st.TasksBySegment {
 		ch <- prometheus.MustNewConstMetric(descTasks, prometheus.GaugeValue, float64(c), string(seg))
 	}
-	if st.RegistryCapacity > 0 {
-		ch <- prometheus.MustNewConstMetric(descRegistryOcc, prometheus.GaugeValue, float64(st.PendingTasks)/float64(st.RegistryCapacity))
+	set, _ := n.fsm.Settings()
+	if set.RegistryCapacity > 0 {
+		ch <- prometheus.MustNewConstMetric(descRegistryOcc, prometheus.GaugeValue, float64(st.PendingTasks)/float64(set.RegistryCapacity))
 	}
+	ch <- prometheus.MustNewConstMetric(descSettings, prometheus.GaugeValue, float64(set.RegistryCapacity), "registry_capacity")
+	ch <- prometheus.MustNewConstMetric(descSettings, prometheus.GaugeValue, float64(set.SessionTTLMillis)/1000, "session_ttl_seconds")
+	ch <- prometheus.MustNewConstMetric(descSettings, prometheus.GaugeValue, float64(set.MaxSessions), "max_sessions")
+	ch <- prometheus.MustNewConstMetric(descSettings, prometheus.GaugeValue, float64(set.MaxSessionResults), "max_session_results")
+	ss := n.fsm.SessionStats()
+	ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(ss.Clients), "clients")
+	ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(ss.Results), "results")
+	ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(ss.Bytes), "bytes")
 }

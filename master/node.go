@@ -42,10 +42,13 @@ type Node struct {
 	removes   *removeBatcher
 	transfers snapshotTransfers
 	leaderMu  sync.Mutex
-	// ready is true while this node is leader, has applied everything
-	// committed before its term (barrier) and has proposed EpochBegin.
-	ready        atomic.Bool
+	// readyTerm is the term in which this node, as leader, applied
+	// everything committed before that term (barrier) and committed its
+	// EpochBegin; 0 when none. It counts only while that term is current
+	// and this node still leads it (isReady).
+	readyTerm    atomic.Uint64
 	leaderCancel context.CancelFunc
+	leaderTerm   uint64 // the term leaderCancel's duties run for
 	leaderWG     sync.WaitGroup
 
 	stopOnce sync.Once
@@ -72,7 +75,7 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		fsm:     fsm.New(fsm.Config{}), // TODO(i9-master): bootstrap the registry capacity (cfg.RegistryCapacity) through a Settings entry
+		fsm:     fsm.New(fsm.Config{}), // settings come from the log (bootstrapSettings)
 		notify:  newNotifier(),
 		stopped: make(chan struct{}),
 	}
@@ -99,8 +102,9 @@ func New(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.watchLeadership()
+	go n.warnSettingsFlags()
 	return n, nil
 }
 
@@ -206,7 +210,7 @@ func (n *Node) HTTPAddr() string {
 }
 
 // IsLeader reports whether this node is the ready leader.
-func (n *Node) IsLeader() bool { return n.ready.Load() }
+func (n *Node) IsLeader() bool { return n.isReady() }
 
 // Done is closed when the node has shut down.
 func (n *Node) Done() <-chan struct{} { return n.stopped }

@@ -80,15 +80,24 @@ func TestLeaseFloorCoversEveryObjectAfterFailover(t *testing.T) {
 	s := newSoftState()
 	now := time.Unix(1000, 0)
 	s.beginTerm(now.Add(10 * time.Second))
-	if !s.leased("never-read", now.Add(5*time.Second)) {
+	neverRead := api.ObjectRef{Key: "never-read", Incarnation: api.ObjectIncarnation{High: 1, Low: 7}}
+	if !s.leased(neverRead, now.Add(5*time.Second)) || !s.leasedKey("never-read", now.Add(5*time.Second)) {
 		t.Fatal("a new leader must treat every object as leased for one lease period")
 	}
-	if s.leased("never-read", now.Add(11*time.Second)) {
+	if s.leased(neverRead, now.Add(11*time.Second)) {
 		t.Fatal("the floor must expire")
 	}
-	s.grantLease("k", now.Add(20*time.Second))
-	if !s.leased("k", now.Add(15*time.Second)) || s.leased("k", now.Add(21*time.Second)) {
+	k1 := api.ObjectRef{Key: "k", Incarnation: api.ObjectIncarnation{High: 1, Low: 1}}
+	k2 := api.ObjectRef{Key: "k", Incarnation: api.ObjectIncarnation{High: 1, Low: 2}}
+	s.grantLease(k1, now.Add(20*time.Second))
+	if !s.leased(k1, now.Add(15*time.Second)) || s.leased(k1, now.Add(21*time.Second)) {
 		t.Fatal("a granted lease covers exactly its period")
+	}
+	if s.leased(k2, now.Add(15*time.Second)) {
+		t.Fatal("a lease covers the incarnation read, not the key's other incarnations")
+	}
+	if !s.leasedKey("k", now.Add(15*time.Second)) {
+		t.Fatal("a key with a leased incarnation is leased for key-only checks")
 	}
 }
 
@@ -108,10 +117,10 @@ func TestExpiredLeasesAreSweptAndLiveOnesKept(t *testing.T) {
 	s := newSoftState()
 	past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
 	for i := 0; i < minLeaseSweep; i++ {
-		s.grantLease(fmt.Sprintf("old%d", i), past)
+		s.grantLease(api.ObjectRef{Key: fmt.Sprintf("old%d", i)}, past)
 	}
-	s.grantLease("live", future) // reaches the threshold: the sweep runs
-	if len(s.leases) != 1 || !s.leased("live", time.Now()) {
+	s.grantLease(api.ObjectRef{Key: "live"}, future) // reaches the threshold: the sweep runs
+	if len(s.leases) != 1 || len(s.keyLeases) != 1 || !s.leased(api.ObjectRef{Key: "live"}, time.Now()) {
 		t.Fatalf("after the sweep %d leases remain; want only the live one", len(s.leases))
 	}
 	if s.sweepAt != minLeaseSweep {

@@ -13,6 +13,10 @@ import (
 
 // propose encodes cmd, applies it through Raft and returns the fsm's
 // result once the entry is committed and applied on this node.
+//
+// An error says whether the entry can have been appended: NOT_LEADER and
+// UNAVAILABLE only when it certainly was not, OUTCOME_UNKNOWN whenever it
+// may still commit (under this leader or the next one).
 func (n *Node) propose(cmd fsm.Command) (any, error) {
 	data, err := fsm.Encode(cmd)
 	if err != nil {
@@ -23,16 +27,63 @@ func (n *Node) propose(cmd fsm.Command) (any, error) {
 	if _, err := fsm.Decode(data); err != nil {
 		return nil, api.Errorf(api.CodeInvalidParams, "refusing to propose %s: %v", cmd.Type(), err)
 	}
+	if n.cfg.beforeApply != nil {
+		n.cfg.beforeApply(n, cmd)
+	}
 	start := time.Now()
 	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
-	if err := f.Error(); err != nil {
-		return nil, n.raftError(err)
+	if err := n.waitApplied(f, cmd.Type().String()); err != nil {
+		return nil, err
 	}
 	n.metrics.observeCommit(time.Since(start))
 	return f.Response(), nil
 }
 
-// raftError turns a raft failure into the typed error a client can act on.
+// waitApplied waits for a proposal's future. hashicorp/raft's timeout only
+// bounds the enqueue; once enqueued, a future answers when the entry is
+// applied or leadership is lost, but one still queued when raft shuts down
+// may never answer. So the wait is bounded here too, and a proposal whose
+// wait ends without an answer has an unknown outcome.
+func (n *Node) waitApplied(f raft.Future, what string) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	timer := time.NewTimer(n.cfg.ApplyTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return n.proposeError(err, what)
+		}
+		return nil
+	case <-timer.C:
+		return api.Errorf(api.CodeOutcomeUnknown, "%s not applied within %v; it may still commit", what, n.cfg.ApplyTimeout)
+	case <-n.stopped:
+		return api.Errorf(api.CodeOutcomeUnknown, "master shutting down with %s in flight; it may still commit", what)
+	}
+}
+
+// proposeError turns the failure of a log entry (an Apply, or a membership
+// change) into a typed error. Only failures that raft reports before the
+// entry is given an index — this node is not the leader, a leadership
+// transfer is under way, the apply queue is full — mean "not executed".
+// Anything later (leadership lost while committing, shutdown, a snapshot
+// restored over it, a log store failure) leaves the entry possibly in a
+// majority's log, where the next leader commits it: the outcome is unknown,
+// and saying NOT_LEADER would invite the client to act as if it had not
+// happened.
+func (n *Node) proposeError(err error, what string) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return n.notLeader()
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return api.Errorf(api.CodeUnavailable, "raft apply queue full: %s not proposed: %v", what, err)
+	}
+	return api.Errorf(api.CodeOutcomeUnknown, "%s proposed but not confirmed: %v", what, err)
+}
+
+// raftError turns the failure of a raft operation that appends nothing a
+// client's request depends on (VerifyLeader, Barrier, GetConfiguration)
+// into the typed error a client can act on: the request was not executed.
 func (n *Node) raftError(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
@@ -59,9 +110,10 @@ func (n *Node) notLeader() error {
 	return e
 }
 
-// requireLeader refuses a call unless this node is the ready leader.
+// requireLeader refuses a call unless this node is the ready leader of the
+// current term.
 func (n *Node) requireLeader() error {
-	if !n.ready.Load() {
+	if !n.isReady() {
 		if n.raft.State() == raft.Leader {
 			return api.Errorf(api.CodeUnavailable, "leader %s is not ready yet (barrier pending)", n.cfg.ID)
 		}

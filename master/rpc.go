@@ -48,6 +48,8 @@ func (n *Node) startRPC() error {
 	transport.Register(s, api.MethodDFSConfig, n.handleDFSConfig)
 	transport.Register(s, api.MethodDFSStatus, n.handleDFSStatus)
 	transport.Register(s, api.MethodDFSSetMaxBuckets, n.handleDFSSetMaxBuckets)
+	transport.Register(s, api.MethodSettingsGet, n.handleSettingsGet)
+	transport.Register(s, api.MethodSettingsSet, n.handleSettingsSet)
 	ln, err := net.Listen("tcp", n.cfg.RPCAddr)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,8 +26,11 @@ func (n *Node) status() api.StatusResponse {
 		NodeID: n.cfg.ID, RaftState: n.raft.State().String(), Leader: string(id),
 		Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), AppliedIndex: n.raft.AppliedIndex(),
 		ClusterID: st.ClusterID, MasterEpoch: st.MasterEpoch, Objects: st.Objects, Segments: st.Segments,
-		PendingTasks: st.PendingTasks, RegistryCap: st.RegistryCapacity,
+		PendingTasks: st.PendingTasks,
 	}
+	// The replicated capacity, the one Apply uses, not this node's flag.
+	set, _ := n.fsm.Settings()
+	out.RegistryCap = set.RegistryCapacity
 	if string(id) == st.LeaderID {
 		out.LeaderRPC = st.LeaderAddr
 	}
@@ -59,8 +63,8 @@ func (n *Node) handleAddVoter(_ context.Context, req *api.RaftPeerRequest) (*api
 	if n.raft.State() != raft.Leader {
 		return nil, n.notLeader()
 	}
-	if err := n.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.Address), 0, n.cfg.ApplyTimeout).Error(); err != nil {
-		return nil, n.raftError(err)
+	if err := n.waitApplied(n.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.Address), 0, n.cfg.ApplyTimeout), "add-voter"); err != nil {
+		return nil, err
 	}
 	return &api.Empty{}, nil
 }
@@ -72,8 +76,8 @@ func (n *Node) handleRemovePeer(_ context.Context, req *api.RaftPeerRequest) (*a
 	if n.raft.State() != raft.Leader {
 		return nil, n.notLeader()
 	}
-	if err := n.raft.RemoveServer(raft.ServerID(req.ID), 0, n.cfg.ApplyTimeout).Error(); err != nil {
-		return nil, n.raftError(err)
+	if err := n.waitApplied(n.raft.RemoveServer(raft.ServerID(req.ID), 0, n.cfg.ApplyTimeout), "remove-peer"); err != nil {
+		return nil, err
 	}
 	return &api.Empty{}, nil
 }
@@ -231,6 +235,18 @@ func (n *Node) handleSnapshotRestore(_ context.Context, req *api.SnapshotChunk) 
 	return n.restoreFile(path)
 }
 
+// restoreFile restores the operator's snapshot at path on every node.
+//
+// hashicorp/raft stores a user snapshot before it restores it into the
+// fsm, and panics if the fsm refuses it then; a follower handed such a
+// snapshot by InstallSnapshot could never start again. So the file is
+// first restored into a scratch fsm, under this cluster's replicated
+// settings for a file too old to carry its own: a file it refuses changes
+// nothing and the answer says why. What raft is given is not the file but
+// the scratch fsm's own snapshot of what it restored, a stream this
+// build's fsm writes and therefore reads, with the settings it was checked
+// under. Then a fresh EpochBegin makes every holder replay against the
+// restored state.
 func (n *Node) restoreFile(path string) (*api.SnapshotRestoreResponse, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -241,22 +257,96 @@ func (n *Node) restoreFile(path string) (*api.SnapshotRestoreResponse, error) {
 	if err != nil {
 		return nil, api.Errorf(api.CodeCorrupt, "refusing snapshot: %v", err)
 	}
-	st, err := f.Stat()
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "restore: %v", err)
+	}
+	current, _ := n.fsm.Settings()
+	scratch := fsm.New(fsm.Config{})
+	if err := scratch.RestoreWith(f, current); err != nil {
+		return nil, api.Errorf(api.CodeCorrupt, "refusing snapshot (%s, %d tasks) under this cluster's settings (registry capacity %d): %v",
+			hdr.Format, counts.Tasks, current.RegistryCapacity, err)
+	}
+	checked, size, err := n.writeScratchSnapshot(scratch)
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(checked)
+	cf, err := os.Open(checked)
 	if err != nil {
 		return nil, api.Errorf(api.CodeInternal, "restore: %v", err)
 	}
-	if _, err := f.Seek(0, 0); err != nil {
-		return nil, api.Errorf(api.CodeInternal, "restore: %v", err)
-	}
-	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: hdr.LastIndex, Term: hdr.LastTerm, Size: st.Size()}
-	if err := n.raft.Restore(meta, f, 5*time.Minute); err != nil {
+	defer cf.Close()
+	st := scratch.Stats()
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: st.AppliedIndex, Term: st.AppliedTerm, Size: size}
+	if err := n.raft.Restore(meta, cf, 5*time.Minute); err != nil {
 		return nil, api.Errorf(api.CodeInternal, "raft restore: %v", err)
 	}
-	res, err := n.propose(&fsm.EpochBegin{V: fsm.EpochBeginV1, Term: n.raft.CurrentTerm(), LeaderID: n.cfg.ID,
-		LeaderAddr: n.advertisedRPC(), ClusterID: hdr.ClusterID, Now: time.Now().UnixNano()})
+	eb, err := n.epochBegin(n.raft.CurrentTerm())
 	if err != nil {
 		return nil, fmt.Errorf("restored, but EpochBegin failed: %w", err)
 	}
-	eb := res.(*fsm.EpochBeginResult)
 	return &api.SnapshotRestoreResponse{Format: hdr.Format, Objects: counts.Objects, Segments: counts.Segments, Tasks: counts.Tasks, MasterEpoch: eb.MasterEpoch}, nil
+}
+
+// writeScratchSnapshot writes f's snapshot to a file in the data dir,
+// fsynced, and returns its path and size.
+func (n *Node) writeScratchSnapshot(f *fsm.FSM) (string, int64, error) {
+	out, err := os.CreateTemp(n.cfg.DataDir, "restore-checked-*.snap")
+	if err != nil {
+		return "", 0, api.Errorf(api.CodeInternal, "restore: %v", err)
+	}
+	v := f.Snapshot()
+	size, err := v.WriteTo(out)
+	v.Release()
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(out.Name())
+		return "", 0, api.Errorf(api.CodeInternal, "restore: writing the checked snapshot: %v", err)
+	}
+	return out.Name(), size, nil
+}
+
+// handleSettingsGet answers the replicated settings in force, read
+// linearizably (defaults filled in).
+func (n *Node) handleSettingsGet(_ context.Context, _ *api.Empty) (*api.SettingsResponse, error) {
+	if err := n.linearizable(); err != nil {
+		return nil, err
+	}
+	set, _ := n.fsm.Settings()
+	return &api.SettingsResponse{Settings: set, Index: n.fsm.Stats().AppliedIndex}, nil
+}
+
+// handleSettingsSet changes the replicated settings through the log; zero
+// fields stay as they are. The answer is the settings in force after it.
+func (n *Node) handleSettingsSet(_ context.Context, req *api.SettingsSetRequest) (*api.SettingsResponse, error) {
+	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	if err := req.Session.Valid(); err != nil {
+		return nil, err
+	}
+	if req.Settings == (api.Settings{}) {
+		return nil, api.Errorf(api.CodeInvalidParams, "settings set names no setting to change")
+	}
+	if err := fsm.CheckSettings(req.Settings); err != nil {
+		return nil, err
+	}
+	res, err := n.propose(&fsm.Settings{V: fsm.SettingsV1, Settings: req.Settings, Session: req.Session, Now: time.Now().UnixNano()})
+	if err != nil {
+		return nil, err
+	}
+	r := res.(*fsm.SettingsResult)
+	n.metrics.noteDuplicate(fsm.CmdSettings, r.Duplicate)
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	if !r.Duplicate {
+		n.log.Info("replicated settings changed", "change", req.Settings, "now", r.Settings)
+	}
+	return &api.SettingsResponse{Settings: r.Settings, Index: n.fsm.Stats().AppliedIndex}, nil
 }

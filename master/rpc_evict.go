@@ -19,15 +19,24 @@ func (n *Node) handleEvict(_ context.Context, req *api.EvictRequest) (*api.Evict
 	if len(req.Refs) > api.MaxBatchKeys {
 		return nil, api.Errorf(api.CodeInvalidParams, "%d refs exceed %d", len(req.Refs), api.MaxBatchKeys)
 	}
-	now := time.Now()
-	refs := make([]api.ObjectRef, 0, len(req.Refs))
 	for _, r := range req.Refs {
 		if err := api.ValidKey(r.Key); err != nil {
 			return nil, err
 		}
-		if !n.soft.leased(r.Key, now) {
+	}
+	// Hold reads back from the lease check until the drop is applied: a
+	// Get in between would answer a replica this entry then drops.
+	n.soft.dropMu.Lock()
+	defer n.soft.dropMu.Unlock()
+	now := time.Now()
+	refs := make([]api.ObjectRef, 0, len(req.Refs))
+	for _, r := range req.Refs {
+		if !n.soft.leased(r, now) {
 			refs = append(refs, r)
 		}
+	}
+	if testHookAfterEvictCheck != nil {
+		testHookAfterEvictCheck()
 	}
 	if len(refs) == 0 {
 		return &api.EvictResponse{Evicted: []api.ObjectRef{}}, nil
@@ -43,3 +52,7 @@ func (n *Node) handleEvict(_ context.Context, req *api.EvictRequest) (*api.Evict
 	n.log.Info("evicted replicas for a holder", "segment", req.Segment, "asked", len(req.Refs), "dropped", len(r.Dropped))
 	return &api.EvictResponse{Evicted: r.Dropped}, nil
 }
+
+// testHookAfterEvictCheck, when set by a test, runs between an eviction's
+// lease check and its proposal.
+var testHookAfterEvictCheck func()

@@ -21,8 +21,9 @@ func (n *Node) handleMount(_ context.Context, req *api.MountLocalDiskRequest) (*
 	if req.ClientID == "" || req.Segment == "" {
 		return nil, api.Errorf(api.CodeInvalidParams, "mount needs a client id and a segment id")
 	}
-	res, err := n.propose(&fsm.MountLocalDisk{V: fsm.MountLocalDiskV1, ClientID: req.ClientID, Segment: req.Segment,
-		Pool: req.Pool, Capacity: req.Capacity, Capabilities: req.Capabilities, Endpoint: req.Endpoint, Now: time.Now().UnixNano()})
+	res, err := n.propose(&fsm.MountLocalDisk{V: fsm.MountLocalDiskV2, ClientID: req.ClientID, Segment: req.Segment,
+		Pool: req.Pool, Capacity: req.Capacity, Capabilities: req.Capabilities, Endpoint: req.Endpoint,
+		Process: req.Process, Now: time.Now().UnixNano()})
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +36,10 @@ func (n *Node) handleMount(_ context.Context, req *api.MountLocalDiskRequest) (*
 		already = true
 	}
 	n.soft.heartbeat(req.Segment, 0, req.Capacity, 0, time.Now())
-	return &api.MountLocalDiskResponse{MountEpoch: r.MountEpoch, MasterEpoch: r.MasterEpoch, ClusterID: r.ClusterID, AlreadyMounted: already}, nil
+	// The grant key lets the holder check write grants without asking
+	// (invariant 11); every leader of the cluster signs with this one.
+	return &api.MountLocalDiskResponse{MountEpoch: r.MountEpoch, MasterEpoch: r.MasterEpoch, ClusterID: r.ClusterID,
+		AlreadyMounted: already, GrantKey: n.fsm.GrantKey()}, nil
 }
 
 func (n *Node) handleUnmount(_ context.Context, req *api.UnmountLocalDiskRequest) (*api.Empty, error) {
@@ -71,7 +75,14 @@ func (n *Node) handleHeartbeat(_ context.Context, req *api.HeartbeatRequest) (*a
 
 // handleFetchTasks returns pending tasks for the segment. With WaitMillis
 // it long-polls: it returns as soon as an applied entry makes tasks
-// fetchable, or when the wait ends. It never removes a task.
+// fetchable, or a withheld task's lease or backoff ends, or when the wait
+// ends. It never removes a task.
+//
+// Tasks of an incarnation under a read lease are withheld (a reader may
+// still be reading that copy: deleting it would make a Get that raced an
+// overwrite report the key absent), and so are tasks backing off after a
+// failure (a RetryableFailure ack, or a fetch again without an answer), so
+// tasks that keep failing do not hide the others.
 func (n *Node) handleFetchTasks(ctx context.Context, req *api.FetchTasksRequest) (*api.FetchTasksResponse, error) {
 	if err := n.requireLeader(); err != nil {
 		return nil, err
@@ -82,23 +93,38 @@ func (n *Node) handleFetchTasks(ctx context.Context, req *api.FetchTasksRequest)
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
+	release := time.NewTimer(time.Hour)
+	release.Stop()
+	defer release.Stop()
 	for {
 		// Take the wake-up channel before reading, so an apply between the
 		// read and the wait is not missed.
 		woken := n.notify.wait()
-		tasks, more, err := n.fsm.FetchTasks(req.Segment, req.MountEpoch, req.Limit)
+		now := time.Now()
+		var next time.Time // when the first withheld task may become fetchable
+		tasks, more, err := n.fsm.FetchTasksFiltered(req.Segment, req.MountEpoch, req.Limit, func(t api.LocalDeleteTask) bool {
+			held, until := n.soft.withheld(t, req.MountEpoch, now)
+			if held && (next.IsZero() || until.Before(next)) {
+				next = until
+			}
+			return held
+		})
 		if err != nil {
 			return nil, err
 		}
 		if len(tasks) > 0 || wait <= 0 {
+			n.soft.given(tasks, req.MountEpoch, now)
 			n.metrics.fetchedTasks.Add(float64(len(tasks)))
 			return &api.FetchTasksResponse{Tasks: tasks, MasterEpoch: n.fsm.Stats().MasterEpoch, More: more}, nil
 		}
+		var released <-chan time.Time
+		if !next.IsZero() {
+			release.Reset(time.Until(next))
+			released = release.C
+		}
 		select {
 		case <-woken:
-			if err := n.requireLeader(); err != nil {
-				return nil, err
-			}
+		case <-released:
 		case <-deadline.C:
 			return &api.FetchTasksResponse{MasterEpoch: n.fsm.Stats().MasterEpoch}, nil
 		case <-ctx.Done():
@@ -106,9 +132,16 @@ func (n *Node) handleFetchTasks(ctx context.Context, req *api.FetchTasksRequest)
 		case <-n.stopped:
 			return nil, api.Errorf(api.CodeUnavailable, "master shutting down")
 		}
+		release.Stop()
+		if err := n.requireLeader(); err != nil {
+			return nil, err
+		}
 	}
 }
 
+// handleAckTasks commits a holder's outcomes. A RetryableFailure keeps its
+// task and backs it off (soft state): later fetches skip it for a while,
+// doubling with each failure, so the tasks behind it are fetched.
 func (n *Node) handleAckTasks(_ context.Context, req *api.AckTasksRequest) (*api.AckTasksResponse, error) {
 	if err := n.requireLeader(); err != nil {
 		return nil, err
@@ -132,6 +165,14 @@ func (n *Node) handleAckTasks(_ context.Context, req *api.AckTasksRequest) (*api
 	if r.Err != nil {
 		return nil, r.Err
 	}
+	now := time.Now()
+	for _, x := range req.Results {
+		if x.Outcome.Terminal() {
+			n.soft.taskDone(x.TaskID)
+		} else {
+			n.soft.taskFailed(x.TaskID, req.MountEpoch, now)
+		}
+	}
 	n.metrics.ackedTasks.Add(float64(r.Dropped))
 	return &api.AckTasksResponse{Dropped: r.Dropped}, nil
 }
@@ -139,7 +180,10 @@ func (n *Node) handleAckTasks(_ context.Context, req *api.AckTasksRequest) (*api
 // handleReconcile answers which of a holder's reported refs are not live
 // on its segment. The barrier makes the answer reflect every entry
 // committed before the call, so a put acknowledged just before is live.
-func (n *Node) handleReconcile(_ context.Context, req *api.ReconcileRequest) (*api.ReconcileResponse, error) {
+// A not-live incarnation under a read lease is not named until the lease
+// ends (a reader may be reading that copy): the answer waits for it, as
+// long as the caller's deadline allows, and leaves it out otherwise.
+func (n *Node) handleReconcile(ctx context.Context, req *api.ReconcileRequest) (*api.ReconcileResponse, error) {
 	if err := n.requireLeader(); err != nil {
 		return nil, err
 	}
@@ -153,7 +197,44 @@ func (n *Node) handleReconcile(_ context.Context, req *api.ReconcileRequest) (*a
 	if err != nil {
 		return nil, err
 	}
-	return &api.ReconcileResponse{NotLive: notLive}, nil
+	// An incarnation that is not live never becomes live again, so the
+	// answer only has to wait for leases to end, not be recomputed.
+	giveUp := time.Now().Add(n.cfg.LeaseTTL + time.Second)
+	if d, ok := ctx.Deadline(); ok {
+		if d = d.Add(-time.Second); d.Before(giveUp) {
+			giveUp = d
+		}
+	}
+	for {
+		now := time.Now()
+		var last time.Time
+		free := notLive[:0:0]
+		for _, r := range notLive {
+			if end := n.soft.leaseEndOf(r, now); !end.IsZero() {
+				if end.After(last) {
+					last = end
+				}
+				continue
+			}
+			free = append(free, r)
+		}
+		if last.IsZero() || last.After(giveUp) {
+			return &api.ReconcileResponse{NotLive: free}, nil
+		}
+		t := time.NewTimer(time.Until(last))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return &api.ReconcileResponse{NotLive: free}, nil
+		case <-n.stopped:
+			t.Stop()
+			return nil, api.Errorf(api.CodeUnavailable, "master shutting down")
+		}
+		if err := n.requireLeader(); err != nil {
+			return nil, err
+		}
+	}
 }
 
 func (n *Node) handleRetire(_ context.Context, req *api.RetireStorageRequest) (*api.AckTasksResponse, error) {

@@ -3,10 +3,12 @@ package master
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/grant"
 	"sexton/master/dfsio"
 )
 
@@ -34,28 +36,82 @@ func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*a
 	if err := n.requireLeader(); err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	reps, err := n.placePut(req, now, placementRand(now))
-	if err != nil {
+	if err := req.Session.Valid(); err != nil {
 		return nil, err
 	}
-	res, err := n.propose(&fsm.PutStart{V: fsm.PutStartV1, Key: req.Key, Tenant: req.Tenant, Size: req.Size,
-		Replicas: reps, PutID: req.PutID, IfAbsent: req.IfAbsent, Now: now.UnixNano()})
+	if err := n.checkPut(req); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	reps, placeErr := n.placeReplicas(req, now, placementRand(now))
+	if placeErr != nil && req.Session.IsZero() {
+		return nil, placeErr
+	}
+	// A sessioned put that cannot be placed is still proposed, without
+	// replicas: if it repeats a request that was executed, the session
+	// table answers with the first result (the put is not started twice
+	// and not reported failed); if not, the fsm refuses it and the
+	// placement error is the answer.
+	res, err := n.propose(&fsm.PutStart{V: fsm.PutStartV2, Key: req.Key, Tenant: req.Tenant, Size: req.Size,
+		Replicas: reps, PutID: req.PutID, IfAbsent: req.IfAbsent, Session: req.Session, Now: now.UnixNano()})
 	if err != nil {
 		return nil, err
 	}
 	r := res.(*fsm.PutStartResult)
+	n.metrics.noteDuplicate(fsm.CmdPutStart, r.Duplicate)
 	if r.Err != nil {
+		if placeErr != nil {
+			return nil, placeErr
+		}
 		return nil, r.Err
 	}
-	reps = r.Replicas
-	if req.DFSReplicaNum > 0 {
-		if err := n.dfsWaitReady(ctx, reps); err != nil {
-			_, _ = n.propose(&fsm.PutRevoke{V: fsm.PutRevokeV1, Key: req.Key, Incarnation: r.Incarnation, Now: time.Now().UnixNano()})
+	if hasDFS(r.Replicas) {
+		if err := n.dfsWaitReady(ctx, r.Replicas); err != nil {
+			// A repeat revokes nothing: the first answer stands, and the
+			// put is discarded like any other if it never ends.
+			if !r.Duplicate {
+				n.revokeLeader(req.Key, r.Incarnation)
+			}
 			return nil, err
 		}
 	}
-	return &api.PutStartResponse{Incarnation: r.Incarnation, Replicas: n.locations(reps)}, nil
+	return &api.PutStartResponse{Incarnation: r.Incarnation, Replicas: n.putLocations(req.Key, r.Incarnation, r.Replicas, time.Now())}, nil
+}
+
+// revokeLeader revokes a pending put on the leader's own initiative (its
+// DFS files never became ready); the client is told the put failed.
+func (n *Node) revokeLeader(key string, inc api.ObjectIncarnation) {
+	_, _ = n.propose(&fsm.PutRevoke{V: fsm.PutRevokeV2, Key: key, Incarnation: inc, Now: time.Now().UnixNano()})
+}
+
+func hasDFS(reps []api.ReplicaDescriptor) bool {
+	for _, r := range reps {
+		if r.Kind == api.ReplicaDFS {
+			return true
+		}
+	}
+	return false
+}
+
+// putLocations is locations plus, for every LOCAL_DISK replica, the write
+// grant the holder checks before storing the bytes (invariant 11). A
+// repeated PutStart gets fresh grants for the same incarnation and
+// segments.
+func (n *Node) putLocations(key string, inc api.ObjectIncarnation, reps []api.ReplicaDescriptor, now time.Time) []api.ReplicaLocation {
+	out := n.locations(reps)
+	gk := n.fsm.GrantKey()
+	if len(gk) != api.GrantKeyLen {
+		return out
+	}
+	expires := now.Add(n.cfg.GrantTTL).UnixNano()
+	for i := range out {
+		if out[i].Kind != api.ReplicaLocalDisk {
+			continue
+		}
+		g := grant.Sign(gk, api.WriteGrant{Segment: out[i].Segment, Key: key, Incarnation: inc, Expires: expires})
+		out[i].Grant = &g
+	}
+	return out
 }
 
 // placementRand is the leader's placement randomness for puts started at now.
@@ -63,36 +119,53 @@ func placementRand(now time.Time) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x5e))
 }
 
-// placePut checks a put request and chooses its replicas: LOCAL_DISK
-// segments by placement, DFS replicas left for the state to allocate. It
-// may set req.ReplicaNum to the default of one.
-func (n *Node) placePut(req *api.PutStartRequest, now time.Time, rng *rand.Rand) ([]api.ReplicaDescriptor, error) {
+// maxExclude bounds PutStartRequest.Exclude.
+const maxExclude = 64
+
+// checkPut checks a put request. It depends on the request and this
+// node's configuration only, never on placement, so a repeat of a request
+// is checked the same way. It may set req.ReplicaNum to the default of one.
+func (n *Node) checkPut(req *api.PutStartRequest) error {
 	if err := api.ValidKey(req.Key); err != nil {
-		return nil, err
+		return err
 	}
 	if req.Size < 0 {
-		return nil, api.Errorf(api.CodeInvalidParams, "negative size %d", req.Size)
+		return api.Errorf(api.CodeInvalidParams, "negative size %d", req.Size)
 	}
 	if len(req.Tenant) > api.MaxTenantLen {
-		return nil, api.Errorf(api.CodeInvalidParams, "tenant of %d bytes exceeds %d", len(req.Tenant), api.MaxTenantLen)
+		return api.Errorf(api.CodeInvalidParams, "tenant of %d bytes exceeds %d", len(req.Tenant), api.MaxTenantLen)
+	}
+	if len(req.Exclude) > maxExclude {
+		return api.Errorf(api.CodeInvalidParams, "%d excluded segments exceed %d", len(req.Exclude), maxExclude)
 	}
 	if req.ReplicaNum == 0 && req.DFSReplicaNum == 0 {
 		req.ReplicaNum = 1
 	}
 	if req.ReplicaNum < 0 || req.ReplicaNum > api.MaxReplicas {
-		return nil, api.Errorf(api.CodeInvalidParams, "replica_num %d outside 1..%d", req.ReplicaNum, api.MaxReplicas)
+		return api.Errorf(api.CodeInvalidParams, "replica_num %d outside 1..%d", req.ReplicaNum, api.MaxReplicas)
 	}
 	// One DFS replica at most: the DFS root is one shared filesystem, a
 	// second copy in it adds no independence.
 	if req.DFSReplicaNum < 0 || req.DFSReplicaNum > 1 {
-		return nil, api.Errorf(api.CodeInvalidParams, "dfs_replica_num %d outside 0..1", req.DFSReplicaNum)
+		return api.Errorf(api.CodeInvalidParams, "dfs_replica_num %d outside 0..1", req.DFSReplicaNum)
 	}
 	if _, ok := n.fsm.DFSSettings(); req.DFSReplicaNum > 0 && (n.dfs == nil || !ok) {
-		return nil, api.Errorf(api.CodeInvalidParams, "DFS replicas are not configured on this master (%s unset or not yet configured)", dfsio.EnvRoot)
+		return api.Errorf(api.CodeInvalidParams, "DFS replicas are not configured on this master (%s unset or not yet configured)", dfsio.EnvRoot)
 	}
+	return nil
+}
+
+// placeReplicas chooses a checked put's replicas: LOCAL_DISK segments by
+// placement (never one the request excludes), DFS replicas left for the
+// state to allocate.
+func (n *Node) placeReplicas(req *api.PutStartRequest, now time.Time, rng *rand.Rand) ([]api.ReplicaDescriptor, error) {
 	var reps []api.ReplicaDescriptor
 	if req.ReplicaNum > 0 {
-		segs, err := place(n.fsm.Segments(), n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rng)
+		candidates := n.fsm.Segments()
+		if len(req.Exclude) > 0 {
+			candidates = slices.DeleteFunc(candidates, func(s api.SegmentInfo) bool { return slices.Contains(req.Exclude, s.ID) })
+		}
+		segs, err := place(candidates, n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rng)
 		if err != nil {
 			return nil, err
 		}
@@ -118,19 +191,24 @@ func (n *Node) endPut(req *api.PutEndRequest, revoke bool) (*api.Empty, error) {
 	if err := n.requireLeader(); err != nil {
 		return nil, err
 	}
+	if err := req.Session.Valid(); err != nil {
+		return nil, err
+	}
 	if err := api.ValidKey(req.Key); err != nil {
 		return nil, err
 	}
 	now := time.Now().UnixNano()
-	var cmd fsm.Command = &fsm.PutEnd{V: fsm.PutEndV1, Key: req.Key, Incarnation: req.Incarnation, Now: now}
+	var cmd fsm.Command = &fsm.PutEnd{V: fsm.PutEndV2, Key: req.Key, Incarnation: req.Incarnation, Session: req.Session, Now: now}
 	if revoke {
-		cmd = &fsm.PutRevoke{V: fsm.PutRevokeV1, Key: req.Key, Incarnation: req.Incarnation, Now: now}
+		cmd = &fsm.PutRevoke{V: fsm.PutRevokeV2, Key: req.Key, Incarnation: req.Incarnation, Session: req.Session, Now: now}
 	}
 	res, err := n.propose(cmd)
 	if err != nil {
 		return nil, err
 	}
-	if r := res.(*fsm.PutEndResult); r.Err != nil {
+	r := res.(*fsm.PutEndResult)
+	n.metrics.noteDuplicate(cmd.Type(), r.Duplicate)
+	if r.Err != nil {
 		return nil, r.Err
 	}
 	return &api.Empty{}, nil
@@ -140,11 +218,17 @@ func (n *Node) handleGet(_ context.Context, req *api.KeyRequest) (*api.GetRespon
 	if err := n.linearizable(); err != nil {
 		return nil, err
 	}
-	v, err := n.fsm.Get(req.Key)
+	var v fsm.ObjectView
+	var err error
+	n.readLeased([]string{req.Key}, func() []api.ObjectRef {
+		if v, err = n.fsm.Get(req.Key); err != nil {
+			return nil
+		}
+		return []api.ObjectRef{{Key: req.Key, Incarnation: v.Incarnation}}
+	})
 	if err != nil {
 		return nil, err
 	}
-	n.soft.grantLease(req.Key, time.Now().Add(n.cfg.LeaseTTL))
 	n.noteDFSRead(req.Key, v.Replicas)
 	return &api.GetResponse{Object: n.objectInfo(v)}, nil
 }
@@ -156,21 +240,52 @@ func (n *Node) handleBatchGet(_ context.Context, req *api.KeysRequest) (*api.Bat
 	if err := n.linearizable(); err != nil {
 		return nil, err
 	}
-	until := time.Now().Add(n.cfg.LeaseTTL)
 	out := &api.BatchGetResponse{Results: make([]api.GetResult, len(req.Keys))}
+	views := make([]fsm.ObjectView, len(req.Keys))
+	n.readLeased(req.Keys, func() []api.ObjectRef {
+		refs := make([]api.ObjectRef, 0, len(req.Keys))
+		for i, k := range req.Keys {
+			v, err := n.fsm.Get(k)
+			if err != nil {
+				out.Results[i].Err = api.AsError(err)
+				continue
+			}
+			views[i] = v
+			refs = append(refs, api.ObjectRef{Key: k, Incarnation: v.Incarnation})
+		}
+		return refs
+	})
 	for i, k := range req.Keys {
-		v, err := n.fsm.Get(k)
-		if err != nil {
-			out.Results[i].Err = api.AsError(err)
+		if out.Results[i].Err != nil {
 			continue
 		}
-		n.soft.grantLease(k, until)
-		n.noteDFSRead(k, v.Replicas)
-		info := n.objectInfo(v)
+		n.noteDFSRead(k, views[i].Replicas)
+		info := n.objectInfo(views[i])
 		out.Results[i].Object = &info
 	}
 	return out, nil
 }
+
+// readLeased runs read, which reads keys from the fsm and returns the
+// incarnations it will answer, and leases each of them for LeaseTTL. The
+// read and the grant are one step for the fetches (tasks of keys being
+// read are withheld until the grant) and for evictions (which wait for
+// reads in progress and hold new ones back until their drop is applied),
+// so neither can delete what the read is about to answer.
+func (n *Node) readLeased(keys []string, read func() []api.ObjectRef) {
+	n.soft.dropMu.RLock()
+	defer n.soft.dropMu.RUnlock()
+	n.soft.beginRead(keys...)
+	refs := read()
+	if testHookAfterRead != nil {
+		testHookAfterRead(keys)
+	}
+	n.soft.endRead(keys, refs, time.Now().Add(n.cfg.LeaseTTL))
+}
+
+// testHookAfterRead, when set by a test, runs between a Get's fsm read and
+// its lease grant.
+var testHookAfterRead func(keys []string)
 
 func (n *Node) handleExist(_ context.Context, req *api.KeysRequest) (*api.ExistResponse, error) {
 	if len(req.Keys) > api.MaxBatchKeys {
@@ -186,14 +301,21 @@ func (n *Node) handleExist(_ context.Context, req *api.KeysRequest) (*api.ExistR
 	return out, nil
 }
 
-func (n *Node) handleRemove(_ context.Context, req *api.KeyRequest) (*api.Empty, error) {
+func (n *Node) handleRemove(_ context.Context, req *api.RemoveRequest) (*api.Empty, error) {
 	if err := n.requireLeader(); err != nil {
+		return nil, err
+	}
+	if err := req.Session.Valid(); err != nil {
 		return nil, err
 	}
 	if err := api.ValidKey(req.Key); err != nil {
 		return nil, err
 	}
-	res, err := n.removes.remove([]string{req.Key})
+	var ifInc []api.ObjectIncarnation
+	if req.IfIncarnation != nil {
+		ifInc = []api.ObjectIncarnation{*req.IfIncarnation}
+	}
+	res, err := n.removes.remove([]string{req.Key}, ifInc, req.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -205,16 +327,25 @@ func (n *Node) handleRemove(_ context.Context, req *api.KeyRequest) (*api.Empty,
 
 // handleBatchRemove answers one result per requested key in request order.
 // Invalid keys are answered here and never proposed; the rest go through
-// the group-commit batcher as one contiguous run.
-func (n *Node) handleBatchRemove(_ context.Context, req *api.KeysRequest) (*api.BatchRemoveResponse, error) {
+// the group-commit batcher as one contiguous run, one session span. Which
+// keys are invalid depends on the request alone, so a repeat proposes the
+// same run.
+func (n *Node) handleBatchRemove(_ context.Context, req *api.BatchRemoveRequest) (*api.BatchRemoveResponse, error) {
 	if len(req.Keys) > api.MaxBatchKeys {
 		return nil, api.Errorf(api.CodeInvalidParams, "%d keys exceed the batch limit %d", len(req.Keys), api.MaxBatchKeys)
+	}
+	if len(req.IfIncarnations) != 0 && len(req.IfIncarnations) != len(req.Keys) {
+		return nil, api.Errorf(api.CodeInvalidParams, "%d expected incarnations for %d keys (want none or one per key)", len(req.IfIncarnations), len(req.Keys))
 	}
 	if err := n.requireLeader(); err != nil {
 		return nil, err
 	}
+	if err := req.Session.Valid(); err != nil {
+		return nil, err
+	}
 	out := &api.BatchRemoveResponse{Results: make([]api.KeyResult, len(req.Keys))}
 	valid := make([]string, 0, len(req.Keys))
+	var ifInc []api.ObjectIncarnation
 	at := make([]int, 0, len(req.Keys))
 	for i, k := range req.Keys {
 		out.Results[i].Key = k
@@ -223,10 +354,13 @@ func (n *Node) handleBatchRemove(_ context.Context, req *api.KeysRequest) (*api.
 			continue
 		}
 		valid = append(valid, k)
+		if len(req.IfIncarnations) != 0 {
+			ifInc = append(ifInc, req.IfIncarnations[i])
+		}
 		at = append(at, i)
 	}
 	if len(valid) > 0 {
-		res, err := n.removes.remove(valid)
+		res, err := n.removes.remove(valid, ifInc, req.Session)
 		if err != nil {
 			return nil, err
 		}

@@ -10,20 +10,56 @@ import (
 )
 
 // softState is what only the leader knows and a new leader rebuilds:
-// which holders are alive (from heartbeats) and which objects are under a
-// read lease. None of it is replicated; a failover resets it, and the new
-// leader compensates by treating every object as leased for one period.
+// which holders are alive (from heartbeats), which incarnations are under a
+// read lease, and which delete tasks are backing off after failures. None
+// of it is replicated; a failover resets it, and the new leader compensates
+// by treating every incarnation as leased for one period.
 type softState struct {
-	mu         sync.Mutex
-	holders    map[api.SegmentID]holderLiveness
-	leases     map[string]time.Time
-	leaseFloor time.Time // every object is leased until this instant
+	mu      sync.Mutex
+	holders map[api.SegmentID]holderLiveness
+	// leases holds, per incarnation, the end of its read lease; keyLeases
+	// the latest end over a key's incarnations (DFS eviction knows keys
+	// only).
+	leases    map[api.ObjectRef]time.Time
+	keyLeases map[string]time.Time
+	// reading counts the Gets of a key between their fsm read and their
+	// lease grant: a task of the key fetched in that window could delete
+	// the incarnation the Get is about to answer.
+	reading    map[string]int
+	leaseFloor time.Time // every incarnation is leased until this instant
 	sweepAt    int       // sweep expired leases when the map reaches this size
+
+	retries      map[uint64]taskRetry // task id → deliveries and backoff
+	retrySweepAt int
+
+	revoke revokeGate
+
+	// dropMu orders lease grants against replica drops: a Get holds it
+	// shared from its fsm read to its lease grant, an eviction exclusively
+	// from its lease check until its drop is applied, so no Get can answer
+	// a replica between an eviction's check and its drop.
+	dropMu sync.RWMutex
 }
 
 // minLeaseSweep is the lease-map size below which expired leases are not
-// swept at all.
-const minLeaseSweep = 1 << 16
+// swept at all; minRetrySweep the same for task backoffs.
+const (
+	minLeaseSweep = 1 << 16
+	minRetrySweep = 1 << 12
+)
+
+// A task that failed (acked RetryableFailure, or fetched again without an
+// answer) is withheld from fetches for retryBackoffMin, doubling with
+// every further failure up to retryBackoffMax, so failing tasks do not
+// hide the ones behind them.
+const (
+	retryBackoffMin = 500 * time.Millisecond
+	retryBackoffMax = 30 * time.Second
+)
+
+// readingRetry is how soon a fetch looks again at a task withheld because
+// a Get of its key is between its read and its lease grant.
+const readingRetry = 5 * time.Millisecond
 
 type holderLiveness struct {
 	lastSeen  time.Time
@@ -32,16 +68,38 @@ type holderLiveness struct {
 	deadBytes int64
 }
 
+// taskRetry is one task's delivery state for the mount epoch it was last
+// given to: a new mount (another process) starts without it.
+type taskRetry struct {
+	epoch    uint64
+	failures int
+	until    time.Time // backoff end
+	// given is when the task was last handed to the mount and neither
+	// acked nor reported failed since; zero when nothing is outstanding.
+	given time.Time
+}
+
 func newSoftState() *softState {
-	return &softState{holders: map[api.SegmentID]holderLiveness{}, leases: map[string]time.Time{}, sweepAt: minLeaseSweep}
+	s := &softState{holders: map[api.SegmentID]holderLiveness{}, reading: map[string]int{}}
+	s.reset()
+	return s
+}
+
+// reset forgets everything a term learnt (callers hold mu or own s).
+func (s *softState) reset() {
+	s.leases = map[api.ObjectRef]time.Time{}
+	s.keyLeases = map[string]time.Time{}
+	s.sweepAt = minLeaseSweep
+	s.retries = map[uint64]taskRetry{}
+	s.retrySweepAt = minRetrySweep
+	s.revoke = revokeGate{}
 }
 
 func (s *softState) beginTerm(leaseFloor time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.holders = map[api.SegmentID]holderLiveness{}
-	s.leases = map[string]time.Time{}
-	s.sweepAt = minLeaseSweep
+	s.reset()
 	s.leaseFloor = leaseFloor
 }
 
@@ -64,12 +122,45 @@ func (s *softState) live(seg api.SegmentID, ttl time.Duration, now time.Time) (h
 	return h, ok && now.Sub(h.lastSeen) <= ttl
 }
 
-// grantLease protects key from eviction until now+ttl. It never protects
-// from a user's Remove.
-func (s *softState) grantLease(key string, until time.Time) {
+// beginRead marks keys as being read. Call it before reading the fsm and
+// endRead after; in between, tasks of those keys are withheld.
+func (s *softState) beginRead(keys ...string) {
 	s.mu.Lock()
-	if until.After(s.leases[key]) {
-		s.leases[key] = until
+	for _, k := range keys {
+		s.reading[k]++
+	}
+	s.mu.Unlock()
+}
+
+// endRead grants a read lease until until on each incarnation read (refs
+// may be fewer than keys: keys not found lease nothing) and ends the reads
+// beginRead marked.
+func (s *softState) endRead(keys []string, refs []api.ObjectRef, until time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range refs {
+		s.grantLocked(r, until)
+	}
+	for _, k := range keys {
+		if s.reading[k]--; s.reading[k] <= 0 {
+			delete(s.reading, k)
+		}
+	}
+}
+
+// grantLease leases one incarnation until until.
+func (s *softState) grantLease(ref api.ObjectRef, until time.Time) {
+	s.mu.Lock()
+	s.grantLocked(ref, until)
+	s.mu.Unlock()
+}
+
+func (s *softState) grantLocked(ref api.ObjectRef, until time.Time) {
+	if until.After(s.leases[ref]) {
+		s.leases[ref] = until
+	}
+	if until.After(s.keyLeases[ref.Key]) {
+		s.keyLeases[ref.Key] = until
 	}
 	// Sweep expired leases when the map has doubled since the last sweep,
 	// so the cost is amortized over the Gets that grew it (a fixed
@@ -77,24 +168,182 @@ func (s *softState) grantLease(key string, until time.Time) {
 	// leases are live at once).
 	if len(s.leases) >= s.sweepAt {
 		now := time.Now()
-		for k, t := range s.leases {
+		for r, t := range s.leases {
 			if t.Before(now) {
-				delete(s.leases, k)
+				delete(s.leases, r)
+			}
+		}
+		for k, t := range s.keyLeases {
+			if t.Before(now) {
+				delete(s.keyLeases, k)
 			}
 		}
 		s.sweepAt = max(2*len(s.leases), minLeaseSweep)
 	}
+}
+
+// leaseEnd is when ref stops being protected from deletion and eviction
+// at now: the latest of the term's floor, its own lease, and, while a Get
+// of its key is in flight, shortly after now. Zero: not protected.
+func (s *softState) leaseEnd(ref api.ObjectRef, now time.Time) time.Time {
+	var end time.Time
+	if now.Before(s.leaseFloor) {
+		end = s.leaseFloor
+	}
+	if t := s.leases[ref]; now.Before(t) && t.After(end) {
+		end = t
+	}
+	if s.reading[ref.Key] > 0 && end.IsZero() {
+		end = now.Add(readingRetry)
+	}
+	return end
+}
+
+// leaseEndOf is leaseEnd for callers that do not hold mu.
+func (s *softState) leaseEndOf(ref api.ObjectRef, now time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leaseEnd(ref, now)
+}
+
+// leased reports whether ref is under a read lease at now.
+func (s *softState) leased(ref api.ObjectRef, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.leaseEnd(ref, now).IsZero()
+}
+
+// leasedKey reports whether any incarnation of key is under a read lease
+// at now.
+func (s *softState) leasedKey(key string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return now.Before(s.leaseFloor) || now.Before(s.keyLeases[key]) || s.reading[key] > 0
+}
+
+// withheld reports whether task t may not be given to the holder mounted
+// at epoch now, and until when: its incarnation is leased (a reader may
+// still be reading that copy), or the task is backing off after failures.
+//
+// A holder fetches again only after answering what it fetched (its loop
+// is fetch, tombstone, ack), so a task it was given and fetches again
+// without an ack or a RetryableFailure in between failed silently (the
+// holder does not ack failures): it backs off as if reported.
+func (s *softState) withheld(t api.LocalDeleteTask, epoch uint64, now time.Time) (bool, time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	end := s.leaseEnd(api.ObjectRef{Key: t.Key, Incarnation: t.Incarnation}, now)
+	r, ok := s.retries[t.ID]
+	if ok && r.epoch == epoch && !r.given.IsZero() {
+		r = s.failLocked(t.ID, epoch, now)
+	}
+	if ok && r.epoch == epoch && now.Before(r.until) && r.until.After(end) {
+		end = r.until
+	}
+	return !end.IsZero(), end
+}
+
+// given records that tasks were handed to the holder mounted at epoch.
+func (s *softState) given(tasks []api.LocalDeleteTask, epoch uint64, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range tasks {
+		r := s.retries[t.ID]
+		if r.epoch != epoch {
+			r = taskRetry{epoch: epoch}
+		}
+		r.given = now
+		s.retries[t.ID] = r
+	}
+	s.sweepRetriesLocked(now)
+}
+
+// taskFailed backs task id off after a RetryableFailure reported by the
+// holder mounted at epoch.
+func (s *softState) taskFailed(id, epoch uint64, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failLocked(id, epoch, now)
+}
+
+func (s *softState) failLocked(id, epoch uint64, now time.Time) taskRetry {
+	r := s.retries[id]
+	if r.epoch != epoch {
+		r = taskRetry{epoch: epoch}
+	}
+	r.failures++
+	r.given = time.Time{}
+	d := retryBackoffMin << min(r.failures-1, 16)
+	r.until = now.Add(min(d, retryBackoffMax))
+	s.retries[id] = r
+	return r
+}
+
+// sweepRetriesLocked forgets, once the map has doubled, entries whose
+// backoff and delivery both lie longer than the longest backoff back: the
+// task is gone (acked under another leader, retired) or its holder went
+// quiet. Forgetting costs at most one missed backoff.
+func (s *softState) sweepRetriesLocked(now time.Time) {
+	if len(s.retries) < s.retrySweepAt {
+		return
+	}
+	for id, r := range s.retries {
+		if now.Sub(r.until) > retryBackoffMax && now.Sub(r.given) > retryBackoffMax {
+			delete(s.retries, id)
+		}
+	}
+	s.retrySweepAt = max(2*len(s.retries), minRetrySweep)
+}
+
+// taskDone forgets a task that ended.
+func (s *softState) taskDone(id uint64) {
+	s.mu.Lock()
+	delete(s.retries, id)
 	s.mu.Unlock()
 }
 
-// leased reports whether key is under a read lease at now.
-func (s *softState) leased(key string, now time.Time) bool {
+// revokeGate holds back the discard of abandoned puts while the delete
+// registry has no room for their tasks: a refused PutRevoke would be
+// proposed again every tick for every abandoned put.
+type revokeGate struct {
+	until    time.Time // no revoke before this, unless room appeared
+	tasks    int       // pending tasks when the registry was last full
+	capacity int       // registry capacity then
+	failures int
+}
+
+// Revocation refused for a full registry is retried after
+// revokeBackoffMin, doubling up to revokeBackoffMax, or as soon as the
+// registry holds fewer tasks or has more capacity than when it refused.
+const (
+	revokeBackoffMin = time.Second
+	revokeBackoffMax = time.Minute
+)
+
+// revokeOpen reports whether abandoned puts may be revoked now, given the
+// registry's pending tasks and capacity.
+func (s *softState) revokeOpen(tasks, capacity int, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if now.Before(s.leaseFloor) {
-		return true
-	}
-	return now.Before(s.leases[key])
+	g := s.revoke
+	return g.failures == 0 || !now.Before(g.until) || tasks < g.tasks || capacity > g.capacity
+}
+
+// revokeFull records that a revoke was refused for a full registry.
+func (s *softState) revokeFull(tasks, capacity int, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := &s.revoke
+	g.failures++
+	g.tasks, g.capacity = tasks, capacity
+	g.until = now.Add(min(revokeBackoffMin<<min(g.failures-1, 16), revokeBackoffMax))
+}
+
+// revokeDone reopens the gate after a revoke went through.
+func (s *softState) revokeDone() {
+	s.mu.Lock()
+	s.revoke = revokeGate{}
+	s.mu.Unlock()
 }
 
 // candidate is a live, mounted, capable-or-not segment eligible for a put.

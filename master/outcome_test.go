@@ -1,0 +1,47 @@
+package master
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sexton/api"
+	"sexton/fsm"
+)
+
+// TestRemoveWhoseLeaderIsLostAnswersOutcomeUnknown proposes a Remove on a
+// leader whose followers die right before the entry is handed to raft: the
+// entry is appended to the leader's log, never committed while it leads,
+// and the leader steps down. The answer must be OUTCOME_UNKNOWN (the entry
+// could still commit under a next leader), never NOT_LEADER, which a
+// client reads as "not executed".
+func TestRemoveWhoseLeaderIsLostAnswersOutcomeUnknown(t *testing.T) {
+	var armed atomic.Bool
+	var tc *testCluster
+	tc = startCluster(t, 3, func(c *Config) {
+		// A leader lease long enough that the leader still leads when the
+		// entry reaches raft after both followers are gone.
+		c.HeartbeatTimeout = time.Second
+		c.ElectionTimeout = time.Second
+		c.LeaderLeaseTimeout = 500 * time.Millisecond
+		c.beforeApply = func(n *Node, cmd fsm.Command) {
+			if _, ok := cmd.(*fsm.Remove); !ok || !armed.CompareAndSwap(true, false) {
+				return
+			}
+			for i, other := range tc.nodes {
+				if other != nil && other != n {
+					tc.kill(i)
+				}
+			}
+		}
+	})
+	tc.mountHolder(t, "seg-a", "")
+	tc.put(t, "k", 10, 1)
+	leader := tc.waitLeader(t)
+	armed.Store(true)
+	_, err := leader.handleRemove(context.Background(), &api.RemoveRequest{Key: "k"})
+	if code := api.CodeOf(err); code != api.CodeOutcomeUnknown {
+		t.Fatalf("Remove whose leader was lost after proposing: %v, want %s", err, api.CodeOutcomeUnknown)
+	}
+}

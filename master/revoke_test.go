@@ -1,0 +1,63 @@
+package master
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"sexton/api"
+)
+
+// While the registry is full, abandoned puts cannot be revoked (their
+// replicas need delete tasks). The leader must not re-propose every
+// revoke every tick; once tasks drain, the revokes go through.
+func TestAbandonedPutRevocationWaitsForRegistryRoom(t *testing.T) {
+	tc := startCluster(t, 1, shortLeases, func(c *Config) { c.DiscardTimeout = 100 * time.Millisecond })
+	tc.setSettings(t, api.Settings{RegistryCapacity: 2})
+	h := tc.mountHolder(t, "seg-a", "")
+	for i := 0; i < 2; i++ {
+		key := fmt.Sprintf("removed%d", i)
+		tc.put(t, key, 10, 1)
+		if err := tc.remove(key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := tc.putStart(&api.PutStartRequest{Key: fmt.Sprintf("abandoned%d", i), Size: 10, ReplicaNum: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leader := tc.waitLeader(t)
+	if st := leader.FSM().Stats(); st.PendingTasks != 2 || st.PendingPuts != 3 {
+		t.Fatalf("setup: %d tasks, %d puts pending; want a full registry (2) and 3 abandoned puts", st.PendingTasks, st.PendingPuts)
+	}
+
+	// Five discard ticks with a full registry and nothing draining.
+	before := leader.Raft().LastIndex()
+	time.Sleep(5500 * time.Millisecond)
+	proposed := leader.Raft().LastIndex() - before
+	if st := leader.FSM().Stats(); st.PendingPuts != 3 {
+		t.Fatalf("%d puts pending after revokes into a full registry, want 3", st.PendingPuts)
+	}
+	// Unchecked, that is 3 refused revokes a tick; with the gate, one
+	// refusal and then retries at doubling intervals.
+	if proposed > 4 {
+		t.Fatalf("%d entries proposed in 5 ticks while the registry was full, want at most 4", proposed)
+	}
+
+	// Drain: the holder acks every task; the revokes follow.
+	f := h.follow(t, ackAll(api.AckRemoved))
+	eventually(t, 10*time.Second, "abandoned puts revoked once the registry drained", func() bool {
+		st := leader.FSM().Stats()
+		return st.PendingPuts == 0 && st.PendingTasks == 0
+	})
+	// Each revoke queued the delete of its put's replica, and the holder
+	// got it: five tasks, one per key.
+	keys := map[string]bool{}
+	for _, task := range f.seen() {
+		keys[task.Key] = true
+	}
+	if len(keys) != 5 {
+		t.Fatalf("the holder was given tasks of %d keys, want 5 (2 removed, 3 revoked): %v", len(keys), keys)
+	}
+}
