@@ -35,10 +35,11 @@ func validMountIDs(c *MountLocalDisk) *api.Error {
 }
 
 // applyMount mounts a segment. Three cases: an identical repeat by the
-// current owner (SEGMENT_ALREADY_EXISTS, same epoch); the current owner
-// changing pool, capacity, capabilities or endpoint (updated, same epoch);
-// anyone else, or a segment not mounted now (new owner, epoch+1, which
-// fences whoever held it before). A client holds at most one segment: its
+// current owner's process (SEGMENT_ALREADY_EXISTS, same epoch); that
+// process changing pool, capacity, capabilities or endpoint (updated, same
+// epoch); anyone else — another client, another process of the same client
+// (a restart, or a copied directory), or a segment not mounted now — is a
+// new owner: epoch+1, which fences whoever held it before. A client holds at most one segment: its
 // previous one is unmounted, with its tasks kept.
 func (st *state) applyMount(c *MountLocalDisk) *MountResult {
 	res := &MountResult{MasterEpoch: st.masterEpoch, ClusterID: st.clusterID}
@@ -53,7 +54,7 @@ func (st *state) applyMount(c *MountLocalDisk) *MountResult {
 		res.MountEpoch = seg.epoch
 		return res
 	}
-	if seg != nil && seg.mounted && seg.client == c.ClientID {
+	if seg != nil && seg.mounted && seg.client == c.ClientID && seg.process == c.Process {
 		res.MountEpoch = seg.epoch
 		if seg.pool == c.Pool && seg.capacity == c.Capacity && seg.endpoint == c.Endpoint && slices.Equal(seg.caps, caps) {
 			res.Err = api.Errorf(api.CodeSegmentAlreadyExists, "segment %s already mounted by %s at epoch %d", c.Segment, c.ClientID, seg.epoch)
@@ -71,11 +72,11 @@ func (st *state) applyMount(c *MountLocalDisk) *MountResult {
 	}
 	if other, ok := st.clients[c.ClientID]; ok && other != seg.id {
 		if o := st.segments[other]; o != nil {
-			o.mounted, o.client = false, ""
+			o.mounted, o.client, o.process = false, "", ""
 		}
 	}
 	seg.epoch++
-	seg.client = st.intern(c.ClientID)
+	seg.client, seg.process = st.intern(c.ClientID), c.Process
 	seg.pool, seg.capacity, seg.endpoint, seg.caps = st.intern(c.Pool), c.Capacity, st.intern(c.Endpoint), caps
 	seg.mounted = true
 	st.clients[seg.client] = seg.id
@@ -94,7 +95,7 @@ func (st *state) applyUnmount(c *UnmountLocalDisk) *UnmountResult {
 		return &UnmountResult{Err: staleEpoch(seg, c.Epoch)}
 	}
 	delete(st.clients, seg.client)
-	seg.mounted, seg.client = false, ""
+	seg.mounted, seg.client, seg.process = false, "", ""
 	return &UnmountResult{}
 }
 

@@ -49,11 +49,11 @@ func (f *FSM) Apply(index, term uint64, data []byte) (any, error) {
 	case *UnmountLocalDisk:
 		res, now = st.applyUnmount(c), c.Now
 	case *PutStart:
-		res, now = st.applyPutStart(index, c), c.Now
+		res, now = st.applyPutStartSessioned(index, c), c.Now
 	case *PutEnd:
-		res, now = st.applyPutEnd(c), c.Now
+		res, now = st.applyPutEndSessioned(CmdPutEnd, c.Session, c.Now, func() *PutEndResult { return st.applyPutEnd(c) }), c.Now
 	case *PutRevoke:
-		res, now = st.applyPutRevoke(c), c.Now
+		res, now = st.applyPutEndSessioned(CmdPutRevoke, c.Session, c.Now, func() *PutEndResult { return st.applyPutRevoke(c) }), c.Now
 	case *Remove:
 		res, now = st.applyRemove(c), c.Now
 	case *LocalDeleteAck:
@@ -75,15 +75,16 @@ func (f *FSM) Apply(index, term uint64, data []byte) (any, error) {
 	case *DFSMarkLost:
 		res, now = st.applyDFSMarkLost(c), c.Now
 	case *PutStartBatch:
-		res, now = st.applyPutStartBatch(index, c), c.Now
+		res, now = st.applyPutStartBatchSessioned(index, c), c.Now
 	case *PutEndBatch:
-		res, now = st.applyPutEndBatch(c), c.Now
+		res, now = st.applyPutEndBatchSessioned(c), c.Now
 	case *Settings:
-		res, now = st.applySettings(c), c.Now
+		res, now = st.applySettingsSessioned(c), c.Now
 	default:
 		return nil, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
 	}
 	st.appliedIndex, st.appliedTerm, st.lastNow = index, term, now
+	st.tick(now)
 	if invariantsEnabled {
 		if err := st.checkInvariants(); err != nil {
 			panic(fmt.Sprintf("fsm invariant broken after index %d (%s): %v", index, cmd.Type(), err))

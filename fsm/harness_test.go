@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"sexton/api"
+	"sexton/snapshot"
 )
 
 // harness drives an FSM the way a leader would: it numbers entries, encodes
@@ -143,6 +144,20 @@ func snapshotBytes(t testing.TB, f *FSM) []byte {
 	return buf.Bytes()
 }
 
+// snapshot110 writes f's state as a 1.1.0 snapshot, as a master before
+// 1.2.0 would have (f must hold nothing 1.1.0 cannot carry).
+func snapshot110(t testing.TB, f *FSM) []byte {
+	t.Helper()
+	v := f.Snapshot()
+	defer v.Release()
+	v.state.Settings, v.state.GrantKey, v.state.SessionClock = nil, nil, 0
+	var buf bytes.Buffer
+	if _, err := v.writeFormat(&buf, snapshot.Format110); err != nil {
+		t.Fatalf("1.1.0 snapshot write: %v", err)
+	}
+	return buf.Bytes()
+}
+
 // newWithCapacity returns an FSM whose replicated registry capacity is n
 // (≤ 0: the default), as if a Settings entry had set it before the first
 // entry of the test's log. Production sets it only through the log.
@@ -161,8 +176,7 @@ func restored(t testing.TB, f *FSM) *FSM {
 	t.Helper()
 	b := snapshotBytes(t, f)
 	g := New(Config{})
-	// A pre-1.2.0 snapshot carries no settings: restore it under f's.
-	if err := g.RestoreWith(bytes.NewReader(b), f.st.settings); err != nil {
+	if err := g.Restore(bytes.NewReader(b)); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
 	if b2 := snapshotBytes(t, g); !bytes.Equal(b, b2) {

@@ -59,6 +59,7 @@ type restoreSink struct {
 	haveState  bool
 	dfs        *dfsState
 	dfsRecs    []dfsalloc.Record
+	sessions   sessionRestore
 }
 
 func corrupt(format string, args ...any) error {
@@ -66,7 +67,7 @@ func corrupt(format string, args ...any) error {
 }
 
 func (b *restoreSink) Header(h snapshot.Header) error {
-	if h.Format != snapshot.Format110 && h.Format != snapshot.Format100 {
+	if h.Format != snapshot.Format120 && h.Format != snapshot.Format110 && h.Format != snapshot.Format100 {
 		return corrupt("unknown format %q", h.Format)
 	}
 	b.format = h.Format
@@ -81,7 +82,7 @@ func (b *restoreSink) Object(o *snapshot.Object) error {
 	if o.State != snapshot.ObjectComplete && o.State != snapshot.ObjectPending {
 		return corrupt("object %q: unknown state %d", o.Key, o.State)
 	}
-	if b.format == snapshot.Format110 && b.nObjects > 0 {
+	if b.format != snapshot.Format100 && b.nObjects > 0 {
 		sameKeyPendingAfterComplete := o.Key == b.lastKey && b.lastState == snapshot.ObjectComplete && o.State == snapshot.ObjectPending
 		if o.Key < b.lastKey || (o.Key == b.lastKey && !sameKeyPendingAfterComplete) {
 			return corrupt("object %q out of order or duplicated after %q", o.Key, b.lastKey)
@@ -114,7 +115,7 @@ func (b *restoreSink) Object(o *snapshot.Object) error {
 	// The codec hands over freshly allocated records, so their strings
 	// can be kept as they are. A key's second record (its PENDING after
 	// its COMPLETE) completes the entry before it.
-	if n := len(b.objects); n > 0 && b.objects[n-1].key == o.Key && b.format == snapshot.Format110 {
+	if n := len(b.objects); n > 0 && b.objects[n-1].key == o.Key && b.format != snapshot.Format100 {
 		b.objects[n-1].pending = obj
 		return nil
 	}
@@ -156,7 +157,7 @@ func (b *restoreSink) buildObjects() error {
 			continue
 		}
 		m := make(map[string]entry, len(part))
-		checkDup := b.format != snapshot.Format110 // 1.1.0 order already rules duplicates out
+		checkDup := b.format == snapshot.Format100 // later formats' order already rules duplicates out
 		for _, ke := range part {
 			if checkDup {
 				if _, dup := m[ke.key]; dup {
@@ -180,7 +181,7 @@ func (b *restoreSink) Segment(s *snapshot.Segment) error {
 	if _, dup := b.st.segments[s.ID]; dup {
 		return corrupt("segment %q appears twice", s.ID)
 	}
-	if b.format == snapshot.Format110 && len(b.st.segments) > 0 && s.ID <= b.lastSeg {
+	if b.format != snapshot.Format100 && len(b.st.segments) > 0 && s.ID <= b.lastSeg {
 		return corrupt("segment %q out of order after %q", s.ID, b.lastSeg)
 	}
 	b.lastSeg = s.ID
@@ -188,13 +189,13 @@ func (b *restoreSink) Segment(s *snapshot.Segment) error {
 	seg := &segment{
 		id: api.SegmentID(st.intern(string(s.ID))), client: st.intern(s.ClientID), pool: st.intern(s.Pool),
 		capacity: s.Capacity, caps: normalizeCaps(s.Capabilities), endpoint: st.intern(s.Endpoint),
-		epoch: s.MountEpoch, mounted: s.Mounted, retired: s.Retired,
+		epoch: s.MountEpoch, mounted: s.Mounted, retired: s.Retired, process: s.Process,
 	}
 	if b.format == snapshot.Format100 {
 		seg.epoch, seg.caps = 0, nil
 	}
 	if !seg.mounted {
-		seg.client = "" // an unmounted segment has no owner, as Apply leaves it
+		seg.client, seg.process = "", "" // an unmounted segment has no owner, as Apply leaves it
 	}
 	if seg.retired && seg.mounted {
 		return corrupt("segment %q is both retired and mounted", s.ID)
@@ -210,7 +211,7 @@ func (b *restoreSink) Segment(s *snapshot.Segment) error {
 }
 
 func (b *restoreSink) Task(t *snapshot.Task) error {
-	if b.format != snapshot.Format110 {
+	if b.format == snapshot.Format100 {
 		return corrupt("task record in a %s snapshot", b.format)
 	}
 	if t.ID == 0 || t.ID <= b.lastTask {
@@ -232,7 +233,7 @@ func (b *restoreSink) Task(t *snapshot.Task) error {
 		return corrupt("task %d duplicates (segment %s, key %q, incarnation %s)", t.ID, t.Segment, t.Key, t.Incarnation)
 	}
 	if len(b.tasks) >= b.st.reg.capacity {
-		return corrupt("more than %d tasks, this FSM's registry capacity (every master must run with the capacity the snapshot was taken with, or larger)", b.st.reg.capacity)
+		return corrupt("more than %d tasks, the registry capacity of the snapshot's settings (a snapshot older than %s is restored under the settings given to RestoreWith)", b.st.reg.capacity, snapshot.Format120)
 	}
 	b.lastTask = t.ID
 	if b.taskIdents == nil {
@@ -245,7 +246,7 @@ func (b *restoreSink) Task(t *snapshot.Task) error {
 }
 
 func (b *restoreSink) State(s *snapshot.State) error {
-	if b.format != snapshot.Format110 {
+	if b.format == snapshot.Format100 {
 		return corrupt("state record in a %s snapshot", b.format)
 	}
 	if b.haveState {
@@ -264,6 +265,26 @@ func (b *restoreSink) State(s *snapshot.State) error {
 	if len(s.Audit) > 0 {
 		st.audit = append([]snapshot.AuditEntry(nil), s.Audit...)
 	}
+	if b.format != snapshot.Format120 {
+		return nil
+	}
+	// 1.2.0 carries the replicated settings (absent: never set, defaults)
+	// and comes before the tasks, so the capacity check below uses them.
+	st.settings, st.settingsSet = api.Settings{}, false
+	if s.Settings != nil {
+		if err := CheckSettings(*s.Settings); err != nil {
+			return corrupt("state settings: %v", err)
+		}
+		st.settings, st.settingsSet = *s.Settings, true
+	}
+	st.reg.capacity = st.effectiveSettings().RegistryCapacity
+	if len(s.GrantKey) != 0 {
+		if len(s.GrantKey) != api.GrantKeyLen {
+			return corrupt("grant key of %d bytes", len(s.GrantKey))
+		}
+		st.grantKey = append([]byte(nil), s.GrantKey...)
+	}
+	st.sess.clock = s.SessionClock
 	return nil
 }
 
@@ -307,9 +328,10 @@ func (b *restoreSink) finish(h snapshot.Header) error {
 	if b.format == "" {
 		b.format = h.Format
 	}
-	if b.format == snapshot.Format110 {
+	b.finishSessions()
+	if b.format != snapshot.Format100 {
 		if !b.haveState {
-			return corrupt("1.1.0 snapshot without a state record")
+			return corrupt("%s snapshot without a state record", b.format)
 		}
 		if st.nextTaskID == 0 || st.nextTaskID <= b.lastTask {
 			return corrupt("next task id %d not above the largest task id %d", st.nextTaskID, b.lastTask)

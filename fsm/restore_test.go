@@ -121,16 +121,44 @@ func segmentRecord(id api.SegmentID) snapshot.Segment {
 }
 
 // TestRestoreRefusesMoreTasksThanCapacity: a registry is never over
-// capacity, not even after a restore into a smaller configuration.
+// capacity, not even after a restore. A 1.2.0 snapshot is judged by its
+// own settings, whatever the restoring FSM had; an older one by the
+// fallback settings given to RestoreWith.
 func TestRestoreRefusesMoreTasksThanCapacity(t *testing.T) {
 	h := populated(t) // one task
 	h.put("d", "s1")
 	h.remove("b", "d")
+	// A 1.2.0 snapshot whose own settings say 2 holds 3 tasks.
+	v := h.f.Snapshot()
+	v.state.Settings = &api.Settings{RegistryCapacity: 2}
+	var b bytes.Buffer
+	if _, err := v.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
 	small := New(Config{})
-	if err := small.RestoreWith(bytes.NewReader(snapshotBytes(t, h.f)), api.Settings{RegistryCapacity: 2}); err == nil {
-		t.Fatal("3 tasks restored into a registry of 2")
+	if err := small.RestoreWith(bytes.NewReader(b.Bytes()), api.Settings{RegistryCapacity: 100}); err == nil {
+		t.Fatal("3 tasks restored under the snapshot's capacity of 2")
 	}
 	if small.Stats().PendingTasks != 0 || small.Stats().Objects != 0 {
 		t.Fatal("refused restore left state behind")
+	}
+	// The same state written as 1.1.0 carries no settings: the fallback
+	// decides, and becomes the restored FSM's replicated settings.
+	old := snapshot110(t, h.f)
+	if err := small.RestoreWith(bytes.NewReader(old), api.Settings{RegistryCapacity: 2}); err == nil {
+		t.Fatal("3 tasks of a 1.1.0 snapshot restored under a fallback capacity of 2")
+	}
+	if err := small.RestoreWith(bytes.NewReader(old), api.Settings{RegistryCapacity: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if s, set := small.Settings(); s.RegistryCapacity != 3 || !set || small.Stats().PendingTasks != 3 {
+		t.Fatalf("1.1.0 restored with fallback: settings %+v set=%v, %d tasks", s, set, small.Stats().PendingTasks)
+	}
+	// Restore (no fallback) takes a 1.1.0 file under the defaults.
+	if err := small.Restore(bytes.NewReader(old)); err != nil {
+		t.Fatal(err)
+	}
+	if s, set := small.Settings(); s != DefaultSettings() || set {
+		t.Fatalf("1.1.0 restored without fallback: settings %+v set=%v", s, set)
 	}
 }

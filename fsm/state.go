@@ -19,6 +19,7 @@ const maxInterned = 1 << 16
 type segment struct {
 	id       api.SegmentID
 	client   string
+	process  string // the owner's process id (MountLocalDisk v2); "" for v1 mounts
 	pool     string
 	capacity int64
 	caps     []api.Capability // sorted, deduplicated; replaced, never mutated
@@ -70,6 +71,8 @@ type state struct {
 	settingsSet bool
 	// grantKey signs write grants; set once by an EpochBegin.
 	grantKey []byte
+	// sess is the client session table (exactly-once answers).
+	sess *sessionTable
 }
 
 // newState returns an empty state under the given settings (zero fields:
@@ -89,6 +92,7 @@ func newStateWithCapacity(capacity int) *state {
 		reg:        nil, // set below: it shares the object table
 		strs:       make(map[string]string),
 		replicas:   make(map[string][]api.ReplicaDescriptor),
+		sess:       newSessionTable(),
 	}
 	st.reg = newRegistry(capacity, st.objects)
 	return st

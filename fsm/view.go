@@ -20,6 +20,7 @@ type View struct {
 	segments []snapshot.Segment
 	tasks    []*task
 	state    snapshot.State
+	sessions []sessionView
 	dfs      *dfsSectionHead // nil: no DFS configured, no dfs_buckets section
 	dfsRecs  []dfsalloc.Record
 }
@@ -32,7 +33,7 @@ func (f *FSM) Snapshot() *View {
 	st := f.st
 	v := &View{
 		header: snapshot.Header{
-			Format: snapshot.Format110, ClusterID: st.clusterID,
+			Format: snapshot.Format120, ClusterID: st.clusterID,
 			LastIndex: st.appliedIndex, LastTerm: st.appliedTerm, Created: st.lastNow,
 		},
 		shards:   st.objects.share(),
@@ -41,14 +42,20 @@ func (f *FSM) Snapshot() *View {
 		state: snapshot.State{
 			MasterEpoch: st.masterEpoch, NextTaskID: st.nextTaskID,
 			LeaderID: st.leaderID, LeaderAddr: st.leaderAddr, LastNow: st.lastNow,
-			Audit: slices.Clone(st.audit),
+			Audit:    slices.Clone(st.audit),
+			GrantKey: slices.Clone(st.grantKey), SessionClock: st.sess.clock,
 		},
+		sessions: st.sess.views(),
+	}
+	if st.settingsSet {
+		set := st.settings
+		v.state.Settings = &set
 	}
 	for _, s := range st.segments {
 		v.segments = append(v.segments, snapshot.Segment{
 			ID: s.id, ClientID: s.client, Pool: s.pool, Capacity: s.capacity,
 			Capabilities: s.caps, Endpoint: s.endpoint, MountEpoch: s.epoch,
-			Mounted: s.mounted, Retired: s.retired,
+			Mounted: s.mounted, Retired: s.retired, Process: s.process,
 		})
 	}
 	st.reg.byID.each(func(t *task) { v.tasks = append(v.tasks, t) })
@@ -65,18 +72,25 @@ func (f *FSM) Snapshot() *View {
 // a shard shared with a released view is still cloned once on its next
 // write, which is cheap.
 func (v *View) Release() {
-	v.shards, v.segments, v.tasks, v.dfsRecs = nil, nil, nil, nil
+	v.shards, v.segments, v.tasks, v.sessions, v.dfsRecs = nil, nil, nil, nil, nil
 }
 
-// WriteTo writes the view as a 1.1.0 snapshot stream. Equal states give
+// WriteTo writes the view as a 1.2.0 snapshot stream. Equal states give
 // equal bytes: objects by key (a key's COMPLETE before its PENDING),
-// segments by id, tasks by id, then the one State record.
-func (v *View) WriteTo(w io.Writer) (int64, error) {
+// segments by id, the one State record, tasks by id, session records by
+// (client id, seq).
+func (v *View) WriteTo(w io.Writer) (int64, error) { return v.writeFormat(w, snapshot.Format120) }
+
+// writeFormat writes the view in format (1.2.0, or 1.1.0 for tests of
+// older snapshots: then the state must hold nothing 1.1.0 cannot carry).
+func (v *View) writeFormat(w io.Writer, format string) (int64, error) {
 	if v.shards == nil {
 		return 0, fmt.Errorf("fsm: write of a released snapshot view")
 	}
 	cw := &countingWriter{w: w}
-	sw, err := snapshot.NewWriter(cw, v.header)
+	h := v.header
+	h.Format = format
+	sw, err := snapshot.NewWriter(cw, h)
 	if err != nil {
 		return cw.n, err
 	}
@@ -87,12 +101,22 @@ func (v *View) WriteTo(w io.Writer) (int64, error) {
 	if err := writeSection(sw, snapshot.SectionSegments, len(v.segments), func(i int) any { return &v.segments[i] }); err != nil {
 		return cw.n, err
 	}
+	v120 := format == snapshot.Format120
+	if v120 {
+		if err := writeSection(sw, snapshot.SectionState, 1, func(int) any { return &v.state }); err != nil {
+			return cw.n, err
+		}
+	}
 	slices.SortFunc(v.tasks, func(a, b *task) int { return cmpUint(a.id, b.id) })
 	var rec snapshot.Task
 	if err := writeSection(sw, snapshot.SectionTasks, len(v.tasks), func(i int) any { rec = v.tasks[i].view(); return &rec }); err != nil {
 		return cw.n, err
 	}
-	if err := writeSection(sw, snapshot.SectionState, 1, func(int) any { return &v.state }); err != nil {
+	if v120 {
+		if err := v.writeSessions(sw); err != nil {
+			return cw.n, err
+		}
+	} else if err := writeSection(sw, snapshot.SectionState, 1, func(int) any { return &v.state }); err != nil {
 		return cw.n, err
 	}
 	if v.dfs != nil {

@@ -158,6 +158,9 @@ func (tc *testCluster) kill(i int) {
 	tc.nodes[i] = nil
 }
 
+// node returns running node i (nil when stopped).
+func (tc *testCluster) node(i int) *Node { return tc.nodes[i] }
+
 // waitLeader waits until exactly one running node is the ready leader and
 // returns it.
 func (tc *testCluster) waitLeader(t testing.TB) *Node {

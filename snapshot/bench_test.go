@@ -86,12 +86,13 @@ func BenchmarkWrite1MObjects(b *testing.B) {
 // discardSink takes records as a restoring FSM would, without keeping them.
 type discardSink struct{ objects, tasks int }
 
-func (d *discardSink) Header(Header) error    { return nil }
-func (d *discardSink) Object(*Object) error   { d.objects++; return nil }
-func (d *discardSink) Segment(*Segment) error { return nil }
-func (d *discardSink) Task(*Task) error       { d.tasks++; return nil }
-func (d *discardSink) State(*State) error     { return nil }
-func (d *discardSink) DFSRecord([]byte) error { return nil }
+func (d *discardSink) Header(Header) error          { return nil }
+func (d *discardSink) Object(*Object) error         { d.objects++; return nil }
+func (d *discardSink) Segment(*Segment) error       { return nil }
+func (d *discardSink) Task(*Task) error             { d.tasks++; return nil }
+func (d *discardSink) State(*State) error           { return nil }
+func (d *discardSink) Session(*SessionRecord) error { return nil }
+func (d *discardSink) DFSRecord([]byte) error       { return nil }
 
 func BenchmarkRead1MObjects(b *testing.B) {
 	var buf bytes.Buffer

@@ -142,6 +142,87 @@ func writeFixture110(t fataler) []byte {
 	return buf.Bytes()
 }
 
+// The 1.2.0 fixture: the 1.1.0 contents plus a process id on the mounted
+// segment, settings, a grant key and a session clock in the state, and
+// session records (a session with two results, one without any).
+
+var fixtureHeader120 = Header{
+	Format:    Format120,
+	ClusterID: fixtureCluster,
+	LastIndex: 5151,
+	LastTerm:  8,
+	Created:   1_764_000_000_123_999_999,
+}
+
+func fixtureSegments120() []*Segment {
+	segs := fixtureSegments()
+	segs[0].Process = "proc-7f3a"
+	return segs
+}
+
+func fixtureState120() *State {
+	s := fixtureState()
+	s.Settings = &api.Settings{RegistryCapacity: 1000, SessionTTLMillis: 600_000}
+	s.GrantKey = bytes.Repeat([]byte{0xa5}, api.GrantKeyLen)
+	s.SessionClock = 1_764_000_000_000_000_120
+	return s
+}
+
+func fixtureSessions120() []*SessionRecord {
+	inc := api.ObjectIncarnation{High: fixtureCluster, Low: 300}
+	return []*SessionRecord{
+		{ClientID: "client-a", Floor: 7, LastActive: 1_764_000_000_000_000_100, Result: &SessionResult{
+			Seq: 7, Kind: 4, Inc: inc,
+			Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaLocalDisk, Segment: "seg-b", Pool: "ssd-2"}},
+		}},
+		{ClientID: "client-a", Floor: 7, LastActive: 1_764_000_000_000_000_100, Result: &SessionResult{
+			Seq: 8, Kind: 7, Count: 3,
+			Items: []SessionItem{{I: 1, Err: &api.Error{Code: api.CodeIncarnationMismatch, Message: "key \"b\" holds another incarnation"}}},
+		}},
+		{ClientID: "client-b", Floor: 12, LastActive: 1_764_000_000_000_000_110},
+		{ClientID: "client-c", Floor: 1, LastActive: 1_764_000_000_000_000_120, Result: &SessionResult{
+			Seq: 1, Kind: 19, Settings: &api.Settings{RegistryCapacity: 1000, SessionTTLMillis: 600_000, MaxSessions: 100000, MaxSessionResults: 1024},
+		}},
+	}
+}
+
+// writeFixture120 writes the 1.2.0 fixture with the real Writer.
+func writeFixture120(t fataler) []byte {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, fixtureHeader120)
+	must(t, err)
+	must(t, w.BeginSection(SectionMetadata))
+	for _, o := range fixtureObjects() {
+		must(t, w.WriteRecord(o))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionSegments))
+	for _, s := range fixtureSegments120() {
+		must(t, w.WriteRecord(s))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionState))
+	must(t, w.WriteRecord(fixtureState120()))
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionTasks))
+	for _, task := range fixtureTasks() {
+		must(t, w.WriteRecord(task))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionSessions))
+	for _, s := range fixtureSessions120() {
+		must(t, w.WriteRecord(s))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionDFSBuckets))
+	for _, raw := range fixtureDFS(t) {
+		must(t, w.WriteRecord(msgpack.RawMessage(raw)))
+	}
+	must(t, w.EndSection())
+	must(t, w.Close())
+	return buf.Bytes()
+}
+
 // The 1.0.0 fixture: what an old master would have written. Its encoder
 // exists only here; the package reads 1.0.0 and never writes it.
 

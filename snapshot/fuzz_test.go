@@ -12,7 +12,7 @@ import (
 // catch a slip); Inspect agrees with Read; and whatever reads cleanly
 // writes back and reads again as the same contents.
 func FuzzRead(f *testing.F) {
-	for _, p := range []string{golden110, golden100} {
+	for _, p := range []string{golden120, golden110, golden100} {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
@@ -27,10 +27,13 @@ func FuzzRead(f *testing.F) {
 		if (err == nil) != (ierr == nil) {
 			t.Fatalf("Read says %v, Inspect says %v", err, ierr)
 		}
-		if err != nil || got.header.Format != Format110 {
+		if err != nil || got.header.Format == Format100 {
 			return
 		}
 		c := &contents{header: got.header, state: *got.states[0], dfs: got.dfs}
+		for _, s := range got.sessions {
+			c.sessions = append(c.sessions, *s)
+		}
 		for _, o := range got.objects {
 			c.objects = append(c.objects, *o)
 		}
@@ -44,7 +47,7 @@ func FuzzRead(f *testing.F) {
 		if err != nil {
 			t.Fatalf("rewritten snapshot does not read: %v", err)
 		}
-		if len(again.objects) != len(got.objects) || len(again.tasks) != len(got.tasks) || len(again.dfs) != len(got.dfs) {
+		if len(again.objects) != len(got.objects) || len(again.tasks) != len(got.tasks) || len(again.dfs) != len(got.dfs) || len(again.sessions) != len(got.sessions) {
 			t.Fatal("rewritten snapshot holds other records")
 		}
 	})
@@ -64,10 +67,15 @@ func FuzzDecodeRecord(f *testing.F) {
 	}
 	f.Add(encodeRec(f, fixtureTasks()[0]))
 	f.Add(encodeRec(f, fixtureState()))
+	f.Add(encodeRec(f, fixtureState120()))
+	f.Add(encodeRec(f, fixtureSegments120()[0]))
+	for _, s := range fixtureSessions120() {
+		f.Add(encodeRec(f, s))
+	}
 	f.Add(encodeRec(f, fixtureObjects100()[1]))
 	f.Add(encodeRec(f, fixtureSegments100()[0]))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, format := range []string{Format110, Format100} {
+		for _, format := range []string{Format120, Format110, Format100} {
 			for _, s := range formatSpecs[format] {
 				mr := &mpReader{b: data, in: &interner{}}
 				for mr.remaining() > 0 {

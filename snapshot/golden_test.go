@@ -14,6 +14,7 @@ import (
 var update = flag.Bool("update", false, "regenerate snapshot/testdata golden files")
 
 const (
+	golden120 = "testdata/v120.snap"
 	golden110 = "testdata/v110.snap"
 	golden100 = "testdata/v100.snap"
 )
@@ -66,6 +67,40 @@ func TestGolden110ReadsBackEveryField(t *testing.T) {
 	dfs := got.objects[1].Replicas[2].DFS
 	if dfs == nil || dfs.Path != "bucket_0000000000000003.data" || dfs.UnitID != 3 || dfs.AlignedSize != 1<<20+4096 {
 		t.Fatalf("DFS descriptor %+v", dfs)
+	}
+}
+
+func TestGolden120ReadsBackEveryField(t *testing.T) {
+	data := loadGolden(t, golden120, writeFixture120)
+	got, err := readAll(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.headers != 1 || !reflect.DeepEqual(got.header, fixtureHeader120) {
+		t.Fatalf("header %+v (%d calls), want %+v", got.header, got.headers, fixtureHeader120)
+	}
+	if !reflect.DeepEqual(got.objects, fixtureObjects()) {
+		t.Fatalf("objects:\n got %s\nwant %s", dump(got.objects), dump(fixtureObjects()))
+	}
+	if !reflect.DeepEqual(got.segments, fixtureSegments120()) {
+		t.Fatalf("segments:\n got %s\nwant %s", dump(got.segments), dump(fixtureSegments120()))
+	}
+	if !reflect.DeepEqual(got.tasks, fixtureTasks()) {
+		t.Fatalf("tasks:\n got %s\nwant %s", dump(got.tasks), dump(fixtureTasks()))
+	}
+	if len(got.states) != 1 || !reflect.DeepEqual(got.states[0], fixtureState120()) {
+		t.Fatalf("states: got %s, want one %+v", dump(got.states), *fixtureState120())
+	}
+	if !reflect.DeepEqual(got.sessions, fixtureSessions120()) {
+		t.Fatalf("sessions:\n got %s\nwant %s", dump(got.sessions), dump(fixtureSessions120()))
+	}
+	if !reflect.DeepEqual(got.dfs, fixtureDFS(t)) {
+		t.Fatalf("dfs records: got %x, want %x", got.dfs, fixtureDFS(t))
+	}
+	h, c, err := Inspect(bytes.NewReader(data))
+	must(t, err)
+	if want := (Counts{Objects: 4, Segments: 2, Tasks: 3, DFSRecords: 2, HasState: true, Sessions: 4}); h != fixtureHeader120 || c != want {
+		t.Fatalf("Inspect = %+v %+v, want %+v", h, c, want)
 	}
 }
 

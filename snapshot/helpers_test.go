@@ -18,14 +18,19 @@ type collectSink struct {
 	segments []*Segment
 	tasks    []*Task
 	states   []*State
+	sessions []*SessionRecord
 	dfs      [][]byte
 }
 
-func (c *collectSink) Header(h Header) error      { c.header = h; c.headers++; return nil }
-func (c *collectSink) Object(o *Object) error     { c.objects = append(c.objects, o); return nil }
-func (c *collectSink) Segment(s *Segment) error   { c.segments = append(c.segments, s); return nil }
-func (c *collectSink) Task(t *Task) error         { c.tasks = append(c.tasks, t); return nil }
-func (c *collectSink) State(s *State) error       { c.states = append(c.states, s); return nil }
+func (c *collectSink) Header(h Header) error    { c.header = h; c.headers++; return nil }
+func (c *collectSink) Object(o *Object) error   { c.objects = append(c.objects, o); return nil }
+func (c *collectSink) Segment(s *Segment) error { c.segments = append(c.segments, s); return nil }
+func (c *collectSink) Task(t *Task) error       { c.tasks = append(c.tasks, t); return nil }
+func (c *collectSink) State(s *State) error     { c.states = append(c.states, s); return nil }
+func (c *collectSink) Session(s *SessionRecord) error {
+	c.sessions = append(c.sessions, s)
+	return nil
+}
 func (c *collectSink) DFSRecord(raw []byte) error { c.dfs = append(c.dfs, raw); return nil }
 
 // readAll reads data into a fresh collectSink.

@@ -6,6 +6,9 @@ import "io"
 type Counts struct {
 	Objects, Segments, Tasks, DFSRecords int
 	HasState                             bool
+	// Sessions counts session records (1.2.0): one per stored result,
+	// or one for a session that keeps none.
+	Sessions int
 }
 
 // Inspect validates a whole snapshot exactly as Read does and counts its
@@ -19,9 +22,10 @@ func Inspect(r io.Reader) (Header, Counts, error) {
 
 type countingSink struct{ Counts }
 
-func (c *countingSink) Header(Header) error    { return nil }
-func (c *countingSink) Object(*Object) error   { c.Objects++; return nil }
-func (c *countingSink) Segment(*Segment) error { c.Segments++; return nil }
-func (c *countingSink) Task(*Task) error       { c.Tasks++; return nil }
-func (c *countingSink) State(*State) error     { c.HasState = true; return nil }
-func (c *countingSink) DFSRecord([]byte) error { c.DFSRecords++; return nil }
+func (c *countingSink) Header(Header) error          { return nil }
+func (c *countingSink) Object(*Object) error         { c.Objects++; return nil }
+func (c *countingSink) Segment(*Segment) error       { c.Segments++; return nil }
+func (c *countingSink) Task(*Task) error             { c.Tasks++; return nil }
+func (c *countingSink) State(*State) error           { c.HasState = true; return nil }
+func (c *countingSink) Session(*SessionRecord) error { c.Sessions++; return nil }
+func (c *countingSink) DFSRecord([]byte) error       { c.DFSRecords++; return nil }

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -367,4 +368,38 @@ func (r *mpReader) skipEntries(n uint64, depth int) error {
 		}
 	}
 	return nil
+}
+
+// binBytes reads a msgpack bin of at most limit bytes into a new slice;
+// nil reads as nil.
+func (r *mpReader) binBytes(what string, limit int) ([]byte, error) {
+	if r.peekNil() {
+		return nil, nil
+	}
+	c, err := r.code(what)
+	if err != nil {
+		return nil, err
+	}
+	var n uint64
+	switch c {
+	case 0xc4:
+		n, err = r.be(1, what)
+	case 0xc5:
+		n, err = r.be(2, what)
+	case 0xc6:
+		n, err = r.be(4, what)
+	default:
+		return nil, errType(what, c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(limit) {
+		return nil, errTooLong(what, int(min(n, 1<<31)), limit)
+	}
+	p, err := r.take(int(n), what)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(p), nil
 }

@@ -25,16 +25,18 @@ type Sink interface {
 	Segment(s *Segment) error
 	Task(t *Task) error
 	State(s *State) error
+	Session(s *SessionRecord) error
 	DFSRecord(raw []byte) error
 }
 
-// Read decodes a snapshot of format 1.1.0 or 1.0.0 from r, handing its
-// contents to sink. It returns nil only if the whole stream, trailer
+// Read decodes a snapshot of format 1.2.0, 1.1.0 or 1.0.0 from r, handing
+// its contents to sink. It returns nil only if the whole stream, trailer
 // included, is intact and nothing follows it; any damage is an error
 // wrapping one of the package's sentinels, with the section and the byte
-// offset. A 1.0.0 snapshot reaches the sink converted to 1.1.0 records
-// (incarnation zero, COMPLETE, LOCAL_DISK replicas, mount epoch zero, no
-// capabilities) and without tasks, state or DFS records.
+// offset. A 1.1.0 snapshot has no session records and no 1.2.0 fields. A
+// 1.0.0 snapshot reaches the sink converted to 1.1.0 records (incarnation
+// zero, COMPLETE, LOCAL_DISK replicas, mount epoch zero, no capabilities)
+// and without tasks, state, session or DFS records.
 func Read(r io.Reader, sink Sink) (Header, error) {
 	sr := newStreamReader(r)
 	h, err := readHead(sr)
@@ -242,15 +244,18 @@ func recordDecoder(format, section string) recordDecode {
 			return decodeSegment100Record
 		}
 	}
+	v120 := format == Format120
 	switch section {
 	case SectionMetadata:
 		return decodeObjectRecord
 	case SectionSegments:
-		return decodeSegmentRecord
+		return func(mr *mpReader, sink Sink) error { return decodeSegmentRecord(mr, sink, v120) }
 	case SectionTasks:
 		return decodeTaskRecord
 	case SectionState:
-		return decodeStateRecord
+		return func(mr *mpReader, sink Sink) error { return decodeStateRecord(mr, sink, v120) }
+	case SectionSessions:
+		return decodeSessionRec
 	default:
 		return decodeDFSRecord
 	}
@@ -287,9 +292,9 @@ func decodeObject100Record(mr *mpReader, sink Sink) error {
 	return sinkErr(sink.Object(o))
 }
 
-func decodeSegmentRecord(mr *mpReader, sink Sink) error {
+func decodeSegmentRecord(mr *mpReader, sink Sink, v120 bool) error {
 	s := new(Segment)
-	if err := decodeSegment(mr, s); err != nil {
+	if err := decodeSegment(mr, s, v120); err != nil {
 		return err
 	}
 	if err := validateSegment(s); err != nil {
@@ -320,15 +325,26 @@ func decodeTaskRecord(mr *mpReader, sink Sink) error {
 	return sinkErr(sink.Task(t))
 }
 
-func decodeStateRecord(mr *mpReader, sink Sink) error {
+func decodeStateRecord(mr *mpReader, sink Sink, v120 bool) error {
 	s := new(State)
-	if err := decodeState(mr, s); err != nil {
+	if err := decodeState(mr, s, v120); err != nil {
 		return err
 	}
 	if err := validateState(s); err != nil {
 		return corrupt(err)
 	}
 	return sinkErr(sink.State(s))
+}
+
+func decodeSessionRec(mr *mpReader, sink Sink) error {
+	s := new(SessionRecord)
+	if err := decodeSessionRecord(mr, s); err != nil {
+		return err
+	}
+	if err := validateSession(s); err != nil {
+		return corrupt(err)
+	}
+	return sinkErr(sink.Session(s))
 }
 
 func decodeDFSRecord(mr *mpReader, sink Sink) error {

@@ -17,7 +17,9 @@ const maxAuditEntries = 1 << 16
 // maxReasonLen bounds free text in an audit entry.
 const maxReasonLen = 4096
 
-func decodeSegment(r *mpReader, s *Segment) error {
+// decodeSegment decodes a segment record; v120 admits the fields 1.2.0
+// added.
+func decodeSegment(r *mpReader, s *Segment, v120 bool) error {
 	const rec = "segment"
 	return r.eachField(rec, func(name []byte) (err error) {
 		var str string
@@ -41,6 +43,11 @@ func decodeSegment(r *mpReader, s *Segment) error {
 			s.Mounted, err = r.bool("segment mounted")
 		case "retired":
 			s.Retired, err = r.bool("segment retired")
+		case "process":
+			if !v120 {
+				return errUnknownField(rec, name)
+			}
+			s.Process, err = r.str("segment process", api.MaxIDLen)
 		default:
 			return errUnknownField(rec, name)
 		}
@@ -92,7 +99,9 @@ func decodeTask(r *mpReader, t *Task) error {
 	})
 }
 
-func decodeState(r *mpReader, s *State) error {
+// decodeState decodes the state record; v120 admits the fields 1.2.0
+// added.
+func decodeState(r *mpReader, s *State, v120 bool) error {
 	const rec = "state"
 	return r.eachField(rec, func(name []byte) (err error) {
 		switch string(name) {
@@ -108,11 +117,178 @@ func decodeState(r *mpReader, s *State) error {
 			s.LastNow, err = r.int("state last_now")
 		case "audit":
 			s.Audit, err = decodeAudit(r)
+		case "settings", "grant_key", "session_clock":
+			if !v120 {
+				return errUnknownField(rec, name)
+			}
+			switch string(name) {
+			case "settings":
+				s.Settings, err = decodeSettings(r)
+			case "grant_key":
+				s.GrantKey, err = r.binBytes("state grant_key", api.GrantKeyLen)
+			default:
+				s.SessionClock, err = r.int("state session_clock")
+			}
 		default:
 			return errUnknownField(rec, name)
 		}
 		return err
 	})
+}
+
+func decodeSettings(r *mpReader) (*api.Settings, error) {
+	const rec = "settings"
+	if r.peekNil() {
+		return nil, nil
+	}
+	s := &api.Settings{}
+	err := r.eachField(rec, func(name []byte) (err error) {
+		var v int64
+		switch string(name) {
+		case "registry_cap":
+			v, err = r.int("settings registry_cap")
+			s.RegistryCapacity = int(v)
+		case "session_ttl_ms":
+			s.SessionTTLMillis, err = r.int("settings session_ttl_ms")
+		case "max_sessions":
+			v, err = r.int("settings max_sessions")
+			s.MaxSessions = int(v)
+		case "max_session_results":
+			v, err = r.int("settings max_session_results")
+			s.MaxSessionResults = int(v)
+		default:
+			return errUnknownField(rec, name)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Bounds of session records (section sessions).
+const (
+	// maxErrCodeLen and maxErrMessageLen bound a stored error.
+	maxErrCodeLen    = 64
+	maxErrMessageLen = 2048
+	// maxSessionItems bounds the per-key or per-item parts of one stored
+	// result: a Remove span has at most api.MaxBatchKeys keys.
+	maxSessionItems = api.MaxBatchKeys
+)
+
+func decodeSessionRecord(r *mpReader, s *SessionRecord) error {
+	const rec = "session"
+	return r.eachField(rec, func(name []byte) (err error) {
+		switch string(name) {
+		case "client":
+			s.ClientID, err = r.str("session client", api.MaxIDLen)
+		case "floor":
+			s.Floor, err = r.uint("session floor")
+		case "active":
+			s.LastActive, err = r.int("session active")
+		case "result":
+			if r.peekNil() {
+				s.Result = nil
+				return nil
+			}
+			s.Result = &SessionResult{}
+			err = decodeSessionResult(r, s.Result)
+		default:
+			return errUnknownField(rec, name)
+		}
+		return err
+	})
+}
+
+func decodeSessionResult(r *mpReader, s *SessionResult) error {
+	const rec = "session result"
+	return r.eachField(rec, func(name []byte) (err error) {
+		switch string(name) {
+		case "seq":
+			s.Seq, err = r.uint("session result seq")
+		case "kind":
+			s.Kind, err = r.uint8("session result kind")
+		case "err":
+			s.Err, err = decodeAPIError(r)
+		case "inc":
+			err = decodeIncarnation(r, &s.Inc)
+		case "n":
+			s.Count, err = r.int("session result n")
+		case "reps":
+			s.Replicas, err = decodeReplicas(r, nil)
+		case "items":
+			s.Items, err = decodeSessionItems(r)
+		case "settings":
+			s.Settings, err = decodeSettings(r)
+		default:
+			return errUnknownField(rec, name)
+		}
+		return err
+	})
+}
+
+func decodeSessionItems(r *mpReader) ([]SessionItem, error) {
+	n, err := r.arrayLen("session result items")
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	if n > maxSessionItems {
+		return nil, fmt.Errorf("%w: session result has %d items, more than %d", ErrTooLarge, n, maxSessionItems)
+	}
+	out := make([]SessionItem, n)
+	for i := range out {
+		if err := decodeSessionItem(r, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func decodeSessionItem(r *mpReader, it *SessionItem) error {
+	const rec = "session item"
+	return r.eachField(rec, func(name []byte) (err error) {
+		switch string(name) {
+		case "i":
+			it.I, err = r.int("session item i")
+		case "tasks":
+			it.Tasks, err = r.int("session item tasks")
+		case "err":
+			it.Err, err = decodeAPIError(r)
+		case "reps":
+			it.Replicas, err = decodeReplicas(r, nil)
+		default:
+			return errUnknownField(rec, name)
+		}
+		return err
+	})
+}
+
+func decodeAPIError(r *mpReader) (*api.Error, error) {
+	const rec = "error"
+	if r.peekNil() {
+		return nil, nil
+	}
+	e := &api.Error{}
+	err := r.eachField(rec, func(name []byte) (err error) {
+		var s string
+		switch string(name) {
+		case "code":
+			s, err = r.strShared("error code", maxErrCodeLen)
+			e.Code = api.Code(s)
+		case "msg":
+			e.Message, err = r.str("error msg", maxErrMessageLen)
+		case "leader":
+			e.Leader, err = r.str("error leader", api.MaxIDLen)
+		default:
+			return errUnknownField(rec, name)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 func decodeAudit(r *mpReader) ([]AuditEntry, error) {
@@ -174,7 +350,7 @@ func decodeHeader(b []byte) (Header, error) {
 		return h, err
 	}
 	if _, ok := formatSpecs[format]; !ok {
-		return h, fmt.Errorf("%w: %q (this build reads %s and %s)", ErrUnknownFormat, format, Format110, Format100)
+		return h, fmt.Errorf("%w: %q (this build reads %s, %s and %s)", ErrUnknownFormat, format, Format120, Format110, Format100)
 	}
 	r := &mpReader{b: b}
 	const rec = "header"

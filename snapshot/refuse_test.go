@@ -45,7 +45,7 @@ func TestRefusesBadMagic(t *testing.T) {
 }
 
 func TestRefusesUnknownFormat(t *testing.T) {
-	for _, format := range []string{"1.2.0", "2.0.0", "", "1.1"} {
+	for _, format := range []string{"1.3.0", "2.0.0", "", "1.1", "1.2"} {
 		h := fixtureHeader
 		h.Format = format
 		_, err := readAll(sections110(newStream(t, h)).done())
@@ -53,7 +53,7 @@ func TestRefusesUnknownFormat(t *testing.T) {
 	}
 	// A future header with fields this build lacks still says "unknown
 	// format", not "unknown field".
-	future := map[string]any{"format": "1.2.0", "shiny": true}
+	future := map[string]any{"format": "1.3.0", "shiny": true}
 	_, err := readAll(sections110(newStream(t, future)).done())
 	wantErr(t, err, ErrUnknownFormat)
 }
@@ -251,10 +251,10 @@ func TestRefusesTrailingData(t *testing.T) {
 	wantErr(t, err, ErrCorrupt)
 }
 
-// goldens returns both checked-in golden files.
+// goldens returns every checked-in golden file.
 func goldens(t *testing.T) map[string][]byte {
 	out := map[string][]byte{}
-	for _, p := range []string{golden110, golden100} {
+	for _, p := range []string{golden120, golden110, golden100} {
 		data, err := os.ReadFile(p)
 		must(t, err)
 		out[p] = data
@@ -400,5 +400,100 @@ func TestSinkErrorStopsRead(t *testing.T) {
 	wantErr(t, err, errSinkFull)
 	if len(s.tasks) != 0 || len(s.states) != 0 {
 		t.Fatalf("Read went on after the sink failed: %d tasks, %d states", len(s.tasks), len(s.states))
+	}
+}
+
+// sections120 writes every required 1.2.0 section, state before tasks,
+// with the given session records.
+func sections120(b *streamBuilder, sessions ...any) *streamBuilder {
+	b.section(SectionMetadata, 1, b.records(validObject()))
+	b.section(SectionSegments, 1, b.records(validSegment()))
+	b.section(SectionState, 1, b.records(validState()))
+	b.section(SectionTasks, 1, b.records(validTask()))
+	if len(sessions) == 0 {
+		return b.section(SectionSessions, 0)
+	}
+	return b.section(SectionSessions, uint64(len(sessions)), b.records(sessions...))
+}
+
+var header120 = Header{Format: Format120, ClusterID: 1}
+
+func TestBuilderBaseline120IsAccepted(t *testing.T) {
+	got, err := readAll(sections120(newStream(t, header120), SessionRecord{ClientID: "c", Floor: 1}).done())
+	must(t, err)
+	if len(got.sessions) != 1 || got.sessions[0].ClientID != "c" {
+		t.Fatalf("sessions %s", dump(got.sessions))
+	}
+}
+
+// TestRefuses120FieldsIn110: a 1.1.0 stream carrying anything 1.2.0 added
+// is refused, never read with the field dropped.
+func TestRefuses120FieldsIn110(t *testing.T) {
+	withProcess := map[string]any{"id": "s", "process": "p"}
+	withSettings := map[string]any{"master_epoch": 1, "settings": map[string]any{"registry_cap": 5}}
+	withKey := map[string]any{"master_epoch": 1, "grant_key": make([]byte, api.GrantKeyLen)}
+
+	b := newStream(t, fixtureHeader)
+	b.section(SectionMetadata, 0).section(SectionSegments, 1, b.records(withProcess))
+	_, err := readAll(b.done())
+	wantErr(t, err, ErrCorrupt)
+
+	for _, st := range []any{withSettings, withKey} {
+		b = newStream(t, fixtureHeader)
+		b.section(SectionMetadata, 0).section(SectionSegments, 0).section(SectionTasks, 0).section(SectionState, 1, b.records(st))
+		_, err = readAll(b.done())
+		wantErr(t, err, ErrCorrupt)
+	}
+
+	b = sections110(newStream(t, fixtureHeader))
+	b.section(SectionSessions, 0)
+	_, err = readAll(b.done())
+	wantErr(t, err, ErrUnknownSection)
+
+	// The same fields in 1.2.0 read.
+	b = newStream(t, header120)
+	b.section(SectionMetadata, 0).section(SectionSegments, 1, b.records(withProcess)).section(SectionState, 1, b.records(withSettings)).
+		section(SectionTasks, 0).section(SectionSessions, 0)
+	_, err = readAll(b.done())
+	must(t, err)
+}
+
+func TestRefuses120SectionOrder(t *testing.T) {
+	// 1.1.0's order (tasks, then state) is not 1.2.0's.
+	b := newStream(t, header120)
+	b.section(SectionMetadata, 0).section(SectionSegments, 0).section(SectionTasks, 0)
+	_, err := readAll(b.done())
+	wantErr(t, err, ErrMissingSection)
+	// No sessions section.
+	b = newStream(t, header120)
+	b.section(SectionMetadata, 0).section(SectionSegments, 0).section(SectionState, 1, b.records(validState())).section(SectionTasks, 0)
+	_, err = readAll(b.done())
+	wantErr(t, err, ErrMissingSection)
+}
+
+func TestRefusesBadSessionRecords(t *testing.T) {
+	bigItems := make([]any, maxSessionItems+1)
+	for i := range bigItems {
+		bigItems[i] = map[string]any{"i": i}
+	}
+	for name, rec := range map[string]any{
+		"no client":          map[string]any{"floor": 1},
+		"unknown field":      map[string]any{"client": "c", "extra": 1},
+		"client too long":    map[string]any{"client": string(make([]byte, api.MaxIDLen+1))},
+		"unknown in result":  map[string]any{"client": "c", "result": map[string]any{"seq": 1, "x": 1}},
+		"error without code": map[string]any{"client": "c", "result": map[string]any{"seq": 1, "err": map[string]any{"msg": "m"}}},
+		"message too long":   map[string]any{"client": "c", "result": map[string]any{"seq": 1, "err": map[string]any{"code": "X", "msg": string(make([]byte, maxErrMessageLen+1))}}},
+		"too many items":     map[string]any{"client": "c", "result": map[string]any{"seq": 1, "items": bigItems}},
+		"negative count":     map[string]any{"client": "c", "result": map[string]any{"seq": 1, "n": -1}},
+		"too many replicas":  map[string]any{"client": "c", "result": map[string]any{"seq": 1, "reps": make([]any, api.MaxReplicas+1)}},
+		"bad replica":        map[string]any{"client": "c", "result": map[string]any{"seq": 1, "reps": []any{map[string]any{"kind": 9}}}},
+	} {
+		_, err := readAll(sections120(newStream(t, header120), rec).done())
+		if err == nil {
+			t.Fatalf("%s: read without error", name)
+		}
+		if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
 }

@@ -65,7 +65,7 @@ func genObject() *rapid.Generator[Object] {
 	})
 }
 
-func genSegment() *rapid.Generator[Segment] {
+func genSegment(v120 bool) *rapid.Generator[Segment] {
 	return rapid.Custom(func(t *rapid.T) Segment {
 		s := Segment{
 			ID:         api.SegmentID(genName(64).Draw(t, "id")),
@@ -79,6 +79,9 @@ func genSegment() *rapid.Generator[Segment] {
 		}
 		if rapid.Bool().Draw(t, "has caps") {
 			s.Capabilities = rapid.SliceOfN(rapid.Map(genName(20), func(s string) api.Capability { return api.Capability(s) }), 0, api.MaxCapabilities).Draw(t, "caps")
+		}
+		if v120 && rapid.Bool().Draw(t, "has process") {
+			s.Process = genName(64).Draw(t, "process")
 		}
 		return s
 	})
@@ -97,7 +100,7 @@ func genTask() *rapid.Generator[Task] {
 	})
 }
 
-func genState() *rapid.Generator[State] {
+func genState(v120 bool) *rapid.Generator[State] {
 	return rapid.Custom(func(t *rapid.T) State {
 		s := State{
 			MasterEpoch: rapid.Uint64().Draw(t, "epoch"),
@@ -113,6 +116,56 @@ func genState() *rapid.Generator[State] {
 					At: rapid.Int64().Draw(t, "at")}
 			}), 0, 20).Draw(t, "audit")
 		}
+		if v120 {
+			if rapid.Bool().Draw(t, "settings") {
+				s.Settings = &api.Settings{
+					RegistryCapacity: rapid.IntRange(0, 1<<30).Draw(t, "cap"), SessionTTLMillis: rapid.Int64().Draw(t, "ttl"),
+					MaxSessions: rapid.Int().Draw(t, "max sessions"), MaxSessionResults: rapid.Int().Draw(t, "max results"),
+				}
+			}
+			if rapid.Bool().Draw(t, "grant key") {
+				s.GrantKey = rapid.SliceOfN(rapid.Byte(), api.GrantKeyLen, api.GrantKeyLen).Draw(t, "key")
+			}
+			s.SessionClock = rapid.Int64().Draw(t, "clock")
+		}
+		return s
+	})
+}
+
+func genAPIError() *rapid.Generator[*api.Error] {
+	return rapid.Custom(func(t *rapid.T) *api.Error {
+		if rapid.Bool().Draw(t, "no error") {
+			return nil
+		}
+		return &api.Error{Code: api.Code(genName(30).Draw(t, "code")), Message: rapid.SampledFrom([]string{"", "key \"a\"", strings.Repeat("m", 2000)}).Draw(t, "msg"),
+			Leader: rapid.SampledFrom([]string{"", "m1:7000"}).Draw(t, "leader")}
+	})
+}
+
+func genSessionRecord() *rapid.Generator[SessionRecord] {
+	return rapid.Custom(func(t *rapid.T) SessionRecord {
+		s := SessionRecord{ClientID: genName(40).Draw(t, "client"), Floor: rapid.Uint64().Draw(t, "floor"), LastActive: rapid.Int64().Draw(t, "active")}
+		if rapid.Bool().Draw(t, "no result") {
+			return s
+		}
+		r := &SessionResult{Seq: rapid.Uint64().Draw(t, "seq"), Kind: rapid.Uint8().Draw(t, "kind"), Err: genAPIError().Draw(t, "err"),
+			Inc: genIncarnation().Draw(t, "inc"), Count: rapid.Int64Range(0, maxSessionItems).Draw(t, "n")}
+		if rapid.Bool().Draw(t, "reps") {
+			r.Replicas = rapid.SliceOfN(genReplica(), 1, api.MaxReplicas).Draw(t, "replicas")
+		}
+		if rapid.Bool().Draw(t, "items") {
+			r.Items = rapid.SliceOfN(rapid.Custom(func(t *rapid.T) SessionItem {
+				it := SessionItem{I: rapid.Int64().Draw(t, "i"), Tasks: rapid.Int64().Draw(t, "tasks"), Err: genAPIError().Draw(t, "err")}
+				if rapid.Bool().Draw(t, "reps") {
+					it.Replicas = rapid.SliceOfN(genReplica(), 1, 3).Draw(t, "replicas")
+				}
+				return it
+			}), 1, 8).Draw(t, "items")
+		}
+		if rapid.Bool().Draw(t, "settings") {
+			r.Settings = &api.Settings{RegistryCapacity: 5, SessionTTLMillis: rapid.Int64().Draw(t, "ttl")}
+		}
+		s.Result = r
 		return s
 	})
 }
@@ -124,9 +177,12 @@ type contents struct {
 	segments []Segment
 	tasks    []Task
 	state    State
+	sessions []SessionRecord // 1.2.0 only
 	dfs      [][]byte
 }
 
+// writeContents writes c in the format its header names (1.1.0, or else
+// 1.2.0, whose state section comes before the tasks).
 func writeContents(t fataler, c *contents) []byte {
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, c.header)
@@ -141,14 +197,29 @@ func writeContents(t fataler, c *contents) []byte {
 		must(t, w.WriteRecord(c.segments[i])) // by value works too
 	}
 	must(t, w.EndSection())
+	v120 := c.header.Format != Format110
+	writeState := func() {
+		must(t, w.BeginSection(SectionState))
+		must(t, w.WriteRecord(&c.state))
+		must(t, w.EndSection())
+	}
+	if v120 {
+		writeState()
+	}
 	must(t, w.BeginSection(SectionTasks))
 	for i := range c.tasks {
 		must(t, w.WriteRecord(&c.tasks[i]))
 	}
 	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionState))
-	must(t, w.WriteRecord(&c.state))
-	must(t, w.EndSection())
+	if v120 {
+		must(t, w.BeginSection(SectionSessions))
+		for i := range c.sessions {
+			must(t, w.WriteRecord(&c.sessions[i]))
+		}
+		must(t, w.EndSection())
+	} else {
+		writeState()
+	}
 	if c.dfs != nil {
 		must(t, w.BeginSection(SectionDFSBuckets))
 		for _, raw := range c.dfs {
@@ -163,16 +234,26 @@ func writeContents(t fataler, c *contents) []byte {
 	return buf.Bytes()
 }
 
-func TestRoundTrip110(t *testing.T) {
+func TestRoundTrip110(t *testing.T) { testRoundTrip(t, Format110) }
+func TestRoundTrip120(t *testing.T) { testRoundTrip(t, Format120) }
+
+func testRoundTrip(t *testing.T, format string) {
+	v120 := format == Format120
 	rapid.Check(t, func(t *rapid.T) {
 		c := &contents{
-			header: Header{Format: "ignored", ClusterID: rapid.Uint64().Draw(t, "cluster"),
+			header: Header{Format: format, ClusterID: rapid.Uint64().Draw(t, "cluster"),
 				LastIndex: rapid.Uint64().Draw(t, "index"), LastTerm: rapid.Uint64().Draw(t, "term"),
 				Created: rapid.Int64().Draw(t, "created")},
 			objects:  rapid.SliceOfN(genObject(), 0, 20).Draw(t, "objects"),
-			segments: rapid.SliceOfN(genSegment(), 0, 5).Draw(t, "segments"),
+			segments: rapid.SliceOfN(genSegment(v120), 0, 5).Draw(t, "segments"),
 			tasks:    rapid.SliceOfN(genTask(), 0, 20).Draw(t, "tasks"),
-			state:    genState().Draw(t, "state"),
+			state:    genState(v120).Draw(t, "state"),
+		}
+		if v120 {
+			if rapid.Bool().Draw(t, "forced") {
+				c.header.Format = "ignored" // anything but 1.1.0 writes 1.2.0
+			}
+			c.sessions = rapid.SliceOfN(genSessionRecord(), 0, 10).Draw(t, "sessions")
 		}
 		if rapid.Bool().Draw(t, "dfs") {
 			for _, n := range rapid.SliceOfN(rapid.Uint64(), 0, 5).Draw(t, "dfs") {
@@ -185,13 +266,14 @@ func TestRoundTrip110(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantHeader := c.header
-		wantHeader.Format = Format110
+		wantHeader.Format = format
 		if got.header != wantHeader {
 			t.Fatalf("header %+v, want %+v", got.header, wantHeader)
 		}
 		checkSame(t, "objects", got.objects, c.objects)
 		checkSame(t, "segments", got.segments, c.segments)
 		checkSame(t, "tasks", got.tasks, c.tasks)
+		checkSame(t, "sessions", got.sessions, c.sessions)
 		if len(got.states) != 1 || !reflect.DeepEqual(*got.states[0], c.state) {
 			t.Fatalf("state %s, want %+v", dump(got.states), c.state)
 		}
@@ -233,10 +315,11 @@ func TestFastObjectEncodingMatchesReflection(t *testing.T) {
 func TestDecodersAcceptAnyIntegerWidth(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		o := genObject().Draw(t, "object")
-		s := genSegment().Draw(t, "segment")
+		s := genSegment(true).Draw(t, "segment")
 		task := genTask().Draw(t, "task")
-		st := genState().Draw(t, "state")
-		for _, v := range []any{o, s, task, st} {
+		st := genState(true).Draw(t, "state")
+		sess := genSessionRecord().Draw(t, "session")
+		for _, v := range []any{o, s, task, st, sess} {
 			raw, err := msgpack.Marshal(v)
 			if err != nil {
 				t.Fatal(err)
@@ -265,7 +348,7 @@ func decodeInto(v any, r *mpReader) (any, error) {
 		return x, err
 	case Segment:
 		var x Segment
-		err := decodeSegment(r, &x)
+		err := decodeSegment(r, &x, true)
 		return x, err
 	case Task:
 		var x Task
@@ -273,7 +356,11 @@ func decodeInto(v any, r *mpReader) (any, error) {
 		return x, err
 	case State:
 		var x State
-		err := decodeState(r, &x)
+		err := decodeState(r, &x, true)
+		return x, err
+	case SessionRecord:
+		var x SessionRecord
+		err := decodeSessionRecord(r, &x)
 		return x, err
 	}
 	return nil, fmt.Errorf("no decoder for %T", v)

@@ -4,16 +4,19 @@ import "sexton/api"
 
 // Format versions.
 const (
-	Format110 = "1.1.0" // written and read
+	Format120 = "1.2.0" // written and read
+	Format110 = "1.1.0" // read; written only when asked for by name
 	Format100 = "1.0.0" // read only
 )
 
-// Section names of format 1.1.0. 1.0.0 has only metadata and segments.
+// Section names. 1.0.0 has only metadata and segments; 1.1.0 adds tasks,
+// state and dfs_buckets; 1.2.0 adds sessions.
 const (
 	SectionMetadata   = "metadata"
 	SectionSegments   = "segments"
 	SectionTasks      = "local_delete_tasks"
 	SectionState      = "state"
+	SectionSessions   = "sessions"
 	SectionDFSBuckets = "dfs_buckets"
 )
 
@@ -58,6 +61,8 @@ type Segment struct {
 	MountEpoch   uint64           `msgpack:"epoch"`
 	Mounted      bool             `msgpack:"mounted"`
 	Retired      bool             `msgpack:"retired"`
+	// Process (1.2.0) is the owner process's id; absent when empty.
+	Process string `msgpack:"process,omitempty"`
 }
 
 // Task is one pending local-delete task.
@@ -81,4 +86,46 @@ type State struct {
 	LeaderAddr  string       `msgpack:"leader_rpc"`
 	LastNow     int64        `msgpack:"last_now"`
 	Audit       []AuditEntry `msgpack:"audit"`
+
+	// 1.2.0 only, each absent when zero:
+	// Settings are the replicated settings, present once a Settings entry
+	// was applied (zero fields: defaults).
+	Settings *api.Settings `msgpack:"settings,omitempty"`
+	// GrantKey signs write grants; empty or api.GrantKeyLen bytes.
+	GrantKey []byte `msgpack:"grant_key,omitempty"`
+	// SessionClock is the session table's clock (largest entry time seen).
+	SessionClock int64 `msgpack:"session_clock,omitempty"`
+}
+
+// SessionRecord (1.2.0, section sessions) is one stored result of one
+// client session, or, with Result nil, a session that keeps no result
+// (only its floor). A session with several results is several records,
+// consecutive, each repeating the session's fields, so no record grows
+// with the number of results. Records are ordered by (client id, seq).
+type SessionRecord struct {
+	ClientID   string         `msgpack:"client"`
+	Floor      uint64         `msgpack:"floor"`
+	LastActive int64          `msgpack:"active"`
+	Result     *SessionResult `msgpack:"result,omitempty"`
+}
+
+// SessionResult is the stored answer to one request: Kind is the fsm
+// command type; which other fields are set depends on it.
+type SessionResult struct {
+	Seq      uint64                  `msgpack:"seq"`
+	Kind     uint8                   `msgpack:"kind"`
+	Err      *api.Error              `msgpack:"err,omitempty"`
+	Inc      api.ObjectIncarnation   `msgpack:"inc,omitempty"`
+	Count    int64                   `msgpack:"n,omitempty"`
+	Replicas []api.ReplicaDescriptor `msgpack:"reps,omitempty"`
+	Items    []SessionItem           `msgpack:"items,omitempty"`
+	Settings *api.Settings           `msgpack:"settings,omitempty"`
+}
+
+// SessionItem is one key's or one batch item's part of a stored result.
+type SessionItem struct {
+	I        int64                   `msgpack:"i"`
+	Tasks    int64                   `msgpack:"tasks,omitempty"`
+	Err      *api.Error              `msgpack:"err,omitempty"`
+	Replicas []api.ReplicaDescriptor `msgpack:"reps,omitempty"`
 }

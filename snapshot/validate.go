@@ -79,6 +79,9 @@ func validateSegment(s *Segment) error {
 			return fmt.Errorf("segment %q: capability name too long", s.ID)
 		}
 	}
+	if len(s.Process) > api.MaxIDLen {
+		return fmt.Errorf("segment %q: process id too long", s.ID)
+	}
 	return nil
 }
 
@@ -107,6 +110,69 @@ func validateState(s *State) error {
 		if len(a.Segment) > api.MaxIDLen || len(a.By) > api.MaxIDLen || len(a.Reason) > maxReasonLen {
 			return fmt.Errorf("state: audit entry %d: field too long", i)
 		}
+	}
+	if n := len(s.GrantKey); n != 0 && n != api.GrantKeyLen {
+		return fmt.Errorf("state: grant key of %d bytes, want %d", n, api.GrantKeyLen)
+	}
+	return nil
+}
+
+// hasV120Fields reports whether a state or segment record uses a field
+// that only format 1.2.0 has.
+func (s *State) hasV120Fields() bool {
+	return s.Settings != nil || len(s.GrantKey) != 0 || s.SessionClock != 0
+}
+
+func validateSession(s *SessionRecord) error {
+	if s.ClientID == "" || len(s.ClientID) > api.MaxIDLen {
+		return fmt.Errorf("session: client id of %d bytes", len(s.ClientID))
+	}
+	r := s.Result
+	if r == nil {
+		return nil
+	}
+	if r.Count < 0 || r.Count > maxSessionItems {
+		return fmt.Errorf("session %q seq %d: count %d outside 0..%d", s.ClientID, r.Seq, r.Count, maxSessionItems)
+	}
+	if err := validateAPIError(r.Err); err != nil {
+		return fmt.Errorf("session %q seq %d: %v", s.ClientID, r.Seq, err)
+	}
+	if err := validateReplicas(r.Replicas); err != nil {
+		return fmt.Errorf("session %q seq %d: %v", s.ClientID, r.Seq, err)
+	}
+	if len(r.Items) > maxSessionItems {
+		return fmt.Errorf("session %q seq %d: %d items", s.ClientID, r.Seq, len(r.Items))
+	}
+	for i := range r.Items {
+		it := &r.Items[i]
+		if err := validateAPIError(it.Err); err != nil {
+			return fmt.Errorf("session %q seq %d item %d: %v", s.ClientID, r.Seq, i, err)
+		}
+		if err := validateReplicas(it.Replicas); err != nil {
+			return fmt.Errorf("session %q seq %d item %d: %v", s.ClientID, r.Seq, i, err)
+		}
+	}
+	return nil
+}
+
+func validateReplicas(rs []api.ReplicaDescriptor) error {
+	if len(rs) > api.MaxReplicas {
+		return fmt.Errorf("%d replicas", len(rs))
+	}
+	for i := range rs {
+		if err := validateReplica(&rs[i]); err != nil {
+			return fmt.Errorf("replica %d: %v", i, err)
+		}
+	}
+	return nil
+}
+
+func validateAPIError(e *api.Error) error {
+	if e == nil {
+		return nil
+	}
+	if e.Code == "" || len(e.Code) > maxErrCodeLen || len(e.Message) > maxErrMessageLen || len(e.Leader) > api.MaxIDLen {
+		return errors.New("error code empty or a field too long")
 	}
 	return nil
 }

@@ -8,7 +8,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// Writer streams a format 1.1.0 snapshot. Records are encoded straight into
+// Writer streams a format 1.2.0 snapshot (or, asked for by name, 1.1.0,
+// which has no sessions section and none of 1.2.0's fields). Records are encoded straight into
 // one reused chunk buffer of at most MaxChunkLen bytes, which goes out in a
 // single Write when the next record would not fit, so memory stays constant
 // whatever the number of records.
@@ -21,6 +22,7 @@ type Writer struct {
 	f   frameWriter
 	err error
 
+	format string
 	spec   []sectionSpec
 	next   int // index in spec of the first section that may still begin
 	open   int // index in spec of the open section, -1 if none
@@ -39,14 +41,19 @@ func (a *appendWriter) Write(p []byte) (int, error) { a.b = append(a.b, p...); r
 func (a *appendWriter) WriteByte(c byte) error      { a.b = append(a.b, c); return nil }
 
 // NewWriter writes the magic and the header to w. h.Format is forced to
-// Format110, the only format this build writes.
+// Format120, the format this build writes, unless it is Format110: then
+// the previous format is written (for compatibility tests and tools), and
+// records that need 1.2.0 are refused.
 func NewWriter(w io.Writer, h Header) (*Writer, error) {
-	h.Format = Format110
+	if h.Format != Format110 {
+		h.Format = Format120
+	}
 	sw := &Writer{
-		f:    frameWriter{w: w},
-		spec: formatSpecs[Format110],
-		open: -1,
-		buf:  make([]byte, chunkFrameLen, chunkFrameLen+64<<10),
+		f:      frameWriter{w: w},
+		format: h.Format,
+		spec:   formatSpecs[h.Format],
+		open:   -1,
+		buf:    make([]byte, chunkFrameLen, chunkFrameLen+64<<10),
 	}
 	sw.enc = msgpack.NewEncoder(&sw.aw)
 	sw.enc.UseCompactInts(true)
@@ -101,7 +108,7 @@ func (w *Writer) BeginSection(name string) error {
 	}
 	idx := sectionIndex(w.spec, name)
 	if idx < 0 {
-		return w.fail(fmt.Errorf("%w: %q is not a section of format %s", ErrUnknownSection, name, Format110))
+		return w.fail(fmt.Errorf("%w: %q is not a section of format %s", ErrUnknownSection, name, w.format))
 	}
 	if idx < w.next {
 		return w.fail(fmt.Errorf("%w: section %q after %q", ErrSectionOrder, name, w.spec[w.next-1].name))
@@ -120,8 +127,9 @@ func (w *Writer) BeginSection(name string) error {
 
 // WriteRecord encodes v as the next record of the open section. The type
 // must match the section: Object in metadata, Segment in segments, Task in
-// local_delete_tasks, exactly one State in state (each by value or
-// pointer); any msgpack-encodable value in dfs_buckets, where a
+// local_delete_tasks, exactly one State in state, SessionRecord in
+// sessions (each by value or pointer); any msgpack-encodable value in
+// dfs_buckets, where a
 // msgpack.RawMessage is written as is after checking it is exactly one
 // well-formed value. Records are checked against the bounds the reader
 // enforces and must encode to at most MaxChunkLen bytes.
@@ -142,11 +150,13 @@ func (w *Writer) WriteRecord(v any) error {
 	case SectionMetadata:
 		err = w.appendObjectRecord(v)
 	case SectionSegments:
-		err = w.appendTyped(v, segmentOf)
+		err = w.appendTyped(v, w.segmentOf)
 	case SectionTasks:
 		err = w.appendTyped(v, taskOf)
 	case SectionState:
-		err = w.appendTyped(v, stateOf)
+		err = w.appendTyped(v, w.stateOf)
+	case SectionSessions:
+		err = w.appendTyped(v, sessionOf)
 	default: // dfs_buckets: opaque
 		err = w.appendOpaque(v)
 	}
@@ -198,7 +208,7 @@ func (w *Writer) appendObjectRecord(v any) error {
 // recordOf extracts and validates the record a section accepts.
 type recordOf func(v any) (any, error)
 
-func segmentOf(v any) (any, error) {
+func (w *Writer) segmentOf(v any) (any, error) {
 	var s *Segment
 	switch x := v.(type) {
 	case *Segment:
@@ -208,6 +218,9 @@ func segmentOf(v any) (any, error) {
 	}
 	if s == nil {
 		return nil, fmt.Errorf("%w: segments takes snapshot.Segment records, not %T", ErrWriterUsage, v)
+	}
+	if w.format != Format120 && s.Process != "" {
+		return nil, fmt.Errorf("%w: segment %q: a process id needs format %s", ErrWriterUsage, s.ID, Format120)
 	}
 	return s, validateSegment(s)
 }
@@ -226,7 +239,7 @@ func taskOf(v any) (any, error) {
 	return t, validateTask(t)
 }
 
-func stateOf(v any) (any, error) {
+func (w *Writer) stateOf(v any) (any, error) {
 	var s *State
 	switch x := v.(type) {
 	case *State:
@@ -237,7 +250,24 @@ func stateOf(v any) (any, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: state takes one snapshot.State record, not %T", ErrWriterUsage, v)
 	}
+	if w.format != Format120 && s.hasV120Fields() {
+		return nil, fmt.Errorf("%w: settings, grant key and session clock need format %s", ErrWriterUsage, Format120)
+	}
 	return s, validateState(s)
+}
+
+func sessionOf(v any) (any, error) {
+	var s *SessionRecord
+	switch x := v.(type) {
+	case *SessionRecord:
+		s = x
+	case SessionRecord:
+		s = &x
+	}
+	if s == nil {
+		return nil, fmt.Errorf("%w: sessions takes snapshot.SessionRecord records, not %T", ErrWriterUsage, v)
+	}
+	return s, validateSession(s)
 }
 
 func (w *Writer) appendTyped(v any, of recordOf) error {

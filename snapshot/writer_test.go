@@ -7,21 +7,109 @@ import (
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"sexton/api"
 )
 
+// newTestWriter returns a 1.1.0 writer (the section order most of these
+// tests spell out); TestWriterRefusesMisuse120 covers 1.2.0's.
 func newTestWriter(t *testing.T) (*Writer, *bytes.Buffer) {
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, Header{Format: "9.9.9", ClusterID: 1})
+	w, err := NewWriter(&buf, Header{Format: Format110, ClusterID: 1})
 	must(t, err)
 	return w, &buf
 }
 
-func TestWriterForcesFormat110(t *testing.T) {
-	data := writeContents(t, &contents{header: Header{Format: "1.0.0"}, state: validState()})
-	h, _, err := Inspect(bytes.NewReader(data))
-	must(t, err)
-	if h.Format != Format110 {
-		t.Fatalf("wrote format %q", h.Format)
+func TestWriterForcesFormat120UnlessAskedFor110(t *testing.T) {
+	for in, want := range map[string]string{"1.0.0": Format120, "9.9.9": Format120, "": Format120, Format120: Format120, Format110: Format110} {
+		data := writeContents(t, &contents{header: Header{Format: in}, state: validState()})
+		h, _, err := Inspect(bytes.NewReader(data))
+		must(t, err)
+		if h.Format != want {
+			t.Fatalf("asked for %q, wrote format %q, want %q", in, h.Format, want)
+		}
+	}
+}
+
+// TestWriterRefusesMisuse120: 1.2.0 wants state before the tasks and a
+// sessions section; 1.1.0 refuses every record that needs 1.2.0.
+func TestWriterRefusesMisuse120(t *testing.T) {
+	begin := func(w *Writer, upto string) {
+		for _, s := range []string{SectionMetadata, SectionSegments, SectionState, SectionTasks, SectionSessions} {
+			if s == upto {
+				return
+			}
+			must(t, w.BeginSection(s))
+			if s == SectionState {
+				must(t, w.WriteRecord(validState()))
+			}
+			must(t, w.EndSection())
+		}
+	}
+	cases := map[string]struct {
+		format string
+		run    func(w *Writer) error
+		want   error
+	}{
+		"tasks before state": {Format120, func(w *Writer) error {
+			begin(w, SectionState)
+			return w.BeginSection(SectionTasks)
+		}, ErrMissingSection},
+		"close without sessions": {Format120, func(w *Writer) error {
+			begin(w, SectionSessions)
+			return w.Close()
+		}, ErrMissingSection},
+		"wrong record in sessions": {Format120, func(w *Writer) error {
+			begin(w, SectionSessions)
+			must(t, w.BeginSection(SectionSessions))
+			return w.WriteRecord(validTask())
+		}, ErrWriterUsage},
+		"session without client": {Format120, func(w *Writer) error {
+			begin(w, SectionSessions)
+			must(t, w.BeginSection(SectionSessions))
+			return w.WriteRecord(&SessionRecord{})
+		}, ErrWriterUsage},
+		"session result error without code": {Format120, func(w *Writer) error {
+			begin(w, SectionSessions)
+			must(t, w.BeginSection(SectionSessions))
+			return w.WriteRecord(&SessionRecord{ClientID: "c", Result: &SessionResult{Seq: 1, Err: &api.Error{}}})
+		}, ErrWriterUsage},
+		"grant key of the wrong length": {Format120, func(w *Writer) error {
+			begin(w, SectionState)
+			must(t, w.BeginSection(SectionState))
+			return w.WriteRecord(&State{GrantKey: []byte{1, 2, 3}})
+		}, ErrWriterUsage},
+		"sessions in 1.1.0": {Format110, func(w *Writer) error {
+			return w.BeginSection(SectionSessions)
+		}, ErrUnknownSection},
+		"settings in 1.1.0": {Format110, func(w *Writer) error {
+			for _, s := range []string{SectionMetadata, SectionSegments, SectionTasks} {
+				must(t, w.BeginSection(s))
+				must(t, w.EndSection())
+			}
+			must(t, w.BeginSection(SectionState))
+			return w.WriteRecord(&State{Settings: &api.Settings{RegistryCapacity: 1}})
+		}, ErrWriterUsage},
+		"process in 1.1.0": {Format110, func(w *Writer) error {
+			must(t, w.BeginSection(SectionMetadata))
+			must(t, w.EndSection())
+			must(t, w.BeginSection(SectionSegments))
+			seg := validSegment()
+			seg.Process = "p"
+			return w.WriteRecord(&seg)
+		}, ErrWriterUsage},
+	}
+	for name, c := range cases {
+		var buf bytes.Buffer
+		w, err := NewWriter(&buf, Header{Format: c.format, ClusterID: 1})
+		must(t, err)
+		err = c.run(w)
+		if err == nil {
+			err = w.EndSection()
+		}
+		if !errors.Is(err, c.want) {
+			t.Fatalf("%s: got %v, want %v", name, err, c.want)
+		}
 	}
 }
 

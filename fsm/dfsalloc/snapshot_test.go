@@ -14,11 +14,12 @@ type dfsSink struct {
 	recs []Record
 }
 
-func (s *dfsSink) Header(snapshot.Header) error    { return nil }
-func (s *dfsSink) Object(*snapshot.Object) error   { return nil }
-func (s *dfsSink) Segment(*snapshot.Segment) error { return nil }
-func (s *dfsSink) Task(*snapshot.Task) error       { return nil }
-func (s *dfsSink) State(*snapshot.State) error     { return nil }
+func (s *dfsSink) Header(snapshot.Header) error          { return nil }
+func (s *dfsSink) Object(*snapshot.Object) error         { return nil }
+func (s *dfsSink) Segment(*snapshot.Segment) error       { return nil }
+func (s *dfsSink) Task(*snapshot.Task) error             { return nil }
+func (s *dfsSink) State(*snapshot.State) error           { return nil }
+func (s *dfsSink) Session(*snapshot.SessionRecord) error { return nil }
 func (s *dfsSink) DFSRecord(raw []byte) error {
 	r, err := DecodeRecord(raw)
 	if err != nil {
@@ -39,13 +40,17 @@ func TestSnapshotSectionRoundTrip(t *testing.T) {
 			var buf bytes.Buffer
 			w, err := snapshot.NewWriter(&buf, snapshot.Header{ClusterID: 7, LastIndex: 10, LastTerm: 2, Created: t0})
 			must(t, err)
-			for _, sec := range []string{snapshot.SectionMetadata, snapshot.SectionSegments, snapshot.SectionTasks} {
+			for _, sec := range []string{snapshot.SectionMetadata, snapshot.SectionSegments} {
 				must(t, w.BeginSection(sec))
 				must(t, w.EndSection())
 			}
 			must(t, w.BeginSection(snapshot.SectionState))
 			must(t, w.WriteRecord(&snapshot.State{MasterEpoch: 1}))
 			must(t, w.EndSection())
+			for _, sec := range []string{snapshot.SectionTasks, snapshot.SectionSessions} {
+				must(t, w.BeginSection(sec))
+				must(t, w.EndSection())
+			}
 			must(t, w.BeginSection(snapshot.SectionDFSBuckets))
 			for _, r := range a.Records() {
 				must(t, w.WriteRecord(r))
