@@ -67,13 +67,17 @@ func (f *gcFixture) kill(keys ...string) {
 }
 
 // check asserts every live key reads back byte-identical and no dead key
-// is visible, nor comes back Removed when its task is replayed.
+// is visible, nor accepts a late write (whether GC reclaimed its record or
+// not), nor comes back Removed when its task is replayed.
 func (f *gcFixture) check() {
 	f.t.Helper()
 	for k, inc := range f.incs {
 		if f.dead[k] {
 			if _, err := f.s.Get(k, inc); !errors.Is(err, ErrNotFound) {
 				f.t.Fatalf("deleted %q is visible: %v", k, err)
+			}
+			if err := f.s.Put(k, "t", inc, []byte("late")); !errors.Is(err, ErrTombstoned) {
+				f.t.Fatalf("late write of deleted %q %s: %v, want refused", k, inc, err)
 			}
 			continue
 		}
