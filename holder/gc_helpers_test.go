@@ -34,10 +34,15 @@ type gcFixture struct {
 
 func newGCFixture(t *testing.T, opts StoreOptions) *gcFixture {
 	t.Helper()
+	return newGCFixtureAt(t, t.TempDir(), opts)
+}
+
+// newGCFixtureAt is newGCFixture in a given directory.
+func newGCFixtureAt(t *testing.T, dir string, opts StoreOptions) *gcFixture {
+	t.Helper()
 	if opts.BucketKeysLimit == 0 {
 		opts.BucketKeysLimit = 4
 	}
-	dir := t.TempDir()
 	f := &gcFixture{t: t, dir: dir, incs: map[string]api.ObjectIncarnation{}, vals: map[string][]byte{}, dead: map[string]bool{}}
 	f.s = openT(t, dir, opts)
 	t.Cleanup(func() { f.s.Close() })
