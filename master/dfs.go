@@ -165,12 +165,20 @@ func (n *Node) dfsConfigure() bool {
 // existed, adopted only when it holds every file the state relies on
 // (an empty, unmounted mount point holds none of them).
 func (n *Node) dfsRootReady() error {
-	fs := n.dfs.fs
-	cluster := n.fsm.Stats().ClusterID
 	stats, _ := n.fsm.DFSStats()
+	adopted, err := checkDFSRoot(n.dfs.fs, n.fsm.Stats().ClusterID, stats.Units)
+	if adopted {
+		n.log.Warn("DFS root had no marker but holds every file the cluster relies on; marked as this cluster's", "root", n.dfs.fs.Root())
+	}
+	return err
+}
+
+// checkDFSRoot is dfsRootReady's decision; adopted says a pre-marker root
+// was marked.
+func checkDFSRoot(fs *dfsio.Posix, cluster uint64, units []dfsalloc.UnitStats) (adopted bool, err error) {
 	anyReady := false
 	var ready []string // files the state relies on now
-	for _, u := range stats.Units {
+	for _, u := range units {
 		if u.File == dfsalloc.FileReady {
 			anyReady = true
 			if u.State != dfsalloc.UnitDeleting {
@@ -179,24 +187,23 @@ func (n *Node) dfsRootReady() error {
 		}
 	}
 	if !anyReady {
-		return fs.InitRoot(cluster)
+		return false, fs.InitRoot(cluster)
 	}
 	fs.Bind(cluster)
-	err := fs.CheckRoot()
+	err = fs.CheckRoot()
 	if !errors.Is(err, dfsio.ErrNoRootMarker) {
-		return err
+		return false, err
 	}
 	names, lerr := fs.List()
 	if lerr != nil || len(ready) == 0 {
-		return err
+		return false, err
 	}
 	for _, p := range ready {
 		if _, found := slices.BinarySearch(names, p); !found {
-			return err
+			return false, err
 		}
 	}
-	n.log.Warn("DFS root has no marker but holds every file the cluster relies on; marking it as this cluster's", "root", fs.Root(), "files", len(ready))
-	return fs.InitRoot(cluster)
+	return true, fs.InitRoot(cluster)
 }
 
 // dfsCheckMissing is the start-of-term reconciliation of files the state
