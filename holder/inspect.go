@@ -21,7 +21,7 @@ type InspectReport struct {
 	UsedBytes         int64
 	StaleMetas        []string // .meta without .bucket (OpenStore removes them)
 	OrphanBuckets     []string // .bucket without .meta (OpenStore removes them)
-	TmpFiles          []string // .meta.tmp leftovers (OpenStore removes them)
+	TmpFiles          []string // .meta.tmp and .tombstone_floor.tmp leftovers (OpenStore removes them)
 	IgnoredFiles      []string
 	// FloorEntries is how many keys the tombstone floor (.tombstone_floor)
 	// holds: keys whose tombstoned incarnations stay refused after GC.
@@ -72,6 +72,9 @@ func InspectFS(fs fsys.FS, dir string) (InspectReport, error) {
 	}
 	for _, id := range sc.tmps {
 		rep.TmpFiles = append(rep.TmpFiles, metaTmpName(id))
+	}
+	if sc.hasFloorTmp {
+		rep.TmpFiles = append(rep.TmpFiles, floorTmpName)
 	}
 	floors, err := readFloors(fs, dir)
 	if err != nil {
