@@ -83,6 +83,9 @@ func (p *Posix) CheckRoot() error {
 // file it relies on (first use): later, a missing marker means the root
 // is not the one the data lives in, and writing one would hide that.
 func (p *Posix) InitRoot(cluster uint64) error {
+	if cluster == 0 {
+		return fmt.Errorf("%w: %s: the cluster id is not known yet; no marker is written without one", ErrRootUnusable, p.root)
+	}
 	p.Bind(cluster)
 	if err := p.CheckRoot(); err == nil || !errors.Is(err, ErrRootUnusable) {
 		return err

@@ -58,9 +58,16 @@ func TestRootChecks(t *testing.T) {
 		}
 	})
 	t.Run("unmarked", func(t *testing.T) {
-		p := openAt(t, t.TempDir()) // e.g. the empty mount point of an unmounted DFS
+		root := t.TempDir()
+		p := openAt(t, root) // e.g. the empty mount point of an unmounted DFS
 		p.Bind(cluster)
 		wantUnusable(t, p, "unmarked root")
+		if err := p.InitRoot(0); !errors.Is(err, ErrRootUnusable) {
+			t.Fatalf("InitRoot without a cluster id: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(root, RootMarkerName)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatal("a marker was written without a cluster id")
+		}
 	})
 	t.Run("first use, then another cluster", func(t *testing.T) {
 		root := t.TempDir()
