@@ -19,6 +19,7 @@ const (
 	roleTombstone = "tombstone" // tombstone crashKey@crashInc
 	rolePut       = "put"       // put crashKey@crashInc
 	roleGC        = "gc"        // run one GC pass with the default policy
+	roleAbsent    = "absent"    // tombstone crashKey@crashInc, whose record is not there
 )
 
 const crashKey = "crash-key"
@@ -43,7 +44,7 @@ func runChild(role string) int {
 	switch kind {
 	case roleOpen:
 		fmt.Println("opened")
-	case roleTombstone:
+	case roleTombstone, roleAbsent:
 		rs := s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, crashKey, crashInc)})
 		fmt.Println("results:", outcomes(rs))
 	case rolePut:

@@ -14,7 +14,7 @@ import (
 
 func TestCrashPointsAreRegistered(t *testing.T) {
 	names := crashpoint.Names()
-	for _, n := range append(slices.Clone(TombstoneCrashPoints), PutCrashPoints...) {
+	for _, n := range slices.Concat(TombstoneCrashPoints, PutCrashPoints, FloorCrashPoints) {
 		if !slices.Contains(names, n) {
 			t.Errorf("%s is not registered", n)
 		}
@@ -129,4 +129,39 @@ func TestPutCrashPoints(t *testing.T) {
 		defer s.Close()
 		mustGet(t, s, crashKey, crashInc, crashValue())
 	})
+}
+
+// TestTombstoneFloorCrashPoints kills a holder process at every step of
+// raising the floor for a task whose record is absent. The task is never
+// answered; after restart the directory opens clean, the floor exists
+// exactly when its rename happened, and the task's retry answers
+// StaleVersion and leaves the incarnation refused.
+func TestTombstoneFloorCrashPoints(t *testing.T) {
+	committed := map[string]bool{"tombstone.floor.after-rename": true, "tombstone.floor.after-dir-fsync": true}
+	for _, point := range FloorCrashPoints {
+		t.Run(point, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openT(t, dir, StoreOptions{})
+			mustPut(t, s, "bystander", incN(1), []byte("stays"))
+			s.Close()
+
+			out, ws := runChildProcess(t, roleAbsent, dir, point)
+			wantKilled(t, point, out, ws)
+			if strings.Contains(out, "results:") {
+				t.Fatalf("task answered before its floor was durable (crash at %s)", point)
+			}
+
+			s = openT(t, dir, StoreOptions{})
+			defer s.Close()
+			mustGet(t, s, "bystander", incN(1), []byte("stays"))
+			if got := s.FloorEntries(); (got == 1) != committed[point] {
+				t.Fatalf("after %s: floor holds %d keys", point, got)
+			}
+			if _, err := os.Stat(s.path(floorTmpName)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("floor tmp survived recovery: %v", err)
+			}
+			wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, crashKey, crashInc)}), api.AckStaleVersion)
+			wantRefused(t, s, crashKey, crashInc)
+		})
+	}
 }

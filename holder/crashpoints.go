@@ -16,6 +16,34 @@ var tombstonePoints = persistPoints{
 	afterDirFsync:  crashpoint.New("tombstone.after-dir-fsync"),
 }
 
+// Crash points of recording tombstone floors: for records a tombstone
+// batch found absent, and for the tombstoned records a GC round is about
+// to reclaim.
+var (
+	tombstoneFloorPoints = persistPoints{
+		beforeTmpWrite: crashpoint.New("tombstone.floor.before-tmp-write"),
+		afterTmpWrite:  crashpoint.New("tombstone.floor.after-tmp-write"),
+		afterTmpFsync:  crashpoint.New("tombstone.floor.after-tmp-fsync"),
+		afterRename:    crashpoint.New("tombstone.floor.after-rename"),
+		afterDirFsync:  crashpoint.New("tombstone.floor.after-dir-fsync"),
+	}
+	gcFloorPoints = persistPoints{
+		beforeTmpWrite: crashpoint.New("gc.floor.before-tmp-write"),
+		afterTmpWrite:  crashpoint.New("gc.floor.after-tmp-write"),
+		afterTmpFsync:  crashpoint.New("gc.floor.after-tmp-fsync"),
+		afterRename:    crashpoint.New("gc.floor.after-rename"),
+		afterDirFsync:  crashpoint.New("gc.floor.after-dir-fsync"),
+	}
+)
+
+// FloorCrashPoints lists the floor persistence points of a tombstone
+// batch that found its record absent. (The GC round's are in
+// GCCrashPoints.)
+var FloorCrashPoints = []string{
+	"tombstone.floor.before-tmp-write", "tombstone.floor.after-tmp-write", "tombstone.floor.after-tmp-fsync",
+	"tombstone.floor.after-rename", "tombstone.floor.after-dir-fsync",
+}
+
 // Crash points of a put commit: the data steps, then the metadata steps.
 var (
 	putAfterDataWrite = crashpoint.New("put.after-data-write")
@@ -65,9 +93,13 @@ var (
 	gcAfterIntentRemoved = crashpoint.New("gc.after-intent-removed")
 )
 
-// GCCrashPoints lists the GC round's crash points in protocol order. A
-// round with fully dead sources only (no target) skips the first nine.
+// GCCrashPoints lists the GC round's crash points in protocol order: the
+// floor of the tombstones it reclaims first, then the round. A round with
+// fully dead sources only (no target) skips the nine from
+// gc.after-prepare-tmp to gc.target-meta.after-dir-fsync.
 var GCCrashPoints = []string{
+	"gc.floor.before-tmp-write", "gc.floor.after-tmp-write", "gc.floor.after-tmp-fsync",
+	"gc.floor.after-rename", "gc.floor.after-dir-fsync",
 	"gc.after-prepare-tmp", "gc.after-prepare", "gc.after-copy", "gc.after-target-data-fsync",
 	"gc.target-meta.before-tmp-write", "gc.target-meta.after-tmp-write", "gc.target-meta.after-tmp-fsync",
 	"gc.target-meta.after-rename", "gc.target-meta.after-dir-fsync",

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net"
 	"sort"
+	"time"
 
 	"sexton/api"
+	"sexton/grant"
 	"sexton/transport"
 )
 
@@ -33,25 +35,45 @@ func (s *Service) startDataServer() error {
 	return nil
 }
 
-// handleWrite stores a value for a put the master started. The holder
-// checks what it can without a round trip: the incarnation belongs to the
-// cluster it is mounted in. A write for a put that was revoked or never
-// existed is invisible (reads go through the master) and is tombstoned by
-// the next reconciliation.
+// handleWrite stores a value for a put the leader granted to this segment
+// (invariant 11). Without a round trip the holder checks the incarnation
+// is of its cluster and the grant: signed under the cluster's grant key
+// (from the mount; none before it), for this segment, key and
+// incarnation, not expired, not longer-lived than any grant can be. The
+// store then refuses an incarnation this segment has tombstoned, also
+// after GC reclaimed the record (its tombstone floor). Every refusal is
+// GRANT_REFUSED and changes nothing.
 func (s *Service) handleWrite(_ context.Context, req *api.HolderWriteRequest) (*api.Empty, error) {
 	if err := api.ValidKey(req.Key); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	cluster := s.clusterID
+	cluster, key := s.clusterID, s.grantKey
 	s.mu.Unlock()
 	if req.Incarnation.IsZero() || (cluster != 0 && req.Incarnation.High != cluster) {
 		return nil, api.Errorf(api.CodeInvalidParams, "incarnation %s is not of this holder's cluster %016x", req.Incarnation, cluster)
+	}
+	if err := checkGrant(key, req, s.store.SegmentID(), s.store.opts.Now()); err != nil {
+		return nil, err
 	}
 	if err := s.store.Put(req.Key, req.Tenant, req.Incarnation, req.Value); err != nil {
 		return nil, storeError(err)
 	}
 	return &api.Empty{}, nil
+}
+
+// checkGrant is grant.Verify plus the lifetime bound the tombstone floor's
+// retention rests on: a grant expiring later than MaxGrantLifetime +
+// MaxClockSkew from now could outlive a floor entry, so it is refused.
+func checkGrant(key []byte, req *api.HolderWriteRequest, seg api.SegmentID, now time.Time) error {
+	if err := grant.Verify(key, req.Grant, seg, req.Key, req.Incarnation, now); err != nil {
+		return err
+	}
+	if limit := now.Add(MaxGrantLifetime + MaxClockSkew); req.Grant.Expires > limit.UnixNano() {
+		return api.Errorf(api.CodeGrantRefused, "grant for %q %s expires in %s, longer than a grant may live (%s plus %s clock skew)",
+			req.Key, req.Incarnation, time.Unix(0, req.Grant.Expires).Sub(now).Round(time.Second), MaxGrantLifetime, MaxClockSkew)
+	}
+	return nil
 }
 
 func (s *Service) handleRead(_ context.Context, req *api.HolderReadRequest) (*api.HolderReadResponse, error) {
@@ -115,7 +137,7 @@ func storeError(err error) error {
 	case errors.As(err, &e):
 		return err
 	case errors.Is(err, ErrTombstoned):
-		return api.Errorf(api.CodeObjectNotFound, "%v", err)
+		return api.Errorf(api.CodeGrantRefused, "%v", err)
 	case errors.Is(err, ErrTooLarge):
 		return api.Errorf(api.CodeInvalidParams, "%v", err)
 	case errors.Is(err, ErrClosed):

@@ -12,6 +12,7 @@
 //	<20-digit id>.bucket             value bytes, appended
 //	<20-digit id>.meta               BucketMetadata (msgpack, CRC-32C trailer): the commit point
 //	.bucket_gc_intent                a GC round's {v, state, sources, target} (msgpack, CRC-32C), only during a round
+//	.tombstone_floor                 per key, the highest incarnation tombstoned here {v, floors[{k, inc, at}]} (msgpack, CRC-32C)
 //
 // All file access goes through holder/fsys, and every step of a put or a
 // tombstone persistence and of a GC round has a named crash point

@@ -163,6 +163,9 @@ const (
 	hookGCAfterCommit     = "gc.after-commit"
 	hookTombstoneResolved = "tombstone.resolved"
 	hookPutPlanned        = "put.planned"
+	// hookTombstoneFloorWait: a tombstone batch found records absent and
+	// is about to wait for the committer before recording their floors.
+	hookTombstoneFloorWait = "tombstone.floor-wait"
 )
 
 // testHook runs the test hook, if any, at a named step. Production never

@@ -34,10 +34,15 @@ type gcFixture struct {
 
 func newGCFixture(t *testing.T, opts StoreOptions) *gcFixture {
 	t.Helper()
+	return newGCFixtureAt(t, t.TempDir(), opts)
+}
+
+// newGCFixtureAt is newGCFixture in a given directory.
+func newGCFixtureAt(t *testing.T, dir string, opts StoreOptions) *gcFixture {
+	t.Helper()
 	if opts.BucketKeysLimit == 0 {
 		opts.BucketKeysLimit = 4
 	}
-	dir := t.TempDir()
 	f := &gcFixture{t: t, dir: dir, incs: map[string]api.ObjectIncarnation{}, vals: map[string][]byte{}, dead: map[string]bool{}}
 	f.s = openT(t, dir, opts)
 	t.Cleanup(func() { f.s.Close() })
@@ -67,13 +72,17 @@ func (f *gcFixture) kill(keys ...string) {
 }
 
 // check asserts every live key reads back byte-identical and no dead key
-// is visible, nor comes back Removed when its task is replayed.
+// is visible, nor accepts a late write (whether GC reclaimed its record or
+// not), nor comes back Removed when its task is replayed.
 func (f *gcFixture) check() {
 	f.t.Helper()
 	for k, inc := range f.incs {
 		if f.dead[k] {
 			if _, err := f.s.Get(k, inc); !errors.Is(err, ErrNotFound) {
 				f.t.Fatalf("deleted %q is visible: %v", k, err)
+			}
+			if err := f.s.Put(k, "t", inc, []byte("late")); !errors.Is(err, ErrTombstoned) {
+				f.t.Fatalf("late write of deleted %q %s: %v, want refused", k, inc, err)
 			}
 			continue
 		}

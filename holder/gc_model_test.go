@@ -35,6 +35,7 @@ func TestGCMatchesModel(t *testing.T) {
 		defer func() { s.Close() }()
 		live := map[objectKey][]byte{}
 		dead := map[objectKey]bool{}
+		floor := map[string]api.ObjectIncarnation{} // highest absent incarnation tombstoned, per key
 		genKey := rapid.SampledFrom([]string{"a", "b", "c", "d"})
 		genInc := rapid.Uint64Range(1, 4)
 		gco := testGCOptions()
@@ -42,11 +43,19 @@ func TestGCMatchesModel(t *testing.T) {
 		rt.Repeat(map[string]func(*rapid.T){
 			"put": func(rt *rapid.T) {
 				k := objectKey{genKey.Draw(rt, "key"), incN(genInc.Draw(rt, "inc"))}
-				if dead[k] {
-					return // the master never asks for a deleted incarnation again
-				}
 				v := rapid.SliceOfN(rapid.Byte(), 0, 30).Draw(rt, "value")
 				err := s.Put(k.key, "t", k.inc, v)
+				if f, ok := floor[k.key]; dead[k] || (!hasKey(live, k) && ok && !f.Less(k.inc)) {
+					// A late write of a deleted incarnation, before or after
+					// GC reclaimed its record.
+					if !errors.Is(err, ErrTombstoned) {
+						rt.Fatalf("late put of deleted %v: %v", k, err)
+					}
+					return
+				}
+				if !hasKey(live, k) && belowDead(dead, k) && errors.Is(err, ErrTombstoned) {
+					return // under a newer dead incarnation GC reclaimed (its floor)
+				}
 				if old, ok := live[k]; ok && string(old) != string(v) {
 					if !errors.Is(err, ErrConflict) {
 						rt.Fatalf("conflicting put %v: %v", k, err)
@@ -85,6 +94,9 @@ func TestGCMatchesModel(t *testing.T) {
 					default:
 						if got != api.AckStaleVersion {
 							rt.Fatalf("task %v of an absent record: %v", k, got)
+						}
+						if f, ok := floor[k.key]; !ok || f.Less(k.inc) {
+							floor[k.key] = k.inc
 						}
 					}
 				}
@@ -144,3 +156,13 @@ func TestGCMatchesModel(t *testing.T) {
 }
 
 func hasKey(m map[objectKey][]byte, k objectKey) bool { _, ok := m[k]; return ok }
+
+// belowDead reports whether a newer incarnation of k's key is dead.
+func belowDead(dead map[objectKey]bool, k objectKey) bool {
+	for d := range dead {
+		if d.key == k.key && k.inc.Less(d.inc) {
+			return true
+		}
+	}
+	return false
+}

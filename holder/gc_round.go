@@ -19,6 +19,12 @@ import (
 // remaining cleanup is retried by later passes until it completes.
 func (w *gcWorker) runRound(p *gcPlan) error {
 	s := w.s
+	// The round drops the sources' tombstones with their bytes; their
+	// floors go to disk first, so the incarnations stay refused.
+	// Nothing is on disk yet: a failure needs no undo.
+	if err := s.raiseFloors(s.deadInSources(p), gcFloorPoints); err != nil {
+		return fmt.Errorf("holder: GC: recording tombstone floors: %w", err)
+	}
 	in := &gcIntent{State: gcPrepared, Sources: p.sourceIDs(), Target: p.target}
 	var tb *bucket
 	var tmeta *BucketMetadata
@@ -101,6 +107,28 @@ func (w *gcWorker) runRound(p *gcPlan) error {
 		s.noteGCError(fmt.Errorf("holder: GC round committed but directory fsync failed: %w", err))
 	}
 	return s.finishCleanup(w.opts.DrainTimeout)
+}
+
+// deadInSources lists the dead incarnations the round's sources hold:
+// tombstoned records, and duplicates a tombstone elsewhere hides. A live
+// duplicate hidden only by a newer live copy is not dead and not listed.
+func (s *Store) deadInSources(p *gcPlan) []objectKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []objectKey
+	for _, b := range p.sources {
+		for slot, st := range b.states {
+			if st == stateLive {
+				continue
+			}
+			o := &b.meta.Objects[slot]
+			k := objectKey{o.Key, o.Incarnation}
+			if _, dead := s.idx.dead[k]; st == stateTombstoned || dead || atFloor(s.floors, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
 
 // writeTarget creates the target, streams every planned record into it

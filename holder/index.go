@@ -50,9 +50,12 @@ const (
 // buildIndex rebuilds the index from every bucket's committed metadata,
 // visited in ascending id order. A tombstone anywhere wins over a live copy
 // anywhere (no resurrection); of two live copies the higher bucket id wins,
-// because a GC target is always newer than its sources. It returns the
-// state of every slot, keyed by bucket id.
-func buildIndex(metas map[uint64]*BucketMetadata, ids []uint64) (index, map[uint64][]recordState, int) {
+// because a GC target is always newer than its sources. A live record at
+// exactly its key's tombstone floor is dead too (the floor recorded its
+// tombstone); one below the floor is not: an older complete incarnation
+// stays live when a newer put of the key is revoked. It returns the state
+// of every slot, keyed by bucket id.
+func buildIndex(metas map[uint64]*BucketMetadata, ids []uint64, floors map[string]floorEntry) (index, map[uint64][]recordState, int) {
 	idx := newIndex()
 	states := make(map[uint64][]recordState, len(ids))
 	for _, id := range ids {
@@ -75,7 +78,7 @@ func buildIndex(metas map[uint64]*BucketMetadata, ids []uint64) (index, map[uint
 			switch {
 			case o.Tombstoned:
 				st[i] = stateTombstoned
-			case idx.dead[k] != 0:
+			case idx.dead[k] != 0 || atFloor(floors, k):
 				st[i] = stateShadowed
 				shadowed++
 			default:
@@ -88,4 +91,11 @@ func buildIndex(metas map[uint64]*BucketMetadata, ids []uint64) (index, map[uint
 		}
 	}
 	return idx, states, shadowed
+}
+
+// atFloor reports whether k is exactly the incarnation its key's floor
+// recorded as tombstoned.
+func atFloor(floors map[string]floorEntry, k objectKey) bool {
+	f, ok := floors[k.key]
+	return ok && f.inc == k.inc
 }

@@ -21,8 +21,11 @@ type InspectReport struct {
 	UsedBytes         int64
 	StaleMetas        []string // .meta without .bucket (OpenStore removes them)
 	OrphanBuckets     []string // .bucket without .meta (OpenStore removes them)
-	TmpFiles          []string // .meta.tmp leftovers (OpenStore removes them)
+	TmpFiles          []string // .meta.tmp and .tombstone_floor.tmp leftovers (OpenStore removes them)
 	IgnoredFiles      []string
+	// FloorEntries is how many keys the tombstone floor (.tombstone_floor)
+	// holds: keys whose tombstoned incarnations stay refused after GC.
+	FloorEntries int
 	// Problems lists what would make OpenStore fail closed, one line each.
 	Problems []string
 }
@@ -70,7 +73,15 @@ func InspectFS(fs fsys.FS, dir string) (InspectReport, error) {
 	for _, id := range sc.tmps {
 		rep.TmpFiles = append(rep.TmpFiles, metaTmpName(id))
 	}
-	_, states, _ := buildIndex(lb.metas, lb.ids)
+	if sc.hasFloorTmp {
+		rep.TmpFiles = append(rep.TmpFiles, floorTmpName)
+	}
+	floors, err := readFloors(fs, dir)
+	if err != nil {
+		rep.Problems = append(rep.Problems, err.Error())
+	}
+	rep.FloorEntries = len(floors)
+	_, states, _ := buildIndex(lb.metas, lb.ids, floors)
 	for _, id := range lb.ids {
 		m := lb.metas[id]
 		b := &bucket{id: id, meta: m, states: states[id]}

@@ -13,6 +13,7 @@ type dirScan struct {
 	hasMarker   bool
 	hasGCIntent bool
 	hasGCTmp    bool // .bucket_gc_intent.tmp: an intent write that never renamed
+	hasFloorTmp bool // .tombstone_floor.tmp: a floor write that never renamed
 	buckets     map[uint64]bool
 	metas       map[uint64]bool
 	tmps        []uint64
@@ -41,6 +42,11 @@ func scanDir(fs fsys.FS, dir string) (dirScan, error) {
 			continue
 		case gcIntentTmpName:
 			sc.hasGCTmp = true
+			continue
+		case FloorFileName:
+			continue
+		case floorTmpName:
+			sc.hasFloorTmp = true
 			continue
 		}
 		switch kind, id := parseBucketFile(name); kind {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"sexton/holder/fsys"
 )
@@ -45,6 +46,13 @@ type StoreOptions struct {
 	FS fsys.FS
 	// Logger receives the open report and I/O failures; nil discards.
 	Logger *slog.Logger
+	// FloorRetention is how long a tombstone floor entry is kept
+	// (DefaultFloorRetention when zero). It must exceed the longest grant
+	// lifetime plus the clock skew; see floor.go.
+	FloorRetention time.Duration
+	// Now is the clock floor entries are stamped and expired with; nil
+	// means time.Now.
+	Now func() time.Time
 }
 
 // OptionsFromEnv reads the bucket limits and the adoption switch from the
@@ -103,6 +111,15 @@ func (o StoreOptions) withDefaults() (StoreOptions, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.FloorRetention == 0 {
+		o.FloorRetention = DefaultFloorRetention
+	}
+	if o.FloorRetention < MaxGrantLifetime+MaxClockSkew {
+		return o, fmt.Errorf("%w: tombstone floor retention %s is shorter than the grant lifetime plus clock skew (%s)", ErrBadOptions, o.FloorRetention, MaxGrantLifetime+MaxClockSkew)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	return o, nil
 }

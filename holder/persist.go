@@ -15,7 +15,13 @@ func (s *Store) persistMeta(id uint64, m *BucketMetadata, pts persistPoints) (in
 	if err != nil {
 		return 0, fmt.Errorf("holder: encode metadata of bucket %d: %w", id, err)
 	}
-	tmp, final := s.path(metaTmpName(id)), s.path(metaName(id))
+	return s.persistFile(metaTmpName(id), metaName(id), data, pts)
+}
+
+// persistFile makes data the content of finalName in the store directory
+// by the same sequence: tmpName, fsync, rename, directory fsync.
+func (s *Store) persistFile(tmpName, finalName string, data []byte, pts persistPoints) (int64, error) {
+	tmp, final := s.path(tmpName), s.path(finalName)
 	pts.beforeTmpWrite.Hit()
 	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

@@ -35,7 +35,8 @@ type putReq struct {
 // persisted tmp → fsync → rename → directory fsync. Concurrent Puts share
 // those fsyncs (group commit). Putting a live (key, inc) again with the
 // same bytes is a no-op; with other bytes it is ErrConflict. An
-// incarnation this segment has tombstoned is refused (ErrTombstoned).
+// incarnation this segment has tombstoned is refused (ErrTombstoned), and
+// so is any incarnation at or below its key's tombstone floor.
 func (s *Store) Put(key, tenant string, inc api.ObjectIncarnation, value []byte) error {
 	if err := api.ValidKey(key); err != nil {
 		return err
@@ -97,6 +98,11 @@ type commitGroup struct {
 
 // commitBatch plans where each request goes, then commits bucket by bucket.
 func (s *Store) commitBatch(batch []*putReq) {
+	// Held from the floor check in planBatch to the index install: a
+	// tombstone that finds one of these records absent waits, then finds
+	// it live (see recordAbsent).
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
 	groups := s.planBatch(batch)
 	s.testHook(hookPutPlanned)
 	for _, g := range groups {
@@ -128,6 +134,10 @@ func (s *Store) planBatch(batch []*putReq) []*commitGroup {
 		}
 		if _, dead := s.idx.dead[r.k]; dead {
 			r.err = fmt.Errorf("%w: %q %s", ErrTombstoned, r.k.key, r.k.inc)
+			continue
+		}
+		if covers(s.floors, r.k) {
+			r.err = fmt.Errorf("%w: %q %s is at or below the key's tombstone floor %s", ErrTombstoned, r.k.key, r.k.inc, s.floors[r.k.key].inc)
 			continue
 		}
 		if prev, ok := inBatch[r.k]; ok {

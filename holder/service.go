@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"sexton/api"
 	"sexton/transport"
 )
@@ -59,11 +61,19 @@ type Service struct {
 	srv   *transport.Server
 	ln    net.Listener
 
+	// process is drawn once per Service: every mount names it, so a new
+	// holder process (or a second one on a copy of the directory) always
+	// gets a new mount epoch and fences the one before it.
+	process string
+
 	mu          sync.Mutex
 	mounted     bool
 	mountEpoch  uint64
 	masterEpoch uint64
 	clusterID   uint64
+	// grantKey checks write grants; set by each mount, cleared when the
+	// mount goes stale, so no write is accepted while not mounted.
+	grantKey []byte
 
 	remount chan struct{} // the master said our mount is stale
 	replay  chan struct{} // the master epoch changed
@@ -86,7 +96,7 @@ func StartService(store *Store, cfg ServiceConfig) (*Service, error) {
 	if cfg.ClientID == "" {
 		cfg.ClientID = "holder-" + string(store.SegmentID())
 	}
-	s := &Service{cfg: cfg, store: store, log: cfg.Logger,
+	s := &Service{cfg: cfg, store: store, log: cfg.Logger, process: uuid.NewString(),
 		remount: make(chan struct{}, 1), replay: make(chan struct{}, 1), stop: make(chan struct{})}
 	s.cl = transport.NewClusterClient(cfg.Masters, transport.ClusterConfig{
 		ClientConfig: transport.ClientConfig{Token: cfg.ClusterToken},
@@ -186,7 +196,7 @@ func (s *Service) mount() error {
 	var resp api.MountLocalDiskResponse
 	err := s.cl.Call(ctx, api.MethodMountLocalDisk, &api.MountLocalDiskRequest{
 		ClientID: s.cfg.ClientID, Segment: s.store.SegmentID(), Pool: s.cfg.Pool, Capacity: s.cfg.Capacity,
-		Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: s.advertise(),
+		Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: s.advertise(), Process: s.process,
 	}, &resp)
 	if err != nil {
 		return err
@@ -198,8 +208,12 @@ func (s *Service) mount() error {
 			return fmt.Errorf("refusing to follow cluster %016x: %w", resp.ClusterID, err)
 		}
 	}
+	if len(resp.GrantKey) != api.GrantKeyLen {
+		s.log.Error("the master sent no usable grant key; every write will be refused", "grant_key_bytes", len(resp.GrantKey))
+	}
 	s.mu.Lock()
 	s.mounted, s.mountEpoch, s.masterEpoch, s.clusterID = true, resp.MountEpoch, resp.MasterEpoch, resp.ClusterID
+	s.grantKey = resp.GrantKey
 	s.mu.Unlock()
 	s.log.Info("mounted", "segment", s.store.SegmentID(), "mount_epoch", resp.MountEpoch, "master_epoch", resp.MasterEpoch, "repeat", resp.AlreadyMounted)
 	return nil
@@ -209,6 +223,7 @@ func (s *Service) markUnmounted(why error) {
 	s.mu.Lock()
 	was := s.mounted
 	s.mounted = false
+	s.grantKey = nil
 	s.mu.Unlock()
 	if was {
 		s.log.Warn("mount is stale; stopping deletes until remounted", "error", why)

@@ -51,6 +51,17 @@ type Store struct {
 	// they inherit the age of their youngest source).
 	putClock uint64
 	hook     func(step string)
+
+	// Tombstone floor (floor.go). floors is read under mu and replaced
+	// under floorMu + mu. commitMu is held by the committer across a whole
+	// batch (plan to index install) and by a tombstone batch while it
+	// records floors for records it found absent, so a put of an
+	// incarnation either lands before that check (and is tombstoned) or
+	// is planned after the floor is raised (and refused).
+	floors        map[string]floorEntry
+	floorFileSize int64
+	floorMu       sync.Mutex
+	commitMu      sync.Mutex
 }
 
 // OpenReport says what OpenStore found and did to the directory before
@@ -144,6 +155,9 @@ func (s *Store) recover() error {
 	if err != nil {
 		return err
 	}
+	if s.floors, err = readFloors(s.fs, s.dir); err != nil {
+		return err
+	}
 	if gr.intent != nil {
 		// Ids never go back, even past a dropped target.
 		lb.maxID = max(lb.maxID, gr.intent.Target, slices.Max(gr.intent.Sources))
@@ -159,6 +173,14 @@ func (s *Store) recover() error {
 	}
 	if err := s.applyGCRecovery(gr); err != nil {
 		return err
+	}
+	if sc.hasFloorTmp {
+		// A floor write that never reached its rename: nothing was
+		// answered on it.
+		if err := s.fs.Remove(s.path(floorTmpName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("holder: remove leftover %s: %w", s.path(floorTmpName), err)
+		}
+		s.rep.RemovedTmpFiles = append(s.rep.RemovedTmpFiles, floorTmpName)
 	}
 	if sc.hasGCTmp {
 		// An intent write that never reached its rename: not an intent.
@@ -211,7 +233,7 @@ func (s *Store) cleanLeftovers(sc dirScan, lb loadedBuckets) error {
 
 // install builds the in-memory buckets and index and opens the files.
 func (s *Store) install(lb loadedBuckets) error {
-	idx, states, shadowed := buildIndex(lb.metas, lb.ids)
+	idx, states, shadowed := buildIndex(lb.metas, lb.ids, s.floors)
 	s.idx = idx
 	s.rep.ShadowedRecords = shadowed
 	s.buckets = make(map[uint64]*bucket, len(lb.ids))

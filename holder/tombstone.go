@@ -68,7 +68,7 @@ func (s *Store) BatchMarkDeleted(tasks []api.LocalDeleteTask) []api.TaskResult {
 			}
 			break
 		}
-		groups, ok := s.resolve(tasks, results, pending)
+		groups, absent, ok := s.resolve(tasks, results, pending)
 		if !ok {
 			for _, i := range pending {
 				results[i].Outcome = api.AckRetryableFailure
@@ -85,19 +85,24 @@ func (s *Store) BatchMarkDeleted(tasks []api.LocalDeleteTask) []api.TaskResult {
 		for _, id := range ids {
 			pending = append(pending, s.tombstoneBucket(id, tasks, results, groups[id])...)
 		}
+		if len(absent) > 0 {
+			pending = append(pending, s.recordAbsent(tasks, results, absent)...)
+		}
 	}
 	return results
 }
 
-// resolve answers tasks whose record is not live (AlreadyRemoved or
-// StaleVersion) and groups the rest by the bucket that holds them now.
-func (s *Store) resolve(tasks []api.LocalDeleteTask, results []api.TaskResult, idxs []int) (map[uint64][]int, bool) {
+// resolve answers tasks whose record is tombstoned (AlreadyRemoved),
+// groups the live ones by the bucket that holds them now, and returns the
+// absent ones, which get a floor before their StaleVersion.
+func (s *Store) resolve(tasks []api.LocalDeleteTask, results []api.TaskResult, idxs []int) (map[uint64][]int, []int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, false
+		return nil, nil, false
 	}
 	groups := make(map[uint64][]int)
+	var absent []int
 	for _, i := range idxs {
 		k := objectKey{tasks[i].Key, tasks[i].Incarnation}
 		if loc, ok := s.idx.live[k]; ok {
@@ -105,10 +110,52 @@ func (s *Store) resolve(tasks []api.LocalDeleteTask, results []api.TaskResult, i
 		} else if _, dead := s.idx.dead[k]; dead {
 			results[i].Outcome = api.AckAlreadyRemoved
 		} else {
-			results[i].Outcome = api.AckStaleVersion
+			absent = append(absent, i)
 		}
 	}
-	return groups, true
+	return groups, absent, true
+}
+
+// recordAbsent answers tasks whose record is not here (never written, GC
+// reclaimed it, or its write is still queued): it durably raises the
+// key's tombstone floor to the incarnation first, so the record can never
+// become live here afterwards, then answers StaleVersion. It holds
+// commitMu while it checks and persists, so a put of the same incarnation
+// either committed before the check (the task is returned to be
+// tombstoned like any live record) or is planned after the floor is
+// raised (and refused). A floor that cannot be persisted leaves the tasks
+// RetryableFailure.
+func (s *Store) recordAbsent(tasks []api.LocalDeleteTask, results []api.TaskResult, idxs []int) []int {
+	s.testHook(hookTombstoneFloorWait)
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	var live, need []int
+	var dead []objectKey
+	s.mu.Lock()
+	for _, i := range idxs {
+		k := objectKey{tasks[i].Key, tasks[i].Incarnation}
+		if _, ok := s.idx.live[k]; ok {
+			live = append(live, i)
+		} else if _, ok := s.idx.dead[k]; ok {
+			results[i].Outcome = api.AckAlreadyRemoved
+		} else {
+			need = append(need, i)
+			dead = append(dead, k)
+		}
+	}
+	s.mu.Unlock()
+	if len(need) == 0 {
+		return live
+	}
+	outcome := api.AckStaleVersion
+	if err := s.raiseFloors(dead, tombstoneFloorPoints); err != nil {
+		s.log.Warn("recording tombstone floors failed; tasks stay pending", "tasks", len(need), "err", err)
+		outcome = api.AckRetryableFailure
+	}
+	for _, i := range need {
+		results[i].Outcome = outcome
+	}
+	return live
 }
 
 // tombstoneBucket persists the tombstones of one bucket's tasks. It returns
@@ -158,7 +205,7 @@ func (s *Store) tombstoneBucket(id uint64, tasks []api.LocalDeleteTask, results 
 			if _, dead := s.idx.dead[k]; dead {
 				results[i].Outcome = api.AckAlreadyRemoved
 			} else {
-				results[i].Outcome = api.AckStaleVersion
+				moved = append(moved, i) // gone meanwhile: resolve records its floor
 			}
 		}
 	}

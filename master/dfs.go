@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
 	"strconv"
@@ -97,17 +98,35 @@ func (n *Node) dfsLeader(ctx context.Context) {
 	if !n.dfsConfigure() {
 		return
 	}
-	n.dfsCheckMissing()
 	tick := time.NewTicker(n.cfg.DFSTick)
 	defer tick.Stop()
 	lastCheck := time.Time{}
+	checkedMissing := false
+	var rootLogged time.Time
 	for {
-		n.dfsFileOps(ctx)
-		if time.Since(lastCheck) >= n.dfsCheckInterval() {
-			lastCheck = time.Now()
-			n.dfsFlushTouches()
-			n.dfsEvict()
-			n.dfsScanStrays()
+		// Every duty reads or changes files below the root: none runs while
+		// the root is unusable (a wrong root's files are not ours to create,
+		// remove or judge lost).
+		if err := n.dfsRootReady(); err != nil {
+			if time.Since(rootLogged) >= 30*time.Second {
+				rootLogged = time.Now()
+				n.log.Error("DFS ROOT UNUSABLE: DFS duties stopped, no DFS file is judged lost until it is fixed", "root", d.fs.Root(), "error", err)
+			}
+		} else {
+			if !rootLogged.IsZero() {
+				rootLogged = time.Time{}
+				n.log.Warn("DFS root usable again; DFS duties resume", "root", d.fs.Root())
+			}
+			if !checkedMissing {
+				checkedMissing = n.dfsCheckMissing()
+			}
+			n.dfsFileOps(ctx)
+			if time.Since(lastCheck) >= n.dfsCheckInterval() {
+				lastCheck = time.Now()
+				n.dfsFlushTouches()
+				n.dfsEvict()
+				n.dfsScanStrays()
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -139,22 +158,69 @@ func (n *Node) dfsConfigure() bool {
 	return true
 }
 
+// dfsRootReady checks the DFS root (dfsio.CheckRoot) against this
+// cluster. While the cluster relies on no DFS file yet (first use) the
+// leader writes the root's marker; from then on a root without this
+// cluster's marker is unusable — except a root written before markers
+// existed, adopted only when it holds every file the state relies on
+// (an empty, unmounted mount point holds none of them).
+func (n *Node) dfsRootReady() error {
+	stats, _ := n.fsm.DFSStats()
+	adopted, err := checkDFSRoot(n.dfs.fs, n.fsm.Stats().ClusterID, stats.Units)
+	if adopted {
+		n.log.Warn("DFS root had no marker but holds every file the cluster relies on; marked as this cluster's", "root", n.dfs.fs.Root())
+	}
+	return err
+}
+
+// checkDFSRoot is dfsRootReady's decision; adopted says a pre-marker root
+// was marked.
+func checkDFSRoot(fs *dfsio.Posix, cluster uint64, units []dfsalloc.UnitStats) (adopted bool, err error) {
+	anyReady := false
+	var ready []string // files the state relies on now
+	for _, u := range units {
+		if u.File == dfsalloc.FileReady {
+			anyReady = true
+			if u.State != dfsalloc.UnitDeleting {
+				ready = append(ready, u.Path)
+			}
+		}
+	}
+	if !anyReady {
+		return false, fs.InitRoot(cluster)
+	}
+	fs.Bind(cluster)
+	err = fs.CheckRoot()
+	if !errors.Is(err, dfsio.ErrNoRootMarker) {
+		return false, err
+	}
+	names, lerr := fs.List()
+	if lerr != nil || len(ready) == 0 {
+		return false, err
+	}
+	for _, p := range ready {
+		if _, found := slices.BinarySearch(names, p); !found {
+			return false, err
+		}
+	}
+	return true, fs.InitRoot(cluster)
+}
+
 // dfsCheckMissing is the start-of-term reconciliation of files the state
 // needs: a ready unit whose file is gone has lost its entries, and that is
-// said loudly, never left as a silent gap.
-func (n *Node) dfsCheckMissing() {
+// said loudly, never left as a silent gap. It reports false when the
+// check could not be made (the root turned unusable), to be run again.
+func (n *Node) dfsCheckMissing() bool {
 	stats, ok := n.fsm.DFSStats()
 	if !ok {
-		return
+		return true
 	}
-	for _, u := range stats.Units {
-		if u.File != dfsalloc.FileReady || u.State == dfsalloc.UnitDeleting {
-			continue
-		}
-		exists, err := n.dfs.fs.Exists(u.Path)
-		if err != nil || exists {
-			continue
-		}
+	lost, err := dfsLostUnits(stats.Units, n.dfs.fs.Exists)
+	if err != nil {
+		n.log.Error("DFS ROOT UNUSABLE during the missing-file check: nothing marked lost", "root", n.dfs.fs.Root(), "error", err)
+		return false
+	}
+	for _, u := range lost {
 		res, err := n.propose(&fsm.DFSMarkLost{V: fsm.DFSMarkLostV1, Unit: u.Unit, Now: time.Now().UnixNano()})
 		if err != nil {
 			n.log.Warn("DFSMarkLost not committed", "unit", u.Unit, "error", err)
@@ -167,6 +233,28 @@ func (n *Node) dfsCheckMissing() {
 			n.log.Error("DFS replica lost", "key", ref.Key, "path", ref.Desc.Path, "offset", ref.Desc.Offset)
 		}
 	}
+	return true
+}
+
+// dfsLostUnits decides which ready units have lost their file. An
+// unusable root stops the whole decision: a file missing from it says
+// nothing about the cluster's data. Any other error skips that unit.
+func dfsLostUnits(units []dfsalloc.UnitStats, exists func(string) (bool, error)) ([]dfsalloc.UnitStats, error) {
+	var lost []dfsalloc.UnitStats
+	for _, u := range units {
+		if u.File != dfsalloc.FileReady || u.State == dfsalloc.UnitDeleting {
+			continue
+		}
+		ok, err := exists(u.Path)
+		if errors.Is(err, dfsio.ErrRootUnusable) {
+			return nil, err
+		}
+		if err != nil || ok {
+			continue
+		}
+		lost = append(lost, u)
+	}
+	return lost, nil
 }
 
 // backoff is the wait before retrying a unit's failed file op.

@@ -123,8 +123,8 @@ func setupHolderInspect(*flag.FlagSet) runFunc {
 
 func printInspect(rep holder.InspectReport) error {
 	id := rep.Identity
-	fmt.Printf("dir:        %s\nmarked:     %v\nsegment:    %s\ncluster:    %016x\nbuckets:    %d\nlive:       %d objects, %d bytes\ntombstoned: %d objects, %d bytes\nused:       %d bytes on disk\ngc intent:  %v\n",
-		rep.Dir, rep.Marked, id.SegmentID, id.ClusterID, len(rep.Buckets), rep.LiveObjects, rep.LiveBytes, rep.TombstonedObjects, rep.DeadBytes, rep.UsedBytes, rep.GCIntentPending)
+	fmt.Printf("dir:        %s\nmarked:     %v\nsegment:    %s\ncluster:    %016x\nbuckets:    %d\nlive:       %d objects, %d bytes\ntombstoned: %d objects, %d bytes\nused:       %d bytes on disk\nfloor:      %d keys (tombstoned incarnations refused after GC)\ngc intent:  %v\n",
+		rep.Dir, rep.Marked, id.SegmentID, id.ClusterID, len(rep.Buckets), rep.LiveObjects, rep.LiveBytes, rep.TombstonedObjects, rep.DeadBytes, rep.UsedBytes, rep.FloorEntries, rep.GCIntentPending)
 	if rep.GCIntent != "" {
 		fmt.Printf("gc round:   %s (resolved at next open)\n", rep.GCIntent)
 	}

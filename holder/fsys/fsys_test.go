@@ -2,6 +2,7 @@ package fsys
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -89,5 +90,64 @@ func TestReadFileBoundsSize(t *testing.T) {
 	b, err := ReadFile(OS{}, name, 100)
 	if err != nil || len(b) != 100 {
 		t.Fatalf("got %d %v", len(b), err)
+	}
+}
+
+// The power-loss model keeps exactly what was fsynced: file data as of its
+// last fsync, directory entries as of the last directory fsync.
+func TestPowerLossKeepsOnlyWhatWasSynced(t *testing.T) {
+	dir := t.TempDir()
+	write := func(fsys FS, name, data string, sync bool) {
+		t.Helper()
+		f, err := fsys.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		if sync {
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "old"), []byte("old bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPowerLoss(OS{}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(p, "synced", "durable", true)
+	write(p, "unsynced-data", "lost", false)
+	if err := p.SyncDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	write(p, "synced", "durable, then more", false) // data after the fsync: lost
+	write(p, "no-dir-sync", "entry lost", true)     // data synced, entry not
+	write(p, "tmp", "new content", true)
+	if err := p.Rename(filepath.Join(dir, "tmp"), filepath.Join(dir, "old")); err != nil { // rename not synced
+		t.Fatal(err)
+	}
+	p.Cut()
+	if err := p.Remove(filepath.Join(dir, "synced")); !errors.Is(err, ErrPowerCut) {
+		t.Fatalf("remove after the cut: %v", err)
+	}
+	if err := p.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		got[e.Name()] = string(b)
+	}
+	want := map[string]string{"old": "old bytes", "synced": "durable", "unsynced-data": ""}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after the power cut: %v, want %v", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -14,8 +15,9 @@ import (
 
 // Posix is the posix adapter: a directory every node mounts.
 type Posix struct {
-	root  string
-	fsync bool
+	root    string
+	fsync   bool
+	cluster atomic.Uint64 // the cluster the root must belong to (Bind); 0 = any
 }
 
 // Open returns the adapter s names, rooted at s.Root.
@@ -169,17 +171,28 @@ func (p *Posix) Remove(name string) error {
 	return syncDir(p.root)
 }
 
-// Exists reports whether name exists.
+// Exists reports whether name exists. "No" is said only under a usable
+// root (CheckRoot): a file absent from a missing, unmounted, foreign or
+// unmarked root is an ErrRootUnusable error, never false.
 func (p *Posix) Exists(name string) (bool, error) {
 	path, err := p.path(name)
 	if err != nil {
 		return false, err
 	}
 	_, err = os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
+	switch {
+	case err == nil:
+		return true, p.CheckRoot()
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR):
+		if rerr := p.CheckRoot(); rerr != nil {
+			return false, rerr
+		}
+		if errors.Is(err, unix.ENOTDIR) {
+			return false, err
+		}
 		return false, nil
 	}
-	return err == nil, err
+	return false, err
 }
 
 // List returns the allocator file names in the root, sorted.

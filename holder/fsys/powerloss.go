@@ -1,0 +1,288 @@
+package fsys
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+)
+
+// PowerLoss wraps the real filesystem for the files of one directory and
+// models what a power cut keeps: a file's data as of its last fsync, and
+// the directory's entries (creates, renames, removes) as of its last
+// directory fsync — the strictest reading of POSIX, nothing more. Cut
+// freezes that durable image (every later mutating operation fails with
+// EIO, as if the machine were gone); Restore, after the store is closed,
+// rewrites the directory to exactly that image, so reopening it shows
+// what a machine would find after the power came back.
+//
+// Only regular files directly in the directory are modelled; the lock
+// file and anything elsewhere pass through.
+type PowerLoss struct {
+	inner FS
+	dir   string
+
+	mu      sync.Mutex
+	cut     bool
+	current map[string]*plNode // base name → file, as the running process sees it
+	durable map[string]*plNode // base name → file, as of the last directory fsync
+}
+
+// plNode is one file (an inode): data is what its last fsync made durable.
+type plNode struct{ data []byte }
+
+var _ FS = (*PowerLoss)(nil)
+
+// ErrPowerCut is what every mutating operation returns after Cut.
+var ErrPowerCut = fmt.Errorf("fsys: power cut: %w", syscall.EIO)
+
+// NewPowerLoss wraps inner for the files of dir; what dir holds now is
+// taken as durable.
+func NewPowerLoss(inner FS, dir string) (*PowerLoss, error) {
+	p := &PowerLoss{inner: inner, dir: filepath.Clean(dir), current: map[string]*plNode{}, durable: map[string]*plNode{}}
+	ents, err := os.ReadDir(p.dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(p.dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		n := &plNode{data: b}
+		p.current[e.Name()], p.durable[e.Name()] = n, n
+	}
+	return p, nil
+}
+
+// Cut is the power cut: the durable image is frozen and every later
+// create, write, fsync, truncate, rename and remove fails with EIO.
+func (p *PowerLoss) Cut() {
+	p.mu.Lock()
+	p.cut = true
+	p.mu.Unlock()
+}
+
+// Restore rewrites the directory to the durable image frozen by Cut and
+// starts a fresh, uncut model of it. Call it after the store is closed.
+func (p *PowerLoss) Restore() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.cut {
+		return errors.New("fsys: Restore without Cut")
+	}
+	for name := range p.current {
+		if err := os.Remove(filepath.Join(p.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	next := map[string]*plNode{}
+	for name, n := range p.durable {
+		if err := os.WriteFile(filepath.Join(p.dir, name), n.data, 0o644); err != nil {
+			return err
+		}
+		c := &plNode{data: n.data}
+		next[name] = c
+	}
+	if err := syncPath(p.dir); err != nil {
+		return err
+	}
+	p.current = next
+	p.durable = map[string]*plNode{}
+	for name, n := range next {
+		p.durable[name] = n
+	}
+	p.cut = false
+	return nil
+}
+
+// Files lists the durable image's names (for test diagnostics).
+func (p *PowerLoss) Files() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for n := range p.durable {
+		out = append(out, n)
+	}
+	return out
+}
+
+func syncPath(dir string) error { return OS{}.SyncDir(dir) }
+
+// name returns the base name when path is a file directly in the modelled
+// directory.
+func (p *PowerLoss) name(path string) (string, bool) {
+	path = filepath.Clean(path)
+	if filepath.Dir(path) != p.dir {
+		return "", false
+	}
+	return filepath.Base(path), true
+}
+
+func (p *PowerLoss) mutating() error {
+	if p.cut {
+		return ErrPowerCut
+	}
+	return nil
+}
+
+// OpenFile implements FS.
+func (p *PowerLoss) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	base, tracked := p.name(name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC) != 0 {
+		if err := p.mutating(); err != nil {
+			return nil, err
+		}
+	}
+	f, err := p.inner.OpenFile(name, flag, perm)
+	if err != nil || !tracked {
+		return f, err
+	}
+	n := p.current[base]
+	if n == nil {
+		if flag&os.O_CREATE == 0 {
+			return f, nil // not created through the model: not modelled
+		}
+		n = &plNode{} // created: no durable data, no durable entry yet
+		p.current[base] = n
+	}
+	return &plFile{File: f, p: p, node: n}, nil
+}
+
+// Rename implements FS.
+func (p *PowerLoss) Rename(oldpath, newpath string) error {
+	ob, ot := p.name(oldpath)
+	nb, nt := p.name(newpath)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.mutating(); err != nil {
+		return err
+	}
+	if err := p.inner.Rename(oldpath, newpath); err != nil {
+		return err
+	}
+	if ot && nt {
+		if n := p.current[ob]; n != nil {
+			p.current[nb] = n
+		}
+		delete(p.current, ob)
+	}
+	return nil
+}
+
+// Remove implements FS.
+func (p *PowerLoss) Remove(name string) error {
+	base, tracked := p.name(name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.mutating(); err != nil {
+		return err
+	}
+	if err := p.inner.Remove(name); err != nil {
+		return err
+	}
+	if tracked {
+		delete(p.current, base)
+	}
+	return nil
+}
+
+// ReadDir implements FS.
+func (p *PowerLoss) ReadDir(name string) ([]fs.DirEntry, error) { return p.inner.ReadDir(name) }
+
+// Stat implements FS.
+func (p *PowerLoss) Stat(name string) (fs.FileInfo, error) { return p.inner.Stat(name) }
+
+// MkdirAll implements FS. Directories are taken as durable.
+func (p *PowerLoss) MkdirAll(name string, perm fs.FileMode) error {
+	return p.inner.MkdirAll(name, perm)
+}
+
+// SyncDir implements FS: the modelled directory's entries become durable.
+func (p *PowerLoss) SyncDir(name string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.mutating(); err != nil {
+		return err
+	}
+	if err := p.inner.SyncDir(name); err != nil {
+		return err
+	}
+	if filepath.Clean(name) == p.dir {
+		p.durable = make(map[string]*plNode, len(p.current))
+		for n, node := range p.current {
+			p.durable[n] = node
+		}
+	}
+	return nil
+}
+
+// Lock implements FS (the lock file is not modelled).
+func (p *PowerLoss) Lock(name string) (io.Closer, error) { return p.inner.Lock(name) }
+
+// plFile is an open modelled file: Sync makes its current bytes durable.
+type plFile struct {
+	File
+	p    *PowerLoss
+	node *plNode
+}
+
+func (f *plFile) check() error {
+	f.p.mu.Lock()
+	defer f.p.mu.Unlock()
+	return f.p.mutating()
+}
+
+func (f *plFile) WriteAt(b []byte, off int64) (int, error) {
+	if err := f.check(); err != nil {
+		return 0, err
+	}
+	return f.File.WriteAt(b, off)
+}
+
+func (f *plFile) Write(b []byte) (int, error) {
+	if err := f.check(); err != nil {
+		return 0, err
+	}
+	return f.File.Write(b)
+}
+
+func (f *plFile) Truncate(size int64) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	return f.File.Truncate(size)
+}
+
+// Sync fsyncs and records the file's whole content as durable.
+func (f *plFile) Sync() error {
+	f.p.mu.Lock()
+	defer f.p.mu.Unlock()
+	if err := f.p.mutating(); err != nil {
+		return err
+	}
+	if err := f.File.Sync(); err != nil {
+		return err
+	}
+	// Read through the descriptor, not the name: the file may have been
+	// renamed since it was opened, and it may be open write-only.
+	path := f.File.Name()
+	if fd, ok := f.File.(interface{ Fd() uintptr }); ok {
+		path = fmt.Sprintf("/proc/self/fd/%d", fd.Fd())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	f.node.data = b
+	return nil
+}

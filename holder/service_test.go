@@ -1,0 +1,196 @@
+package holder
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"sexton/api"
+	"sexton/grant"
+	"sexton/transport"
+)
+
+// fakeMaster answers the holder's follow loop: mounts (recording each
+// request, optionally held until released), heartbeats (optionally asking
+// for one remount), empty fetches and reconciles.
+type fakeMaster struct {
+	key     []byte
+	ln      net.Listener
+	srv     *transport.Server
+	mu      sync.Mutex
+	mounts  []api.MountLocalDiskRequest
+	hold    chan struct{} // closed: mounts are answered
+	remount bool
+}
+
+func startFakeMaster(t *testing.T, key []byte) *fakeMaster {
+	t.Helper()
+	m := &fakeMaster{key: key, hold: make(chan struct{})}
+	m.srv = transport.NewServer(transport.ServerConfig{})
+	transport.Register(m.srv, api.MethodMountLocalDisk, func(ctx context.Context, req *api.MountLocalDiskRequest) (*api.MountLocalDiskResponse, error) {
+		select {
+		case <-m.hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.mounts = append(m.mounts, *req)
+		return &api.MountLocalDiskResponse{MountEpoch: uint64(len(m.mounts)), MasterEpoch: 1, ClusterID: testCluster, GrantKey: m.key}, nil
+	})
+	transport.Register(m.srv, api.MethodHeartbeat, func(_ context.Context, _ *api.HeartbeatRequest) (*api.HeartbeatResponse, error) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		r := m.remount
+		m.remount = false
+		return &api.HeartbeatResponse{MasterEpoch: 1, Remount: r}, nil
+	})
+	transport.Register(m.srv, api.MethodFetchTasks, func(ctx context.Context, req *api.FetchTasksRequest) (*api.FetchTasksResponse, error) {
+		select {
+		case <-time.After(time.Duration(req.WaitMillis) * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return &api.FetchTasksResponse{MasterEpoch: 1}, nil
+	})
+	transport.Register(m.srv, api.MethodReconcile, func(_ context.Context, _ *api.ReconcileRequest) (*api.ReconcileResponse, error) {
+		return &api.ReconcileResponse{}, nil
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ln = ln
+	go func() { _ = m.srv.Serve(ln) }()
+	t.Cleanup(func() { _ = m.srv.Close() })
+	return m
+}
+
+func (m *fakeMaster) mountsSeen() []api.MountLocalDiskRequest {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]api.MountLocalDiskRequest(nil), m.mounts...)
+}
+
+func startTestService(t *testing.T, s *Store, m *fakeMaster) *Service {
+	t.Helper()
+	svc, err := StartService(s, ServiceConfig{Masters: []string{m.ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
+		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Invariant 11 at the data RPC: a write is stored only with a grant the
+// leader signed for this segment, key and incarnation, unexpired, and
+// only once the holder has the grant key from a mount. Every refusal is
+// GRANT_REFUSED and stores nothing. A tombstoned incarnation is refused
+// even with a valid grant.
+func TestWriteNeedsValidGrant(t *testing.T) {
+	key := grant.NewKey()
+	m := startFakeMaster(t, key)
+	s := openT(t, t.TempDir(), StoreOptions{})
+	defer s.Close()
+	svc := startTestService(t, s, m)
+	defer svc.Close()
+
+	conn, err := transport.Dial(context.Background(), svc.Addr(), transport.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	seg := s.SegmentID()
+	exp := time.Now().Add(time.Minute).UnixNano()
+	signed := func(k string, inc api.ObjectIncarnation) *api.WriteGrant {
+		g := grant.Sign(key, api.WriteGrant{Segment: seg, Key: k, Incarnation: inc, Expires: exp})
+		return &g
+	}
+	write := func(k string, inc api.ObjectIncarnation, g *api.WriteGrant) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return conn.Call(ctx, api.MethodHolderWrite, &api.HolderWriteRequest{Key: k, Tenant: "t", Incarnation: inc, Value: []byte("v-" + k), Grant: g}, &api.Empty{})
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if api.CodeOf(err) != api.CodeGrantRefused {
+			t.Fatalf("%s: %v, want GRANT_REFUSED", what, err)
+		}
+	}
+
+	// Not mounted yet: no grant key, so even a valid grant is refused.
+	refused("before the first mount", write("k", incN(1), signed("k", incN(1))))
+	close(m.hold)
+	waitFor(t, "mount", func() bool { mounted, _, _ := svc.mountState(); return mounted })
+
+	refused("no grant", write("k", incN(1), nil))
+	forged := grant.Sign(grant.NewKey(), api.WriteGrant{Segment: seg, Key: "k", Incarnation: incN(1), Expires: exp})
+	refused("grant under another key", write("k", incN(1), &forged))
+	tampered := *signed("k", incN(1))
+	tampered.Expires += int64(time.Hour)
+	refused("grant with a changed expiry", write("k", incN(1), &tampered))
+	expired := grant.Sign(key, api.WriteGrant{Segment: seg, Key: "k", Incarnation: incN(1), Expires: time.Now().Add(-time.Second).UnixNano()})
+	refused("expired grant", write("k", incN(1), &expired))
+	other := grant.Sign(key, api.WriteGrant{Segment: "another-segment", Key: "k", Incarnation: incN(1), Expires: exp})
+	refused("grant for another segment", write("k", incN(1), &other))
+	refused("grant for another key", write("k", incN(1), signed("j", incN(1))))
+	refused("grant for another incarnation", write("k", incN(1), signed("k", incN(2))))
+	tooLong := grant.Sign(key, api.WriteGrant{Segment: seg, Key: "k", Incarnation: incN(1), Expires: time.Now().Add(MaxGrantLifetime + MaxClockSkew + time.Minute).UnixNano()})
+	refused("grant living longer than any may", write("k", incN(1), &tooLong))
+	if u := s.Usage(); u.LiveObjects != 0 || u.UsedBytes != 0 {
+		t.Fatalf("refused writes stored something: %+v", u)
+	}
+
+	if err := write("k", incN(1), signed("k", incN(1))); err != nil {
+		t.Fatalf("write with a valid grant: %v", err)
+	}
+	mustGet(t, s, "k", incN(1), []byte("v-k"))
+
+	// Tombstoned here (the record absent: its write comes late): a valid
+	// grant does not bring it back.
+	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "late", incN(4))}), api.AckStaleVersion)
+	refused("tombstoned incarnation", write("late", incN(4), signed("late", incN(4))))
+	if _, err := s.Get("late", incN(4)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("tombstoned incarnation stored: %v", err)
+	}
+}
+
+// Every mount names the holder process: the same id for every remount of
+// one Service, a new one for the next Service (a restart), so the master
+// fences the process before it.
+func TestMountNamesTheProcess(t *testing.T) {
+	m := startFakeMaster(t, grant.NewKey())
+	close(m.hold)
+	s := openT(t, t.TempDir(), StoreOptions{})
+	defer s.Close()
+	svc := startTestService(t, s, m)
+	waitFor(t, "first mount", func() bool { return len(m.mountsSeen()) == 1 })
+	m.mu.Lock()
+	m.remount = true
+	m.mu.Unlock()
+	waitFor(t, "remount", func() bool { return len(m.mountsSeen()) == 2 })
+	svc.Close()
+	svc = startTestService(t, s, m)
+	defer svc.Close()
+	waitFor(t, "restart mount", func() bool { return len(m.mountsSeen()) == 3 })
+	ms := m.mountsSeen()
+	if ms[0].Process == "" || ms[0].Process != ms[1].Process {
+		t.Fatalf("one process mounted as %q then %q", ms[0].Process, ms[1].Process)
+	}
+	if ms[2].Process == ms[0].Process {
+		t.Fatalf("a restarted service mounted with the old process id %q", ms[2].Process)
+	}
+}
