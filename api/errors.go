@@ -96,13 +96,17 @@ func Errorf(code Code, format string, args ...any) *Error {
 }
 
 // CodeOf returns the code of err if it is (or wraps) an *Error, else
-// CodeInternal; nil gives "".
+// CodeInternal; nil gives "", and so does a nil *Error passed as an error
+// (a result's Err field handed on as is).
 func CodeOf(err error) Code {
 	if err == nil {
 		return ""
 	}
 	var e *Error
 	if errors.As(err, &e) {
+		if e == nil {
+			return ""
+		}
 		return e.Code
 	}
 	return CodeInternal

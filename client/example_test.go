@@ -121,13 +121,17 @@ func ExampleClient_BatchRemove() {
 	_, _ = cl.Put(ctx, "example/batch/b", []byte("b"), client.PutOptions{})
 	results, err := cl.BatchRemove(ctx, []string{"example/batch/a", "example/batch/missing", "example/batch/b"}, nil)
 	for _, r := range results {
-		fmt.Println(r.Key, api.CodeOf(r.Err))
+		if r.Err != nil {
+			fmt.Println(r.Key, r.Err.Code)
+		} else {
+			fmt.Println(r.Key, "removed")
+		}
 	}
 	fmt.Println(err)
 	// Output:
-	// example/batch/a
+	// example/batch/a removed
 	// example/batch/missing OBJECT_NOT_FOUND
-	// example/batch/b
+	// example/batch/b removed
 	// <nil>
 }
 
