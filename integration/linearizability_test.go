@@ -202,7 +202,7 @@ func registerWorkload(t *testing.T, c *cluster, h *history, clients int, keys []
 					if out == "absent" {
 						out = "" // a put's NOT_FOUND (PutEnd of a revoked put) did nothing
 					}
-					if out == "" && err != nil {
+					if out == "" && err != nil && api.CodeOf(err) != api.CodeObjectAlreadyExists {
 						t.Logf("put %s: %v", key, err)
 					}
 					h.record(w, regOp{Kind: "put", Key: key, Value: v}, call, regOut{Outcome: out})
