@@ -152,8 +152,8 @@ func resultOf(cs *clientSession, r *snapshot.SessionResult) (sessResult, error) 
 	}
 	switch kind {
 	case CmdPutStart, CmdPutEnd, CmdPutRevoke:
-		if len(r.Items) != 0 {
-			return bad("items in a %s result", kind)
+		if len(r.Items) != 0 || (kind == CmdPutStart && r.Count != 0) {
+			return bad("items or a count in a %s result", kind)
 		}
 	case CmdSettings:
 		if len(r.Items) != 0 || r.Count != 0 {
