@@ -19,12 +19,16 @@ type sessionView struct {
 	results []sessResult
 }
 
-// views copies the table under the FSM's lock, in map order; WriteTo
-// sorts outside it.
+// views copies the table under the FSM's lock, in heap order (WriteTo
+// sorts outside it). Every result goes into one arena, so the copy costs
+// two allocations however many sessions there are.
 func (t *sessionTable) views() []sessionView {
 	out := make([]sessionView, 0, len(t.byID))
-	for _, cs := range t.byID {
-		out = append(out, sessionView{id: cs.id, floor: cs.floor, active: cs.lastActive, results: slices.Clone(cs.results)})
+	arena := make([]sessResult, 0, t.results)
+	for _, cs := range t.expiry { // every session, in a slice: faster than the map
+		start := len(arena)
+		arena = append(arena, cs.results...)
+		out = append(out, sessionView{id: cs.id, floor: cs.floor, active: cs.lastActive, results: arena[start:len(arena):len(arena)]})
 	}
 	return out
 }
