@@ -273,3 +273,31 @@ func TestLeaseFloorOnlyAfterAnEarlierLeader(t *testing.T) {
 		t.Fatalf("a restarted leader handed out %v within its first lease period", tasks)
 	}
 }
+
+// BatchGet leases what it answers as Get does; keys it does not find
+// lease nothing.
+func TestBatchGetLeasesWhatItAnswers(t *testing.T) {
+	tc := startCluster(t, 1, shortLeases)
+	h := tc.mountHolder(t, "seg-a", "")
+	ps1 := tc.put(t, "k", 10, 1)
+	tc.put(t, "other", 10, 1)
+	var resp api.BatchGetResponse
+	if err := tc.call(api.MethodBatchGet, &api.KeysRequest{Keys: []string{"missing", "k"}}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Results[0].Err == nil || resp.Results[1].Object == nil || resp.Results[1].Object.Incarnation != ps1.Incarnation {
+		t.Fatalf("batch get: %+v", resp.Results)
+	}
+	tc.put(t, "k", 10, 1) // supersedes the incarnation the BatchGet answered
+	if err := tc.remove("other"); err != nil {
+		t.Fatal(err)
+	}
+	tasks := h.fetch(t, 0, 0)
+	if len(tasks) != 1 || tasks[0].Key != "other" {
+		t.Fatalf("fetched %v; want only the task of the unleased key", tasks)
+	}
+	h.ack(t, tasks, ackAll(api.AckRemoved))
+	if tasks := h.fetch(t, 0, 5*time.Second); len(tasks) != 1 || tasks[0].Incarnation != ps1.Incarnation {
+		t.Fatalf("after the lease: %v, want the task of the incarnation the BatchGet answered", tasks)
+	}
+}

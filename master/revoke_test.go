@@ -61,3 +61,31 @@ func TestAbandonedPutRevocationWaitsForRegistryRoom(t *testing.T) {
 		t.Fatalf("the holder was given tasks of %d keys, want 5 (2 removed, 3 revoked): %v", len(keys), keys)
 	}
 }
+
+// The revocation gate closes on a refusal for a full registry and reopens
+// when the registry drains, grows, or the doubling backoff passes.
+func TestRevokeGateReopensOnRoomOrBackoff(t *testing.T) {
+	s := newSoftState()
+	now := time.Unix(1000, 0)
+	if !s.revokeOpen(2, 2, now) {
+		t.Fatal("the gate starts open")
+	}
+	s.revokeFull(2, 2, now)
+	if s.revokeOpen(2, 2, now.Add(revokeBackoffMin/2)) {
+		t.Fatal("open right after a refusal with no room made")
+	}
+	if !s.revokeOpen(1, 2, now) || !s.revokeOpen(2, 3, now) {
+		t.Fatal("a task drained or capacity added must reopen the gate")
+	}
+	if !s.revokeOpen(2, 2, now.Add(revokeBackoffMin)) {
+		t.Fatal("the backoff must end")
+	}
+	s.revokeFull(2, 2, now)
+	if s.revokeOpen(2, 2, now.Add(revokeBackoffMin)) || !s.revokeOpen(2, 2, now.Add(2*revokeBackoffMin)) {
+		t.Fatal("a second refusal doubles the backoff")
+	}
+	s.revokeDone()
+	if !s.revokeOpen(2, 2, now) {
+		t.Fatal("a revoke that went through reopens the gate")
+	}
+}
