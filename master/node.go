@@ -157,7 +157,14 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return fmt.Errorf("--raft-addr %q: %w", cfg.RaftAddr, err)
 	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, addr, 5, 5*time.Second, n.log.Named("raft-net"))
+	// Pipelined replication is off (MaxRPCsInFlight 1): at hashicorp/raft's
+	// default of 2 the pipeline's channels are unbuffered, and a follower
+	// answering Success=false (a log mismatch, e.g. after a restart or a
+	// restore) can leave the leader's replication goroutine blocked for
+	// good: that follower is never sent another entry and Shutdown hangs.
+	trans, err := raft.NewTCPTransportWithConfig(cfg.RaftAddr, addr, &raft.NetworkTransportConfig{
+		MaxPool: 5, Timeout: 5 * time.Second, Logger: n.log.Named("raft-net"), MaxRPCsInFlight: 1,
+	})
 	if err != nil {
 		return fmt.Errorf("raft transport on %s: %w", cfg.RaftAddr, err)
 	}
