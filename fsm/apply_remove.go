@@ -39,6 +39,11 @@ func (st *state) removeSpan(c *Remove, from, to int, s api.Session, res *RemoveR
 	}
 	g := st.sessionBegin(CmdRemove, s, c.Now)
 	switch {
+	case g.prev != nil && g.prev.err != nil: // a result too large to keep
+		for i := range out {
+			out[i].Err = g.prev.err
+		}
+		return true
 	case g.prev != nil:
 		if int(g.prev.count) != len(out) {
 			err := api.Errorf(api.CodeInvalidParams, "session: client %q seq %d was a remove of %d keys, repeated with %d", s.ClientID, s.Seq, g.prev.count, len(out))
@@ -47,10 +52,8 @@ func (st *state) removeSpan(c *Remove, from, to int, s api.Session, res *RemoveR
 			}
 			return false
 		}
-		if g.prev.extra != nil {
-			for _, it := range g.prev.extra.items {
-				out[it.i].Err = it.err
-			}
+		for _, it := range g.prev.items() {
+			out[it.i].Err = it.err
 		}
 		return true
 	case g.err != nil:
@@ -74,7 +77,7 @@ func (st *state) removeSpan(c *Remove, from, to int, s api.Session, res *RemoveR
 			if out[i].Err == nil {
 				continue
 			}
-			out[i].Err = storedErr(out[i].Err)
+			out[i].Err = storedItemErr(out[i].Err)
 			if r.extra == nil {
 				r.extra = &resultExtra{}
 			}

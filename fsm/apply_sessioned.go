@@ -43,12 +43,12 @@ func (st *state) applyPutStartBatchSessioned(index uint64, c *PutStartBatch) *Pu
 	g := st.sessionBegin(CmdPutStartBatch, c.Session, c.Now)
 	if g.prev != nil {
 		out := &PutStartBatchResult{Err: g.prev.err, Duplicate: true}
-		if g.prev.extra != nil {
-			out.Items = make([]PutStartResult, len(g.prev.extra.items))
-			for i, it := range g.prev.extra.items {
-				out.Items[i] = PutStartResult{Err: it.err, Replicas: it.reps}
+		if g.prev.err == nil {
+			out.Items = make([]PutStartResult, g.prev.count)
+			for _, it := range g.prev.items() {
+				out.Items[it.i] = PutStartResult{Err: it.err, Replicas: it.reps}
 				if it.err == nil {
-					out.Items[i].Incarnation = g.prev.inc
+					out.Items[it.i].Incarnation = g.prev.inc
 				}
 			}
 		}
@@ -61,10 +61,10 @@ func (st *state) applyPutStartBatchSessioned(index uint64, c *PutStartBatch) *Pu
 	if g.cs != nil {
 		res.Err = storedErr(res.Err)
 		r := sessResult{kind: CmdPutStartBatch, err: res.Err, inc: api.ObjectIncarnation{High: st.clusterID, Low: index}, count: int32(len(res.Items))}
-		if res.Items != nil {
+		if len(res.Items) > 0 {
 			r.extra = &resultExtra{items: make([]itemResult, len(res.Items))}
 			for i := range res.Items {
-				res.Items[i].Err = storedErr(res.Items[i].Err)
+				res.Items[i].Err = storedItemErr(res.Items[i].Err)
 				r.extra.items[i] = itemResult{i: int32(i), err: res.Items[i].Err, reps: res.Items[i].Replicas}
 			}
 		}
@@ -77,10 +77,10 @@ func (st *state) applyPutEndBatchSessioned(c *PutEndBatch) *PutEndBatchResult {
 	g := st.sessionBegin(CmdPutEndBatch, c.Session, c.Now)
 	if g.prev != nil {
 		out := &PutEndBatchResult{Err: g.prev.err, Duplicate: true}
-		if g.prev.extra != nil {
-			out.Items = make([]PutEndResult, len(g.prev.extra.items))
-			for i, it := range g.prev.extra.items {
-				out.Items[i] = PutEndResult{Err: it.err, TasksCreated: int(it.tasks)}
+		if g.prev.err == nil {
+			out.Items = make([]PutEndResult, g.prev.count)
+			for _, it := range g.prev.items() {
+				out.Items[it.i] = PutEndResult{Err: it.err, TasksCreated: int(it.tasks)}
 			}
 		}
 		return out
@@ -92,10 +92,10 @@ func (st *state) applyPutEndBatchSessioned(c *PutEndBatch) *PutEndBatchResult {
 	if g.cs != nil {
 		res.Err = storedErr(res.Err)
 		r := sessResult{kind: CmdPutEndBatch, err: res.Err, count: int32(len(res.Items))}
-		if res.Items != nil {
+		if len(res.Items) > 0 {
 			r.extra = &resultExtra{items: make([]itemResult, len(res.Items))}
 			for i := range res.Items {
-				res.Items[i].Err = storedErr(res.Items[i].Err)
+				res.Items[i].Err = storedItemErr(res.Items[i].Err)
 				r.extra.items[i] = itemResult{i: int32(i), err: res.Items[i].Err, tasks: int32(res.Items[i].TasksCreated)}
 			}
 		}

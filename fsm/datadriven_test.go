@@ -209,6 +209,7 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 		if a.has("ep") {
 			cmd.Endpoint = a["ep"]
 		}
+		cmd.Process = a["process"]
 		r := h.apply(cmd).(*MountResult)
 		if r.Err != nil {
 			return fmt.Sprintf("%s epoch=%d", fmtErr(r.Err), r.MountEpoch)
@@ -218,11 +219,21 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 		r := h.apply(&UnmountLocalDisk{Segment: api.SegmentID(a["seg"]), Epoch: a.u64(t, "epoch"), Now: h.now}).(*UnmountResult)
 		return fmtErr(r.Err)
 	case "putstart":
-		r := h.putStart(a["key"], a.has("ifabsent"), a.segs("segs")...)
+		r := h.apply(&PutStart{Key: a["key"], Size: 10, Replicas: localReplicas(a.segs("segs")...), PutID: "put-" + a["key"],
+			IfAbsent: a.has("ifabsent"), Session: d.session(t, a["sess"]), Now: h.now}).(*PutStartResult)
 		if r.Err != nil {
-			return fmtErr(r.Err)
+			return fmtErr(r.Err) + fmtDup(r.Duplicate)
 		}
-		return "inc=" + fmtInc(r.Incarnation)
+		if !a.has("sess") {
+			return "inc=" + fmtInc(r.Incarnation)
+		}
+		// A sessioned answer shows the replicas too: a repeat must hand
+		// back the same placement.
+		var segs []string
+		for _, x := range r.Replicas {
+			segs = append(segs, string(x.Segment))
+		}
+		return fmt.Sprintf("inc=%s replicas=%s%s", fmtInc(r.Incarnation), strings.Join(segs, ","), fmtDup(r.Duplicate))
 	case "put":
 		r := h.putStart(a["key"], a.has("ifabsent"), a.segs("segs")...)
 		if r.Err != nil {
@@ -231,21 +242,55 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 		e := h.putEnd(a["key"], r.Incarnation)
 		return fmt.Sprintf("inc=%s end %s tasks=%d", fmtInc(r.Incarnation), fmtErr(e.Err), e.TasksCreated)
 	case "putend", "revoke":
-		var r *PutEndResult
-		if fields[0] == "putend" {
-			r = h.putEnd(a["key"], d.inc(a.u64(t, "inc")))
-		} else {
-			r = h.revoke(a["key"], d.inc(a.u64(t, "inc")))
+		var cmd Command = &PutEnd{Key: a["key"], Incarnation: d.inc(a.u64(t, "inc")), Session: d.session(t, a["sess"]), Now: h.now}
+		if fields[0] == "revoke" {
+			cmd = &PutRevoke{Key: a["key"], Incarnation: d.inc(a.u64(t, "inc")), Session: d.session(t, a["sess"]), Now: h.now}
 		}
-		return fmt.Sprintf("%s tasks=%d", fmtErr(r.Err), r.TasksCreated)
+		r := h.apply(cmd).(*PutEndResult)
+		return fmt.Sprintf("%s tasks=%d%s", fmtErr(r.Err), r.TasksCreated, fmtDup(r.Duplicate))
 	case "remove":
-		r := h.remove(a.list("keys")...)
+		// if=low,... gives one expected incarnation per key (0:
+		// unconditional); spans=sess/n;... splits the keys into the
+		// requests of a group commit ("-" for no session).
+		cmd := &Remove{Keys: a.list("keys"), Session: d.session(t, a["sess"]), Now: h.now}
+		for _, low := range a.list("if") {
+			n, err := strconv.ParseUint(low, 10, 64)
+			if err != nil {
+				t.Fatalf("if=%q: %v", a["if"], err)
+			}
+			var inc api.ObjectIncarnation
+			if n != 0 {
+				inc = d.inc(n)
+			}
+			cmd.IfInc = append(cmd.IfInc, inc)
+		}
+		if a.has("spans") {
+			for _, sp := range strings.Split(a["spans"], ";") {
+				sess, n, _ := strings.Cut(sp, "/")
+				k, err := strconv.Atoi(n)
+				if err != nil {
+					t.Fatalf("spans=%q: %v", a["spans"], err)
+				}
+				cmd.Spans = append(cmd.Spans, RemoveSpan{Session: d.session(t, strings.TrimPrefix(sess, "-")), N: k})
+			}
+		}
+		r := h.apply(cmd).(*RemoveResult)
 		var b strings.Builder
 		for _, kr := range r.Results {
 			fmt.Fprintf(&b, "%s: %s\n", kr.Key, fmtErr(kr.Err))
 		}
-		fmt.Fprintf(&b, "tasks=%d", r.TasksCreated)
+		fmt.Fprintf(&b, "tasks=%d%s", r.TasksCreated, fmtDup(r.Duplicate))
+		if r.SpanDuplicate != nil {
+			fmt.Fprintf(&b, " span_dup=%v", r.SpanDuplicate)
+		}
 		return b.String()
+	case "tick":
+		// Advance the leader's clock carried by the next entries.
+		h.now += a.i64(t, "ms") * 1e6
+		return "ok"
+	case "sessions":
+		s := h.f.SessionStats()
+		return fmt.Sprintf("clients=%d results=%d", s.Clients, s.Results)
 	case "ack":
 		var rs []api.TaskResult
 		for _, spec := range a.list("results") {
@@ -351,10 +396,37 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 		r := h.apply(&Settings{Settings: api.Settings{
 			RegistryCapacity: int(a.i64(t, "capacity")), SessionTTLMillis: a.i64(t, "ttl_ms"),
 			MaxSessions: int(a.i64(t, "max_sessions")), MaxSessionResults: int(a.i64(t, "max_results")),
-		}, Now: h.now}).(*SettingsResult)
-		return fmt.Sprintf("%s %s", fmtErr(r.Err), fmtSettings(r.Settings))
+		}, Session: d.session(t, a["sess"]), Now: h.now}).(*SettingsResult)
+		return fmt.Sprintf("%s %s%s", fmtErr(r.Err), fmtSettings(r.Settings), fmtDup(r.Duplicate))
 	}
 	t.Fatalf("line %d: unknown command %q", c.line, fields[0])
+	return ""
+}
+
+// session parses "client:seq[:floor]" ("" is no session).
+func (d *ddRunner) session(t *testing.T, spec string) api.Session {
+	if spec == "" {
+		return api.Session{}
+	}
+	parts := strings.Split(spec, ":")
+	s := api.Session{ClientID: parts[0]}
+	var err error
+	if len(parts) > 1 {
+		s.Seq, err = strconv.ParseUint(parts[1], 10, 64)
+	}
+	if err == nil && len(parts) > 2 {
+		s.Floor, err = strconv.ParseUint(parts[2], 10, 64)
+	}
+	if err != nil || len(parts) > 3 {
+		t.Fatalf("session %q: want client:seq[:floor]", spec)
+	}
+	return s
+}
+
+func fmtDup(dup bool) string {
+	if dup {
+		return " dup"
+	}
 	return ""
 }
 

@@ -12,7 +12,7 @@ import (
 func TestDeterministicSnapshots(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 99))
-		gen := &cmdGen{pick: func(n int) int { return rng.IntN(n) }, retireOdds: 300, batches: true}
+		gen := &cmdGen{pick: func(n int) int { return rng.IntN(n) }, retireOdds: 300, batches: true, sessions: true}
 		a, b, c := newWithCapacity(8), newWithCapacity(8), newWithCapacity(8)
 		const steps = 1500
 		for i := 1; i <= steps; i++ {

@@ -21,6 +21,132 @@ type cmdGen struct {
 	// PutEndBatch instead (off by default so other tests keep their
 	// streams).
 	batches bool
+	// sessions: half of the PutStarts, PutEnds, PutRevokes and Removes
+	// carry a client session (Removes sometimes as a group commit of
+	// spans, sometimes with expected incarnations), and some draws repeat
+	// an earlier sessioned request exactly, as a client retry would.
+	sessions bool
+	clients  map[string]*genClient
+}
+
+// genClient is one sessioned client of the generator: its next seq, its
+// floor, and every request it sent (a retry re-sends one as it was).
+type genClient struct {
+	next, floor uint64
+	sent        []Command
+}
+
+var genSessionClients = []string{"u0", "u1"}
+
+// session draws a new request's session: the next seq of a random
+// client, with the floor moved up to somewhere at most that seq.
+func (g *cmdGen) session() api.Session {
+	id := genSessionClients[g.pick(len(genSessionClients))]
+	if g.clients == nil {
+		g.clients = map[string]*genClient{}
+	}
+	c := g.clients[id]
+	if c == nil {
+		c = &genClient{next: 1, floor: 1}
+		g.clients[id] = c
+	}
+	s := api.Session{ClientID: id, Seq: c.next}
+	c.next++
+	if g.pick(2) == 0 {
+		c.floor += uint64(g.pick(int(s.Seq-c.floor) + 1))
+	}
+	s.Floor = c.floor
+	return s
+}
+
+// sessioned gives cmd a new session (half of the time when sessions are
+// on) and remembers it for retries.
+func (g *cmdGen) sessioned(cmd Command) Command {
+	if !g.sessions || g.pick(2) == 0 {
+		return cmd
+	}
+	s := g.session()
+	switch c := cmd.(type) {
+	case *PutStart:
+		c.Session = s
+	case *PutEnd:
+		c.Session = s
+	case *PutRevoke:
+		c.Session = s
+	case *Settings:
+		c.Session = s
+	case *Remove:
+		c.Session = s
+		if len(c.Keys) > 1 && g.pick(3) == 0 {
+			// A group commit: the first key is another request.
+			c.Session = api.Session{}
+			c.Spans = []RemoveSpan{{Session: s, N: 1}, {Session: g.session(), N: len(c.Keys) - 1}}
+			if g.pick(3) == 0 {
+				c.Spans[1].Session = api.Session{}
+			}
+			if !c.Spans[1].Session.IsZero() {
+				g.remember(c.Spans[1].Session.ClientID, &Remove{Keys: c.Keys[1:], IfInc: tail(c.IfInc), Session: c.Spans[1].Session})
+			}
+			g.remember(s.ClientID, &Remove{Keys: c.Keys[:1], IfInc: head(c.IfInc), Session: s})
+			return c
+		}
+	}
+	g.remember(s.ClientID, cmd)
+	return cmd
+}
+
+func head(incs []api.ObjectIncarnation) []api.ObjectIncarnation {
+	if len(incs) == 0 {
+		return nil
+	}
+	return incs[:1]
+}
+
+func tail(incs []api.ObjectIncarnation) []api.ObjectIncarnation {
+	if len(incs) == 0 {
+		return nil
+	}
+	return incs[1:]
+}
+
+func (g *cmdGen) remember(client string, cmd Command) {
+	c := g.clients[client]
+	c.sent = append(c.sent, cmd)
+}
+
+// retry re-sends an earlier sessioned request as it was (only its time
+// moves), or returns nil when there is none.
+func (g *cmdGen) retry(now int64) Command {
+	if !g.sessions || len(g.clients) == 0 {
+		return nil
+	}
+	c := g.clients[genSessionClients[g.pick(len(genSessionClients))]]
+	if c == nil || len(c.sent) == 0 {
+		return nil
+	}
+	switch x := c.sent[g.pick(len(c.sent))].(type) {
+	case *PutStart:
+		cp := *x
+		cp.Now = now
+		return &cp
+	case *PutEnd:
+		cp := *x
+		cp.Now = now
+		return &cp
+	case *PutRevoke:
+		cp := *x
+		cp.Now = now
+		return &cp
+	case *Remove:
+		cp := *x
+		cp.Now = now
+		return &cp
+	case *Settings:
+		cp := *x
+		cp.Now = now
+		return &cp
+	}
+	return nil
 }
 
 var (
@@ -55,6 +181,16 @@ func (g *cmdGen) epochOf(f *FSM, seg api.SegmentID) uint64 {
 func (g *cmdGen) next(f *FSM) Command {
 	g.now += int64(1 + g.pick(3))
 	now := g.now
+	if g.sessions && g.pick(6) == 0 {
+		if cmd := g.retry(now); cmd != nil {
+			return cmd
+		}
+	}
+	if g.sessions && g.pick(40) == 0 {
+		// The registry capacity changes through the log, sometimes below
+		// the tasks pending (refused).
+		return g.sessioned(&Settings{Settings: api.Settings{RegistryCapacity: 1 + g.pick(8)}, Now: now})
+	}
 	switch g.pick(20) {
 	case 0:
 		return &EpochBegin{Term: uint64(g.pick(5)), LeaderID: "m", ClusterID: uint64(g.pick(3)), Now: now}
@@ -75,7 +211,7 @@ func (g *cmdGen) next(f *FSM) Command {
 		for _, s := range g.segs() {
 			rs = append(rs, api.ReplicaDescriptor{Kind: api.ReplicaLocalDisk, Segment: s, Pool: "p"})
 		}
-		return &PutStart{Key: genKeys[g.pick(4)], Size: 1, Replicas: rs, PutID: "x", IfAbsent: g.pick(4) == 0, Now: now}
+		return g.sessioned(&PutStart{Key: genKeys[g.pick(4)], Size: 1, Replicas: rs, PutID: "x", IfAbsent: g.pick(4) == 0, Now: now})
 	case 8, 9, 10, 11:
 		key := genKeys[g.pick(4)]
 		_, pending, _, _ := f.Stat(key)
@@ -84,16 +220,30 @@ func (g *cmdGen) next(f *FSM) Command {
 			inc = *pending
 		}
 		if g.pick(4) == 0 {
-			return &PutRevoke{Key: key, Incarnation: inc, Now: now}
+			return g.sessioned(&PutRevoke{Key: key, Incarnation: inc, Now: now})
 		}
-		return &PutEnd{Key: key, Incarnation: inc, Now: now}
+		return g.sessioned(&PutEnd{Key: key, Incarnation: inc, Now: now})
 	case 12, 13, 14:
 		n := 1 + g.pick(4)
 		keys := make([]string, n)
 		for i := range keys {
 			keys[i] = genKeys[g.pick(4)]
 		}
-		return &Remove{Keys: keys, Now: now}
+		r := &Remove{Keys: keys, Now: now}
+		if g.sessions && g.pick(3) == 0 {
+			// Expected incarnations: the current one, a wrong one, or none.
+			for _, k := range keys {
+				var inc api.ObjectIncarnation
+				switch v, err := f.Get(k); {
+				case err == nil && g.pick(3) != 0:
+					inc = v.Incarnation
+				case g.pick(2) == 0:
+					inc = api.ObjectIncarnation{High: 7, Low: uint64(1 + g.pick(50))}
+				}
+				r.IfInc = append(r.IfInc, inc)
+			}
+		}
+		return g.sessioned(r)
 	case 15, 16, 17, 18:
 		seg := genSegs[g.pick(3)]
 		tasks, _ := f.ListTasks(seg, 0)

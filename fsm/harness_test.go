@@ -159,11 +159,12 @@ func snapshot110(t testing.TB, f *FSM) []byte {
 }
 
 // newWithCapacity returns an FSM whose replicated registry capacity is n
-// (≤ 0: the default), as if a Settings entry had set it before the first
-// entry of the test's log. Production sets it only through the log.
+// (≤ 0 or the default: a fresh FSM), as if a Settings entry had set it
+// before the first entry of the test's log. Production sets it only
+// through the log.
 func newWithCapacity(n int) *FSM {
 	f := New(Config{})
-	if n > 0 {
+	if n > 0 && n != DefaultRegistryCapacity {
 		f.st.settings.RegistryCapacity, f.st.settingsSet = n, true
 		f.st.reg.capacity = n
 	}

@@ -18,6 +18,15 @@ type model struct {
 	segs        map[api.SegmentID]*mSeg
 	objs        map[string]*mEntry
 	tasks       []api.LocalDeleteTask // in id order
+	sessions    map[string]*mSession
+}
+
+// mSession is a client session in the model: the codes of every answer
+// not yet below the floor. (The property test's runs are far from the
+// TTL and the size bounds.)
+type mSession struct {
+	floor   uint64
+	results map[uint64][]api.Code
 }
 
 type mSeg struct {
@@ -39,7 +48,7 @@ type mObj struct {
 type mEntry struct{ complete, pending *mObj }
 
 func newModel(capacity int) *model {
-	return &model{capacity: capacity, nextID: 1, segs: map[api.SegmentID]*mSeg{}, objs: map[string]*mEntry{}}
+	return &model{capacity: capacity, nextID: 1, segs: map[api.SegmentID]*mSeg{}, objs: map[string]*mEntry{}, sessions: map[string]*mSession{}}
 }
 
 func (m *model) entry(k string) *mEntry {
@@ -78,8 +87,105 @@ func (m *model) create(key string, o *mObj, segs []api.SegmentID, now int64) {
 }
 
 // apply returns the error code of the command's result (for Remove, the
-// per-key codes) after applying it to the model.
+// per-key codes) after applying it to the model. A sessioned request is
+// answered from the session (nothing executed) when its seq was answered
+// before, OUTCOME_UNKNOWN when that answer is below the floor.
 func (m *model) apply(index uint64, cmd Command) []api.Code {
+	switch c := cmd.(type) {
+	case *PutStart:
+		return m.sessioned(c.Session, 1, func() []api.Code { return m.exec(index, cmd) })
+	case *PutEnd:
+		return m.sessioned(c.Session, 1, func() []api.Code { return m.exec(index, cmd) })
+	case *PutRevoke:
+		return m.sessioned(c.Session, 1, func() []api.Code { return m.exec(index, cmd) })
+	case *Settings:
+		return m.sessioned(c.Session, 1, func() []api.Code {
+			if c.Settings.RegistryCapacity < len(m.tasks) {
+				return []api.Code{api.CodeInvalidParams}
+			}
+			m.capacity = c.Settings.RegistryCapacity
+			return []api.Code{""}
+		})
+	case *Remove:
+		spans := c.Spans
+		if len(spans) == 0 {
+			spans = []RemoveSpan{{Session: c.Session, N: len(c.Keys)}}
+		}
+		var out []api.Code
+		from := 0
+		for _, sp := range spans {
+			keys := c.Keys[from : from+sp.N]
+			var ifInc []api.ObjectIncarnation
+			if len(c.IfInc) != 0 {
+				ifInc = c.IfInc[from : from+sp.N]
+			}
+			out = append(out, m.sessioned(sp.Session, sp.N, func() []api.Code { return m.remove(keys, ifInc, c.Now) })...)
+			from += sp.N
+		}
+		return out
+	}
+	return m.exec(index, cmd)
+}
+
+func (m *model) sessioned(s api.Session, n int, exec func() []api.Code) []api.Code {
+	if s.IsZero() {
+		return exec()
+	}
+	cs := m.sessions[s.ClientID]
+	if cs == nil {
+		cs = &mSession{results: map[uint64][]api.Code{}}
+		m.sessions[s.ClientID] = cs
+	}
+	if s.Floor > cs.floor {
+		cs.floor = s.Floor
+		for seq := range cs.results {
+			if seq < cs.floor {
+				delete(cs.results, seq)
+			}
+		}
+	}
+	if r, ok := cs.results[s.Seq]; ok {
+		return r
+	}
+	if s.Seq < cs.floor {
+		out := make([]api.Code, n)
+		for i := range out {
+			out[i] = api.CodeOutcomeUnknown
+		}
+		return out
+	}
+	r := exec()
+	cs.results[s.Seq] = r
+	return r
+}
+
+// remove is Remove's effect on keys, with expected incarnations.
+func (m *model) remove(keys []string, ifInc []api.ObjectIncarnation, now int64) []api.Code {
+	out := []api.Code{}
+	for i, k := range keys {
+		e := m.entry(k)
+		if e.complete == nil {
+			out = append(out, api.CodeObjectNotFound)
+			continue
+		}
+		if len(ifInc) != 0 && !ifInc[i].IsZero() && ifInc[i] != e.complete.inc {
+			out = append(out, api.CodeIncarnationMismatch)
+			continue
+		}
+		n := m.need(k, e.complete)
+		if len(m.tasks)+len(n) > m.capacity {
+			out = append(out, api.CodeLocalDeleteRegistryFull)
+			continue
+		}
+		m.create(k, e.complete, n, now)
+		e.complete = nil
+		out = append(out, "")
+	}
+	return out
+}
+
+// exec applies a command without a session.
+func (m *model) exec(index uint64, cmd Command) []api.Code {
 	one := func(c api.Code) []api.Code { return []api.Code{c} }
 	switch c := cmd.(type) {
 	case *EpochBegin:
@@ -170,24 +276,6 @@ func (m *model) apply(index uint64, cmd Command) []api.Code {
 		}
 		e.pending = nil
 		return one("")
-	case *Remove:
-		var out []api.Code
-		for _, k := range c.Keys {
-			e := m.entry(k)
-			if e.complete == nil {
-				out = append(out, api.CodeObjectNotFound)
-				continue
-			}
-			n := m.need(k, e.complete)
-			if len(m.tasks)+len(n) > m.capacity {
-				out = append(out, api.CodeLocalDeleteRegistryFull)
-				continue
-			}
-			m.create(k, e.complete, n, c.Now)
-			e.complete = nil
-			out = append(out, "")
-		}
-		return out
 	case *LocalDeleteAck:
 		s := m.segs[c.Segment]
 		switch {
@@ -267,6 +355,8 @@ func codes(res any) []api.Code {
 	case *AckResult:
 		return []api.Code{codeOf(r.Err)}
 	case *RetireResult:
+		return []api.Code{codeOf(r.Err)}
+	case *SettingsResult:
 		return []api.Code{codeOf(r.Err)}
 	}
 	return nil

@@ -45,7 +45,7 @@ func TestPropertyInvariants(t *testing.T) {
 		// would make almost every command an EpochBegin; rapid draws a seed
 		// instead and a uniform generator runs from it.
 		rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(rt, "seed"), 1))
-		gen := &cmdGen{pick: func(n int) int { return rng.IntN(n) }, retireOdds: 40}
+		gen := &cmdGen{pick: func(n int) int { return rng.IntN(n) }, retireOdds: 40, sessions: true}
 		index := uint64(0)
 		apply := func(cmd Command) any {
 			data, err := Encode(cmd)
@@ -75,8 +75,15 @@ func TestPropertyInvariants(t *testing.T) {
 				v, err := f.Get(k)
 				beforeGets[k] = fmt.Sprint(v, err)
 			}
+			pre := digest(f)
 			res := apply(cmd)
 			after := allTasks(f)
+
+			// Invariant 10: a request answered from the session table
+			// changed nothing.
+			if duplicate(res) && digest(f) != pre {
+				rt.Fatalf("a repeated %s %+v changed the state", cmd.Type(), cmd)
+			}
 
 			// The FSM's registry is exactly the model's.
 			if !reflect.DeepEqual(after, m.tasks) && !(len(after) == 0 && len(m.tasks) == 0) {
@@ -115,8 +122,11 @@ func TestPropertyInvariants(t *testing.T) {
 
 			// Invariant 4: bounded; a key that failed for a full registry is
 			// untouched.
-			if len(after) > capacity {
-				rt.Fatalf("registry %d > capacity %d", len(after), capacity)
+			if len(after) > m.capacity {
+				rt.Fatalf("registry %d > capacity %d", len(after), m.capacity)
+			}
+			if got, _ := f.Settings(); got.RegistryCapacity != m.capacity {
+				rt.Fatalf("registry capacity %d, model %d", got.RegistryCapacity, m.capacity)
 			}
 			if r, ok := res.(*RemoveResult); ok {
 				for _, kr := range r.Results {
@@ -182,6 +192,22 @@ func TestPropertyInvariants(t *testing.T) {
 			}
 		}
 	})
+}
+
+// duplicate reports whether every part of res was answered from the
+// session table.
+func duplicate(res any) bool {
+	switch r := res.(type) {
+	case *PutStartResult:
+		return r.Duplicate
+	case *PutEndResult:
+		return r.Duplicate
+	case *RemoveResult:
+		return r.Duplicate
+	case *SettingsResult:
+		return r.Duplicate
+	}
+	return false
 }
 
 func droppedLegitimately(cmd Command, res any, t api.LocalDeleteTask) bool {

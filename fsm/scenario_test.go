@@ -64,3 +64,39 @@ func TestRetireStorageDropsTasksAndAudits(t *testing.T) {
 func TestDropReplicasEvictsOnlyCurrentCopies(t *testing.T) {
 	runDataDriven(t, "drop_replicas_evicts_only_current_copies")
 }
+
+func TestRetriedRemoveKeepsNewerObject(t *testing.T) {
+	runDataDriven(t, "retried_remove_keeps_newer_object")
+}
+
+func TestRetriedPutStartReturnsSameIncarnation(t *testing.T) {
+	runDataDriven(t, "retried_putstart_returns_same_incarnation")
+}
+
+func TestForgottenSeqIsOutcomeUnknown(t *testing.T) {
+	runDataDriven(t, "forgotten_seq_is_outcome_unknown")
+}
+
+func TestSessionTableFullRefusesNewClients(t *testing.T) {
+	runDataDriven(t, "session_table_full_refuses_new_clients")
+}
+
+func TestSessionExpiryByEntryTime(t *testing.T) {
+	runDataDriven(t, "session_expiry_by_entry_time")
+}
+
+func TestRemoveIfIncarnation(t *testing.T) {
+	runDataDriven(t, "remove_if_incarnation")
+}
+
+func TestRemoveSpansGroupCommit(t *testing.T) {
+	runDataDriven(t, "remove_spans_group_commit")
+}
+
+func TestSettingsAreReplicatedState(t *testing.T) {
+	runDataDriven(t, "settings_are_replicated_state")
+}
+
+func TestMountFromAnotherProcessBumpsEpoch(t *testing.T) {
+	runDataDriven(t, "mount_from_another_process_bumps_epoch")
+}

@@ -21,10 +21,20 @@ import (
 // so the budget changes memory, never an answer.
 const sweepBudget = 64
 
-// maxStoredMessage bounds the message of an error kept in the session
-// table (the first answer gets the same shortened error, so a repeat is
-// answered exactly as the first time).
-const maxStoredMessage = 1024
+// maxStoredMessage bounds the message of a request's error kept in the
+// session table, maxItemMessage that of one key's or one item's (the key
+// is in the answer anyway). The first answer gets the same shortened
+// error, so a repeat is answered exactly as the first time.
+const (
+	maxStoredMessage = 1024
+	maxItemMessage   = 128
+)
+
+// maxStoredResult bounds the snapshot encoding of one stored result, so
+// every session record fits a snapshot chunk (1 MiB). A result estimated
+// larger (only a batch whose replicas carry very long DFS paths can be) is
+// not kept: its repeat is answered OUTCOME_UNKNOWN.
+const maxStoredResult = 900 << 10
 
 // clientSession is one client's record.
 type clientSession struct {
@@ -32,7 +42,7 @@ type clientSession struct {
 	// floor: every seq below it is forgotten; a request below it is
 	// answered OUTCOME_UNKNOWN.
 	floor      uint64
-	lastActive int64       // session clock when the client was last seen
+	lastActive int64        // session clock when the client was last seen
 	results    []sessResult // ordered by seq, all ≥ floor
 	heapIdx    int
 }
@@ -55,6 +65,14 @@ type resultExtra struct {
 	// PutStartBatch and PutEndBatch: every item, in order.
 	items    []itemResult
 	settings api.Settings // Settings
+}
+
+// items returns r's per-item results (none when r has no extra part).
+func (r *sessResult) items() []itemResult {
+	if r.extra == nil {
+		return nil
+	}
+	return r.extra.items
 }
 
 type itemResult struct {
@@ -84,7 +102,7 @@ func newSessionTable() *sessionTable {
 // struct, its map slot, its heap slot and its id; a result is its slot in
 // the session's slice (amortised growth) plus what it points to.
 const (
-	sessionOverhead = 176
+	sessionOverhead = 128
 	resultOverhead  = 80
 	itemOverhead    = 48
 	errorOverhead   = 48
@@ -303,7 +321,41 @@ func (st *state) sessionEnd(g *sessionGate, r sessResult) {
 		return
 	}
 	r.seq = g.seq
+	if encodedSize(&r) > maxStoredResult {
+		r = sessResult{seq: r.seq, kind: r.kind, count: r.count,
+			err: api.Errorf(api.CodeOutcomeUnknown, "session: the result of seq %d was too large to keep", r.seq)}
+	}
 	st.sess.store(g.cs, r, st.effectiveSettings().MaxSessionResults)
+}
+
+// encodedSize bounds from above the bytes r takes in a snapshot record.
+func encodedSize(r *sessResult) int {
+	n := 128 + errSize(r.err) + repsSize(r.reps)
+	if r.extra != nil {
+		n += 64
+		for i := range r.extra.items {
+			n += 48 + errSize(r.extra.items[i].err) + repsSize(r.extra.items[i].reps)
+		}
+	}
+	return n
+}
+
+func errSize(e *api.Error) int {
+	if e == nil {
+		return 0
+	}
+	return 32 + len(e.Code) + len(e.Message) + len(e.Leader)
+}
+
+func repsSize(rs []api.ReplicaDescriptor) int {
+	n := 0
+	for _, r := range rs {
+		n += 48 + len(r.Segment) + len(r.Pool)
+		if r.DFS != nil {
+			n += 96 + len(r.DFS.Allocator) + len(r.DFS.Path)
+		}
+	}
+	return n
 }
 
 // tick advances the session clock to an entry's time and sweeps a bounded
@@ -316,13 +368,19 @@ func (st *state) tick(now int64) {
 	}
 }
 
-// storedErr returns e shortened for the session table; the first answer
-// uses the same value, so a repeat gets exactly the first answer.
-func storedErr(e *api.Error) *api.Error {
-	if e == nil || len(e.Message) <= maxStoredMessage {
+// storedErr returns a request's error shortened for the session table;
+// the first answer uses the same value, so a repeat gets exactly the first
+// answer.
+func storedErr(e *api.Error) *api.Error { return shortened(e, maxStoredMessage) }
+
+// storedItemErr is storedErr for one key's or one item's error.
+func storedItemErr(e *api.Error) *api.Error { return shortened(e, maxItemMessage) }
+
+func shortened(e *api.Error, limit int) *api.Error {
+	if e == nil || len(e.Message) <= limit {
 		return e
 	}
-	return &api.Error{Code: e.Code, Message: e.Message[:maxStoredMessage] + "…", Leader: e.Leader}
+	return &api.Error{Code: e.Code, Message: e.Message[:limit] + "...", Leader: e.Leader}
 }
 
 // SessionStats describes the client session table (the exactly-once

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"sexton/api"
 	"sexton/fsm"
 	"sexton/master/dfsio"
 )
@@ -182,8 +183,11 @@ func (c *Config) validate() error {
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		return fmt.Errorf("leader lease timeout %v exceeds heartbeat timeout %v", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
 	}
-	if c.RegistryCapacity < 0 || c.MaxSessions < 0 || c.MaxSessionResults < 0 || c.SessionTTL < 0 {
-		return fmt.Errorf("registry capacity, session ttl and session bounds must not be negative")
+	if c.SessionTTL < 0 {
+		return fmt.Errorf("session ttl %v is negative", c.SessionTTL)
+	}
+	if err := fsm.CheckSettings(c.settingsFlags()); err != nil {
+		return fmt.Errorf("settings flags: %v", err)
 	}
 	if c.Bootstrap && len(c.Peers) > 0 {
 		found := false
@@ -197,4 +201,15 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// settingsFlags are the settings flags as a Settings change (zero: not
+// given, the fsm's default).
+func (c *Config) settingsFlags() api.Settings {
+	return api.Settings{
+		RegistryCapacity:  c.RegistryCapacity,
+		SessionTTLMillis:  c.SessionTTL.Milliseconds(),
+		MaxSessions:       c.MaxSessions,
+		MaxSessionResults: c.MaxSessionResults,
+	}
 }

@@ -105,3 +105,25 @@ func TestPutStartExcludeAvoidsSegments(t *testing.T) {
 		t.Fatal("a put excluding every segment was placed")
 	}
 }
+
+// TestMountFromAnotherProcessFencesThePrevious: a second process of the
+// same holder (a restart, or a copied directory) always gets a new mount
+// epoch; only an identical repeat of one process keeps it.
+func TestMountFromAnotherProcessFencesThePrevious(t *testing.T) {
+	tc := startCluster(t, 1)
+	h := tc.mountHolder(t, "seg-a", "")
+	first := h.Epoch
+	if err := h.mount(); err != nil {
+		t.Fatal(err)
+	}
+	if h.Epoch != first {
+		t.Fatalf("identical repeat mount moved the epoch %d -> %d", first, h.Epoch)
+	}
+	h.Process = "another-process"
+	if err := h.mount(); err != nil {
+		t.Fatal(err)
+	}
+	if h.Epoch <= first {
+		t.Fatalf("mount from another process kept epoch %d (was %d): the previous process is not fenced", h.Epoch, first)
+	}
+}

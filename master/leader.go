@@ -213,8 +213,12 @@ func (n *Node) bootstrapSettings(ctx context.Context) bool {
 		if _, ok := n.fsm.Settings(); ok {
 			return true
 		}
-		want := n.flagSettings()
+		want := n.cfg.settingsFlags()
 		res, err := n.propose(&fsm.Settings{V: fsm.SettingsV1, Settings: want, Now: time.Now().UnixNano()})
+		if api.CodeOf(err) == api.CodeInvalidParams {
+			n.log.Error("this node's settings flags cannot be proposed as the initial settings", "settings", want, "error", err)
+			return true
+		}
 		if err != nil {
 			n.log.Warn("proposing the initial settings failed; retrying", "error", err)
 			if !sleepCtx(ctx, 100*time.Millisecond) {
@@ -232,17 +236,6 @@ func (n *Node) bootstrapSettings(ctx context.Context) bool {
 		return true
 	}
 	return false
-}
-
-// flagSettings are this node's settings flags as a Settings change (zero:
-// not given, the fsm's default).
-func (n *Node) flagSettings() api.Settings {
-	return api.Settings{
-		RegistryCapacity:  n.cfg.RegistryCapacity,
-		SessionTTLMillis:  n.cfg.SessionTTL.Milliseconds(),
-		MaxSessions:       n.cfg.MaxSessions,
-		MaxSessionResults: n.cfg.MaxSessionResults,
-	}
 }
 
 // settingsFlagConflicts names every settings flag given to this node that
@@ -271,7 +264,7 @@ func (n *Node) warnSettingsFlags() {
 	defer tick.Stop()
 	for {
 		if set, ok := n.fsm.Settings(); ok {
-			for _, c := range settingsFlagConflicts(n.flagSettings(), set) {
+			for _, c := range settingsFlagConflicts(n.cfg.settingsFlags(), set) {
 				n.log.Warn("settings flag disagrees with the replicated settings and is ignored; change it with operator settings set", "setting", c)
 			}
 			return

@@ -137,7 +137,7 @@ func TestRestoreOfAFileTheFSMRefusesChangesNothing(t *testing.T) {
 		tc.stop(i)
 		tc.start(i)
 		tc.waitLeader(t)
-		if n := tc.node(i); !restored(n) {
+		if n := tc.nodes[i]; !restored(n) {
 			eventually(t, harnessTimeout, n.cfg.ID+" restarted into the restored state", func() bool { return restored(n) })
 		}
 	}

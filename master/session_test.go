@@ -296,3 +296,40 @@ func TestRetriedSettingsSetAnswersTheFirstResult(t *testing.T) {
 		t.Fatalf("a repeat changed the registry capacity back to %d", s.RegistryCapacity)
 	}
 }
+
+// TestRetriedPutEndsAndRevokesAnswerTheFirstResult: a repeated PutRevoke
+// and a repeated BatchPutEnd answer as their first execution did, where
+// executing them again would fail (the put is no longer pending).
+func TestRetriedPutEndsAndRevokesAnswerTheFirstResult(t *testing.T) {
+	tc := startCluster(t, 1)
+	tc.mountHolder(t, "seg-a", "")
+	var bs api.BatchPutStartResponse
+	if err := tc.call(api.MethodBatchPutStart, &api.BatchPutStartRequest{Items: []api.PutStartRequest{
+		{Key: "a", Size: 1, ReplicaNum: 1}, {Key: "b", Size: 1, ReplicaNum: 1}, {Key: "r", Size: 1, ReplicaNum: 1},
+	}, Session: sess("client-a", 1)}, &bs); err != nil {
+		t.Fatal(err)
+	}
+	revoke := &api.PutRevokeRequest{Key: "r", Incarnation: bs.Results[2].Incarnation, Session: sess("client-a", 2)}
+	end := &api.BatchPutEndRequest{Items: []api.PutEndRequest{
+		{Key: "a", Incarnation: bs.Results[0].Incarnation}, {Key: "b", Incarnation: bs.Results[1].Incarnation},
+	}, Session: sess("client-a", 3)}
+	for try := 0; try < 2; try++ {
+		if err := tc.call(api.MethodPutRevoke, revoke, &api.Empty{}); err != nil {
+			t.Fatalf("PutRevoke attempt %d: %v", try, err)
+		}
+		var be api.BatchPutEndResponse
+		if err := tc.call(api.MethodBatchPutEnd, end, &be); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range be.Results {
+			if r.Err != nil {
+				t.Fatalf("BatchPutEnd attempt %d: %s: %v", try, r.Key, r.Err)
+			}
+		}
+	}
+	// Without a session the same requests are executed again and fail.
+	revoke.Session, end.Session = api.Session{}, api.Session{}
+	if err := tc.call(api.MethodPutRevoke, revoke, &api.Empty{}); err == nil {
+		t.Fatal("an unsessioned second revoke of the same put succeeded; the check above proves nothing")
+	}
+}
