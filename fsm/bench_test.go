@@ -75,20 +75,42 @@ func (b *benchFSM) drain(tb testing.TB) {
 	}
 }
 
-func benchmarkRemove(b *testing.B, keysPerOp int) {
+// removeSessions says how a benchmark's Removes carry sessions.
+type removeSessions int
+
+const (
+	noSession  removeSessions = iota
+	oneSession                // the entry is one client's request
+	spanPerKey                // a group commit: every key another client's request
+)
+
+func benchmarkRemove(b *testing.B, keysPerOp int, sessions removeSessions) {
 	const round = 512 // ops between untimed refills
 	bf := newBenchFSM(b, DefaultRegistryCapacity)
 	entries := make([][]byte, round)
-	for op := 0; op < round; op++ {
-		keys := make([]string, keysPerOp)
-		for j := range keys {
-			keys[j] = benchKey(op*keysPerOp + j)
+	seq := uint64(0)
+	encodeRound := func() {
+		seq++ // every round a new seq per client: never a repeat
+		for op := 0; op < round; op++ {
+			keys := make([]string, keysPerOp)
+			for j := range keys {
+				keys[j] = benchKey(op*keysPerOp + j)
+			}
+			cmd := &Remove{Keys: keys, Now: 1}
+			switch sessions {
+			case oneSession:
+				cmd.Session = api.Session{ClientID: benchClient(op), Seq: seq, Floor: seq}
+			case spanPerKey:
+				for j := range keys {
+					cmd.Spans = append(cmd.Spans, RemoveSpan{Session: api.Session{ClientID: benchClient(op*keysPerOp + j), Seq: seq, Floor: seq}, N: 1})
+				}
+			}
+			data, err := Encode(cmd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			entries[op] = data
 		}
-		data, err := Encode(&Remove{Keys: keys, Now: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		entries[op] = data
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -97,6 +119,7 @@ func benchmarkRemove(b *testing.B, keysPerOp int) {
 			b.StopTimer()
 			bf.drain(b)
 			bf.put(b, 0, round*keysPerOp)
+			encodeRound()
 			b.StartTimer()
 		}
 		bf.index++
@@ -112,8 +135,14 @@ func benchmarkRemove(b *testing.B, keysPerOp int) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keysPerOp), "ns/key")
 }
 
-func BenchmarkApplyRemove1Key(b *testing.B)   { benchmarkRemove(b, 1) }
-func BenchmarkApplyRemove64Keys(b *testing.B) { benchmarkRemove(b, 64) }
+// benchClient is a client id the length of a UUID.
+func benchClient(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i) }
+
+func BenchmarkApplyRemove1Key(b *testing.B)             { benchmarkRemove(b, 1, noSession) }
+func BenchmarkApplyRemove64Keys(b *testing.B)           { benchmarkRemove(b, 64, noSession) }
+func BenchmarkApplyRemove1KeySession(b *testing.B)      { benchmarkRemove(b, 1, oneSession) }
+func BenchmarkApplyRemove64KeysSession(b *testing.B)    { benchmarkRemove(b, 64, oneSession) }
+func BenchmarkApplyRemove64KeysSpanPerKey(b *testing.B) { benchmarkRemove(b, 64, spanPerKey) }
 
 func heapInUse() uint64 {
 	runtime.GC()

@@ -316,11 +316,10 @@ func decode(data []byte, useFast bool) (Command, error) {
 		return nil, fmt.Errorf("%w: empty entry", ErrCorruptCommand)
 	}
 	t := CommandType(data[0])
-	body := newBody(t)
-	if body == nil {
+	want, known := currentVersion[t]
+	if !known {
 		return nil, fmt.Errorf("%w: type byte %d", ErrUnknownCommand, data[0])
 	}
-	want := currentVersion[t]
 	n, err := wellFormed(data[1:])
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptCommand, t, err)
@@ -343,12 +342,18 @@ func decode(data []byte, useFast bool) (Command, error) {
 	defer msgpack.PutDecoder(dec)
 	dec.Reset(r)
 	dec.DisallowUnknownFields(true)
+	// The hand-written decoders build their own body; only the reflection
+	// path needs an empty one.
+	var body Command
 	if fast := fastDecoders[t]; fast != nil && useFast {
 		if body, err = fast(dec); err != nil {
 			return nil, fmt.Errorf("%w: %s v%d: %v", ErrCorruptCommand, t, v, err)
 		}
-	} else if err := dec.Decode(body); err != nil {
-		return nil, fmt.Errorf("%w: %s v%d: %v", ErrCorruptCommand, t, v, err)
+	} else {
+		body = newBody(t)
+		if err := dec.Decode(body); err != nil {
+			return nil, fmt.Errorf("%w: %s v%d: %v", ErrCorruptCommand, t, v, err)
+		}
 	}
 	if r.Len() != 0 {
 		return nil, fmt.Errorf("%w: %s v%d: %d trailing bytes", ErrCorruptCommand, t, v, r.Len())

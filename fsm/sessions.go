@@ -196,11 +196,11 @@ func (t *sessionTable) dropOldest(cs *clientSession, n int) {
 		t.bytes -= resultCost(&cs.results[i])
 	}
 	t.results -= n
-	clear(cs.results[:n])
-	cs.results = cs.results[n:]
-	if len(cs.results) == 0 {
-		cs.results = nil
-	}
+	// Copy down rather than reslice: the slice keeps its capacity, so a
+	// client with one request at a time never allocates a new one.
+	m := copy(cs.results, cs.results[n:])
+	clear(cs.results[m:])
+	cs.results = cs.results[:m]
 }
 
 func (cs *clientSession) find(seq uint64) (int, bool) {
@@ -263,9 +263,6 @@ type sessionGate struct {
 	err  *api.Error  // answer this, execute nothing
 	dup  bool        // the answer comes from the session table
 }
-
-// answered reports whether the request must not execute.
-func (g *sessionGate) answered() bool { return g.prev != nil || g.err != nil }
 
 // sessionBegin checks a request's session before it executes: a stored
 // answer is returned; a forgotten one is OUTCOME_UNKNOWN; a new client

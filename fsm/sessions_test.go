@@ -315,6 +315,8 @@ func BenchmarkSessionHeap(b *testing.B) {
 				b.ReportMetric(perSession, "B/session")
 				b.ReportMetric(perResult, "B/result")
 				b.ReportMetric(float64(st.sess.bytes)/20000, "est-B/session")
+				empty := len(snapshotBytes(b, New(Config{})))
+				b.ReportMetric(float64(len(snapshotBytes(b, &FSM{st: st}))-empty)/20000, "snap-B/session")
 				b.ReportMetric(float64(st2.sess.bytes-sessionCost("x"))/1000, "est-B/result")
 				runtime.KeepAlive(st)
 				runtime.KeepAlive(st2)
