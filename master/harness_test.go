@@ -584,6 +584,9 @@ func TestHarnessFollowsLeaderAcrossACrash(t *testing.T) {
 	}
 	old := tc.leaderIndex(t)
 	tc.kill(old)
+	if tc.node(old) != nil {
+		t.Fatalf("killed node %d still listed as running", old)
+	}
 	if now := tc.leaderIndex(t); now == old {
 		t.Fatalf("killed node %d is still the leader", old)
 	}

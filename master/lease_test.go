@@ -114,11 +114,13 @@ func TestReadLeaseWithholdsDeleteOfTheIncarnationRead(t *testing.T) {
 	ps1 := tc.put(t, "k", 10, 1)
 	tc.waitLeaseFloor(t)
 
+	// The lease starts when the leader grants it, after this instant: a
+	// lower bound of its end.
+	leaseEnd := time.Now().Add(leaseTTL)
 	obj, err := tc.get("k")
 	if err != nil || obj.Incarnation != ps1.Incarnation || !onSegment(obj, h.Seg) {
 		t.Fatalf("get: %+v %v", obj, err)
 	}
-	leaseEnd := time.Now().Add(leaseTTL)
 	ps2 := tc.put(t, "k", 10, 1) // the overwrite: inc1 is superseded, its task queued
 	if st := tc.waitLeader(t).FSM().Stats(); st.PendingTasks != 1 {
 		t.Fatalf("%d tasks after the overwrite, want inc1's", st.PendingTasks)
@@ -220,10 +222,10 @@ func TestReconcileSparesLeasedIncarnations(t *testing.T) {
 	h := tc.mountHolder(t, "seg-a", "")
 	ps1 := tc.put(t, "k", 10, 1)
 	tc.waitLeaseFloor(t)
+	leaseEnd := time.Now().Add(leaseTTL) // a lower bound, as above
 	if _, err := tc.get("k"); err != nil {
 		t.Fatal(err)
 	}
-	leaseEnd := time.Now().Add(leaseTTL)
 	ps2 := tc.put(t, "k", 10, 1)
 	refs := []api.ObjectRef{{Key: "k", Incarnation: ps1.Incarnation}, {Key: "k", Incarnation: ps2.Incarnation}}
 

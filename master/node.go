@@ -157,7 +157,15 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return fmt.Errorf("--raft-addr %q: %w", cfg.RaftAddr, err)
 	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, addr, 5, 5*time.Second, n.log.Named("raft-net"))
+	// Pipelined replication is off (MaxRPCsInFlight 1): in hashicorp/raft
+	// v1.8 a follower answering Success=false (a log mismatch, as after a
+	// leader change or a user restore) can end the pipeline's decoder while
+	// its sender parks on an unbuffered channel forever. Replication to
+	// that follower then stops for good while heartbeats go on, and
+	// Shutdown hangs waiting for the parked sender.
+	trans, err := raft.NewTCPTransportWithConfig(cfg.RaftAddr, addr, &raft.NetworkTransportConfig{
+		MaxPool: 5, Timeout: 5 * time.Second, Logger: n.log.Named("raft-net"), MaxRPCsInFlight: 1,
+	})
 	if err != nil {
 		return fmt.Errorf("raft transport on %s: %w", cfg.RaftAddr, err)
 	}

@@ -13,14 +13,14 @@ import (
 // and that put completes elsewhere. Once the TTL has passed without a
 // heartbeat, the dead holder is not placed on at all.
 func TestPutOnARecentlyDeadHolderIsPlacedAgainElsewhere(t *testing.T) {
-	const holderTTL = 1500 * time.Millisecond
+	const holderTTL = 2 * time.Second
 	tc := startCluster(t, 1, func(c *Config) { c.HolderTTL = holderTTL })
 	a := tc.mountHolder(t, "seg-a", "")
 	b := tc.mountHolder(t, "seg-b", "")
 	a.die()
 	died := time.Now()
 
-	for i := 0; i < 10; i++ {
+	for i := 0; i < 5; i++ {
 		// The dead holder is still live to the leader: a put lands there.
 		ps, err := tc.putStart(&api.PutStartRequest{Key: "k", Size: 10, ReplicaNum: 1, Exclude: []api.SegmentID{b.Seg}})
 		if err != nil {
