@@ -10,6 +10,19 @@ import (
 	"sexton/api"
 )
 
+// Lifetime bounds every holder relies on (its tombstone floor keeps an
+// entry until every grant that could name an incarnation at or below it
+// has expired).
+const (
+	// MaxLifetime is the longest a leader may make a grant live. A master
+	// configured with longer grants refuses to start; a holder refuses a
+	// grant expiring later than MaxLifetime + MaxClockSkew from its now.
+	MaxLifetime = 10 * time.Minute
+	// MaxClockSkew bounds how far a leader's clock may run ahead of a
+	// holder's.
+	MaxClockSkew = time.Minute
+)
+
 // macVersion is mixed into every MAC so a future layout cannot be confused
 // with this one.
 const macVersion = 1

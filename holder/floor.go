@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
 	"sexton/api"
+	"sexton/grant"
 	"sexton/holder/fsys"
 )
 
@@ -34,14 +34,15 @@ const (
 
 // Grant lifetime assumptions the floor's retention rests on.
 const (
-	// MaxGrantLifetime is the longest a leader's write grant may live. A
-	// grant that expires later than MaxGrantLifetime + MaxClockSkew after
-	// the holder's now is refused, so a leader configured with longer
-	// grants fails loudly instead of opening a window past the retention.
-	MaxGrantLifetime = 10 * time.Minute
+	// MaxGrantLifetime is the longest a leader's write grant may live
+	// (grant.MaxLifetime). A grant that expires later than
+	// MaxGrantLifetime + MaxClockSkew after the holder's now is refused,
+	// so a leader configured with longer grants fails loudly instead of
+	// opening a window past the retention.
+	MaxGrantLifetime = grant.MaxLifetime
 	// MaxClockSkew bounds how far the leader's clock may run ahead of the
-	// holder's.
-	MaxClockSkew = time.Minute
+	// holder's (grant.MaxClockSkew).
+	MaxClockSkew = grant.MaxClockSkew
 	// DefaultFloorRetention keeps a floor entry until every grant for an
 	// incarnation at or below it has expired on the holder's clock: every
 	// such grant was issued before the entry was recorded (a tombstone

@@ -9,6 +9,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/grant"
 	"sexton/master/dfsio"
 )
 
@@ -152,7 +153,7 @@ func (c *Config) setDefaults() {
 		c.DiscardTimeout = 10 * time.Minute
 	}
 	if c.GrantTTL == 0 {
-		c.GrantTTL = c.DiscardTimeout
+		c.GrantTTL = min(c.DiscardTimeout, grant.MaxLifetime)
 	}
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = 10 * time.Second
@@ -182,6 +183,9 @@ func (c *Config) validate() error {
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		return fmt.Errorf("leader lease timeout %v exceeds heartbeat timeout %v", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
+	}
+	if c.GrantTTL < 0 || c.GrantTTL > grant.MaxLifetime {
+		return fmt.Errorf("--grant-ttl %v outside (0, %v]: holders refuse longer grants (their tombstone floor is kept for that long)", c.GrantTTL, grant.MaxLifetime)
 	}
 	if c.SessionTTL < 0 {
 		return fmt.Errorf("session ttl %v is negative", c.SessionTTL)
