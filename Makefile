@@ -3,9 +3,10 @@ GO          ?= go
 BIN         ?= bin/sexton
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 PKGS        := ./...
-# Fuzz targets: package:FuzzName. `make test` runs each briefly; `make fuzz` longer.
+# Fuzz targets: package:FuzzName. `make test` runs each for a number of
+# executions (no wall-clock deadline to race); `make fuzz` for minutes each.
 FUZZ_TARGETS := $(shell grep -rl --include='*_test.go' '^func Fuzz' . 2>/dev/null | xargs -r grep -H -o '^func Fuzz[A-Za-z0-9_]*' | sed -E 's|^\./([^:]*)/[^/:]*:func (Fuzz.*)|\1:\2|' | sort -u)
-FUZZ_SHORT  ?= 4s
+FUZZ_SHORT  ?= 40000x
 FUZZ_LONG   ?= 2m
 
 .PHONY: all build test lint fmt-check vet staticcheck unit fuzz-short fuzz bench run soak clean
@@ -36,17 +37,10 @@ unit:
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
 
 fuzz-short:
-	@for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; fn=$${t##*:}; \
-		echo "fuzz $$pkg $$fn ($(FUZZ_SHORT))"; \
-		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZ_SHORT) ./$$pkg || exit 1; \
-	done
+	@scripts/fuzz.sh $(FUZZ_SHORT) $(FUZZ_TARGETS)
 
 fuzz:
-	@for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; fn=$${t##*:}; \
-		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZ_LONG) ./$$pkg || exit 1; \
-	done
+	@scripts/fuzz.sh $(FUZZ_LONG) $(FUZZ_TARGETS)
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 -timeout 30m ./fsm ./snapshot ./holder ./transport

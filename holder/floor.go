@@ -1,19 +1,16 @@
 package holder
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"sexton/api"
 	"sexton/grant"
 	"sexton/holder/fsys"
+	"sexton/internal/msgpackscan"
 )
 
 // The tombstone floor (DESIGN.md "Tombstone floor"): per key, the highest
@@ -30,6 +27,9 @@ const (
 	// MaxFloorFileSize bounds the floor file read from disk (and written:
 	// a change that would exceed it fails retryably, nothing acked).
 	MaxFloorFileSize = 256 << 20
+	// maxFloorEntries bounds the entries a floor file may claim: one
+	// entry encodes in at least 32 bytes (key, incarnation, time).
+	maxFloorEntries = MaxFloorFileSize / 32
 )
 
 // Grant lifetime assumptions the floor's retention rests on.
@@ -96,19 +96,9 @@ func encodeFloors(floors map[string]floorEntry) ([]byte, error) {
 // decodeFloors verifies and decodes the floor file: size, checksum over
 // the raw bytes, version, keys, no key twice.
 func decodeFloors(name string, b []byte) (map[string]floorEntry, error) {
-	if len(b) > MaxFloorFileSize {
-		return nil, fmt.Errorf("%w: %s: %d bytes exceeds the bound of %d", ErrCorrupt, name, len(b), MaxFloorFileSize)
-	}
-	if len(b) < trailerLen+1 || !bytes.Equal(b[len(b)-trailerLen:len(b)-5], checksumTrailer) || b[len(b)-5] != 0xce {
-		return nil, fmt.Errorf("%w: %s: truncated or not a tombstone floor (no checksum trailer)", ErrCorrupt, name)
-	}
-	want := binary.BigEndian.Uint32(b[len(b)-4:])
-	if got := crc32c(b[:len(b)-4]); got != want {
-		return nil, fmt.Errorf("%w: %s: checksum mismatch (stored %08x, computed %08x)", ErrCorrupt, name, want, got)
-	}
 	var ff floorFile
-	if err := msgpack.Unmarshal(b, &ff); err != nil {
-		return nil, fmt.Errorf("%w: %s: does not decode: %v", ErrCorrupt, name, err)
+	if err := decodeChecked(b, "a tombstone floor", MaxFloorFileSize, msgpackscan.Limits{MaxDepth: 8, MaxItems: maxFloorEntries}, &ff); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
 	if ff.V != floorVersion {
 		return nil, fmt.Errorf("%w: %s: tombstone floor version %d (this build reads %d)", ErrUnknownVersion, name, ff.V, floorVersion)

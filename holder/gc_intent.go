@@ -1,16 +1,13 @@
 package holder
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"sexton/holder/fsys"
+	"sexton/internal/msgpackscan"
 )
 
 // gcIntentVersion is the only .bucket_gc_intent version this build reads
@@ -77,19 +74,9 @@ func decodeGCIntent(name string, b []byte) (*gcIntent, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %w: %s: %s", ErrGCIntentPending, ErrCorrupt, name, fmt.Sprintf(format, args...))
 	}
-	if len(b) > maxGCIntentFileSize {
-		return nil, bad("%d bytes exceeds the bound of %d", len(b), maxGCIntentFileSize)
-	}
-	if len(b) < trailerLen+1 || !bytes.Equal(b[len(b)-trailerLen:len(b)-5], checksumTrailer) || b[len(b)-5] != 0xce {
-		return nil, bad("truncated or not a GC intent (no checksum trailer)")
-	}
-	want := binary.BigEndian.Uint32(b[len(b)-4:])
-	if got := crc32c(b[:len(b)-4]); got != want {
-		return nil, bad("checksum mismatch (stored %08x, computed %08x)", want, got)
-	}
 	var in gcIntent
-	if err := msgpack.Unmarshal(b, &in); err != nil {
-		return nil, bad("does not decode: %v", err)
+	if err := decodeChecked(b, "a GC intent", maxGCIntentFileSize, msgpackscan.Limits{MaxDepth: 8, MaxItems: 64}, &in); err != nil {
+		return nil, bad("%v", err)
 	}
 	if in.V != gcIntentVersion {
 		return nil, fmt.Errorf("%w: %w: %s: GC intent version %d (this build reads %d)", ErrGCIntentPending, ErrUnknownVersion, name, in.V, gcIntentVersion)

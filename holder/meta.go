@@ -9,6 +9,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"sexton/api"
+	"sexton/internal/msgpackscan"
 )
 
 // Metadata versions. Version 0 is the legacy shape (no "v", no incarnation,
@@ -111,19 +112,11 @@ func encodeLegacyMeta(m *legacyBucketMetadata) ([]byte, error) {
 // errors only. It checks, in order: the size bound, the checksum over the
 // raw bytes, the version, then every field against the bucket's own bounds.
 func decodeMeta(name string, id uint64, b []byte) (*BucketMetadata, error) {
-	if len(b) > MaxMetaFileSize {
-		return nil, fmt.Errorf("%w: %s: %d bytes exceeds the metadata bound of %d", ErrCorrupt, name, len(b), MaxMetaFileSize)
-	}
-	if len(b) < trailerLen+1 || !bytes.Equal(b[len(b)-trailerLen:len(b)-5], checksumTrailer) || b[len(b)-5] != 0xce {
-		return nil, fmt.Errorf("%w: %s: truncated or not bucket metadata (no checksum trailer)", ErrCorrupt, name)
-	}
-	want := binary.BigEndian.Uint32(b[len(b)-4:])
-	if got := crc32c(b[:len(b)-4]); got != want {
-		return nil, fmt.Errorf("%w: %s: checksum mismatch (stored %08x, computed %08x)", ErrCorrupt, name, want, got)
-	}
+	// A bucket holds at most MaxBucketKeysLimit records, and a record
+	// has a dozen fields: no container of a valid file is larger.
 	var m BucketMetadata
-	if err := msgpack.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%w: %s: does not decode: %v", ErrCorrupt, name, err)
+	if err := decodeChecked(b, "bucket metadata", MaxMetaFileSize, msgpackscan.Limits{MaxDepth: 8, MaxItems: MaxBucketKeysLimit}, &m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
 	switch m.V {
 	case metaVersionCurrent:
