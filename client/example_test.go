@@ -140,7 +140,9 @@ func ExampleClient_List() {
 	defer cl.Close()
 	ctx := context.Background()
 	for _, k := range []string{"example/list/1", "example/list/2", "example/list/3"} {
-		_, _ = cl.Put(ctx, k, []byte(k), client.PutOptions{})
+		if _, err := cl.Put(ctx, k, []byte(k), client.PutOptions{}); err != nil {
+			fmt.Println(k, err)
+		}
 	}
 	objs, next, _ := cl.List(ctx, "example/list/", "", 2)
 	for _, o := range objs {

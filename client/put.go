@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"sexton/api"
 )
@@ -37,10 +38,21 @@ func (c *Client) Put(ctx context.Context, key string, value []byte, opt PutOptio
 	for attempt := 0; attempt < c.cfg.PutAttempts; attempt++ {
 		var start api.PutStartResponse
 		if err := c.mutate(ctx, api.MethodPutStart, &req, func(s api.Session) { req.Session = s }, &start); err != nil {
-			if lastWriteErr != nil {
-				return api.ObjectIncarnation{}, fmt.Errorf("PutStart away from %v: %w (after: %v)", req.Exclude, err, lastWriteErr)
+			if lastWriteErr == nil {
+				return api.ObjectIncarnation{}, fmt.Errorf("PutStart: %w", err)
 			}
-			return api.ObjectIncarnation{}, fmt.Errorf("PutStart: %w", err)
+			if noPlacement(err) && attempt+1 < c.cfg.PutAttempts {
+				// Nothing is left once the failed holders are excluded
+				// (a one-holder cluster, or every holder tried): the
+				// failure may have been passing (a holder's GC replaced
+				// the bucket a write was queued for), so try them again.
+				req.Exclude = nil
+				if !sleepCtx(ctx, 50*time.Millisecond) {
+					return api.ObjectIncarnation{}, ctx.Err()
+				}
+				continue
+			}
+			return api.ObjectIncarnation{}, fmt.Errorf("PutStart away from %v: %w (after: %v)", req.Exclude, err, lastWriteErr)
 		}
 		failedSeg, err := c.writeReplicas(ctx, key, opt.Tenant, start, value)
 		if err != nil {
@@ -104,6 +116,23 @@ func replaceable(err error) bool {
 		return true // a connection error
 	}
 	return slices.Contains([]api.Code{api.CodeUnavailable, api.CodeTimeout, api.CodeNoSpace, api.CodeGrantRefused, api.CodeInternal}, e.Code)
+}
+
+// noPlacement reports whether PutStart found no holder to place on.
+func noPlacement(err error) bool {
+	c := api.CodeOf(err)
+	return c == api.CodeNoSpace || c == api.CodeUnavailable
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // revoke abandons a started put; best effort: if it fails the master's

@@ -105,13 +105,30 @@ func (s *Store) commitBatch(batch []*putReq) {
 	defer s.commitMu.Unlock()
 	groups := s.planBatch(batch)
 	s.testHook(hookPutPlanned)
+	s.commitGroups(groups, maxReplans)
+}
+
+// maxReplans bounds how often a batch is planned again because GC replaced
+// the bucket it was planned for.
+const maxReplans = 3
+
+func (s *Store) commitGroups(groups []*commitGroup, replans int) {
 	for _, g := range groups {
-		if err := s.commitGroup(g); err != nil {
-			s.log.Error("put commit failed", "bucket", g.b.id, "records", len(g.reqs), "err", err)
-			err = classifyIOError(err)
-			for _, r := range g.reqs {
-				r.err = err
-			}
+		err := s.commitGroup(g)
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, errBucketRetired) && replans > 0 {
+			// GC sealed and replaced the bucket between planning and
+			// appending: nothing was written; plan these records again
+			// (into the new open bucket) instead of failing the puts.
+			s.commitGroups(s.planBatch(g.reqs), replans-1)
+			continue
+		}
+		s.log.Error("put commit failed", "bucket", g.b.id, "records", len(g.reqs), "err", err)
+		err = classifyIOError(err)
+		for _, r := range g.reqs {
+			r.err = err
 		}
 	}
 }
