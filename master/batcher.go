@@ -2,7 +2,6 @@ package master
 
 import (
 	"sync"
-	"time"
 
 	"sexton/api"
 	"sexton/fsm"
@@ -121,7 +120,7 @@ func (b *removeBatcher) drain() {
 }
 
 func (b *removeBatcher) commit(batch []*removeReq, total int) {
-	cmd := &fsm.Remove{V: fsm.RemoveV2, Keys: make([]string, 0, total), Spans: make([]fsm.RemoveSpan, 0, len(batch)), Now: time.Now().UnixNano()}
+	cmd := &fsm.Remove{V: fsm.RemoveV2, Keys: make([]string, 0, total), Spans: make([]fsm.RemoveSpan, 0, len(batch))}
 	conditional := false
 	for _, r := range batch {
 		conditional = conditional || len(r.ifInc) != 0
@@ -142,16 +141,14 @@ func (b *removeBatcher) commit(batch []*removeReq, total int) {
 		}
 	}
 	b.n.metrics.removeBatchKeys.Observe(float64(len(cmd.Keys)))
+	// Not proposeFor: this entry carries many requests, and duplicates are
+	// counted per request (span) below, not once for the entry.
 	res, err := b.n.propose(cmd)
-	if err != nil {
-		for _, r := range batch {
-			r.reply <- removeReply{err: err}
-		}
-		return
+	rr, _ := res.(*fsm.RemoveResult)
+	if err == nil && (rr == nil || len(rr.Results) != len(cmd.Keys)) {
+		err = api.Errorf(api.CodeInternal, "remove result %T for %d requested keys", res, len(cmd.Keys))
 	}
-	rr, ok := res.(*fsm.RemoveResult)
-	if !ok || len(rr.Results) != len(cmd.Keys) {
-		err := api.Errorf(api.CodeInternal, "remove result of %d keys for %d requested", resultLen(rr), len(cmd.Keys))
+	if err != nil {
 		for _, r := range batch {
 			r.reply <- removeReply{err: err}
 		}
@@ -165,11 +162,4 @@ func (b *removeBatcher) commit(batch []*removeReq, total int) {
 		r.reply <- removeReply{results: rr.Results[off : off+len(r.keys) : off+len(r.keys)]}
 		off += len(r.keys)
 	}
-}
-
-func resultLen(r *fsm.RemoveResult) int {
-	if r == nil {
-		return 0
-	}
-	return len(r.Results)
 }

@@ -147,13 +147,13 @@ func (n *Node) dfsConfigure() bool {
 	if have, ok := n.fsm.DFSSettings(); ok && have == want {
 		return true
 	}
-	res, err := n.propose(&fsm.DFSConfigure{V: fsm.DFSConfigureV1, Settings: want, Now: time.Now().UnixNano()})
-	if err != nil {
+	r, err := proposeFor[fsm.DFSResult](n, &fsm.DFSConfigure{V: fsm.DFSConfigureV1, Settings: want})
+	if r == nil {
 		n.log.Warn("DFSConfigure not committed; DFS duties wait for the next term", "error", err)
 		return false
 	}
-	if r := res.(*fsm.DFSResult); r.Err != nil {
-		n.log.Error("the cluster refused this master's DFS settings; the cluster's stay in force", "error", r.Err)
+	if err != nil {
+		n.log.Error("the cluster refused this master's DFS settings; the cluster's stay in force", "error", err)
 	}
 	return true
 }
@@ -221,12 +221,11 @@ func (n *Node) dfsCheckMissing() bool {
 		return false
 	}
 	for _, u := range lost {
-		res, err := n.propose(&fsm.DFSMarkLost{V: fsm.DFSMarkLostV1, Unit: u.Unit, Now: time.Now().UnixNano()})
-		if err != nil {
+		r, err := proposeFor[fsm.DFSResult](n, &fsm.DFSMarkLost{V: fsm.DFSMarkLostV1, Unit: u.Unit})
+		if r == nil {
 			n.log.Warn("DFSMarkLost not committed", "unit", u.Unit, "error", err)
 			continue
 		}
-		r := res.(*fsm.DFSResult)
 		n.log.Error("DFS FILE MISSING: its entries are lost and their replicas dropped",
 			"unit", u.Unit, "path", u.Path, "entries_lost", len(r.Dropped), "objects_lost", r.ObjectsLost, "error", r.Err)
 		for _, ref := range r.Dropped {
@@ -288,11 +287,11 @@ func (n *Node) dfsFileOps(ctx context.Context) {
 				n.dfsAttempt(op.Unit, true)
 				continue
 			}
-			res, err := n.propose(&fsm.DFSFileOp{V: fsm.DFSFileOpV1, Kind: op.Kind, Unit: op.Unit, OK: true, Now: time.Now().UnixNano()})
-			if err != nil {
+			r, err := proposeFor[fsm.DFSResult](n, &fsm.DFSFileOp{V: fsm.DFSFileOpV1, Kind: op.Kind, Unit: op.Unit, OK: true})
+			if r == nil {
 				return
 			}
-			if r := res.(*fsm.DFSResult); r.Err != nil && r.Err.Code == api.CodeObjectNotFound {
+			if api.CodeOf(err) == api.CodeObjectNotFound {
 				// The unit went away meanwhile: the file just made is nobody's.
 				_ = d.fs.Remove(op.Path)
 			}
@@ -305,7 +304,7 @@ func (n *Node) dfsFileOps(ctx context.Context) {
 			if err != nil {
 				n.log.Warn("DFS file delete failed; the unit stays charged and is retried", "unit", op.Unit, "path", op.Path, "failures", op.Failures+1, "error", err)
 			}
-			if _, perr := n.propose(&fsm.DFSFileOp{V: fsm.DFSFileOpV1, Kind: op.Kind, Unit: op.Unit, OK: err == nil, Now: time.Now().UnixNano()}); perr != nil {
+			if _, perr := n.propose(&fsm.DFSFileOp{V: fsm.DFSFileOpV1, Kind: op.Kind, Unit: op.Unit, OK: err == nil}); perr != nil {
 				return
 			}
 			n.dfsAttempt(op.Unit, err != nil)
@@ -343,7 +342,7 @@ func (n *Node) dfsFlushTouches() {
 	for len(refs) > 0 {
 		chunk := refs[:min(len(refs), api.MaxBatchKeys)]
 		refs = refs[len(chunk):]
-		if _, err := n.propose(&fsm.DFSTouch{V: fsm.DFSTouchV1, Refs: chunk, Now: time.Now().UnixNano()}); err != nil {
+		if _, err := n.propose(&fsm.DFSTouch{V: fsm.DFSTouchV1, Refs: chunk}); err != nil {
 			return
 		}
 	}
@@ -361,13 +360,12 @@ func (n *Node) dfsEvict() {
 	if !ok || len(plan.Candidates) == 0 {
 		return
 	}
-	res, err := n.propose(&fsm.DFSEvict{V: fsm.DFSEvictV1, Plan: plan, Now: now.UnixNano()})
-	if err != nil {
+	r, err := proposeFor[fsm.DFSResult](n, &fsm.DFSEvict{V: fsm.DFSEvictV1, Plan: plan, Now: now.UnixNano()})
+	if r == nil {
 		return
 	}
-	r := res.(*fsm.DFSResult)
-	if r.Err != nil {
-		n.log.Warn("DFS eviction refused", "error", r.Err)
+	if err != nil {
+		n.log.Warn("DFS eviction refused", "error", err)
 		return
 	}
 	n.log.Info("DFS eviction", "candidates", len(plan.Candidates), "entries_evicted", len(r.Dropped), "objects_evicted", r.ObjectsLost)
@@ -524,12 +522,8 @@ func (n *Node) handleDFSSetMaxBuckets(_ context.Context, req *api.DFSSetMaxBucke
 	if err := n.requireLeader(); err != nil {
 		return nil, err
 	}
-	res, err := n.propose(&fsm.DFSSetMaxBuckets{V: fsm.DFSSetMaxBucketsV1, Max: req.Max, Now: time.Now().UnixNano()})
-	if err != nil {
+	if _, err := proposeFor[fsm.DFSResult](n, &fsm.DFSSetMaxBuckets{V: fsm.DFSSetMaxBucketsV1, Max: req.Max}); err != nil {
 		return nil, err
-	}
-	if r := res.(*fsm.DFSResult); r.Err != nil {
-		return nil, r.Err
 	}
 	return &api.Empty{}, nil
 }

@@ -193,14 +193,10 @@ func (n *Node) epochBegin(term uint64) (*fsm.EpochBeginResult, error) {
 	if len(n.fsm.GrantKey()) == 0 {
 		gk = grant.NewKey()
 	}
-	res, err := n.propose(&fsm.EpochBegin{
+	return proposeFor[fsm.EpochBeginResult](n, &fsm.EpochBegin{
 		V: fsm.EpochBeginV2, Term: term, LeaderID: n.cfg.ID,
-		LeaderAddr: n.advertisedRPC(), ClusterID: cluster, GrantKey: gk, Now: time.Now().UnixNano(),
+		LeaderAddr: n.advertisedRPC(), ClusterID: cluster, GrantKey: gk,
 	})
-	if err != nil {
-		return nil, err
-	}
-	return res.(*fsm.EpochBeginResult), nil
 }
 
 // bootstrapSettings proposes this node's settings flags when the cluster
@@ -214,22 +210,22 @@ func (n *Node) bootstrapSettings(ctx context.Context) bool {
 			return true
 		}
 		want := n.cfg.settingsFlags()
-		res, err := n.propose(&fsm.Settings{V: fsm.SettingsV1, Settings: want, Now: time.Now().UnixNano()})
-		if api.CodeOf(err) == api.CodeInvalidParams {
+		r, err := proposeFor[fsm.SettingsResult](n, &fsm.Settings{V: fsm.SettingsV1, Settings: want})
+		if r == nil && api.CodeOf(err) == api.CodeInvalidParams {
 			n.log.Error("this node's settings flags cannot be proposed as the initial settings", "settings", want, "error", err)
 			return true
 		}
-		if err != nil {
+		if r == nil {
 			n.log.Warn("proposing the initial settings failed; retrying", "error", err)
 			if !sleepCtx(ctx, 100*time.Millisecond) {
 				return false
 			}
 			continue
 		}
-		if r := res.(*fsm.SettingsResult); r.Err != nil {
+		if err != nil {
 			// The state's settings stay as they are (the defaults); an
 			// operator can set them with operator settings set.
-			n.log.Error("the cluster refused this node's settings flags as its initial settings", "settings", want, "error", r.Err)
+			n.log.Error("the cluster refused this node's settings flags as its initial settings", "settings", want, "error", err)
 		} else {
 			n.log.Info("initial replicated settings set from this node's flags", "settings", r.Settings)
 		}
@@ -292,20 +288,19 @@ func (n *Node) discardAbandonedPuts() {
 	}
 	cutoff := now.Add(-n.cfg.DiscardTimeout).UnixNano()
 	for _, p := range n.fsm.PendingPuts(cutoff) {
-		res, err := n.propose(&fsm.PutRevoke{V: fsm.PutRevokeV1, Key: p.Key, Incarnation: p.Incarnation, Now: time.Now().UnixNano()})
-		if err != nil {
-			return
+		r, err := proposeFor[fsm.PutEndResult](n, &fsm.PutRevoke{V: fsm.PutRevokeV1, Key: p.Key, Incarnation: p.Incarnation})
+		if r == nil {
+			return // not proposed, or its outcome is unknown
 		}
-		r, _ := res.(*fsm.PutEndResult)
 		switch {
-		case r != nil && r.Err != nil && r.Err.Code == api.CodeLocalDeleteRegistryFull:
+		case api.CodeOf(err) == api.CodeLocalDeleteRegistryFull:
 			st := n.fsm.Stats()
 			n.soft.revokeFull(st.PendingTasks, st.RegistryCapacity, time.Now())
 			n.log.Warn("discard of abandoned puts paused: the delete registry is full", "key", p.Key, "inc", p.Incarnation,
 				"pending_tasks", st.PendingTasks, "capacity", st.RegistryCapacity)
 			return
-		case r != nil && r.Err != nil:
-			n.log.Warn("discard of abandoned put refused", "key", p.Key, "inc", p.Incarnation, "error", r.Err)
+		case err != nil:
+			n.log.Warn("discard of abandoned put refused", "key", p.Key, "inc", p.Incarnation, "error", err)
 		default:
 			n.soft.revokeDone()
 			n.log.Info("discarded abandoned put", "key", p.Key, "inc", p.Incarnation)

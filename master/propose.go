@@ -3,6 +3,7 @@ package master
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -11,13 +12,61 @@ import (
 	"sexton/fsm"
 )
 
-// propose encodes cmd, applies it through Raft and returns the fsm's
-// result once the entry is committed and applied on this node.
+// proposeFor proposes cmd and returns the fsm's answer to it as an *R.
+// The error is the proposal's (propose) or, once the entry is applied,
+// the refusal the fsm answered in R's Err field; in the latter case the
+// answer is returned too, for callers that read more than the error. A
+// duplicate answered from the session table is counted in the metrics.
+func proposeFor[R any](n *Node, cmd fsm.Command) (*R, error) {
+	res, err := n.propose(cmd)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := res.(*R)
+	if !ok {
+		return nil, api.Errorf(api.CodeInternal, "%s answered %T, want %T", cmd.Type(), res, r)
+	}
+	v := reflect.ValueOf(r).Elem()
+	if dup := v.FieldByName("Duplicate"); dup.Kind() == reflect.Bool {
+		n.metrics.noteDuplicate(cmd.Type(), dup.Bool())
+	}
+	if e, _ := fieldOf(v, "Err").(*api.Error); e != nil {
+		return r, e
+	}
+	return r, nil
+}
+
+// fieldOf is v's field name, or nil when v has none. The fsm's answers and
+// commands are plain data without methods; the few fields every one of
+// them carries (a command's Now, an answer's Err and Duplicate) are read
+// and set by name here, so adding a command needs no method for it.
+func fieldOf(v reflect.Value, name string) any {
+	f := v.FieldByName(name)
+	if !f.IsValid() {
+		return nil
+	}
+	return f.Interface()
+}
+
+// stampNow sets cmd's Now, the leader's clock that Apply records, unless
+// the caller set it: a handler that decided something at an instant (a
+// placement, a lease check) proposes that instant.
+func stampNow(cmd fsm.Command) {
+	f := reflect.ValueOf(cmd).Elem().FieldByName("Now")
+	if f.Kind() == reflect.Int64 && f.Int() == 0 {
+		f.SetInt(time.Now().UnixNano())
+	}
+}
+
+// propose stamps cmd with the leader's clock (stampNow), encodes it,
+// applies it through Raft and returns the fsm's result once the entry is
+// committed and applied on this node.
 //
 // An error says whether the entry can have been appended: NOT_LEADER and
 // UNAVAILABLE only when it certainly was not, OUTCOME_UNKNOWN whenever it
 // may still commit (under this leader or the next one).
 func (n *Node) propose(cmd fsm.Command) (any, error) {
+	stampNow(cmd)
 	data, err := fsm.Encode(cmd)
 	if err != nil {
 		return nil, api.Errorf(api.CodeInvalidParams, "encode %T: %v", cmd, err)
@@ -132,4 +181,13 @@ func (n *Node) linearizable() error {
 		return n.raftError(err)
 	}
 	return nil
+}
+
+// requireLeaderSession is requireLeader for a mutating request: it also
+// refuses a malformed session.
+func (n *Node) requireLeaderSession(s api.Session) error {
+	if err := n.requireLeader(); err != nil {
+		return err
+	}
+	return s.Valid()
 }

@@ -324,10 +324,7 @@ func (n *Node) handleSettingsGet(_ context.Context, _ *api.Empty) (*api.Settings
 // handleSettingsSet changes the replicated settings through the log; zero
 // fields stay as they are. The answer is the settings in force after it.
 func (n *Node) handleSettingsSet(_ context.Context, req *api.SettingsSetRequest) (*api.SettingsResponse, error) {
-	if err := n.requireLeader(); err != nil {
-		return nil, err
-	}
-	if err := req.Session.Valid(); err != nil {
+	if err := n.requireLeaderSession(req.Session); err != nil {
 		return nil, err
 	}
 	if req.Settings == (api.Settings{}) {
@@ -336,14 +333,9 @@ func (n *Node) handleSettingsSet(_ context.Context, req *api.SettingsSetRequest)
 	if err := fsm.CheckSettings(req.Settings); err != nil {
 		return nil, err
 	}
-	res, err := n.propose(&fsm.Settings{V: fsm.SettingsV1, Settings: req.Settings, Session: req.Session, Now: time.Now().UnixNano()})
+	r, err := proposeFor[fsm.SettingsResult](n, &fsm.Settings{V: fsm.SettingsV1, Settings: req.Settings, Session: req.Session})
 	if err != nil {
 		return nil, err
-	}
-	r := res.(*fsm.SettingsResult)
-	n.metrics.noteDuplicate(fsm.CmdSettings, r.Duplicate)
-	if r.Err != nil {
-		return nil, r.Err
 	}
 	if !r.Duplicate {
 		n.log.Info("replicated settings changed", "change", req.Settings, "now", r.Settings)

@@ -20,25 +20,21 @@ import (
 // the session table lines up item by item with the request, whatever
 // placement says this time.
 func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRequest) (*api.BatchPutStartResponse, error) {
-	if len(req.Items) > api.MaxBatchPutItems {
-		return nil, api.Errorf(api.CodeInvalidParams, "%d items exceed the batch limit %d", len(req.Items), api.MaxBatchPutItems)
+	if err := checkBatchLen(len(req.Items), api.MaxBatchPutItems, "items"); err != nil {
+		return nil, err
 	}
 	if k, dup := fsm.DuplicateBatchKey(len(req.Items), func(i int) string { return req.Items[i].Key }); dup {
 		return nil, api.Errorf(api.CodeInvalidParams, "batch put names key %q twice", k)
 	}
-	if err := n.requireLeader(); err != nil {
-		return nil, err
-	}
-	if err := req.Session.Valid(); err != nil {
+	if err := n.requireLeaderSession(req.Session); err != nil {
 		return nil, err
 	}
 	sessioned := !req.Session.IsZero()
 	now := time.Now()
 	rng := placementRand(now)
 	out := &api.BatchPutStartResponse{Results: make([]api.PutStartResult, len(req.Items))}
-	items := make([]fsm.PutStartItem, 0, len(req.Items))
-	at := make([]int, 0, len(req.Items))
-	placeErrs := make([]error, 0, len(req.Items))
+	items := newBatchSubset[fsm.PutStartItem](len(req.Items))
+	placeErrs := make([]error, 0, len(req.Items)) // one per proposed item
 	placed := 0
 	for i := range req.Items {
 		r := &req.Items[i]
@@ -54,27 +50,21 @@ func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRe
 		if err == nil {
 			placed++
 		}
-		items = append(items, fsm.PutStartItem{Key: r.Key, Tenant: r.Tenant, Size: r.Size, Replicas: reps, PutID: r.PutID, IfAbsent: r.IfAbsent})
-		at = append(at, i)
+		items.add(i, fsm.PutStartItem{Key: r.Key, Tenant: r.Tenant, Size: r.Size, Replicas: reps, PutID: r.PutID, IfAbsent: r.IfAbsent})
 		placeErrs = append(placeErrs, err)
 	}
-	if len(items) == 0 || (!sessioned && placed == 0) {
-		for j, i := range at {
+	if len(items.items) == 0 || (!sessioned && placed == 0) {
+		for j, i := range items.at {
 			out.Results[i].Err = api.AsError(placeErrs[j])
 		}
 		return out, nil
 	}
-	res, err := n.propose(&fsm.PutStartBatch{V: fsm.PutStartBatchV2, Items: items, Session: req.Session, Now: now.UnixNano()})
+	br, err := proposeFor[fsm.PutStartBatchResult](n, &fsm.PutStartBatch{V: fsm.PutStartBatchV2, Items: items.items, Session: req.Session, Now: now.UnixNano()})
 	if err != nil {
 		return nil, err
 	}
-	br := res.(*fsm.PutStartBatchResult)
-	n.metrics.noteDuplicate(fsm.CmdPutStartBatch, br.Duplicate)
-	if br.Err != nil {
-		return nil, br.Err
-	}
-	if len(br.Items) != len(items) {
-		return nil, api.Errorf(api.CodeInternal, "put batch result of %d items for %d proposed", len(br.Items), len(items))
+	if err := items.checkAnswers(len(br.Items), "put batch"); err != nil {
+		return nil, err
 	}
 	// Every DFS unit of the batch must have its file before a client
 	// writes; one wait covers them all.
@@ -90,7 +80,7 @@ func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRe
 	}
 	answered := time.Now()
 	for j, r := range br.Items {
-		i := at[j]
+		i := items.at[j]
 		switch {
 		case r.Err != nil && placeErrs[j] != nil:
 			out.Results[i].Err = api.AsError(placeErrs[j])
@@ -98,11 +88,11 @@ func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRe
 			out.Results[i].Err = r.Err
 		case waitErr != nil && hasDFS(r.Replicas):
 			if !br.Duplicate {
-				n.revokeLeader(items[j].Key, r.Incarnation)
+				n.revokeLeader(items.items[j].Key, r.Incarnation)
 			}
 			out.Results[i].Err = api.AsError(waitErr)
 		default:
-			out.Results[i] = api.PutStartResult{Incarnation: r.Incarnation, Replicas: n.putLocations(items[j].Key, r.Incarnation, r.Replicas, answered)}
+			out.Results[i] = api.PutStartResult{Incarnation: r.Incarnation, Replicas: n.putLocations(items.items[j].Key, r.Incarnation, r.Replicas, answered)}
 		}
 	}
 	return out, nil
@@ -111,44 +101,34 @@ func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRe
 // handleBatchPutEnd completes many pending puts with one PutEndBatch entry,
 // one result per item in request order.
 func (n *Node) handleBatchPutEnd(_ context.Context, req *api.BatchPutEndRequest) (*api.BatchPutEndResponse, error) {
-	if len(req.Items) > api.MaxBatchPutItems {
-		return nil, api.Errorf(api.CodeInvalidParams, "%d items exceed the batch limit %d", len(req.Items), api.MaxBatchPutItems)
-	}
-	if err := n.requireLeader(); err != nil {
+	if err := checkBatchLen(len(req.Items), api.MaxBatchPutItems, "items"); err != nil {
 		return nil, err
 	}
-	if err := req.Session.Valid(); err != nil {
+	if err := n.requireLeaderSession(req.Session); err != nil {
 		return nil, err
 	}
 	out := &api.BatchPutEndResponse{Results: make([]api.KeyResult, len(req.Items))}
-	items := make([]fsm.PutEndItem, 0, len(req.Items))
-	at := make([]int, 0, len(req.Items))
+	items := newBatchSubset[fsm.PutEndItem](len(req.Items))
 	for i, r := range req.Items {
 		out.Results[i].Key = r.Key
 		if err := api.ValidKey(r.Key); err != nil {
 			out.Results[i].Err = api.AsError(err)
 			continue
 		}
-		items = append(items, fsm.PutEndItem{Key: r.Key, Incarnation: r.Incarnation})
-		at = append(at, i)
+		items.add(i, fsm.PutEndItem{Key: r.Key, Incarnation: r.Incarnation})
 	}
-	if len(items) == 0 {
+	if len(items.items) == 0 {
 		return out, nil
 	}
-	res, err := n.propose(&fsm.PutEndBatch{V: fsm.PutEndBatchV2, Items: items, Session: req.Session, Now: time.Now().UnixNano()})
+	br, err := proposeFor[fsm.PutEndBatchResult](n, &fsm.PutEndBatch{V: fsm.PutEndBatchV2, Items: items.items, Session: req.Session})
 	if err != nil {
 		return nil, err
 	}
-	br := res.(*fsm.PutEndBatchResult)
-	n.metrics.noteDuplicate(fsm.CmdPutEndBatch, br.Duplicate)
-	if br.Err != nil {
-		return nil, br.Err
-	}
-	if len(br.Items) != len(items) {
-		return nil, api.Errorf(api.CodeInternal, "put-end batch result of %d items for %d proposed", len(br.Items), len(items))
+	if err := items.checkAnswers(len(br.Items), "put-end batch"); err != nil {
+		return nil, err
 	}
 	for j, r := range br.Items {
-		out.Results[at[j]].Err = r.Err
+		out.Results[items.at[j]].Err = r.Err
 	}
 	return out, nil
 }

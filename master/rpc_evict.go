@@ -41,13 +41,9 @@ func (n *Node) handleEvict(_ context.Context, req *api.EvictRequest) (*api.Evict
 	if len(refs) == 0 {
 		return &api.EvictResponse{Evicted: []api.ObjectRef{}}, nil
 	}
-	res, err := n.propose(&fsm.DropReplicas{V: fsm.DropReplicasV1, Segment: req.Segment, Epoch: req.MountEpoch, Refs: refs, Now: now.UnixNano()})
+	r, err := proposeFor[fsm.DropResult](n, &fsm.DropReplicas{V: fsm.DropReplicasV1, Segment: req.Segment, Epoch: req.MountEpoch, Refs: refs, Now: now.UnixNano()})
 	if err != nil {
 		return nil, err
-	}
-	r := res.(*fsm.DropResult)
-	if r.Err != nil {
-		return nil, r.Err
 	}
 	n.log.Info("evicted replicas for a holder", "segment", req.Segment, "asked", len(req.Refs), "dropped", len(r.Dropped))
 	return &api.EvictResponse{Evicted: r.Dropped}, nil

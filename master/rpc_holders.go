@@ -21,19 +21,12 @@ func (n *Node) handleMount(_ context.Context, req *api.MountLocalDiskRequest) (*
 	if req.ClientID == "" || req.Segment == "" {
 		return nil, api.Errorf(api.CodeInvalidParams, "mount needs a client id and a segment id")
 	}
-	res, err := n.propose(&fsm.MountLocalDisk{V: fsm.MountLocalDiskV2, ClientID: req.ClientID, Segment: req.Segment,
-		Pool: req.Pool, Capacity: req.Capacity, Capabilities: req.Capabilities, Endpoint: req.Endpoint,
-		Process: req.Process, Now: time.Now().UnixNano()})
-	if err != nil {
+	r, err := proposeFor[fsm.MountResult](n, &fsm.MountLocalDisk{V: fsm.MountLocalDiskV2, ClientID: req.ClientID, Segment: req.Segment,
+		Pool: req.Pool, Capacity: req.Capacity, Capabilities: req.Capabilities, Endpoint: req.Endpoint, Process: req.Process})
+	// An identical repeat is answered with the current epoch, not refused.
+	already := r != nil && api.CodeOf(err) == api.CodeSegmentAlreadyExists
+	if err != nil && !already {
 		return nil, err
-	}
-	r := res.(*fsm.MountResult)
-	already := false
-	if r.Err != nil {
-		if r.Err.Code != api.CodeSegmentAlreadyExists {
-			return nil, r.Err
-		}
-		already = true
 	}
 	n.soft.heartbeat(req.Segment, 0, req.Capacity, 0, time.Now())
 	// The grant key lets the holder check write grants without asking
@@ -46,12 +39,8 @@ func (n *Node) handleUnmount(_ context.Context, req *api.UnmountLocalDiskRequest
 	if err := n.requireLeader(); err != nil {
 		return nil, err
 	}
-	res, err := n.propose(&fsm.UnmountLocalDisk{V: fsm.UnmountLocalDiskV1, Segment: req.Segment, Epoch: req.MountEpoch, Now: time.Now().UnixNano()})
-	if err != nil {
+	if _, err := proposeFor[fsm.UnmountResult](n, &fsm.UnmountLocalDisk{V: fsm.UnmountLocalDiskV1, Segment: req.Segment, Epoch: req.MountEpoch}); err != nil {
 		return nil, err
-	}
-	if r := res.(*fsm.UnmountResult); r.Err != nil {
-		return nil, r.Err
 	}
 	n.soft.forget(req.Segment)
 	return &api.Empty{}, nil
@@ -157,13 +146,9 @@ func (n *Node) handleAckTasks(_ context.Context, req *api.AckTasksRequest) (*api
 			return nil, api.Errorf(api.CodeInvalidParams, "task %d: unknown outcome %d", r.TaskID, r.Outcome)
 		}
 	}
-	res, err := n.propose(&fsm.LocalDeleteAck{V: fsm.LocalDeleteAckV1, Segment: req.Segment, Epoch: req.MountEpoch, Results: req.Results, Now: time.Now().UnixNano()})
+	r, err := proposeFor[fsm.AckResult](n, &fsm.LocalDeleteAck{V: fsm.LocalDeleteAckV1, Segment: req.Segment, Epoch: req.MountEpoch, Results: req.Results})
 	if err != nil {
 		return nil, err
-	}
-	r := res.(*fsm.AckResult)
-	if r.Err != nil {
-		return nil, r.Err
 	}
 	now := time.Now()
 	for _, x := range req.Results {
@@ -244,13 +229,9 @@ func (n *Node) handleRetire(_ context.Context, req *api.RetireStorageRequest) (*
 	if req.By == "" || req.Reason == "" {
 		return nil, api.Errorf(api.CodeInvalidParams, "retire needs --by and --reason for the audit log")
 	}
-	res, err := n.propose(&fsm.RetireStorage{V: fsm.RetireStorageV1, Segment: req.Segment, By: req.By, Reason: req.Reason, Now: time.Now().UnixNano()})
+	r, err := proposeFor[fsm.RetireResult](n, &fsm.RetireStorage{V: fsm.RetireStorageV1, Segment: req.Segment, By: req.By, Reason: req.Reason})
 	if err != nil {
 		return nil, err
-	}
-	r := res.(*fsm.RetireResult)
-	if r.Err != nil {
-		return nil, r.Err
 	}
 	n.log.Warn("storage retired by operator", "segment", req.Segment, "by", req.By, "reason", req.Reason, "dropped_tasks", r.Dropped)
 	return &api.AckTasksResponse{Dropped: r.Dropped}, nil

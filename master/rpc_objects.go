@@ -33,10 +33,7 @@ func (n *Node) objectInfo(v fsm.ObjectView) api.ObjectInfo {
 }
 
 func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*api.PutStartResponse, error) {
-	if err := n.requireLeader(); err != nil {
-		return nil, err
-	}
-	if err := req.Session.Valid(); err != nil {
+	if err := n.requireLeaderSession(req.Session); err != nil {
 		return nil, err
 	}
 	if err := n.checkPut(req); err != nil {
@@ -52,18 +49,13 @@ func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*a
 	// table answers with the first result (the put is not started twice
 	// and not reported failed); if not, the fsm refuses it and the
 	// placement error is the answer.
-	res, err := n.propose(&fsm.PutStart{V: fsm.PutStartV2, Key: req.Key, Tenant: req.Tenant, Size: req.Size,
+	r, err := proposeFor[fsm.PutStartResult](n, &fsm.PutStart{V: fsm.PutStartV2, Key: req.Key, Tenant: req.Tenant, Size: req.Size,
 		Replicas: reps, PutID: req.PutID, IfAbsent: req.IfAbsent, Session: req.Session, Now: now.UnixNano()})
+	if r != nil && err != nil && placeErr != nil {
+		return nil, placeErr
+	}
 	if err != nil {
 		return nil, err
-	}
-	r := res.(*fsm.PutStartResult)
-	n.metrics.noteDuplicate(fsm.CmdPutStart, r.Duplicate)
-	if r.Err != nil {
-		if placeErr != nil {
-			return nil, placeErr
-		}
-		return nil, r.Err
 	}
 	if hasDFS(r.Replicas) {
 		if err := n.dfsWaitReady(ctx, r.Replicas); err != nil {
@@ -81,7 +73,7 @@ func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*a
 // revokeLeader revokes a pending put on the leader's own initiative (its
 // DFS files never became ready); the client is told the put failed.
 func (n *Node) revokeLeader(key string, inc api.ObjectIncarnation) {
-	_, _ = n.propose(&fsm.PutRevoke{V: fsm.PutRevokeV2, Key: key, Incarnation: inc, Now: time.Now().UnixNano()})
+	_, _ = n.propose(&fsm.PutRevoke{V: fsm.PutRevokeV2, Key: key, Incarnation: inc})
 }
 
 func hasDFS(reps []api.ReplicaDescriptor) bool {
@@ -188,28 +180,18 @@ func (n *Node) handlePutRevoke(_ context.Context, req *api.PutRevokeRequest) (*a
 }
 
 func (n *Node) endPut(req *api.PutEndRequest, revoke bool) (*api.Empty, error) {
-	if err := n.requireLeader(); err != nil {
-		return nil, err
-	}
-	if err := req.Session.Valid(); err != nil {
+	if err := n.requireLeaderSession(req.Session); err != nil {
 		return nil, err
 	}
 	if err := api.ValidKey(req.Key); err != nil {
 		return nil, err
 	}
-	now := time.Now().UnixNano()
-	var cmd fsm.Command = &fsm.PutEnd{V: fsm.PutEndV2, Key: req.Key, Incarnation: req.Incarnation, Session: req.Session, Now: now}
+	var cmd fsm.Command = &fsm.PutEnd{V: fsm.PutEndV2, Key: req.Key, Incarnation: req.Incarnation, Session: req.Session}
 	if revoke {
-		cmd = &fsm.PutRevoke{V: fsm.PutRevokeV2, Key: req.Key, Incarnation: req.Incarnation, Session: req.Session, Now: now}
+		cmd = &fsm.PutRevoke{V: fsm.PutRevokeV2, Key: req.Key, Incarnation: req.Incarnation, Session: req.Session}
 	}
-	res, err := n.propose(cmd)
-	if err != nil {
+	if _, err := proposeFor[fsm.PutEndResult](n, cmd); err != nil {
 		return nil, err
-	}
-	r := res.(*fsm.PutEndResult)
-	n.metrics.noteDuplicate(cmd.Type(), r.Duplicate)
-	if r.Err != nil {
-		return nil, r.Err
 	}
 	return &api.Empty{}, nil
 }
@@ -234,8 +216,8 @@ func (n *Node) handleGet(_ context.Context, req *api.KeyRequest) (*api.GetRespon
 }
 
 func (n *Node) handleBatchGet(_ context.Context, req *api.KeysRequest) (*api.BatchGetResponse, error) {
-	if len(req.Keys) > api.MaxBatchKeys {
-		return nil, api.Errorf(api.CodeInvalidParams, "%d keys exceed the batch limit %d", len(req.Keys), api.MaxBatchKeys)
+	if err := checkBatchLen(len(req.Keys), api.MaxBatchKeys, "keys"); err != nil {
+		return nil, err
 	}
 	if err := n.linearizable(); err != nil {
 		return nil, err
@@ -288,8 +270,8 @@ func (n *Node) readLeased(keys []string, read func() []api.ObjectRef) {
 var testHookAfterRead func(keys []string)
 
 func (n *Node) handleExist(_ context.Context, req *api.KeysRequest) (*api.ExistResponse, error) {
-	if len(req.Keys) > api.MaxBatchKeys {
-		return nil, api.Errorf(api.CodeInvalidParams, "%d keys exceed the batch limit %d", len(req.Keys), api.MaxBatchKeys)
+	if err := checkBatchLen(len(req.Keys), api.MaxBatchKeys, "keys"); err != nil {
+		return nil, err
 	}
 	if err := n.linearizable(); err != nil {
 		return nil, err
@@ -302,10 +284,7 @@ func (n *Node) handleExist(_ context.Context, req *api.KeysRequest) (*api.ExistR
 }
 
 func (n *Node) handleRemove(_ context.Context, req *api.RemoveRequest) (*api.Empty, error) {
-	if err := n.requireLeader(); err != nil {
-		return nil, err
-	}
-	if err := req.Session.Valid(); err != nil {
+	if err := n.requireLeaderSession(req.Session); err != nil {
 		return nil, err
 	}
 	if err := api.ValidKey(req.Key); err != nil {
@@ -331,41 +310,36 @@ func (n *Node) handleRemove(_ context.Context, req *api.RemoveRequest) (*api.Emp
 // keys are invalid depends on the request alone, so a repeat proposes the
 // same run.
 func (n *Node) handleBatchRemove(_ context.Context, req *api.BatchRemoveRequest) (*api.BatchRemoveResponse, error) {
-	if len(req.Keys) > api.MaxBatchKeys {
-		return nil, api.Errorf(api.CodeInvalidParams, "%d keys exceed the batch limit %d", len(req.Keys), api.MaxBatchKeys)
+	if err := checkBatchLen(len(req.Keys), api.MaxBatchKeys, "keys"); err != nil {
+		return nil, err
 	}
 	if len(req.IfIncarnations) != 0 && len(req.IfIncarnations) != len(req.Keys) {
 		return nil, api.Errorf(api.CodeInvalidParams, "%d expected incarnations for %d keys (want none or one per key)", len(req.IfIncarnations), len(req.Keys))
 	}
-	if err := n.requireLeader(); err != nil {
-		return nil, err
-	}
-	if err := req.Session.Valid(); err != nil {
+	if err := n.requireLeaderSession(req.Session); err != nil {
 		return nil, err
 	}
 	out := &api.BatchRemoveResponse{Results: make([]api.KeyResult, len(req.Keys))}
-	valid := make([]string, 0, len(req.Keys))
+	valid := newBatchSubset[string](len(req.Keys))
 	var ifInc []api.ObjectIncarnation
-	at := make([]int, 0, len(req.Keys))
 	for i, k := range req.Keys {
 		out.Results[i].Key = k
 		if err := api.ValidKey(k); err != nil {
 			out.Results[i].Err = api.AsError(err)
 			continue
 		}
-		valid = append(valid, k)
+		valid.add(i, k)
 		if len(req.IfIncarnations) != 0 {
 			ifInc = append(ifInc, req.IfIncarnations[i])
 		}
-		at = append(at, i)
 	}
-	if len(valid) > 0 {
-		res, err := n.removes.remove(valid, ifInc, req.Session)
+	if len(valid.items) > 0 {
+		res, err := n.removes.remove(valid.items, ifInc, req.Session)
 		if err != nil {
 			return nil, err
 		}
 		for j, r := range res {
-			out.Results[at[j]].Err = r.Err
+			out.Results[valid.at[j]].Err = r.Err
 		}
 	}
 	return out, nil
