@@ -123,7 +123,7 @@ func (c *Config) setDefaults() {
 		c.RPCAddr = "127.0.0.1:7101"
 	}
 	if c.LogStore == "" {
-		c.LogStore = "boltdb"
+		c.LogStore = LogStoreBoltDB
 	}
 	if c.HeartbeatTimeout == 0 {
 		c.HeartbeatTimeout = 500 * time.Millisecond
@@ -177,9 +177,9 @@ func (c *Config) setDefaults() {
 
 func (c *Config) validate() error {
 	switch c.LogStore {
-	case "boltdb", "wal":
+	case LogStoreBoltDB, LogStoreWAL:
 	default:
-		return fmt.Errorf("--raft-log-store %q: want boltdb or wal", c.LogStore)
+		return fmt.Errorf("--raft-log-store %q: want %s or %s", c.LogStore, LogStoreBoltDB, LogStoreWAL)
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		return fmt.Errorf("leader lease timeout %v exceeds heartbeat timeout %v", c.LeaderLeaseTimeout, c.HeartbeatTimeout)

@@ -7,15 +7,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	raftwal "github.com/hashicorp/raft-wal"
 
 	"sexton/fsm"
 	"sexton/transport"
@@ -113,61 +110,20 @@ func (n *Node) startRaft() error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(cfg.ID)
-	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
-	rc.ElectionTimeout = cfg.ElectionTimeout
-	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
-	rc.CommitTimeout = cfg.CommitTimeout
-	rc.SnapshotThreshold = cfg.SnapshotThreshold
-	rc.SnapshotInterval = cfg.SnapshotInterval
-	rc.TrailingLogs = cfg.TrailingLogs
-	rc.Logger = n.log.Named("raft")
-	// Buffer the apply channel so concurrent proposals reach the leader
-	// loop together and share one log write.
-	rc.BatchApplyCh = true
-
-	var logs raft.LogStore
-	var stable raft.StableStore
-	switch cfg.LogStore {
-	case "wal":
-		walDir := filepath.Join(cfg.DataDir, "raft-wal")
-		if err := os.MkdirAll(walDir, 0o755); err != nil {
-			return fmt.Errorf("raft-wal dir: %w", err)
-		}
-		w, err := raftwal.Open(walDir, raftwal.WithLogger(n.log.Named("wal")))
-		if err != nil {
-			return fmt.Errorf("open raft-wal: %w", err)
-		}
-		n.closers = append(n.closers, w.Close)
-		logs, stable = w, w
-	default:
-		b, err := raftboltdb.NewBoltStore(filepath.Join(cfg.DataDir, "raft.db"))
-		if err != nil {
-			return fmt.Errorf("open raft-boltdb: %w", err)
-		}
-		n.closers = append(n.closers, b.Close)
-		logs, stable = b, b
+	rc := RaftConfig(cfg)
+	store, err := OpenLogStore(cfg.DataDir, cfg.LogStore, n.log.Named("wal"))
+	if err != nil {
+		return err
 	}
+	n.closers = append(n.closers, store.Close)
+	logs, stable := store.Logs, store.Stable
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 3, n.log.Named("snapshots"))
 	if err != nil {
 		return fmt.Errorf("snapshot store: %w", err)
 	}
-	addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	trans, err := NewRaftTransport(cfg.RaftAddr, n.log.Named("raft-net"))
 	if err != nil {
-		return fmt.Errorf("--raft-addr %q: %w", cfg.RaftAddr, err)
-	}
-	// Pipelined replication is off (MaxRPCsInFlight 1): in hashicorp/raft
-	// v1.8 a follower answering Success=false (a log mismatch, as after a
-	// leader change or a user restore) can end the pipeline's decoder while
-	// its sender parks on an unbuffered channel forever. Replication to
-	// that follower then stops for good while heartbeats go on, and
-	// Shutdown hangs waiting for the parked sender.
-	trans, err := raft.NewTCPTransportWithConfig(cfg.RaftAddr, addr, &raft.NetworkTransportConfig{
-		MaxPool: 5, Timeout: 5 * time.Second, Logger: n.log.Named("raft-net"), MaxRPCsInFlight: 1,
-	})
-	if err != nil {
-		return fmt.Errorf("raft transport on %s: %w", cfg.RaftAddr, err)
+		return err
 	}
 	n.closers = append(n.closers, trans.Close)
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	raftwal "github.com/hashicorp/raft-wal"
+
+	"sexton/master"
 )
 
 // benchRaft times bare hashicorp/raft Applies on a three-node cluster laid
@@ -133,54 +133,31 @@ func (b *bareNode) close() {
 	}
 }
 
-// startBareNode starts one hashicorp/raft node with sexton's default
-// timeouts and the chosen log store, bootstrapped with peers.
-func startBareNode(dir, id, addr, peers, store string, follower bool) (*bareNode, error) {
+// startBareNode starts one hashicorp/raft node with a master's Raft
+// configuration, log store and transport (master.RaftConfig,
+// OpenLogStore, NewRaftTransport), bootstrapped with peers.
+func startBareNode(dir, id, addr, peers, storeKind string, follower bool) (*bareNode, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	quiet := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: io.Discard})
-	c := raft.DefaultConfig()
-	c.LocalID = raft.ServerID(id)
-	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout, c.CommitTimeout = 500*time.Millisecond, 500*time.Millisecond, 250*time.Millisecond, 5*time.Millisecond
+	c := master.RaftConfig(master.Config{ID: id, Logger: quiet})
 	if follower {
 		c.HeartbeatTimeout, c.ElectionTimeout = 10*time.Second, 10*time.Second
 	}
-	c.BatchApplyCh = true
-	c.Logger = quiet
 	b := &bareNode{}
-	var logs raft.LogStore
-	var stable raft.StableStore
-	switch store {
-	case "wal":
-		if err := os.MkdirAll(filepath.Join(dir, "raft-wal"), 0o755); err != nil {
-			return nil, err
-		}
-		w, err := raftwal.Open(filepath.Join(dir, "raft-wal"))
-		if err != nil {
-			return nil, err
-		}
-		b.closers = append(b.closers, w.Close)
-		logs, stable = w, w
-	default:
-		s, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
-		if err != nil {
-			return nil, err
-		}
-		b.closers = append(b.closers, s.Close)
-		logs, stable = s, s
+	store, err := master.OpenLogStore(dir, storeKind, quiet)
+	if err != nil {
+		return nil, err
 	}
+	b.closers = append(b.closers, store.Close)
+	logs, stable := store.Logs, store.Stable
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 1, quiet)
 	if err != nil {
 		b.close()
 		return nil, err
 	}
-	tcp, err := net.ResolveTCPAddr("tcp", addr)
-	if err != nil {
-		b.close()
-		return nil, err
-	}
-	trans, err := raft.NewTCPTransportWithLogger(addr, tcp, 5, 5*time.Second, quiet)
+	trans, err := master.NewRaftTransport(addr, quiet)
 	if err != nil {
 		b.close()
 		return nil, err

@@ -4,13 +4,11 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
-	"path/filepath"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	raftwal "github.com/hashicorp/raft-wal"
 
 	"sexton/holder/crashpoint"
+	"sexton/master"
 )
 
 func setupCrashPoints(*flag.FlagSet) runFunc {
@@ -30,7 +28,7 @@ func debugRaftAppend(args []string) error {
 	fs := newFlags("debug raft-append")
 	dir := fs.String("data-dir", "", "a stopped master's data dir")
 	hexData := fs.String("hex", "", "entry bytes in hex (type byte + body)")
-	store := fs.String("raft-log-store", "boltdb", "boltdb or wal")
+	storeKind := fs.String("raft-log-store", master.LogStoreBoltDB, "boltdb or wal")
 	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
@@ -38,23 +36,12 @@ func debugRaftAppend(args []string) error {
 	if err != nil || *dir == "" {
 		return usagef("--data-dir DIR and --hex BYTES are required")
 	}
-	var logs raft.LogStore
-	switch *store {
-	case "wal":
-		w, err := raftwal.Open(filepath.Join(*dir, "raft-wal"))
-		if err != nil {
-			return err
-		}
-		defer w.Close()
-		logs = w
-	default:
-		b, err := raftboltdb.NewBoltStore(filepath.Join(*dir, "raft.db"))
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		logs = b
+	store, err := master.OpenLogStore(*dir, *storeKind, nil)
+	if err != nil {
+		return err
 	}
+	defer store.Close()
+	logs := store.Logs
 	last, err := logs.LastIndex()
 	if err != nil {
 		return err

@@ -1,0 +1,100 @@
+package master
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	raftwal "github.com/hashicorp/raft-wal"
+)
+
+// Log store kinds (--raft-log-store).
+const (
+	LogStoreBoltDB = "boltdb"
+	LogStoreWAL    = "wal"
+)
+
+// LogStore is a master's Raft log and stable store, kept in its data dir:
+// raft.db for boltdb, raft-wal/ for wal. The master, `sexton bench raft`
+// and `sexton debug raft-append` all open it here, so they agree on the
+// layout of a data dir.
+type LogStore struct {
+	Logs   raft.LogStore
+	Stable raft.StableStore
+	Close  func() error
+}
+
+// OpenLogStore opens (creating if needed) the log store of kind in dir. A
+// nil logger leaves the store's own default.
+func OpenLogStore(dir, kind string, logger hclog.Logger) (*LogStore, error) {
+	switch kind {
+	case LogStoreWAL:
+		walDir := filepath.Join(dir, "raft-wal")
+		if err := os.MkdirAll(walDir, 0o755); err != nil {
+			return nil, fmt.Errorf("raft-wal dir: %w", err)
+		}
+		if logger == nil {
+			logger = hclog.Default().Named("wal") // raft-wal's own default
+		}
+		w, err := raftwal.Open(walDir, raftwal.WithLogger(logger))
+		if err != nil {
+			return nil, fmt.Errorf("open raft-wal: %w", err)
+		}
+		return &LogStore{Logs: w, Stable: w, Close: w.Close}, nil
+	case LogStoreBoltDB, "":
+		b, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
+		if err != nil {
+			return nil, fmt.Errorf("open raft-boltdb: %w", err)
+		}
+		return &LogStore{Logs: b, Stable: b, Close: b.Close}, nil
+	}
+	return nil, fmt.Errorf("--raft-log-store %q: want %s or %s", kind, LogStoreBoltDB, LogStoreWAL)
+}
+
+// RaftConfig is the hashicorp/raft configuration of a master with cfg
+// (zero fields take the master's defaults).
+func RaftConfig(cfg Config) *raft.Config {
+	cfg.setDefaults()
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.Logger = cfg.Logger.Named("raft")
+	// Buffer the apply channel so concurrent proposals reach the leader
+	// loop together and share one log write.
+	rc.BatchApplyCh = true
+	return rc
+}
+
+// NewRaftTransport is a master's Raft transport: TCP on addr (bind and
+// advertise).
+//
+// Pipelined replication is off (MaxRPCsInFlight 1), a workaround for a
+// hang: in hashicorp/raft v1.8 a follower answering Success=false (a log
+// mismatch, as after a leader change or a user restore) can end the
+// pipeline's decoder while its sender parks on an unbuffered channel
+// forever. Replication to that follower then stops for good while
+// heartbeats go on, and Shutdown hangs waiting for the parked sender.
+func NewRaftTransport(addr string, logger hclog.Logger) (*raft.NetworkTransport, error) {
+	tcp, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--raft-addr %q: %w", addr, err)
+	}
+	trans, err := raft.NewTCPTransportWithConfig(addr, tcp, &raft.NetworkTransportConfig{
+		MaxPool: 5, Timeout: 5 * time.Second, Logger: logger, MaxRPCsInFlight: 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("raft transport on %s: %w", addr, err)
+	}
+	return trans, nil
+}
