@@ -8,9 +8,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"sexton/api"
+	"sexton/dfsio"
 	"sexton/fsm"
 	"sexton/grant"
-	"sexton/master/dfsio"
 )
 
 // Peer is one voter of a new cluster, as given by --peers ID=RAFT_ADDR.

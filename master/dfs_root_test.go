@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"sexton/dfsio"
 	"sexton/fsm/dfsalloc"
-	"sexton/master/dfsio"
 )
 
 // The leader's missing-file decision (fault 6): under a usable root a

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/dfsio"
 	"sexton/fsm"
 	"sexton/grant"
-	"sexton/master/dfsio"
 )
 
 // locations joins replica descriptors with the data address of the holder

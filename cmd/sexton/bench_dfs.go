@@ -16,8 +16,8 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/dfsio"
 	"sexton/fsm/dfsalloc"
-	"sexton/master/dfsio"
 )
 
 // benchDFS measures, against a running cluster whose masters and this

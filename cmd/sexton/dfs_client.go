@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"sexton/api"
-	"sexton/master/dfsio"
+	"sexton/dfsio"
 	"sexton/transport"
 )
 

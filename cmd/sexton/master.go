@@ -9,8 +9,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"sexton/dfsio"
 	"sexton/master"
-	"sexton/master/dfsio"
 )
 
 func masterFlags(name string) (*master.Config, func([]string) error) {

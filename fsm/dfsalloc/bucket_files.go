@@ -96,7 +96,7 @@ func (a *bucketAllocator) MarkLost(unit uint64, now int64) ([]EntryRef, error) {
 // bring the count down; nothing is evicted by it.
 func (a *bucketAllocator) SetMaxBuckets(n int) error {
 	if n <= 0 || n > MaxBucketCountLimit {
-		return invalidf("%s %d is not in [1, %d]", envMaxBucketCount, n, MaxBucketCountLimit)
+		return invalidf("%s %d is not in [1, %d]", SettingMaxBucketCount, n, MaxBucketCountLimit)
 	}
 	a.maxBuckets = n
 	return nil

@@ -221,13 +221,13 @@ func checkMeta(r Record, cfg Config) error {
 	}
 	switch {
 	case m.Allocator != cfg.Allocator:
-		return corruptf("records are of the %q allocator but %s is %q", m.Allocator, envAllocator, cfg.Allocator)
+		return corruptf("records are of the %q allocator but %s is %q", m.Allocator, SettingAllocator, cfg.Allocator)
 	case m.Alignment != cfg.Alignment:
-		return corruptf("records have alignment %d but %s is %d", m.Alignment, envAlignment, cfg.Alignment)
+		return corruptf("records have alignment %d but %s is %d", m.Alignment, SettingAlignment, cfg.Alignment)
 	case m.UnitCapacity != cfg.UnitCapacity():
 		return corruptf("records have unit capacity %d but this master is configured with %d", m.UnitCapacity, cfg.UnitCapacity())
 	case cfg.Allocator == KindShard && m.ShardCount != cfg.ShardCount:
-		return corruptf("records have %d shards but %s is %d", m.ShardCount, envShardCount, cfg.ShardCount)
+		return corruptf("records have %d shards but %s is %d", m.ShardCount, SettingShardCount, cfg.ShardCount)
 	case cfg.Allocator == KindBucket && m.ShardCount != 0:
 		return corruptf("bucket records name a shard count %d", m.ShardCount)
 	}

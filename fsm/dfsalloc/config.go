@@ -73,43 +73,43 @@ func configErr(setting, format string, args ...any) error {
 // checked (as in the ancestor).
 func (c Config) Validate() error {
 	if c.Allocator != KindShard && c.Allocator != KindBucket {
-		return configErr(envAllocator, "%q is neither %q nor %q", c.Allocator, KindShard, KindBucket)
+		return configErr(SettingAllocator, "%q is neither %q nor %q", c.Allocator, KindShard, KindBucket)
 	}
 	if c.Alignment <= 0 || c.Alignment > MaxAlignment || c.Alignment&(c.Alignment-1) != 0 {
-		return configErr(envAlignment, "%d is not a power of two in [1, %d]", c.Alignment, MaxAlignment)
+		return configErr(SettingAlignment, "%d is not a power of two in [1, %d]", c.Alignment, MaxAlignment)
 	}
 	if c.Allocator == KindShard {
 		if c.ShardCount <= 0 || c.ShardCount > MaxShardCount {
-			return configErr(envShardCount, "%d is not in [1, %d]", c.ShardCount, MaxShardCount)
+			return configErr(SettingShardCount, "%d is not in [1, %d]", c.ShardCount, MaxShardCount)
 		}
-		if err := validCapacity(envShardCapacity, c.ShardCapacity, c.Alignment); err != nil {
+		if err := validCapacity(SettingShardCapacity, c.ShardCapacity, c.Alignment); err != nil {
 			return err
 		}
 		if c.DeferredFreeSeconds < 0 || c.DeferredFreeSeconds > MaxDeferredFreeSeconds {
-			return configErr(envDeferredFree, "%d is not in [0, %d]", c.DeferredFreeSeconds, MaxDeferredFreeSeconds)
+			return configErr(SettingDeferredFree, "%d is not in [0, %d]", c.DeferredFreeSeconds, MaxDeferredFreeSeconds)
 		}
 	} else {
-		if err := validCapacity(envBucketCapacity, c.BucketCapacity, c.Alignment); err != nil {
+		if err := validCapacity(SettingBucketCapacity, c.BucketCapacity, c.Alignment); err != nil {
 			return err
 		}
 		if c.MaxBucketCount <= 0 || c.MaxBucketCount > MaxBucketCountLimit {
-			return configErr(envMaxBucketCount, "%d is not in [1, %d]", c.MaxBucketCount, MaxBucketCountLimit)
+			return configErr(SettingMaxBucketCount, "%d is not in [1, %d]", c.MaxBucketCount, MaxBucketCountLimit)
 		}
 		if c.DeferredFreeSeconds < 0 || c.DeferredFreeSeconds > MaxDeferredFreeSeconds {
-			return configErr(envDeferredFree, "%d is not in [0, %d]", c.DeferredFreeSeconds, MaxDeferredFreeSeconds)
+			return configErr(SettingDeferredFree, "%d is not in [0, %d]", c.DeferredFreeSeconds, MaxDeferredFreeSeconds)
 		}
 	}
 	if !inUnit(c.HighWatermark) {
-		return configErr(envHighWatermark, "%v is not in (0, 1]", c.HighWatermark)
+		return configErr(SettingHighWatermark, "%v is not in (0, 1]", c.HighWatermark)
 	}
 	if !inUnit(c.LowWatermark) {
-		return configErr(envLowWatermark, "%v is not in (0, 1]", c.LowWatermark)
+		return configErr(SettingLowWatermark, "%v is not in (0, 1]", c.LowWatermark)
 	}
 	if c.LowWatermark >= c.HighWatermark {
-		return configErr(envLowWatermark, "%v is not below %s %v", c.LowWatermark, envHighWatermark, c.HighWatermark)
+		return configErr(SettingLowWatermark, "%v is not below %s %v", c.LowWatermark, SettingHighWatermark, c.HighWatermark)
 	}
 	if c.EvictionCheckInterval <= 0 || c.EvictionCheckInterval > MaxCheckIntervalSecs {
-		return configErr(envCheckInterval, "%d is not in [1, %d]", c.EvictionCheckInterval, MaxCheckIntervalSecs)
+		return configErr(SettingCheckInterval, "%d is not in [1, %d]", c.EvictionCheckInterval, MaxCheckIntervalSecs)
 	}
 	return nil
 }
@@ -123,7 +123,7 @@ func validCapacity(setting string, capacity, alignment int64) error {
 	case capacity > math.MaxInt64-alignment:
 		return configErr(setting, "%d does not fit a signed 64-bit file offset", capacity)
 	case capacity%alignment != 0:
-		return configErr(setting, "%d is not a multiple of %s %d", capacity, envAlignment, alignment)
+		return configErr(setting, "%d is not a multiple of %s %d", capacity, SettingAlignment, alignment)
 	}
 	return nil
 }
@@ -152,15 +152,15 @@ func (c Config) CompareShared(master Config) error {
 	}
 	switch {
 	case c.Allocator != master.Allocator:
-		return mismatch(envAllocator, c.Allocator, master.Allocator)
+		return mismatch(SettingAllocator, c.Allocator, master.Allocator)
 	case c.Alignment != master.Alignment:
-		return mismatch(envAlignment, c.Alignment, master.Alignment)
+		return mismatch(SettingAlignment, c.Alignment, master.Alignment)
 	case c.Allocator == KindShard && c.ShardCapacity != master.ShardCapacity:
-		return mismatch(envShardCapacity, c.ShardCapacity, master.ShardCapacity)
+		return mismatch(SettingShardCapacity, c.ShardCapacity, master.ShardCapacity)
 	case c.Allocator == KindShard && c.ShardCount != master.ShardCount:
-		return mismatch(envShardCount, c.ShardCount, master.ShardCount)
+		return mismatch(SettingShardCount, c.ShardCount, master.ShardCount)
 	case c.Allocator == KindBucket && c.BucketCapacity != master.BucketCapacity:
-		return mismatch(envBucketCapacity, c.BucketCapacity, master.BucketCapacity)
+		return mismatch(SettingBucketCapacity, c.BucketCapacity, master.BucketCapacity)
 	}
 	return nil
 }

@@ -62,5 +62,5 @@ func (a *shardAllocator) MarkLost(unit uint64, now int64) ([]EntryRef, error) {
 }
 
 func (a *shardAllocator) SetMaxBuckets(int) error {
-	return errorf(ErrWrongAllocator, "%s applies only to the bucket allocator", envMaxBucketCount)
+	return errorf(ErrWrongAllocator, "%s applies only to the bucket allocator", SettingMaxBucketCount)
 }

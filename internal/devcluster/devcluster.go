@@ -13,9 +13,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"sexton/api"
+	"sexton/dfsio"
 	"sexton/holder"
 	"sexton/master"
-	"sexton/master/dfsio"
 	"sexton/transport"
 )
 

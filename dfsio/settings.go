@@ -16,7 +16,7 @@ const (
 )
 
 // Environment variables read here; the allocator's own are read by
-// dfsalloc.ConfigFromEnv.
+// AllocConfigFromEnv.
 const (
 	EnvRoot    = "MOONCAKE_DFS_ROOT_DIR"
 	EnvAdapter = "MOONCAKE_DFS_FS_ADAPTER"
@@ -50,7 +50,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	if err := checkAdapter(adapter); err != nil {
 		return Settings{}, err
 	}
-	alloc, err := dfsalloc.ConfigFromEnv(getenv)
+	alloc, err := AllocConfigFromEnv(getenv)
 	if err != nil {
 		return Settings{}, err
 	}
@@ -70,7 +70,7 @@ func checkAdapter(name string) error {
 
 // Published is what a master tells clients about its DFS settings.
 func (s Settings) Published(cluster dfsalloc.Config) api.DFSConfigResponse {
-	return api.DFSConfigResponse{Enabled: s.Enabled(), Root: s.Root, Adapter: s.Adapter, Env: cluster.Environment()}
+	return api.DFSConfigResponse{Enabled: s.Enabled(), Root: s.Root, Adapter: s.Adapter, Env: AllocEnvironment(cluster)}
 }
 
 // Compare returns nil if a client with settings s may read and write the
@@ -97,7 +97,7 @@ func (s Settings) Compare(m api.DFSConfigResponse) error {
 			env[k] = v
 		}
 	}
-	theirs, err := dfsalloc.ConfigFromEnv(func(k string) string { return env[k] })
+	theirs, err := AllocConfigFromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		return api.Errorf(api.CodeDFSMismatch, "the master's DFS settings do not parse here: %v", err)
 	}
