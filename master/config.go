@@ -101,12 +101,9 @@ type Config struct {
 	// corrupt body). It must not return; the default logs and exits 3.
 	Halt func(err error)
 
-	// beforeReady, set by tests, runs between a new leader's committed
-	// EpochBegin and marking it ready.
-	beforeReady func(*Node)
-	// beforeApply, set by tests, runs in propose right before a command
-	// is handed to raft.
-	beforeApply func(*Node, fsm.Command)
+	// hooks are this package's test hooks, nil and inert otherwise
+	// (hooks.go).
+	hooks testHooks
 }
 
 func (c *Config) setDefaults() {

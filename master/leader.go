@@ -150,8 +150,8 @@ func (n *Node) becomeLeader(ctx context.Context, term uint64) {
 				n.soft.heartbeat(seg.ID, 0, seg.Capacity, 0, time.Now())
 			}
 		}
-		if n.cfg.beforeReady != nil {
-			n.cfg.beforeReady(n)
+		if n.cfg.hooks.beforeReady != nil {
+			n.cfg.hooks.beforeReady(n)
 		}
 		if !n.markReady(ctx, term) {
 			return

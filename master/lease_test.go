@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,15 +29,16 @@ func onSegment(o *api.ObjectInfo, seg api.SegmentID) bool {
 // dropped replica) or lease the replica before the check; it must never
 // answer a replica the eviction then drops.
 func TestEvictNeverDropsAReplicaLeasedAfterItsCheck(t *testing.T) {
-	tc := startCluster(t, 1, shortLeases)
+	var afterCheck armedHook
+	tc := startCluster(t, 1, shortLeases, func(c *Config) { c.hooks.afterEvictCheck = afterCheck.run })
 	h := tc.mountHolder(t, "seg-a", "")
 	ps := tc.put(t, "k", 10, 1)
 	ref := api.ObjectRef{Key: "k", Incarnation: ps.Incarnation}
 	tc.waitLeaseFloor(t)
 
 	checked, release := make(chan struct{}), make(chan struct{})
-	testHookAfterEvictCheck = func() { close(checked); <-release }
-	defer func() { testHookAfterEvictCheck = nil }()
+	afterCheck.arm(func() { close(checked); <-release })
+	defer afterCheck.arm(nil)
 
 	type evictResult struct {
 		refs []api.ObjectRef
@@ -68,7 +70,7 @@ func TestEvictNeverDropsAReplicaLeasedAfterItsCheck(t *testing.T) {
 	}
 	close(release)
 	e := <-evicted
-	testHookAfterEvictCheck = nil
+	afterCheck.arm(nil)
 	if !answered {
 		g = <-got
 	}
@@ -152,14 +154,15 @@ func TestReadLeaseWithholdsDeleteOfTheIncarnationRead(t *testing.T) {
 // its lease yet must hold inc1's task back too: the fetch in between
 // would hand the holder the delete of what the Get is about to answer.
 func TestFetchWaitsForAReadInFlight(t *testing.T) {
-	tc := startCluster(t, 1, shortLeases)
+	var afterRead armedHook
+	tc := startCluster(t, 1, shortLeases, func(c *Config) { c.hooks.afterRead = func([]string) { afterRead.run() } })
 	h := tc.mountHolder(t, "seg-a", "")
 	ps1 := tc.put(t, "k", 10, 1)
 	tc.waitLeaseFloor(t)
 
 	read, release := make(chan struct{}), make(chan struct{})
-	testHookAfterRead = func([]string) { close(read); <-release }
-	defer func() { testHookAfterRead = nil }()
+	afterRead.arm(func() { close(read); <-release })
+	defer afterRead.arm(nil)
 	type getResult struct {
 		obj *api.ObjectInfo
 		err error
@@ -170,7 +173,7 @@ func TestFetchWaitsForAReadInFlight(t *testing.T) {
 		got <- getResult{obj, err}
 	}()
 	<-read // the Get has read inc1 and not yet leased it
-	testHookAfterRead = nil
+	afterRead.arm(nil)
 
 	tc.put(t, "k", 10, 1) // the overwrite queues inc1's task
 	tasks := h.fetch(t, 0, 0)
@@ -301,5 +304,23 @@ func TestBatchGetLeasesWhatItAnswers(t *testing.T) {
 	h.ack(t, tasks, ackAll(api.AckRemoved))
 	if tasks := h.fetch(t, 0, 5*time.Second); len(tasks) != 1 || tasks[0].Incarnation != ps1.Incarnation {
 		t.Fatalf("after the lease: %v, want the task of the incarnation the BatchGet answered", tasks)
+	}
+}
+
+// armedHook is a test hook set when the cluster starts and armed with its
+// action later, while the cluster runs.
+type armedHook struct{ f atomic.Pointer[func()] }
+
+func (h *armedHook) arm(f func()) {
+	if f == nil {
+		h.f.Store(nil)
+		return
+	}
+	h.f.Store(&f)
+}
+
+func (h *armedHook) run() {
+	if f := h.f.Load(); f != nil {
+		(*f)()
 	}
 }

@@ -25,7 +25,7 @@ func TestRemoveWhoseLeaderIsLostAnswersOutcomeUnknown(t *testing.T) {
 		c.HeartbeatTimeout = time.Second
 		c.ElectionTimeout = time.Second
 		c.LeaderLeaseTimeout = 500 * time.Millisecond
-		c.beforeApply = func(n *Node, cmd fsm.Command) {
+		c.hooks.beforeApply = func(n *Node, cmd fsm.Command) {
 			if _, ok := cmd.(*fsm.Remove); !ok || !armed.CompareAndSwap(true, false) {
 				return
 			}

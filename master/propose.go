@@ -76,8 +76,8 @@ func (n *Node) propose(cmd fsm.Command) (any, error) {
 	if _, err := fsm.Decode(data); err != nil {
 		return nil, api.Errorf(api.CodeInvalidParams, "refusing to propose %s: %v", cmd.Type(), err)
 	}
-	if n.cfg.beforeApply != nil {
-		n.cfg.beforeApply(n, cmd)
+	if n.cfg.hooks.beforeApply != nil {
+		n.cfg.hooks.beforeApply(n, cmd)
 	}
 	start := time.Now()
 	f := n.raft.Apply(data, n.cfg.ApplyTimeout)

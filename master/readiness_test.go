@@ -19,7 +19,7 @@ func TestDeposedLeaderIsNeverReady(t *testing.T) {
 	var armed atomic.Bool
 	var victim atomic.Pointer[Node]
 	tc := startCluster(t, 3, func(c *Config) {
-		c.beforeReady = func(n *Node) {
+		c.hooks.beforeReady = func(n *Node) {
 			if !armed.CompareAndSwap(true, false) {
 				return
 			}

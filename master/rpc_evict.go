@@ -35,8 +35,8 @@ func (n *Node) handleEvict(_ context.Context, req *api.EvictRequest) (*api.Evict
 			refs = append(refs, r)
 		}
 	}
-	if testHookAfterEvictCheck != nil {
-		testHookAfterEvictCheck()
+	if n.cfg.hooks.afterEvictCheck != nil {
+		n.cfg.hooks.afterEvictCheck()
 	}
 	if len(refs) == 0 {
 		return &api.EvictResponse{Evicted: []api.ObjectRef{}}, nil
@@ -48,7 +48,3 @@ func (n *Node) handleEvict(_ context.Context, req *api.EvictRequest) (*api.Evict
 	n.log.Info("evicted replicas for a holder", "segment", req.Segment, "asked", len(req.Refs), "dropped", len(r.Dropped))
 	return &api.EvictResponse{Evicted: r.Dropped}, nil
 }
-
-// testHookAfterEvictCheck, when set by a test, runs between an eviction's
-// lease check and its proposal.
-var testHookAfterEvictCheck func()

@@ -259,15 +259,11 @@ func (n *Node) readLeased(keys []string, read func() []api.ObjectRef) {
 	defer n.soft.dropMu.RUnlock()
 	n.soft.beginRead(keys...)
 	refs := read()
-	if testHookAfterRead != nil {
-		testHookAfterRead(keys)
+	if n.cfg.hooks.afterRead != nil {
+		n.cfg.hooks.afterRead(keys)
 	}
 	n.soft.endRead(keys, refs, time.Now().Add(n.cfg.LeaseTTL))
 }
-
-// testHookAfterRead, when set by a test, runs between a Get's fsm read and
-// its lease grant.
-var testHookAfterRead func(keys []string)
 
 func (n *Node) handleExist(_ context.Context, req *api.KeysRequest) (*api.ExistResponse, error) {
 	if err := checkBatchLen(len(req.Keys), api.MaxBatchKeys, "keys"); err != nil {
