@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/hashicorp/go-hclog"
 
 	"sexton/api"
 	"sexton/holder/fsys"
@@ -20,7 +21,7 @@ type Store struct {
 	dir  string
 	fs   fsys.FS
 	opts StoreOptions
-	log  *slog.Logger
+	log  hclog.Logger
 	lock io.Closer
 	id   Identity
 	rep  OpenReport
