@@ -334,6 +334,7 @@ func (s *Service) fetchOnce() error {
 		}
 	}
 	if len(terminal) > 0 {
+		followBeforeAck.Hit()
 		s.waitAckGate()
 		var ar api.AckTasksResponse
 		if err := s.cl.Call(ctx, api.MethodAckTasks, &api.AckTasksRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Results: terminal}, &ar); err != nil {

@@ -51,7 +51,8 @@ type Store struct {
 	// age-aware GC measures a bucket's age on (GC targets do not tick it;
 	// they inherit the age of their youngest source).
 	putClock uint64
-	hook     func(step string)
+	//lint:ignore U1000 empty and unused in a release build (testhooks_off.go)
+	testHooks
 
 	// Tombstone floor (floor.go). floors is read under mu and replaced
 	// under floorMu + mu. commitMu is held by the committer across a whole
