@@ -3,13 +3,17 @@ GO          ?= go
 BIN         ?= bin/sexton
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 PKGS        := ./...
+# Test machinery (crash points, the ack gate, the store's test hook) is
+# compiled only with this tag: tests and the integration binary use it,
+# `make build` does not.
+TESTTAGS    := testhooks
 # Fuzz targets: package:FuzzName. `make test` runs each for a number of
 # executions (no wall-clock deadline to race); `make fuzz` for minutes each.
 FUZZ_TARGETS := $(shell grep -rl --include='*_test.go' '^func Fuzz' . 2>/dev/null | xargs -r grep -H -o '^func Fuzz[A-Za-z0-9_]*' | sed -E 's|^\./([^:]*)/[^/:]*:func (Fuzz.*)|\1:\2|' | sort -u)
 FUZZ_SHORT  ?= 40000x
 FUZZ_LONG   ?= 2m
 
-.PHONY: all build test lint fmt-check vet staticcheck unit fuzz-short fuzz bench run soak clean
+.PHONY: all build test lint fmt-check vet staticcheck unit release-check fuzz-short fuzz bench run soak clean
 
 all: build
 
@@ -19,7 +23,7 @@ build:
 run: build
 	$(BIN) dev
 
-test: lint unit fuzz-short
+test: lint unit release-check fuzz-short
 
 lint: fmt-check vet staticcheck
 
@@ -29,12 +33,19 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags $(TESTTAGS) $(PKGS)
 
 staticcheck:
 	$(STATICCHECK) $(PKGS)
+	$(STATICCHECK) -tags $(TESTTAGS) $(PKGS)
 
 unit:
-	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	$(GO) test -race -tags $(TESTTAGS) -count=1 -timeout 12m $(PKGS)
+
+# The release build's side of the tag: crash points and test hooks are
+# inert there (SEXTON_CRASH_AT given to a release holder does not kill it).
+release-check:
+	$(GO) test -count=1 -run '^TestReleaseBuild' ./holder/...
 
 fuzz-short:
 	@scripts/fuzz.sh $(FUZZ_SHORT) $(FUZZ_TARGETS)
@@ -43,11 +54,11 @@ fuzz:
 	@scripts/fuzz.sh $(FUZZ_LONG) $(FUZZ_TARGETS)
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=1 -timeout 30m ./fsm ./snapshot ./holder ./transport
+	$(GO) test -run='^$$' -bench=. -benchmem -tags $(TESTTAGS) -count=1 -timeout 30m ./fsm ./snapshot ./holder ./transport
 
 # Long soaks and drills that CI does not run.
 soak: build
-	SEXTON_DRILL_ROUNDS=12 $(GO) test -count=1 -timeout 60m -v ./integration -run TestFailoverDrill
+	SEXTON_DRILL_ROUNDS=12 $(GO) test -tags $(TESTTAGS) -count=1 -timeout 60m -v ./integration -run TestFailoverDrill
 
 clean:
 	rm -rf bin

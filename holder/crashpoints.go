@@ -2,6 +2,11 @@ package holder
 
 import "sexton/holder/crashpoint"
 
+// followBeforeAck sits between a durable tombstone and its ack: a crash
+// there leaves the task pending with the record already tombstoned, so the
+// replay after restart must answer AlreadyRemoved.
+var followBeforeAck = crashpoint.New("follow.before-ack")
+
 // persistPoints are the crash points of one metadata persistence sequence.
 type persistPoints struct {
 	beforeTmpWrite, afterTmpWrite, afterTmpFsync, afterRename, afterDirFsync *crashpoint.Point

@@ -17,7 +17,8 @@ import (
 func (s *Service) dataMaxFrame() int { return int(s.store.opts.BucketSizeLimit) + 1<<20 }
 
 func (s *Service) startDataServer() error {
-	srv := transport.NewServer(transport.ServerConfig{Token: s.cfg.ClusterToken, MaxFrame: s.dataMaxFrame()})
+	srv := transport.NewServer(transport.ServerConfig{Token: s.cfg.ClusterToken, MaxFrame: s.dataMaxFrame(),
+		Logger: s.log.Named("data")})
 	transport.Register(srv, api.MethodHolderWrite, s.handleWrite)
 	transport.Register(srv, api.MethodHolderRead, s.handleRead)
 	transport.Register(srv, api.MethodHolderScan, s.handleScan)

@@ -16,5 +16,6 @@
 //
 // All file access goes through holder/fsys, and every step of a put or a
 // tombstone persistence and of a GC round has a named crash point
-// (holder/crashpoint).
+// (holder/crashpoint) that fires only in a testhooks build (DESIGN.md,
+// "Test machinery").
 package holder

@@ -154,24 +154,3 @@ func bucketIDs(bs []*bucket) []uint64 {
 	}
 	return out
 }
-
-// Test hook names: the steps a test can run code at.
-const (
-	hookGCAfterPrepare    = "gc.after-prepare"
-	hookGCCopiedRecord    = "gc.copied-record"
-	hookGCBeforeCommit    = "gc.before-commit"
-	hookGCAfterCommit     = "gc.after-commit"
-	hookTombstoneResolved = "tombstone.resolved"
-	hookPutPlanned        = "put.planned"
-	// hookTombstoneFloorWait: a tombstone batch found records absent and
-	// is about to wait for the committer before recording their floors.
-	hookTombstoneFloorWait = "tombstone.floor-wait"
-)
-
-// testHook runs the test hook, if any, at a named step. Production never
-// sets it.
-func (s *Store) testHook(name string) {
-	if h := s.hook; h != nil {
-		h(name)
-	}
-}

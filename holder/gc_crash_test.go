@@ -1,3 +1,5 @@
+//go:build testhooks
+
 package holder
 
 import (
@@ -22,32 +24,6 @@ func TestGCCrashPointsAreRegistered(t *testing.T) {
 			t.Errorf("%s is registered but not in GCCrashPoints", n)
 		}
 	}
-}
-
-// gcCrashScenarios set up a directory for a child's GC pass. "merge": two
-// half-dead buckets (one with values longer than the copy buffer) merge
-// into a target; "unlink": a fully dead bucket goes without replacement
-// (the copy and target steps are not on its path).
-var gcCrashScenarios = map[string]func(f *gcFixture){
-	"merge": func(f *gcFixture) {
-		for _, k := range []string{"a1", "a2", "a3", "a4"} {
-			f.put(k, 3000)
-		}
-		f.put("b1", 3000)
-		f.put("b2", 3<<20/2)
-		f.put("b3", 3000)
-		f.put("b4", 3<<20/2)
-		for _, k := range []string{"c1", "c2", "c3"} {
-			f.put(k, 3000)
-		}
-		f.kill("a1", "a3", "b1", "b4")
-	},
-	"unlink": func(f *gcFixture) {
-		for _, k := range []string{"a1", "a2", "a3", "a4", "b1", "b2"} {
-			f.put(k, 3000)
-		}
-		f.kill("a1", "a2", "a3", "a4")
-	},
 }
 
 // TestGCCrashPoints kills a holder process at every GC crash point during

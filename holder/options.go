@@ -2,11 +2,12 @@ package holder
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"sexton/holder/fsys"
 )
@@ -45,7 +46,7 @@ type StoreOptions struct {
 	// FS is the filesystem; nil means the real one.
 	FS fsys.FS
 	// Logger receives the open report and I/O failures; nil discards.
-	Logger *slog.Logger
+	Logger hclog.Logger
 	// FloorRetention is how long a tombstone floor entry is kept
 	// (DefaultFloorRetention when zero). It must exceed the longest grant
 	// lifetime plus the clock skew; see floor.go.
@@ -110,7 +111,7 @@ func (o StoreOptions) withDefaults() (StoreOptions, error) {
 		o.FS = fsys.OS{}
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = hclog.NewNullLogger()
 	}
 	if o.FloorRetention == 0 {
 		o.FloorRetention = DefaultFloorRetention

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
 
 	"sexton/api"
 	"sexton/transport"
@@ -29,7 +29,7 @@ type ServiceConfig struct {
 	HeartbeatInterval time.Duration // default 1s
 	FetchWait         time.Duration // long-poll wait, default 10s
 	ReconcileEvery    time.Duration // periodic reconcile, default 5m
-	Logger            *slog.Logger
+	Logger            hclog.Logger
 }
 
 func (c *ServiceConfig) setDefaults() {
@@ -43,7 +43,7 @@ func (c *ServiceConfig) setDefaults() {
 		c.ReconcileEvery = 5 * time.Minute
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = hclog.NewNullLogger()
 	}
 	if c.Pool == "" {
 		c.Pool = "default"
@@ -56,7 +56,7 @@ func (c *ServiceConfig) setDefaults() {
 type Service struct {
 	cfg   ServiceConfig
 	store *Store
-	log   *slog.Logger
+	log   hclog.Logger
 	cl    *transport.ClusterClient
 	srv   *transport.Server
 	ln    net.Listener
@@ -334,6 +334,7 @@ func (s *Service) fetchOnce() error {
 		}
 	}
 	if len(terminal) > 0 {
+		followBeforeAck.Hit()
 		s.waitAckGate()
 		var ar api.AckTasksResponse
 		if err := s.cl.Call(ctx, api.MethodAckTasks, &api.AckTasksRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Results: terminal}, &ar); err != nil {

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/hashicorp/go-hclog"
 
 	"sexton/api"
 	"sexton/holder/fsys"
@@ -20,7 +21,7 @@ type Store struct {
 	dir  string
 	fs   fsys.FS
 	opts StoreOptions
-	log  *slog.Logger
+	log  hclog.Logger
 	lock io.Closer
 	id   Identity
 	rep  OpenReport
@@ -50,7 +51,8 @@ type Store struct {
 	// age-aware GC measures a bucket's age on (GC targets do not tick it;
 	// they inherit the age of their youngest source).
 	putClock uint64
-	hook     func(step string)
+	//lint:ignore U1000 empty and unused in a release build (testhooks_off.go)
+	testHooks
 
 	// Tombstone floor (floor.go). floors is read under mu and replaced
 	// under floorMu + mu. commitMu is held by the committer across a whole

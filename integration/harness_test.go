@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "sexton")
-	build := exec.Command("go", "build", "-o", binary, "sexton/cmd/sexton")
+	build := exec.Command("go", "build", "-tags", "testhooks", "-o", binary, "sexton/cmd/sexton")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build sexton:", err)

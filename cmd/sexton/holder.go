@@ -3,12 +3,13 @@ package main
 import (
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"sexton/api"
 	"sexton/holder"
@@ -59,11 +60,11 @@ func runHolder(args []string) error {
 	default:
 		return fmt.Errorf("--gc-policy %q: want age-aware or greedy", *gcPolicy)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	level := hclog.LevelFromString(*logLevel)
+	if level == hclog.NoLevel {
+		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", *logLevel)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("holder", *clientID)
+	logger := hclog.New(&hclog.LoggerOptions{Name: "holder", Level: level, Output: os.Stderr}).With("holder", *clientID)
 	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ListenAddr: *addr,
 		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger}, gcOpts)
 	if err != nil {

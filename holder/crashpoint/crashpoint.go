@@ -12,8 +12,16 @@ import (
 const EnvVar = "SEXTON_CRASH_AT"
 
 // armedName is read once: a crash point is a property of the process, not
-// something that changes while it runs.
-var armedName = os.Getenv(EnvVar)
+// something that changes while it runs. Without the testhooks build tag
+// Enabled is false and the variable is never read.
+var armedName = armedFromEnv()
+
+func armedFromEnv() string {
+	if !Enabled {
+		return ""
+	}
+	return os.Getenv(EnvVar)
+}
 
 var (
 	mu       sync.Mutex
@@ -28,8 +36,12 @@ type Point struct {
 
 // New registers a crash point. Names are global; registering one twice is a
 // programming error and panics at init, so a binary can never carry two
-// points that a drill cannot tell apart.
+// points that a drill cannot tell apart. Without the testhooks build tag
+// nothing is registered and the point never fires.
 func New(name string) *Point {
+	if !Enabled {
+		return &Point{name: name}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if name == "" {
@@ -49,15 +61,17 @@ func (p *Point) Name() string { return p.name }
 // Hit kills the process with SIGKILL if this point is armed. Nothing runs
 // after it: no deferred function, no buffered log flush, exactly like a
 // power cut from the process's point of view (the page cache survives).
+// Without the testhooks build tag it is empty and compiles away.
 func (p *Point) Hit() {
-	if !p.armed {
+	if !Enabled || !p.armed {
 		return
 	}
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {} // SIGKILL is not deliverable late; never return into the caller.
 }
 
-// Names lists every registered crash point, sorted.
+// Names lists every registered crash point, sorted: none without the
+// testhooks build tag.
 func Names() []string {
 	mu.Lock()
 	defer mu.Unlock()

@@ -3,8 +3,6 @@ package devcluster
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -84,18 +82,15 @@ func (c *Cluster) startHolder(cfg Config, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
-	slogger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if cfg.Logger != nil {
-		slogger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-	opts.Logger = slogger
+	holderLog := log.Named("holder")
+	opts.Logger = holderLog
 	store, err := holder.OpenStore(dir, opts)
 	if err != nil {
 		return fmt.Errorf("dev holder: %w", err)
 	}
 	c.Store = store
 	svc, err := holder.StartService(store, holder.ServiceConfig{Masters: []string{c.Master.RPCAddr()}, ListenAddr: cfg.HolderAddr,
-		ClientID: "dev-holder", Logger: slogger})
+		ClientID: "dev-holder", Logger: holderLog})
 	if err != nil {
 		return fmt.Errorf("dev holder: %w", err)
 	}
