@@ -312,7 +312,7 @@ func (s *Service) fetchOnce() error {
 	ctx, cancel := s.ctx(s.cfg.FetchWait + 5*time.Second)
 	defer cancel()
 	var fr api.FetchTasksResponse
-	if err := s.cl.Call(ctx, api.MethodFetchTasks, &api.FetchTasksRequest{
+	if err := s.cl.Call(ctx, api.MethodFetchLocalDeleteTasks, &api.FetchTasksRequest{
 		Segment: s.store.SegmentID(), MountEpoch: epoch, Limit: api.MaxFetchLimit, WaitMillis: s.cfg.FetchWait.Milliseconds(),
 	}, &fr); err != nil {
 		return err
@@ -337,7 +337,7 @@ func (s *Service) fetchOnce() error {
 		followBeforeAck.Hit()
 		s.waitAckGate()
 		var ar api.AckTasksResponse
-		if err := s.cl.Call(ctx, api.MethodAckTasks, &api.AckTasksRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Results: terminal}, &ar); err != nil {
+		if err := s.cl.Call(ctx, api.MethodAckLocalDeleteTasks, &api.AckTasksRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Results: terminal}, &ar); err != nil {
 			return err
 		}
 		s.tasksDone.Add(int64(len(terminal)))
@@ -359,7 +359,7 @@ func (s *Service) reconcile() error {
 		page := refs[start:min(start+api.MaxReconcilePage, len(refs))]
 		ctx, cancel := s.ctx(20 * time.Second)
 		var rr api.ReconcileResponse
-		err := s.cl.Call(ctx, api.MethodReconcile, &api.ReconcileRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Objects: page}, &rr)
+		err := s.cl.Call(ctx, api.MethodReconcileLocalDiskObjects, &api.ReconcileRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Objects: page}, &rr)
 		cancel()
 		if err != nil {
 			return err

@@ -29,7 +29,7 @@ func (s *Service) EvictObjects(refs []api.ObjectRef) ([]api.ObjectRef, error) {
 		page := refs[start:min(start+api.MaxBatchKeys, len(refs))]
 		ctx, cancel := s.ctx(20 * time.Second)
 		var resp api.EvictResponse
-		err := s.cl.Call(ctx, api.MethodEvict, &api.EvictRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Refs: page}, &resp)
+		err := s.cl.Call(ctx, api.MethodEvictLocalDiskObjects, &api.EvictRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Refs: page}, &resp)
 		cancel()
 		if err != nil {
 			s.handleStale(err)

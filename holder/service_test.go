@@ -48,14 +48,14 @@ func startFakeMaster(t *testing.T, key []byte) *fakeMaster {
 		m.remount = false
 		return &api.HeartbeatResponse{MasterEpoch: 1, Remount: r}, nil
 	})
-	transport.Register(m.srv, api.MethodFetchTasks, func(ctx context.Context, req *api.FetchTasksRequest) (*api.FetchTasksResponse, error) {
+	transport.Register(m.srv, api.MethodFetchLocalDeleteTasks, func(ctx context.Context, req *api.FetchTasksRequest) (*api.FetchTasksResponse, error) {
 		select {
 		case <-time.After(time.Duration(req.WaitMillis) * time.Millisecond):
 		case <-ctx.Done():
 		}
 		return &api.FetchTasksResponse{MasterEpoch: 1}, nil
 	})
-	transport.Register(m.srv, api.MethodReconcile, func(_ context.Context, _ *api.ReconcileRequest) (*api.ReconcileResponse, error) {
+	transport.Register(m.srv, api.MethodReconcileLocalDiskObjects, func(_ context.Context, _ *api.ReconcileRequest) (*api.ReconcileResponse, error) {
 		return &api.ReconcileResponse{}, nil
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -216,11 +216,11 @@ func TestSecondHolderFailsAndRemountFencesOldEpoch(t *testing.T) {
 	}
 	ctx, cancel := ctxT(10 * time.Second)
 	defer cancel()
-	err = cl.Call(ctx, api.MethodFetchTasks, &api.FetchTasksRequest{Segment: st1.Segment, MountEpoch: st1.MountEpoch, Limit: 10}, &api.FetchTasksResponse{})
+	err = cl.Call(ctx, api.MethodFetchLocalDeleteTasks, &api.FetchTasksRequest{Segment: st1.Segment, MountEpoch: st1.MountEpoch, Limit: 10}, &api.FetchTasksResponse{})
 	if api.CodeOf(err) != api.CodeStaleMountEpoch {
 		t.Fatalf("fetch with the old epoch: %v, want STALE_MOUNT_EPOCH", err)
 	}
-	err = cl.Call(ctx, api.MethodAckTasks, &api.AckTasksRequest{Segment: st1.Segment, MountEpoch: st1.MountEpoch,
+	err = cl.Call(ctx, api.MethodAckLocalDeleteTasks, &api.AckTasksRequest{Segment: st1.Segment, MountEpoch: st1.MountEpoch,
 		Results: []api.TaskResult{{TaskID: 1, Key: "x", Outcome: api.AckRemoved}}}, &api.AckTasksResponse{})
 	if api.CodeOf(err) != api.CodeStaleMountEpoch {
 		t.Fatalf("ack with the old epoch: %v, want STALE_MOUNT_EPOCH", err)

@@ -341,7 +341,7 @@ func (h *fakeHolder) fetchResp(limit int, wait time.Duration) (*api.FetchTasksRe
 	ctx, cancel := context.WithTimeout(context.Background(), wait+harnessTimeout)
 	defer cancel()
 	var resp api.FetchTasksResponse
-	err := h.tc.Client.Call(ctx, api.MethodFetchTasks, &api.FetchTasksRequest{Segment: h.Seg, MountEpoch: h.Epoch,
+	err := h.tc.Client.Call(ctx, api.MethodFetchLocalDeleteTasks, &api.FetchTasksRequest{Segment: h.Seg, MountEpoch: h.Epoch,
 		Limit: limit, WaitMillis: wait.Milliseconds()}, &resp)
 	return &resp, err
 }
@@ -372,7 +372,7 @@ func (h *fakeHolder) ackResp(tasks []api.LocalDeleteTask, decide func(api.LocalD
 		results[i] = api.TaskResult{TaskID: task.ID, Key: task.Key, Incarnation: task.Incarnation, Outcome: decide(task)}
 	}
 	var resp api.AckTasksResponse
-	err := h.tc.call(api.MethodAckTasks, &api.AckTasksRequest{Segment: h.Seg, MountEpoch: h.Epoch, Results: results}, &resp)
+	err := h.tc.call(api.MethodAckLocalDeleteTasks, &api.AckTasksRequest{Segment: h.Seg, MountEpoch: h.Epoch, Results: results}, &resp)
 	return resp.Dropped, err
 }
 
@@ -390,14 +390,14 @@ func (h *fakeHolder) ack(t testing.TB, tasks []api.LocalDeleteTask, decide func(
 // the leader says to tombstone.
 func (h *fakeHolder) reconcile(refs []api.ObjectRef) ([]api.ObjectRef, error) {
 	var resp api.ReconcileResponse
-	err := h.tc.call(api.MethodReconcile, &api.ReconcileRequest{Segment: h.Seg, MountEpoch: h.Epoch, Objects: refs}, &resp)
+	err := h.tc.call(api.MethodReconcileLocalDiskObjects, &api.ReconcileRequest{Segment: h.Seg, MountEpoch: h.Epoch, Objects: refs}, &resp)
 	return resp.NotLive, err
 }
 
 // evict asks the leader to drop the segment's replicas of refs.
 func (h *fakeHolder) evict(refs []api.ObjectRef) ([]api.ObjectRef, error) {
 	var resp api.EvictResponse
-	err := h.tc.call(api.MethodEvict, &api.EvictRequest{Segment: h.Seg, MountEpoch: h.Epoch, Refs: refs}, &resp)
+	err := h.tc.call(api.MethodEvictLocalDiskObjects, &api.EvictRequest{Segment: h.Seg, MountEpoch: h.Epoch, Refs: refs}, &resp)
 	return resp.Evicted, err
 }
 

@@ -126,7 +126,7 @@ func mountBenchSegment(e *env, cl *client.Client, pool string) (*benchSegment, e
 			}
 			fctx, c := context.WithTimeout(ctx, 5*time.Second)
 			var fr api.FetchTasksResponse
-			err := cl.Call(fctx, api.MethodFetchTasks, &api.FetchTasksRequest{Segment: s.id, MountEpoch: s.epoch, Limit: api.MaxFetchLimit, WaitMillis: 1000}, &fr)
+			err := cl.Call(fctx, api.MethodFetchLocalDeleteTasks, &api.FetchTasksRequest{Segment: s.id, MountEpoch: s.epoch, Limit: api.MaxFetchLimit, WaitMillis: 1000}, &fr)
 			c()
 			if err != nil || len(fr.Tasks) == 0 {
 				continue
@@ -137,7 +137,7 @@ func mountBenchSegment(e *env, cl *client.Client, pool string) (*benchSegment, e
 			}
 			actx, c2 := context.WithTimeout(ctx, 5*time.Second)
 			var ar api.AckTasksResponse
-			if cl.Call(actx, api.MethodAckTasks, &api.AckTasksRequest{Segment: s.id, MountEpoch: s.epoch, Results: res}, &ar) == nil {
+			if cl.Call(actx, api.MethodAckLocalDeleteTasks, &api.AckTasksRequest{Segment: s.id, MountEpoch: s.epoch, Results: res}, &ar) == nil {
 				s.acked.Add(int64(ar.Dropped))
 			}
 			c2()

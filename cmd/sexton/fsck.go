@@ -139,7 +139,7 @@ func fsck(e *env) (*fsckReport, error) {
 		for start := 0; start < len(refs); start += api.MaxReconcilePage {
 			page := refs[start:min(start+api.MaxReconcilePage, len(refs))]
 			var rr api.ReconcileResponse
-			if err := e.call(api.MethodReconcile, &api.ReconcileRequest{Segment: seg.ID, MountEpoch: seg.MountEpoch, Objects: page}, &rr); err != nil {
+			if err := e.call(api.MethodReconcileLocalDiskObjects, &api.ReconcileRequest{Segment: seg.ID, MountEpoch: seg.MountEpoch, Objects: page}, &rr); err != nil {
 				return nil, err
 			}
 			for _, r := range rr.NotLive {

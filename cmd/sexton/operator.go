@@ -58,7 +58,7 @@ func setupRaftTransfer(*flag.FlagSet) runFunc {
 		if len(args) == 1 {
 			id = args[0]
 		}
-		if err := e.call(api.MethodRaftTransfer, &api.RaftPeerRequest{ID: id}, nil); err != nil {
+		if err := e.call(api.MethodRaftTransferLeadership, &api.RaftPeerRequest{ID: id}, nil); err != nil {
 			return fmt.Errorf("transfer-leader: %w", err)
 		}
 		fmt.Println("leadership transferred")
