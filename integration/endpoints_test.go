@@ -35,7 +35,7 @@ func TestHTTPEndpointsAndWALRestart(t *testing.T) {
 	if _, err := putMeta(ctx, cl, "http/k", "p1"); err != nil {
 		t.Fatal(err)
 	}
-	mustRemove(t, cl, "http/k")
+	mustRemove(t, c, "http/k")
 	for _, m := range c.nodes {
 		deadline := time.Now().Add(10 * time.Second)
 		for {

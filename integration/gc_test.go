@@ -41,7 +41,7 @@ func TestHolderKilledAtEveryGCCrashPoint(t *testing.T) {
 		var removed []string
 		for j := 0; j < 8; j += 2 {
 			key := fmt.Sprintf("gc/%d/%d", i, j)
-			mustRemove(t, cl, key)
+			mustRemove(t, c, key)
 			removed = append(removed, key)
 			delete(live, key)
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/client"
 	"sexton/transport"
 )
 
@@ -195,6 +196,22 @@ type cluster struct {
 	token   string
 	extra   []string
 	clients []*transport.ClusterClient
+	libOnce sync.Once
+	libCl   *client.Client
+}
+
+// lib is a session-carrying client library instance for the cluster,
+// shared by the helpers that put and remove.
+func (c *cluster) lib() *client.Client {
+	c.libOnce.Do(func() {
+		cl, err := client.New(client.Config{Masters: c.addrs(), Token: c.token, Timeout: 20 * time.Second})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		c.libCl = cl
+		c.t.Cleanup(cl.Close)
+	})
+	return c.libCl
 }
 
 // startCluster starts n masters with --bootstrap and the same --peers.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/client"
 	"sexton/transport"
 )
 
@@ -75,24 +76,17 @@ func holderStatus(addr, token string) (api.HolderStatusResponse, error) {
 	return st, err
 }
 
-// putValue runs a real put: PutStart, the value to every replica, PutEnd.
-func putValue(t *testing.T, c *cluster, cl *transport.ClusterClient, key, pool string, value []byte) api.ObjectIncarnation {
+// putValue runs a real put through the client library: PutStart, the
+// value to every replica with its grant, PutEnd.
+func putValue(t *testing.T, c *cluster, _ *transport.ClusterClient, key, pool string, value []byte) api.ObjectIncarnation {
 	t.Helper()
 	ctx, cancel := ctxT(20 * time.Second)
 	defer cancel()
-	var st api.PutStartResponse
-	if err := cl.Call(ctx, api.MethodPutStart, &api.PutStartRequest{Key: key, Size: int64(len(value)), ReplicaNum: 1, Pool: pool}, &st); err != nil {
-		t.Fatalf("PutStart %s: %v", key, err)
+	inc, err := c.lib().Put(ctx, key, value, client.PutOptions{Pool: pool})
+	if err != nil {
+		t.Fatalf("put %s: %v", key, err)
 	}
-	for _, r := range st.Replicas {
-		if err := holderCall(ctx, r.Endpoint, c.token, api.MethodHolderWrite, &api.HolderWriteRequest{Key: key, Incarnation: st.Incarnation, Value: value, Grant: r.Grant}, nil); err != nil {
-			t.Fatalf("write %s to %s: %v", key, r.Endpoint, err)
-		}
-	}
-	if err := cl.Call(ctx, api.MethodPutEnd, &api.PutEndRequest{Key: key, Incarnation: st.Incarnation}, nil); err != nil {
-		t.Fatalf("PutEnd %s: %v", key, err)
-	}
-	return st.Incarnation
+	return inc
 }
 
 func holderCall(ctx context.Context, addr, token, method string, req, resp any) error {
@@ -143,11 +137,11 @@ func hasTask(t *testing.T, cl *transport.ClusterClient, key string, inc api.Obje
 	return false
 }
 
-func mustRemove(t *testing.T, cl *transport.ClusterClient, key string) {
+func mustRemove(t *testing.T, c *cluster, key string) {
 	t.Helper()
 	ctx, cancel := ctxT(20 * time.Second)
 	defer cancel()
-	if err := cl.Call(ctx, api.MethodRemove, &api.KeyRequest{Key: key}, nil); err != nil {
+	if err := c.lib().Remove(ctx, key); err != nil {
 		t.Fatalf("remove %s: %v", key, err)
 	}
 }

@@ -26,7 +26,7 @@ func TestEndToEndDeleteIsDurableAndSurvivesHolderRestart(t *testing.T) {
 	if got, err := readFromHolder(h1, c.token, "e2e/a", inc); err != nil || !bytes.Equal(got, value) {
 		t.Fatalf("read before remove: %v", err)
 	}
-	mustRemove(t, cl, "e2e/a")
+	mustRemove(t, c, "e2e/a")
 	took := waitNoTasks(t, cl, "e2e/a", 10*time.Second)
 	t.Logf("remove OK to task acked: %v", took)
 	// The tombstone is durable: the holder's own files say so, read offline.
@@ -72,7 +72,7 @@ func TestHolderKilledAtEveryTombstoneCrashPoint(t *testing.T) {
 		h := c.startHolder(t, "crash"+string(rune('a'+i)), "pool-"+point, "SEXTON_CRASH_AT="+point)
 		key := "crash/" + point
 		inc := putValue(t, c, cl, key, h.pool, value)
-		mustRemove(t, cl, key)
+		mustRemove(t, c, key)
 		code, exited := h.wait(20 * time.Second)
 		if !exited {
 			t.Fatalf("%s: holder did not reach the crash point", point)
@@ -118,7 +118,7 @@ func TestLeaderKilledBetweenTombstoneAndAck(t *testing.T) {
 	h := c.startHolder(t, "gated", "p1", holder.EnvAckGate+"="+gate)
 	inc := putValue(t, c, cl, "gate/k", "p1", []byte("value"))
 	before, _ := holderStatus(h.addr, c.token)
-	mustRemove(t, cl, "gate/k")
+	mustRemove(t, c, "gate/k")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := os.Stat(gate); err == nil {
@@ -243,7 +243,7 @@ func TestHolderServesReadsWithoutLeaderAndCatchesUp(t *testing.T) {
 	}
 	m.start()
 	c.waitLeader(30 * time.Second)
-	mustRemove(t, cl, "lonely/k")
+	mustRemove(t, c, "lonely/k")
 	waitNoTasks(t, cl, "lonely/k", 30*time.Second)
 	if _, err := readFromHolder(h, c.token, "lonely/k", inc); api.CodeOf(err) != api.CodeObjectNotFound {
 		t.Fatalf("removed object readable: %v", err)
