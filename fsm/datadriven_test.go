@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,10 +61,9 @@ func parseDD(t *testing.T, path string) (cases []ddCase, comments map[int][]stri
 	return cases, comments
 }
 
-// runDataDriven runs testdata/<name>.txt.
-func runDataDriven(t *testing.T, name string) {
+// runDataDriven runs the data-driven file at path.
+func runDataDriven(t *testing.T, path string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".txt")
 	cases, comments := parseDD(t, path)
 	d := &ddRunner{h: newHarness(t, DefaultRegistryCapacity)}
 	var b strings.Builder
