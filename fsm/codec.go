@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"sexton/internal/msgpackscan"
 )
 
 // Encode renders cmd as a log entry: one type byte, then the msgpack body.
@@ -116,7 +118,9 @@ func decode(data []byte, useFast bool) (Command, error) {
 	if spec == nil {
 		return nil, fmt.Errorf("%w: type byte %d", ErrUnknownCommand, data[0])
 	}
-	n, err := wellFormed(data[1:])
+	// Walk the body before any decoder sees it: every length it claims
+	// must fit the entry, so no decode can allocate past the entry's size.
+	n, err := msgpackscan.Walk(data[1:], msgpackscan.Limits{})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptCommand, t, err)
 	}
