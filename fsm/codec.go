@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"sexton/internal/msgpackscan"
 )
 
 // Encode renders cmd as a log entry: one type byte, then the msgpack body.
@@ -42,139 +44,24 @@ func Encode(cmd Command) ([]byte, error) {
 // withCurrentVersion returns cmd, or a copy of it with V set to the current
 // version when V is zero.
 func withCurrentVersion(cmd Command) (Command, error) {
-	want, ok := currentVersion[cmd.Type()]
-	if !ok {
-		return nil, fmt.Errorf("%w: %d", ErrUnknownCommand, cmd.Type())
+	s, err := specOfBody(cmd)
+	if err != nil {
+		return nil, err
 	}
-	v := versionOf(cmd)
-	if v >= 1 && v <= want {
+	v := s.version(cmd)
+	if v >= 1 && v <= s.current {
 		return cmd, nil
 	}
 	if v != 0 {
-		return nil, fmt.Errorf("%w: %s v%d (this build writes v1..v%d)", ErrUnknownVersion, cmd.Type(), v, want)
+		return nil, fmt.Errorf("%w: %s v%d (this build writes v1..v%d)", ErrUnknownVersion, cmd.Type(), v, s.current)
 	}
-	switch c := cmd.(type) {
-	case *EpochBegin:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *MountLocalDisk:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *UnmountLocalDisk:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *PutStart:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *PutEnd:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *PutRevoke:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *Remove:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *LocalDeleteAck:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *RetireStorage:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *DropReplicas:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *DFSConfigure:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *DFSTouch:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *DFSEvict:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *DFSFileOp:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *DFSSetMaxBuckets:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *DFSMarkLost:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *PutStartBatch:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *PutEndBatch:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	case *Settings:
-		cp := *c
-		cp.V = want
-		return &cp, nil
-	}
-	return nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
-}
-
-// currentVersion is the newest schema version of each command type, the
-// one Encode writes for V zero. Every version from 1 up to it decodes.
-var currentVersion = map[CommandType]uint8{
-	CmdEpochBegin:       EpochBeginV2,
-	CmdMountLocalDisk:   MountLocalDiskV2,
-	CmdUnmountLocalDisk: UnmountLocalDiskV1,
-	CmdPutStart:         PutStartV2,
-	CmdPutEnd:           PutEndV2,
-	CmdPutRevoke:        PutRevokeV2,
-	CmdRemove:           RemoveV2,
-	CmdLocalDeleteAck:   LocalDeleteAckV1,
-	CmdRetireStorage:    RetireStorageV1,
-	CmdDropReplicas:     DropReplicasV1,
-	CmdDFSConfigure:     DFSConfigureV1,
-	CmdDFSTouch:         DFSTouchV1,
-	CmdDFSEvict:         DFSEvictV1,
-	CmdDFSFileOp:        DFSFileOpV1,
-	CmdDFSSetMaxBuckets: DFSSetMaxBucketsV1,
-	CmdDFSMarkLost:      DFSMarkLostV1,
-	CmdPutStartBatch:    PutStartBatchV2,
-	CmdPutEndBatch:      PutEndBatchV2,
-	CmdSettings:         SettingsV1,
-}
-
-// v2Fields are the body fields version 2 of a type added: a version 1
-// body carrying one of them is refused, never read with the field dropped.
-var v2Fields = map[CommandType][]string{
-	CmdEpochBegin:     {"grant_key"},
-	CmdMountLocalDisk: {"process"},
-	CmdPutStart:       {"sess"},
-	CmdPutEnd:         {"sess"},
-	CmdPutRevoke:      {"sess"},
-	CmdRemove:         {"if_inc", "spans", "sess"},
-	CmdPutStartBatch:  {"sess"},
-	CmdPutEndBatch:    {"sess"},
+	return s.withVersion(cmd, s.current), nil
 }
 
 // fieldsOfVersion refuses a body of version v that names a field added in
 // a later version.
 func fieldsOfVersion(t CommandType, v uint8, body []byte) error {
-	later := v2Fields[t]
+	later := specOf(t).v2Fields
 	if v >= 2 || len(later) == 0 {
 		return nil
 	}
@@ -213,95 +100,6 @@ func eachBodyField(body []byte, fn func(string) error) error {
 	return nil
 }
 
-func versionOf(cmd Command) uint8 {
-	switch c := cmd.(type) {
-	case *EpochBegin:
-		return c.V
-	case *MountLocalDisk:
-		return c.V
-	case *UnmountLocalDisk:
-		return c.V
-	case *PutStart:
-		return c.V
-	case *PutEnd:
-		return c.V
-	case *PutRevoke:
-		return c.V
-	case *Remove:
-		return c.V
-	case *LocalDeleteAck:
-		return c.V
-	case *RetireStorage:
-		return c.V
-	case *DropReplicas:
-		return c.V
-	case *DFSConfigure:
-		return c.V
-	case *DFSTouch:
-		return c.V
-	case *DFSEvict:
-		return c.V
-	case *DFSFileOp:
-		return c.V
-	case *DFSSetMaxBuckets:
-		return c.V
-	case *DFSMarkLost:
-		return c.V
-	case *PutStartBatch:
-		return c.V
-	case *PutEndBatch:
-		return c.V
-	case *Settings:
-		return c.V
-	}
-	return 0
-}
-
-// newBody returns an empty body of type t.
-func newBody(t CommandType) Command {
-	switch t {
-	case CmdEpochBegin:
-		return &EpochBegin{}
-	case CmdMountLocalDisk:
-		return &MountLocalDisk{}
-	case CmdUnmountLocalDisk:
-		return &UnmountLocalDisk{}
-	case CmdPutStart:
-		return &PutStart{}
-	case CmdPutEnd:
-		return &PutEnd{}
-	case CmdPutRevoke:
-		return &PutRevoke{}
-	case CmdRemove:
-		return &Remove{}
-	case CmdLocalDeleteAck:
-		return &LocalDeleteAck{}
-	case CmdRetireStorage:
-		return &RetireStorage{}
-	case CmdDropReplicas:
-		return &DropReplicas{}
-	case CmdDFSConfigure:
-		return &DFSConfigure{}
-	case CmdDFSTouch:
-		return &DFSTouch{}
-	case CmdDFSEvict:
-		return &DFSEvict{}
-	case CmdDFSFileOp:
-		return &DFSFileOp{}
-	case CmdDFSSetMaxBuckets:
-		return &DFSSetMaxBuckets{}
-	case CmdDFSMarkLost:
-		return &DFSMarkLost{}
-	case CmdPutStartBatch:
-		return &PutStartBatch{}
-	case CmdPutEndBatch:
-		return &PutEndBatch{}
-	case CmdSettings:
-		return &Settings{}
-	}
-	return nil
-}
-
 // Decode reads a log entry strictly: the type byte must name a command, the
 // body's "v" must be a version this build knows (checked before any other
 // field is trusted), the body must be one msgpack map with only the fields
@@ -316,11 +114,13 @@ func decode(data []byte, useFast bool) (Command, error) {
 		return nil, fmt.Errorf("%w: empty entry", ErrCorruptCommand)
 	}
 	t := CommandType(data[0])
-	want, known := currentVersion[t]
-	if !known {
+	spec := specOf(t)
+	if spec == nil {
 		return nil, fmt.Errorf("%w: type byte %d", ErrUnknownCommand, data[0])
 	}
-	n, err := wellFormed(data[1:])
+	// Walk the body before any decoder sees it: every length it claims
+	// must fit the entry, so no decode can allocate past the entry's size.
+	n, err := msgpackscan.Walk(data[1:], msgpackscan.Limits{})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptCommand, t, err)
 	}
@@ -331,8 +131,8 @@ func decode(data []byte, useFast bool) (Command, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptCommand, t, err)
 	}
-	if v < 1 || v > uint64(want) {
-		return nil, fmt.Errorf("%w: %s v%d (this build reads v1..v%d)", ErrUnknownVersion, t, v, want)
+	if v < 1 || v > uint64(spec.current) {
+		return nil, fmt.Errorf("%w: %s v%d (this build reads v1..v%d)", ErrUnknownVersion, t, v, spec.current)
 	}
 	if err := fieldsOfVersion(t, uint8(v), data[1:]); err != nil {
 		return nil, err
@@ -345,12 +145,12 @@ func decode(data []byte, useFast bool) (Command, error) {
 	// The hand-written decoders build their own body; only the reflection
 	// path needs an empty one.
 	var body Command
-	if fast := fastDecoders[t]; fast != nil && useFast {
-		if body, err = fast(dec); err != nil {
+	if spec.decodeFast != nil && useFast {
+		if body, err = spec.decodeFast(dec); err != nil {
 			return nil, fmt.Errorf("%w: %s v%d: %v", ErrCorruptCommand, t, v, err)
 		}
 	} else {
-		body = newBody(t)
+		body = spec.newBody()
 		if err := dec.Decode(body); err != nil {
 			return nil, fmt.Errorf("%w: %s v%d: %v", ErrCorruptCommand, t, v, err)
 		}
@@ -358,7 +158,7 @@ func decode(data []byte, useFast bool) (Command, error) {
 	if r.Len() != 0 {
 		return nil, fmt.Errorf("%w: %s v%d: %d trailing bytes", ErrCorruptCommand, t, v, r.Len())
 	}
-	if uint64(versionOf(body)) != v {
+	if uint64(spec.version(body)) != v {
 		// A second "v" overrode the first one.
 		return nil, fmt.Errorf("%w: %s: conflicting \"v\" fields", ErrCorruptCommand, t)
 	}
@@ -366,12 +166,6 @@ func decode(data []byte, useFast bool) (Command, error) {
 		return nil, err
 	}
 	return body, nil
-}
-
-// fastDecoders replace reflection for the hot entries.
-var fastDecoders = map[CommandType]func(*msgpack.Decoder) (Command, error){
-	CmdRemove:         decodeRemoveFast,
-	CmdLocalDeleteAck: decodeAckFast,
 }
 
 // peekVersion finds the first "v" in a msgpack map without decoding the

@@ -23,39 +23,10 @@ const (
 )
 
 func (t CommandType) String() string {
-	switch t {
-	case CmdEpochBegin:
-		return "EpochBegin"
-	case CmdMountLocalDisk:
-		return "MountLocalDisk"
-	case CmdUnmountLocalDisk:
-		return "UnmountLocalDisk"
-	case CmdPutStart:
-		return "PutStart"
-	case CmdPutEnd:
-		return "PutEnd"
-	case CmdPutRevoke:
-		return "PutRevoke"
-	case CmdRemove:
-		return "Remove"
-	case CmdLocalDeleteAck:
-		return "LocalDeleteAck"
-	case CmdRetireStorage:
-		return "RetireStorage"
-	case CmdDropReplicas:
-		return "DropReplicas"
-	default:
-		if name, ok := dfsCommandName(t); ok {
-			return name
-		}
-		if name, ok := batchCommandName(t); ok {
-			return name
-		}
-		if t == CmdSettings {
-			return "Settings"
-		}
-		return "Unknown"
+	if s := specOf(t); s != nil {
+		return s.name
 	}
+	return "Unknown"
 }
 
 // Command is a decoded log entry body.

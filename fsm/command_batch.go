@@ -91,13 +91,3 @@ func DuplicateBatchKey(n int, key func(int) string) (string, bool) {
 	}
 	return "", false
 }
-
-func batchCommandName(t CommandType) (string, bool) {
-	switch t {
-	case CmdPutStartBatch:
-		return "PutStartBatch", true
-	case CmdPutEndBatch:
-		return "PutEndBatch", true
-	}
-	return "", false
-}

@@ -129,22 +129,3 @@ type DFSResult struct {
 	Dropped     []dfsalloc.EntryRef
 	ObjectsLost int
 }
-
-// dfsCommandName names the DFS command types for CommandType.String.
-func dfsCommandName(t CommandType) (string, bool) {
-	switch t {
-	case CmdDFSConfigure:
-		return "DFSConfigure", true
-	case CmdDFSTouch:
-		return "DFSTouch", true
-	case CmdDFSEvict:
-		return "DFSEvict", true
-	case CmdDFSFileOp:
-		return "DFSFileOp", true
-	case CmdDFSSetMaxBuckets:
-		return "DFSSetMaxBuckets", true
-	case CmdDFSMarkLost:
-		return "DFSMarkLost", true
-	}
-	return "", false
-}

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,10 +61,9 @@ func parseDD(t *testing.T, path string) (cases []ddCase, comments map[int][]stri
 	return cases, comments
 }
 
-// runDataDriven runs testdata/<name>.txt.
-func runDataDriven(t *testing.T, name string) {
+// runDataDriven runs the data-driven file at path.
+func runDataDriven(t *testing.T, path string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".txt")
 	cases, comments := parseDD(t, path)
 	d := &ddRunner{h: newHarness(t, DefaultRegistryCapacity)}
 	var b strings.Builder
@@ -398,6 +396,9 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 			MaxSessions: int(a.i64(t, "max_sessions")), MaxSessionResults: int(a.i64(t, "max_results")),
 		}, Session: d.session(t, a["sess"]), Now: h.now}).(*SettingsResult)
 		return fmt.Sprintf("%s %s%s", fmtErr(r.Err), fmtSettings(r.Settings), fmtDup(r.Duplicate))
+	}
+	if out, ok := d.runBatchOrDFS(t, fields[0], a); ok {
+		return out
 	}
 	t.Fatalf("line %d: unknown command %q", c.line, fields[0])
 	return ""

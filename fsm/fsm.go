@@ -40,49 +40,51 @@ func (f *FSM) Apply(index, term uint64, data []byte) (any, error) {
 	defer f.mu.Unlock()
 	st := f.st
 	var res any
-	var now int64
+	// The only per-command switch: everything else about a command is its
+	// row in the command table (commands.go).
 	switch c := cmd.(type) {
 	case *EpochBegin:
-		res, now = st.applyEpochBegin(c), c.Now
+		res = st.applyEpochBegin(c)
 	case *MountLocalDisk:
-		res, now = st.applyMount(c), c.Now
+		res = st.applyMount(c)
 	case *UnmountLocalDisk:
-		res, now = st.applyUnmount(c), c.Now
+		res = st.applyUnmount(c)
 	case *PutStart:
-		res, now = st.applyPutStartSessioned(index, c), c.Now
+		res = st.applyPutStartSessioned(index, c)
 	case *PutEnd:
-		res, now = st.applyPutEndSessioned(CmdPutEnd, c.Session, c.Now, func() *PutEndResult { return st.applyPutEnd(c) }), c.Now
+		res = st.applyPutEndSessioned(CmdPutEnd, c.Session, c.Now, func() *PutEndResult { return st.applyPutEnd(c) })
 	case *PutRevoke:
-		res, now = st.applyPutEndSessioned(CmdPutRevoke, c.Session, c.Now, func() *PutEndResult { return st.applyPutRevoke(c) }), c.Now
+		res = st.applyPutEndSessioned(CmdPutRevoke, c.Session, c.Now, func() *PutEndResult { return st.applyPutRevoke(c) })
 	case *Remove:
-		res, now = st.applyRemove(c), c.Now
+		res = st.applyRemove(c)
 	case *LocalDeleteAck:
-		res, now = st.applyAck(c), c.Now
+		res = st.applyAck(c)
 	case *RetireStorage:
-		res, now = st.applyRetire(index, c), c.Now
+		res = st.applyRetire(index, c)
 	case *DropReplicas:
-		res, now = st.applyDropReplicas(c), c.Now
+		res = st.applyDropReplicas(c)
 	case *DFSConfigure:
-		res, now = st.applyDFSConfigure(c), c.Now
+		res = st.applyDFSConfigure(c)
 	case *DFSTouch:
-		res, now = st.applyDFSTouch(c), c.Now
+		res = st.applyDFSTouch(c)
 	case *DFSEvict:
-		res, now = st.applyDFSEvict(c), c.Now
+		res = st.applyDFSEvict(c)
 	case *DFSFileOp:
-		res, now = st.applyDFSFileOp(c), c.Now
+		res = st.applyDFSFileOp(c)
 	case *DFSSetMaxBuckets:
-		res, now = st.applyDFSSetMaxBuckets(c), c.Now
+		res = st.applyDFSSetMaxBuckets(c)
 	case *DFSMarkLost:
-		res, now = st.applyDFSMarkLost(c), c.Now
+		res = st.applyDFSMarkLost(c)
 	case *PutStartBatch:
-		res, now = st.applyPutStartBatchSessioned(index, c), c.Now
+		res = st.applyPutStartBatchSessioned(index, c)
 	case *PutEndBatch:
-		res, now = st.applyPutEndBatchSessioned(c), c.Now
+		res = st.applyPutEndBatchSessioned(c)
 	case *Settings:
-		res, now = st.applySettingsSessioned(c), c.Now
+		res = st.applySettingsSessioned(c)
 	default:
 		return nil, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
 	}
+	now := specOf(cmd.Type()).leaderTime(cmd)
 	st.appliedIndex, st.appliedTerm, st.lastNow = index, term, now
 	st.tick(now)
 	if invariantsEnabled {

@@ -1,9 +1,10 @@
-//go:build !invariants
+//go:build !invariants && !race
 
 package fsm
 
-// invariantsEnabled is set by the "invariants" build tag, which makes Apply
-// run the expensive consistency checker after every entry.
+// invariantsEnabled is set by the "invariants" build tag or by the race
+// detector (so `make test`, which runs -race, has them), and makes Apply run
+// the expensive consistency checker after every entry.
 const invariantsEnabled = false
 
 func (st *state) checkInvariants() error { return nil }

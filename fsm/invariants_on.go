@@ -1,4 +1,4 @@
-//go:build invariants
+//go:build invariants || race
 
 package fsm
 
@@ -12,7 +12,8 @@ const invariantsEnabled = true
 
 // checkInvariants cross-checks every index of the state against the others.
 // It is O(state) and runs after every Apply when built with -tags
-// invariants (the way pebble guards its expensive checks).
+// invariants or -race (the way pebble guards its expensive checks): every
+// race-detector run, `make test` included, checks them.
 func (st *state) checkInvariants() error {
 	r := st.reg
 	if r.len() > r.capacity {

@@ -97,7 +97,7 @@ func encodeFloors(floors map[string]floorEntry) ([]byte, error) {
 // the raw bytes, version, keys, no key twice.
 func decodeFloors(name string, b []byte) (map[string]floorEntry, error) {
 	var ff floorFile
-	if err := decodeChecked(b, "a tombstone floor", MaxFloorFileSize, msgpackscan.Limits{MaxDepth: 8, MaxItems: maxFloorEntries}, &ff); err != nil {
+	if err := decodeChecked(b, "a tombstone floor", MaxFloorFileSize, msgpackscan.Limits{MaxItems: maxFloorEntries}, &ff); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
 	if ff.V != floorVersion {

@@ -75,7 +75,7 @@ func decodeGCIntent(name string, b []byte) (*gcIntent, error) {
 		return fmt.Errorf("%w: %w: %s: %s", ErrGCIntentPending, ErrCorrupt, name, fmt.Sprintf(format, args...))
 	}
 	var in gcIntent
-	if err := decodeChecked(b, "a GC intent", maxGCIntentFileSize, msgpackscan.Limits{MaxDepth: 8, MaxItems: 64}, &in); err != nil {
+	if err := decodeChecked(b, "a GC intent", maxGCIntentFileSize, msgpackscan.Limits{MaxItems: 64}, &in); err != nil {
 		return nil, bad("%v", err)
 	}
 	if in.V != gcIntentVersion {

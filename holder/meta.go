@@ -115,7 +115,7 @@ func decodeMeta(name string, id uint64, b []byte) (*BucketMetadata, error) {
 	// A bucket holds at most MaxBucketKeysLimit records, and a record
 	// has a dozen fields: no container of a valid file is larger.
 	var m BucketMetadata
-	if err := decodeChecked(b, "bucket metadata", MaxMetaFileSize, msgpackscan.Limits{MaxDepth: 8, MaxItems: MaxBucketKeysLimit}, &m); err != nil {
+	if err := decodeChecked(b, "bucket metadata", MaxMetaFileSize, msgpackscan.Limits{MaxItems: MaxBucketKeysLimit}, &m); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
 	switch m.V {

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"sexton/internal/msgpackscan"
 )
 
 // mpReader decodes msgpack values from one chunk held in memory. It is
@@ -20,9 +22,6 @@ type mpReader struct {
 	off int
 	in  *interner // nil: no sharing
 }
-
-// maxSkipDepth bounds the nesting of values skipped in opaque records.
-const maxSkipDepth = 32
 
 func (r *mpReader) remaining() int { return len(r.b) - r.off }
 
@@ -272,101 +271,16 @@ func (r *mpReader) bool(what string) (bool, error) {
 	}
 }
 
-// skip steps over one well-formed value of any type, nested at most
-// maxSkipDepth deep. It delimits opaque records without decoding them.
-func (r *mpReader) skip(depth int) error {
-	if depth > maxSkipDepth {
-		return fmt.Errorf("%w: value nested deeper than %d", ErrCorrupt, maxSkipDepth)
-	}
-	const what = "value"
-	c, err := r.code(what)
+// skip steps over one well-formed value of any type (nesting bounded by
+// msgpackscan.MaxDepth, every length backed by bytes present). It
+// delimits opaque records without decoding them, with the walker fsm,
+// transport and the holder use.
+func (r *mpReader) skip() error {
+	n, err := msgpackscan.Walk(r.b[r.off:], msgpackscan.Limits{})
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	var n uint64
-	switch {
-	case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
-		return nil
-	case c >= 0x80 && c <= 0x8f:
-		return r.skipEntries(uint64(c&0x0f)*2, depth)
-	case c >= 0x90 && c <= 0x9f:
-		return r.skipEntries(uint64(c&0x0f), depth)
-	case c >= 0xa0 && c <= 0xbf:
-		_, err = r.take(int(c&0x1f), what)
-		return err
-	case c == 0xcc || c == 0xd0:
-		_, err = r.take(1, what)
-	case c == 0xcd || c == 0xd1:
-		_, err = r.take(2, what)
-	case c == 0xce || c == 0xd2 || c == 0xca:
-		_, err = r.take(4, what)
-	case c == 0xcf || c == 0xd3 || c == 0xcb:
-		_, err = r.take(8, what)
-	case c == 0xc4 || c == 0xd9: // bin8, str8
-		if n, err = r.be(1, what); err == nil {
-			err = r.skipBytes(n)
-		}
-	case c == 0xc5 || c == 0xda: // bin16, str16
-		if n, err = r.be(2, what); err == nil {
-			err = r.skipBytes(n)
-		}
-	case c == 0xc6 || c == 0xdb: // bin32, str32
-		if n, err = r.be(4, what); err == nil {
-			err = r.skipBytes(n)
-		}
-	case c == 0xdc:
-		if n, err = r.be(2, what); err == nil {
-			err = r.skipEntries(n, depth)
-		}
-	case c == 0xdd:
-		if n, err = r.be(4, what); err == nil {
-			err = r.skipEntries(n, depth)
-		}
-	case c == 0xde:
-		if n, err = r.be(2, what); err == nil {
-			err = r.skipEntries(n*2, depth)
-		}
-	case c == 0xdf:
-		if n, err = r.be(4, what); err == nil {
-			err = r.skipEntries(n*2, depth)
-		}
-	case c >= 0xd4 && c <= 0xd8: // fixext 1, 2, 4, 8, 16: type byte + data
-		_, err = r.take(1+1<<(c-0xd4), what)
-	case c == 0xc7:
-		if n, err = r.be(1, what); err == nil {
-			err = r.skipBytes(n + 1)
-		}
-	case c == 0xc8:
-		if n, err = r.be(2, what); err == nil {
-			err = r.skipBytes(n + 1)
-		}
-	case c == 0xc9:
-		if n, err = r.be(4, what); err == nil {
-			err = r.skipBytes(n + 1)
-		}
-	default: // 0xc1 is never used
-		return errType(what, c)
-	}
-	return err
-}
-
-func (r *mpReader) skipBytes(n uint64) error {
-	if n > uint64(r.remaining()) {
-		return errShort("value")
-	}
-	r.off += int(n)
-	return nil
-}
-
-func (r *mpReader) skipEntries(n uint64, depth int) error {
-	if n > uint64(r.remaining()) {
-		return errShort("value")
-	}
-	for i := uint64(0); i < n; i++ {
-		if err := r.skip(depth + 1); err != nil {
-			return err
-		}
-	}
+	r.off += n
 	return nil
 }
 

@@ -349,7 +349,7 @@ func decodeSessionRec(mr *mpReader, sink Sink) error {
 
 func decodeDFSRecord(mr *mpReader, sink Sink) error {
 	start := mr.off
-	if err := mr.skip(0); err != nil {
+	if err := mr.skip(); err != nil {
 		return err
 	}
 	raw := bytes.Clone(mr.b[start:mr.off])
@@ -370,7 +370,7 @@ func sinkErr(err error) error {
 // shown to fit the bytes at hand.
 func DecodeDFSRecord(raw []byte, v any) error {
 	mr := &mpReader{b: raw}
-	if err := mr.skip(0); err != nil {
+	if err := mr.skip(); err != nil {
 		return err
 	}
 	if mr.remaining() != 0 {

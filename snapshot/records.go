@@ -395,7 +395,7 @@ func peekFormat(b []byte) (string, error) {
 		if string(name) == "format" {
 			return r.str("header format", maxFormatLen)
 		}
-		if err := r.skip(0); err != nil {
+		if err := r.skip(); err != nil {
 			return "", err
 		}
 	}

@@ -300,7 +300,7 @@ func (w *Writer) appendOpaque(v any) error {
 	// raw value that is not exactly one msgpack value, or one nested
 	// deeper than the reader accepts, is refused here and not on restore.
 	r := &mpReader{b: w.buf[start:]}
-	if err := r.skip(0); err != nil {
+	if err := r.skip(); err != nil {
 		return fmt.Errorf("%w: dfs record is not one well-formed msgpack value: %v", ErrWriterUsage, err)
 	}
 	if r.remaining() != 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"sexton/api"
+	"sexton/internal/msgpackscan"
 )
 
 // newTestWriter returns a 1.1.0 writer (the section order most of these
@@ -288,7 +289,7 @@ func TestWriterAcceptsRecordsByValueAndPointer(t *testing.T) {
 
 func TestWriterRefusesDFSRecordsTheReaderWouldRefuse(t *testing.T) {
 	deep := any(1)
-	for i := 0; i < maxSkipDepth+2; i++ {
+	for i := 0; i < msgpackscan.MaxDepth+2; i++ {
 		deep = []any{deep}
 	}
 	for name, rec := range map[string]any{

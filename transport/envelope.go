@@ -10,6 +10,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"sexton/api"
+	"sexton/internal/msgpackscan"
 )
 
 // kind says what an envelope is. The handshake kinds come first on every
@@ -108,7 +109,7 @@ func payloadLen(buf *bytes.Buffer) int { return buf.Len() - frameHeaderLen }
 // decodes the body later can be made to over-allocate or recurse too deep.
 func decodeEnvelope(payload []byte) (envelope, error) {
 	var env envelope
-	if err := checkMsgpack(payload); err != nil {
+	if err := msgpackscan.Check(payload, msgpackscan.Limits{}); err != nil {
 		return env, api.Errorf(api.CodeCorrupt, "malformed frame: %v", err)
 	}
 	n, pos, err := readArrayLen(payload, 0)
@@ -143,7 +144,8 @@ func decodeEnvelope(payload []byte) (envelope, error) {
 	if payload[pos] == 0xc0 {
 		pos++
 	} else {
-		end, _ := skipValue(payload, pos, 1) // checked above
+		n, _ := msgpackscan.Walk(payload[pos:], msgpackscan.Limits{}) // checked above
+		end := pos + n
 		var e api.Error
 		if err := msgpack.Unmarshal(payload[pos:end], &e); err != nil {
 			return env, api.Errorf(api.CodeCorrupt, "malformed frame: error field: %v", err)

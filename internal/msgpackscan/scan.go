@@ -6,16 +6,19 @@ import (
 	"fmt"
 )
 
-// DefaultMaxDepth bounds nesting when Limits leaves it zero.
-const DefaultMaxDepth = 32
+// MaxDepth bounds container nesting, for every walk in sexton (log
+// entries, frames, snapshots, the holder's files). The msgpack decoder
+// recurses once per level, so an unbounded depth would let a small input
+// exhaust the stack, which Go cannot recover; the deepest value sexton
+// writes (a snapshot's DFS record) nests well under it.
+const MaxDepth = 32
 
 // ErrMalformed is wrapped by every refusal.
 var ErrMalformed = errors.New("malformed msgpack")
 
-// Limits bound a walk.
+// Limits bound a walk beyond what every walk checks (the bytes present,
+// MaxDepth).
 type Limits struct {
-	// MaxDepth bounds container nesting (DefaultMaxDepth if 0).
-	MaxDepth int
 	// MaxItems bounds the elements of one array and the entries of one map
 	// (0: only the bytes left bound them, each item needing at least one).
 	MaxItems int
@@ -27,9 +30,6 @@ type Limits struct {
 // lim.MaxItems: a decoder that runs afterwards allocates no more than the
 // input's own size (times the decoded type's size) whatever it claims.
 func Walk(b []byte, lim Limits) (int, error) {
-	if lim.MaxDepth <= 0 {
-		lim.MaxDepth = DefaultMaxDepth
-	}
 	w := walker{b: b, lim: lim}
 	return w.value(0, 0)
 }
@@ -98,13 +98,13 @@ func (w *walker) value(off, depth int) (int, error) {
 		}
 		return w.skip(off, n+1)
 	case 0xdc, 0xdd:
-		n, off, err := w.length(off, 2<<(c-0xdc))
+		n, off, err := w.count(off, 2<<(c-0xdc))
 		if err != nil {
 			return 0, err
 		}
 		return w.items(off, n, 1, depth)
 	case 0xde, 0xdf:
-		n, off, err := w.length(off, 2<<(c-0xde))
+		n, off, err := w.count(off, 2<<(c-0xde))
 		if err != nil {
 			return 0, err
 		}
@@ -115,14 +115,14 @@ func (w *walker) value(off, depth int) (int, error) {
 
 // items walks n items of per values each (1 for an array, 2 for a map).
 func (w *walker) items(off, n, per, depth int) (int, error) {
-	if depth >= w.lim.MaxDepth {
-		return 0, w.fail("nesting deeper than %d at byte %d", w.lim.MaxDepth, off)
+	if depth >= MaxDepth {
+		return 0, w.fail("nesting deeper than %d at byte %d", MaxDepth, off)
 	}
 	if w.lim.MaxItems > 0 && n > w.lim.MaxItems {
-		return 0, w.fail("container at byte %d claims %d items, more than %d", off, n, w.lim.MaxItems)
+		return 0, w.fail("container at byte %d claims %d elements, more than %d", off, n, w.lim.MaxItems)
 	}
 	if n > (len(w.b)-off)/per {
-		return 0, w.fail("container at byte %d claims %d items, %d bytes left", off, n, len(w.b)-off)
+		return 0, w.fail("container at byte %d claims %d elements, %d bytes left", off, n, len(w.b)-off)
 	}
 	var err error
 	for i := 0; i < n*per; i++ {
@@ -142,7 +142,34 @@ func (w *walker) sized(off, width int) (int, error) {
 	return w.skip(off, n)
 }
 
+// length reads a byte length of width bytes, refused when it exceeds the
+// whole input.
 func (w *walker) length(off, width int) (int, int, error) {
+	n, next, err := w.field(off, width)
+	if err != nil {
+		return 0, 0, err
+	}
+	if n > uint64(len(w.b)) {
+		return 0, 0, w.fail("length %d at byte %d exceeds the %d bytes given", n, off, len(w.b))
+	}
+	return int(n), next, nil
+}
+
+// count reads a container's element count of width bytes (items checks
+// it against the bytes left).
+func (w *walker) count(off, width int) (int, int, error) {
+	n, next, err := w.field(off, width)
+	if err != nil {
+		return 0, 0, err
+	}
+	if n > uint64(len(w.b)) {
+		return 0, 0, w.fail("container at byte %d claims %d elements, %d bytes left", next, n, len(w.b)-next)
+	}
+	return int(n), next, nil
+}
+
+// field reads a big-endian unsigned field of width 1, 2 or 4 bytes.
+func (w *walker) field(off, width int) (uint64, int, error) {
 	b := w.b
 	if len(b)-off < width {
 		return 0, 0, w.fail("truncated length at byte %d", off)
@@ -156,10 +183,7 @@ func (w *walker) length(off, width int) (int, int, error) {
 	default:
 		n = uint64(binary.BigEndian.Uint32(b[off:]))
 	}
-	if n > uint64(len(b)) {
-		return 0, 0, w.fail("length %d at byte %d exceeds the %d bytes given", n, off, len(b))
-	}
-	return int(n), off + width, nil
+	return n, off + width, nil
 }
 
 func (w *walker) skip(off, n int) (int, error) {

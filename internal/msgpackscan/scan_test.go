@@ -1,6 +1,7 @@
 package msgpackscan
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestWalkRefusesClaims(t *testing.T) {
 		"map16 beyond the bytes": {[]byte{0xde, 0, 3, 1, 2, 3, 4}, Limits{}},
 		"str32 beyond the bytes": {[]byte{0xdb, 0, 0, 1, 0, 'x'}, Limits{}},
 		"over MaxItems":          {[]byte{0x93, 1, 2, 3}, Limits{MaxItems: 2}},
-		"deeper than MaxDepth":   {[]byte{0x91, 0x91, 0x91, 0xc0}, Limits{MaxDepth: 2}},
+		"deeper than MaxDepth":   {append(bytes.Repeat([]byte{0x91}, MaxDepth+1), 0xc0), Limits{}},
 		"invalid code":           {[]byte{0xc1}, Limits{}},
 		"empty":                  {nil, Limits{}},
 	}
@@ -43,6 +44,9 @@ func TestWalkRefusesClaims(t *testing.T) {
 		if err := Check(c.b, c.lim); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: %v, want ErrMalformed", name, err)
 		}
+	}
+	if err := Check(append(bytes.Repeat([]byte{0x91}, MaxDepth), 0xc0), Limits{}); err != nil {
+		t.Errorf("nesting of exactly MaxDepth refused: %v", err)
 	}
 	good, _ := msgpack.Marshal(map[string]any{"k": []any{"abc", 1, 2}})
 	for i := 0; i < len(good); i++ {
