@@ -314,6 +314,9 @@ type RetireStorageRequest struct {
 type ListTasksRequest struct {
 	Segment SegmentID `msgpack:"seg,omitempty"`
 	Limit   int       `msgpack:"limit,omitempty"`
+	// Key, when set, lists only that key's tasks (every segment), found
+	// through the key's own entry rather than a scan of the registry.
+	Key string `msgpack:"key,omitempty"`
 }
 
 // ListTasksResponse carries pending tasks in id order.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"sexton/api"
 	"sexton/client"
@@ -167,4 +168,35 @@ func ExampleClient_Settings() {
 	// Output:
 	// 60000
 	// 60000
+}
+
+func ExampleClient_WaitDeleted() {
+	cl, _ := client.New(client.Config{Masters: masters})
+	defer cl.Close()
+	ctx := context.Background()
+	inc, _ := cl.Put(ctx, "example/wait", []byte("bytes"), client.PutOptions{})
+	_ = cl.Remove(ctx, "example/wait")
+	// Remove returned once the delete was committed; the holder's durable
+	// tombstone follows. WaitDeleted waits for it.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	fmt.Println(cl.WaitDeleted(wctx, "example/wait", inc))
+	tasks, _ := cl.PendingDeletes(ctx, "example/wait")
+	fmt.Println(len(tasks))
+	// Output:
+	// <nil>
+	// 0
+}
+
+func ExampleClient_DFSStatus() {
+	cl, _ := client.New(client.Config{Masters: masters})
+	defer cl.Close()
+	// The example cluster has no DFS root configured.
+	st, err := cl.DFSStatus(context.Background())
+	fmt.Println(st.Enabled, err)
+	cfg, err := cl.DFSConfig(context.Background())
+	fmt.Println(cfg.Enabled, err)
+	// Output:
+	// false <nil>
+	// false <nil>
 }

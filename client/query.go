@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"time"
 
 	"sexton/api"
 )
@@ -41,5 +42,55 @@ func (c *Client) SetSettings(ctx context.Context, s api.Settings) (api.SettingsR
 	req := api.SettingsSetRequest{Settings: s}
 	var resp api.SettingsResponse
 	err := c.mutate(ctx, api.MethodSettingsSet, &req, func(s api.Session) { req.Session = s }, &resp)
+	return resp, err
+}
+
+// PendingDeletes lists the key's delete tasks still waiting for a holder's
+// acknowledgement (every incarnation, every segment).
+func (c *Client) PendingDeletes(ctx context.Context, key string) ([]api.LocalDeleteTask, error) {
+	var resp api.ListTasksResponse
+	err := c.Call(ctx, api.MethodListTasks, &api.ListTasksRequest{Key: key}, &resp)
+	return resp.Tasks, err
+}
+
+// WaitDeleted waits until no delete task of the key remains pending — of
+// incarnation inc only, or of any incarnation when inc is zero: the holders
+// have durably tombstoned those bytes (their space comes back with GC). It
+// polls, backing off to a quarter second, until ctx ends.
+func (c *Client) WaitDeleted(ctx context.Context, key string, inc api.ObjectIncarnation) error {
+	pause := 5 * time.Millisecond
+	for {
+		tasks, err := c.PendingDeletes(ctx, key)
+		if err != nil {
+			return err
+		}
+		pending := 0
+		for _, t := range tasks {
+			if inc.IsZero() || t.Incarnation == inc {
+				pending++
+			}
+		}
+		if pending == 0 {
+			return nil
+		}
+		if !sleepCtx(ctx, pause) {
+			return api.Errorf(api.CodeTimeout, "%s: %d delete tasks still pending: %v", key, pending, ctx.Err())
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+	}
+}
+
+// DFSConfig is the cluster's DFS settings as the leader publishes them (a
+// DFS data path compares its own with these before its first I/O).
+func (c *Client) DFSConfig(ctx context.Context) (api.DFSConfigResponse, error) {
+	var resp api.DFSConfigResponse
+	err := c.Call(ctx, api.MethodDFSConfig, &api.Empty{}, &resp)
+	return resp, err
+}
+
+// DFSStatus is the DFS allocator's state: settings, space, units.
+func (c *Client) DFSStatus(ctx context.Context) (api.DFSStatusResponse, error) {
+	var resp api.DFSStatusResponse
+	err := c.Call(ctx, api.MethodDFSStatus, &api.Empty{}, &resp)
 	return resp, err
 }

@@ -261,6 +261,19 @@ func (f *FSM) ListTasks(seg api.SegmentID, limit int) (tasks []api.LocalDeleteTa
 	return tasks, len(all)
 }
 
+// TasksOfKey returns the key's pending tasks (every incarnation, every
+// segment) in id order; O(tasks of the key).
+func (f *FSM) TasksOfKey(key string) []api.LocalDeleteTask {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []api.LocalDeleteTask
+	for t := f.st.objects.get(key).tasks; t != nil; t = t.keyNext {
+		out = append(out, t.view())
+	}
+	slices.SortFunc(out, func(a, b api.LocalDeleteTask) int { return cmpUint(a.ID, b.ID) })
+	return out
+}
+
 func cmpUint(a, b uint64) int {
 	switch {
 	case a < b:

@@ -246,6 +246,19 @@ func (n *Node) handleListTasks(_ context.Context, req *api.ListTasksRequest) (*a
 	if limit <= 0 || limit > maxListTasks {
 		limit = maxListTasks
 	}
+	if req.Key != "" {
+		if err := api.ValidKey(req.Key); err != nil {
+			return nil, err
+		}
+		var tasks []api.LocalDeleteTask
+		for _, t := range n.fsm.TasksOfKey(req.Key) {
+			if req.Segment == "" || t.Segment == req.Segment {
+				tasks = append(tasks, t)
+			}
+		}
+		total := len(tasks)
+		return &api.ListTasksResponse{Tasks: tasks[:min(limit, total)], Total: total}, nil
+	}
 	tasks, total := n.fsm.ListTasks(req.Segment, limit)
 	return &api.ListTasksResponse{Tasks: tasks, Total: total}, nil
 }

@@ -76,6 +76,7 @@ func setupGet(fs *flag.FlagSet) runFunc {
 func setupRm(fs *flag.FlagSet) runFunc {
 	batch := fs.String("batch", "", "read keys, one a line, from FILE or - for stdin")
 	ifInc := fs.String("if-incarnation", "", "remove only if the key's newest value is this incarnation (HIGH:LOW as stat prints it); one KEY only")
+	wait := fs.Duration("wait", 0, "after the removes commit, wait up to this long until every holder has durably tombstoned the removed keys' bytes")
 	return func(e *env, keys []string) error {
 		if *batch != "" {
 			more, err := readKeys(*batch)
@@ -103,7 +104,7 @@ func setupRm(fs *flag.FlagSet) runFunc {
 			if err := cl.Remove(ctx, keys[0], client.IfIncarnation(inc)); err != nil {
 				return fmt.Errorf("rm %s: %w", keys[0], err)
 			}
-			return nil
+			return waitDeleted(cl, keys, *wait)
 		}
 		results, err := cl.BatchRemove(ctx, keys, nil)
 		failed := 0
@@ -121,8 +122,23 @@ func setupRm(fs *flag.FlagSet) runFunc {
 		if failed > 0 {
 			return fmt.Errorf("rm: %d of %d keys failed", failed, len(keys))
 		}
+		return waitDeleted(cl, keys, *wait)
+	}
+}
+
+// waitDeleted waits (if d > 0) until no delete task of keys is pending.
+func waitDeleted(cl *client.Client, keys []string, d time.Duration) error {
+	if d <= 0 {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for _, k := range keys {
+		if err := cl.WaitDeleted(ctx, k, api.ObjectIncarnation{}); err != nil {
+			return fmt.Errorf("rm --wait: removed, but %w", err)
+		}
+	}
+	return nil
 }
 
 // readKeys reads keys, one a line, from file or stdin ("-").
