@@ -12,94 +12,12 @@ import (
 // reflection costs about a microsecond per entry, which would be most of a
 // one-key Remove. They accept exactly what the reflection decoder with
 // DisallowUnknownFields accepts (FuzzDecodeCommand checks the two agree):
-// one map, known field names only, a later duplicate field wins.
+// one map, known field names only, a later duplicate field wins; a nil
+// where a map is expected decodes as the zero struct.
 
-func decodeRemoveFast(dec *msgpack.Decoder) (Command, error) {
-	n, err := dec.DecodeMapLen()
-	if err != nil {
-		return nil, err
-	}
-	c := &Remove{}
-	for i := 0; i < n; i++ {
-		name, err := dec.DecodeString()
-		if err != nil {
-			return nil, err
-		}
-		switch name {
-		case "v":
-			c.V, err = dec.DecodeUint8()
-		case "keys":
-			c.Keys, err = decodeStrings(dec)
-		case "if_inc":
-			c.IfInc, err = decodeIncarnations(dec)
-		case "spans":
-			c.Spans, err = decodeSpans(dec)
-		case "sess":
-			err = decodeSession(dec, &c.Session)
-		case "now":
-			c.Now, err = dec.DecodeInt64()
-		default:
-			err = fmt.Errorf("unknown field %q", name)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
-}
-
-func decodeStrings(dec *msgpack.Decoder) ([]string, error) {
-	n, err := dec.DecodeArrayLen()
-	if err != nil || n < 0 {
-		return nil, err
-	}
-	if n > api.MaxBatchKeys {
-		return nil, fmt.Errorf("%d strings exceed %d", n, api.MaxBatchKeys)
-	}
-	out := make([]string, n)
-	for i := range out {
-		if out[i], err = dec.DecodeString(); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-func decodeIncarnations(dec *msgpack.Decoder) ([]api.ObjectIncarnation, error) {
-	n, err := dec.DecodeArrayLen()
-	if err != nil || n < 0 {
-		return nil, err
-	}
-	if n > api.MaxBatchKeys {
-		return nil, fmt.Errorf("%d incarnations exceed %d", n, api.MaxBatchKeys)
-	}
-	out := make([]api.ObjectIncarnation, n)
-	for i := range out {
-		if err := decodeIncarnation(dec, &out[i]); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-func decodeSpans(dec *msgpack.Decoder) ([]RemoveSpan, error) {
-	n, err := dec.DecodeArrayLen()
-	if err != nil || n < 0 {
-		return nil, err
-	}
-	if n > api.MaxBatchKeys {
-		return nil, fmt.Errorf("%d spans exceed %d", n, api.MaxBatchKeys)
-	}
-	out := make([]RemoveSpan, n)
-	for i := range out {
-		if err := decodeSpan(dec, &out[i]); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-func decodeSpan(dec *msgpack.Decoder, s *RemoveSpan) error {
+// decodeMap walks one msgpack map, handing each field name to field, which
+// decodes the value (or refuses an unknown name).
+func decodeMap(dec *msgpack.Decoder, field func(name string) error) error {
 	n, err := dec.DecodeMapLen()
 	if err != nil {
 		return err
@@ -109,31 +27,83 @@ func decodeSpan(dec *msgpack.Decoder, s *RemoveSpan) error {
 		if err != nil {
 			return err
 		}
-		switch name {
-		case "sess":
-			err = decodeSession(dec, &s.Session)
-		case "n":
-			s.N, err = dec.DecodeInt()
-		default:
-			err = fmt.Errorf("unknown field %q", name)
-		}
-		if err != nil {
+		if err := field(name); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func decodeSession(dec *msgpack.Decoder, s *api.Session) error {
-	n, err := dec.DecodeMapLen()
-	if err != nil {
-		return err
+// decodeArray reads an array of at most limit elements, one at a time.
+func decodeArray[T any](dec *msgpack.Decoder, limit int, what string, one func(*T) error) ([]T, error) {
+	n, err := dec.DecodeArrayLen()
+	if err != nil || n < 0 {
+		return nil, err
 	}
-	for i := 0; i < n; i++ {
-		name, err := dec.DecodeString()
-		if err != nil {
-			return err
+	if n > limit {
+		return nil, fmt.Errorf("%d %s exceed %d", n, what, limit)
+	}
+	out := make([]T, n)
+	for i := range out {
+		if err := one(&out[i]); err != nil {
+			return nil, err
 		}
+	}
+	return out, nil
+}
+
+func unknownField(name string) error { return fmt.Errorf("unknown field %q", name) }
+
+func decodeRemoveFast(dec *msgpack.Decoder) (Command, error) {
+	c := &Remove{}
+	err := decodeMap(dec, func(name string) (err error) {
+		switch name {
+		case "v":
+			c.V, err = dec.DecodeUint8()
+		case "keys":
+			c.Keys, err = decodeArray(dec, api.MaxBatchKeys, "strings", func(s *string) (err error) {
+				*s, err = dec.DecodeString()
+				return err
+			})
+		case "if_inc":
+			c.IfInc, err = decodeArray(dec, api.MaxBatchKeys, "incarnations", func(inc *api.ObjectIncarnation) error {
+				return decodeIncarnation(dec, inc)
+			})
+		case "spans":
+			c.Spans, err = decodeArray(dec, api.MaxBatchKeys, "spans", func(s *RemoveSpan) error {
+				return decodeSpan(dec, s)
+			})
+		case "sess":
+			err = decodeSession(dec, &c.Session)
+		case "now":
+			c.Now, err = dec.DecodeInt64()
+		default:
+			err = unknownField(name)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func decodeSpan(dec *msgpack.Decoder, s *RemoveSpan) error {
+	return decodeMap(dec, func(name string) (err error) {
+		switch name {
+		case "sess":
+			err = decodeSession(dec, &s.Session)
+		case "n":
+			s.N, err = dec.DecodeInt()
+		default:
+			err = unknownField(name)
+		}
+		return err
+	})
+}
+
+func decodeSession(dec *msgpack.Decoder, s *api.Session) error {
+	return decodeMap(dec, func(name string) (err error) {
 		switch name {
 		case "client":
 			s.ClientID, err = dec.DecodeString()
@@ -142,26 +112,15 @@ func decodeSession(dec *msgpack.Decoder, s *api.Session) error {
 		case "floor":
 			s.Floor, err = dec.DecodeUint64()
 		default:
-			err = fmt.Errorf("unknown field %q", name)
+			err = unknownField(name)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func decodeAckFast(dec *msgpack.Decoder) (Command, error) {
-	n, err := dec.DecodeMapLen()
-	if err != nil {
-		return nil, err
-	}
 	c := &LocalDeleteAck{}
-	for i := 0; i < n; i++ {
-		name, err := dec.DecodeString()
-		if err != nil {
-			return nil, err
-		}
+	err := decodeMap(dec, func(name string) (err error) {
 		switch name {
 		case "v":
 			c.V, err = dec.DecodeUint8()
@@ -172,49 +131,24 @@ func decodeAckFast(dec *msgpack.Decoder) (Command, error) {
 		case "epoch":
 			c.Epoch, err = dec.DecodeUint64()
 		case "results":
-			c.Results, err = decodeTaskResults(dec)
+			c.Results, err = decodeArray(dec, MaxAckResults, "results", func(r *api.TaskResult) error {
+				return decodeTaskResult(dec, r)
+			})
 		case "now":
 			c.Now, err = dec.DecodeInt64()
 		default:
-			err = fmt.Errorf("unknown field %q", name)
+			err = unknownField(name)
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-func decodeTaskResults(dec *msgpack.Decoder) ([]api.TaskResult, error) {
-	n, err := dec.DecodeArrayLen()
-	if err != nil || n < 0 {
-		return nil, err
-	}
-	if n > MaxAckResults {
-		return nil, fmt.Errorf("%d results exceed %d", n, MaxAckResults)
-	}
-	out := make([]api.TaskResult, n)
-	for i := range out {
-		if err := decodeTaskResult(dec, &out[i]); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 func decodeTaskResult(dec *msgpack.Decoder, r *api.TaskResult) error {
-	n, err := dec.DecodeMapLen()
-	if err != nil {
-		return err
-	}
-	if n < 0 {
-		return nil // nil decodes as the zero struct, as reflection does
-	}
-	for i := 0; i < n; i++ {
-		name, err := dec.DecodeString()
-		if err != nil {
-			return err
-		}
+	return decodeMap(dec, func(name string) (err error) {
 		switch name {
 		case "id":
 			r.TaskID, err = dec.DecodeUint64()
@@ -227,39 +161,22 @@ func decodeTaskResult(dec *msgpack.Decoder, r *api.TaskResult) error {
 			o, err = dec.DecodeUint8()
 			r.Outcome = api.AckOutcome(o)
 		default:
-			err = fmt.Errorf("unknown field %q", name)
+			err = unknownField(name)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func decodeIncarnation(dec *msgpack.Decoder, inc *api.ObjectIncarnation) error {
-	n, err := dec.DecodeMapLen()
-	if err != nil {
-		return err
-	}
-	if n < 0 {
-		return nil
-	}
-	for i := 0; i < n; i++ {
-		name, err := dec.DecodeString()
-		if err != nil {
-			return err
-		}
+	return decodeMap(dec, func(name string) (err error) {
 		switch name {
 		case "h":
 			inc.High, err = dec.DecodeUint64()
 		case "l":
 			inc.Low, err = dec.DecodeUint64()
 		default:
-			err = fmt.Errorf("unknown field %q", name)
+			err = unknownField(name)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
