@@ -200,3 +200,12 @@ func ExampleClient_DFSStatus() {
 	// false <nil>
 	// false <nil>
 }
+
+func ExampleClient_Status() {
+	cl, _ := client.New(client.Config{Masters: masters})
+	defer cl.Close()
+	st, err := cl.Status(context.Background())
+	fmt.Println(st.RaftState, st.ClusterID != 0, err)
+	// Output:
+	// Leader true <nil>
+}
