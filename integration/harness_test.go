@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 
@@ -18,6 +16,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/internal/testport"
 	"sexton/transport"
 )
 
@@ -42,36 +41,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freePort hands out a loopback address no other test of this run got, in
-// 20000–31999: below Linux's ephemeral range (32768+), so the port cannot
-// be taken as the source port of some outgoing connection between the
-// check here and the child process binding it.
+// ports is this package's own range: test packages run as parallel
+// processes, and two picking from one range could collide.
+var ports = testport.Range{Lo: 26000, Hi: 32000}
+
 func freePort(t *testing.T) string {
 	t.Helper()
-	portMu.Lock()
-	defer portMu.Unlock()
-	for tries := 0; tries < 1000; tries++ {
-		p := 20000 + rand.IntN(12000)
-		if portsUsed[p] {
-			continue
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", p)
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			continue
-		}
-		l.Close()
-		portsUsed[p] = true
-		return addr
-	}
-	t.Fatal("no free loopback port in 20000-31999")
-	return ""
+	return ports.Addr(t)
 }
-
-var (
-	portMu    sync.Mutex
-	portsUsed = map[int]bool{}
-)
 
 // proc is one sexton process the test started.
 type proc struct {

@@ -22,7 +22,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -34,6 +33,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/internal/testport"
 	"sexton/transport"
 )
 
@@ -460,35 +460,14 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// freeAddr returns a loopback address no other test of this process got,
-// below Linux's ephemeral range so no outgoing connection takes it between
-// the check and the node binding it, and so a restarted node gets it back.
+// ports is this package's own range: test packages run as parallel
+// processes, and two picking from one range could collide.
+var ports = testport.Range{Lo: 20000, Hi: 26000}
+
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	portMu.Lock()
-	defer portMu.Unlock()
-	for tries := 0; tries < 1000; tries++ {
-		p := 20000 + rand.IntN(12000)
-		if portsUsed[p] {
-			continue
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", p)
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			continue
-		}
-		l.Close()
-		portsUsed[p] = true
-		return addr
-	}
-	t.Fatal("no free loopback port in 20000-31999")
-	return ""
+	return ports.Addr(t)
 }
-
-var (
-	portMu    sync.Mutex
-	portsUsed = map[int]bool{}
-)
 
 // lockedBuffer collects the masters' logs; they are printed when a test
 // fails.
