@@ -60,22 +60,7 @@ func DefaultSettings() api.Settings {
 }
 
 // withDefaults fills s's zero fields from DefaultSettings.
-func withDefaults(s api.Settings) api.Settings {
-	d := DefaultSettings()
-	if s.RegistryCapacity != 0 {
-		d.RegistryCapacity = s.RegistryCapacity
-	}
-	if s.SessionTTLMillis != 0 {
-		d.SessionTTLMillis = s.SessionTTLMillis
-	}
-	if s.MaxSessions != 0 {
-		d.MaxSessions = s.MaxSessions
-	}
-	if s.MaxSessionResults != 0 {
-		d.MaxSessionResults = s.MaxSessionResults
-	}
-	return d
-}
+func withDefaults(s api.Settings) api.Settings { return merged(DefaultSettings(), s) }
 
 // merged returns cur with the non-zero fields of change applied.
 func merged(cur, change api.Settings) api.Settings {
