@@ -234,13 +234,16 @@ func shouldRetry(out outcome, err error, o callOptions) (bool, string) {
 }
 
 // maybeRan reports whether a failed attempt may have executed on a master.
-// NOT_LEADER means the node did not act; an attempt never sent did not run.
+// An attempt never sent did not run. A master's own answer says what it
+// knows: NOT_LEADER and UNAVAILABLE are given only when nothing was
+// proposed, OUTCOME_UNKNOWN (and a TIMEOUT, to be safe) when something may
+// have been. A request sent with no answer may have run.
 func maybeRan(out outcome, err error) bool {
-	switch api.CodeOf(err) {
-	case api.CodeNotLeader:
-		return false
-	case api.CodeOutcomeUnknown:
+	switch code := api.CodeOf(err); {
+	case code == api.CodeOutcomeUnknown:
 		return true
+	case out == answered:
+		return code == api.CodeTimeout
 	}
 	return out != notSent
 }

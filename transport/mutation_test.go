@@ -50,6 +50,12 @@ func TestMutationGiveUpSaysOutcomeUnknown(t *testing.T) {
 	defer dead.Close()
 	requireCode(t, dead.Call(context.Background(), "Op", nil, nil, Mutation()), api.CodeUnavailable)
 
+	// UNAVAILABLE answered (leader not ready): the node did not act.
+	busy := startNode(t, func() error { return api.Errorf(api.CodeUnavailable, "leader not ready") })
+	bc := fastCluster([]string{busy.addr}, 150*time.Millisecond)
+	defer bc.Close()
+	requireCode(t, bc.Call(context.Background(), "Op", nil, nil, Mutation()), api.CodeUnavailable)
+
 	// NOT_LEADER everywhere: the nodes did not act.
 	follower := startNode(t, func() error { return &api.Error{Code: api.CodeNotLeader} })
 	fc := fastCluster([]string{follower.addr}, 150*time.Millisecond)
