@@ -1,0 +1,132 @@
+package tlsconf_test
+
+import (
+	"crypto/tls"
+	"io"
+	"net"
+	"os"
+	"testing"
+
+	"sexton/internal/tlsconf"
+	"sexton/internal/tlsconf/tlstest"
+)
+
+func handshake(t *testing.T, srv, cli *tls.Config) error {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		defer c.Close()
+		tc := tls.Server(c, srv)
+		err = tc.Handshake()
+		if err == nil {
+			_, err = tc.Write([]byte("x"))
+		}
+		done <- err
+	}()
+	c, err := tls.Dial("tcp", ln.Addr().String(), cli)
+	if err != nil {
+		<-done
+		return err
+	}
+	defer c.Close()
+	if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+		<-done
+		return err
+	}
+	return <-done
+}
+
+func load(t *testing.T, f tlsconf.Files) *tlsconf.Source {
+	t.Helper()
+	s, err := tlsconf.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestMutualTLSAndForeignCA(t *testing.T) {
+	dir := t.TempDir()
+	ca, _ := tlstest.NewCA(dir, "a")
+	other, _ := tlstest.NewCA(dir, "b")
+	fs, _ := ca.Issue("server")
+	fc, _ := ca.Issue("client")
+	fx, _ := other.Issue("intruder")
+	srv, cli, bad := load(t, fs), load(t, fc), load(t, fx)
+
+	if err := handshake(t, srv.ServerConfig(tlsconf.RequireClientCert), cli.ClientConfig()); err != nil {
+		t.Fatalf("same CA refused: %v", err)
+	}
+	if err := handshake(t, srv.ServerConfig(tlsconf.RequireClientCert), bad.ClientConfig()); err == nil {
+		t.Fatal("a client certificate from another CA was accepted")
+	}
+	// Optional client certs: no certificate is fine, a foreign one is not.
+	plain := &tls.Config{RootCAs: nil, InsecureSkipVerify: true}
+	if err := handshake(t, srv.ServerConfig(tlsconf.VerifyClientCertIfGiven), plain); err != nil {
+		t.Fatalf("client without certificate refused on an optional listener: %v", err)
+	}
+	if err := handshake(t, srv.ServerConfig(tlsconf.VerifyClientCertIfGiven), bad.ClientConfig()); err == nil {
+		t.Fatal("a foreign client certificate was accepted on an optional listener")
+	}
+	// The client refuses a server of another CA.
+	if err := handshake(t, bad.ServerConfig(tlsconf.VerifyClientCertIfGiven), cli.ClientConfig()); err == nil {
+		t.Fatal("client accepted a server certificate from another CA")
+	}
+}
+
+func TestReloadSwapsMaterialAndKeepsOldOnError(t *testing.T) {
+	dir := t.TempDir()
+	ca, _ := tlstest.NewCA(dir, "a")
+	next, _ := tlstest.NewCA(dir, "n")
+	fs, _ := ca.Issue("server")
+	fc, _ := ca.Issue("client")
+	srv, cli := load(t, fs), load(t, fc)
+
+	// Roll the server onto the new CA by rewriting its files in place.
+	nf, _ := next.Issue("server")
+	for _, p := range [][2]string{{nf.Cert, fs.Cert}, {nf.Key, fs.Key}, {nf.CA, fs.CA}} {
+		b, err := os.ReadFile(p[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p[1], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := srv.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if err := handshake(t, srv.ServerConfig(tlsconf.RequireClientCert), cli.ClientConfig()); err == nil {
+		t.Fatal("after reload onto a new CA the old client was still accepted")
+	}
+	// A broken file: reload fails and the previous material stays.
+	if err := os.WriteFile(fs.Key, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Reload(); err == nil {
+		t.Fatal("reload of a garbage key succeeded")
+	}
+	nc, _ := next.Issue("client")
+	if err := handshake(t, srv.ServerConfig(tlsconf.RequireClientCert), load(t, nc).ClientConfig()); err != nil {
+		t.Fatalf("a failed reload took the working material away: %v", err)
+	}
+}
+
+func TestLoadRefusesPartialSet(t *testing.T) {
+	if _, err := tlsconf.Load(tlsconf.Files{Cert: "x"}); err != tlsconf.ErrIncomplete {
+		t.Fatalf("got %v", err)
+	}
+	if s, err := tlsconf.Load(tlsconf.Files{}); s != nil || err != nil {
+		t.Fatalf("empty files: %v %v", s, err)
+	}
+}
