@@ -1,0 +1,503 @@
+"""The sexton client: leader following, sessions, and the data path.
+
+Written from docs/PROTOCOL.md (§7 sessions, §8 leader following, §9 the
+data path). Method names follow Mooncake's ``MooncakeDistributedStore``
+where the meaning is the same (see the package docstring for the list).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
+
+from .errors import (
+    Corrupt,
+    InvalidParams,
+    NoSpace,
+    ObjectNotFound,
+    OutcomeUnknown,
+    SextonError,
+    Timeout,
+    Unavailable,
+    error_for,
+)
+from .types import LOCAL_DISK, DeleteTask, Incarnation, KeyResult, ObjectInfo, Replica, Stat
+from .wire import ANSWERED, DATA_MAX_FRAME, DEFAULT_MAX_FRAME, NOT_SENT, Pool, outcome_of
+
+#: At most this many keys per BatchRemove or Exist request.
+MAX_BATCH_KEYS = 4096
+
+_T = TypeVar("_T")
+
+
+class _Sessions:
+    """Session numbering (PROTOCOL.md §7): a random client id, sequence
+    numbers from 1, and the floor = the oldest request still in flight."""
+
+    def __init__(self, client_id: str) -> None:
+        self.client_id = client_id
+        self._next = 1
+        self._outstanding: set = set()
+        self._lock = threading.Lock()
+
+    def begin(self) -> Dict[str, Any]:
+        with self._lock:
+            seq = self._next
+            self._next += 1
+            self._outstanding.add(seq)
+            floor = min(self._outstanding)
+            return {"client": self.client_id, "seq": seq, "floor": floor}
+
+    def end(self, seq: int) -> None:
+        with self._lock:
+            self._outstanding.discard(seq)
+
+
+class _Backoff:
+    """Capped exponential backoff with equal jitter."""
+
+    def __init__(self, lo: float, hi: float) -> None:
+        self._step, self._max = lo, hi
+
+    def next(self) -> float:
+        half = self._step / 2
+        d = half + random.uniform(0, half)
+        self._step = min(2 * self._step, self._max)
+        return d
+
+
+def _with_context(err: SextonError, prefix: str) -> SextonError:
+    """The same kind of error, its message prefixed (the original chained)."""
+    new = error_for(err.code, f"{prefix}: {err.message}" if err.message else prefix, err.leader)
+    new.__cause__ = err
+    if hasattr(err, "outcome"):
+        new.outcome = err.outcome  # type: ignore[attr-defined]
+    return new
+
+
+# Write failures after which a put is placed again elsewhere.
+_REPLACEABLE = {"UNAVAILABLE", "TIMEOUT", "NO_SPACE", "GRANT_REFUSED", "INTERNAL"}
+
+
+class Client:
+    """A connection to a sexton cluster.
+
+    ``masters`` is every master's RPC address (a list, or a comma-separated
+    string like ``SEXTON_MASTERS``). ``token`` is the cluster token, when the
+    cluster requires one. ``timeout`` bounds one operation against the
+    masters (all retries included), ``attempt_timeout`` one attempt.
+
+    The client is safe to use from several threads. Close it (or use it as
+    a context manager) to close its connections.
+    """
+
+    def __init__(
+        self,
+        masters: Union[str, Sequence[str]],
+        *,
+        token: str = "",
+        timeout: float = 15.0,
+        attempt_timeout: float = 5.0,
+        connect_timeout: float = 5.0,
+        backoff_min: float = 0.05,
+        backoff_max: float = 0.25,
+        put_attempts: int = 3,
+        read_attempts: int = 4,
+        placement_wait: float = 3.0,
+        client_id: Optional[str] = None,
+    ) -> None:
+        if isinstance(masters, str):
+            masters = masters.split(",")
+        addrs: List[str] = []
+        for a in masters:
+            a = a.strip()
+            if a and a not in addrs:
+                addrs.append(a)
+        if not addrs:
+            raise InvalidParams("no master addresses")
+        self.masters = addrs
+        self.timeout = timeout
+        self.attempt_timeout = attempt_timeout
+        self.backoff_min, self.backoff_max = backoff_min, max(backoff_max, backoff_min)
+        self.put_attempts = max(put_attempts, 1)
+        self.read_attempts = max(read_attempts, 1)
+        self.placement_wait = placement_wait
+        self._sessions = _Sessions(client_id or str(uuid.uuid4()))
+        self._leader = addrs[0]
+        self._lock = threading.Lock()
+        self._master_pool = Pool(token=token, max_frame=DEFAULT_MAX_FRAME, connect_timeout=connect_timeout)
+        self._holder_pool = Pool(token=token, max_frame=DATA_MAX_FRAME, connect_timeout=connect_timeout)
+        #: Attempts sent to masters, for tests and metrics.
+        self.attempts = 0
+
+    # -- lifecycle ------------------------------------------------------
+
+    @property
+    def client_id(self) -> str:
+        """The session client id (random per Client)."""
+        return self._sessions.client_id
+
+    @property
+    def leader(self) -> str:
+        """The address last known to be the leader."""
+        with self._lock:
+            return self._leader
+
+    def close(self) -> None:
+        self._master_pool.close()
+        self._holder_pool.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- leader following (PROTOCOL.md §8) ------------------------------
+
+    def call(self, method: str, body: Dict[str, Any], *, mutation: bool = False, timeout: Optional[float] = None) -> Any:
+        """Call ``method`` on the leader, following it; return the response
+        body. ``mutation`` marks a sessioned request: it is also repeated
+        after OUTCOME_UNKNOWN, and giving up after an attempt that may have
+        run raises :class:`OutcomeUnknown`, never :class:`Unavailable`."""
+        start = time.monotonic()
+        give_up = start + (self.timeout if timeout is None else timeout)
+        backoff = _Backoff(self.backoff_min, self.backoff_max)
+        target = self.leader
+        pos = self.masters.index(target) if target in self.masters else -1
+        in_round = 0
+        tried: Dict[str, SextonError] = {}
+        count = 0
+        may_have_run = False
+        while True:
+            deadline = min(time.monotonic() + self.attempt_timeout, give_up)
+            self.attempts += 1
+            try:
+                resp = self._master_pool.call(target, method, body, deadline)
+            except SextonError as e:
+                outcome = outcome_of(e)
+                retry, hint = _should_retry(e, outcome, mutation)
+                if not retry:
+                    raise
+                tried[target] = e
+                count += 1
+                if _may_have_run(e, outcome):
+                    may_have_run = True
+                if hint and hint != target:
+                    target = hint
+                    with self._lock:
+                        self._leader = hint
+                    if hint in self.masters:
+                        pos = self.masters.index(hint)
+                else:
+                    pos = (pos + 1) % len(self.masters)
+                    target = self.masters[pos]
+                in_round += 1
+                if time.monotonic() >= give_up:
+                    raise self._give_up(method, mutation, may_have_run, start, count, tried) from None
+                if in_round >= len(self.masters):
+                    in_round = 0
+                    time.sleep(max(min(backoff.next(), give_up - time.monotonic()), 0))
+                    if time.monotonic() >= give_up:
+                        raise self._give_up(method, mutation, may_have_run, start, count, tried) from None
+                continue
+            with self._lock:
+                self._leader = target
+            return resp
+
+    def _give_up(self, method: str, mutation: bool, may_have_run: bool, start: float, count: int,
+                 tried: Dict[str, SextonError]) -> SextonError:
+        where = "; ".join(f"{a}: {e}" for a, e in tried.items())
+        msg = f"{method}: gave up after {time.monotonic() - start:.3f}s and {count} attempts; tried {where}"
+        if mutation and may_have_run:
+            return OutcomeUnknown(msg + "; an attempt may have executed, the outcome is unknown")
+        return Unavailable(msg)
+
+    def _mutate(self, method: str, body: Dict[str, Any]) -> Any:
+        """A mutation under a new session number; retries repeat it."""
+        sess = self._sessions.begin()
+        try:
+            body["sess"] = sess
+            return self.call(method, body, mutation=True)
+        finally:
+            self._sessions.end(sess["seq"])
+
+    # -- put (PROTOCOL.md §9) -------------------------------------------
+
+    def put(self, key: str, value: Union[bytes, bytearray, memoryview], *, replicas: int = 1, tenant: str = "",
+            if_absent: bool = False, pool: str = "") -> Incarnation:
+        """Store ``value`` under ``key`` on ``replicas`` holders and return the
+        new incarnation. When it returns, the put is acknowledged: every
+        later get (on any leader) sees this value or a newer one.
+
+        Raises :class:`ObjectAlreadyExists` (``if_absent`` and the key exists,
+        or another put of the key is in progress), :class:`NoSpace`,
+        :class:`OutcomeUnknown` (it may or may not have completed), ...
+        """
+        data = bytes(value)
+        exclude: List[str] = []
+        last_write_err: Optional[SextonError] = None
+        placement_deadline = time.monotonic() + self.placement_wait
+        attempt = 0
+        while attempt < self.put_attempts:
+            req: Dict[str, Any] = {"key": key, "size": len(data), "replicas": replicas}
+            if tenant:
+                req["tenant"] = tenant
+            if if_absent:
+                req["if_absent"] = True
+            if pool:
+                req["pool"] = pool
+            if exclude:
+                req["exclude"] = list(exclude)
+            try:
+                start = self._mutate("PutStart", req)
+            except NoSpace as e:
+                # Right after a failover the new leader has not yet heard the
+                # holders' heartbeats (PROTOCOL.md §5): wait a moment. A
+                # refused PutStart did nothing, so the retry takes a new seq.
+                if time.monotonic() < placement_deadline:
+                    time.sleep(0.1)
+                    continue
+                if exclude and last_write_err is not None:
+                    exclude.clear()
+                    attempt += 1
+                    continue
+                if last_write_err is not None:
+                    raise _with_context(e, f"PutStart after a failed write ({last_write_err})") from last_write_err
+                raise
+            except SextonError as e:
+                if last_write_err is not None:
+                    raise _with_context(e, f"PutStart after a failed write ({last_write_err})") from last_write_err
+                raise
+            inc = Incarnation.from_wire(start.get("inc"))
+            placed = [Replica.from_wire(r) for r in (start.get("replicas") or [])]
+            failed_seg, err = self._write_replicas(key, tenant, inc, placed, data)
+            if err is not None:
+                self._revoke(key, inc)
+                if failed_seg is None or err.code not in _REPLACEABLE:
+                    raise err
+                last_write_err = err
+                exclude.append(failed_seg)
+                attempt += 1
+                continue
+            try:
+                self._mutate("PutEnd", {"key": key, "inc": inc.wire()})
+            except SextonError as e:
+                raise _with_context(e, f"PutEnd {inc}") from None
+            return inc
+        raise Unavailable(f"put {key}: every placement failed ({self.put_attempts} attempts): {last_write_err}")
+
+    def _write_replicas(self, key: str, tenant: str, inc: Incarnation, placed: List[Replica],
+                        data: bytes) -> Tuple[Optional[str], Optional[SextonError]]:
+        if not placed:
+            return None, Corrupt("PutStart placed no replicas")
+        for r in placed:
+            if r.kind != LOCAL_DISK:
+                return None, InvalidParams("the master placed a DFS replica; this client has no DFS data path")
+            if not r.endpoint:
+                return r.segment, Unavailable(f"segment {r.segment} has no mounted holder")
+            req: Dict[str, Any] = {"key": key, "inc": inc.wire(), "value": data}
+            if r.grant is not None:
+                req["grant"] = r.grant
+            if tenant:
+                req["tenant"] = tenant
+            try:
+                self._holder_pool.call(r.endpoint, "HolderWrite", req, time.monotonic() + self.timeout)
+            except SextonError as e:
+                return r.segment, _with_context(e, f"write replica on segment {r.segment} ({r.endpoint})")
+        return None, None
+
+    def _revoke(self, key: str, inc: Incarnation) -> None:
+        try:
+            self._mutate("PutRevoke", {"key": key, "inc": inc.wire()})
+        except SextonError:
+            pass  # best effort: the master discards a put that never ends
+
+    # -- get -------------------------------------------------------------
+
+    def get(self, key: str) -> bytes:
+        """The value of ``key``; raises :class:`ObjectNotFound` if absent."""
+        return self.get_with_info(key)[0]
+
+    def get_with_info(self, key: str) -> Tuple[bytes, ObjectInfo]:
+        """The value and the object's metadata (incarnation, size, replicas)."""
+        last: Optional[SextonError] = None
+        for _ in range(self.read_attempts):
+            obj = ObjectInfo.from_wire(self.call("Get", {"key": key})["object"])
+            value, gone, err = self._read_replicas(obj)
+            if err is None:
+                assert value is not None
+                return value, obj
+            last = err
+            if not gone:
+                raise err
+        raise Unavailable(f"get {key}: the replicas kept losing the incarnation the master named "
+                          f"({self.read_attempts} attempts): {last}")
+
+    def _read_replicas(self, obj: ObjectInfo) -> Tuple[Optional[bytes], bool, Optional[SextonError]]:
+        errs: List[str] = []
+        gone = False
+        for r in obj.replicas:
+            try:
+                if r.kind != LOCAL_DISK:
+                    raise InvalidParams("DFS replica, but this client has no DFS data path")
+                if not r.endpoint:
+                    raise Unavailable(f"segment {r.segment}: no holder mounted")
+                resp = self._holder_pool.call(r.endpoint, "HolderRead", {"key": obj.key, "inc": obj.incarnation.wire()},
+                                              time.monotonic() + self.timeout)
+                value = resp.get("value") if isinstance(resp, dict) else None
+                if not isinstance(value, bytes):
+                    raise Corrupt("holder answered no value")
+                if len(value) != obj.size:
+                    raise Corrupt(f"replica returned {len(value)} bytes, object has {obj.size}")
+                return value, False, None
+            except SextonError as e:
+                if isinstance(e, ObjectNotFound):
+                    gone = True
+                errs.append(f"{r.endpoint or r.segment or 'DFS'}: {e}")
+        # A holder's OBJECT_NOT_FOUND never means the key is absent: only
+        # the master says that. Report the read as failed.
+        return None, gone, Unavailable(f"no replica of {obj.key} ({obj.incarnation}) could be read: {'; '.join(errs)}")
+
+    def get_size(self, key: str) -> int:
+        """The size in bytes of the object (Mooncake's ``get_size``)."""
+        return self.stat(key).object.size
+
+    # -- queries ---------------------------------------------------------
+
+    def is_exist(self, key: str) -> bool:
+        """Whether ``key`` has a complete incarnation."""
+        return self.batch_is_exist([key])[0]
+
+    def batch_is_exist(self, keys: Sequence[str]) -> List[bool]:
+        """``is_exist`` of many keys, in order."""
+        out: List[bool] = []
+        for chunk in _chunks(keys, MAX_BATCH_KEYS):
+            resp = self.call("Exist", {"keys": chunk})
+            exists = resp.get("exists") or []
+            if len(exists) != len(chunk):
+                raise Corrupt(f"Exist answered {len(exists)} results for {len(chunk)} keys")
+            out.extend(bool(x) for x in exists)
+        return out
+
+    def stat(self, key: str) -> Stat:
+        """The object, a put in progress on the key, and its pending deletes."""
+        return Stat.from_wire(self.call("Stat", {"key": key}))
+
+    def list(self, prefix: str = "", cursor: str = "", limit: int = 0) -> Tuple[List[ObjectInfo], str]:
+        """One page of objects with ``prefix`` after ``cursor``, in key
+        order, and the cursor of the next page ("" on the last one)."""
+        req: Dict[str, Any] = {}
+        if prefix:
+            req["prefix"] = prefix
+        if cursor:
+            req["cursor"] = cursor
+        if limit:
+            req["limit"] = limit
+        resp = self.call("List", req)
+        return [ObjectInfo.from_wire(o) for o in (resp.get("objects") or [])], resp.get("next") or ""
+
+    def iter_objects(self, prefix: str = "", page: int = 1000) -> Iterator[ObjectInfo]:
+        """Every object with ``prefix``, page by page."""
+        cursor = ""
+        while True:
+            objs, cursor = self.list(prefix, cursor, page)
+            yield from objs
+            if not cursor:
+                return
+
+    def status(self) -> Dict[str, Any]:
+        """The status map of the master that answers (PROTOCOL.md §5)."""
+        return dict(self.call("Status", {}))
+
+    # -- removes ---------------------------------------------------------
+
+    def remove(self, key: str, *, if_incarnation: Optional[Incarnation] = None) -> None:
+        """Remove ``key`` (only ``if_incarnation``, when given). Raises
+        :class:`ObjectNotFound`, :class:`IncarnationMismatch`,
+        :class:`OutcomeUnknown`, ... When it returns, the remove is
+        acknowledged: no later get returns the removed value."""
+        req: Dict[str, Any] = {"key": key}
+        if if_incarnation is not None:
+            req["if_inc"] = if_incarnation.wire()
+        self._mutate("Remove", req)
+
+    def batch_remove(self, keys: Sequence[str], if_incarnations: Optional[Sequence[Optional[Incarnation]]] = None) -> List[KeyResult]:
+        """Remove many keys; one :class:`KeyResult` per key, in order. A
+        ``None`` condition is unconditional. Requests carry at most 4096
+        keys; a failure of a later request raises, the earlier ones stand."""
+        if if_incarnations is not None and len(if_incarnations) != len(keys):
+            raise InvalidParams(f"{len(if_incarnations)} conditions for {len(keys)} keys")
+        out: List[KeyResult] = []
+        for start in range(0, len(keys), MAX_BATCH_KEYS):
+            chunk = list(keys[start:start + MAX_BATCH_KEYS])
+            req: Dict[str, Any] = {"keys": chunk}
+            if if_incarnations is not None:
+                req["if_incs"] = [(i or Incarnation(0, 0)).wire() for i in if_incarnations[start:start + MAX_BATCH_KEYS]]
+            resp = self._mutate("BatchRemove", req)
+            results = resp.get("results") or []
+            if len(results) != len(chunk):
+                raise Corrupt(f"BatchRemove answered {len(results)} results for {len(chunk)} keys")
+            out.extend(KeyResult.from_wire(r) for r in results)
+        return out
+
+    def remove_all(self, prefix: str = "") -> int:
+        """Remove every object (with ``prefix``); return how many this call
+        removed. Not atomic: objects put meanwhile may survive."""
+        removed = 0
+        cursor = ""
+        while True:
+            objs, cursor = self.list(prefix, cursor, 1000)
+            if objs:
+                for r in self.batch_remove([o.key for o in objs]):
+                    if r.ok:
+                        removed += 1
+                    elif not isinstance(r.error, ObjectNotFound):
+                        raise r.error  # type: ignore[misc]
+            if not cursor:
+                return removed
+
+    def pending_deletes(self, key: str) -> List[DeleteTask]:
+        """The delete tasks of ``key`` the holders have not yet done."""
+        resp = self.call("ListTasks", {"key": key})
+        return [DeleteTask.from_wire(t) for t in (resp.get("tasks") or [])]
+
+    def wait_deleted(self, key: str, incarnation: Optional[Incarnation] = None, timeout: float = 30.0) -> None:
+        """Wait until the holders have deleted the removed bytes of ``key``
+        (of ``incarnation`` only, when given). Raises :class:`Timeout`."""
+        deadline = time.monotonic() + timeout
+        pause = 0.005
+        while True:
+            pending = [t for t in self.pending_deletes(key) if incarnation is None or t.incarnation == incarnation]
+            if not pending:
+                return
+            if time.monotonic() + pause > deadline:
+                raise Timeout(f"{key}: {len(pending)} delete tasks still pending after {timeout}s")
+            time.sleep(pause)
+            pause = min(2 * pause, 0.25)
+
+
+def _should_retry(err: SextonError, outcome: str, mutation: bool) -> Tuple[bool, str]:
+    if err.code == "NOT_LEADER":
+        return True, err.leader
+    if err.code in ("UNAVAILABLE", "TIMEOUT"):
+        return True, ""
+    if err.code == "OUTCOME_UNKNOWN":
+        return mutation, ""  # only a sessioned repeat gets the first result
+    return False, ""
+
+
+def _may_have_run(err: SextonError, outcome: str) -> bool:
+    if err.code == "OUTCOME_UNKNOWN":
+        return True
+    if outcome == ANSWERED:
+        return err.code == "TIMEOUT"
+    return outcome != NOT_SENT
+
+
+def _chunks(seq: Sequence[_T], n: int) -> Iterator[List[_T]]:
+    for i in range(0, len(seq), n):
+        yield list(seq[i:i + n])

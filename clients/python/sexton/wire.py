@@ -1,0 +1,311 @@
+"""The transport: frames, envelopes, the token handshake, one connection.
+
+Written from docs/PROTOCOL.md §1-3. A :class:`Connection` carries one call
+at a time (the protocol allows pipelining; this client does not need it),
+so a response is simply the next response frame. A connection whose call
+failed in transit is closed, never reused, so a late answer cannot be
+taken for the next call's.
+
+Every failure is a :class:`~sexton.errors.SextonError` with an ``outcome``
+attribute saying how far the call got (:data:`NOT_SENT`,
+:data:`SENT_NO_ANSWER`, :data:`ANSWERED`): that, not the code alone,
+decides whether a mutation may have executed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import select
+import socket
+import struct
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+import msgpack
+
+from .errors import (
+    Corrupt,
+    FrameTooLarge,
+    SextonError,
+    Timeout,
+    Unavailable,
+    error_for,
+    from_wire,
+)
+
+PROTOCOL_VERSION = 1
+NONCE_LEN = 32
+AUTH_DOMAIN = b"sexton transport auth v1\x00"
+#: Every frame before the handshake completes is bounded by this.
+HANDSHAKE_MAX_FRAME = 16 << 10
+#: The default frame bound (masters' control plane).
+DEFAULT_MAX_FRAME = 4 << 20
+#: Frames we accept from holders: a bucket-sized value plus the envelope.
+DATA_MAX_FRAME = (256 << 20) + (1 << 20)
+_MIN_FRAME, _MAX_FRAME_LIMIT = HANDSHAKE_MAX_FRAME, 1 << 30
+
+KIND_HELLO, KIND_AUTH, KIND_WELCOME, KIND_REQUEST, KIND_RESPONSE, KIND_GOAWAY = 1, 2, 3, 4, 5, 6
+
+#: How far a failed call got.
+NOT_SENT, SENT_NO_ANSWER, ANSWERED = "not_sent", "sent_no_answer", "answered"
+
+# Keys are Go strings: arbitrary bytes. surrogateescape carries bytes that
+# are not UTF-8 through a Python str and back unchanged.
+_UNICODE_ERRORS = "surrogateescape"
+
+
+def _fail(err: SextonError, outcome: str) -> SextonError:
+    err.outcome = outcome  # type: ignore[attr-defined]
+    return err
+
+
+def outcome_of(err: BaseException) -> str:
+    """How far the call that raised err got (ANSWERED for server errors)."""
+    return getattr(err, "outcome", ANSWERED)
+
+
+def clamp_max_frame(n: int) -> int:
+    if n <= 0:
+        return DEFAULT_MAX_FRAME
+    return max(_MIN_FRAME, min(n, _MAX_FRAME_LIMIT))
+
+
+def token_mac(token: str, nonce: bytes) -> bytes:
+    """HMAC-SHA256(token, domain || nonce): the proof of the cluster token."""
+    return hmac.new(token.encode(), AUTH_DOMAIN + nonce, hashlib.sha256).digest()
+
+
+def pack(value: Any) -> bytes:
+    return msgpack.packb(value, use_bin_type=True, unicode_errors=_UNICODE_ERRORS)
+
+
+def encode_frame(kind: int, req_id: int, method: str, timeout_ms: int, err: Optional[Dict[str, Any]], body: Any) -> bytes:
+    payload = pack([kind, req_id, method, timeout_ms, err, body])
+    return struct.pack(">I", len(payload)) + payload
+
+
+def decode_envelope(payload: bytes) -> Tuple[int, int, str, int, Any, Any]:
+    """Parse one frame payload into (kind, id, method, timeout_ms, err, body)."""
+    try:
+        env = msgpack.unpackb(payload, raw=False, unicode_errors=_UNICODE_ERRORS, strict_map_key=False)
+    except Exception as e:  # msgpack raises several types for bad input
+        raise Corrupt(f"malformed frame: {e}") from None
+    if not isinstance(env, (list, tuple)) or len(env) != 6:
+        raise Corrupt(f"malformed frame: envelope is not a 6-element array: {type(env).__name__}")
+    kind, req_id, method, timeout_ms, err, body = env
+    if not isinstance(kind, int) or not KIND_HELLO <= kind <= KIND_GOAWAY:
+        raise Corrupt(f"malformed frame: unknown kind {kind!r}")
+    if not isinstance(req_id, int) or req_id < 0 or not isinstance(method, str) or not isinstance(timeout_ms, int):
+        raise Corrupt("malformed frame: bad id, method or timeout field")
+    return kind, req_id, method, timeout_ms, err, body
+
+
+def split_addr(addr: str) -> Tuple[str, int]:
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit():
+        raise Unavailable(f"address {addr!r} is not host:port")
+    return host.strip("[]"), int(port)
+
+
+class Connection:
+    """One authenticated connection to a master or a holder."""
+
+    def __init__(self, addr: str, *, token: str = "", max_frame: int = DEFAULT_MAX_FRAME, deadline: float) -> None:
+        self.addr = addr
+        self._max_frame = clamp_max_frame(max_frame)
+        self._send_max = DEFAULT_MAX_FRAME
+        self._next_id = 0
+        self._buf = bytearray()
+        host, port = split_addr(addr)
+        try:
+            self._sock = socket.create_connection((host, port), timeout=max(deadline - time.monotonic(), 0.001))
+        except OSError as e:
+            raise _fail(Unavailable(f"dial {addr}: {e}"), NOT_SENT) from None
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            self._handshake(token, deadline)
+        except SextonError as e:
+            self.close()
+            raise _fail(e, NOT_SENT) from None
+        except (OSError, socket.timeout) as e:
+            self.close()
+            raise _fail(Unavailable(f"handshake with {addr}: {e}"), NOT_SENT) from None
+
+    # -- raw frames -----------------------------------------------------
+
+    def _recv_exact(self, n: int, deadline: float) -> bytes:
+        while len(self._buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("deadline passed")
+            self._sock.settimeout(left)
+            chunk = self._sock.recv(max(n - len(self._buf), 1 << 16))
+            if not chunk:
+                raise ConnectionError("connection closed by the server")
+            self._buf += chunk
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out
+
+    def _read_frame(self, limit: int, deadline: float) -> bytes:
+        (n,) = struct.unpack(">I", self._recv_exact(4, deadline))
+        if n > limit:
+            raise FrameTooLarge(f"frame of {n} bytes from {self.addr} exceeds the {limit}-byte limit")
+        if n == 0:
+            raise Corrupt(f"empty frame from {self.addr}")
+        return self._recv_exact(n, deadline)
+
+    def _send(self, frame: bytes, deadline: float) -> None:
+        self._sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        self._sock.sendall(frame)
+
+    # -- handshake (PROTOCOL.md §3) -------------------------------------
+
+    def _handshake(self, token: str, deadline: float) -> None:
+        kind, _, _, _, err, hello = decode_envelope(self._read_frame(HANDSHAKE_MAX_FRAME, deadline))
+        if err is not None:
+            raise from_wire(err)
+        if kind != KIND_HELLO or not isinstance(hello, dict):
+            raise Corrupt(f"handshake with {self.addr}: expected hello, got kind {kind}")
+        if hello.get("v") != PROTOCOL_VERSION:
+            raise Unavailable(f"{self.addr} speaks transport protocol version {hello.get('v')}, this client speaks {PROTOCOL_VERSION}")
+        answer: Dict[str, Any] = {"v": PROTOCOL_VERSION, "max_frame": self._max_frame}
+        if hello.get("auth"):
+            nonce = hello.get("nonce")
+            if not isinstance(nonce, bytes) or len(nonce) != NONCE_LEN:
+                raise Corrupt(f"handshake with {self.addr}: challenge is not {NONCE_LEN} bytes")
+            if token:
+                answer["mac"] = token_mac(token, nonce)
+        self._send(encode_frame(KIND_AUTH, 0, "", 0, None, answer), deadline)
+        kind, _, _, _, err, _ = decode_envelope(self._read_frame(HANDSHAKE_MAX_FRAME, deadline))
+        if err is not None:
+            e = from_wire(err)
+            if e.code != "UNAUTHENTICATED":
+                e = error_for(e.code, f"{self.addr}: {e.message}")
+            raise e
+        if kind != KIND_WELCOME:
+            raise Corrupt(f"handshake with {self.addr}: expected welcome, got kind {kind}")
+        self._send_max = clamp_max_frame(int(hello.get("max_frame") or 0))
+
+    # -- calls ----------------------------------------------------------
+
+    def usable(self) -> bool:
+        """False if the server closed (or said anything) while we were idle."""
+        if self._sock is None:
+            return False
+        try:
+            readable, _, _ = select.select([self._sock], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable and not self._buf
+
+    def call(self, method: str, body: Any, deadline: float) -> Any:
+        """Send one request and return the response body, or raise."""
+        if self._sock is None:
+            raise _fail(Unavailable(f"connection to {self.addr} closed"), NOT_SENT)
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if left_ms <= 0:
+            raise _fail(Timeout(f"call {method} to {self.addr}: deadline passed"), NOT_SENT)
+        self._next_id += 1
+        req_id = self._next_id
+        try:
+            frame = encode_frame(KIND_REQUEST, req_id, method, left_ms, None, body)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise _fail(error_for("INVALID_PARAMS", f"encode {method} body: {e}"), NOT_SENT) from None
+        if len(frame) - 4 > self._send_max:
+            raise _fail(FrameTooLarge(f"{method} request of {len(frame) - 4} bytes exceeds the {self._send_max}-byte limit of {self.addr}"), NOT_SENT)
+        try:
+            self._send(frame, deadline)
+        except (OSError, socket.timeout) as e:
+            # Part of the frame may have left: the server may run it.
+            self.close()
+            raise _fail(Unavailable(f"call {method} to {self.addr}: sending: {e}"), SENT_NO_ANSWER) from None
+        try:
+            while True:
+                kind, got_id, _, _, err, resp = decode_envelope(self._read_frame(self._max_frame, deadline))
+                if kind == KIND_GOAWAY:
+                    self.close()
+                    why = from_wire(err) if err is not None else Unavailable("")
+                    raise _fail(error_for(why.code, f"connection to {self.addr} closed by the server: {why.message}"), SENT_NO_ANSWER)
+                if kind != KIND_RESPONSE:
+                    raise Corrupt(f"unexpected frame kind {kind} from {self.addr}")
+                if got_id != req_id:
+                    continue  # cannot happen with one call at a time; harmless
+                if err is not None:
+                    raise _fail(from_wire(err), ANSWERED)
+                return resp
+        except socket.timeout:
+            self.close()
+            raise _fail(Timeout(f"call {method} to {self.addr}: no answer before the deadline"), SENT_NO_ANSWER) from None
+        except SextonError as e:
+            if getattr(e, "outcome", None) is not None:
+                raise  # the server's answer, or a go-away already handled
+            self.close()
+            raise _fail(e, SENT_NO_ANSWER) from None
+        except OSError as e:
+            self.close()
+            raise _fail(Unavailable(f"connection to {self.addr} lost: {e}"), SENT_NO_ANSWER) from None
+
+    def close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None  # type: ignore[assignment]
+
+
+class Pool:
+    """Idle connections per address; each call takes one for itself."""
+
+    def __init__(self, *, token: str, max_frame: int, connect_timeout: float) -> None:
+        self._token = token
+        self._max_frame = max_frame
+        self._connect_timeout = connect_timeout
+        self._idle: Dict[str, List[Connection]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def call(self, addr: str, method: str, body: Any, deadline: float) -> Any:
+        conn = self._take(addr)
+        if conn is None:
+            conn = Connection(addr, token=self._token, max_frame=self._max_frame,
+                              deadline=min(deadline, time.monotonic() + self._connect_timeout))
+        try:
+            resp = conn.call(method, body, deadline)
+        except SextonError as e:
+            if outcome_of(e) == ANSWERED:
+                self._give_back(conn)
+            else:
+                conn.close()
+            raise
+        self._give_back(conn)
+        return resp
+
+    def _take(self, addr: str) -> Optional[Connection]:
+        with self._lock:
+            if self._closed:
+                raise _fail(Unavailable("client closed"), NOT_SENT)
+            idle = self._idle.get(addr, [])
+            while idle:
+                conn = idle.pop()
+                if conn.usable():
+                    return conn
+                conn.close()
+        return None
+
+    def _give_back(self, conn: Connection) -> None:
+        with self._lock:
+            if self._closed or conn._sock is None:
+                conn.close()
+                return
+            self._idle.setdefault(conn.addr, []).append(conn)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, {}
+        for conns in idle.values():
+            for c in conns:
+                c.close()
