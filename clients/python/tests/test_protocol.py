@@ -1,0 +1,136 @@
+"""The client's protocol rules against a scripted server: framing, the
+token handshake, leader following, and what OUTCOME_UNKNOWN means."""
+
+import time
+from typing import Any, Tuple
+
+import pytest
+
+import harness
+import sexton
+from sexton import wire
+from sexton.client import _Sessions
+
+
+def test_envelope_round_trip_and_refusals() -> None:
+    frame = wire.encode_frame(4, 7, "Get", 1500, None, {"key": "k\udcff"})
+    assert int.from_bytes(frame[:4], "big") == len(frame) - 4
+    kind, rid, method, ms, err, body = wire.decode_envelope(frame[4:])
+    assert (kind, rid, method, ms, err) == (4, 7, "Get", 1500, None)
+    # A key that is not UTF-8 travels as its bytes and comes back the same.
+    assert body == {"key": "k\udcff"}
+    assert frame.endswith(b"\xa2k\xff")
+    for bad in (wire.pack([4, 1, "Get", 0, None]), wire.pack({"kind": 4}), wire.pack([9, 1, "", 0, None, None]), b"\xc1"):
+        with pytest.raises(sexton.Corrupt):
+            wire.decode_envelope(bad)
+
+
+def test_session_floor_is_oldest_outstanding() -> None:
+    s = _Sessions("c")
+    a, b, c = s.begin(), s.begin(), s.begin()
+    assert (a["seq"], b["seq"], c["seq"], a["floor"], c["floor"]) == (1, 2, 3, 1, 1)
+    s.end(b["seq"])
+    assert s.begin()["floor"] == 1
+    s.end(a["seq"])
+    assert s.begin()["floor"] == 3
+    for seq in (3, 4, 5):
+        s.end(seq)
+    f = s.begin()
+    assert f["floor"] == f["seq"] == 6
+
+
+def test_token_is_proved_not_sent() -> None:
+    srv = harness.FakeServer(lambda m, b: ("ok", {}), token="s3cret")
+    try:
+        with sexton.Client(srv.addr, token="s3cret", timeout=2) as c:
+            assert c.call("Status", {}) == {}
+        with pytest.raises(sexton.Unauthenticated):
+            sexton.Client(srv.addr, token="wrong", timeout=2).call("Status", {})
+        with pytest.raises(sexton.Unauthenticated):
+            sexton.Client(srv.addr, timeout=2).call("Status", {})
+    finally:
+        srv.close()
+
+
+def test_follows_the_leader_hint_even_off_the_list() -> None:
+    leader = harness.FakeServer(lambda m, b: ("ok", {"exists": [True]}))
+    follower = harness.FakeServer(lambda m, b: ("err", {"code": "NOT_LEADER", "msg": "not me", "leader": leader.addr}))
+    try:
+        with sexton.Client([follower.addr], timeout=3) as c:
+            assert c.batch_is_exist(["k"]) == [True]
+            assert c.leader == leader.addr
+            assert c.is_exist("k")
+        assert len(follower.requests) == 1 and len(leader.requests) == 2
+    finally:
+        leader.close()
+        follower.close()
+
+
+def test_without_a_hint_tries_the_next_address_and_backs_off() -> None:
+    down = harness.free_port()  # nothing listens
+    unready = harness.FakeServer(lambda m, b: ("err", {"code": "UNAVAILABLE", "msg": "not ready"}))
+    try:
+        with sexton.Client([down, unready.addr], timeout=0.6, backoff_min=0.05, backoff_max=0.1) as c:
+            start = time.monotonic()
+            with pytest.raises(sexton.Unavailable) as ei:
+                c.call("Get", {"key": "k"})
+            took = time.monotonic() - start
+        assert 0.5 < took < 2.0, took
+        # Several rounds over both addresses, with pauses between them.
+        assert 3 <= len(unready.requests) < 20, len(unready.requests)
+        assert down in str(ei.value) and unready.addr in str(ei.value)
+    finally:
+        unready.close()
+
+
+def test_a_mutation_sent_without_answer_is_outcome_unknown_and_repeats_its_session() -> None:
+    # The server takes the request and drops the connection each time: it
+    # may have executed it, so giving up must say OUTCOME_UNKNOWN, and every
+    # repeat must carry the same session.
+    srv = harness.FakeServer(lambda m, b: ("drop", None))
+    try:
+        with sexton.Client(srv.addr, timeout=0.5) as c:
+            with pytest.raises(sexton.OutcomeUnknown):
+                c.remove("k")
+            assert not issubclass(sexton.OutcomeUnknown, sexton.Unavailable)
+            # A read that got no answer has no outcome to lose: UNAVAILABLE.
+            with pytest.raises(sexton.Unavailable):
+                c.stat("k")
+        removes = [b for m, b in srv.requests if m == "Remove"]
+        assert len(removes) >= 2
+        assert all(b["sess"] == removes[0]["sess"] for b in removes)
+        assert removes[0]["sess"]["client"] == c.client_id and removes[0]["sess"]["seq"] == 1
+    finally:
+        srv.close()
+
+
+def test_outcome_unknown_answer_is_repeated_for_mutations_only() -> None:
+    answers = iter([("err", {"code": "OUTCOME_UNKNOWN", "msg": "leadership lost"}), ("ok", {})])
+
+    def handler(method: str, body: Any) -> Tuple[str, Any]:
+        if method == "Remove":
+            return next(answers)
+        return ("err", {"code": "OUTCOME_UNKNOWN"})
+
+    srv = harness.FakeServer(handler)
+    try:
+        with sexton.Client(srv.addr, timeout=2) as c:
+            c.remove("k")  # repeated once, same session, then done
+            with pytest.raises(sexton.OutcomeUnknown):
+                c.call("Get", {"key": "k"})  # not a mutation: not repeated
+        removes = [b for m, b in srv.requests if m == "Remove"]
+        assert len(removes) == 2 and removes[0]["sess"] == removes[1]["sess"]
+        assert [m for m, _ in srv.requests].count("Get") == 1
+    finally:
+        srv.close()
+
+
+def test_refused_answers_are_not_retried() -> None:
+    srv = harness.FakeServer(lambda m, b: ("err", {"code": "OBJECT_NOT_FOUND", "msg": "key \"k\""}))
+    try:
+        with sexton.Client(srv.addr, timeout=2) as c:
+            with pytest.raises(sexton.ObjectNotFound):
+                c.remove("k")
+        assert len(srv.requests) == 1
+    finally:
+        srv.close()
