@@ -130,8 +130,7 @@ class Client:
         self._lock = threading.Lock()
         self._master_pool = Pool(token=token, max_frame=DEFAULT_MAX_FRAME, connect_timeout=connect_timeout)
         self._holder_pool = Pool(token=token, max_frame=DATA_MAX_FRAME, connect_timeout=connect_timeout)
-        #: Attempts sent to masters, for tests and metrics.
-        self.attempts = 0
+        self._closed = False
 
     # -- lifecycle ------------------------------------------------------
 
@@ -147,6 +146,7 @@ class Client:
             return self._leader
 
     def close(self) -> None:
+        self._closed = True
         self._master_pool.close()
         self._holder_pool.close()
 
@@ -160,7 +160,9 @@ class Client:
 
     def call(self, method: str, body: Dict[str, Any], *, mutation: bool = False, timeout: Optional[float] = None) -> Any:
         """Call ``method`` on the leader, following it; return the response
-        body. ``mutation`` marks a sessioned request: it is also repeated
+        body (a dict, keys as in PROTOCOL.md §5). The low-level way to any
+        master method. ``mutation`` marks a request whose body carries a
+        session (``"sess"``, which the caller provides): it is also repeated
         after OUTCOME_UNKNOWN, and giving up after an attempt that may have
         run raises :class:`OutcomeUnknown`, never :class:`Unavailable`."""
         start = time.monotonic()
@@ -173,8 +175,9 @@ class Client:
         count = 0
         may_have_run = False
         while True:
+            if self._closed:
+                raise Unavailable("client closed")
             deadline = min(time.monotonic() + self.attempt_timeout, give_up)
-            self.attempts += 1
             try:
                 resp = self._master_pool.call(target, method, body, deadline)
             except SextonError as e:

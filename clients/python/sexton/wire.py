@@ -195,11 +195,17 @@ class Connection:
         """False if the server closed (or said anything) while we were idle."""
         if self._sock is None:
             return False
+        if self._buf:
+            return False
         try:
+            if hasattr(select, "poll"):  # no FD_SETSIZE limit
+                p = select.poll()
+                p.register(self._sock, select.POLLIN)
+                return not p.poll(0)
             readable, _, _ = select.select([self._sock], [], [], 0)
         except (OSError, ValueError):
             return False
-        return not readable and not self._buf
+        return not readable
 
     def call(self, method: str, body: Any, deadline: float) -> Any:
         """Send one request and return the response body, or raise."""

@@ -8,6 +8,8 @@ checked free by binding it first.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import random
 import select
@@ -198,6 +200,7 @@ class FakeServer:
     def __init__(self, handler: Handler, token: str = "") -> None:
         self.handler, self.token = handler, token
         self.requests: List[Tuple[str, Any]] = []
+        self.auths: List[Any] = []  # the clients' auth answers
         self.addr = free_port()
         host, port = wire.split_addr(self.addr)
         self._ln = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -238,8 +241,12 @@ class FakeServer:
             conn.sendall(wire.encode_frame(1, 0, "", 0, None, {"v": 1, "nonce": nonce, "auth": bool(self.token), "max_frame": 4 << 20}))
             auth = self._read(conn)
             assert auth is not None
+            self.auths.append(auth[5])
             mac = auth[5].get("mac")
-            if self.token and mac != wire.token_mac(self.token, nonce):
+            # The proof as PROTOCOL.md §3 defines it, not the client's own
+            # function, so a wrong client is caught here too.
+            want = hmac.new(self.token.encode(), b"sexton transport auth v1\x00" + nonce, hashlib.sha256).digest()
+            if self.token and mac != want:
                 conn.sendall(wire.encode_frame(3, 0, "", 0, {"code": "UNAUTHENTICATED", "msg": "cluster token mismatch"}, None))
                 return
             conn.sendall(wire.encode_frame(3, 0, "", 0, None, {"v": 1}))

@@ -48,6 +48,9 @@ def test_token_is_proved_not_sent() -> None:
             sexton.Client(srv.addr, token="wrong", timeout=2).call("Status", {})
         with pytest.raises(sexton.Unauthenticated):
             sexton.Client(srv.addr, timeout=2).call("Status", {})
+        assert len(srv.auths) == 3
+        assert all(b"s3cret" not in wire.pack(a) for a in srv.auths)
+        assert "mac" not in srv.auths[2]  # no token, no proof
     finally:
         srv.close()
 
@@ -134,3 +137,59 @@ def test_refused_answers_are_not_retried() -> None:
         assert len(srv.requests) == 1
     finally:
         srv.close()
+
+
+def test_put_places_again_away_from_a_failed_holder() -> None:
+    inc = {"h": 7, "l": 40}
+    bad = harness.FakeServer(lambda m, b: ("err", {"code": "GRANT_REFUSED", "msg": "expired"}))
+    good = harness.FakeServer(lambda m, b: ("ok", {}))
+    starts = iter([("seg-bad", bad.addr), ("seg-good", good.addr)])
+
+    def master(method: str, body: Any) -> Tuple[str, Any]:
+        if method == "PutStart":
+            seg, ep = next(starts)
+            grant = {"seg": seg, "key": body["key"], "inc": inc, "exp": 1, "mac": b"\x01" * 32}
+            return ("ok", {"inc": inc, "replicas": [{"kind": 1, "seg": seg, "ep": ep, "grant": grant}]})
+        return ("ok", {})
+
+    m = harness.FakeServer(master)
+    try:
+        with sexton.Client(m.addr, timeout=3) as c:
+            got = c.put("k", b"value")
+        assert got == sexton.Incarnation(high=7, low=40) and str(got) == "0000000000000007:40"
+        methods = [meth for meth, _ in m.requests]
+        assert methods == ["PutStart", "PutRevoke", "PutStart", "PutEnd"]
+        bodies = [b for _, b in m.requests]
+        assert bodies[2]["exclude"] == ["seg-bad"] and "exclude" not in bodies[0]
+        assert [b["sess"]["seq"] for b in bodies] == [1, 2, 3, 4]  # a new request, a new number
+        (meth, w), = good.requests
+        assert meth == "HolderWrite" and w["value"] == b"value" and w["grant"]["seg"] == "seg-good" and w["inc"] == inc
+    finally:
+        for s in (bad, good, m):
+            s.close()
+
+
+def test_get_asks_the_master_again_when_a_holder_lost_the_incarnation() -> None:
+    old, new = {"h": 1, "l": 5}, {"h": 1, "l": 9}
+
+    def holder(method: str, body: Any) -> Tuple[str, Any]:
+        if body["inc"] == old:
+            return ("err", {"code": "OBJECT_NOT_FOUND", "msg": "replaced"})
+        return ("ok", {"value": b"new!"})
+
+    h = harness.FakeServer(holder)
+    objects = iter([old, new])
+
+    def master(method: str, body: Any) -> Tuple[str, Any]:
+        return ("ok", {"object": {"key": body["key"], "size": 4, "inc": next(objects), "created": 0,
+                                  "replicas": [{"kind": 1, "seg": "s", "ep": h.addr}]}})
+
+    m = harness.FakeServer(master)
+    try:
+        with sexton.Client(m.addr, timeout=3) as c:
+            value, info = c.get_with_info("k")
+        assert value == b"new!" and info.incarnation == sexton.Incarnation(high=1, low=9)
+        assert [meth for meth, _ in m.requests] == ["Get", "Get"]
+    finally:
+        h.close()
+        m.close()
