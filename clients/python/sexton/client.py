@@ -288,7 +288,12 @@ class Client:
                 continue
             try:
                 self._mutate("PutEnd", {"key": key, "inc": inc.wire()})
+            except OutcomeUnknown as e:
+                raise _with_context(e, f"PutEnd {inc}") from None
             except SextonError as e:
+                # Refused: the put is still pending and would block the key
+                # until the master discards it.
+                self._revoke(key, inc)
                 raise _with_context(e, f"PutEnd {inc}") from None
             return inc
         raise Unavailable(f"put {key}: every placement failed ({self.put_attempts} attempts): {last_write_err}")

@@ -193,3 +193,32 @@ def test_get_asks_the_master_again_when_a_holder_lost_the_incarnation() -> None:
     finally:
         h.close()
         m.close()
+
+
+@pytest.mark.parametrize("end_code, raised, revoked", [
+    ("LOCAL_DELETE_REGISTRY_FULL", sexton.RegistryFull, True),  # refused: revoke the pending put
+    ("OUTCOME_UNKNOWN", sexton.OutcomeUnknown, False),  # may be complete: leave it, say unknown
+])
+def test_a_put_whose_end_fails(end_code: str, raised: type, revoked: bool) -> None:
+    h = harness.FakeServer(lambda m, b: ("ok", {}))
+    inc = {"h": 3, "l": 11}
+
+    def master(method: str, body: Any) -> Tuple[str, Any]:
+        if method == "PutStart":
+            return ("ok", {"inc": inc, "replicas": [{"kind": 1, "seg": "s", "ep": h.addr, "grant": {"mac": b"m"}}]})
+        if method == "PutEnd":
+            return ("err", {"code": end_code, "msg": "no"})
+        return ("ok", {})
+
+    m = harness.FakeServer(master)
+    try:
+        with sexton.Client(m.addr, timeout=0.5) as c:
+            with pytest.raises(raised):
+                c.put("k", b"v")
+        methods = [meth for meth, _ in m.requests]
+        assert ("PutRevoke" in methods) == revoked, methods
+        ends = [b for meth, b in m.requests if meth == "PutEnd"]
+        assert all(b["sess"] == ends[0]["sess"] for b in ends)
+    finally:
+        h.close()
+        m.close()
