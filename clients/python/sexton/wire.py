@@ -21,7 +21,7 @@ import socket
 import struct
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import msgpack
 
@@ -86,7 +86,7 @@ def encode_frame(kind: int, req_id: int, method: str, timeout_ms: int, err: Opti
     return struct.pack(">I", len(payload)) + payload
 
 
-def decode_envelope(payload: bytes) -> Tuple[int, int, str, int, Any, Any]:
+def decode_envelope(payload: Union[bytes, bytearray]) -> Tuple[int, int, str, int, Any, Any]:
     """Parse one frame payload into (kind, id, method, timeout_ms, err, body)."""
     try:
         env = msgpack.unpackb(payload, raw=False, unicode_errors=_UNICODE_ERRORS, strict_map_key=False)
@@ -117,7 +117,6 @@ class Connection:
         self._max_frame = clamp_max_frame(max_frame)
         self._send_max = DEFAULT_MAX_FRAME
         self._next_id = 0
-        self._buf = bytearray()
         host, port = split_addr(addr)
         try:
             self._sock = socket.create_connection((host, port), timeout=max(deadline - time.monotonic(), 0.001))
@@ -135,21 +134,24 @@ class Connection:
 
     # -- raw frames -----------------------------------------------------
 
-    def _recv_exact(self, n: int, deadline: float) -> bytes:
-        while len(self._buf) < n:
+    def _recv_exact(self, n: int, deadline: float) -> bytearray:
+        # Exactly n bytes into one buffer: a bucket-sized value is received
+        # in place, and nothing past the frame is ever read ahead.
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise socket.timeout("deadline passed")
             self._sock.settimeout(left)
-            chunk = self._sock.recv(max(n - len(self._buf), 1 << 16))
-            if not chunk:
+            m = self._sock.recv_into(view[got:], n - got)
+            if m == 0:
                 raise ConnectionError("connection closed by the server")
-            self._buf += chunk
-        out = bytes(self._buf[:n])
-        del self._buf[:n]
-        return out
+            got += m
+        return buf
 
-    def _read_frame(self, limit: int, deadline: float) -> bytes:
+    def _read_frame(self, limit: int, deadline: float) -> bytearray:
         (n,) = struct.unpack(">I", self._recv_exact(4, deadline))
         if n > limit:
             raise FrameTooLarge(f"frame of {n} bytes from {self.addr} exceeds the {limit}-byte limit")
@@ -194,8 +196,6 @@ class Connection:
     def usable(self) -> bool:
         """False if the server closed (or said anything) while we were idle."""
         if self._sock is None:
-            return False
-        if self._buf:
             return False
         try:
             if hasattr(select, "poll"):  # no FD_SETSIZE limit

@@ -33,8 +33,16 @@ def test_put_get_remove(store: sexton.Client) -> None:
         store.get(k)
     with pytest.raises(sexton.ObjectNotFound):
         store.remove(k)
-    store.wait_deleted(k, inc, timeout=20)
-    assert store.pending_deletes(k) == []
+    # Its bytes wait for the read lease of the get above (10 s); a key
+    # nobody read is deleted from the holder at once.
+    unread = key("unread")
+    unread_inc = store.put(unread, b"bytes")
+    store.remove(unread)
+    store.wait_deleted(unread, unread_inc, timeout=5)
+    assert store.pending_deletes(unread) == []
+    assert [t.incarnation for t in store.pending_deletes(k)] == [inc]
+    with pytest.raises(sexton.Timeout):
+        store.wait_deleted(k, inc, timeout=0.3)
 
 
 def test_overwrite_and_conditions(store: sexton.Client) -> None:
