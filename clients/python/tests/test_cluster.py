@@ -54,6 +54,7 @@ def test_leader_sigkill_mid_run(cluster: harness.Cluster) -> None:
     unknown: List[str] = []
     failures: List[str] = []
     done_at: List[float] = []
+    slowest: List[float] = [0.0]  # the longest acknowledged operation, seconds
     lock = threading.Lock()
     stop = threading.Event()
 
@@ -64,11 +65,13 @@ def test_leader_sigkill_mid_run(cluster: harness.Cluster) -> None:
                 i += 1
                 k = f"py/kill/{run}/{w}/{i}"
                 v = f"{k}:{time.monotonic()}".encode()
+                t0 = time.monotonic()
                 try:
                     c.put(k, v)
                     with lock:
                         acked_puts[k] = v
                         done_at.append(time.monotonic())
+                        slowest[0] = max(slowest[0], time.monotonic() - t0)
                 except sexton.OutcomeUnknown:
                     with lock:
                         unknown.append(k)
@@ -78,11 +81,13 @@ def test_leader_sigkill_mid_run(cluster: harness.Cluster) -> None:
                         failures.append(f"put {k}: {e}")
                     continue
                 if i % 3 == 0:  # remove every third key right after its put
+                    t0 = time.monotonic()
                     try:
                         c.remove(k)
                         with lock:
                             acked_removes.add(k)
                             done_at.append(time.monotonic())
+                            slowest[0] = max(slowest[0], time.monotonic() - t0)
                     except sexton.OutcomeUnknown:
                         with lock:
                             unknown.append(k)
@@ -115,7 +120,7 @@ def test_leader_sigkill_mid_run(cluster: harness.Cluster) -> None:
         before = sum(1 for t in done_at if t <= killed_at)
         after = sum(1 for t in done_at if t > killed_at)
     print(f"leader {nid} killed: {before} operations before, {after} after, {len(unknown)} unknown, "
-          f"{len(acked_puts)} puts and {len(acked_removes)} removes acknowledged")
+          f"{len(acked_puts)} puts and {len(acked_removes)} removes acknowledged; slowest {slowest[0]:.2f}s")
     assert before > 0, "no operation completed before the kill"
     assert after >= 30, f"only {after} operations completed after killing leader {nid}; failures: {failures[-5:]}"
     # Retries with sessions ride through the failover: nothing failed, at
