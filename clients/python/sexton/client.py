@@ -258,15 +258,18 @@ class Client:
             try:
                 start = self._mutate("PutStart", req)
             except NoSpace as e:
-                # Right after a failover the new leader has not yet heard the
-                # holders' heartbeats (PROTOCOL.md §5): wait a moment. A
-                # refused PutStart did nothing, so the retry takes a new seq.
-                if time.monotonic() < placement_deadline:
-                    time.sleep(0.1)
-                    continue
-                if exclude and last_write_err is not None:
+                # A refused PutStart did nothing, so every retry below takes
+                # a new seq. Nowhere else to go after a failed write: try
+                # the excluded holders again, as the Go client does.
+                if exclude and attempt + 1 < self.put_attempts:
                     exclude.clear()
                     attempt += 1
+                    time.sleep(0.05)
+                    continue
+                # Right after a failover the new leader has not yet heard the
+                # holders' heartbeats (PROTOCOL.md §5): wait a moment.
+                if time.monotonic() < placement_deadline:
+                    time.sleep(0.1)
                     continue
                 if last_write_err is not None:
                     raise _with_context(e, f"PutStart after a failed write ({last_write_err})") from last_write_err

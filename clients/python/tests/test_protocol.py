@@ -222,3 +222,31 @@ def test_a_put_whose_end_fails(end_code: str, raised: type, revoked: bool) -> No
     finally:
         h.close()
         m.close()
+
+
+def test_put_waits_out_no_space_with_new_sequence_numbers() -> None:
+    # A new leader answers NO_SPACE until the holders' first heartbeats.
+    h = harness.FakeServer(lambda m, b: ("ok", {}))
+    inc = {"h": 2, "l": 8}
+    refusals = iter(range(2))
+
+    def master(method: str, body: Any) -> Tuple[str, Any]:
+        if method == "PutStart" and next(refusals, None) is not None:
+            return ("err", {"code": "NO_SPACE", "msg": "no pool has 1 live holders"})
+        if method == "PutStart":
+            return ("ok", {"inc": inc, "replicas": [{"kind": 1, "seg": "s", "ep": h.addr, "grant": {"mac": b"m"}}]})
+        return ("ok", {})
+
+    m = harness.FakeServer(master)
+    try:
+        with sexton.Client(m.addr, timeout=2, placement_wait=2) as c:
+            assert c.put("k", b"v") == sexton.Incarnation(high=2, low=8)
+        with sexton.Client(m.addr, timeout=2, placement_wait=0) as c:
+            refusals = iter(range(1))
+            with pytest.raises(sexton.NoSpace):
+                c.put("k", b"v")
+        starts = [b["sess"]["seq"] for meth, b in m.requests if meth == "PutStart"]
+        assert starts[:3] == [1, 2, 3]
+    finally:
+        h.close()
+        m.close()
