@@ -504,7 +504,10 @@ type Settings struct {
 	// reservations). It cannot be set below the tasks pending now.
 	RegistryCapacity int `msgpack:"registry_cap,omitempty" json:"registry_capacity"`
 	// SessionTTLMillis: a client session idle this long (leader time) is
-	// forgotten; a retry after that is answered OUTCOME_UNKNOWN.
+	// forgotten with its results; a request that arrives after that starts
+	// a new session and runs again. Exactly-once therefore holds for
+	// retries within the TTL (one hour by default, far beyond any client's
+	// retry window), not beyond it.
 	SessionTTLMillis int64 `msgpack:"session_ttl_ms,omitempty" json:"session_ttl_ms"`
 	// MaxSessions bounds the client sessions kept; when full of sessions
 	// younger than the TTL, requests of new clients are refused.
