@@ -6,7 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"sexton/api"
+	"sexton/internal/tlsconf/tlstest"
 )
 
 // raftView is what an intruder on the Raft port could change: a node's
@@ -143,4 +147,110 @@ func refusedCount(t *testing.T, n *Node, side, reason string) float64 {
 		}
 	}
 	return 0
+}
+
+// commitOn commits a Settings entry on the leader (through propose, not
+// the RPC listener) and waits until the nodes with index in on applied
+// it; it returns the leader's applied index.
+func (tc *testCluster) commitOn(t *testing.T, maxSessions int, on ...int) uint64 {
+	t.Helper()
+	tc.setSettings(t, api.Settings{MaxSessions: maxSessions})
+	want := tc.waitLeader(t).raft.AppliedIndex()
+	for _, i := range on {
+		n := tc.node(i)
+		eventually(t, harnessTimeout, n.cfg.ID+" applies the entry", func() bool { return n.raft.AppliedIndex() >= want })
+	}
+	return want
+}
+
+// TestRaftTLSCluster: three masters with certificates of one CA elect a
+// leader and replicate over mutual TLS; a dialer with a certificate of
+// another CA, or with none, is refused and moves nothing.
+func TestRaftTLSCluster(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := tlstest.NewCA(dir, "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := tlstest.NewCA(dir, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := startCluster(t, 3, slowElections, func(c *Config) { c.TLS = issueTLS(t, ca, c.ID) })
+	tc.commitOn(t, 1000, 0, 1, 2)
+
+	li := tc.leaderIndex(t)
+	fi := (li + 1) % 3
+	leader, victim := tc.node(li), tc.node(fi)
+	before, leaderBefore := viewOf(t, victim), viewOf(t, leader)
+
+	// hashicorp/raft's plain TCP transport, no certificate at all.
+	aeErr, rvErr := injectHigherTerm(t, intruderTransport(t), raft.ServerAddress(tc.cfgs[fi].RaftAddr), tc.cfgs[(li+2)%3].ID, before)
+	if aeErr == nil || rvErr == nil {
+		t.Errorf("a dialer without a certificate was answered: %v, %v", aeErr, rvErr)
+	}
+	// A certificate of another CA, from a dialer that trusts the
+	// cluster's CA (so only the follower's check can refuse it).
+	foreign, err := other.Issue("intruder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign.CA = ca.CAFile
+	tr, err := NewRaftTransportWithAuth(ports.Addr(t), RaftAuth{TLS: loadTLS(t, foreign)}, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	aeErr, rvErr = injectHigherTerm(t, tr, raft.ServerAddress(tc.cfgs[fi].RaftAddr), tc.cfgs[(li+2)%3].ID, before)
+	if aeErr == nil || rvErr == nil {
+		t.Errorf("a dialer with another CA's certificate was answered: %v, %v", aeErr, rvErr)
+	}
+	if got := refusedCount(t, victim, "accept", refuseTLS); got < 4 {
+		t.Errorf("sexton_raft_conn_refused_total{accept,tls} = %v on the follower, want ≥ 4", got)
+	}
+	time.Sleep(500 * time.Millisecond)
+	leaderNow := tc.waitLeader(t)
+	if after := viewOf(t, victim); after != before {
+		t.Errorf("follower changed: before %+v after %+v", before, after)
+	}
+	if leaderNow != leader || viewOf(t, leaderNow).term != leaderBefore.term {
+		t.Errorf("leadership changed")
+	}
+	// Replication still works after the refusals.
+	tc.commitOn(t, 1001, 0, 1, 2)
+}
+
+// TestRaftTokenMismatchBetweenMasters: a master configured with another
+// cluster token cannot join: the two that agree elect a leader and commit
+// without it, it never receives an entry, its vote requests are refused
+// and the leadership does not move.
+func TestRaftTokenMismatchBetweenMasters(t *testing.T) {
+	tc := startCluster(t, 3, slowElections, func(c *Config) {
+		c.ClusterToken = "right"
+		if c.ID == "m3" {
+			c.ClusterToken = "wrong"
+		}
+	})
+	leader := tc.waitLeader(t)
+	if leader.cfg.ID == "m3" {
+		t.Fatal("the master with the wrong token leads")
+	}
+	termBefore := viewOf(t, leader).term
+	applied := tc.commitOn(t, 1000, 0, 1)
+	odd := tc.node(2)
+	// m3 hears no leader, so it campaigns; m1 and m2 refuse its
+	// connections, and it refuses the leader's.
+	eventually(t, harnessTimeout, "m3's vote requests are refused", func() bool {
+		return refusedCount(t, odd, "dial", refuseToken) > 0 &&
+			refusedCount(t, tc.node(0), "accept", refuseToken)+refusedCount(t, tc.node(1), "accept", refuseToken) > 0
+	})
+	if refusedCount(t, odd, "accept", refuseToken) == 0 || refusedCount(t, leader, "dial", refuseToken) == 0 {
+		t.Errorf("the leader's connections to m3 were not refused on both sides")
+	}
+	if got := odd.raft.AppliedIndex(); got >= applied {
+		t.Errorf("m3 applied index %d, the cluster's %d: it got entries despite the wrong token", got, applied)
+	}
+	if now := tc.waitLeader(t); now != leader || viewOf(t, now).term != termBefore {
+		t.Errorf("the leadership moved: %s term %d → %s term %d", leader.cfg.ID, termBefore, now.cfg.ID, viewOf(t, now).term)
+	}
 }
