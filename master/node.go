@@ -126,7 +126,7 @@ func (n *Node) startRaft() error {
 		Refused: func(side, reason string) { n.metrics.raftRefused.WithLabelValues(side, reason).Inc() },
 	}
 	if auth.Open() {
-		n.log.Warn("the Raft port is open to anyone: with neither a cluster token nor TLS, whoever reaches it can vote, append entries and install snapshots (set --cluster-token or --tls-cert/--tls-key/--tls-ca)", "raft_addr", cfg.RaftAddr)
+		n.log.Warn(openRaftWarning+": with neither a cluster token nor TLS, whoever reaches it can vote, append entries and install snapshots (set --cluster-token or --tls-cert/--tls-key/--tls-ca)", "raft_addr", cfg.RaftAddr)
 	}
 	trans, err := NewRaftTransportWithAuth(cfg.RaftAddr, auth, n.log.Named("raft-net"))
 	if err != nil {

@@ -1,8 +1,11 @@
 package master
 
 import (
+	"crypto/tls"
 	"io"
+	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,6 +152,26 @@ func refusedCount(t *testing.T, n *Node, side, reason string) float64 {
 	return 0
 }
 
+// noCertDialer dials TLS without a client certificate (and without
+// checking the server's).
+type noCertDialer struct{ net.Listener }
+
+func (d noCertDialer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(a), &tls.Config{InsecureSkipVerify: true})
+}
+
+// noCertTLSTransport is hashicorp/raft's transport over noCertDialer.
+func noCertTLSTransport(t *testing.T) *raft.NetworkTransport {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := raft.NewNetworkTransport(noCertDialer{ln}, 1, 2*time.Second, io.Discard)
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
+}
+
 // commitOn commits a Settings entry on the leader (through propose, not
 // the RPC listener) and waits until the nodes with index in on applied
 // it; it returns the leader's applied index.
@@ -189,6 +212,11 @@ func TestRaftTLSCluster(t *testing.T) {
 	if aeErr == nil || rvErr == nil {
 		t.Errorf("a dialer without a certificate was answered: %v, %v", aeErr, rvErr)
 	}
+	// TLS, but no client certificate.
+	aeErr, rvErr = injectHigherTerm(t, noCertTLSTransport(t), raft.ServerAddress(tc.cfgs[fi].RaftAddr), tc.cfgs[(li+2)%3].ID, before)
+	if aeErr == nil || rvErr == nil {
+		t.Errorf("a TLS dialer without a client certificate was answered: %v, %v", aeErr, rvErr)
+	}
 	// A certificate of another CA, from a dialer that trusts the
 	// cluster's CA (so only the follower's check can refuse it).
 	foreign, err := other.Issue("intruder")
@@ -205,8 +233,8 @@ func TestRaftTLSCluster(t *testing.T) {
 	if aeErr == nil || rvErr == nil {
 		t.Errorf("a dialer with another CA's certificate was answered: %v, %v", aeErr, rvErr)
 	}
-	if got := refusedCount(t, victim, "accept", refuseTLS); got < 4 {
-		t.Errorf("sexton_raft_conn_refused_total{accept,tls} = %v on the follower, want ≥ 4", got)
+	if got := refusedCount(t, victim, "accept", refuseTLS); got < 6 {
+		t.Errorf("sexton_raft_conn_refused_total{accept,tls} = %v on the follower, want ≥ 6", got)
 	}
 	time.Sleep(500 * time.Millisecond)
 	leaderNow := tc.waitLeader(t)
@@ -250,7 +278,21 @@ func TestRaftTokenMismatchBetweenMasters(t *testing.T) {
 	if got := odd.raft.AppliedIndex(); got >= applied {
 		t.Errorf("m3 applied index %d, the cluster's %d: it got entries despite the wrong token", got, applied)
 	}
+	if strings.Contains(tc.logs.String(), openRaftWarning) {
+		t.Errorf("a node with a cluster token warned that its Raft port is open")
+	}
 	if now := tc.waitLeader(t); now != leader || viewOf(t, now).term != termBefore {
 		t.Errorf("the leadership moved: %s term %d → %s term %d", leader.cfg.ID, termBefore, now.cfg.ID, viewOf(t, now).term)
+	}
+}
+
+// TestOpenRaftPortIsWarnedAbout: a master with neither a token nor TLS
+// says at start, at WARN, that its Raft port is open to anyone.
+func TestOpenRaftPortIsWarnedAbout(t *testing.T) {
+	tc := startCluster(t, 1)
+	logs := tc.logs.String()
+	i := strings.Index(logs, openRaftWarning)
+	if i < 0 || !strings.Contains(logs[max(0, i-40):i], "[WARN]") {
+		t.Fatalf("no WARN %q in the logs", openRaftWarning)
 	}
 }

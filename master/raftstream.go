@@ -42,6 +42,9 @@ type RaftAuth struct {
 	Refused func(side, reason string)
 }
 
+// openRaftWarning starts the WARN a node without token or TLS logs.
+const openRaftWarning = "the Raft port is open to anyone"
+
 // Open reports whether Raft connections go unauthenticated.
 func (a RaftAuth) Open() bool { return a.Token == "" && a.TLS == nil }
 

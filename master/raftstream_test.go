@@ -207,3 +207,82 @@ func TestRaftStreamSilentDialer(t *testing.T) {
 	}
 	eventually(t, time.Second, "the timeout is counted", func() bool { return srv.ref.get("accept/"+refuseTimeout) == 1 })
 }
+
+// TestRaftStreamDialerChecksAcceptorProof: an acceptor that does not know
+// the token (it answers the dialer's proof with a wrong one) is refused
+// by the dialer before Raft sends it anything — an impostor could
+// otherwise answer with a higher term and depose a leader.
+func TestRaftStreamDialerChecksAcceptorProof(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer c.Close()
+		_, _ = c.Write(append([]byte(raftAuthMagic), make([]byte, raftNonceLen)...))
+		_, _ = io.ReadFull(c, make([]byte, len(raftAuthMagic)+raftNonceLen+raftMACLen))
+		_, _ = c.Write(make([]byte, raftMACLen)) // not the proof
+		rest, _ := io.ReadAll(c)                 // whatever the dialer sends after
+		got <- rest
+	}()
+	ref := &refusals{}
+	s, err := newRaftStream(ports.Addr(t), RaftAuth{Token: "t", Refused: ref.note}, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if c, err := s.Dial(raft.ServerAddress(ln.Addr().String()), 2*time.Second); err == nil {
+		c.Close()
+		t.Fatal("the dialer accepted an acceptor with a wrong proof")
+	}
+	if rest := <-got; len(rest) != 0 {
+		t.Errorf("the dialer sent %d bytes after the wrong proof", len(rest))
+	}
+	if ref.get("dial/"+refuseToken) != 1 {
+		t.Errorf("refusals %v, want one dial/token", ref.n)
+	}
+}
+
+// TestRaftStreamBoundsPendingHandshakes: past maxPendingRaftHandshakes
+// silent dialers, a new connection is closed at once (counted busy)
+// rather than holding one more goroutine.
+func TestRaftStreamBoundsPendingHandshakes(t *testing.T) {
+	srv := newTestRaftEnd(t, RaftAuth{Token: "t", HandshakeTimeout: 10 * time.Second})
+	addr := string(srv.trans.LocalAddr())
+	var silent []net.Conn
+	defer func() {
+		for _, c := range silent {
+			c.Close()
+		}
+	}()
+	for i := 0; i < maxPendingRaftHandshakes; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent = append(silent, c)
+		// The challenge means its handshake has started.
+		if _, err := io.ReadFull(c, make([]byte, len(raftAuthMagic)+raftNonceLen)); err != nil {
+			t.Fatalf("silent dialer %d: %v", i, err)
+		}
+	}
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	_ = extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := extra.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("connection %d past the bound was served (read %d bytes, %v)", maxPendingRaftHandshakes+1, n, err)
+	}
+	if got := srv.ref.get("accept/" + refuseBusy); got != 1 {
+		t.Errorf("busy refusals %d, want 1", got)
+	}
+}
