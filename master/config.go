@@ -11,6 +11,7 @@ import (
 	"sexton/dfsio"
 	"sexton/fsm"
 	"sexton/grant"
+	"sexton/internal/tlsconf"
 )
 
 // Peer is one voter of a new cluster, as given by --peers ID=RAFT_ADDR.
@@ -54,6 +55,11 @@ type Config struct {
 
 	ClusterToken string
 	LogStore     string // "boltdb" (default) or "wal"
+
+	// TLS is this node's certificate, key and CA (--tls-cert, --tls-key,
+	// --tls-ca); nil means TLS is off. With it, Raft connections run over
+	// mutual TLS: a peer without a certificate from the CA is refused.
+	TLS *tlsconf.Source
 
 	// Raft timing. The defaults suit a LAN: a leader is declared dead after
 	// ~500 ms without contact and a new one elected within about a second.

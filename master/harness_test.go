@@ -115,7 +115,8 @@ func startCluster(t testing.TB, n int, opts ...func(*Config)) *testCluster {
 		tc.start(i)
 	}
 	tc.Client = transport.NewClusterClient(rpcAddrs, transport.ClusterConfig{
-		MaxWait: harnessTimeout, BackoffMin: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond,
+		ClientConfig: transport.ClientConfig{Token: tc.cfgs[0].ClusterToken},
+		MaxWait:      harnessTimeout, BackoffMin: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond,
 	})
 	tc.waitLeader(t)
 	return tc

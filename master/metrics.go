@@ -23,6 +23,7 @@ type metrics struct {
 	ackedTasks      prometheus.Counter
 	leaderChanges   prometheus.Counter
 	duplicates      *prometheus.CounterVec
+	raftRefused     *prometheus.CounterVec
 }
 
 func newMetrics(n *Node) *metrics {
@@ -36,7 +37,8 @@ func newMetrics(n *Node) *metrics {
 	m.ackedTasks = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_tasks_acked_total", Help: "Delete tasks dropped by committed acks."})
 	m.leaderChanges = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_leader_terms_total", Help: "Times this node became the ready leader."})
 	m.duplicates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_session_duplicates_total", Help: "Repeated client requests answered from the session table, by command."}, []string{"command"})
-	m.reg.MustRegister(m.applyLatency, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.leaderChanges, m.duplicates)
+	m.raftRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_raft_conn_refused_total", Help: "Raft connections closed because they failed authentication (mutual TLS or the cluster token), by side (accept: a dialer was refused; dial: a peer we dialed was) and reason."}, []string{"side", "reason"})
+	m.reg.MustRegister(m.applyLatency, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.leaderChanges, m.duplicates, m.raftRefused)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(&stateCollector{n: n})
 	return m

@@ -121,7 +121,14 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return fmt.Errorf("snapshot store: %w", err)
 	}
-	trans, err := NewRaftTransport(cfg.RaftAddr, n.log.Named("raft-net"))
+	auth := RaftAuth{
+		Token: cfg.ClusterToken, TLS: cfg.TLS,
+		Refused: func(side, reason string) { n.metrics.raftRefused.WithLabelValues(side, reason).Inc() },
+	}
+	if auth.Open() {
+		n.log.Warn(openRaftWarning+": with neither a cluster token nor TLS, whoever reaches it can vote, append entries and install snapshots (set --cluster-token or --tls-cert/--tls-key/--tls-ca)", "raft_addr", cfg.RaftAddr)
+	}
+	trans, err := NewRaftTransportWithAuth(cfg.RaftAddr, auth, n.log.Named("raft-net"))
 	if err != nil {
 		return err
 	}

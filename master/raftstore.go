@@ -2,7 +2,6 @@ package master
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -76,8 +75,15 @@ func RaftConfig(cfg Config) *raft.Config {
 	return rc
 }
 
-// NewRaftTransport is a master's Raft transport: TCP on addr (bind and
-// advertise).
+// NewRaftTransport is NewRaftTransportWithAuth without authentication:
+// plain TCP, as `sexton bench raft` measures it.
+func NewRaftTransport(addr string, logger hclog.Logger) (*raft.NetworkTransport, error) {
+	return NewRaftTransportWithAuth(addr, RaftAuth{}, logger)
+}
+
+// NewRaftTransportWithAuth is a master's Raft transport: TCP on addr (bind
+// and advertise), every connection authenticated as auth says (see
+// raftstream.go) before hashicorp/raft's own RPC format flows over it.
 //
 // Pipelined replication is off (MaxRPCsInFlight 1), a workaround for a
 // hang: in hashicorp/raft v1.8 a follower answering Success=false (a log
@@ -85,16 +91,12 @@ func RaftConfig(cfg Config) *raft.Config {
 // pipeline's decoder while its sender parks on an unbuffered channel
 // forever. Replication to that follower then stops for good while
 // heartbeats go on, and Shutdown hangs waiting for the parked sender.
-func NewRaftTransport(addr string, logger hclog.Logger) (*raft.NetworkTransport, error) {
-	tcp, err := net.ResolveTCPAddr("tcp", addr)
+func NewRaftTransportWithAuth(addr string, auth RaftAuth, logger hclog.Logger) (*raft.NetworkTransport, error) {
+	stream, err := newRaftStream(addr, auth, logger)
 	if err != nil {
-		return nil, fmt.Errorf("--raft-addr %q: %w", addr, err)
+		return nil, err
 	}
-	trans, err := raft.NewTCPTransportWithConfig(addr, tcp, &raft.NetworkTransportConfig{
-		MaxPool: 5, Timeout: 5 * time.Second, Logger: logger, MaxRPCsInFlight: 1,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("raft transport on %s: %w", addr, err)
-	}
-	return trans, nil
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 5, Timeout: 5 * time.Second, Logger: logger, MaxRPCsInFlight: 1,
+	}), nil
 }

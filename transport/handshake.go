@@ -50,10 +50,19 @@ func newNonce() ([]byte, error) {
 
 // tokenMAC is HMAC-SHA256(token, domain || nonce): proof of the token that
 // never reveals it and is useless for any other nonce.
-func tokenMAC(token string, nonce []byte) []byte {
+func tokenMAC(token string, nonce []byte) []byte { return TokenMAC(token, authDomain, nonce) }
+
+// TokenMAC is HMAC-SHA256(token, domain || parts...), the proof of the
+// cluster token used by this package's handshake and by the master's Raft
+// stream: it never reveals the token, and the domain keeps a proof made
+// for one protocol (or one role in it) useless in another. Callers pass
+// fixed-length parts so the concatenation is unambiguous.
+func TokenMAC(token, domain string, parts ...[]byte) []byte {
 	m := hmac.New(sha256.New, []byte(token))
-	m.Write([]byte(authDomain))
-	m.Write(nonce)
+	m.Write([]byte(domain))
+	for _, p := range parts {
+		m.Write(p)
+	}
 	return m.Sum(nil)
 }
 

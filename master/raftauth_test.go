@@ -1,0 +1,298 @@
+package master
+
+import (
+	"crypto/tls"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"sexton/api"
+	"sexton/internal/tlsconf/tlstest"
+)
+
+// raftView is what an intruder on the Raft port could change: a node's
+// term, the leader it follows, its log and applied index.
+type raftView struct {
+	term, lastIndex, lastTerm, applied uint64
+	leader                             raft.ServerAddress
+}
+
+func viewOf(t *testing.T, n *Node) raftView {
+	t.Helper()
+	st := n.raft.Stats()
+	u := func(k string) uint64 {
+		v, err := strconv.ParseUint(st[k], 10, 64)
+		if err != nil {
+			t.Fatalf("raft stat %s=%q: %v", k, st[k], err)
+		}
+		return v
+	}
+	addr, _ := n.raft.LeaderWithID()
+	return raftView{term: u("term"), lastIndex: u("last_log_index"), lastTerm: u("last_log_term"), applied: n.raft.AppliedIndex(), leader: addr}
+}
+
+// intruderTransport is hashicorp/raft's own plain TCP transport: no
+// cluster token, no certificate.
+func intruderTransport(t *testing.T) *raft.NetworkTransport {
+	t.Helper()
+	tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 2*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
+}
+
+// injectHigherTerm sends a follower an AppendEntries and a RequestVote of
+// a far higher term, as a stranger on the network could, and returns the
+// two errors.
+func injectHigherTerm(t *testing.T, tr *raft.NetworkTransport, target raft.ServerAddress, claimID string, v raftView) (aeErr, rvErr error) {
+	t.Helper()
+	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(claimID), Addr: []byte(tr.LocalAddr())}
+	bogus := v.term + 100
+	ae := &raft.AppendEntriesRequest{
+		RPCHeader:         hdr,
+		Term:              bogus,
+		PrevLogEntry:      v.lastIndex,
+		PrevLogTerm:       v.lastTerm,
+		Entries:           []*raft.Log{{Index: v.lastIndex + 1, Term: bogus, Type: raft.LogNoop}},
+		LeaderCommitIndex: v.lastIndex + 1,
+	}
+	var aeResp raft.AppendEntriesResponse
+	aeErr = tr.AppendEntries(raft.ServerID("victim"), target, ae, &aeResp)
+	t.Logf("AppendEntries term %d: err=%v resp={term %d success %v last %d}", bogus, aeErr, aeResp.Term, aeResp.Success, aeResp.LastLog)
+	rv := &raft.RequestVoteRequest{
+		RPCHeader:          hdr,
+		Term:               bogus + 1,
+		LastLogIndex:       v.lastIndex + 1000,
+		LastLogTerm:        bogus + 1,
+		LeadershipTransfer: true, // a follower ignores votes while it knows a leader, unless this is set
+	}
+	var rvResp raft.RequestVoteResponse
+	rvErr = tr.RequestVote(raft.ServerID("victim"), target, rv, &rvResp)
+	t.Logf("RequestVote term %d: err=%v resp={term %d granted %v}", bogus+1, rvErr, rvResp.Term, rvResp.Granted)
+	return aeErr, rvErr
+}
+
+// TestRaftPortRefusesStrangers: a stranger dialing a follower's Raft port
+// with hashicorp/raft's own transport, without the cluster token, cannot
+// move the cluster's term, leader or state with a higher-term
+// AppendEntries or RequestVote.
+func TestRaftPortRefusesStrangers(t *testing.T) {
+	tc := startCluster(t, 3, slowElections, func(c *Config) { c.ClusterToken = "s3cret" })
+	tc.mountHolder(t, "seg-a", "")
+	ps := tc.put(t, "k", 10, 1)
+	li := tc.leaderIndex(t)
+	fi := (li + 1) % 3
+	leader, victim := tc.node(li), tc.node(fi)
+	// Let the follower apply everything before looking.
+	eventually(t, harnessTimeout, "follower caught up", func() bool {
+		return victim.raft.AppliedIndex() == leader.raft.AppliedIndex()
+	})
+	before, leaderBefore := viewOf(t, victim), viewOf(t, leader)
+	t.Logf("before: follower %s %+v, leader %s %+v", victim.cfg.ID, before, leader.cfg.ID, leaderBefore)
+
+	tr := intruderTransport(t)
+	aeErr, rvErr := injectHigherTerm(t, tr, raft.ServerAddress(tc.cfgs[fi].RaftAddr), tc.cfgs[(li+2)%3].ID, before)
+	time.Sleep(time.Second) // give any effect time to show
+	leaderNow := tc.waitLeader(t)
+	after, leaderAfter := viewOf(t, victim), viewOf(t, leaderNow)
+	t.Logf("after: follower %s %+v, leader %s %+v", victim.cfg.ID, after, leaderNow.cfg.ID, leaderAfter)
+
+	if aeErr == nil || rvErr == nil {
+		t.Errorf("a stranger's RPCs were answered: AppendEntries err=%v, RequestVote err=%v", aeErr, rvErr)
+	}
+	if got := refusedCount(t, victim, "accept", refuseProtocol); got < 2 {
+		t.Errorf("sexton_raft_conn_refused_total{accept,protocol} = %v on the follower, want ≥ 2", got)
+	}
+	if after != before {
+		t.Errorf("follower changed: before %+v after %+v", before, after)
+	}
+	if leaderNow != leader || leaderAfter.term != leaderBefore.term {
+		t.Errorf("leadership changed: leader term %d → %d", leaderBefore.term, leaderAfter.term)
+	}
+	if got, err := tc.get("k"); err != nil || got.Incarnation != ps.Incarnation {
+		t.Errorf("object k after the attack: %+v %v", got, err)
+	}
+}
+
+// slowElections makes spurious elections on a loaded test machine
+// unlikely, so "the term did not move" means the intruder was refused.
+func slowElections(c *Config) {
+	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+}
+
+// refusedCount reads sexton_raft_conn_refused_total{side, reason} of n.
+func refusedCount(t *testing.T, n *Node, side, reason string) float64 {
+	t.Helper()
+	mfs, err := n.metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sexton_raft_conn_refused_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["side"] == side && labels["reason"] == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// noCertDialer dials TLS without a client certificate (and without
+// checking the server's).
+type noCertDialer struct{ net.Listener }
+
+func (d noCertDialer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(a), &tls.Config{InsecureSkipVerify: true})
+}
+
+// noCertTLSTransport is hashicorp/raft's transport over noCertDialer.
+func noCertTLSTransport(t *testing.T) *raft.NetworkTransport {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := raft.NewNetworkTransport(noCertDialer{ln}, 1, 2*time.Second, io.Discard)
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
+}
+
+// commitOn commits a Settings entry on the leader (through propose, not
+// the RPC listener) and waits until the nodes with index in on applied
+// it; it returns the leader's applied index.
+func (tc *testCluster) commitOn(t *testing.T, maxSessions int, on ...int) uint64 {
+	t.Helper()
+	tc.setSettings(t, api.Settings{MaxSessions: maxSessions})
+	want := tc.waitLeader(t).raft.AppliedIndex()
+	for _, i := range on {
+		n := tc.node(i)
+		eventually(t, harnessTimeout, n.cfg.ID+" applies the entry", func() bool { return n.raft.AppliedIndex() >= want })
+	}
+	return want
+}
+
+// TestRaftTLSCluster: three masters with certificates of one CA elect a
+// leader and replicate over mutual TLS; a dialer with a certificate of
+// another CA, or with none, is refused and moves nothing.
+func TestRaftTLSCluster(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := tlstest.NewCA(dir, "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := tlstest.NewCA(dir, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := startCluster(t, 3, slowElections, func(c *Config) { c.TLS = issueTLS(t, ca, c.ID) })
+	tc.commitOn(t, 1000, 0, 1, 2)
+
+	li := tc.leaderIndex(t)
+	fi := (li + 1) % 3
+	leader, victim := tc.node(li), tc.node(fi)
+	before, leaderBefore := viewOf(t, victim), viewOf(t, leader)
+
+	// hashicorp/raft's plain TCP transport, no certificate at all.
+	aeErr, rvErr := injectHigherTerm(t, intruderTransport(t), raft.ServerAddress(tc.cfgs[fi].RaftAddr), tc.cfgs[(li+2)%3].ID, before)
+	if aeErr == nil || rvErr == nil {
+		t.Errorf("a dialer without a certificate was answered: %v, %v", aeErr, rvErr)
+	}
+	// TLS, but no client certificate.
+	aeErr, rvErr = injectHigherTerm(t, noCertTLSTransport(t), raft.ServerAddress(tc.cfgs[fi].RaftAddr), tc.cfgs[(li+2)%3].ID, before)
+	if aeErr == nil || rvErr == nil {
+		t.Errorf("a TLS dialer without a client certificate was answered: %v, %v", aeErr, rvErr)
+	}
+	// A certificate of another CA, from a dialer that trusts the
+	// cluster's CA (so only the follower's check can refuse it).
+	foreign, err := other.Issue("intruder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign.CA = ca.CAFile
+	tr, err := NewRaftTransportWithAuth(ports.Addr(t), RaftAuth{TLS: loadTLS(t, foreign)}, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	aeErr, rvErr = injectHigherTerm(t, tr, raft.ServerAddress(tc.cfgs[fi].RaftAddr), tc.cfgs[(li+2)%3].ID, before)
+	if aeErr == nil || rvErr == nil {
+		t.Errorf("a dialer with another CA's certificate was answered: %v, %v", aeErr, rvErr)
+	}
+	if got := refusedCount(t, victim, "accept", refuseTLS); got < 6 {
+		t.Errorf("sexton_raft_conn_refused_total{accept,tls} = %v on the follower, want ≥ 6", got)
+	}
+	time.Sleep(500 * time.Millisecond)
+	leaderNow := tc.waitLeader(t)
+	if after := viewOf(t, victim); after != before {
+		t.Errorf("follower changed: before %+v after %+v", before, after)
+	}
+	if leaderNow != leader || viewOf(t, leaderNow).term != leaderBefore.term {
+		t.Errorf("leadership changed")
+	}
+	// Replication still works after the refusals.
+	tc.commitOn(t, 1001, 0, 1, 2)
+}
+
+// TestRaftTokenMismatchBetweenMasters: a master configured with another
+// cluster token cannot join: the two that agree elect a leader and commit
+// without it, it never receives an entry, its vote requests are refused
+// and the leadership does not move.
+func TestRaftTokenMismatchBetweenMasters(t *testing.T) {
+	tc := startCluster(t, 3, slowElections, func(c *Config) {
+		c.ClusterToken = "right"
+		if c.ID == "m3" {
+			c.ClusterToken = "wrong"
+		}
+	})
+	leader := tc.waitLeader(t)
+	if leader.cfg.ID == "m3" {
+		t.Fatal("the master with the wrong token leads")
+	}
+	termBefore := viewOf(t, leader).term
+	applied := tc.commitOn(t, 1000, 0, 1)
+	odd := tc.node(2)
+	// m3 hears no leader, so it campaigns; m1 and m2 refuse its
+	// connections, and it refuses the leader's.
+	eventually(t, harnessTimeout, "m3's vote requests are refused", func() bool {
+		return refusedCount(t, odd, "dial", refuseToken) > 0 &&
+			refusedCount(t, tc.node(0), "accept", refuseToken)+refusedCount(t, tc.node(1), "accept", refuseToken) > 0
+	})
+	if refusedCount(t, odd, "accept", refuseToken) == 0 || refusedCount(t, leader, "dial", refuseToken) == 0 {
+		t.Errorf("the leader's connections to m3 were not refused on both sides")
+	}
+	if got := odd.raft.AppliedIndex(); got >= applied {
+		t.Errorf("m3 applied index %d, the cluster's %d: it got entries despite the wrong token", got, applied)
+	}
+	if strings.Contains(tc.logs.String(), openRaftWarning) {
+		t.Errorf("a node with a cluster token warned that its Raft port is open")
+	}
+	if now := tc.waitLeader(t); now != leader || viewOf(t, now).term != termBefore {
+		t.Errorf("the leadership moved: %s term %d → %s term %d", leader.cfg.ID, termBefore, now.cfg.ID, viewOf(t, now).term)
+	}
+}
+
+// TestOpenRaftPortIsWarnedAbout: a master with neither a token nor TLS
+// says at start, at WARN, that its Raft port is open to anyone.
+func TestOpenRaftPortIsWarnedAbout(t *testing.T) {
+	tc := startCluster(t, 1)
+	logs := tc.logs.String()
+	i := strings.Index(logs, openRaftWarning)
+	if i < 0 || !strings.Contains(logs[max(0, i-40):i], "[WARN]") {
+		t.Fatalf("no WARN %q in the logs", openRaftWarning)
+	}
+}

@@ -1,0 +1,288 @@
+package master
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"sexton/internal/tlsconf"
+	"sexton/internal/tlsconf/tlstest"
+)
+
+// refusals counts a stream's RaftAuth.Refused calls by side and reason.
+type refusals struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *refusals) note(side, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == nil {
+		r.n = map[string]int{}
+	}
+	r.n[side+"/"+reason]++
+}
+
+func (r *refusals) get(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[key]
+}
+
+func (r *refusals) total() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := 0
+	for _, v := range r.n {
+		t += v
+	}
+	return t
+}
+
+// testRaftEnd is one end of a Raft connection: a NetworkTransport on a
+// raftStream with auth, answering every AppendEntries with success.
+type testRaftEnd struct {
+	trans *raft.NetworkTransport
+	ref   *refusals
+}
+
+func newTestRaftEnd(t *testing.T, auth RaftAuth) *testRaftEnd {
+	t.Helper()
+	e := &testRaftEnd{ref: &refusals{}}
+	auth.Refused = e.ref.note
+	tr, err := NewRaftTransportWithAuth(ports.Addr(t), auth, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.trans = tr
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case rpc := <-tr.Consumer():
+				rpc.Respond(&raft.AppendEntriesResponse{Success: true}, nil)
+			case <-done:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = tr.Close()
+		close(done)
+		wg.Wait()
+	})
+	return e
+}
+
+// appendTo sends one AppendEntries from e to target.
+func (e *testRaftEnd) appendTo(target *testRaftEnd) error {
+	var resp raft.AppendEntriesResponse
+	err := e.trans.AppendEntries("peer", target.trans.LocalAddr(), &raft.AppendEntriesRequest{Term: 7}, &resp)
+	if err == nil && !resp.Success {
+		return errors.New("answered without success")
+	}
+	return err
+}
+
+// issueTLS is a node's TLS source with a certificate of ca.
+func issueTLS(t testing.TB, ca *tlstest.CA, name string) *tlsconf.Source {
+	t.Helper()
+	f, err := ca.Issue(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loadTLS(t, f)
+}
+
+func loadTLS(t testing.TB, f tlsconf.Files) *tlsconf.Source {
+	t.Helper()
+	s, err := tlsconf.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestRaftStreamAuthMatrix: an AppendEntries gets through only when both
+// ends agree on the token and hold certificates of the same CA; every
+// other pairing is refused, and the refusal is counted on the side that
+// noticed it with the reason it noticed.
+func TestRaftStreamAuthMatrix(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := tlstest.NewCA(dir, "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := tlstest.NewCA(dir, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvTLS, peerTLS := issueTLS(t, ca, "m1"), issueTLS(t, ca, "m2")
+	// A certificate of another CA, from a dialer that trusts the
+	// cluster's CA: only the acceptor's check of the client certificate
+	// can refuse it.
+	foreign, err := other.Issue("intruder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign.CA = ca.CAFile
+	foreignTLS := loadTLS(t, foreign)
+
+	short := 500 * time.Millisecond // how long a dialer waits for an open peer's challenge
+	cases := []struct {
+		name       string
+		srv, cli   RaftAuth
+		acceptWhy  string // refusal counted by the acceptor ("" = none)
+		dialWhy    string // refusal counted by the dialer ("" = none)
+		getThrough bool
+	}{
+		{name: "same token", srv: RaftAuth{Token: "t"}, cli: RaftAuth{Token: "t"}, getThrough: true},
+		{name: "other token", srv: RaftAuth{Token: "t"}, cli: RaftAuth{Token: "u"}, acceptWhy: refuseToken, dialWhy: refuseToken},
+		{name: "no token dialer", srv: RaftAuth{Token: "t"}, cli: RaftAuth{}, acceptWhy: refuseProtocol},
+		{name: "no token acceptor", srv: RaftAuth{HandshakeTimeout: short}, cli: RaftAuth{Token: "t", HandshakeTimeout: short}, dialWhy: refuseTimeout},
+		{name: "same CA", srv: RaftAuth{TLS: srvTLS}, cli: RaftAuth{TLS: peerTLS}, getThrough: true},
+		// In TLS 1.3 the dialer's handshake is over before the acceptor
+		// checks its certificate: the dialer learns of the refusal from
+		// the alert on its first read, Raft's, not in Dial.
+		{name: "foreign CA", srv: RaftAuth{TLS: srvTLS}, cli: RaftAuth{TLS: foreignTLS}, acceptWhy: refuseTLS},
+		{name: "foreign CA with token", srv: RaftAuth{TLS: srvTLS, Token: "t"}, cli: RaftAuth{TLS: foreignTLS, Token: "t"}, acceptWhy: refuseTLS, dialWhy: refuseTLS},
+		{name: "no TLS dialer", srv: RaftAuth{TLS: srvTLS}, cli: RaftAuth{}, acceptWhy: refuseTLS},
+		{name: "same CA and token", srv: RaftAuth{TLS: srvTLS, Token: "t"}, cli: RaftAuth{TLS: peerTLS, Token: "t"}, getThrough: true},
+		{name: "same CA other token", srv: RaftAuth{TLS: srvTLS, Token: "t"}, cli: RaftAuth{TLS: peerTLS, Token: "u"}, acceptWhy: refuseToken, dialWhy: refuseToken},
+		{name: "same CA no token", srv: RaftAuth{TLS: srvTLS, Token: "t"}, cli: RaftAuth{TLS: peerTLS}, acceptWhy: refuseProtocol},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv, cli := newTestRaftEnd(t, c.srv), newTestRaftEnd(t, c.cli)
+			err := cli.appendTo(srv)
+			if c.getThrough != (err == nil) {
+				t.Fatalf("AppendEntries: err=%v, want getting through=%v", err, c.getThrough)
+			}
+			if c.acceptWhy != "" {
+				eventually(t, 5*time.Second, "acceptor counts refusal "+c.acceptWhy, func() bool { return srv.ref.get("accept/"+c.acceptWhy) > 0 })
+			}
+			if c.dialWhy != "" && cli.ref.get("dial/"+c.dialWhy) == 0 {
+				t.Errorf("dialer refusals %v, want dial/%s", cli.ref.n, c.dialWhy)
+			}
+			if c.getThrough && srv.ref.total()+cli.ref.total() != 0 {
+				t.Errorf("refusals on a good connection: acceptor %v dialer %v", srv.ref.n, cli.ref.n)
+			}
+		})
+	}
+}
+
+// TestRaftStreamSilentDialer: a dialer that connects and says nothing
+// delays no other connection, and is cut off after the handshake timeout.
+func TestRaftStreamSilentDialer(t *testing.T) {
+	const timeout = time.Second
+	srv := newTestRaftEnd(t, RaftAuth{Token: "t", HandshakeTimeout: timeout})
+	cli := newTestRaftEnd(t, RaftAuth{Token: "t"})
+	silent, err := net.Dial("tcp", string(srv.trans.LocalAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	start := time.Now()
+	if err := cli.appendTo(srv); err != nil {
+		t.Fatalf("a peer was refused while a silent dialer waited: %v", err)
+	}
+	if n := srv.ref.get("accept/" + refuseTimeout); n != 0 {
+		t.Fatalf("the good peer got through only after the silent dialer timed out (%v)", time.Since(start))
+	}
+	_ = silent.SetReadDeadline(time.Now().Add(5 * timeout))
+	_, err = io.ReadAll(silent) // the challenge, then EOF when the acceptor gives up
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the silent dialer was still connected after %v", time.Since(start))
+	}
+	eventually(t, time.Second, "the timeout is counted", func() bool { return srv.ref.get("accept/"+refuseTimeout) == 1 })
+}
+
+// TestRaftStreamDialerChecksAcceptorProof: an acceptor that does not know
+// the token (it answers the dialer's proof with a wrong one) is refused
+// by the dialer before Raft sends it anything — an impostor could
+// otherwise answer with a higher term and depose a leader.
+func TestRaftStreamDialerChecksAcceptorProof(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer c.Close()
+		_, _ = c.Write(append([]byte(raftAuthMagic), make([]byte, raftNonceLen)...))
+		_, _ = io.ReadFull(c, make([]byte, len(raftAuthMagic)+raftNonceLen+raftMACLen))
+		_, _ = c.Write(make([]byte, raftMACLen)) // not the proof
+		rest, _ := io.ReadAll(c)                 // whatever the dialer sends after
+		got <- rest
+	}()
+	ref := &refusals{}
+	s, err := newRaftStream(ports.Addr(t), RaftAuth{Token: "t", Refused: ref.note}, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if c, err := s.Dial(raft.ServerAddress(ln.Addr().String()), 2*time.Second); err == nil {
+		c.Close()
+		t.Fatal("the dialer accepted an acceptor with a wrong proof")
+	}
+	if rest := <-got; len(rest) != 0 {
+		t.Errorf("the dialer sent %d bytes after the wrong proof", len(rest))
+	}
+	if ref.get("dial/"+refuseToken) != 1 {
+		t.Errorf("refusals %v, want one dial/token", ref.n)
+	}
+}
+
+// TestRaftStreamBoundsPendingHandshakes: past maxPendingRaftHandshakes
+// silent dialers, a new connection is closed at once (counted busy)
+// rather than holding one more goroutine.
+func TestRaftStreamBoundsPendingHandshakes(t *testing.T) {
+	srv := newTestRaftEnd(t, RaftAuth{Token: "t", HandshakeTimeout: 10 * time.Second})
+	addr := string(srv.trans.LocalAddr())
+	var silent []net.Conn
+	defer func() {
+		for _, c := range silent {
+			c.Close()
+		}
+	}()
+	for i := 0; i < maxPendingRaftHandshakes; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent = append(silent, c)
+		// The challenge means its handshake has started.
+		if _, err := io.ReadFull(c, make([]byte, len(raftAuthMagic)+raftNonceLen)); err != nil {
+			t.Fatalf("silent dialer %d: %v", i, err)
+		}
+	}
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	_ = extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := extra.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("connection %d past the bound was served (read %d bytes, %v)", maxPendingRaftHandshakes+1, n, err)
+	}
+	if got := srv.ref.get("accept/" + refuseBusy); got != 1 {
+		t.Errorf("busy refusals %d, want 1", got)
+	}
+}
