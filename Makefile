@@ -13,7 +13,7 @@ FUZZ_TARGETS := $(shell grep -rl --include='*_test.go' '^func Fuzz' . 2>/dev/nul
 FUZZ_SHORT  ?= 40000x
 FUZZ_LONG   ?= 2m
 
-.PHONY: all build test lint fmt-check vet staticcheck unit release-check fuzz-short fuzz bench run soak clean
+.PHONY: all build test lint fmt-check vet staticcheck unit release-check monitoring-check fuzz-short fuzz bench run soak clean
 
 all: build
 
@@ -23,7 +23,7 @@ build:
 run: build
 	$(BIN) dev
 
-test: lint unit release-check fuzz-short
+test: lint monitoring-check unit release-check fuzz-short
 
 lint: fmt-check vet staticcheck
 
@@ -46,6 +46,15 @@ unit:
 # inert there (SEXTON_CRASH_AT given to a release holder does not kill it).
 release-check:
 	$(GO) test -count=1 -run '^TestReleaseBuild' ./holder/...
+
+# The shipped alert rules: syntax, and every alert firing and not firing
+# (deploy/monitoring/alerts_test.yml). promtool comes with Debian's
+# prometheus package, which .ci/run installs.
+PROMTOOL    ?= promtool
+monitoring-check:
+	@if ! command -v $(PROMTOOL) >/dev/null 2>&1; then \
+		echo "monitoring-check: SKIPPED, promtool not found (apt-get install prometheus)"; exit 0; fi; \
+	cd deploy/monitoring && $(PROMTOOL) check rules alerts.yml && $(PROMTOOL) test rules alerts_test.yml
 
 fuzz-short:
 	@scripts/fuzz.sh $(FUZZ_SHORT) $(FUZZ_TARGETS)
