@@ -170,3 +170,7 @@ func boolGauge(b bool) float64 {
 	}
 	return 0
 }
+
+// MetricsRegistry is this node's Prometheus registry (what /metrics
+// serves), for embedding processes and tests.
+func (n *Node) MetricsRegistry() *prometheus.Registry { return n.metrics.reg }
