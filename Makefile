@@ -16,7 +16,7 @@ FUZZ_LONG   ?= 2m
 # them as python3-msgpack and python3-pytest (.ci/run installs them).
 PYTHON      ?= /usr/bin/python3
 
-.PHONY: all build test lint fmt-check vet staticcheck unit release-check fuzz-short fuzz bench run soak clean python-test
+.PHONY: all build test lint fmt-check vet staticcheck unit release-check monitoring-check fuzz-short fuzz bench run soak clean python-test
 
 all: build
 
@@ -26,7 +26,7 @@ build:
 run: build
 	$(BIN) dev
 
-test: lint unit release-check fuzz-short python-test
+test: lint monitoring-check unit release-check fuzz-short python-test
 
 lint: fmt-check vet staticcheck
 
@@ -59,6 +59,15 @@ python-test: build
 	else \
 		SEXTON_BIN=$(CURDIR)/$(BIN) PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -q -p no:cacheprovider clients/python/tests; \
 	fi
+
+# The shipped alert rules: syntax, and every alert firing and not firing
+# (deploy/monitoring/alerts_test.yml). promtool comes with Debian's
+# prometheus package, which .ci/run installs.
+PROMTOOL    ?= promtool
+monitoring-check:
+	@if ! command -v $(PROMTOOL) >/dev/null 2>&1; then \
+		echo "monitoring-check: SKIPPED, promtool not found (apt-get install prometheus)"; exit 0; fi; \
+	cd deploy/monitoring && $(PROMTOOL) check rules alerts.yml && $(PROMTOOL) test rules alerts_test.yml
 
 fuzz-short:
 	@scripts/fuzz.sh $(FUZZ_SHORT) $(FUZZ_TARGETS)

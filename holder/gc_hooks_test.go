@@ -42,7 +42,7 @@ func TestGarbageCollectionIntentRecoversPreparedAndCommittedStates(t *testing.T)
 
 	// PREPARED: the sources stay authoritative, the target goes.
 	s := openT(t, prepared, StoreOptions{BucketKeysLimit: 4})
-	if !strings.Contains(s.OpenReport().GCRecovery, "PREPARED") || slices.Contains(ids(s), target) {
+	if !strings.Contains(s.OpenReport().GCRecovery, "PREPARED") || s.OpenReport().GCRecoveredState != "PREPARED" || slices.Contains(ids(s), target) {
 		t.Fatalf("report %+v, buckets %v", s.OpenReport(), ids(s))
 	}
 	for _, n := range []string{bucketName(target), metaName(target), GCIntentFileName} {
@@ -61,7 +61,7 @@ func TestGarbageCollectionIntentRecoversPreparedAndCommittedStates(t *testing.T)
 
 	// COMMITTED: the target is kept, the sources go.
 	s = openT(t, committed, StoreOptions{BucketKeysLimit: 4})
-	if !strings.Contains(s.OpenReport().GCRecovery, "COMMITTED") || slices.Contains(ids(s), 1) || slices.Contains(ids(s), 2) {
+	if !strings.Contains(s.OpenReport().GCRecovery, "COMMITTED") || s.OpenReport().GCRecoveredState != "COMMITTED" || slices.Contains(ids(s), 1) || slices.Contains(ids(s), 2) {
 		t.Fatalf("report %+v, buckets %v", s.OpenReport(), ids(s))
 	}
 	for _, n := range append(names(1, 2), GCIntentFileName) {

@@ -119,5 +119,6 @@ func (s *Store) applyGCRecovery(r gcRecovery) error {
 		return err
 	}
 	s.rep.GCRecovery = r.action
+	s.rep.GCRecoveredState = r.intent.State.String()
 	return nil
 }

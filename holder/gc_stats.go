@@ -21,6 +21,11 @@ type GCStats struct {
 	CleanupPending  bool  // a committed round's unlink waits for a retry
 	LastError       string
 	LastErrorAt     time.Time
+
+	// The watermark settings StartGC was given (also when GC is off), so
+	// usage can be shown against them; Capacity 0 means unknown.
+	Capacity                    int64
+	HighWatermark, LowWatermark float64
 }
 
 // GCStats returns the worker's counters.

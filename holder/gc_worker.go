@@ -67,6 +67,7 @@ func (s *Store) StartGC(opts GCOptions, ev Evictor) error {
 		return ErrGCRunning
 	}
 	s.gcStats.Enabled = opts.Enabled
+	s.gcStats.Capacity, s.gcStats.HighWatermark, s.gcStats.LowWatermark = opts.Capacity, opts.HighWatermark, opts.LowWatermark
 	if !opts.Enabled {
 		return nil
 	}

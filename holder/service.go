@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"sexton/api"
 	"sexton/transport"
@@ -25,6 +27,10 @@ type ServiceConfig struct {
 	ClientID     string
 	Pool         string
 	Capacity     int64 // bytes this segment may hold; 0 = unknown
+
+	// HTTPAddr is where /metrics, /healthz and /readyz are served; empty
+	// serves nothing (the registry exists either way: MetricsRegistry).
+	HTTPAddr string
 
 	HeartbeatInterval time.Duration // default 1s
 	FetchWait         time.Duration // long-poll wait, default 10s
@@ -68,6 +74,7 @@ type Service struct {
 
 	mu          sync.Mutex
 	mounted     bool
+	replayed    bool // the current mount's first reconcile is done (readiness)
 	mountEpoch  uint64
 	masterEpoch uint64
 	clusterID   uint64
@@ -85,6 +92,11 @@ type Service struct {
 	tasksStale   atomic.Int64
 	reconciled   atomic.Int64
 	gcStatus     func() api.GCStatus
+
+	metrics *serviceMetrics
+	reg     *prometheus.Registry
+	httpSrv *http.Server
+	httpLn  net.Listener
 }
 
 // StartService starts the data RPC server and the master-follow loop.
@@ -97,7 +109,8 @@ func StartService(store *Store, cfg ServiceConfig) (*Service, error) {
 		cfg.ClientID = "holder-" + string(store.SegmentID())
 	}
 	s := &Service{cfg: cfg, store: store, log: cfg.Logger, process: uuid.NewString(),
-		remount: make(chan struct{}, 1), replay: make(chan struct{}, 1), stop: make(chan struct{})}
+		remount: make(chan struct{}, 1), replay: make(chan struct{}, 1), stop: make(chan struct{}), metrics: newServiceMetrics()}
+	s.reg = newRegistry(s)
 	s.cl = transport.NewClusterClient(cfg.Masters, transport.ClusterConfig{
 		ClientConfig: transport.ClientConfig{Token: cfg.ClusterToken},
 		MaxWait:      cfg.FetchWait + 10*time.Second,
@@ -105,6 +118,13 @@ func StartService(store *Store, cfg ServiceConfig) (*Service, error) {
 	if err := s.startDataServer(); err != nil {
 		s.cl.Close()
 		return nil, err
+	}
+	if cfg.HTTPAddr != "" {
+		if err := s.startHTTP(cfg.HTTPAddr); err != nil {
+			_ = s.srv.Close()
+			s.cl.Close()
+			return nil, fmt.Errorf("holder: http %s: %w", cfg.HTTPAddr, err)
+		}
 	}
 	s.wg.Add(2)
 	go s.followLoop()
@@ -131,6 +151,9 @@ func (s *Service) Close() {
 	default:
 	}
 	close(s.stop)
+	if s.httpSrv != nil {
+		_ = s.httpSrv.Close()
+	}
 	_ = s.srv.Close()
 	s.cl.Close()
 	s.wg.Wait()
@@ -147,6 +170,13 @@ func (s *Service) mountState() (bool, uint64, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mounted, s.mountEpoch, s.masterEpoch
+}
+
+// replayDone reports whether the current mount's replay has finished.
+func (s *Service) replayDone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mounted && s.replayed
 }
 
 func (s *Service) stopped() bool {
@@ -213,6 +243,7 @@ func (s *Service) mount() error {
 	}
 	s.mu.Lock()
 	s.mounted, s.mountEpoch, s.masterEpoch, s.clusterID = true, resp.MountEpoch, resp.MasterEpoch, resp.ClusterID
+	s.replayed = false
 	s.grantKey = resp.GrantKey
 	s.mu.Unlock()
 	s.log.Info("mounted", "segment", s.store.SegmentID(), "mount_epoch", resp.MountEpoch, "master_epoch", resp.MasterEpoch, "repeat", resp.AlreadyMounted)
@@ -223,6 +254,7 @@ func (s *Service) markUnmounted(why error) {
 	s.mu.Lock()
 	was := s.mounted
 	s.mounted = false
+	s.replayed = false
 	s.grantKey = nil
 	s.mu.Unlock()
 	if was {
@@ -264,6 +296,9 @@ func (s *Service) followLoop() {
 				continue
 			}
 			lastReconcile = time.Now()
+			s.mu.Lock()
+			s.replayed = s.mounted
+			s.mu.Unlock()
 		}
 		if err := s.fetchOnce(); err != nil {
 			if s.handleStale(err) {
@@ -315,15 +350,20 @@ func (s *Service) fetchOnce() error {
 	if err := s.cl.Call(ctx, api.MethodFetchLocalDeleteTasks, &api.FetchTasksRequest{
 		Segment: s.store.SegmentID(), MountEpoch: epoch, Limit: api.MaxFetchLimit, WaitMillis: s.cfg.FetchWait.Milliseconds(),
 	}, &fr); err != nil {
+		s.metrics.fetches.WithLabelValues("error").Inc()
 		return err
 	}
 	s.noteMasterEpoch(fr.MasterEpoch)
 	if len(fr.Tasks) == 0 {
+		s.metrics.fetches.WithLabelValues("empty").Inc()
 		return nil
 	}
+	s.metrics.fetches.WithLabelValues("tasks").Inc()
+	s.metrics.tasksFetched.Add(float64(len(fr.Tasks)))
 	results := s.store.BatchMarkDeleted(fr.Tasks)
 	terminal := results[:0:0]
 	for _, r := range results {
+		s.metrics.outcomes.WithLabelValues(r.Outcome.String()).Inc()
 		if r.Outcome.Terminal() {
 			terminal = append(terminal, r)
 			if r.Outcome == api.AckStaleVersion {
@@ -338,8 +378,10 @@ func (s *Service) fetchOnce() error {
 		s.waitAckGate()
 		var ar api.AckTasksResponse
 		if err := s.cl.Call(ctx, api.MethodAckLocalDeleteTasks, &api.AckTasksRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Results: terminal}, &ar); err != nil {
+			s.metrics.acks.WithLabelValues("error").Inc()
 			return err
 		}
+		s.metrics.acks.WithLabelValues("ok").Inc()
 		s.tasksDone.Add(int64(len(terminal)))
 	}
 	if len(terminal) < len(results) {

@@ -24,6 +24,8 @@ type fakeMaster struct {
 	mounts  []api.MountLocalDiskRequest
 	hold    chan struct{} // closed: mounts are answered
 	remount bool
+	tasks   []api.LocalDeleteTask // handed out by the next fetch
+	acked   []api.TaskResult
 }
 
 func startFakeMaster(t *testing.T, key []byte) *fakeMaster {
@@ -49,11 +51,24 @@ func startFakeMaster(t *testing.T, key []byte) *fakeMaster {
 		return &api.HeartbeatResponse{MasterEpoch: 1, Remount: r}, nil
 	})
 	transport.Register(m.srv, api.MethodFetchLocalDeleteTasks, func(ctx context.Context, req *api.FetchTasksRequest) (*api.FetchTasksResponse, error) {
+		m.mu.Lock()
+		tasks := m.tasks
+		m.tasks = nil
+		m.mu.Unlock()
+		if len(tasks) > 0 {
+			return &api.FetchTasksResponse{MasterEpoch: 1, Tasks: tasks}, nil
+		}
 		select {
 		case <-time.After(time.Duration(req.WaitMillis) * time.Millisecond):
 		case <-ctx.Done():
 		}
 		return &api.FetchTasksResponse{MasterEpoch: 1}, nil
+	})
+	transport.Register(m.srv, api.MethodAckLocalDeleteTasks, func(_ context.Context, req *api.AckTasksRequest) (*api.AckTasksResponse, error) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.acked = append(m.acked, req.Results...)
+		return &api.AckTasksResponse{}, nil
 	})
 	transport.Register(m.srv, api.MethodReconcileLocalDiskObjects, func(_ context.Context, _ *api.ReconcileRequest) (*api.ReconcileResponse, error) {
 		return &api.ReconcileResponse{}, nil
@@ -66,6 +81,12 @@ func startFakeMaster(t *testing.T, key []byte) *fakeMaster {
 	go func() { _ = m.srv.Serve(ln) }()
 	t.Cleanup(func() { _ = m.srv.Close() })
 	return m
+}
+
+func (m *fakeMaster) ackedCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.acked)
 }
 
 func (m *fakeMaster) mountsSeen() []api.MountLocalDiskRequest {

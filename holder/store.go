@@ -47,6 +47,9 @@ type Store struct {
 	gcWorker  *gcWorker
 	gcStats   GCStats
 	retired   []*bucket // replaced by a committed round, files not yet removed
+
+	// events counts what stats cannot recompute (metrics.go).
+	events *storeEvents
 	// putClock counts buckets created for puts: the logical clock the
 	// age-aware GC measures a bucket's age on (GC targets do not tick it;
 	// they inherit the age of their youngest source).
@@ -78,6 +81,7 @@ type OpenReport struct {
 	ShadowedRecords      int      // live duplicates hidden by a tombstone or a newer copy
 	IgnoredFiles         []string // names that are not part of a bucket store
 	GCRecovery           string   // what was done about a pending .bucket_gc_intent; "" if none
+	GCRecoveredState     string   // the state (PREPARED, COMMITTED) of the round GCRecovery resolved
 	RemovedGCFiles       []string // bucket files a pending GC round gave up
 }
 
@@ -108,7 +112,7 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		}
 		return nil, fmt.Errorf("holder: lock %s: %w", dir, err)
 	}
-	s := &Store{dir: dir, fs: fs, opts: opts, log: opts.Logger, lock: lock}
+	s := &Store{dir: dir, fs: fs, opts: opts, log: opts.Logger, lock: lock, events: newStoreEvents()}
 	if err := s.recover(); err != nil {
 		lock.Close()
 		s.closeFiles()

@@ -2,6 +2,7 @@ package holder
 
 import (
 	"sort"
+	"time"
 
 	"sexton/api"
 )
@@ -48,6 +49,7 @@ func (s *Store) BatchMarkDeleted(tasks []api.LocalDeleteTask) []api.TaskResult {
 	s.inflight.Add(1)
 	s.mu.Unlock()
 	defer s.inflight.Done()
+	s.events.tombstoneBatches.Add(1)
 
 	pending := make([]int, 0, len(tasks))
 	for i, t := range tasks {
@@ -214,7 +216,9 @@ func (s *Store) tombstoneBucket(id uint64, tasks []api.LocalDeleteTask, results 
 		return moved
 	}
 
+	start := time.Now()
 	n, err := s.persistMeta(id, next, tombstonePoints)
+	s.events.observeTombstonePersist(time.Since(start), err)
 	if err != nil {
 		s.log.Warn("tombstone persistence failed; tasks stay pending", "bucket", id, "tasks", len(hits), "err", err)
 		for _, is := range hits {

@@ -74,10 +74,21 @@ var (
 	descEpoch       = prometheus.NewDesc("sexton_master_epoch", "The replicated master epoch.", nil, nil)
 	descSettings    = prometheus.NewDesc("sexton_settings", "The replicated settings in force, by name.", []string{"name"}, nil)
 	descSessions    = prometheus.NewDesc("sexton_sessions", "The client session table: clients kept, results kept, approximate bytes.", []string{"kind"}, nil)
+
+	// What the alerts in deploy/monitoring need.
+	descLeaderKnown = prometheus.NewDesc("sexton_raft_leader_known", "1 when this node knows a Raft leader (itself or another).", nil, nil)
+	descIsLeader    = prometheus.NewDesc("sexton_raft_is_leader", "1 when this node is the ready leader (barrier and EpochBegin of its term done).", nil, nil)
+	descTerm        = prometheus.NewDesc("sexton_raft_term", "This node's current Raft term; it moves on every election.", nil, nil)
+	descHalted      = prometheus.NewDesc("sexton_master_halted", "1 when this node refused a log entry and halted (it applies nothing more).", nil, nil)
+	descOldestTask  = prometheus.NewDesc("sexton_delete_task_oldest_age_seconds",
+		"Age of the segment's oldest pending local-delete task: now minus the leader time recorded when the task's entry was committed.", []string{"segment"}, nil)
+	descHeartbeatAge = prometheus.NewDesc("sexton_holder_heartbeat_age_seconds",
+		"Leader only: seconds since the holder of a mounted segment last heartbeated (a holder mounted when this term began counts from then).", []string{"segment"}, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRaftState, descRaftIndex, descObjects, descTasks, descRegistryOcc, descEpoch, descSettings, descSessions} {
+	for _, d := range []*prometheus.Desc{descRaftState, descRaftIndex, descObjects, descTasks, descRegistryOcc, descEpoch, descSettings, descSessions,
+		descLeaderKnown, descIsLeader, descTerm, descHalted, descOldestTask, descHeartbeatAge} {
 		ch <- d
 	}
 }
@@ -88,7 +99,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRaftState, prometheus.GaugeValue, 1, n.raft.State().String())
 		ch <- prometheus.MustNewConstMetric(descRaftIndex, prometheus.GaugeValue, float64(n.raft.CommitIndex()), "commit")
 		ch <- prometheus.MustNewConstMetric(descRaftIndex, prometheus.GaugeValue, float64(n.raft.AppliedIndex()), "applied")
+		ch <- prometheus.MustNewConstMetric(descTerm, prometheus.GaugeValue, float64(n.raft.CurrentTerm()))
+		_, leaderID := n.raft.LeaderWithID()
+		ch <- prometheus.MustNewConstMetric(descLeaderKnown, prometheus.GaugeValue, boolGauge(leaderID != ""))
+		ch <- prometheus.MustNewConstMetric(descIsLeader, prometheus.GaugeValue, boolGauge(n.isReady()))
 	}
+	ch <- prometheus.MustNewConstMetric(descHalted, prometheus.GaugeValue, boolGauge(n.halted.Load()))
+	c.collectDeletion(ch)
 	st := n.fsm.Stats()
 	ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(st.Objects))
 	ch <- prometheus.MustNewConstMetric(descEpoch, prometheus.GaugeValue, float64(st.MasterEpoch))
@@ -108,3 +125,54 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(ss.Results), "results")
 	ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(ss.Bytes), "bytes")
 }
+
+// collectDeletion exports the ages the stuck-deletion and dead-holder
+// alerts watch. It costs one step per segment: the oldest task of a
+// segment is the first of its id-ordered queue (ids and the leader's
+// clock both only grow, up to clock skew between successive leaders),
+// and segments are few.
+func (c *stateCollector) collectDeletion(ch chan<- prometheus.Metric) {
+	n := c.n
+	now := time.Now()
+	segs := n.fsm.Segments()
+	for _, seg := range segs {
+		if seg.PendingTasks == 0 {
+			continue
+		}
+		oldest, _ := n.fsm.ListTasks(seg.ID, 1)
+		// A task restored from a snapshot without creation times (or
+		// rebuilt) has Created 0: its age is unknown, not 56 years.
+		if len(oldest) == 0 || oldest[0].Created <= 0 {
+			continue
+		}
+		age := now.Sub(time.Unix(0, oldest[0].Created)).Seconds()
+		ch <- prometheus.MustNewConstMetric(descOldestTask, prometheus.GaugeValue, max(age, 0), string(seg.ID))
+	}
+	// Liveness is the leader's soft state; a follower's is stale or empty,
+	// so followers export nothing rather than a misleading age.
+	if n.raft == nil || !n.isReady() {
+		return
+	}
+	ages := n.soft.heartbeatAges(now)
+	for _, seg := range segs {
+		if !seg.Mounted || seg.Retired {
+			continue
+		}
+		age, ok := ages[seg.ID]
+		if !ok {
+			continue // unmounted in between: nothing to wait for
+		}
+		ch <- prometheus.MustNewConstMetric(descHeartbeatAge, prometheus.GaugeValue, max(age.Seconds(), 0), string(seg.ID))
+	}
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// MetricsRegistry is this node's Prometheus registry (what /metrics
+// serves), for embedding processes and tests.
+func (n *Node) MetricsRegistry() *prometheus.Registry { return n.metrics.reg }

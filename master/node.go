@@ -47,6 +47,11 @@ type Node struct {
 	leaderCancel context.CancelFunc
 	leaderTerm   uint64 // the term leaderCancel's duties run for
 	leaderWG     sync.WaitGroup
+	// halted is set just before Halt is called: the entry at which this
+	// node stopped applying is one no build here understands. With the
+	// default Halt the process exits at once; an embedding that keeps the
+	// process up still shows it in sexton_master_halted.
+	halted atomic.Bool
 
 	stopOnce sync.Once
 	stopped  chan struct{}
@@ -83,7 +88,8 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("dfs: %w", err)
 	}
 	n.dfs = dfs
-	n.rfsm = &raftFSM{f: n.fsm, log: cfg.Logger.Named("fsm"), halt: cfg.Halt, notify: n.notify, obs: n.metrics.observeApply}
+	halt := cfg.Halt
+	n.rfsm = &raftFSM{f: n.fsm, log: cfg.Logger.Named("fsm"), halt: func(err error) { n.halted.Store(true); halt(err) }, notify: n.notify, obs: n.metrics.observeApply}
 	if err := n.startRaft(); err != nil {
 		n.closeAll()
 		return nil, err

@@ -115,6 +115,18 @@ func (s *softState) forget(seg api.SegmentID) {
 	s.mu.Unlock()
 }
 
+// heartbeatAges is, per holder this term knows, the time since its last
+// heartbeat (a holder mounted when the term began counts from then).
+func (s *softState) heartbeatAges(now time.Time) map[api.SegmentID]time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[api.SegmentID]time.Duration, len(s.holders))
+	for seg, h := range s.holders {
+		out[seg] = now.Sub(h.lastSeen)
+	}
+	return out
+}
+
 func (s *softState) live(seg api.SegmentID, ttl time.Duration, now time.Time) (holderLiveness, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -20,6 +20,7 @@ func runHolder(args []string) error {
 	masters := fs.String("masters", envString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
 	dir := fs.String("dir", envString("SEXTON_HOLDER_DIR", ""), "LOCAL_DISK directory (env SEXTON_HOLDER_DIR)")
 	addr := fs.String("rpc-addr", envString("SEXTON_HOLDER_RPC_ADDR", "127.0.0.1:7301"), "data RPC address (env SEXTON_HOLDER_RPC_ADDR)")
+	httpAddr := fs.String("http-addr", envString("SEXTON_HOLDER_HTTP_ADDR", ""), "HTTP address for /metrics, /healthz, /readyz; empty = off (env SEXTON_HOLDER_HTTP_ADDR)")
 	advertise := fs.String("advertise", envString("SEXTON_HOLDER_ADVERTISE", ""), "data RPC address given to clients (default: --rpc-addr)")
 	pool := fs.String("pool", envString("SEXTON_HOLDER_POOL", "default"), "pool name (env SEXTON_HOLDER_POOL)")
 	capacity := fs.String("capacity", envString("SEXTON_HOLDER_CAPACITY", "0"), "bytes this holder may use, plain or with a unit such as 4GiB (env SEXTON_HOLDER_CAPACITY)")
@@ -65,12 +66,15 @@ func runHolder(args []string) error {
 		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", *logLevel)
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "holder", Level: level, Output: os.Stderr}).With("holder", *clientID)
-	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ListenAddr: *addr,
+	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ListenAddr: *addr, HTTPAddr: *httpAddr,
 		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger}, gcOpts)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "sexton holder: segment %s in %s, data rpc %s\n", store.SegmentID(), *dir, svc.Addr())
+	if a := svc.HTTPAddr(); a != "" {
+		fmt.Fprintf(os.Stderr, "sexton holder: http %s (/metrics, /healthz, /readyz)\n", a)
+	}
 	waitForSignal()
 	svc.Close()
 	return store.Close()

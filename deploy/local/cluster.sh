@@ -30,9 +30,9 @@ start_holder() {
 	local id="$1" i; i="${1#h}"
 	mkdir -p "$dir/$id"
 	nohup "$bin" holder --masters "$masters" --dir "$dir/$id" --rpc-addr "127.0.0.1:730$i" \
-		--client-id "$id" >>"$dir/$id.log" 2>&1 &
+		--http-addr "127.0.0.1:740$i" --client-id "$id" >>"$dir/$id.log" 2>&1 &
 	echo $! >"$dir/$id.pid"
-	echo "started $id (pid $!, data rpc 127.0.0.1:730$i, log $dir/$id.log)"
+	echo "started $id (pid $!, data rpc 127.0.0.1:730$i, http 127.0.0.1:740$i, log $dir/$id.log)"
 }
 
 stop_one() {

@@ -1,0 +1,134 @@
+package master
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"sexton/api"
+)
+
+// gauge reads one sample of a gauge from n's registry: the sample whose
+// labels include every pair in labels. ok is false when there is none.
+func gauge(t testing.TB, n *Node, name string, labels ...string) (float64, bool) {
+	t.Helper()
+	fams, err := n.metrics.reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabels(m, labels) {
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
+
+func hasLabels(m *dto.Metric, pairs []string) bool {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		found := false
+		for _, l := range m.GetLabel() {
+			if l.GetName() == pairs[i] && l.GetValue() == pairs[i+1] {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// The gauges the alerts watch: who leads, the term, the age of the oldest
+// pending delete task of a segment (on every node, from replicated state),
+// and the leader's view of each holder's heartbeat age.
+func TestAlertGauges(t *testing.T) {
+	tc := startCluster(t, 3)
+	leader := tc.waitLeader(t)
+	h := tc.mountHolder(t, "seg-a", "p1")
+	tc.put(t, "k1", 100, 1)
+	if err := tc.remove("k1"); err != nil {
+		t.Fatal(err)
+	}
+	var leaders int
+	for _, n := range tc.nodes {
+		if v, _ := gauge(t, n, "sexton_raft_is_leader"); v == 1 {
+			leaders++
+		}
+		if v, ok := gauge(t, n, "sexton_raft_leader_known"); !ok || v != 1 {
+			t.Errorf("%s: sexton_raft_leader_known = %v (present %v), want 1", n.cfg.ID, v, ok)
+		}
+		if v, _ := gauge(t, n, "sexton_raft_term"); v != float64(leader.raft.CurrentTerm()) {
+			t.Errorf("%s: sexton_raft_term = %v, want the leader's %d", n.cfg.ID, v, leader.raft.CurrentTerm())
+		}
+		if v, ok := gauge(t, n, "sexton_master_halted"); !ok || v != 0 {
+			t.Errorf("%s: sexton_master_halted = %v (present %v), want 0", n.cfg.ID, v, ok)
+		}
+	}
+	if leaders != 1 {
+		t.Fatalf("%d nodes report sexton_raft_is_leader 1, want 1", leaders)
+	}
+
+	// Nobody fetches the task: its age grows on every node that applied it.
+	time.Sleep(300 * time.Millisecond)
+	for _, n := range tc.nodes {
+		eventually(t, harnessTimeout, n.cfg.ID+" reports the task's age", func() bool {
+			v, ok := gauge(t, n, "sexton_delete_task_oldest_age_seconds", "segment", "seg-a")
+			return ok && v >= 0.3 && v < 30
+		})
+	}
+
+	// The holder heartbeats: the leader reports a small age, followers nothing.
+	if v, ok := gauge(t, leader, "sexton_holder_heartbeat_age_seconds", "segment", "seg-a"); !ok || v > 1 {
+		t.Fatalf("leader heartbeat age = %v (present %v), want present and < 1s", v, ok)
+	}
+	for _, n := range tc.nodes {
+		if n == leader {
+			continue
+		}
+		if _, ok := gauge(t, n, "sexton_holder_heartbeat_age_seconds"); ok {
+			t.Errorf("follower %s exports a heartbeat age; only the leader knows liveness", n.cfg.ID)
+		}
+	}
+	h.die()
+	eventually(t, harnessTimeout, "the dead holder's heartbeat age passes 1s", func() bool {
+		v, ok := gauge(t, leader, "sexton_holder_heartbeat_age_seconds", "segment", "seg-a")
+		return ok && v > 1
+	})
+
+	// Acking the task drops the age: nothing is pending on the segment.
+	tasks := h.fetch(t, 10, time.Second)
+	h.ack(t, tasks, ackAll(api.AckRemoved))
+	for _, n := range tc.nodes {
+		eventually(t, harnessTimeout, n.cfg.ID+" drops the age after the ack", func() bool {
+			_, ok := gauge(t, n, "sexton_delete_task_oldest_age_seconds", "segment", "seg-a")
+			return !ok
+		})
+	}
+}
+
+// A node that refuses an entry reports sexton_master_halted 1 (as long as
+// its process lives; the default Halt exits 3).
+func TestHaltedGauge(t *testing.T) {
+	var halts atomic.Int32
+	tc := startCluster(t, 1, func(c *Config) { c.Halt = func(error) { halts.Add(1) } })
+	n := tc.waitLeader(t)
+	if v, _ := gauge(t, n, "sexton_master_halted"); v != 0 {
+		t.Fatalf("sexton_master_halted = %v before any refusal", v)
+	}
+	// What the adapter calls on a refused entry (it then blocks forever,
+	// which a test cannot leave behind).
+	n.rfsm.halt(errors.New("raft log entry 99: unknown command type"))
+	eventually(t, harnessTimeout, "the refusal reaches Halt", func() bool { return halts.Load() == 1 })
+	if v, _ := gauge(t, n, "sexton_master_halted"); v != 1 {
+		t.Fatalf("sexton_master_halted = %v after a refused entry, want 1", v)
+	}
+}
