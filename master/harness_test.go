@@ -268,6 +268,9 @@ type fakeHolder struct {
 	Capacity int64
 	Epoch    uint64 // mount epoch of the last successful mount
 
+	// epochMu orders mount's write of Epoch with keepAlive's reads (the
+	// test goroutine reads Epoch directly: it is the only writer).
+	epochMu   sync.Mutex
 	stopBeats func()
 }
 
@@ -297,7 +300,9 @@ func (h *fakeHolder) mount() error {
 		Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: "fake-" + string(h.Seg), Process: h.Process,
 	}, &resp)
 	if err == nil {
+		h.epochMu.Lock()
 		h.Epoch = resp.MountEpoch
+		h.epochMu.Unlock()
 	}
 	return err
 }
@@ -327,8 +332,11 @@ func (h *fakeHolder) keepAlive(interval time.Duration) (stop func()) {
 			case <-tick.C:
 				ctx, cancel := context.WithTimeout(context.Background(), interval*5)
 				var resp api.HeartbeatResponse
+				h.epochMu.Lock()
+				epoch := h.Epoch
+				h.epochMu.Unlock()
 				_ = h.tc.Client.Call(ctx, api.MethodHeartbeat, &api.HeartbeatRequest{ClientID: h.ClientID, Segment: h.Seg,
-					MountEpoch: h.Epoch, Capacity: h.Capacity}, &resp)
+					MountEpoch: epoch, Capacity: h.Capacity}, &resp)
 				cancel()
 			}
 		}
