@@ -27,6 +27,8 @@ func (s *Store) BindCluster(clusterID uint64) error {
 	if err := writeIdentity(s.fs, s.dir, next); err != nil {
 		return err
 	}
-	s.id = next
+	// Only the cluster id changes: SegmentID reads s.id.SegmentID without
+	// the lock, which is safe because nothing writes that field after open.
+	s.id.ClusterID = clusterID
 	return nil
 }

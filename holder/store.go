@@ -301,7 +301,11 @@ func (s *Store) logOpenReport() {
 func (s *Store) SegmentID() api.SegmentID { return s.id.SegmentID }
 
 // Identity is the directory's marker content.
-func (s *Store) Identity() Identity { return s.id }
+func (s *Store) Identity() Identity {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
 
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.dir }
