@@ -13,7 +13,7 @@ FUZZ_TARGETS := $(shell grep -rl --include='*_test.go' '^func Fuzz' . 2>/dev/nul
 FUZZ_SHORT  ?= 40000x
 FUZZ_LONG   ?= 2m
 
-.PHONY: all build test lint fmt-check vet staticcheck unit release-check fuzz-short fuzz bench run soak clean
+.PHONY: all build test lint fmt-check vet staticcheck unit release-check units-check fuzz-short fuzz bench run soak clean
 
 all: build
 
@@ -23,7 +23,7 @@ build:
 run: build
 	$(BIN) dev
 
-test: lint unit release-check fuzz-short
+test: lint unit release-check units-check fuzz-short
 
 lint: fmt-check vet staticcheck
 
@@ -46,6 +46,11 @@ unit:
 # inert there (SEXTON_CRASH_AT given to a release holder does not kill it).
 release-check:
 	$(GO) test -count=1 -run '^TestReleaseBuild' ./holder/...
+
+# systemd-analyze verify of every unit in deploy/systemd (skipped where
+# the tool does not exist), each with ExecStart at the built binary.
+units-check: build
+	@scripts/verify-units.sh $(BIN)
 
 fuzz-short:
 	@scripts/fuzz.sh $(FUZZ_SHORT) $(FUZZ_TARGETS)

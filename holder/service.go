@@ -85,6 +85,9 @@ type Service struct {
 	tasksStale   atomic.Int64
 	reconciled   atomic.Int64
 	gcStatus     func() api.GCStatus
+	// followTurn is when the follow loop last made progress (unix nanos):
+	// the holder's liveness for a watchdog (Alive).
+	followTurn atomic.Int64
 }
 
 // StartService starts the data RPC server and the master-follow loop.
@@ -106,6 +109,7 @@ func StartService(store *Store, cfg ServiceConfig) (*Service, error) {
 		s.cl.Close()
 		return nil, err
 	}
+	s.followTurn.Store(time.Now().UnixNano())
 	s.wg.Add(2)
 	go s.followLoop()
 	go s.heartbeatLoop()
@@ -238,6 +242,7 @@ func (s *Service) followLoop() {
 	defer s.wg.Done()
 	lastReconcile := time.Time{}
 	for !s.stopped() {
+		s.followTurn.Store(time.Now().UnixNano())
 		if mounted, _, _ := s.mountState(); !mounted {
 			if err := s.mount(); err != nil {
 				s.log.Warn("mount failed; retrying", "error", err)
@@ -356,6 +361,7 @@ func (s *Service) reconcile() error {
 	_, epoch, _ := s.mountState()
 	refs := s.store.LiveRefs()
 	for start := 0; start < len(refs); start += api.MaxReconcilePage {
+		s.followTurn.Store(time.Now().UnixNano()) // a long reconcile is progress
 		page := refs[start:min(start+api.MaxReconcilePage, len(refs))]
 		ctx, cancel := s.ctx(20 * time.Second)
 		var rr api.ReconcileResponse

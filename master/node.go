@@ -47,6 +47,9 @@ type Node struct {
 	leaderCancel context.CancelFunc
 	leaderTerm   uint64 // the term leaderCancel's duties run for
 	leaderWG     sync.WaitGroup
+	// liveProbe is RaftResponsive's VerifyLeader still unanswered, if
+	// any: a stuck loop gets one waiting probe, not one per keep-alive.
+	liveProbe atomic.Pointer[chan struct{}]
 
 	stopOnce sync.Once
 	stopped  chan struct{}

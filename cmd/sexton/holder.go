@@ -65,13 +65,17 @@ func runHolder(args []string) error {
 		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", *logLevel)
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "holder", Level: level, Output: os.Stderr}).With("holder", *clientID)
+	sd := notifyHolder(*dir)
+	defer sd.Stop()
 	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ListenAddr: *addr,
 		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger}, gcOpts)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "sexton holder: segment %s in %s, data rpc %s\n", store.SegmentID(), *dir, svc.Addr())
+	sd.started(svc)
 	waitForSignal()
+	sd.Stop()
 	svc.Close()
 	return store.Close()
 }
