@@ -167,8 +167,8 @@ func setupSnapshotInspect(*flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("inspect %s: %w", file, err)
 		}
-		return e.output(map[string]any{"format": h.Format, "cluster_id": h.ClusterID, "last_index": h.LastIndex, "last_term": h.LastTerm,
-			"created": h.Created, "objects": c.Objects, "segments": c.Segments, "tasks": c.Tasks, "dfs_records": c.DFSRecords}, func() error {
+		return e.output(snapshotInspectOut{Format: h.Format, ClusterID: h.ClusterID, LastIndex: h.LastIndex, LastTerm: h.LastTerm,
+			Created: h.Created, Objects: c.Objects, Segments: c.Segments, Tasks: c.Tasks, DFSRecords: c.DFSRecords}, func() error {
 			fmt.Printf("format:     %s\ncluster id: %016x\nlast index: %d\nlast term:  %d\ncreated:    %s\nobjects:    %d\nsegments:   %d\ntasks:      %d\ndfs records: %d\n",
 				h.Format, h.ClusterID, h.LastIndex, h.LastTerm, time.Unix(0, h.Created).UTC().Format(time.RFC3339), c.Objects, c.Segments, c.Tasks, c.DFSRecords)
 			return nil
