@@ -16,19 +16,30 @@ import (
 // captureStdout runs f with os.Stdout redirected and returns what it printed.
 func captureStdout(t *testing.T, f func() error) ([]byte, error) {
 	t.Helper()
+	return captureFile(t, &os.Stdout, f)
+}
+
+// captureStderr runs f with os.Stderr redirected and returns what it printed.
+func captureStderr(t *testing.T, f func() error) ([]byte, error) {
+	t.Helper()
+	return captureFile(t, &os.Stderr, f)
+}
+
+func captureFile(t *testing.T, file **os.File, f func() error) ([]byte, error) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := os.Stdout
-	os.Stdout = w
+	old := *file
+	*file = w
 	got := make(chan []byte)
 	go func() {
 		b, _ := io.ReadAll(r)
 		got <- b
 	}()
 	ferr := f()
-	os.Stdout = old
+	*file = old
 	w.Close()
 	out := <-got
 	r.Close()

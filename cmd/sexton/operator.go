@@ -77,22 +77,28 @@ func setupSnapshotSave(*flag.FlagSet) runFunc {
 			return err
 		}
 		defer os.Remove(tmp)
+		prog := newProgress("snapshot save "+file, -1, "")
 		req := api.SnapshotChunkRequest{}
 		for {
 			var chunk api.SnapshotChunk
 			if err := e.call(api.MethodSnapshotSave, &req, &chunk); err != nil {
 				f.Close()
+				prog.abort()
 				return fmt.Errorf("snapshot save: %w", err)
 			}
 			if _, err := f.Write(chunk.Data); err != nil {
 				f.Close()
+				prog.abort()
 				return fmt.Errorf("snapshot save: %w", err)
 			}
+			prog.setTotal(chunk.Total)
+			prog.add(int64(len(chunk.Data)))
 			req = api.SnapshotChunkRequest{ID: chunk.ID, Offset: chunk.Offset + int64(len(chunk.Data))}
 			if chunk.EOF {
 				break
 			}
 		}
+		prog.finish()
 		if err := f.Sync(); err != nil {
 			f.Close()
 			return err
@@ -132,11 +138,17 @@ func setupSnapshotRestore(*flag.FlagSet) runFunc {
 		_, _ = rand.Read(idb[:])
 		id := hex.EncodeToString(idb[:])
 		buf := make([]byte, api.SnapshotChunkSize)
+		size := int64(-1)
+		if fi, err := f.Stat(); err == nil {
+			size = fi.Size()
+		}
+		prog := newProgress("snapshot restore "+file, size, "")
 		var off int64
 		for {
 			nr, rerr := io.ReadFull(f, buf)
 			eof := rerr == io.EOF || rerr == io.ErrUnexpectedEOF
 			if rerr != nil && !eof {
+				prog.abort()
 				return rerr
 			}
 			var resp api.SnapshotRestoreResponse
@@ -144,10 +156,13 @@ func setupSnapshotRestore(*flag.FlagSet) runFunc {
 			err := cl.Call(ctx, api.MethodSnapshotRestore, &api.SnapshotChunk{ID: id, Offset: off, Data: buf[:nr], EOF: eof}, &resp)
 			cancel()
 			if err != nil {
+				prog.abort()
 				return fmt.Errorf("snapshot restore: %w", err)
 			}
 			off += int64(nr)
+			prog.add(int64(nr))
 			if eof {
+				prog.finish()
 				fmt.Printf("restored %s (format %s): %d objects, %d segments, %d tasks; master epoch %d\n", file, resp.Format, resp.Objects, resp.Segments, resp.Tasks, resp.MasterEpoch)
 				return nil
 			}
