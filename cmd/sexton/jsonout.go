@@ -181,22 +181,39 @@ func nonNil[T any](s []T) []T {
 }
 
 type inspectOut struct {
-	Dir               string          `json:"dir"`
-	Marked            bool            `json:"marked"`
-	Identity          holder.Identity `json:"identity"`
-	GCIntentPending   bool            `json:"gc_intent_pending"`
-	GCIntent          string          `json:"gc_intent"`
-	Buckets           []bucketOut     `json:"buckets"`
-	LiveObjects       int             `json:"live_objects"`
-	TombstonedObjects int             `json:"tombstoned_objects"`
-	LiveBytes         int64           `json:"live_bytes"`
-	DeadBytes         int64           `json:"dead_bytes"`
-	UsedBytes         int64           `json:"used_bytes"`
-	StaleMetas        []string        `json:"stale_metas"`
-	OrphanBuckets     []string        `json:"orphan_buckets"`
-	TmpFiles          []string        `json:"tmp_files"`
-	IgnoredFiles      []string        `json:"ignored_files"`
-	Problems          []string        `json:"problems"`
+	Dir               string      `json:"dir"`
+	Marked            bool        `json:"marked"`
+	Identity          identityOut `json:"identity"`
+	GCIntentPending   bool        `json:"gc_intent_pending"`
+	GCIntent          string      `json:"gc_intent"`
+	Buckets           []bucketOut `json:"buckets"`
+	LiveObjects       int         `json:"live_objects"`
+	TombstonedObjects int         `json:"tombstoned_objects"`
+	LiveBytes         int64       `json:"live_bytes"`
+	DeadBytes         int64       `json:"dead_bytes"`
+	UsedBytes         int64       `json:"used_bytes"`
+	StaleMetas        []string    `json:"stale_metas"`
+	OrphanBuckets     []string    `json:"orphan_buckets"`
+	TmpFiles          []string    `json:"tmp_files"`
+	IgnoredFiles      []string    `json:"ignored_files"`
+	FloorEntries      int         `json:"floor_entries"`
+	Problems          []string    `json:"problems"`
+}
+
+// identityOut is a holder directory's identity file; zero when unmarked.
+type identityOut struct {
+	Version   int    `json:"version"`
+	SegmentID string `json:"segment_id"`
+	ClusterID uint64 `json:"cluster_id"`
+	Created   int64  `json:"created"` // unix nanoseconds, 0 when unmarked
+}
+
+func identityJSON(id holder.Identity) identityOut {
+	out := identityOut{Version: id.V, SegmentID: string(id.SegmentID), ClusterID: id.ClusterID}
+	if !id.Created.IsZero() {
+		out.Created = id.Created.UnixNano()
+	}
+	return out
 }
 
 type bucketOut struct {
@@ -213,7 +230,7 @@ type bucketOut struct {
 }
 
 func inspectJSON(r holder.InspectReport) inspectOut {
-	out := inspectOut{Dir: r.Dir, Marked: r.Marked, Identity: r.Identity, GCIntentPending: r.GCIntentPending, GCIntent: r.GCIntent,
+	out := inspectOut{Dir: r.Dir, Marked: r.Marked, Identity: identityJSON(r.Identity), FloorEntries: r.FloorEntries, GCIntentPending: r.GCIntentPending, GCIntent: r.GCIntent,
 		Buckets: []bucketOut{}, LiveObjects: r.LiveObjects, TombstonedObjects: r.TombstonedObjects, LiveBytes: r.LiveBytes,
 		DeadBytes: r.DeadBytes, UsedBytes: r.UsedBytes, StaleMetas: nonNil(r.StaleMetas), OrphanBuckets: nonNil(r.OrphanBuckets),
 		TmpFiles: nonNil(r.TmpFiles), IgnoredFiles: nonNil(r.IgnoredFiles), Problems: nonNil(r.Problems)}
@@ -236,4 +253,6 @@ type snapshotInspectOut struct {
 	Segments   int    `json:"segments"`
 	Tasks      int    `json:"tasks"`
 	DFSRecords int    `json:"dfs_records"`
+	Sessions   int    `json:"sessions"`
+	HasState   bool   `json:"has_state"`
 }
