@@ -154,6 +154,21 @@ func TestJSONOutputOfEveryVerb(t *testing.T) {
 				continue
 			}
 			got := assertContract(t, strings.Join(args[:len(args)-len(m)], " "), out)
+			// Every key printed is in docs/CLI.md's example (which may
+			// show more: fields omitted when empty).
+			if ex, ok := docJSONExample(t, v.path); ok {
+				var exv any
+				if err := json.Unmarshal(ex, &exv); err != nil {
+					t.Errorf("docs/CLI.md: the example of %q: %v", v.path, err)
+				} else {
+					documented := keyPaths(exv)
+					for p := range keyPaths(got) {
+						if !documented[p] {
+							t.Errorf("%v prints %s, which docs/CLI.md's example does not show", args, p)
+						}
+					}
+				}
+			}
 			if list, ok := got.([]any); ok {
 				if tc.empty != (len(list) == 0) {
 					t.Errorf("%v: %d elements, want empty %v", args, len(list), tc.empty)
@@ -181,4 +196,26 @@ func TestJSONOutputOfEveryVerb(t *testing.T) {
 			check(v)
 		}
 	}
+}
+
+// keyPaths are the object keys of v by path, list elements merged:
+// {"tasks":[{"id":1}]} gives $.tasks and $.tasks[].id.
+func keyPaths(v any) map[string]bool {
+	out := map[string]bool{}
+	var walk func(path string, x any)
+	walk = func(path string, x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			for k, e := range x {
+				out[path+"."+k] = true
+				walk(path+"."+k, e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(path+"[]", e)
+			}
+		}
+	}
+	walk("$", v)
+	return out
 }
