@@ -16,7 +16,7 @@ FUZZ_LONG   ?= 2m
 # them as python3-msgpack and python3-pytest (.ci/run installs them).
 PYTHON      ?= /usr/bin/python3
 
-.PHONY: all build test lint fmt-check vet staticcheck unit release-check monitoring-check fuzz-short fuzz bench run soak clean python-test
+.PHONY: all build test lint fmt-check vet staticcheck unit release-check monitoring-check fuzz-short fuzz bench run soak clean python-test units-check
 
 all: build
 
@@ -26,7 +26,7 @@ build:
 run: build
 	$(BIN) dev
 
-test: lint monitoring-check unit release-check fuzz-short python-test
+test: lint monitoring-check unit release-check units-check fuzz-short python-test
 
 lint: fmt-check vet staticcheck
 
@@ -68,6 +68,11 @@ monitoring-check:
 	@if ! command -v $(PROMTOOL) >/dev/null 2>&1; then \
 		echo "monitoring-check: SKIPPED, promtool not found (apt-get install prometheus)"; exit 0; fi; \
 	cd deploy/monitoring && $(PROMTOOL) check rules alerts.yml && $(PROMTOOL) test rules alerts_test.yml
+
+# systemd-analyze verify of every unit in deploy/systemd (skipped where
+# the tool does not exist), each with ExecStart at the built binary.
+units-check: build
+	@scripts/verify-units.sh $(BIN)
 
 fuzz-short:
 	@scripts/fuzz.sh $(FUZZ_SHORT) $(FUZZ_TARGETS)

@@ -97,6 +97,10 @@ type Service struct {
 	reg     *prometheus.Registry
 	httpSrv *http.Server
 	httpLn  net.Listener
+
+	// followTurn is when the follow loop last made progress (unix nanos):
+	// the holder's liveness for a watchdog (Alive).
+	followTurn atomic.Int64
 }
 
 // StartService starts the data RPC server and the master-follow loop.
@@ -126,6 +130,7 @@ func StartService(store *Store, cfg ServiceConfig) (*Service, error) {
 			return nil, fmt.Errorf("holder: http %s: %w", cfg.HTTPAddr, err)
 		}
 	}
+	s.followTurn.Store(time.Now().UnixNano())
 	s.wg.Add(2)
 	go s.followLoop()
 	go s.heartbeatLoop()
@@ -270,6 +275,7 @@ func (s *Service) followLoop() {
 	defer s.wg.Done()
 	lastReconcile := time.Time{}
 	for !s.stopped() {
+		s.followTurn.Store(time.Now().UnixNano())
 		if mounted, _, _ := s.mountState(); !mounted {
 			if err := s.mount(); err != nil {
 				s.log.Warn("mount failed; retrying", "error", err)
@@ -398,6 +404,7 @@ func (s *Service) reconcile() error {
 	_, epoch, _ := s.mountState()
 	refs := s.store.LiveRefs()
 	for start := 0; start < len(refs); start += api.MaxReconcilePage {
+		s.followTurn.Store(time.Now().UnixNano()) // a long reconcile is progress
 		page := refs[start:min(start+api.MaxReconcilePage, len(refs))]
 		ctx, cancel := s.ctx(20 * time.Second)
 		var rr api.ReconcileResponse

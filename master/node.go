@@ -53,6 +53,10 @@ type Node struct {
 	// process up still shows it in sexton_master_halted.
 	halted atomic.Bool
 
+	// liveProbe is RaftResponsive's VerifyLeader still unanswered, if
+	// any: a stuck loop gets one waiting probe, not one per keep-alive.
+	liveProbe atomic.Pointer[chan struct{}]
+
 	stopOnce sync.Once
 	stopped  chan struct{}
 	wg       sync.WaitGroup

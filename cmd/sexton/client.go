@@ -108,8 +108,17 @@ func (d dfsDataPath) Read(ctx context.Context, r api.ReplicaLocation) ([]byte, e
 // dataMaxFrame bounds a value read from stdin: the holder data frame limit.
 const dataMaxFrame = client.DataMaxFrame
 
+// printJSON prints v as indented JSON, once it has checked the encoding
+// keeps the contract (checkJSON): an output that would not is a bug in
+// sexton, refused rather than printed.
 func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("--json: %w", err)
+	}
+	if err := checkJSON(b); err != nil {
+		return fmt.Errorf("--json output breaks the CLI contract (a bug in sexton): %w", err)
+	}
+	_, err = os.Stdout.Write(append(b, '\n'))
+	return err
 }

@@ -156,9 +156,7 @@ func (v *verb) help() string {
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
 	}
-	if v.takes&clusterFlags != 0 {
-		b.WriteString("\n" + exitStatuses)
-	}
+	b.WriteString("\n" + exitStatuses)
 	return b.String()
 }
 
@@ -169,8 +167,9 @@ func hasFlags(fs *flag.FlagSet) bool {
 }
 
 const exitStatuses = `exit status: 0 done; 1 refused or failed (nothing changed, or what changed
-is printed); 2 usage; 4 outcome unknown (the request may or may not have
-run: OUTCOME_UNKNOWN)
+is printed); 2 usage; 3 a master halted on a log entry this build cannot
+apply (sexton master; upgrade it, do not restart it); 4 outcome unknown
+(the request may or may not have run: OUTCOME_UNKNOWN). docs/CLI.md.
 `
 
 // topUsage lists every verb by group.

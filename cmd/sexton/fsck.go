@@ -117,6 +117,13 @@ func fsck(e *env) (*fsckReport, error) {
 	}
 	pool := transport.NewPool(transport.ClientConfig{Token: e.token})
 	defer pool.Close()
+	scan := 0
+	for _, seg := range segs.Segments {
+		if seg.Mounted && !seg.Retired {
+			scan++
+		}
+	}
+	prog := newProgress("fsck", int64(scan), "holders")
 	for _, seg := range segs.Segments {
 		if !seg.Mounted || seg.Retired {
 			continue
@@ -127,6 +134,7 @@ func fsck(e *env) (*fsckReport, error) {
 			fs.Error = err.Error()
 			rep.Clean = false
 			rep.Segments = append(rep.Segments, fs)
+			prog.add(1)
 			continue
 		}
 		fs.Reachable, fs.LiveOnHolder, fs.DeadBytes, fs.UsedBytes = true, len(refs), st.DeadBytes, st.UsedBytes
@@ -140,6 +148,7 @@ func fsck(e *env) (*fsckReport, error) {
 			page := refs[start:min(start+api.MaxReconcilePage, len(refs))]
 			var rr api.ReconcileResponse
 			if err := e.call(api.MethodReconcileLocalDiskObjects, &api.ReconcileRequest{Segment: seg.ID, MountEpoch: seg.MountEpoch, Objects: page}, &rr); err != nil {
+				prog.abort()
 				return nil, err
 			}
 			for _, r := range rr.NotLive {
@@ -158,7 +167,9 @@ func fsck(e *env) (*fsckReport, error) {
 			rep.Clean = false
 		}
 		rep.Segments = append(rep.Segments, fs)
+		prog.add(1)
 	}
+	prog.finish()
 	return rep, nil
 }
 

@@ -66,6 +66,8 @@ func runHolder(args []string) error {
 		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", *logLevel)
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "holder", Level: level, Output: os.Stderr}).With("holder", *clientID)
+	sd := notifyHolder(*dir)
+	defer sd.Stop()
 	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ListenAddr: *addr, HTTPAddr: *httpAddr,
 		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger}, gcOpts)
 	if err != nil {
@@ -75,7 +77,9 @@ func runHolder(args []string) error {
 	if a := svc.HTTPAddr(); a != "" {
 		fmt.Fprintf(os.Stderr, "sexton holder: http %s (/metrics, /healthz, /readyz)\n", a)
 	}
+	sd.started(svc)
 	waitForSignal()
+	sd.Stop()
 	svc.Close()
 	return store.Close()
 }

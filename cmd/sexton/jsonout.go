@@ -1,14 +1,62 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+
 	"sexton/api"
 	"sexton/holder"
 )
 
-// The --json outputs: snake_case keys everywhere, lists as [] never null,
-// incarnations as "HIGH:LOW" (what stat prints and rm --if-incarnation
-// takes), times as unix nanoseconds. api types without json tags get an
-// output struct here rather than tags in api.
+// The --json outputs (docs/CLI.md): snake_case keys everywhere, lists as
+// [] never null, incarnations as "HIGH:LOW" (what stat prints and rm
+// --if-incarnation takes), times as unix nanoseconds. api types without
+// json tags get an output struct here rather than tags in api. printJSON
+// checks every output against the first two rules before printing it
+// (checkJSON), so a field added without a tag, or a nil list, fails the
+// verb's test instead of reaching a script.
+
+// snakeKey is what every object key in a --json output looks like.
+var snakeKey = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+
+// checkJSON walks an encoded output: every object key snake_case, no null
+// anywhere (a list is [], an absent optional field is omitted). The error
+// names the first offender by its path, e.g. $.tasks[0].Key.
+func checkJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	return walkJSON("$", v)
+}
+
+func walkJSON(path string, v any) error {
+	switch v := v.(type) {
+	case nil:
+		return fmt.Errorf("%s is null (want [] for a list, or the field omitted)", path)
+	case map[string]any:
+		for k, e := range v {
+			if !snakeKey.MatchString(k) {
+				return fmt.Errorf("%s: key %q is not snake_case", path, k)
+			}
+			if err := walkJSON(path+"."+k, e); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if err := walkJSON(path+"["+strconv.Itoa(i)+"]", e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 type objectOut struct {
 	Key         string       `json:"key"`
@@ -133,22 +181,39 @@ func nonNil[T any](s []T) []T {
 }
 
 type inspectOut struct {
-	Dir               string          `json:"dir"`
-	Marked            bool            `json:"marked"`
-	Identity          holder.Identity `json:"identity"`
-	GCIntentPending   bool            `json:"gc_intent_pending"`
-	GCIntent          string          `json:"gc_intent"`
-	Buckets           []bucketOut     `json:"buckets"`
-	LiveObjects       int             `json:"live_objects"`
-	TombstonedObjects int             `json:"tombstoned_objects"`
-	LiveBytes         int64           `json:"live_bytes"`
-	DeadBytes         int64           `json:"dead_bytes"`
-	UsedBytes         int64           `json:"used_bytes"`
-	StaleMetas        []string        `json:"stale_metas"`
-	OrphanBuckets     []string        `json:"orphan_buckets"`
-	TmpFiles          []string        `json:"tmp_files"`
-	IgnoredFiles      []string        `json:"ignored_files"`
-	Problems          []string        `json:"problems"`
+	Dir               string      `json:"dir"`
+	Marked            bool        `json:"marked"`
+	Identity          identityOut `json:"identity"`
+	GCIntentPending   bool        `json:"gc_intent_pending"`
+	GCIntent          string      `json:"gc_intent"`
+	Buckets           []bucketOut `json:"buckets"`
+	LiveObjects       int         `json:"live_objects"`
+	TombstonedObjects int         `json:"tombstoned_objects"`
+	LiveBytes         int64       `json:"live_bytes"`
+	DeadBytes         int64       `json:"dead_bytes"`
+	UsedBytes         int64       `json:"used_bytes"`
+	StaleMetas        []string    `json:"stale_metas"`
+	OrphanBuckets     []string    `json:"orphan_buckets"`
+	TmpFiles          []string    `json:"tmp_files"`
+	IgnoredFiles      []string    `json:"ignored_files"`
+	FloorEntries      int         `json:"floor_entries"`
+	Problems          []string    `json:"problems"`
+}
+
+// identityOut is a holder directory's identity file; zero when unmarked.
+type identityOut struct {
+	Version   int    `json:"version"`
+	SegmentID string `json:"segment_id"`
+	ClusterID uint64 `json:"cluster_id"`
+	Created   int64  `json:"created"` // unix nanoseconds, 0 when unmarked
+}
+
+func identityJSON(id holder.Identity) identityOut {
+	out := identityOut{Version: id.V, SegmentID: string(id.SegmentID), ClusterID: id.ClusterID}
+	if !id.Created.IsZero() {
+		out.Created = id.Created.UnixNano()
+	}
+	return out
 }
 
 type bucketOut struct {
@@ -165,7 +230,7 @@ type bucketOut struct {
 }
 
 func inspectJSON(r holder.InspectReport) inspectOut {
-	out := inspectOut{Dir: r.Dir, Marked: r.Marked, Identity: r.Identity, GCIntentPending: r.GCIntentPending, GCIntent: r.GCIntent,
+	out := inspectOut{Dir: r.Dir, Marked: r.Marked, Identity: identityJSON(r.Identity), FloorEntries: r.FloorEntries, GCIntentPending: r.GCIntentPending, GCIntent: r.GCIntent,
 		Buckets: []bucketOut{}, LiveObjects: r.LiveObjects, TombstonedObjects: r.TombstonedObjects, LiveBytes: r.LiveBytes,
 		DeadBytes: r.DeadBytes, UsedBytes: r.UsedBytes, StaleMetas: nonNil(r.StaleMetas), OrphanBuckets: nonNil(r.OrphanBuckets),
 		TmpFiles: nonNil(r.TmpFiles), IgnoredFiles: nonNil(r.IgnoredFiles), Problems: nonNil(r.Problems)}
@@ -174,4 +239,20 @@ func inspectJSON(r holder.InspectReport) inspectOut {
 			DeadBytes: b.DeadBytes, LiveCount: b.LiveCount, DeadCount: b.DeadCount, Open: b.Open, Legacy: b.Legacy, Readers: b.Readers})
 	}
 	return out
+}
+
+// snapshotInspectOut is operator snapshot inspect: the file's header and
+// record counts.
+type snapshotInspectOut struct {
+	Format     string `json:"format"`
+	ClusterID  uint64 `json:"cluster_id"`
+	LastIndex  uint64 `json:"last_index"`
+	LastTerm   uint64 `json:"last_term"`
+	Created    int64  `json:"created"`
+	Objects    int    `json:"objects"`
+	Segments   int    `json:"segments"`
+	Tasks      int    `json:"tasks"`
+	DFSRecords int    `json:"dfs_records"`
+	Sessions   int    `json:"sessions"`
+	HasState   bool   `json:"has_state"`
 }

@@ -30,12 +30,15 @@ func main() {
 }
 
 // Exit statuses: 0 done, 1 refused or failed (nothing changed, or what
-// changed is printed), 2 usage, 4 the outcome is unknown (the request may
-// or may not have run; see OUTCOME_UNKNOWN). The usage says so too
-// (exitStatuses).
+// changed is printed), 2 usage, 3 a master halted on a log entry this
+// build cannot apply (master.Config.Halt exits with it; the systemd unit
+// does not restart on it), 4 the outcome is unknown (the request may or
+// may not have run; see OUTCOME_UNKNOWN). The usage and docs/CLI.md say
+// so too (exitStatuses).
 const (
 	exitFailed         = 1
 	exitUsage          = 2
+	exitMasterHalted   = 3
 	exitOutcomeUnknown = 4
 )
 

@@ -86,7 +86,9 @@ func runMaster(args []string) error {
 		return fmt.Errorf("master %s: %w", cfg.ID, err)
 	}
 	fmt.Fprintf(os.Stderr, "sexton master %s: raft %s, rpc %s, http %s, data %s\n", cfg.ID, cfg.RaftAddr, n.RPCAddr(), n.HTTPAddr(), cfg.DataDir)
+	sd := notifyMaster(n)
 	waitForSignal()
+	sd.Stop()
 	n.Shutdown()
 	return nil
 }

@@ -77,22 +77,28 @@ func setupSnapshotSave(*flag.FlagSet) runFunc {
 			return err
 		}
 		defer os.Remove(tmp)
+		prog := newProgress("snapshot save "+file, -1, "")
 		req := api.SnapshotChunkRequest{}
 		for {
 			var chunk api.SnapshotChunk
 			if err := e.call(api.MethodSnapshotSave, &req, &chunk); err != nil {
 				f.Close()
+				prog.abort()
 				return fmt.Errorf("snapshot save: %w", err)
 			}
 			if _, err := f.Write(chunk.Data); err != nil {
 				f.Close()
+				prog.abort()
 				return fmt.Errorf("snapshot save: %w", err)
 			}
+			prog.setTotal(chunk.Total)
+			prog.add(int64(len(chunk.Data)))
 			req = api.SnapshotChunkRequest{ID: chunk.ID, Offset: chunk.Offset + int64(len(chunk.Data))}
 			if chunk.EOF {
 				break
 			}
 		}
+		prog.finish()
 		if err := f.Sync(); err != nil {
 			f.Close()
 			return err
@@ -132,11 +138,17 @@ func setupSnapshotRestore(*flag.FlagSet) runFunc {
 		_, _ = rand.Read(idb[:])
 		id := hex.EncodeToString(idb[:])
 		buf := make([]byte, api.SnapshotChunkSize)
+		size := int64(-1)
+		if fi, err := f.Stat(); err == nil {
+			size = fi.Size()
+		}
+		prog := newProgress("snapshot restore "+file, size, "")
 		var off int64
 		for {
 			nr, rerr := io.ReadFull(f, buf)
 			eof := rerr == io.EOF || rerr == io.ErrUnexpectedEOF
 			if rerr != nil && !eof {
+				prog.abort()
 				return rerr
 			}
 			var resp api.SnapshotRestoreResponse
@@ -144,10 +156,13 @@ func setupSnapshotRestore(*flag.FlagSet) runFunc {
 			err := cl.Call(ctx, api.MethodSnapshotRestore, &api.SnapshotChunk{ID: id, Offset: off, Data: buf[:nr], EOF: eof}, &resp)
 			cancel()
 			if err != nil {
+				prog.abort()
 				return fmt.Errorf("snapshot restore: %w", err)
 			}
 			off += int64(nr)
+			prog.add(int64(nr))
 			if eof {
+				prog.finish()
 				fmt.Printf("restored %s (format %s): %d objects, %d segments, %d tasks; master epoch %d\n", file, resp.Format, resp.Objects, resp.Segments, resp.Tasks, resp.MasterEpoch)
 				return nil
 			}
@@ -167,10 +182,10 @@ func setupSnapshotInspect(*flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("inspect %s: %w", file, err)
 		}
-		return e.output(map[string]any{"format": h.Format, "cluster_id": h.ClusterID, "last_index": h.LastIndex, "last_term": h.LastTerm,
-			"created": h.Created, "objects": c.Objects, "segments": c.Segments, "tasks": c.Tasks, "dfs_records": c.DFSRecords}, func() error {
-			fmt.Printf("format:     %s\ncluster id: %016x\nlast index: %d\nlast term:  %d\ncreated:    %s\nobjects:    %d\nsegments:   %d\ntasks:      %d\ndfs records: %d\n",
-				h.Format, h.ClusterID, h.LastIndex, h.LastTerm, time.Unix(0, h.Created).UTC().Format(time.RFC3339), c.Objects, c.Segments, c.Tasks, c.DFSRecords)
+		return e.output(snapshotInspectOut{Format: h.Format, ClusterID: h.ClusterID, LastIndex: h.LastIndex, LastTerm: h.LastTerm,
+			Created: h.Created, Objects: c.Objects, Segments: c.Segments, Tasks: c.Tasks, DFSRecords: c.DFSRecords, Sessions: c.Sessions, HasState: c.HasState}, func() error {
+			fmt.Printf("format:     %s\ncluster id: %016x\nlast index: %d\nlast term:  %d\ncreated:    %s\nobjects:    %d\nsegments:   %d\ntasks:      %d\ndfs records: %d\nsessions:   %d\nstate:      %v\n",
+				h.Format, h.ClusterID, h.LastIndex, h.LastTerm, time.Unix(0, h.Created).UTC().Format(time.RFC3339), c.Objects, c.Segments, c.Tasks, c.DFSRecords, c.Sessions, c.HasState)
 			return nil
 		})
 	}

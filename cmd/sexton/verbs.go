@@ -10,7 +10,10 @@ import "flag"
 // own flags and returns its run function. A verb that talks to the cluster
 // takes clusterFlags and calls e.client() (or e.call for a plain master
 // RPC); one with --json prints through e.output with a snake_case output
-// struct (jsonout.go) when the api type has no json tags.
+// struct (jsonout.go) when the api type has no json tags. Then give it a
+// section in docs/CLI.md (TestCLIDoc says what is missing; its help block
+// is written by -update-cli-doc) and, with --json, a case in
+// TestJSONOutputOfEveryVerb.
 type verb struct {
 	path    string // the words after "sexton", e.g. "operator snapshot save"
 	args    string // synopsis of the positional arguments, e.g. "FILE"

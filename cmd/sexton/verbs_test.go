@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -51,14 +53,25 @@ func TestUsageListsEveryVerb(t *testing.T) {
 	}
 }
 
-// captureHelp runs args with helpOut captured.
+// captureHelp runs args with helpOut captured. Nothing else may be
+// printed, on stdout or stderr (no "flag: help requested").
 func captureHelp(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var buf bytes.Buffer
 	old := helpOut
 	helpOut = &buf
 	defer func() { helpOut = old }()
-	err := run(args)
+	var err error
+	stray, _ := captureStdout(t, func() error {
+		errOut, _ := captureStderr(t, func() error { err = run(args); return nil })
+		if len(errOut) > 0 {
+			t.Errorf("%v printed on stderr: %q", args, errOut)
+		}
+		return nil
+	})
+	if len(stray) > 0 {
+		t.Errorf("%v printed besides its help: %q", args, stray)
+	}
 	return buf.String(), err
 }
 
@@ -150,6 +163,14 @@ func TestExitCodes(t *testing.T) {
 	}
 	if c := exitCode(api.Errorf(api.CodeObjectNotFound, "x")); c != exitFailed {
 		t.Errorf("OBJECT_NOT_FOUND: exit %d", c)
+	}
+	// The master unit must not restart into a halt.
+	unit, err := os.ReadFile("../../deploy/systemd/sexton-master@.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("\nRestartPreventExitStatus=%d\n", exitMasterHalted); !strings.Contains(string(unit), want) {
+		t.Errorf("the master unit lacks %q", strings.TrimSpace(want))
 	}
 }
 

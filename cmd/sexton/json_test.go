@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sexton/internal/devcluster"
+)
+
+// captureStdout runs f with os.Stdout redirected and returns what it printed.
+func captureStdout(t *testing.T, f func() error) ([]byte, error) {
+	t.Helper()
+	return captureFile(t, &os.Stdout, f)
+}
+
+// captureStderr runs f with os.Stderr redirected and returns what it printed.
+func captureStderr(t *testing.T, f func() error) ([]byte, error) {
+	t.Helper()
+	return captureFile(t, &os.Stderr, f)
+}
+
+func captureFile(t *testing.T, file **os.File, f func() error) ([]byte, error) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := *file
+	*file = w
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(r)
+		got <- b
+	}()
+	ferr := f()
+	*file = old
+	w.Close()
+	out := <-got
+	r.Close()
+	return out, ferr
+}
+
+// assertContract decodes out as exactly one JSON value (nothing else on
+// stdout) and walks it: snake_case keys at every depth, no null anywhere.
+// It walks independently of printJSON's own check.
+func assertContract(t *testing.T, name string, out []byte) any {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(out))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("%s: stdout is not JSON: %v\n%s", name, err, out)
+	}
+	if rest, _ := io.ReadAll(dec.Buffered()); len(bytes.TrimSpace(rest)) > 0 {
+		t.Fatalf("%s: more than one JSON value on stdout: %q", name, rest)
+	}
+	var walk func(path string, x any)
+	walk = func(path string, x any) {
+		switch x := x.(type) {
+		case nil:
+			t.Errorf("%s: %s is null", name, path)
+		case map[string]any:
+			for k, e := range x {
+				if !snake.MatchString(k) || strings.Contains(k, "__") || strings.HasSuffix(k, "_") {
+					t.Errorf("%s: %s: key %q is not snake_case", name, path, k)
+				}
+				walk(path+"."+k, e)
+			}
+		case []any:
+			for i, e := range x {
+				walk(path+"["+strconv.Itoa(i)+"]", e)
+			}
+		}
+	}
+	walk("$", v)
+	return v
+}
+
+// TestJSONOutputOfEveryVerb runs every verb that takes --json against a
+// one-process cluster and checks what it prints. A verb added to the
+// table with --json and no case here fails the test.
+func TestJSONOutputOfEveryVerb(t *testing.T) {
+	dir := t.TempDir()
+	c, err := devcluster.Start(devcluster.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			c.Close()
+		}
+	}()
+	m := []string{"--masters", c.MasterAddr()}
+	value := filepath.Join(dir, "value")
+	if err := os.WriteFile(value, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(dir, "snap")
+	for _, args := range [][]string{
+		{"put", "a/1", value}, {"put", "a/2", value}, {"put", "b/1", value}, {"rm", "b/1"},
+		{"operator", "snapshot", "save", snap},
+	} {
+		if _, err := captureStdout(t, func() error { return run(append(args, m...)) }); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+
+	// Each case: the verb's words and arguments (--json and --masters are
+	// added), and a key its output must have at the top level (or, for a
+	// list, in its first element).
+	type jsonCase struct {
+		args    []string
+		wantKey string
+		empty   bool // the output is an empty list
+	}
+	cases := map[string][]jsonCase{
+		"stat":                      {{args: []string{"a/1"}, wantKey: "pending_deletes"}},
+		"ls":                        {{args: []string{"a/"}, wantKey: "incarnation"}, {args: []string{"nothing-here/"}, empty: true}},
+		"status":                    {{wantKey: "commit_index"}},
+		"operator raft list-peers":  {{wantKey: "suffrage"}},
+		"operator snapshot inspect": {{args: []string{snap}, wantKey: "last_index"}},
+		"operator tasks":            {{wantKey: "total"}},
+		"operator segments":         {{wantKey: "mount_epoch"}},
+		"operator fsck":             {{wantKey: "segments"}},
+		"operator dfs status":       {{wantKey: "stray_files"}},
+		"operator settings":         {{wantKey: "settings"}, {args: []string{"show"}, wantKey: "index"}},
+		"operator settings set":     {{args: []string{"--registry-capacity", "40000"}, wantKey: "settings"}},
+		// After the cluster is closed: inspect reads the directory offline.
+		"holder inspect": {{args: []string{filepath.Join(dir, "holder")}, wantKey: "live_objects"}},
+	}
+	offline := map[string]bool{"holder inspect": true}
+
+	check := func(v verb) {
+		cs, ok := cases[v.path]
+		if !ok {
+			t.Errorf("%q takes --json but has no case in TestJSONOutputOfEveryVerb", v.path)
+			return
+		}
+		for _, tc := range cs {
+			args := append(strings.Fields(v.path), tc.args...)
+			args = append(args, "--json")
+			if v.takes&clusterFlags != 0 {
+				args = append(args, m...)
+			}
+			out, err := captureStdout(t, func() error { return run(args) })
+			if err != nil {
+				t.Errorf("%v: %v\n%s", args, err, out)
+				continue
+			}
+			got := assertContract(t, strings.Join(args[:len(args)-len(m)], " "), out)
+			// Every key printed is in docs/CLI.md's example (which may
+			// show more: fields omitted when empty).
+			if ex, ok := docJSONExample(t, v.path); ok {
+				var exv any
+				if err := json.Unmarshal(ex, &exv); err != nil {
+					t.Errorf("docs/CLI.md: the example of %q: %v", v.path, err)
+				} else {
+					documented := keyPaths(exv)
+					for p := range keyPaths(got) {
+						if !documented[p] {
+							t.Errorf("%v prints %s, which docs/CLI.md's example does not show", args, p)
+						}
+					}
+				}
+			}
+			if list, ok := got.([]any); ok {
+				if tc.empty != (len(list) == 0) {
+					t.Errorf("%v: %d elements, want empty %v", args, len(list), tc.empty)
+					continue
+				}
+				if tc.empty {
+					continue
+				}
+				got = list[0]
+			}
+			if obj, ok := got.(map[string]any); !ok || obj[tc.wantKey] == nil {
+				t.Errorf("%v: no %q in %s", args, tc.wantKey, out)
+			}
+		}
+	}
+	for _, v := range verbs {
+		if v.takes&jsonFlag != 0 && !offline[v.path] {
+			check(v)
+		}
+	}
+	c.Close()
+	closed = true
+	for _, v := range verbs {
+		if v.takes&jsonFlag != 0 && offline[v.path] {
+			check(v)
+		}
+	}
+}
+
+// keyPaths are the object keys of v by path, list elements merged:
+// {"tasks":[{"id":1}]} gives $.tasks and $.tasks[].id.
+func keyPaths(v any) map[string]bool {
+	out := map[string]bool{}
+	var walk func(path string, x any)
+	walk = func(path string, x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			for k, e := range x {
+				out[path+"."+k] = true
+				walk(path+"."+k, e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(path+"[]", e)
+			}
+		}
+	}
+	walk("$", v)
+	return out
+}

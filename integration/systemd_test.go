@@ -1,0 +1,156 @@
+package integration
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// notifyListener is what systemd listens on for a Type=notify unit: a
+// unixgram socket named in NOTIFY_SOCKET.
+type notifyListener struct {
+	path string
+	msgs chan string
+}
+
+func listenNotify(t *testing.T, name string) *notifyListener {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name+".sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	l := &notifyListener{path: path, msgs: make(chan string, 1000)}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			l.msgs <- string(buf[:n])
+		}
+	}()
+	return l
+}
+
+// env is what systemd gives the service: the socket and a 400ms watchdog.
+func (l *notifyListener) env() []string {
+	return []string{"NOTIFY_SOCKET=" + l.path, "WATCHDOG_USEC=400000", "WATCHDOG_PID="}
+}
+
+// until reads messages until one contains want (and then checks now), or
+// fails after d. It returns how many WATCHDOG=1 came before it.
+func (l *notifyListener) until(t *testing.T, want string, d time.Duration, now func() error) int {
+	t.Helper()
+	dogs := 0
+	var seen []string
+	end := time.After(d)
+	for {
+		select {
+		case m := <-l.msgs:
+			seen = append(seen, m)
+			if strings.Contains(m, "WATCHDOG=1") {
+				dogs++
+			}
+			if strings.Contains(m, want) {
+				if now != nil {
+					if err := now(); err != nil {
+						t.Fatalf("%q arrived, but: %v", want, err)
+					}
+				}
+				return dogs
+			}
+		case <-end:
+			t.Fatalf("no %q within %v; got %q", want, d, seen)
+		}
+	}
+}
+
+// quiet reads messages for d and fails if one contains never.
+func (l *notifyListener) quiet(t *testing.T, never string, d time.Duration) []string {
+	t.Helper()
+	var seen []string
+	end := time.After(d)
+	for {
+		select {
+		case m := <-l.msgs:
+			seen = append(seen, m)
+			if strings.Contains(m, never) {
+				t.Fatalf("%q too early: %q", never, seen)
+			}
+		case <-end:
+			return seen
+		}
+	}
+}
+
+// The binary under a Type=notify unit, started as systemd would start the
+// masters of a new cluster, in any order: a master alone has no quorum, so
+// it feeds the watchdog and says what it waits for, but is not READY; once
+// its peer is up and a leader is elected, READY=1 comes (/readyz agrees at
+// that moment), then keep-alives. A holder is READY once mounted. SIGTERM
+// says STOPPING=1.
+func TestSystemdNotify(t *testing.T) {
+	base := t.TempDir()
+	type node struct {
+		id, raft, rpc, http string
+		sd                  *notifyListener
+		p                   *proc
+	}
+	nodes := []*node{{id: "m1"}, {id: "m2"}}
+	var peers []string
+	for _, n := range nodes {
+		n.raft, n.rpc, n.http = freePort(t), freePort(t), freePort(t)
+		n.sd = listenNotify(t, n.id)
+		peers = append(peers, n.id+"="+n.raft)
+	}
+	start := func(n *node) {
+		n.p = startProc(t, n.id, filepath.Join(base, n.id+".log"), n.sd.env(), "master", "--id", n.id,
+			"--data-dir", filepath.Join(base, n.id), "--raft-addr", n.raft, "--rpc-addr", n.rpc, "--http-addr", n.http,
+			"--peers", strings.Join(peers, ","), "--bootstrap")
+	}
+	m1, m2 := nodes[0], nodes[1]
+	start(m1)
+	seen := m1.sd.quiet(t, "READY=1", 1500*time.Millisecond)
+	all := strings.Join(seen, "\n")
+	if !strings.Contains(all, "STATUS=starting: no leader known") || strings.Count(all, "WATCHDOG=1") < 3 {
+		t.Fatalf("a master without quorum: want keep-alives and a starting status, got %q\n%s", seen, tail(m1.p.logText(), 2000))
+	}
+	if code, body := httpGet(t, "http://"+m1.http+"/readyz"); code == 200 {
+		t.Fatalf("/readyz is %d %q without a quorum", code, body)
+	}
+
+	start(m2)
+	readyNow := func(n *node) func() error {
+		return func() error {
+			if code, body := httpGet(t, "http://"+n.http+"/readyz"); code != 200 {
+				return fmt.Errorf("%s /readyz: %d %s", n.id, code, body)
+			}
+			return nil
+		}
+	}
+	for _, n := range nodes {
+		n.sd.until(t, "READY=1", 30*time.Second, readyNow(n))
+		n.sd.until(t, "WATCHDOG=1", 2*time.Second, nil) // keep-alives go on after READY=1
+	}
+
+	hsd := listenNotify(t, "holder")
+	hdir, haddr := filepath.Join(base, "h1"), freePort(t)
+	startProc(t, "h1", hdir+".log", hsd.env(), "holder", "--masters", m1.rpc+","+m2.rpc, "--dir", hdir, "--rpc-addr", haddr, "--client-id", "h1")
+	hsd.until(t, "READY=1", 30*time.Second, func() error {
+		st, err := holderStatus(haddr, "")
+		if err != nil || !st.Mounted {
+			return fmt.Errorf("holder not mounted (%v)", err)
+		}
+		return nil
+	})
+	hsd.until(t, "WATCHDOG=1", 2*time.Second, nil)
+
+	m1.p.stop()
+	m1.sd.until(t, "STOPPING=1", 10*time.Second, nil)
+}
