@@ -58,15 +58,15 @@ func MetadataReserveFor(bucketKeysLimit int) int64 {
 // Paths of the ENOSPC counters (SpaceStats.ENOSPC, the
 // sexton_holder_enospc_total{path} metric).
 const (
-	spacePathPut       = "put"        // data or metadata of a put
-	spacePathTombstone = "tombstone"  // a tombstone's .meta
-	spacePathFloor     = "floor"      // .tombstone_floor, by a tombstone batch
-	spacePathGCFloor   = "gc_floor"   // .tombstone_floor, by a GC round
-	spacePathGCIntent  = "gc_intent"  // .bucket_gc_intent
-	spacePathGCMeta    = "gc_meta"    // a GC target's .meta
-	spacePathGCData    = "gc_data"    // a GC target's data
-	spacePathReserve   = "reserve"    // creating .space_reserve
-	spaceLogEvery      = time.Minute  // a repeated full-disk warning is logged at most this often
+	spacePathPut       = "put"       // data or metadata of a put
+	spacePathTombstone = "tombstone" // a tombstone's .meta
+	spacePathFloor     = "floor"     // .tombstone_floor, by a tombstone batch
+	spacePathGCFloor   = "gc_floor"  // .tombstone_floor, by a GC round
+	spacePathGCIntent  = "gc_intent" // .bucket_gc_intent
+	spacePathGCMeta    = "gc_meta"   // a GC target's .meta
+	spacePathGCData    = "gc_data"   // a GC target's data
+	spacePathReserve   = "reserve"   // creating .space_reserve
+	spaceLogEvery      = time.Minute // a repeated full-disk warning is logged at most this often
 	gcMergeSlackNoRsv  = int64(64 << 10)
 )
 
