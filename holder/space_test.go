@@ -386,3 +386,65 @@ func fillFilesystem(t *testing.T, name string) {
 		}
 	}
 }
+
+// ENOSPC on a metadata path with no reserve left to release leaves the
+// previous state authoritative: the directory is byte-identical (no
+// .meta.tmp, .tombstone_floor.tmp or .bucket_gc_intent.tmp left behind),
+// memory unchanged, the tasks retryable; the repeated failure is logged
+// once, not once per retry; and once space is back the same tasks go
+// through.
+func TestENOSPCLeavesPreviousStateAuthoritative(t *testing.T) {
+	dir := t.TempDir()
+	ff := fsys.NewFaulty(fsys.OS{})
+	ff.SetSpace(1<<20, 1<<20)
+	logs := &syncBuffer{}
+	s := openT(t, dir, StoreOptions{FS: ff, BucketKeysLimit: 4, Logger: newTestLogger(logs)})
+	defer s.Close()
+	for i := 1; i <= 5; i++ {
+		mustPut(t, s, fmt.Sprintf("k%d", i), incN(uint64(i)), valueOf("k", 1000))
+	}
+	// Bucket 1 (k1..k4) fully dead: GC's unlink-only round, which needs
+	// no space for data, still has to record floors first.
+	var dead []api.LocalDeleteTask
+	for i := 1; i <= 4; i++ {
+		dead = append(dead, task(s, uint64(i), fmt.Sprintf("k%d", i), incN(uint64(i))))
+	}
+	wantOutcomes(t, s.BatchMarkDeleted(dead), api.AckRemoved, api.AckRemoved, api.AckRemoved, api.AckRemoved)
+	ff.TakeSpace(ff.FreeSpace())
+	before := dirSnapshot(t, dir)
+
+	w := newGCWorker(s, testGCOptions(), nil)
+	for range 3 {
+		w.pass()
+		wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 5, "k5", incN(5)), task(s, 9, "absent", incN(9))}),
+			api.AckRetryableFailure, api.AckRetryableFailure)
+	}
+	sameSnapshot(t, before, dirSnapshot(t, dir))
+	if st := s.GCStats(); !strings.Contains(st.LastError, "no space") || st.BucketsUnlinked != 0 {
+		t.Fatalf("GC on a full disk: %+v, want a failed round and ENOSPC reported", st)
+	}
+	mustGet(t, s, "k5", incN(5), valueOf("k", 1000))
+	if n := logs.count("tombstone persistence failed"); n != 1 {
+		t.Fatalf("the repeated tombstone failure was logged %d times, want 1:\n%s", n, logs)
+	}
+	st := s.SpaceStats()
+	if st.ENOSPC[spacePathTombstone] != 3 || st.ENOSPC[spacePathFloor] != 3 || st.ENOSPC[spacePathGCFloor] != 3 || st.ReserveReleases != 0 {
+		t.Fatalf("ENOSPC counters %+v", st)
+	}
+
+	// A restart sees exactly the previous state.
+	s.Close()
+	s = openT(t, dir, StoreOptions{BucketKeysLimit: 4})
+	if r := s.OpenReport(); len(r.RemovedTmpFiles) != 0 {
+		t.Fatalf("restart found half-written files: %v", r.RemovedTmpFiles)
+	}
+	mustGet(t, s, "k5", incN(5), valueOf("k", 1000))
+	wantRefused(t, s, "k1", incN(1))
+	s.Close()
+
+	ff.TakeSpace(-(1 << 20))
+	s = openT(t, dir, StoreOptions{FS: ff, BucketKeysLimit: 4})
+	defer s.Close()
+	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 5, "k5", incN(5)), task(s, 9, "absent", incN(9))}),
+		api.AckRemoved, api.AckStaleVersion)
+}
