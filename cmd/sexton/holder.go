@@ -145,6 +145,12 @@ func printInspect(rep holder.InspectReport) error {
 	if rep.GCIntent != "" {
 		fmt.Printf("gc round:   %s (resolved at next open)\n", rep.GCIntent)
 	}
+	if rep.SpaceReserveHeld {
+		fmt.Printf("reserve:    held, %d bytes (%s)\n", rep.SpaceReserveBytes, holder.SpaceReserveFileName)
+	} else {
+		fmt.Printf("reserve:    not held (released on a full disk, recreated once space is back; or --metadata-reserve 0)\n")
+	}
+	fmt.Printf("filesystem: %d bytes free of %d\n", rep.FSFreeBytes, rep.FSTotalBytes)
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BUCKET\tDATA\tLIVE\tDEAD\tDEAD RATIO\tLIVE N\tDEAD N\tOPEN")
 	for _, b := range rep.Buckets {

@@ -149,6 +149,10 @@ type inspectOut struct {
 	TmpFiles          []string        `json:"tmp_files"`
 	IgnoredFiles      []string        `json:"ignored_files"`
 	Problems          []string        `json:"problems"`
+	SpaceReserveHeld  bool            `json:"space_reserve_held"`
+	SpaceReserveBytes int64           `json:"space_reserve_bytes"`
+	FSTotalBytes      int64           `json:"fs_total_bytes"`
+	FSFreeBytes       int64           `json:"fs_free_bytes"`
 }
 
 type bucketOut struct {
@@ -168,7 +172,8 @@ func inspectJSON(r holder.InspectReport) inspectOut {
 	out := inspectOut{Dir: r.Dir, Marked: r.Marked, Identity: r.Identity, GCIntentPending: r.GCIntentPending, GCIntent: r.GCIntent,
 		Buckets: []bucketOut{}, LiveObjects: r.LiveObjects, TombstonedObjects: r.TombstonedObjects, LiveBytes: r.LiveBytes,
 		DeadBytes: r.DeadBytes, UsedBytes: r.UsedBytes, StaleMetas: nonNil(r.StaleMetas), OrphanBuckets: nonNil(r.OrphanBuckets),
-		TmpFiles: nonNil(r.TmpFiles), IgnoredFiles: nonNil(r.IgnoredFiles), Problems: nonNil(r.Problems)}
+		TmpFiles: nonNil(r.TmpFiles), IgnoredFiles: nonNil(r.IgnoredFiles), Problems: nonNil(r.Problems),
+		SpaceReserveHeld: r.SpaceReserveHeld, SpaceReserveBytes: r.SpaceReserveBytes, FSTotalBytes: r.FSTotalBytes, FSFreeBytes: r.FSFreeBytes}
 	for _, b := range r.Buckets {
 		out.Buckets = append(out.Buckets, bucketOut{ID: b.ID, DataSize: b.DataSize, FileSize: b.FileSize, LiveBytes: b.LiveBytes,
 			DeadBytes: b.DeadBytes, LiveCount: b.LiveCount, DeadCount: b.DeadCount, Open: b.Open, Legacy: b.Legacy, Readers: b.Readers})
