@@ -317,6 +317,9 @@ func (d *fullDisk) run() {
 	if n := d.logs.count("disk full: refusing puts"); n != 1 {
 		t.Fatalf("put refusals logged %d times, want 1 (rate-limited):\n%s", n, d.logs)
 	}
+	if n := d.logs.count("--capacity exceeds the filesystem"); n != 1 {
+		t.Fatalf("the clamped capacity was logged %d times at start, want 1:\n%s", n, d.logs)
+	}
 	_, _, hb, mounts := d.m.state()
 	if hb.Capacity <= 0 || hb.Capacity >= fullCapacity || len(mounts) == 0 || mounts[0].Capacity >= fullCapacity {
 		t.Fatalf("reported capacity not clamped: heartbeat %d, mounts %+v", hb.Capacity, mounts)
@@ -447,4 +450,33 @@ func TestENOSPCLeavesPreviousStateAuthoritative(t *testing.T) {
 	defer s.Close()
 	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 5, "k5", incN(5)), task(s, 9, "absent", incN(9))}),
 		api.AckRemoved, api.AckStaleVersion)
+}
+
+// The capacity is the smaller of the flag and what the filesystem can give
+// the store's data: its files plus the free space less the reserve (and
+// less the reserve file still owed after a release). No flag stays
+// unknown; a flag the disk can hold is reported as given.
+func TestEffectiveCapacityClampsToFilesystem(t *testing.T) {
+	ff := fsys.NewFaulty(fsys.OS{})
+	ff.SetSpace(3<<20, 3<<20)
+	s := openT(t, t.TempDir(), StoreOptions{FS: ff, MetadataReserve: fullReserve})
+	defer s.Close()
+	mustPut(t, s, "k", incN(1), valueOf("k", 100<<10))
+	used := s.Usage().UsedBytes
+	for _, c := range []struct{ flag, want int64 }{
+		{0, 0},
+		{1 << 20, 1 << 20},
+		{fullCapacity, used + ff.FreeSpace() - fullReserve},
+	} {
+		s.SetCapacity(c.flag)
+		if got := s.EffectiveCapacity(); got != c.want {
+			t.Fatalf("flag %d: effective %d, want %d", c.flag, got, c.want)
+		}
+	}
+	// Released reserve: its bytes are free but owed back, not capacity.
+	ff.TakeSpace(ff.FreeSpace())
+	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "k", incN(1))}), api.AckRemoved)
+	if got, st := s.EffectiveCapacity(), s.SpaceStats(); got != s.Usage().UsedBytes || st.ReserveHeld {
+		t.Fatalf("after the release: effective %d, used %d, %+v", got, s.Usage().UsedBytes, st)
+	}
 }
