@@ -480,3 +480,51 @@ func TestEffectiveCapacityClampsToFilesystem(t *testing.T) {
 		t.Fatalf("after the release: effective %d, used %d, %+v", got, s.Usage().UsedBytes, st)
 	}
 }
+
+// On a full disk GC first unlinks fully dead buckets (their round copies
+// nothing; its floor and intent take the released reserve), and starts a
+// merge only once its target fits the free space: a merge that does not
+// fit is not attempted, so it neither fails on ENOSPC nor eats the
+// reserve.
+func TestFullDiskGCUnlinksFirstAndMergesOnlyWhatFits(t *testing.T) {
+	ff := fsys.NewFaulty(fsys.OS{})
+	ff.SetSpace(2<<20, 2<<20)
+	s := openT(t, t.TempDir(), StoreOptions{FS: ff, BucketKeysLimit: fullBucketKeys, MetadataReserve: fullReserve})
+	defer s.Close()
+	for i := 1; i <= 12; i++ { // buckets 1..3, four records each
+		mustPut(t, s, fmt.Sprintf("k%02d", i), incN(uint64(i)), valueOf("k", fullValueSize))
+	}
+	kill := func(ids ...int) {
+		t.Helper()
+		var tasks []api.LocalDeleteTask
+		for _, i := range ids {
+			tasks = append(tasks, task(s, uint64(i), fmt.Sprintf("k%02d", i), incN(uint64(i))))
+		}
+		for _, r := range s.BatchMarkDeleted(tasks) {
+			if r.Outcome != api.AckRemoved {
+				t.Fatalf("%s: %s", r.Key, r.Outcome)
+			}
+		}
+	}
+	kill(5, 6) // bucket 2 half dead: a merge of 64 KiB live
+	ff.TakeSpace(ff.FreeSpace())
+	gc := testGCOptions()
+	w := newGCWorker(s, gc, nil)
+	w.pass()
+	if st, sp := s.GCStats(), s.SpaceStats(); st.Rounds != 0 || st.LastError != "" || sp.ENOSPC[spacePathGCData] != 0 || !sp.ReserveHeld {
+		t.Fatalf("a merge that cannot fit was attempted: %+v %+v", st, sp)
+	}
+
+	kill(1, 2, 3, 4) // bucket 1 fully dead (this tombstone takes the reserve)
+	w.pass()
+	st, sp := s.GCStats(), s.SpaceStats()
+	if st.Rounds != 2 || st.BucketsUnlinked != 2 || st.BucketsMerged != 1 || sp.ENOSPC[spacePathGCData] != 0 || st.LastError != "" {
+		t.Fatalf("want the dead bucket unlinked, then the merge that now fits: %+v %+v", st, sp)
+	}
+	if u := s.Usage(); u.TombstonedObjects != 0 {
+		t.Fatalf("tombstones left: %+v", u)
+	}
+	for i := 7; i <= 12; i++ {
+		mustGet(t, s, fmt.Sprintf("k%02d", i), incN(uint64(i)), valueOf("k", fullValueSize))
+	}
+}
