@@ -24,7 +24,7 @@ type ServiceConfig struct {
 	Advertise    string // data RPC address given to the master; default: the listener's
 	ClientID     string
 	Pool         string
-	Capacity     int64 // bytes this segment may hold; 0 = unknown
+	Capacity     int64 // bytes this segment may hold (--capacity); 0 = unknown. Reported clamped to the filesystem (Store.EffectiveCapacity)
 
 	HeartbeatInterval time.Duration // default 1s
 	FetchWait         time.Duration // long-poll wait, default 10s

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"sexton/api"
 	"sexton/grant"
@@ -245,6 +247,21 @@ func (d *fullDisk) fill() {
 // all within seconds.
 func (d *fullDisk) run() {
 	t := d.t
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newSpaceCollector(d.s))
+	metrics := func(stage string) {
+		vals, _ := gathered(t, reg)
+		var names []string
+		for n := range vals {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var b strings.Builder
+		for _, n := range names {
+			fmt.Fprintf(&b, " %s=%.0f", n, vals[n])
+		}
+		t.Logf("metrics %s:%s", stage, b.String())
+	}
 	d.fill()
 	st := d.s.SpaceStats()
 	if st.PutsRefused == 0 || !st.ReserveHeld {
@@ -257,6 +274,7 @@ func (d *fullDisk) run() {
 	if sp, _ := d.s.fs.Statfs(d.s.dir); sp.Free >= 4096 {
 		t.Fatalf("the filler left %d bytes free", sp.Free)
 	}
+	metrics("disk full")
 	var tasks []api.LocalDeleteTask
 	removed := map[string]bool{}
 	for i, k := range d.keys {
@@ -269,6 +287,7 @@ func (d *fullDisk) run() {
 	d.m.add(tasks...)
 	waitFor(t, "every delete task acked", func() bool { p, _, _, _ := d.m.state(); return p == 0 })
 	acked := time.Since(start)
+	metrics("tasks acked")
 	_, outcomes, _, _ := d.m.state()
 	for id, o := range outcomes {
 		if o != api.AckRemoved {
@@ -280,6 +299,7 @@ func (d *fullDisk) run() {
 		return u.TombstonedObjects == 0 && u.DeadBytes == 0 && st.ReserveHeld
 	})
 	reclaimed := time.Since(start)
+	metrics("reclaimed")
 	st = d.s.SpaceStats()
 	if st.ReserveReleases != 1 || st.ReserveRecreations != 1 {
 		t.Fatalf("reserve released %d and recreated %d times, want 1 and 1: %+v", st.ReserveReleases, st.ReserveRecreations, st)
