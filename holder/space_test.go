@@ -231,7 +231,7 @@ func (d *fullDisk) fill() {
 		if err == nil {
 			continue
 		}
-		if !errors.Is(err, api.ErrNoSpace) {
+		if !errors.Is(err, api.ErrNoSpace) || api.CodeOf(storeError(err)) != api.CodeNoSpace {
 			d.t.Fatalf("put %d: %v, want NO_SPACE once the disk is full", i, err)
 		}
 		if len(d.keys) < 8 {
