@@ -108,7 +108,7 @@ func (s *Service) handleStatus(_ context.Context, _ *api.Empty) (*api.HolderStat
 	mounted, epoch, master := s.mountState()
 	u := s.store.Usage()
 	out := &api.HolderStatusResponse{Segment: s.store.SegmentID(), ClientID: s.cfg.ClientID, MountEpoch: epoch, MasterEpoch: master,
-		Mounted: mounted, UsedBytes: u.UsedBytes, LiveBytes: u.LiveBytes, DeadBytes: u.DeadBytes, Capacity: s.cfg.Capacity,
+		Mounted: mounted, UsedBytes: u.UsedBytes, LiveBytes: u.LiveBytes, DeadBytes: u.DeadBytes, Capacity: s.store.EffectiveCapacity(),
 		LiveObjects: u.LiveObjects, Tombstoned: u.TombstonedObjects,
 		TasksDone: s.tasksDone.Load(), TasksRetried: s.tasksRetried.Load(), TasksStale: s.tasksStale.Load(), Reconciled: s.reconciled.Load()}
 	for _, b := range s.store.BucketStats() {

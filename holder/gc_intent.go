@@ -138,6 +138,16 @@ func (s *Store) writeGCIntent(in *gcIntent, afterTmp interface{ Hit() }) (rename
 	return true, nil
 }
 
+// writeGCIntentSpace is writeGCIntent that, when the write meets a full
+// disk before its rename, releases the space reserve and writes again.
+func (s *Store) writeGCIntentSpace(in *gcIntent, afterTmp interface{ Hit() }) (bool, error) {
+	renamed, err := s.writeGCIntent(in, afterTmp)
+	if err != nil && !renamed && s.retryAfterNoSpace(spacePathGCIntent, err) {
+		renamed, err = s.writeGCIntent(in, afterTmp)
+	}
+	return renamed, err
+}
+
 // removeGCIntent ends a round. The removal is not fsynced on its own: a
 // crash that brings the intent back only repeats a finished cleanup
 // (every step is idempotent), and the next round's intent install fsyncs

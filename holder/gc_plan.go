@@ -50,6 +50,10 @@ type gcPolicy struct {
 	// has at the ratio (or twice the ratio), so young (hot) buckets wait
 	// to die further.
 	ageAware bool
+	// maxLive, when positive, caps the live bytes a merge round copies:
+	// on a (nearly) full disk only merges whose target fits the free space
+	// run; fully dead rounds need no space and are not capped.
+	maxLive int64
 }
 
 // deadRatio is the share of a bucket's record bytes that are dead; a
@@ -140,11 +144,15 @@ func (s *Store) planRoundLocked(pol gcPolicy, skip map[uint64]bool) *gcPlan {
 	} else {
 		var live int64
 		var count int
+		limit := s.opts.BucketSizeLimit
+		if pol.maxLive > 0 {
+			limit = min(limit, pol.maxLive)
+		}
 		for _, c := range cands {
 			if len(chosen) == maxGCSources {
 				break
 			}
-			if live+c.b.liveBytes > s.opts.BucketSizeLimit || count+c.b.liveCount > s.opts.BucketKeysLimit {
+			if live+c.b.liveBytes > limit || count+c.b.liveCount > s.opts.BucketKeysLimit {
 				continue
 			}
 			chosen = append(chosen, c.b)

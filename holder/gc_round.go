@@ -22,20 +22,28 @@ func (w *gcWorker) runRound(p *gcPlan) error {
 	// The round drops the sources' tombstones with their bytes; their
 	// floors go to disk first, so the incarnations stay refused.
 	// Nothing is on disk yet: a failure needs no undo.
-	if err := s.raiseFloors(s.deadInSources(p), gcFloorPoints); err != nil {
+	dead := s.deadInSources(p)
+	err := s.raiseFloors(dead, gcFloorPoints)
+	if err != nil && s.retryAfterNoSpace(spacePathGCFloor, err) {
+		err = s.raiseFloors(dead, gcFloorPoints)
+	}
+	if err != nil {
 		return fmt.Errorf("holder: GC: recording tombstone floors: %w", err)
 	}
 	in := &gcIntent{State: gcPrepared, Sources: p.sourceIDs(), Target: p.target}
 	var tb *bucket
 	var tmeta *BucketMetadata
 	if p.target != 0 {
-		if _, err := s.writeGCIntent(in, gcAfterPrepareTmp); err != nil {
+		if _, err := s.writeGCIntentSpace(in, gcAfterPrepareTmp); err != nil {
 			return s.abortRound(in, nil, err)
 		}
 		gcAfterPrepare.Hit()
 		s.testHook(hookGCAfterPrepare)
 		var err error
 		if tb, tmeta, err = w.writeTarget(p); err != nil {
+			if isNoSpace(err) {
+				s.noteNoSpace(spacePathGCData)
+			}
 			return s.abortRound(in, tb, err)
 		}
 	}
@@ -78,6 +86,9 @@ func (w *gcWorker) runRound(p *gcPlan) error {
 	var metaSize int64
 	if tmeta != nil {
 		n, err := s.persistMeta(p.target, tmeta, gcTargetMetaPoints)
+		if err != nil && s.retryAfterNoSpace(spacePathGCMeta, err) {
+			n, err = s.persistMeta(p.target, tmeta, gcTargetMetaPoints)
+		}
 		if err != nil {
 			unlock()
 			return s.abortRound(in, tb, err)
@@ -85,7 +96,7 @@ func (w *gcWorker) runRound(p *gcPlan) error {
 		metaSize = n
 	}
 	in.State = gcCommitted
-	renamed, err := s.writeGCIntent(in, gcAfterCommitTmp)
+	renamed, err := s.writeGCIntentSpace(in, gcAfterCommitTmp)
 	if err != nil && !renamed {
 		unlock()
 		in.State = gcPrepared

@@ -112,6 +112,9 @@ func (w *gcWorker) pass() {
 	s := w.s
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
+	// Space a pass freed goes back into the reserve first (once there is
+	// twice its size free), before puts can take it.
+	defer s.maybeRecreateReserve()
 	s.mu.Lock()
 	s.gcStats.Passes++
 	s.mu.Unlock()
@@ -128,12 +131,13 @@ func (w *gcWorker) pass() {
 			return
 		}
 		pressure := w.underPressure()
+		budget := s.gcMergeBudget()
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			return
 		}
-		p := s.planRoundLocked(gcPolicy{ratio: w.opts.DeletedRatio, bypass: pressure, ageAware: w.opts.AgeAware}, w.skip)
+		p := s.planRoundLocked(gcPolicy{ratio: w.opts.DeletedRatio, bypass: pressure, ageAware: w.opts.AgeAware, maxLive: budget}, w.skip)
 		dead := s.hasDeadRecordsLocked(w.skip)
 		s.mu.Unlock()
 		if p == nil {
@@ -165,12 +169,17 @@ func (w *gcWorker) pass() {
 }
 
 // underPressure applies the watermarks with hysteresis; off without a
-// capacity.
+// capacity. The capacity is clamped to what the filesystem can give the
+// store, so a flag larger than the disk still reaches the watermarks.
 func (w *gcWorker) underPressure() bool {
 	if w.opts.Capacity <= 0 {
 		return false
 	}
-	ratio := float64(w.s.Usage().UsedBytes) / float64(w.opts.Capacity)
+	capacity := w.s.effectiveCapacity(w.opts.Capacity)
+	if capacity <= 0 {
+		return true
+	}
+	ratio := float64(w.s.Usage().UsedBytes) / float64(capacity)
 	switch {
 	case ratio >= w.opts.HighWatermark:
 		w.reclaiming = true

@@ -2,6 +2,7 @@ package holder
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"sexton/holder/fsys"
 )
@@ -26,6 +27,14 @@ type InspectReport struct {
 	// FloorEntries is how many keys the tombstone floor (.tombstone_floor)
 	// holds: keys whose tombstoned incarnations stay refused after GC.
 	FloorEntries int
+	// SpaceReserveHeld says .space_reserve is there, SpaceReserveBytes its
+	// size: absent means released on a full disk (recreated once space is
+	// back) or the reserve is off.
+	SpaceReserveHeld  bool
+	SpaceReserveBytes int64
+	// FSTotalBytes and FSFreeBytes are statfs of the directory's
+	// filesystem (0 when it fails).
+	FSTotalBytes, FSFreeBytes int64
 	// Problems lists what would make OpenStore fail closed, one line each.
 	Problems []string
 }
@@ -81,6 +90,12 @@ func InspectFS(fs fsys.FS, dir string) (InspectReport, error) {
 		rep.Problems = append(rep.Problems, err.Error())
 	}
 	rep.FloorEntries = len(floors)
+	if st, err := fs.Stat(filepath.Join(dir, SpaceReserveFileName)); err == nil {
+		rep.SpaceReserveHeld, rep.SpaceReserveBytes = true, st.Size()
+	}
+	if sp, err := fs.Statfs(dir); err == nil {
+		rep.FSTotalBytes, rep.FSFreeBytes = sp.Total, sp.Free
+	}
 	_, states, _ := buildIndex(lb.metas, lb.ids, floors)
 	for _, id := range lb.ids {
 		m := lb.metas[id]

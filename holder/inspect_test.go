@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"sexton/api"
+	"sexton/holder/fsys"
 )
 
 func TestInspectReadsOfflineWithoutChanges(t *testing.T) {
@@ -35,5 +36,26 @@ func TestInspectReadsOfflineWithoutChanges(t *testing.T) {
 	empty, err := Inspect(t.TempDir())
 	if err != nil || empty.Marked || len(empty.Buckets) != 0 {
 		t.Fatalf("empty: %+v %v", empty, err)
+	}
+}
+
+// Inspect shows the space reserve: held with its size while the file is
+// there, not held once a full disk made the store release it.
+func TestInspectShowsSpaceReserve(t *testing.T) {
+	dir := t.TempDir()
+	ff := fsys.NewFaulty(fsys.OS{})
+	ff.SetSpace(2<<20, 2<<20)
+	s := openT(t, dir, StoreOptions{FS: ff, MetadataReserve: 256 << 10})
+	defer s.Close()
+	mustPut(t, s, "k", incN(1), []byte("v"))
+	rep, err := InspectFS(ff, dir)
+	if err != nil || !rep.SpaceReserveHeld || rep.SpaceReserveBytes != 256<<10 || rep.FSTotalBytes != 2<<20 || len(rep.IgnoredFiles) != 0 {
+		t.Fatalf("with the reserve held: %+v %v", rep, err)
+	}
+	ff.TakeSpace(ff.FreeSpace())
+	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "k", incN(1))}), api.AckRemoved)
+	rep, err = InspectFS(ff, dir)
+	if err != nil || rep.SpaceReserveHeld || rep.SpaceReserveBytes != 0 || rep.FSFreeBytes != ff.FreeSpace() {
+		t.Fatalf("after a full disk released it: %+v %v", rep, err)
 	}
 }

@@ -23,8 +23,7 @@ func newRegistry(svc *Service) *prometheus.Registry {
 	reg.MustRegister(&storeCollector{svc: svc})
 	reg.MustRegister(svc.store.events.tombstonePersist)
 	reg.MustRegister(svc.metrics.fetches, svc.metrics.tasksFetched, svc.metrics.outcomes, svc.metrics.acks)
-	// Space accounting (holder/metrics_space.go) registers here:
-	// reg.MustRegister(newSpaceCollector(svc.store))
+	reg.MustRegister(newSpaceCollector(svc.store)) // holder/metrics_space.go
 	return reg
 }
 

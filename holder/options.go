@@ -54,6 +54,13 @@ type StoreOptions struct {
 	// Now is the clock floor entries are stamped and expired with; nil
 	// means time.Now.
 	Now func() time.Time
+	// MetadataReserve is the space kept for the writes that free space
+	// (tombstones, floors, GC intents and metadata): puts are refused
+	// NO_SPACE while less would be free, and .space_reserve is
+	// preallocated to it and released when one of those writes meets
+	// ENOSPC. 0 turns both off (the library default, so tests opt in);
+	// the holder command defaults it to MetadataReserveFor.
+	MetadataReserve int64
 }
 
 // OptionsFromEnv reads the bucket limits and the adoption switch from the
@@ -121,6 +128,9 @@ func (o StoreOptions) withDefaults() (StoreOptions, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.MetadataReserve < 0 || o.MetadataReserve > MaxMetadataReserve {
+		return o, fmt.Errorf("%w: metadata reserve %d outside [0, %d] (%s)", ErrBadOptions, o.MetadataReserve, MaxMetadataReserve, EnvMetadataReserve)
 	}
 	return o, nil
 }

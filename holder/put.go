@@ -103,7 +103,7 @@ func (s *Store) commitBatch(batch []*putReq) {
 	// it live (see recordAbsent).
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
-	groups := s.planBatch(batch)
+	groups := s.planBatch(s.admitPuts(batch))
 	s.testHook(hookPutPlanned)
 	s.commitGroups(groups, maxReplans)
 }
@@ -125,7 +125,12 @@ func (s *Store) commitGroups(groups []*commitGroup, replans int) {
 			s.commitGroups(s.planBatch(g.reqs), replans-1)
 			continue
 		}
-		s.log.Error("put commit failed", "bucket", g.b.id, "records", len(g.reqs), "err", err)
+		if isNoSpace(err) {
+			s.noteNoSpace(spacePathPut)
+			s.warnLimited("put-enospc", "disk full: put commit failed (NO_SPACE)", "bucket", g.b.id, "records", len(g.reqs), "err", err)
+		} else {
+			s.log.Error("put commit failed", "bucket", g.b.id, "records", len(g.reqs), "err", err)
+		}
 		err = classifyIOError(err)
 		for _, r := range g.reqs {
 			r.err = err

@@ -26,7 +26,7 @@ type ServiceConfig struct {
 	Advertise    string // data RPC address given to the master; default: the listener's
 	ClientID     string
 	Pool         string
-	Capacity     int64 // bytes this segment may hold; 0 = unknown
+	Capacity     int64 // bytes this segment may hold (--capacity); 0 = unknown. Reported clamped to the filesystem (Store.EffectiveCapacity)
 
 	// HTTPAddr is where /metrics, /healthz and /readyz are served; empty
 	// serves nothing (the registry exists either way: MetricsRegistry).
@@ -114,6 +114,8 @@ func StartService(store *Store, cfg ServiceConfig) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, store: store, log: cfg.Logger, process: uuid.NewString(),
 		remount: make(chan struct{}, 1), replay: make(chan struct{}, 1), stop: make(chan struct{}), metrics: newServiceMetrics()}
+	store.SetCapacity(cfg.Capacity)
+	s.logCapacity()
 	s.reg = newRegistry(s)
 	s.cl = transport.NewClusterClient(cfg.Masters, transport.ClusterConfig{
 		ClientConfig: transport.ClientConfig{Token: cfg.ClusterToken},
@@ -230,7 +232,7 @@ func (s *Service) mount() error {
 	defer cancel()
 	var resp api.MountLocalDiskResponse
 	err := s.cl.Call(ctx, api.MethodMountLocalDisk, &api.MountLocalDiskRequest{
-		ClientID: s.cfg.ClientID, Segment: s.store.SegmentID(), Pool: s.cfg.Pool, Capacity: s.cfg.Capacity,
+		ClientID: s.cfg.ClientID, Segment: s.store.SegmentID(), Pool: s.cfg.Pool, Capacity: s.store.EffectiveCapacity(),
 		Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: s.advertise(), Process: s.process,
 	}, &resp)
 	if err != nil {
@@ -441,7 +443,7 @@ func (s *Service) heartbeatLoop() {
 		ctx, cancel := s.ctx(5 * time.Second)
 		var hr api.HeartbeatResponse
 		err := s.cl.Call(ctx, api.MethodHeartbeat, &api.HeartbeatRequest{ClientID: s.cfg.ClientID, Segment: s.store.SegmentID(),
-			MountEpoch: epoch, Used: u.UsedBytes, Capacity: s.cfg.Capacity, DeadBytes: u.DeadBytes}, &hr)
+			MountEpoch: epoch, Used: u.UsedBytes, Capacity: s.store.EffectiveCapacity(), DeadBytes: u.DeadBytes}, &hr)
 		cancel()
 		if err != nil {
 			continue
@@ -450,5 +452,23 @@ func (s *Service) heartbeatLoop() {
 			signal(s.remount)
 		}
 		s.noteMasterEpoch(hr.MasterEpoch)
+	}
+}
+
+// logCapacity says once, at start, when --capacity promises more than the
+// filesystem has: the holder reports the clamped value instead.
+func (s *Service) logCapacity() {
+	st := s.store.SpaceStats()
+	switch {
+	case s.cfg.Capacity <= 0:
+	case st.StatfsError != "":
+		s.log.Warn("cannot statfs the store directory; reporting --capacity unclamped", "capacity_bytes", s.cfg.Capacity, "err", st.StatfsError)
+	case s.cfg.Capacity > st.FSTotalBytes:
+		s.log.Warn("--capacity exceeds the filesystem; reporting what the filesystem can hold instead",
+			"capacity_flag_bytes", s.cfg.Capacity, "fs_total_bytes", st.FSTotalBytes, "fs_free_bytes", st.FSFreeBytes,
+			"capacity_effective_bytes", st.CapacityEffectiveBytes, "metadata_reserve_bytes", st.MetadataReserveBytes)
+	case s.cfg.Capacity > 0 && st.CapacityEffectiveBytes < s.cfg.Capacity:
+		s.log.Info("--capacity exceeds the free space of the filesystem; reporting the clamped capacity",
+			"capacity_flag_bytes", s.cfg.Capacity, "capacity_effective_bytes", st.CapacityEffectiveBytes, "fs_free_bytes", st.FSFreeBytes)
 	}
 }

@@ -67,6 +67,9 @@ type Store struct {
 	floorFileSize int64
 	floorMu       sync.Mutex
 	commitMu      sync.Mutex
+
+	// space is the reserve and the full-disk counters (space.go).
+	space spaceState
 }
 
 // OpenReport says what OpenStore found and did to the directory before
@@ -114,6 +117,11 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	}
 	s := &Store{dir: dir, fs: fs, opts: opts, log: opts.Logger, lock: lock, events: newStoreEvents()}
 	if err := s.recover(); err != nil {
+		lock.Close()
+		s.closeFiles()
+		return nil, err
+	}
+	if err := s.openReserve(); err != nil {
 		lock.Close()
 		s.closeFiles()
 		return nil, err

@@ -150,8 +150,16 @@ func (s *Store) recordAbsent(tasks []api.LocalDeleteTask, results []api.TaskResu
 		return live
 	}
 	outcome := api.AckStaleVersion
-	if err := s.raiseFloors(dead, tombstoneFloorPoints); err != nil {
-		s.log.Warn("recording tombstone floors failed; tasks stay pending", "tasks", len(need), "err", err)
+	err := s.raiseFloors(dead, tombstoneFloorPoints)
+	if err != nil && s.retryAfterNoSpace(spacePathFloor, err) {
+		err = s.raiseFloors(dead, tombstoneFloorPoints)
+	}
+	if err != nil {
+		if isNoSpace(err) {
+			s.warnLimited("floor-pending", "disk full: recording tombstone floors failed; tasks stay pending", "tasks", len(need), "err", err)
+		} else {
+			s.log.Warn("recording tombstone floors failed; tasks stay pending", "tasks", len(need), "err", err)
+		}
 		outcome = api.AckRetryableFailure
 	}
 	for _, i := range need {
@@ -218,9 +226,17 @@ func (s *Store) tombstoneBucket(id uint64, tasks []api.LocalDeleteTask, results 
 
 	start := time.Now()
 	n, err := s.persistMeta(id, next, tombstonePoints)
+	if err != nil && s.retryAfterNoSpace(spacePathTombstone, err) {
+		// The reserve was released: the same write now has its space.
+		n, err = s.persistMeta(id, next, tombstonePoints)
+	}
 	s.events.observeTombstonePersist(time.Since(start), err)
 	if err != nil {
-		s.log.Warn("tombstone persistence failed; tasks stay pending", "bucket", id, "tasks", len(hits), "err", err)
+		if isNoSpace(err) {
+			s.warnLimited("tombstone-pending", "disk full: tombstone persistence failed; tasks stay pending", "bucket", id, "tasks", len(hits), "err", err)
+		} else {
+			s.log.Warn("tombstone persistence failed; tasks stay pending", "bucket", id, "tasks", len(hits), "err", err)
+		}
 		for _, is := range hits {
 			for _, i := range is {
 				results[i].Outcome = api.AckRetryableFailure

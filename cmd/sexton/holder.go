@@ -24,6 +24,7 @@ func runHolder(args []string) error {
 	advertise := fs.String("advertise", envString("SEXTON_HOLDER_ADVERTISE", ""), "data RPC address given to clients (default: --rpc-addr)")
 	pool := fs.String("pool", envString("SEXTON_HOLDER_POOL", "default"), "pool name (env SEXTON_HOLDER_POOL)")
 	capacity := fs.String("capacity", envString("SEXTON_HOLDER_CAPACITY", "0"), "bytes this holder may use, plain or with a unit such as 4GiB (env SEXTON_HOLDER_CAPACITY)")
+	metaReserve := fs.String("metadata-reserve", envString(holder.EnvMetadataReserve, "auto"), "space kept for tombstones and GC metadata: puts are refused while less is free, and a file of this size (.space_reserve) is preallocated and released when a deletion meets a full disk; bytes with an optional unit, auto (sized from the bucket keys limit) or 0 to turn it off (env "+holder.EnvMetadataReserve+")")
 	clientID := fs.String("client-id", envString("SEXTON_HOLDER_CLIENT_ID", ""), "client id (default: derived from the segment id)")
 	token := fs.String("cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "cluster token (env SEXTON_CLUSTER_TOKEN)")
 	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), "log level")
@@ -49,6 +50,12 @@ func runHolder(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--capacity: %w", err)
 	}
+	reserve := int64(-1) // auto
+	if strings.TrimSpace(*metaReserve) != "auto" {
+		if reserve, err = parseSize(*metaReserve); err != nil {
+			return fmt.Errorf("--metadata-reserve: %w", err)
+		}
+	}
 	gcOpts, err := gcOptionsFromFlags(gcEnv, *gcOn, *gcInterval, *gcRatio, *gcHigh, *gcLow, capBytes)
 	if err != nil {
 		return err
@@ -69,7 +76,7 @@ func runHolder(args []string) error {
 	sd := notifyHolder(*dir)
 	defer sd.Stop()
 	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ListenAddr: *addr, HTTPAddr: *httpAddr,
-		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger}, gcOpts)
+		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger}, gcOpts, reserve)
 	if err != nil {
 		return err
 	}
@@ -85,13 +92,22 @@ func runHolder(args []string) error {
 }
 
 // startHolder opens the store (fail closed on anything it does not
-// understand) and starts following the master.
-func startHolder(dir string, cfg holder.ServiceConfig, gc holder.GCOptions) (*holder.Service, *holder.Store, error) {
+// understand) and starts following the master. metadataReserve < 0 means
+// the default for the bucket keys limit.
+func startHolder(dir string, cfg holder.ServiceConfig, gc holder.GCOptions, metadataReserve int64) (*holder.Service, *holder.Store, error) {
 	opts, err := holder.OptionsFromEnv()
 	if err != nil {
 		return nil, nil, err
 	}
 	opts.Logger = cfg.Logger
+	opts.MetadataReserve = metadataReserve
+	if metadataReserve < 0 {
+		keys := opts.BucketKeysLimit
+		if keys == 0 {
+			keys = holder.DefaultBucketKeysLimit
+		}
+		opts.MetadataReserve = holder.MetadataReserveFor(keys)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
@@ -137,6 +153,12 @@ func printInspect(rep holder.InspectReport) error {
 	if rep.GCIntent != "" {
 		fmt.Printf("gc round:   %s (resolved at next open)\n", rep.GCIntent)
 	}
+	if rep.SpaceReserveHeld {
+		fmt.Printf("reserve:    held, %d bytes (%s)\n", rep.SpaceReserveBytes, holder.SpaceReserveFileName)
+	} else {
+		fmt.Printf("reserve:    not held (released on a full disk, recreated once space is back; or --metadata-reserve 0)\n")
+	}
+	fmt.Printf("filesystem: %d bytes free of %d\n", rep.FSFreeBytes, rep.FSTotalBytes)
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BUCKET\tDATA\tLIVE\tDEAD\tDEAD RATIO\tLIVE N\tDEAD N\tOPEN")
 	for _, b := range rep.Buckets {

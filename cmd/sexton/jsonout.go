@@ -198,6 +198,10 @@ type inspectOut struct {
 	IgnoredFiles      []string    `json:"ignored_files"`
 	FloorEntries      int         `json:"floor_entries"`
 	Problems          []string    `json:"problems"`
+	SpaceReserveHeld  bool        `json:"space_reserve_held"`
+	SpaceReserveBytes int64       `json:"space_reserve_bytes"`
+	FSTotalBytes      int64       `json:"fs_total_bytes"`
+	FSFreeBytes       int64       `json:"fs_free_bytes"`
 }
 
 // identityOut is a holder directory's identity file; zero when unmarked.
@@ -233,7 +237,8 @@ func inspectJSON(r holder.InspectReport) inspectOut {
 	out := inspectOut{Dir: r.Dir, Marked: r.Marked, Identity: identityJSON(r.Identity), FloorEntries: r.FloorEntries, GCIntentPending: r.GCIntentPending, GCIntent: r.GCIntent,
 		Buckets: []bucketOut{}, LiveObjects: r.LiveObjects, TombstonedObjects: r.TombstonedObjects, LiveBytes: r.LiveBytes,
 		DeadBytes: r.DeadBytes, UsedBytes: r.UsedBytes, StaleMetas: nonNil(r.StaleMetas), OrphanBuckets: nonNil(r.OrphanBuckets),
-		TmpFiles: nonNil(r.TmpFiles), IgnoredFiles: nonNil(r.IgnoredFiles), Problems: nonNil(r.Problems)}
+		TmpFiles: nonNil(r.TmpFiles), IgnoredFiles: nonNil(r.IgnoredFiles), Problems: nonNil(r.Problems),
+		SpaceReserveHeld: r.SpaceReserveHeld, SpaceReserveBytes: r.SpaceReserveBytes, FSTotalBytes: r.FSTotalBytes, FSFreeBytes: r.FSFreeBytes}
 	for _, b := range r.Buckets {
 		out.Buckets = append(out.Buckets, bucketOut{ID: b.ID, DataSize: b.DataSize, FileSize: b.FileSize, LiveBytes: b.LiveBytes,
 			DeadBytes: b.DeadBytes, LiveCount: b.LiveCount, DeadCount: b.DeadCount, Open: b.Open, Legacy: b.Legacy, Readers: b.Readers})

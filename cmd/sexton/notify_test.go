@@ -138,7 +138,7 @@ func TestHolderNotifiesReadyAfterMount(t *testing.T) {
 	dir := t.TempDir()
 	sd := notifyHolder(dir)
 	defer sd.Stop()
-	svc, store, err := startHolder(dir, holder.ServiceConfig{Masters: []string{rpcAddr}, ListenAddr: "127.0.0.1:0", Logger: hclog.NewNullLogger()}, holder.DefaultGCOptions())
+	svc, store, err := startHolder(dir, holder.ServiceConfig{Masters: []string{rpcAddr}, ListenAddr: "127.0.0.1:0", Logger: hclog.NewNullLogger()}, holder.DefaultGCOptions(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

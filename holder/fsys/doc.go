@@ -7,5 +7,7 @@
 // Routing all I/O through one interface is what lets tests prove the
 // durability claims: a rule makes a given operation on a given path fail
 // (EIO, ENOSPC, any error), once or always, and per-operation counters show
-// how many fsyncs and renames a code path really issued.
+// how many fsyncs and renames a code path really issued. Faulty.SetSpace
+// models a small filesystem (ENOSPC after N bytes, Statfs reporting the
+// model), so full-disk paths are tested without root.
 package fsys

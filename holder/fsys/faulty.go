@@ -3,8 +3,10 @@ package fsys
 import (
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 )
 
 // Op names one kind of filesystem operation, for fault rules and counters.
@@ -23,6 +25,8 @@ const (
 	OpMkdir    Op = "mkdir"
 	OpSyncDir  Op = "syncdir" // fsync of a directory
 	OpLock     Op = "lock"
+	OpStatfs   Op = "statfs"
+	OpFalloc   Op = "fallocate"
 )
 
 // Rule makes operations fail or run a hook. A rule matches an operation of
@@ -49,7 +53,16 @@ type Faulty struct {
 	mu     sync.Mutex
 	rules  []*Rule
 	counts map[Op]map[string]int // op → base name → count
+
+	// spaceMu serializes the operations that change the space model with
+	// their accounting; space is nil until SetSpace.
+	spaceMu sync.Mutex
+	space   *spaceModel
 }
+
+// spaceModel is a filesystem of total bytes with free bytes left, counted
+// in file sizes (no blocks, no metadata).
+type spaceModel struct{ total, free int64 }
 
 var _ FS = (*Faulty)(nil)
 
@@ -147,14 +160,71 @@ func (f *Faulty) check(op Op, paths ...string) error {
 	return nil
 }
 
+// SetSpace makes the wrapper model a small filesystem, so a test can run
+// out of space unprivileged ("ENOSPC after N bytes"): of total bytes, free
+// are left. Every write that grows a file and every Fallocate takes bytes
+// from free; one that does not fit fails with ENOSPC (a write first writes
+// the prefix that fits, as write(2) does). Remove, a truncation (Truncate
+// or OpenFile with O_TRUNC) and a Rename over an existing file give the
+// bytes they drop back. Statfs reports the model. Sizes are file sizes:
+// no blocks, no inodes, no directory entries.
+func (f *Faulty) SetSpace(total, free int64) {
+	f.spaceMu.Lock()
+	defer f.spaceMu.Unlock()
+	f.space = &spaceModel{total: total, free: free}
+}
+
+// TakeSpace takes n bytes from the model's free space (another writer
+// filling the disk); a negative n gives them back. Free never goes below
+// zero.
+func (f *Faulty) TakeSpace(n int64) {
+	f.spaceMu.Lock()
+	defer f.spaceMu.Unlock()
+	if f.space != nil {
+		f.space.free = max(0, f.space.free-n)
+	}
+}
+
+// FreeSpace is the model's free bytes (-1 without SetSpace).
+func (f *Faulty) FreeSpace() int64 {
+	f.spaceMu.Lock()
+	defer f.spaceMu.Unlock()
+	if f.space == nil {
+		return -1
+	}
+	return f.space.free
+}
+
+// sizeOf is the size of name on the inner filesystem, 0 if it is absent.
+func (f *Faulty) sizeOf(name string) int64 {
+	st, err := f.inner.Stat(name)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+func noSpace(op Op, path string) error {
+	return &fs.PathError{Op: string(op), Path: path, Err: syscall.ENOSPC}
+}
+
 // OpenFile implements FS.
 func (f *Faulty) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	if err := f.check(OpOpen, name); err != nil {
 		return nil, err
 	}
+	f.spaceMu.Lock()
+	defer f.spaceMu.Unlock()
+	var dropped int64
+	if f.space != nil && flag&os.O_TRUNC != 0 && flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+		dropped = f.sizeOf(name)
+	}
 	inner, err := f.inner.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
+	}
+	if f.space != nil {
+		f.space.free += dropped
 	}
 	return &faultyFile{File: inner, fs: f, name: name}, nil
 }
@@ -164,7 +234,19 @@ func (f *Faulty) Rename(oldpath, newpath string) error {
 	if err := f.check(OpRename, oldpath, newpath); err != nil {
 		return err
 	}
-	return f.inner.Rename(oldpath, newpath)
+	f.spaceMu.Lock()
+	defer f.spaceMu.Unlock()
+	var dropped int64
+	if f.space != nil && filepath.Clean(oldpath) != filepath.Clean(newpath) {
+		dropped = f.sizeOf(newpath)
+	}
+	if err := f.inner.Rename(oldpath, newpath); err != nil {
+		return err
+	}
+	if f.space != nil {
+		f.space.free += dropped
+	}
+	return nil
 }
 
 // Remove implements FS.
@@ -172,7 +254,68 @@ func (f *Faulty) Remove(name string) error {
 	if err := f.check(OpRemove, name); err != nil {
 		return err
 	}
-	return f.inner.Remove(name)
+	f.spaceMu.Lock()
+	defer f.spaceMu.Unlock()
+	var dropped int64
+	if f.space != nil {
+		dropped = f.sizeOf(name)
+	}
+	if err := f.inner.Remove(name); err != nil {
+		return err
+	}
+	if f.space != nil {
+		f.space.free += dropped
+	}
+	return nil
+}
+
+// Statfs implements FS: the model when SetSpace was called, else the
+// inner filesystem's.
+func (f *Faulty) Statfs(path string) (Space, error) {
+	if err := f.check(OpStatfs, path); err != nil {
+		return Space{}, err
+	}
+	f.spaceMu.Lock()
+	m := f.space
+	var sp Space
+	if m != nil {
+		sp = Space{Total: m.total, Free: m.free}
+	}
+	f.spaceMu.Unlock()
+	if m != nil {
+		return sp, nil
+	}
+	return f.inner.Statfs(path)
+}
+
+// Fallocate implements FS; under SetSpace the growth is taken from the
+// model first and nothing is allocated when it does not fit.
+func (f *Faulty) Fallocate(file File, size int64) error {
+	name := file.Name()
+	if err := f.check(OpFalloc, name); err != nil {
+		return err
+	}
+	if ff, ok := file.(*faultyFile); ok {
+		file = ff.File
+	}
+	f.spaceMu.Lock()
+	defer f.spaceMu.Unlock()
+	if f.space != nil {
+		st, err := file.Stat()
+		if err != nil {
+			return err
+		}
+		grow := max(0, size-st.Size())
+		if grow > f.space.free {
+			return noSpace(OpFalloc, name)
+		}
+		if err := f.inner.Fallocate(file, size); err != nil {
+			return err
+		}
+		f.space.free -= grow
+		return nil
+	}
+	return f.inner.Fallocate(file, size)
 }
 
 // ReadDir implements FS.
@@ -232,14 +375,53 @@ func (ff *faultyFile) WriteAt(p []byte, off int64) (int, error) {
 	if err := ff.fs.check(OpWrite, ff.name); err != nil {
 		return 0, err
 	}
-	return ff.File.WriteAt(p, off)
+	return ff.spaceWrite(p, off, func(b []byte) (int, error) { return ff.File.WriteAt(b, off) })
 }
 
 func (ff *faultyFile) Write(p []byte) (int, error) {
 	if err := ff.fs.check(OpWrite, ff.name); err != nil {
 		return 0, err
 	}
-	return ff.File.Write(p)
+	// Write appends at the file offset; every caller writes a fresh or
+	// truncated file front to back, so the offset is the file's size.
+	return ff.spaceWrite(p, -1, ff.File.Write)
+}
+
+// spaceWrite runs a write under the space model: the bytes that grow the
+// file are taken from free; what does not fit is not written and the
+// write fails with ENOSPC after the prefix that fit. off < 0 means at the
+// end of the file.
+func (ff *faultyFile) spaceWrite(p []byte, off int64, write func([]byte) (int, error)) (int, error) {
+	f := ff.fs
+	f.spaceMu.Lock()
+	defer f.spaceMu.Unlock()
+	if f.space == nil {
+		return write(p)
+	}
+	st, err := ff.File.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := st.Size()
+	if off < 0 {
+		off = size
+	}
+	// Bytes up to the current size overwrite; the rest grow the file.
+	fits := int64(len(p))
+	if end := off + int64(len(p)); end > size {
+		room := size - off + f.space.free // bytes of p that can be stored
+		if room < fits {
+			fits = max(0, room)
+		}
+	}
+	n, err := write(p[:fits])
+	if grown := off + int64(n) - size; grown > 0 {
+		f.space.free -= grown
+	}
+	if err == nil && fits < int64(len(p)) {
+		err = noSpace(OpWrite, ff.name)
+	}
+	return n, err
 }
 
 func (ff *faultyFile) Sync() error {
@@ -253,5 +435,22 @@ func (ff *faultyFile) Truncate(size int64) error {
 	if err := ff.fs.check(OpTruncate, ff.name); err != nil {
 		return err
 	}
-	return ff.File.Truncate(size)
+	f := ff.fs
+	f.spaceMu.Lock()
+	defer f.spaceMu.Unlock()
+	if f.space == nil {
+		return ff.File.Truncate(size)
+	}
+	st, err := ff.File.Stat()
+	if err != nil {
+		return err
+	}
+	if grow := size - st.Size(); grow > f.space.free {
+		return noSpace(OpTruncate, ff.name)
+	}
+	if err := ff.File.Truncate(size); err != nil {
+		return err
+	}
+	f.space.free -= size - st.Size()
+	return nil
 }

@@ -50,6 +50,23 @@ type FS interface {
 	// once with an error wrapping ErrLocked if the lock is held. Closing the
 	// returned Closer releases the lock.
 	Lock(name string) (io.Closer, error)
+	// Statfs describes the space of the filesystem holding path.
+	Statfs(path string) (Space, error)
+	// Fallocate makes sure f has size bytes allocated from offset zero
+	// (fallocate(2) mode 0): the blocks are taken now, so later writes
+	// into them cannot fail for lack of space. The file grows to size if
+	// it is shorter. It fails with ENOSPC when the space is not there.
+	Fallocate(f File, size int64) error
+}
+
+// Space is what statfs(2) says about a filesystem.
+type Space struct {
+	// Total is the filesystem's size in bytes (f_blocks × f_frsize).
+	Total int64
+	// Free is the bytes an unprivileged writer can still allocate
+	// (f_bavail × f_frsize): blocks reserved for root are not counted,
+	// because the holder should not depend on running as root.
+	Free int64
 }
 
 // ReadFile reads a whole file through fsys, refusing files larger than

@@ -151,3 +151,84 @@ func TestPowerLossKeepsOnlyWhatWasSynced(t *testing.T) {
 		t.Fatalf("after the power cut: %v, want %v", got, want)
 	}
 }
+
+// The space model fails a write with ENOSPC once its bytes run out (after
+// writing the prefix that fit), gives bytes back on remove, truncation and
+// rename-over, and reports itself through Statfs; Fallocate takes its
+// growth or nothing.
+func TestFaultySpaceModelENOSPCAfterNBytes(t *testing.T) {
+	dir := t.TempDir()
+	f := NewFaulty(OS{})
+	f.SetSpace(1000, 100)
+	a, err := f.OpenFile(filepath.Join(dir, "a"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if n, err := a.WriteAt(make([]byte, 60), 0); n != 60 || err != nil {
+		t.Fatalf("first write: %d %v", n, err)
+	}
+	if n, err := a.WriteAt(make([]byte, 10), 0); n != 10 || err != nil || f.FreeSpace() != 40 {
+		t.Fatalf("overwrite took space: %d %v free %d", n, err, f.FreeSpace())
+	}
+	n, err := a.WriteAt(make([]byte, 50), 60)
+	if n != 40 || !errors.Is(err, syscall.ENOSPC) || f.FreeSpace() != 0 {
+		t.Fatalf("write past the space: n=%d err=%v free=%d, want 40, ENOSPC, 0", n, err, f.FreeSpace())
+	}
+	if sp, err := f.Statfs(dir); err != nil || sp.Free != 0 || sp.Total != 1000 {
+		t.Fatalf("statfs %+v %v", sp, err)
+	}
+	if err := WriteFileSync(f, filepath.Join(dir, "b"), []byte("x"), 0o644); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write on a full model: %v", err)
+	}
+	if err := a.Truncate(30); err != nil || f.FreeSpace() != 70 {
+		t.Fatalf("truncate gave back %d (%v), want free 70", f.FreeSpace(), err)
+	}
+	r, err := f.OpenFile(filepath.Join(dir, "r"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Fallocate(r, 80); !errors.Is(err, syscall.ENOSPC) || f.FreeSpace() != 70 {
+		t.Fatalf("fallocate beyond the space: %v free %d", err, f.FreeSpace())
+	}
+	if err := f.Fallocate(r, 50); err != nil || f.FreeSpace() != 20 {
+		t.Fatalf("fallocate: %v free %d", err, f.FreeSpace())
+	}
+	if st, _ := r.Stat(); st.Size() != 50 {
+		t.Fatalf("fallocated size %d", st.Size())
+	}
+	r.Close()
+	if err := f.Remove(filepath.Join(dir, "r")); err != nil || f.FreeSpace() != 70 {
+		t.Fatalf("remove gave back %d (%v)", f.FreeSpace(), err)
+	}
+	if err := WriteFileSync(f, filepath.Join(dir, "b"), make([]byte, 20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Rename(filepath.Join(dir, "b"), filepath.Join(dir, "a")); err != nil || f.FreeSpace() != 80 {
+		t.Fatalf("rename over a 30-byte file: free %d (%v), want 80", f.FreeSpace(), err)
+	}
+	f.TakeSpace(1000)
+	if f.FreeSpace() != 0 {
+		t.Fatalf("TakeSpace: free %d", f.FreeSpace())
+	}
+}
+
+// OS.Statfs and OS.Fallocate reach the real filesystem.
+func TestOSStatfsAndFallocate(t *testing.T) {
+	dir := t.TempDir()
+	sp, err := OS{}.Statfs(dir)
+	if err != nil || sp.Total <= 0 || sp.Free < 0 || sp.Free > sp.Total {
+		t.Fatalf("statfs %+v %v", sp, err)
+	}
+	f, err := OS{}.OpenFile(filepath.Join(dir, "r"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := (OS{}).Fallocate(f, 64<<10); err != nil {
+		t.Skipf("fallocate not supported here: %v", err)
+	}
+	if st, _ := f.Stat(); st.Size() != 64<<10 {
+		t.Fatalf("size after fallocate %d", st.Size())
+	}
+}

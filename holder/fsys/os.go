@@ -67,3 +67,38 @@ func (OS) Lock(name string) (io.Closer, error) {
 	}
 	return f, nil
 }
+
+// Statfs implements FS with statfs(2).
+func (OS) Statfs(path string) (Space, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return Space{}, &fs.PathError{Op: "statfs", Path: path, Err: err}
+	}
+	bs := st.Frsize
+	if bs <= 0 {
+		bs = st.Bsize
+	}
+	return Space{Total: int64(st.Blocks) * bs, Free: int64(st.Bavail) * bs}, nil
+}
+
+// Fallocate implements FS with fallocate(2) mode 0 on the file's
+// descriptor.
+func (OS) Fallocate(f File, size int64) error {
+	x, ok := f.(interface{ Fd() uintptr })
+	if !ok {
+		return &fs.PathError{Op: "fallocate", Path: f.Name(), Err: unix.ENOTSUP}
+	}
+	if size <= 0 {
+		return nil
+	}
+	for {
+		err := unix.Fallocate(int(x.Fd()), 0, 0, size)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &fs.PathError{Op: "fallocate", Path: f.Name(), Err: err}
+		}
+		return nil
+	}
+}

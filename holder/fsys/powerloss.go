@@ -226,6 +226,24 @@ func (p *PowerLoss) SyncDir(name string) error {
 	return nil
 }
 
+// Statfs implements FS: the space is the real filesystem's.
+func (p *PowerLoss) Statfs(path string) (Space, error) { return p.inner.Statfs(path) }
+
+// Fallocate implements FS. It is a mutation like a write: the allocated
+// (zero) bytes become durable with the file's next fsync.
+func (p *PowerLoss) Fallocate(f File, size int64) error {
+	p.mu.Lock()
+	err := p.mutating()
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if pf, ok := f.(*plFile); ok {
+		f = pf.File
+	}
+	return p.inner.Fallocate(f, size)
+}
+
 // Lock implements FS (the lock file is not modelled).
 func (p *PowerLoss) Lock(name string) (io.Closer, error) { return p.inner.Lock(name) }
 
