@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -102,6 +103,20 @@ func (sc *serverConn) handshakeSteps() error {
 	deadline := time.Now().Add(s.cfg.HandshakeTimeout)
 	if err := nc.SetReadDeadline(deadline); err != nil {
 		return err
+	}
+	if tc, ok := nc.(*tls.Conn); ok {
+		// Explicitly, so a failure is logged as what it is rather than as
+		// an unreadable hello; nothing can be told to the client in our
+		// framing, TLS sends its own alert.
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			if isTimeout(err) || errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("TLS handshake not completed within %s", s.cfg.HandshakeTimeout)
+			}
+			return fmt.Errorf("TLS handshake: %w", err)
+		}
 	}
 	nonce, err := newNonce()
 	if err != nil {
