@@ -11,6 +11,7 @@ import (
 	"sexton/dfsio"
 	"sexton/fsm"
 	"sexton/grant"
+	"sexton/internal/tlsconf"
 )
 
 // Peer is one voter of a new cluster, as given by --peers ID=RAFT_ADDR.
@@ -53,7 +54,18 @@ type Config struct {
 	Bootstrap bool
 
 	ClusterToken string
+	TLS          *tlsconf.Source
 	LogStore     string // "boltdb" (default) or "wal"
+
+	// TLSRequireClientCert makes the RPC listener refuse a client without
+	// a certificate of the CA (--tls-client-auth=require). Off, a client
+	// may come without one, but one it presents must chain to the CA. The
+	// HTTP listener never requires one (probes and scrapers rarely have
+	// one). Meaningless without TLS.
+	TLSRequireClientCert bool
+	// EnableDebug serves /debug/pprof/ on the HTTP listener
+	// (--enable-debug). Off by default: profiles show memory contents.
+	EnableDebug bool
 
 	// Raft timing. The defaults suit a LAN: a leader is declared dead after
 	// ~500 ms without contact and a new one elected within about a second.
