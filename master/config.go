@@ -54,18 +54,12 @@ type Config struct {
 	Bootstrap bool
 
 	ClusterToken string
-	TLS          *tlsconf.Source
 	LogStore     string // "boltdb" (default) or "wal"
 
-	// TLSRequireClientCert makes the RPC listener refuse a client without
-	// a certificate of the CA (--tls-client-auth=require). Off, a client
-	// may come without one, but one it presents must chain to the CA. The
-	// HTTP listener never requires one (probes and scrapers rarely have
-	// one). Meaningless without TLS.
-	TLSRequireClientCert bool
-	// EnableDebug serves /debug/pprof/ on the HTTP listener
-	// (--enable-debug). Off by default: profiles show memory contents.
-	EnableDebug bool
+	// TLS is this node's certificate, key and CA (--tls-cert, --tls-key,
+	// --tls-ca); nil means TLS is off. With it, Raft connections run over
+	// mutual TLS: a peer without a certificate from the CA is refused.
+	TLS *tlsconf.Source
 
 	// Raft timing. The defaults suit a LAN: a leader is declared dead after
 	// ~500 ms without contact and a new one elected within about a second.
@@ -107,6 +101,17 @@ type Config struct {
 	DFSStrayGrace time.Duration
 	// DFSTick is how often the leader looks for DFS file work (default 200ms).
 	DFSTick time.Duration
+
+	// TLSRequireClientCert makes the RPC listener (with TLS) refuse a
+	// client without a certificate of the CA (--tls-client-auth=require).
+	// Off, a client may come without one, but one it presents must chain
+	// to the CA. The HTTP listener never requires one: probes and
+	// scrapers rarely have one, and nothing there changes state.
+	TLSRequireClientCert bool
+	// EnableDebug serves /debug/pprof/ on the HTTP listener
+	// (--enable-debug). Off by default: a heap profile shows memory
+	// contents and a CPU profile costs CPU to anyone who can connect.
+	EnableDebug bool
 
 	Logger hclog.Logger
 	// Halt is called when the fsm refuses an entry (unknown version,

@@ -14,6 +14,7 @@ import (
 // process (tests, `sexton dev`) do not collide.
 type metrics struct {
 	reg             *prometheus.Registry
+	tlsReloads      *prometheus.CounterVec
 	applyLatency    prometheus.Histogram
 	commitLatency   prometheus.Histogram
 	rpcLatency      *prometheus.HistogramVec
@@ -23,7 +24,6 @@ type metrics struct {
 	ackedTasks      prometheus.Counter
 	leaderChanges   prometheus.Counter
 	duplicates      *prometheus.CounterVec
-	tlsReloads      *prometheus.CounterVec
 }
 
 func newMetrics(n *Node) *metrics {
@@ -38,9 +38,10 @@ func newMetrics(n *Node) *metrics {
 	m.leaderChanges = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_leader_terms_total", Help: "Times this node became the ready leader."})
 	m.duplicates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_session_duplicates_total", Help: "Repeated client requests answered from the session table, by command."}, []string{"command"})
 	m.tlsReloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_tls_reloads_total", Help: "TLS certificate reloads (SIGHUP) by result: ok, error (the previous material stays)."}, []string{"result"})
-	m.reg.MustRegister(m.applyLatency, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.leaderChanges, m.duplicates, m.tlsReloads)
+	m.reg.MustRegister(m.applyLatency, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.leaderChanges, m.duplicates)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(&stateCollector{n: n})
+	m.reg.MustRegister(m.tlsReloads)
 	return m
 }
 
