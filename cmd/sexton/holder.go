@@ -26,6 +26,9 @@ func runHolder(args []string) error {
 	clientID := fs.String("client-id", envString("SEXTON_HOLDER_CLIENT_ID", ""), "client id (default: derived from the segment id)")
 	token := fs.String("cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "cluster token (env SEXTON_CLUSTER_TOKEN)")
 	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), "log level")
+	var tf tlsFlags
+	tf.register(fs)
+	requireCert := clientAuthFlag(fs)
 	// The GC settings come from MOONCAKE_OFFLOAD_* first; a bad variable
 	// refuses to start rather than fall back to a default.
 	gcEnv, err := holder.GCOptionsFromEnv()
@@ -43,6 +46,14 @@ func runHolder(args []string) error {
 	}
 	if *dir == "" {
 		return usagef("holder: --dir is required")
+	}
+	tlsSrc, err := tf.source()
+	if err != nil {
+		return err
+	}
+	tlsRequire, err := requireCert()
+	if err != nil {
+		return err
 	}
 	capBytes, err := parseSize(*capacity)
 	if err != nil {
@@ -66,12 +77,13 @@ func runHolder(args []string) error {
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "holder", Level: level, Output: os.Stderr}).With("holder", *clientID)
 	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ListenAddr: *addr,
-		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger}, gcOpts)
+		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger,
+		TLS: tlsSrc, TLSRequireClientCert: tlsRequire}, gcOpts)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "sexton holder: segment %s in %s, data rpc %s\n", store.SegmentID(), *dir, svc.Addr())
-	waitForSignal()
+	serveSignals(svc.ReloadTLS)
 	svc.Close()
 	return store.Close()
 }
