@@ -109,8 +109,9 @@ type Config struct {
 	// scrapers rarely have one, and nothing there changes state.
 	TLSRequireClientCert bool
 	// EnableDebug serves /debug/pprof/ on the HTTP listener
-	// (--enable-debug). Off by default: a heap profile shows memory
-	// contents and a CPU profile costs CPU to anyone who can connect.
+	// (--enable-debug). Off by default: profiles expose internals
+	// (goroutine stacks, allocation sites), and a CPU profile or trace
+	// costs the node CPU for as long as whoever can connect asks.
 	EnableDebug bool
 
 	Logger hclog.Logger

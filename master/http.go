@@ -28,9 +28,9 @@ func (n *Node) startHTTP() error {
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	if n.cfg.EnableDebug {
-		// Profiles only when asked for (--enable-debug): a heap profile
-		// or trace shows what is in memory, and a CPU profile costs CPU
-		// to anyone who can reach this port.
+		// Profiles only when asked for (--enable-debug): they expose
+		// internals, and a CPU profile or trace costs CPU for as long as
+		// anyone who can reach this port asks (docs/SECURITY.md).
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
