@@ -85,7 +85,8 @@ func (c *Conn) Addr() string { return c.addr }
 
 func (c *Conn) handshake(ctx context.Context) error {
 	nc := c.link.nc
-	deadline := time.Now().Add(c.cfg.HandshakeTimeout)
+	start := time.Now()
+	deadline := start.Add(c.cfg.HandshakeTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
@@ -108,7 +109,7 @@ func (c *Conn) handshake(ctx context.Context) error {
 				// A TLS server waits for our ClientHello and says nothing.
 				hint = " (does the server use TLS? then give --tls-cert, --tls-key and --tls-ca)"
 			}
-			return api.Errorf(api.CodeUnavailable, "handshake with %s: no %s within %s%s", c.addr, stage, c.cfg.HandshakeTimeout, hint)
+			return api.Errorf(api.CodeUnavailable, "handshake with %s: no %s within %s%s", c.addr, stage, deadline.Sub(start).Round(time.Millisecond), hint)
 		}
 		if tlsRefused(err) {
 			// TLS 1.3: the server checks our certificate after our side of

@@ -55,6 +55,9 @@ func runHolder(args []string) error {
 	if err != nil {
 		return err
 	}
+	if tlsRequire && tlsSrc == nil {
+		return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
+	}
 	capBytes, err := parseSize(*capacity)
 	if err != nil {
 		return fmt.Errorf("--capacity: %w", err)

@@ -82,6 +82,9 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 		if cfg.TLS, err = tf.source(); err != nil {
 			return err
 		}
+		if cfg.TLSRequireClientCert && cfg.TLS == nil {
+			return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
+		}
 		return nil
 	}
 }
