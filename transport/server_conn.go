@@ -26,16 +26,22 @@ type serverConn struct {
 	work    chan envelope // to a parked worker; unbuffered
 	idle    atomic.Int32  // parked workers
 	inRun   sync.WaitGroup
+	// tlsPending: the TLS handshake has not finished. A go-away then
+	// closes without a frame: writing one would wait for the handshake
+	// (crypto/tls serialises them), i.e. for a silent client's timeout.
+	tlsPending atomic.Bool
 }
 
 func newServerConn(s *Server, nc net.Conn) *serverConn {
-	return &serverConn{
+	sc := &serverConn{
 		srv:   s,
 		link:  newLink(nc, s.cfg.FrameTimeout),
 		peer:  nc.RemoteAddr().String(),
 		slots: make(chan struct{}, s.cfg.MaxInflightPerConn),
 		work:  make(chan envelope),
 	}
+	sc.tlsPending.Store(isTLS(nc))
+	return sc
 }
 
 func errServerShuttingDown() *api.Error {
@@ -44,6 +50,10 @@ func errServerShuttingDown() *api.Error {
 
 // goAway closes the connection after telling the client why.
 func (sc *serverConn) goAway(why *api.Error) {
+	if sc.tlsPending.Load() {
+		sc.link.shutdown(why, nil)
+		return
+	}
 	buf, err := encodeFrame(&envelope{kind: kindGoAway, err: why}, nil)
 	if err != nil {
 		buf = nil
@@ -117,6 +127,7 @@ func (sc *serverConn) handshakeSteps() error {
 			}
 			return fmt.Errorf("TLS handshake: %w", err)
 		}
+		sc.tlsPending.Store(false)
 	}
 	nonce, err := newNonce()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -167,4 +168,25 @@ func TestTLSReloadKeepsConnections(t *testing.T) {
 	_, err = Dial(context.Background(), ts.addr, ClientConfig{TLS: f.client.ClientConfig()})
 	requireCode(t, err, api.CodeUnauthenticated)
 	mustEcho(t, dial(t, ts.addr, ClientConfig{TLS: f.foreign.ClientConfig()}), 3)
+}
+
+// Close does not wait for a connection stuck in its TLS handshake (a
+// client that connected and said nothing).
+func TestTLSCloseDuringHandshake(t *testing.T) {
+	f := newTLSFixture(t)
+	ts := startServer(t, ServerConfig{TLS: f.server.ServerConfig(tlsconf.RequireClientCert)}, nil)
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.Stats().Connections == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	ts.stop()
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Close took %v with a connection in its TLS handshake", d)
+	}
 }
