@@ -107,7 +107,7 @@ func (c *Conn) handshake(ctx context.Context) error {
 			hint := ""
 			if c.cfg.TLS == nil && stage == "hello" {
 				// A TLS server waits for our ClientHello and says nothing.
-				hint = " (does the server use TLS? then give --tls-cert, --tls-key and --tls-ca)"
+				hint = " (does the server use TLS? this client does not: --tls-ca, --tls-cert, --tls-key)"
 			}
 			return api.Errorf(api.CodeUnavailable, "handshake with %s: no %s within %s%s", c.addr, stage, deadline.Sub(start).Round(time.Millisecond), hint)
 		}
