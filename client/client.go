@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strings"
 	"time"
@@ -16,6 +17,9 @@ type Config struct {
 	Masters []string
 	// Token is the cluster token, if the cluster uses one.
 	Token string
+	// TLS, when set, is used for every connection, to the masters and to
+	// the holders (see transport.ClientConfig.TLS); nil dials plain TCP.
+	TLS *tls.Config
 	// AttemptTimeout bounds one attempt at one master (5 s if 0).
 	AttemptTimeout time.Duration
 	// Timeout bounds how long one master call keeps retrying (15 s if
@@ -82,10 +86,10 @@ func New(cfg Config) (*Client, error) {
 	return &Client{
 		cfg: cfg,
 		masters: transport.NewClusterClient(addrs, transport.ClusterConfig{
-			ClientConfig: transport.ClientConfig{Token: cfg.Token, CallTimeout: cfg.AttemptTimeout},
+			ClientConfig: transport.ClientConfig{Token: cfg.Token, TLS: cfg.TLS, CallTimeout: cfg.AttemptTimeout},
 			MaxWait:      cfg.Timeout,
 		}),
-		holders:  transport.NewPool(transport.ClientConfig{Token: cfg.Token, MaxFrame: DataMaxFrame}),
+		holders:  transport.NewPool(transport.ClientConfig{Token: cfg.Token, TLS: cfg.TLS, MaxFrame: DataMaxFrame}),
 		sessions: newSessions(),
 	}, nil
 }

@@ -2,6 +2,7 @@ package holder
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"sort"
@@ -9,6 +10,7 @@ import (
 
 	"sexton/api"
 	"sexton/grant"
+	"sexton/internal/tlsconf"
 	"sexton/transport"
 )
 
@@ -18,7 +20,7 @@ func (s *Service) dataMaxFrame() int { return int(s.store.opts.BucketSizeLimit) 
 
 func (s *Service) startDataServer() error {
 	srv := transport.NewServer(transport.ServerConfig{Token: s.cfg.ClusterToken, MaxFrame: s.dataMaxFrame(),
-		Logger: s.log.Named("data")})
+		TLS: s.dataTLS(), Logger: s.log.Named("data")})
 	transport.Register(srv, api.MethodHolderWrite, s.handleWrite)
 	transport.Register(srv, api.MethodHolderRead, s.handleRead)
 	transport.Register(srv, api.MethodHolderScan, s.handleScan)
@@ -33,6 +35,42 @@ func (s *Service) startDataServer() error {
 		defer s.wg.Done()
 		_ = srv.Serve(ln)
 	}()
+	return nil
+}
+
+// dataTLS is the data listener's TLS config: a client certificate is
+// optional unless TLSRequireClientCert.
+func (s *Service) dataTLS() *tls.Config {
+	if s.cfg.TLS == nil {
+		return nil
+	}
+	auth := tlsconf.VerifyClientCertIfGiven
+	if s.cfg.TLSRequireClientCert {
+		auth = tlsconf.RequireClientCert
+	}
+	return s.cfg.TLS.ServerConfig(auth)
+}
+
+func clientTLS(src *tlsconf.Source) *tls.Config {
+	if src == nil {
+		return nil
+	}
+	return src.ClientConfig()
+}
+
+// ReloadTLS re-reads the certificate, key and CA (on SIGHUP): new
+// handshakes, on the data listener and to the masters, use the new
+// material; established connections keep theirs. On error the old
+// material stays. Without TLS it does nothing.
+func (s *Service) ReloadTLS() error {
+	if s.cfg.TLS == nil {
+		return nil
+	}
+	if err := s.cfg.TLS.Reload(); err != nil {
+		s.log.Error("TLS reload failed; keeping the previous certificate", "error", err)
+		return err
+	}
+	s.log.Info("TLS material reloaded", "cert", s.cfg.TLS.Files().Cert, "ca", s.cfg.TLS.Files().CA, "reloads", s.cfg.TLS.Reloads())
 	return nil
 }
 

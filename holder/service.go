@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"sexton/api"
+	"sexton/internal/tlsconf"
 	"sexton/transport"
 )
 
@@ -36,6 +37,13 @@ type ServiceConfig struct {
 	FetchWait         time.Duration // long-poll wait, default 10s
 	ReconcileEvery    time.Duration // periodic reconcile, default 5m
 	Logger            hclog.Logger
+
+	// TLS, when set, is used for the data RPC listener and for the
+	// connections to the masters (presenting this holder's certificate).
+	TLS *tlsconf.Source
+	// TLSRequireClientCert makes the data RPC listener refuse a client
+	// without a certificate of the CA (--tls-client-auth=require).
+	TLSRequireClientCert bool
 }
 
 func (c *ServiceConfig) setDefaults() {
@@ -118,7 +126,7 @@ func StartService(store *Store, cfg ServiceConfig) (*Service, error) {
 	s.logCapacity()
 	s.reg = newRegistry(s)
 	s.cl = transport.NewClusterClient(cfg.Masters, transport.ClusterConfig{
-		ClientConfig: transport.ClientConfig{Token: cfg.ClusterToken},
+		ClientConfig: transport.ClientConfig{Token: cfg.ClusterToken, TLS: clientTLS(cfg.TLS)},
 		MaxWait:      cfg.FetchWait + 10*time.Second,
 	})
 	if err := s.startDataServer(); err != nil {

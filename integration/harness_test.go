@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"sexton/api"
 	"sexton/client"
 	"sexton/internal/testport"
+	"sexton/internal/tlsconf"
 	"sexton/transport"
 )
 
@@ -175,13 +177,20 @@ type cluster struct {
 	clients []*transport.ClusterClient
 	libOnce sync.Once
 	libCl   *client.Client
+
+	// tlsClient is the harness's own TLS config when the masters run
+	// with --tls-cert/--tls-key/--tls-ca: it presents the same files.
+	tlsClient *tls.Config
+	// holderExtra, if set, is appended to each holder's arguments (its
+	// TLS files).
+	holderExtra func(name string) []string
 }
 
 // lib is a session-carrying client library instance for the cluster,
 // shared by the helpers that put and remove.
 func (c *cluster) lib() *client.Client {
 	c.libOnce.Do(func() {
-		cl, err := client.New(client.Config{Masters: c.addrs(), Token: c.token, Timeout: 20 * time.Second})
+		cl, err := client.New(client.Config{Masters: c.addrs(), Token: c.token, TLS: c.tlsClient, Timeout: 20 * time.Second})
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -202,10 +211,28 @@ func startCluster(t *testing.T, n int, extra ...string) *cluster {
 func startClusterEnv(t *testing.T, n int, env []string, extra ...string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, extra: extra}
+	var files tlsconf.Files
 	for i, a := range extra {
-		if a == "--cluster-token" && i+1 < len(extra) {
-			c.token = extra[i+1]
+		if i+1 >= len(extra) {
+			break
 		}
+		switch a {
+		case "--cluster-token":
+			c.token = extra[i+1]
+		case "--tls-cert":
+			files.Cert = extra[i+1]
+		case "--tls-key":
+			files.Key = extra[i+1]
+		case "--tls-ca":
+			files.CA = extra[i+1]
+		}
+	}
+	if files.Enabled() {
+		src, err := tlsconf.Load(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.tlsClient = src.ClientConfig()
 	}
 	base := t.TempDir()
 	var peers []string
@@ -255,15 +282,21 @@ func (c *cluster) client(rotate int) *transport.ClusterClient {
 	a := c.addrs()
 	r := rotate % len(a)
 	a = append(a[r:], a[:r]...)
-	cl := transport.NewClusterClient(a, transport.ClusterConfig{ClientConfig: transport.ClientConfig{Token: c.token}, MaxWait: 20 * time.Second})
+	cl := transport.NewClusterClient(a, transport.ClusterConfig{ClientConfig: c.cc(), MaxWait: 20 * time.Second})
 	c.clients = append(c.clients, cl)
 	return cl
+}
+
+// cc is the client config of the harness's own connections: the token
+// and, when the masters use TLS, their certificate.
+func (c *cluster) cc() transport.ClientConfig {
+	return transport.ClientConfig{Token: c.token, TLS: c.tlsClient}
 }
 
 func (c *cluster) status(m *masterNode) (api.StatusResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	conn, err := transport.Dial(ctx, m.rpcAddr, transport.ClientConfig{Token: c.token})
+	conn, err := transport.Dial(ctx, m.rpcAddr, c.cc())
 	if err != nil {
 		return api.StatusResponse{}, err
 	}
@@ -288,7 +321,7 @@ func (c *cluster) waitLeader(d time.Duration) *masterNode {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			conn, err := transport.Dial(ctx, m.rpcAddr, transport.ClientConfig{Token: c.token})
+			conn, err := transport.Dial(ctx, m.rpcAddr, c.cc())
 			if err == nil {
 				var resp api.ListSegmentsResponse
 				err = conn.Call(ctx, api.MethodListSegments, &api.Empty{}, &resp)

@@ -33,6 +33,9 @@ func (h *holderNode) args(c *cluster) []string {
 	if c.token != "" {
 		a = append(a, "--cluster-token", c.token)
 	}
+	if c.holderExtra != nil {
+		a = append(a, c.holderExtra(h.name)...)
+	}
 	return a
 }
 
@@ -49,7 +52,7 @@ func (c *cluster) waitHolderMounted(t *testing.T, h *holderNode) api.HolderStatu
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		st, err := holderStatus(h.addr, c.token)
+		st, err := holderStatusWith(h.addr, c.cc())
 		if err == nil && st.Mounted {
 			return st
 		}
@@ -64,9 +67,13 @@ func (c *cluster) waitHolderMounted(t *testing.T, h *holderNode) api.HolderStatu
 }
 
 func holderStatus(addr, token string) (api.HolderStatusResponse, error) {
+	return holderStatusWith(addr, transport.ClientConfig{Token: token})
+}
+
+func holderStatusWith(addr string, cc transport.ClientConfig) (api.HolderStatusResponse, error) {
 	ctx, cancel := ctxT(3 * time.Second)
 	defer cancel()
-	conn, err := transport.Dial(ctx, addr, transport.ClientConfig{Token: token})
+	conn, err := transport.Dial(ctx, addr, cc)
 	if err != nil {
 		return api.HolderStatusResponse{}, err
 	}

@@ -102,6 +102,18 @@ type Config struct {
 	// DFSTick is how often the leader looks for DFS file work (default 200ms).
 	DFSTick time.Duration
 
+	// TLSRequireClientCert makes the RPC listener (with TLS) refuse a
+	// client without a certificate of the CA (--tls-client-auth=require).
+	// Off, a client may come without one, but one it presents must chain
+	// to the CA. The HTTP listener never requires one: probes and
+	// scrapers rarely have one, and nothing there changes state.
+	TLSRequireClientCert bool
+	// EnableDebug serves /debug/pprof/ on the HTTP listener
+	// (--enable-debug). Off by default: profiles expose internals
+	// (goroutine stacks, allocation sites), and a CPU profile or trace
+	// costs the node CPU for as long as whoever can connect asks.
+	EnableDebug bool
+
 	Logger hclog.Logger
 	// Halt is called when the fsm refuses an entry (unknown version,
 	// corrupt body). It must not return; the default logs and exits 3.

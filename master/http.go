@@ -1,6 +1,7 @@
 package master
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"sexton/internal/tlsconf"
 )
 
 func (n *Node) startHTTP() error {
@@ -24,10 +27,14 @@ func (n *Node) startHTTP() error {
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
-	// Profiles, as every Go daemon offers them (same listener as /metrics).
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if n.cfg.EnableDebug {
+		// Profiles only when asked for (--enable-debug): they expose
+		// internals, and a CPU profile or trace costs CPU for as long as
+		// anyone who can reach this port asks (docs/SECURITY.md).
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("/v1/status", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(n.status())
@@ -35,6 +42,12 @@ func (n *Node) startHTTP() error {
 	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 	if err != nil {
 		return err
+	}
+	if n.cfg.TLS != nil {
+		// A client certificate is optional here whatever
+		// --tls-client-auth says: health probes and scrapers rarely
+		// carry one, and nothing here changes state.
+		ln = tls.NewListener(ln, n.cfg.TLS.ServerConfig(tlsconf.VerifyClientCertIfGiven))
 	}
 	n.httpLn = ln
 	n.httpSrv = &http.Server{Handler: mux}

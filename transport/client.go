@@ -56,6 +56,14 @@ func Dial(ctx context.Context, addr string, cfg ClientConfig) (*Conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	if cfg.TLS != nil {
+		tc, err := tlsHandshake(ctx, nc, addr, cfg)
+		if err != nil {
+			nc.Close()
+			return nil, err
+		}
+		nc = tc
+	}
 	c := &Conn{
 		addr:       addr,
 		cfg:        cfg,
@@ -77,7 +85,8 @@ func (c *Conn) Addr() string { return c.addr }
 
 func (c *Conn) handshake(ctx context.Context) error {
 	nc := c.link.nc
-	deadline := time.Now().Add(c.cfg.HandshakeTimeout)
+	start := time.Now()
+	deadline := start.Add(c.cfg.HandshakeTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
@@ -95,7 +104,18 @@ func (c *Conn) handshake(ctx context.Context) error {
 			return ae
 		}
 		if isTimeout(err) {
-			return api.Errorf(api.CodeUnavailable, "handshake with %s: no %s within %s", c.addr, stage, c.cfg.HandshakeTimeout)
+			hint := ""
+			if c.cfg.TLS == nil && stage == "hello" {
+				// A TLS server waits for our ClientHello and says nothing.
+				hint = " (does the server use TLS? this client does not: --tls-ca, --tls-cert, --tls-key)"
+			}
+			return api.Errorf(api.CodeUnavailable, "handshake with %s: no %s within %s%s", c.addr, stage, deadline.Sub(start).Round(time.Millisecond), hint)
+		}
+		if tlsRefused(err) {
+			// TLS 1.3: the server checks our certificate after our side of
+			// the handshake is done, so its refusal arrives as an alert on
+			// the first read.
+			return api.Errorf(api.CodeUnauthenticated, "TLS with %s: the server refused this client: %v", c.addr, err)
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return api.Errorf(api.CodeUnavailable, "handshake with %s: connection closed by the server before its %s", c.addr, stage)

@@ -1,6 +1,9 @@
 package transport
 
-import "time"
+import (
+	"crypto/tls"
+	"time"
+)
 
 // Client defaults.
 const (
@@ -14,6 +17,13 @@ type ClientConfig struct {
 	// Token is the cluster token, proven to servers that require one. A
 	// server without a token accepts a client with one (see DESIGN.md).
 	Token string
+	// TLS, when set, runs a TLS handshake right after connect, before
+	// the token handshake. Nil dials plain TCP. If ServerName is empty
+	// the host part of the dialled address is used (an IP address is
+	// checked against the certificate's IP SANs). A certificate the
+	// client refuses, or a server that refuses ours, is UNAUTHENTICATED,
+	// like a token mismatch: it is configuration, not a failover.
+	TLS *tls.Config
 	// MaxFrame bounds every frame a server sends us (DefaultMaxFrame if 0).
 	MaxFrame int
 	// DialTimeout bounds the TCP connect.

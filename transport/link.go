@@ -24,6 +24,7 @@ type link struct {
 	nc           net.Conn
 	br           *bufio.Reader
 	frameTimeout time.Duration
+	coalesce     bool // nc is TLS: copy small batches into one write
 
 	out           chan *bytes.Buffer
 	closing       chan struct{}
@@ -41,6 +42,7 @@ func newLink(nc net.Conn, frameTimeout time.Duration) *link {
 		nc:           nc,
 		br:           bufio.NewReaderSize(nc, 64<<10),
 		frameTimeout: frameTimeout,
+		coalesce:     isTLS(nc),
 		out:          make(chan *bytes.Buffer, writeBatchFrames),
 		closing:      make(chan struct{}),
 		writerDone:   make(chan struct{}),
@@ -74,6 +76,7 @@ func (l *link) writeLoop() {
 	defer l.nc.Close()
 	batch := make([]*bytes.Buffer, 0, writeBatchFrames)
 	bufs := make(net.Buffers, 0, writeBatchFrames)
+	var joined []byte
 	for {
 		select {
 		case <-l.closing:
@@ -100,6 +103,12 @@ func (l *link) writeLoop() {
 			var err error
 			if len(batch) == 1 {
 				_, err = l.nc.Write(batch[0].Bytes())
+			} else if total := batchLen(batch); l.coalesce && total <= coalesceLimit {
+				joined = joined[:0]
+				for _, b := range batch {
+					joined = append(joined, b.Bytes()...)
+				}
+				_, err = l.nc.Write(joined)
 			} else {
 				bufs = bufs[:0]
 				for _, b := range batch {
@@ -205,4 +214,12 @@ func (l *link) wait() {
 	if l.writerStarted.Load() {
 		<-l.writerDone
 	}
+}
+
+func batchLen(batch []*bytes.Buffer) int {
+	n := 0
+	for _, b := range batch {
+		n += b.Len()
+	}
+	return n
 }

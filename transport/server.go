@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
@@ -21,6 +22,11 @@ type ServerConfig struct {
 	// Token is the cluster token. When set, every connection must prove
 	// it (challenge-response) before its first call.
 	Token string
+	// TLS, when set, wraps every accepted connection: the TLS handshake
+	// runs first (under HandshakeTimeout), then the token handshake inside
+	// it. Nil serves plain TCP. Whether a client certificate is required
+	// is the config's ClientAuth (tlsconf.ServerConfig chooses it).
+	TLS *tls.Config
 	// MaxFrame bounds every frame a client sends (DefaultMaxFrame if 0).
 	MaxFrame int
 	// HandshakeTimeout bounds the whole handshake, from accept to the
@@ -148,6 +154,9 @@ func (s *Server) Serve(l net.Listener) error {
 			s.mu.Unlock()
 			nc.Close()
 			return ErrServerClosed
+		}
+		if s.cfg.TLS != nil {
+			nc = tls.Server(nc, s.cfg.TLS)
 		}
 		sc := newServerConn(s, nc)
 		s.conns[sc] = struct{}{}

@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -25,16 +26,22 @@ type serverConn struct {
 	work    chan envelope // to a parked worker; unbuffered
 	idle    atomic.Int32  // parked workers
 	inRun   sync.WaitGroup
+	// tlsPending: the TLS handshake has not finished. A go-away then
+	// closes without a frame: writing one would wait for the handshake
+	// (crypto/tls serialises them), i.e. for a silent client's timeout.
+	tlsPending atomic.Bool
 }
 
 func newServerConn(s *Server, nc net.Conn) *serverConn {
-	return &serverConn{
+	sc := &serverConn{
 		srv:   s,
 		link:  newLink(nc, s.cfg.FrameTimeout),
 		peer:  nc.RemoteAddr().String(),
 		slots: make(chan struct{}, s.cfg.MaxInflightPerConn),
 		work:  make(chan envelope),
 	}
+	sc.tlsPending.Store(isTLS(nc))
+	return sc
 }
 
 func errServerShuttingDown() *api.Error {
@@ -43,6 +50,10 @@ func errServerShuttingDown() *api.Error {
 
 // goAway closes the connection after telling the client why.
 func (sc *serverConn) goAway(why *api.Error) {
+	if sc.tlsPending.Load() {
+		sc.link.shutdown(why, nil)
+		return
+	}
 	buf, err := encodeFrame(&envelope{kind: kindGoAway, err: why}, nil)
 	if err != nil {
 		buf = nil
@@ -102,6 +113,21 @@ func (sc *serverConn) handshakeSteps() error {
 	deadline := time.Now().Add(s.cfg.HandshakeTimeout)
 	if err := nc.SetReadDeadline(deadline); err != nil {
 		return err
+	}
+	if tc, ok := nc.(*tls.Conn); ok {
+		// Explicitly, so a failure is logged as what it is rather than as
+		// an unreadable hello; nothing can be told to the client in our
+		// framing, TLS sends its own alert.
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			if isTimeout(err) || errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("TLS handshake not completed within %s", s.cfg.HandshakeTimeout)
+			}
+			return fmt.Errorf("TLS handshake: %w", err)
+		}
+		sc.tlsPending.Store(false)
 	}
 	nonce, err := newNonce()
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/transport"
 )
 
 // env is what a verb runs with: the shared flags, parsed once by the
@@ -18,8 +20,12 @@ import (
 type env struct {
 	masters string
 	token   string
+	tls     tlsFlags
 	timeout time.Duration
 	json    bool
+
+	tlsConf   *tls.Config // from tls, built once
+	tlsLoaded bool
 
 	cl     *client.Client
 	opened []*client.Client
@@ -30,6 +36,20 @@ func (e *env) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.masters, "masters", envString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
 	fs.StringVar(&e.token, "cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "cluster token (env SEXTON_CLUSTER_TOKEN)")
 	fs.DurationVar(&e.timeout, "timeout", envDuration("SEXTON_TIMEOUT", 15*time.Second), "give up after this long (env SEXTON_TIMEOUT)")
+	e.tls.register(fs)
+}
+
+// clientConfig is the transport config every connection to a master or
+// a holder uses: the token and the TLS flags.
+func (e *env) clientConfig() (transport.ClientConfig, error) {
+	if !e.tlsLoaded {
+		c, err := e.tls.clientConfig()
+		if err != nil {
+			return transport.ClientConfig{}, err
+		}
+		e.tlsConf, e.tlsLoaded = c, true
+	}
+	return transport.ClientConfig{Token: e.token, TLS: e.tlsConf}, nil
 }
 
 // client is the session-carrying client over the cluster flags, one per
@@ -48,7 +68,11 @@ func (e *env) client() (*client.Client, error) {
 // newClient opens another client with its own connections (a bench's
 // background traffic), closed with the rest.
 func (e *env) newClient() (*client.Client, error) {
-	cl, err := client.New(client.Config{Masters: splitList(e.masters), Token: e.token, Timeout: e.timeout})
+	cc, err := e.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(client.Config{Masters: splitList(e.masters), Token: cc.Token, TLS: cc.TLS, Timeout: e.timeout})
 	if err != nil {
 		return nil, fmt.Errorf("%w (--masters or SEXTON_MASTERS)", err)
 	}

@@ -187,7 +187,9 @@ func topUsage() string {
 	b.WriteString(`
 * takes the cluster flags: --masters A,B,C (env SEXTON_MASTERS, default
   127.0.0.1:7101), --cluster-token T (env SEXTON_CLUSTER_TOKEN), --timeout D
-  (env SEXTON_TIMEOUT, default 15s).
+  (env SEXTON_TIMEOUT, default 15s), --tls-cert, --tls-key, --tls-ca FILE
+  (env SEXTON_TLS_CERT, SEXTON_TLS_KEY, SEXTON_TLS_CA; --tls-ca alone for a
+  client without a certificate).
 'sexton COMMAND --help' shows a command's flags; 'sexton operator' (any
 first words) lists the commands that start with them.
 
@@ -209,7 +211,7 @@ func groupUsage(prefix string) string {
 	}
 	b.WriteString("\n")
 	if cluster {
-		b.WriteString("* takes the cluster flags (--masters, --cluster-token, --timeout); see 'sexton --help'.\n")
+		b.WriteString("* takes the cluster flags (--masters, --cluster-token, --timeout, --tls-*); see 'sexton --help'.\n")
 	}
 	b.WriteString("'sexton COMMAND --help' shows a command's flags.\n")
 	return b.String()

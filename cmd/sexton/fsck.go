@@ -115,7 +115,11 @@ func fsck(e *env) (*fsckReport, error) {
 		}
 		cursor = page.NextCursor
 	}
-	pool := transport.NewPool(transport.ClientConfig{Token: e.token})
+	cc, err := e.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	pool := transport.NewPool(cc)
 	defer pool.Close()
 	scan := 0
 	for _, seg := range segs.Segments {

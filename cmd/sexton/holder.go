@@ -28,6 +28,9 @@ func runHolder(args []string) error {
 	clientID := fs.String("client-id", envString("SEXTON_HOLDER_CLIENT_ID", ""), "client id (default: derived from the segment id)")
 	token := fs.String("cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "cluster token (env SEXTON_CLUSTER_TOKEN)")
 	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), "log level")
+	var tf tlsFlags
+	tf.register(fs)
+	requireCert := clientAuthFlag(fs)
 	// The GC settings come from MOONCAKE_OFFLOAD_* first; a bad variable
 	// refuses to start rather than fall back to a default.
 	gcEnv, err := holder.GCOptionsFromEnv()
@@ -45,6 +48,17 @@ func runHolder(args []string) error {
 	}
 	if *dir == "" {
 		return usagef("holder: --dir is required")
+	}
+	tlsSrc, err := tf.source()
+	if err != nil {
+		return err
+	}
+	tlsRequire, err := requireCert()
+	if err != nil {
+		return err
+	}
+	if tlsRequire && tlsSrc == nil {
+		return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
 	}
 	capBytes, err := parseSize(*capacity)
 	if err != nil {
@@ -76,7 +90,8 @@ func runHolder(args []string) error {
 	sd := notifyHolder(*dir)
 	defer sd.Stop()
 	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ListenAddr: *addr, HTTPAddr: *httpAddr,
-		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger}, gcOpts, reserve)
+		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger,
+		TLS: tlsSrc, TLSRequireClientCert: tlsRequire}, gcOpts, reserve)
 	if err != nil {
 		return err
 	}
@@ -85,7 +100,7 @@ func runHolder(args []string) error {
 		fmt.Fprintf(os.Stderr, "sexton holder: http %s (/metrics, /healthz, /readyz)\n", a)
 	}
 	sd.started(svc)
-	waitForSignal()
+	serveSignals(svc.ReloadTLS)
 	sd.Stop()
 	svc.Close()
 	return store.Close()

@@ -40,6 +40,10 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", envDuration("SEXTON_LEASE_TTL", 0), "read lease granted by a Get (default 10s)")
 	fs.DurationVar(&cfg.HolderTTL, "holder-ttl", envDuration("SEXTON_HOLDER_TTL", 0), "a holder without heartbeat this long is not placed on (default 10s)")
 	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), "log level (env SEXTON_LOG_LEVEL)")
+	var tf tlsFlags
+	tf.register(fs)
+	requireCert := clientAuthFlag(fs)
+	fs.BoolVar(&cfg.EnableDebug, "enable-debug", envBool("SEXTON_ENABLE_DEBUG", false), "serve /debug/pprof/ on the HTTP listener (env SEXTON_ENABLE_DEBUG)")
 	return cfg, func(args []string) error {
 		if err := parseFlags(fs, args); err != nil {
 			return usagef("%v", err)
@@ -72,6 +76,15 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 		cfg.SnapshotThreshold = uint64(max(*snapThreshold, 0))
 		cfg.TrailingLogs = uint64(max(*trailing, 0))
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "master." + cfg.ID, Level: hclog.LevelFromString(*logLevel), Output: os.Stderr})
+		if cfg.TLSRequireClientCert, err = requireCert(); err != nil {
+			return err
+		}
+		if cfg.TLS, err = tf.source(); err != nil {
+			return err
+		}
+		if cfg.TLSRequireClientCert && cfg.TLS == nil {
+			return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
+		}
 		return nil
 	}
 }
@@ -87,7 +100,7 @@ func runMaster(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "sexton master %s: raft %s, rpc %s, http %s, data %s\n", cfg.ID, cfg.RaftAddr, n.RPCAddr(), n.HTTPAddr(), cfg.DataDir)
 	sd := notifyMaster(n)
-	waitForSignal()
+	serveSignals(n.ReloadTLS)
 	sd.Stop()
 	n.Shutdown()
 	return nil

@@ -234,8 +234,12 @@ func setupStatus(*flag.FlagSet) runFunc {
 	return func(e *env, _ []string) error {
 		rows := []api.StatusResponse{}
 		var errs []error
+		cc, err := e.clientConfig()
+		if err != nil {
+			return err
+		}
 		for _, addr := range splitList(e.masters) {
-			st, err := masterStatus(addr, e.token)
+			st, err := masterStatus(addr, cc)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 				continue
@@ -264,11 +268,11 @@ func setupStatus(*flag.FlagSet) runFunc {
 }
 
 // masterStatus asks one master, whichever its role.
-func masterStatus(addr, token string) (api.StatusResponse, error) {
+func masterStatus(addr string, cc transport.ClientConfig) (api.StatusResponse, error) {
 	var st api.StatusResponse
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	conn, err := transport.Dial(ctx, addr, transport.ClientConfig{Token: token})
+	conn, err := transport.Dial(ctx, addr, cc)
 	if err != nil {
 		return st, err
 	}

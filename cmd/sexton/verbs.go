@@ -37,7 +37,7 @@ type runFunc func(e *env, args []string) error
 type shared uint8
 
 const (
-	clusterFlags shared = 1 << iota // --masters, --cluster-token, --timeout
+	clusterFlags shared = 1 << iota // --masters, --cluster-token, --timeout, --tls-*
 	jsonFlag                        // --json
 )
 

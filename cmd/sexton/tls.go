@@ -1,0 +1,88 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"sexton/internal/tlsconf"
+)
+
+// tlsFlags are --tls-cert, --tls-key and --tls-ca (env SEXTON_TLS_*),
+// shared by the servers and every verb that dials a master or a holder.
+type tlsFlags struct{ cert, key, ca string }
+
+func (f *tlsFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.cert, "tls-cert", envString("SEXTON_TLS_CERT", ""), "PEM certificate chain presented on TLS connections; with --tls-key and --tls-ca (env SEXTON_TLS_CERT)")
+	fs.StringVar(&f.key, "tls-key", envString("SEXTON_TLS_KEY", ""), "PEM private key of --tls-cert (env SEXTON_TLS_KEY)")
+	fs.StringVar(&f.ca, "tls-ca", envString("SEXTON_TLS_CA", ""), "PEM CA bundle the other side's certificate must chain to; TLS is on when it is given (env SEXTON_TLS_CA)")
+}
+
+func (f *tlsFlags) files() tlsconf.Files { return tlsconf.Files{Cert: f.cert, Key: f.key, CA: f.ca} }
+
+// source loads a server's material: all three flags or none.
+func (f *tlsFlags) source() (*tlsconf.Source, error) {
+	src, err := tlsconf.Load(f.files())
+	if errors.Is(err, tlsconf.ErrIncomplete) {
+		return nil, usagef("%v", err)
+	}
+	return src, err
+}
+
+// clientConfig is a dialer's TLS config: nil (plain) with no flags, the
+// CA alone for a client without a certificate (a listener with
+// --tls-client-auth=optional accepts it), or all three.
+func (f *tlsFlags) clientConfig() (*tls.Config, error) {
+	if f.cert == "" && f.key == "" && f.ca != "" {
+		pem, err := os.ReadFile(f.ca)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s holds no PEM certificate", f.ca)
+		}
+		return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	}
+	src, err := f.source()
+	if err != nil || src == nil {
+		return nil, err
+	}
+	return src.ClientConfig(), nil
+}
+
+// clientAuthFlag is --tls-client-auth: whether a server's client-facing
+// listener requires a client certificate.
+func clientAuthFlag(fs *flag.FlagSet) func() (bool, error) {
+	v := fs.String("tls-client-auth", envString("SEXTON_TLS_CLIENT_AUTH", "optional"), "with TLS: require or optional; require refuses clients without a certificate of --tls-ca, optional accepts them but verifies one that is presented (env SEXTON_TLS_CLIENT_AUTH)")
+	return func() (bool, error) {
+		switch *v {
+		case "require":
+			return true, nil
+		case "optional":
+			return false, nil
+		}
+		return false, usagef("--tls-client-auth %q: want require or optional", *v)
+	}
+}
+
+// serveSignals blocks until SIGINT or SIGTERM, calling reload on every
+// SIGHUP (a failed reload is logged by reload and keeps the old material).
+func serveSignals(reload func() error) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(ch)
+	for sig := range ch {
+		if sig != syscall.SIGHUP {
+			return
+		}
+		if reload != nil {
+			_ = reload()
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sexton/api"
+	"sexton/internal/tlsconf"
+	"sexton/internal/tlsconf/tlstest"
+)
+
+type tlsFixture struct {
+	ca, other *tlstest.CA
+	server    *tlsconf.Source
+	client    *tlsconf.Source
+	foreign   *tlsconf.Source
+}
+
+func newTLSFixture(t *testing.T) *tlsFixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &tlsFixture{}
+	var err error
+	if f.ca, err = tlstest.NewCA(dir, "cluster"); err != nil {
+		t.Fatal(err)
+	}
+	if f.other, err = tlstest.NewCA(dir, "other"); err != nil {
+		t.Fatal(err)
+	}
+	load := func(ca *tlstest.CA, name string) *tlsconf.Source {
+		files, err := ca.Issue(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := tlsconf.Load(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	f.server, f.client, f.foreign = load(f.ca, "server"), load(f.ca, "client"), load(f.other, "intruder")
+	return f
+}
+
+// caOnly is a client that verifies the server but has no certificate.
+func (f *tlsFixture) caOnly(t *testing.T) *tls.Config {
+	pem, err := os.ReadFile(f.ca.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+}
+
+// Mutual TLS with a token inside: calls work, many concurrent calls on one
+// connection (batched writes) arrive intact, and the connection really is
+// TLS (a plain client gets no hello and gives up).
+func TestTLSMutualWithToken(t *testing.T) {
+	f := newTLSFixture(t)
+	ts := startServer(t, ServerConfig{Token: "tok", TLS: f.server.ServerConfig(tlsconf.RequireClientCert)}, nil)
+	c := dial(t, ts.addr, ClientConfig{Token: "tok", TLS: f.client.ClientConfig()})
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var resp echoResp
+			pad := strings.Repeat("x", i*97)
+			if err := c.Call(context.Background(), "Echo", &echoReq{N: i, Pad: pad}, &resp); err != nil || resp.N != i || resp.Pad != pad {
+				t.Errorf("call %d: %v (n=%d, %d bytes)", i, err, resp.N, len(resp.Pad))
+			}
+		}()
+	}
+	wg.Wait()
+
+	// The token is still checked inside TLS.
+	_, err := Dial(context.Background(), ts.addr, ClientConfig{Token: "wrong", TLS: f.client.ClientConfig()})
+	requireCode(t, err, api.CodeUnauthenticated)
+
+	_, err = Dial(context.Background(), ts.addr, ClientConfig{Token: "tok", HandshakeTimeout: 300 * time.Millisecond})
+	ae := requireCode(t, err, api.CodeUnavailable)
+	if !strings.Contains(ae.Message, "does the server use TLS") {
+		t.Fatalf("plain client against a TLS server: %q", ae.Message)
+	}
+}
+
+// Certificates are checked both ways: a foreign or missing client
+// certificate is refused where one is required, a missing one is fine
+// where it is optional but a foreign one is not, and a client refuses a
+// server of another CA. Every refusal is UNAUTHENTICATED.
+func TestTLSRefusesForeignCertificates(t *testing.T) {
+	f := newTLSFixture(t)
+	req := startServer(t, ServerConfig{TLS: f.server.ServerConfig(tlsconf.RequireClientCert)}, nil)
+	opt := startServer(t, ServerConfig{TLS: f.server.ServerConfig(tlsconf.VerifyClientCertIfGiven)}, nil)
+	intruder := startServer(t, ServerConfig{TLS: f.foreign.ServerConfig(tlsconf.VerifyClientCertIfGiven)}, nil)
+
+	for name, tc := range map[string]struct {
+		addr string
+		cfg  *tls.Config
+	}{
+		"foreign cert, required":   {req.addr, f.foreign.ClientConfig()},
+		"no cert, required":        {req.addr, f.caOnly(t)},
+		"foreign cert, optional":   {opt.addr, f.foreign.ClientConfig()},
+		"server of another CA":     {intruder.addr, f.client.ClientConfig()},
+		"no cert, another CA srv.": {intruder.addr, f.caOnly(t)},
+	} {
+		c, err := Dial(context.Background(), tc.addr, ClientConfig{TLS: tc.cfg})
+		if err == nil {
+			mustEcho(t, c, 1)
+			c.Close()
+			t.Fatalf("%s: accepted", name)
+		}
+		requireCode(t, err, api.CodeUnauthenticated)
+	}
+	mustEcho(t, dial(t, opt.addr, ClientConfig{TLS: f.caOnly(t)}), 2)
+	mustEcho(t, dial(t, opt.addr, ClientConfig{TLS: f.client.ClientConfig()}), 3)
+	if n := req.Stats().Refused; n != 2 {
+		t.Fatalf("required listener refused %d connections, want 2", n)
+	}
+}
+
+// A TLS client against a plain server fails at once, saying so.
+func TestTLSClientAgainstPlainServer(t *testing.T) {
+	f := newTLSFixture(t)
+	ts := startServer(t, ServerConfig{}, nil)
+	start := time.Now()
+	_, err := Dial(context.Background(), ts.addr, ClientConfig{TLS: f.client.ClientConfig()})
+	ae := requireCode(t, err, api.CodeUnavailable)
+	if !strings.Contains(ae.Message, "without TLS") || time.Since(start) > 5*time.Second {
+		t.Fatalf("after %v: %q", time.Since(start), ae.Message)
+	}
+}
+
+// After the server reloads onto another CA, an established connection
+// keeps serving and a new handshake uses the new material.
+func TestTLSReloadKeepsConnections(t *testing.T) {
+	f := newTLSFixture(t)
+	files := f.server.Files()
+	ts := startServer(t, ServerConfig{TLS: f.server.ServerConfig(tlsconf.RequireClientCert)}, nil)
+	old := dial(t, ts.addr, ClientConfig{TLS: f.client.ClientConfig()})
+	mustEcho(t, old, 1)
+
+	next, err := f.other.Issue("server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range [][2]string{{next.Cert, files.Cert}, {next.Key, files.Key}, {next.CA, files.CA}} {
+		b, err := os.ReadFile(p[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p[1], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.server.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	mustEcho(t, old, 2)
+	_, err = Dial(context.Background(), ts.addr, ClientConfig{TLS: f.client.ClientConfig()})
+	requireCode(t, err, api.CodeUnauthenticated)
+	mustEcho(t, dial(t, ts.addr, ClientConfig{TLS: f.foreign.ClientConfig()}), 3)
+}
+
+// Close does not wait for a connection stuck in its TLS handshake (a
+// client that connected and said nothing).
+func TestTLSCloseDuringHandshake(t *testing.T) {
+	f := newTLSFixture(t)
+	ts := startServer(t, ServerConfig{TLS: f.server.ServerConfig(tlsconf.RequireClientCert)}, nil)
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.Stats().Connections == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	ts.stop()
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Close took %v with a connection in its TLS handshake", d)
+	}
+}
