@@ -2,9 +2,11 @@ package master
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -49,6 +51,9 @@ func (n *Node) startHTTP() error {
 // readiness: a leader is known and this node has applied everything it
 // knows to be committed.
 func (n *Node) readiness() (bool, string) {
+	if cannot, err, since := n.guard.state(); cannot {
+		return false, fmt.Sprintf("log store cannot write for %v (not campaigning until a probe write to the data dir succeeds): %v\n", time.Since(since).Round(time.Second), err)
+	}
 	if _, id := n.raft.LeaderWithID(); id == "" {
 		return false, "no leader known\n"
 	}

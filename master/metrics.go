@@ -23,6 +23,7 @@ type metrics struct {
 	ackedTasks      prometheus.Counter
 	leaderChanges   prometheus.Counter
 	duplicates      *prometheus.CounterVec
+	storeFailures   *prometheus.CounterVec
 }
 
 func newMetrics(n *Node) *metrics {
@@ -36,7 +37,8 @@ func newMetrics(n *Node) *metrics {
 	m.ackedTasks = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_tasks_acked_total", Help: "Delete tasks dropped by committed acks."})
 	m.leaderChanges = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_leader_terms_total", Help: "Times this node became the ready leader."})
 	m.duplicates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_session_duplicates_total", Help: "Repeated client requests answered from the session table, by command."}, []string{"command"})
-	m.reg.MustRegister(m.applyLatency, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.leaderChanges, m.duplicates)
+	m.storeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_raft_log_store_write_failures_total", Help: "Failed writes to the Raft log or stable store, by operation (store_logs, set_term, set_stable, delete_range) and reason (enospc, edquot, other)."}, []string{"op", "reason"})
+	m.reg.MustRegister(m.applyLatency, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.leaderChanges, m.duplicates, m.storeFailures)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(&stateCollector{n: n})
 	return m
@@ -44,6 +46,11 @@ func newMetrics(n *Node) *metrics {
 
 func (m *metrics) observeApply(d time.Duration)  { m.applyLatency.Observe(d.Seconds()) }
 func (m *metrics) observeCommit(d time.Duration) { m.commitLatency.Observe(d.Seconds()) }
+
+// noteStoreFailure counts a failed log or stable store write.
+func (m *metrics) noteStoreFailure(op, reason string) {
+	m.storeFailures.WithLabelValues(op, reason).Inc()
+}
 
 // noteDuplicate counts a request of command type t that the session table
 // answered (a client's repeat).
@@ -72,10 +79,13 @@ var (
 	descEpoch       = prometheus.NewDesc("sexton_master_epoch", "The replicated master epoch.", nil, nil)
 	descSettings    = prometheus.NewDesc("sexton_settings", "The replicated settings in force, by name.", []string{"name"}, nil)
 	descSessions    = prometheus.NewDesc("sexton_sessions", "The client session table: clients kept, results kept, approximate bytes.", []string{"kind"}, nil)
+	descCannotWrite = prometheus.NewDesc("sexton_raft_log_store_cannot_write", "1 while this node's Raft log store cannot write (a write failed and no probe write or log append has succeeded since); the node does not campaign meanwhile.", nil, nil)
+	descDirFree     = prometheus.NewDesc("sexton_data_dir_free_bytes", "Bytes free for an unprivileged writer in the file system of the data dir (statfs).", nil, nil)
+	descDirSize     = prometheus.NewDesc("sexton_data_dir_size_bytes", "Size of the file system of the data dir (statfs).", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRaftState, descRaftIndex, descObjects, descTasks, descRegistryOcc, descEpoch, descSettings, descSessions} {
+	for _, d := range []*prometheus.Desc{descRaftState, descRaftIndex, descObjects, descTasks, descRegistryOcc, descEpoch, descSettings, descSessions, descCannotWrite, descDirFree, descDirSize} {
 		ch <- d
 	}
 }
@@ -86,6 +96,18 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRaftState, prometheus.GaugeValue, 1, n.raft.State().String())
 		ch <- prometheus.MustNewConstMetric(descRaftIndex, prometheus.GaugeValue, float64(n.raft.CommitIndex()), "commit")
 		ch <- prometheus.MustNewConstMetric(descRaftIndex, prometheus.GaugeValue, float64(n.raft.AppliedIndex()), "applied")
+	}
+	if n.guard != nil {
+		cannot, _, _ := n.guard.state()
+		v := 0.0
+		if cannot {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descCannotWrite, prometheus.GaugeValue, v)
+	}
+	if free, size, err := dirSpace(n.cfg.DataDir); err == nil {
+		ch <- prometheus.MustNewConstMetric(descDirFree, prometheus.GaugeValue, float64(free))
+		ch <- prometheus.MustNewConstMetric(descDirSize, prometheus.GaugeValue, float64(size))
 	}
 	st := n.fsm.Stats()
 	ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(st.Objects))
