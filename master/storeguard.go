@@ -103,7 +103,11 @@ func (g *storeGuard) attach(r *raft.Raft) { g.raft.Store(r) }
 // close ends every wait and the prober; called before raft is shut down,
 // which could otherwise wait forever for a term write parked here.
 func (g *storeGuard) close() {
+	// Under mu, so failed (which checks closing under mu) starts no prober
+	// once Wait may have begun.
+	g.mu.Lock()
 	g.closeOnce.Do(func() { close(g.closing) })
+	g.mu.Unlock()
 	g.wg.Wait()
 }
 
