@@ -51,7 +51,7 @@ func (n *Node) startHTTP() error {
 // readiness: a leader is known and this node has applied everything it
 // knows to be committed.
 func (n *Node) readiness() (bool, string) {
-	if cannot, err, since := n.guard.state(); cannot {
+	if cannot, since, err := n.guard.state(); cannot {
 		return false, fmt.Sprintf("log store cannot write for %v (not campaigning until a probe write to the data dir succeeds): %v\n", time.Since(since).Round(time.Second), err)
 	}
 	if _, id := n.raft.LeaderWithID(); id == "" {

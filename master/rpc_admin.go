@@ -31,7 +31,7 @@ func (n *Node) status() api.StatusResponse {
 	// The replicated capacity, the one Apply uses, not this node's flag.
 	set, _ := n.fsm.Settings()
 	out.RegistryCap = set.RegistryCapacity
-	if cannot, err, _ := n.guard.state(); cannot {
+	if cannot, _, err := n.guard.state(); cannot {
 		out.LogStoreCannotWrite = true
 		if err != nil {
 			out.LogStoreError = err.Error()

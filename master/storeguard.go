@@ -111,12 +111,12 @@ func (g *storeGuard) close() {
 	g.wg.Wait()
 }
 
-// state reports whether the store cannot write, the last write error and
-// since when.
-func (g *storeGuard) state() (cannotWrite bool, lastErr error, since time.Time) {
+// state reports whether the store cannot write, since when, and the last
+// write error.
+func (g *storeGuard) state() (cannotWrite bool, since time.Time, lastErr error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.healed != nil, g.lastErr, g.since
+	return g.healed != nil, g.since, g.lastErr
 }
 
 // --- raft.LogStore ---
@@ -326,7 +326,7 @@ func (g *storeGuard) runProber(healed chan struct{}) {
 		}
 		if time.Since(lastLog) >= storeStillFailingLogEvery {
 			lastLog = time.Now()
-			_, _, since := g.state()
+			_, since, _ := g.state()
 			g.log.Warn("raft log store still cannot write", "probe_error", err, "cannot_write_for", time.Since(since).Round(time.Second).String(),
 				"data_dir_free_bytes", dirFreeBytes(g.dataDir))
 		}

@@ -40,7 +40,7 @@ func TestStoreGuardTermWriteWaitsForSpace(t *testing.T) {
 		t.Fatalf("term write returned %v while the store cannot write", err)
 	case <-time.After(200 * time.Millisecond):
 	}
-	if cannot, err, _ := g.state(); !cannot || !errors.Is(err, errInjectedENOSPC) {
+	if cannot, _, err := g.state(); !cannot || !errors.Is(err, errInjectedENOSPC) {
 		t.Fatalf("state: cannot write %v, %v", cannot, err)
 	}
 	full.Store(false)
