@@ -248,9 +248,11 @@ func TestFullSingleMasterStaysCalmAndRecovers(t *testing.T) {
 		if st := n.status(); st.LogStoreCannotWrite {
 			t.Fatalf("still reports cannot write after commits succeed: %+v", st)
 		}
-		if code, body := httpGet(t, n, "/readyz"); code != http.StatusOK {
-			t.Fatalf("/readyz after recovery: %d %s", code, body)
-		}
+		// (Ready also needs everything committed applied: wait for that.)
+		waitFor(t, 5*time.Second, "/readyz to answer 200 after recovery", func() bool {
+			code, _ := httpGet(t, n, "/readyz")
+			return code == http.StatusOK
+		})
 		if v := metricValue(t, n, "sexton_raft_log_store_cannot_write"); v != "0" {
 			t.Fatalf("sexton_raft_log_store_cannot_write after recovery = %s", v)
 		}
@@ -346,9 +348,10 @@ func TestFullFollowerDoesNotDisruptCluster(t *testing.T) {
 		waitFor(t, 20*time.Second, "m3 to catch up with the leader", func() bool {
 			return !full.status().LogStoreCannotWrite && full.raft.AppliedIndex() >= newLeader.raft.AppliedIndex()
 		})
-		if code, body := httpGet(t, full, "/readyz"); code != http.StatusOK {
-			t.Fatalf("m3 /readyz after catching up: %d %s", code, body)
-		}
+		waitFor(t, 5*time.Second, "m3's /readyz to answer 200 after catching up", func() bool {
+			code, _ := httpGet(t, full, "/readyz")
+			return code == http.StatusOK
+		})
 		t.Logf("m3 caught up: applied %d, leader applied %d, m3 term %d, leader term %d",
 			full.raft.AppliedIndex(), newLeader.raft.AppliedIndex(), full.raft.CurrentTerm(), newLeader.raft.CurrentTerm())
 	})
