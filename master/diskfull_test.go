@@ -54,7 +54,10 @@ func newTmpfsFault(t *testing.T) *tmpfsFault {
 	// nodes have stopped.
 	t.Cleanup(func() {
 		if err := unix.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
+			// Never leave the mount behind: detach it (it goes when the
+			// last file in it is closed) and report the busy unmount.
+			derr := unix.Unmount(dir, unix.MNT_DETACH)
+			t.Errorf("unmount %s: %v (lazy unmount: %v)", dir, err, derr)
 		}
 	})
 	return &tmpfsFault{dir: filepath.Join(dir, "data")}
@@ -314,7 +317,7 @@ func TestFullFollowerDoesNotDisruptCluster(t *testing.T) {
 		}
 		waitCannotWriteReported(t, full, removeNext)
 		leaderTerm, fullTerm := leader.raft.CurrentTerm(), full.raft.CurrentTerm()
-		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			removeNext()
 		}
 		if now := tc.leaderIndex(t); now != li || leader.raft.CurrentTerm() != leaderTerm {
@@ -391,7 +394,7 @@ func TestFullLeaderStepsAsideForGood(t *testing.T) {
 		li := tc.leaderIndex(t)
 		leader := tc.node(li)
 		leaderTerm := leader.raft.CurrentTerm()
-		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			removeNext()
 			if full.raft.State() == raft.Leader {
 				t.Fatalf("m3 leads again while its data dir is full")
