@@ -52,7 +52,7 @@ func (n *Node) startHTTP() error {
 // knows to be committed.
 func (n *Node) readiness() (bool, string) {
 	if cannot, since, err := n.guard.state(); cannot {
-		return false, fmt.Sprintf("log store cannot write for %v (not campaigning until a probe write to the data dir succeeds): %v\n", time.Since(since).Round(time.Second), err)
+		return false, fmt.Sprintf("log store cannot write for %v (not campaigning until a write works again): %v\n", time.Since(since).Round(time.Second), err)
 	}
 	if _, id := n.raft.LeaderWithID(); id == "" {
 		return false, "no leader known\n"

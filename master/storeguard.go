@@ -278,7 +278,7 @@ func (g *storeGuard) failed(op string, err error) {
 	g.healed = make(chan struct{})
 	g.since = time.Now()
 	g.failing.Store(true)
-	g.log.Error("raft log store cannot write: this node stops campaigning until a probe write to its data dir succeeds",
+	g.log.Error("raft log store cannot write: this node does not campaign until a write works again (probing the data dir every second)",
 		"op", op, "reason", reason, "error", err, "data_dir", g.dataDir, "data_dir_free_bytes", dirFreeBytes(g.dataDir))
 	select {
 	case <-g.closing:
