@@ -345,6 +345,14 @@ type StatusResponse struct {
 	Segments     int    `msgpack:"segments" json:"segments"`
 	PendingTasks int    `msgpack:"tasks" json:"pending_tasks"`
 	RegistryCap  int    `msgpack:"registry_cap" json:"registry_capacity"`
+	// LogStoreCannotWrite: a write to this node's Raft log store failed
+	// (a full data dir, most often) and none has worked since; the node
+	// does not campaign meanwhile. LogStoreError is the last failure.
+	LogStoreCannotWrite bool   `msgpack:"log_store_cannot_write" json:"log_store_cannot_write"`
+	LogStoreError       string `msgpack:"log_store_error,omitempty" json:"log_store_error,omitempty"`
+	// DataDirFreeBytes is statfs of the data dir: bytes an unprivileged
+	// writer may still use (-1: statfs failed).
+	DataDirFreeBytes int64 `msgpack:"data_dir_free_bytes" json:"data_dir_free_bytes"`
 }
 
 // RaftPeer is one member of the Raft configuration.

@@ -1,6 +1,10 @@
 package master
 
-import "sexton/fsm"
+import (
+	"github.com/hashicorp/raft"
+
+	"sexton/fsm"
+)
 
 // testHooks are the points where this package's tests pause a node or act
 // at an exact step. They are unexported fields of Config, nil unless a
@@ -17,4 +21,9 @@ type testHooks struct {
 	// afterEvictCheck runs between an eviction's lease check and its
 	// proposal.
 	afterEvictCheck func()
+	// wrapStore wraps the log and stable store raft is given (inside the
+	// store guard): fault injection without a full file system.
+	wrapStore func(raft.LogStore, raft.StableStore) (raft.LogStore, raft.StableStore)
+	// probe replaces the store guard's probe write to the data dir.
+	probe func() error
 }

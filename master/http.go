@@ -3,9 +3,11 @@ package master
 import (
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -62,6 +64,9 @@ func (n *Node) startHTTP() error {
 // readiness: a leader is known and this node has applied everything it
 // knows to be committed.
 func (n *Node) readiness() (bool, string) {
+	if cannot, since, err := n.guard.state(); cannot {
+		return false, fmt.Sprintf("log store cannot write for %v (not campaigning until a write works again): %v\n", time.Since(since).Round(time.Second), err)
+	}
 	if _, id := n.raft.LeaderWithID(); id == "" {
 		return false, "no leader known\n"
 	}

@@ -25,6 +25,7 @@ type metrics struct {
 	leaderChanges   prometheus.Counter
 	duplicates      *prometheus.CounterVec
 	raftRefused     *prometheus.CounterVec
+	storeFailures   *prometheus.CounterVec
 }
 
 func newMetrics(n *Node) *metrics {
@@ -40,7 +41,8 @@ func newMetrics(n *Node) *metrics {
 	m.duplicates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_session_duplicates_total", Help: "Repeated client requests answered from the session table, by command."}, []string{"command"})
 	m.raftRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_raft_conn_refused_total", Help: "Raft connections closed because they failed authentication (mutual TLS or the cluster token), by side (accept: a dialer was refused; dial: a peer we dialed was) and reason."}, []string{"side", "reason"})
 	m.tlsReloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_tls_reloads_total", Help: "TLS certificate reloads (SIGHUP) by result: ok, error (the previous material stays)."}, []string{"result"})
-	m.reg.MustRegister(m.applyLatency, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.leaderChanges, m.duplicates, m.raftRefused, m.tlsReloads)
+	m.storeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_raft_log_store_write_failures_total", Help: "Failed writes to the Raft log or stable store, by operation (store_logs, set_term, set_stable, delete_range) and reason (enospc, edquot, other)."}, []string{"op", "reason"})
+	m.reg.MustRegister(m.applyLatency, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.leaderChanges, m.duplicates, m.raftRefused, m.tlsReloads, m.storeFailures)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(&stateCollector{n: n})
 	return m
@@ -48,6 +50,11 @@ func newMetrics(n *Node) *metrics {
 
 func (m *metrics) observeApply(d time.Duration)  { m.applyLatency.Observe(d.Seconds()) }
 func (m *metrics) observeCommit(d time.Duration) { m.commitLatency.Observe(d.Seconds()) }
+
+// noteStoreFailure counts a failed log or stable store write.
+func (m *metrics) noteStoreFailure(op, reason string) {
+	m.storeFailures.WithLabelValues(op, reason).Inc()
+}
 
 // noteDuplicate counts a request of command type t that the session table
 // answered (a client's repeat).
@@ -86,11 +93,14 @@ var (
 		"Age of the segment's oldest pending local-delete task: now minus the leader time recorded when the task's entry was committed.", []string{"segment"}, nil)
 	descHeartbeatAge = prometheus.NewDesc("sexton_holder_heartbeat_age_seconds",
 		"Leader only: seconds since the holder of a mounted segment last heartbeated (a holder mounted when this term began counts from then).", []string{"segment"}, nil)
+	descCannotWrite = prometheus.NewDesc("sexton_raft_log_store_cannot_write", "1 while this node's Raft log store cannot write (a write failed and no probe write or log append has succeeded since); the node does not campaign meanwhile.", nil, nil)
+	descDirFree     = prometheus.NewDesc("sexton_data_dir_free_bytes", "Bytes free for an unprivileged writer in the file system of the data dir (statfs).", nil, nil)
+	descDirSize     = prometheus.NewDesc("sexton_data_dir_size_bytes", "Size of the file system of the data dir (statfs).", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRaftState, descRaftIndex, descObjects, descTasks, descRegistryOcc, descEpoch, descSettings, descSessions,
-		descLeaderKnown, descIsLeader, descTerm, descHalted, descOldestTask, descHeartbeatAge} {
+		descLeaderKnown, descIsLeader, descTerm, descHalted, descOldestTask, descHeartbeatAge, descCannotWrite, descDirFree, descDirSize} {
 		ch <- d
 	}
 }
@@ -107,6 +117,18 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descIsLeader, prometheus.GaugeValue, boolGauge(n.isReady()))
 	}
 	ch <- prometheus.MustNewConstMetric(descHalted, prometheus.GaugeValue, boolGauge(n.halted.Load()))
+	if n.guard != nil {
+		cannot, _, _ := n.guard.state()
+		v := 0.0
+		if cannot {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descCannotWrite, prometheus.GaugeValue, v)
+	}
+	if free, size, err := dirSpace(n.cfg.DataDir); err == nil {
+		ch <- prometheus.MustNewConstMetric(descDirFree, prometheus.GaugeValue, float64(free))
+		ch <- prometheus.MustNewConstMetric(descDirSize, prometheus.GaugeValue, float64(size))
+	}
 	c.collectDeletion(ch)
 	st := n.fsm.Stats()
 	ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(st.Objects))

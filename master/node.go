@@ -26,6 +26,7 @@ type Node struct {
 	fsm     *fsm.FSM
 	rfsm    *raftFSM
 	raft    *raft.Raft
+	guard   *storeGuard // between raft and its log store (storeguard.go)
 	notify  *notifier
 	closers []func() error
 
@@ -165,10 +166,22 @@ func (n *Node) startRaft() error {
 			}
 		}
 	}
-	r, err := raft.NewRaft(rc, n.rfsm, logs, stable, snaps, trans)
+	if h := cfg.hooks.wrapStore; h != nil {
+		logs, stable = h(logs, stable)
+	}
+	// Bootstrap above wrote through the bare store, so a bootstrap on a
+	// full disk fails New with the error; from here on the guard keeps a
+	// failed write from making raft panic or campaign.
+	n.guard = newStoreGuard(logs, stable, cfg.DataDir, n.log.Named("logstore"), n.metrics.noteStoreFailure)
+	if cfg.hooks.probe != nil {
+		n.guard.probe = cfg.hooks.probe
+	}
+	r, err := raft.NewRaft(rc, n.rfsm, n.guard, n.guard, snaps, preVoteGate{NetworkTransport: trans, g: n.guard})
 	if err != nil {
+		n.guard.close()
 		return fmt.Errorf("start raft: %w", err)
 	}
+	n.guard.attach(r)
 	n.raft = r
 	return nil
 }
@@ -217,6 +230,11 @@ func (n *Node) Shutdown() {
 		n.stopLeaderDuties()
 		if n.removes != nil {
 			n.removes.close()
+		}
+		if n.guard != nil {
+			// Releases a term write parked in the guard, which raft's
+			// shutdown would otherwise wait for.
+			n.guard.close()
 		}
 		if n.raft != nil {
 			if err := n.raft.Shutdown().Error(); err != nil {

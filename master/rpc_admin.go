@@ -31,6 +31,13 @@ func (n *Node) status() api.StatusResponse {
 	// The replicated capacity, the one Apply uses, not this node's flag.
 	set, _ := n.fsm.Settings()
 	out.RegistryCap = set.RegistryCapacity
+	if cannot, _, err := n.guard.state(); cannot {
+		out.LogStoreCannotWrite = true
+		if err != nil {
+			out.LogStoreError = err.Error()
+		}
+	}
+	out.DataDirFreeBytes = dirFreeBytes(n.cfg.DataDir)
 	if string(id) == st.LeaderID {
 		out.LeaderRPC = st.LeaderAddr
 	}

@@ -248,11 +248,16 @@ func setupStatus(*flag.FlagSet) runFunc {
 		}
 		if err := e.output(rows, func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NODE\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tEPOCH\tOBJECTS\tSEGMENTS\tTASKS")
+			fmt.Fprintln(tw, "NODE\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tEPOCH\tOBJECTS\tSEGMENTS\tTASKS\tLOG STORE\tDATA DIR FREE")
 			for _, s := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\n", s.NodeID, s.RaftState, s.Leader, s.Term, s.CommitIndex, s.AppliedIndex, s.MasterEpoch, s.Objects, s.Segments, s.PendingTasks, s.RegistryCap)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%s\t%s\n", s.NodeID, s.RaftState, s.Leader, s.Term, s.CommitIndex, s.AppliedIndex, s.MasterEpoch, s.Objects, s.Segments, s.PendingTasks, s.RegistryCap, logStoreState(s), freeBytes(s.DataDirFreeBytes))
 			}
 			_ = tw.Flush()
+			for _, s := range rows {
+				if s.LogStoreCannotWrite {
+					fmt.Fprintf(os.Stderr, "status: %s: log store cannot write (the node does not campaign until a write works again): %s\n", s.NodeID, s.LogStoreError)
+				}
+			}
 			return nil
 		}); err != nil {
 			return err
@@ -265,6 +270,32 @@ func setupStatus(*flag.FlagSet) runFunc {
 		}
 		return nil
 	}
+}
+
+// logStoreState is the LOG STORE column of `sexton status`.
+func logStoreState(s api.StatusResponse) string {
+	if s.LogStoreCannotWrite {
+		return "CANNOT-WRITE"
+	}
+	return "ok"
+}
+
+// freeBytes is a statfs byte count for a table: binary units, "?" when
+// the master could not tell.
+func freeBytes(b int64) string {
+	if b < 0 {
+		return "?"
+	}
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%dB", b)
+	}
+	v, i := float64(b), 0
+	for v >= unit && i < 5 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f%ciB", v, "KMGTP"[i-1])
 }
 
 // masterStatus asks one master, whichever its role.

@@ -1,0 +1,507 @@
+package master
+
+// Issue 14: a master whose data dir fills up stays calm — it does not
+// campaign term after term, never panics, says so in /readyz, Status and
+// the metrics, keeps out of the other masters' way and rejoins by itself
+// once space returns.
+//
+// Each scenario runs twice: on a real small file system (a tmpfs the test
+// mounts, as root; skipped otherwise) and with an injected fault (every
+// write to the log and stable store fails with ENOSPC), which runs
+// anywhere.
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"golang.org/x/sys/unix"
+
+	"sexton/api"
+)
+
+// diskFault fills a node's data dir and gives the space back.
+type diskFault interface {
+	// configure points cfg (the full node's) at the fault.
+	configure(t *testing.T, cfg *Config)
+	fill(t *testing.T)
+	release(t *testing.T)
+}
+
+// tmpfsFault is a small tmpfs for the data dir, filled by a filler file.
+type tmpfsFault struct{ dir string }
+
+func newTmpfsFault(t *testing.T) *tmpfsFault {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root; the injected-fault variant covers this scenario")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=8m"); err != nil {
+		t.Skipf("cannot mount a tmpfs on %s (%v); the injected-fault variant covers this scenario", dir, err)
+	}
+	// Registered before the cluster's cleanup, so it runs after the
+	// nodes have stopped.
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			// Never leave the mount behind: detach it (it goes when the
+			// last file in it is closed) and report the busy unmount.
+			derr := unix.Unmount(dir, unix.MNT_DETACH)
+			t.Errorf("unmount %s: %v (lazy unmount: %v)", dir, err, derr)
+		}
+	})
+	return &tmpfsFault{dir: filepath.Join(dir, "data")}
+}
+
+func (f *tmpfsFault) configure(_ *testing.T, cfg *Config) { cfg.DataDir = f.dir }
+
+func (f *tmpfsFault) filler() string { return filepath.Join(filepath.Dir(f.dir), "filler") }
+
+// fill writes the filler file until the file system refuses.
+func (f *tmpfsFault) fill(t *testing.T) {
+	t.Helper()
+	fh, err := os.Create(f.filler())
+	if err != nil {
+		t.Fatalf("filler: %v", err)
+	}
+	defer fh.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := fh.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling %s: %v", f.filler(), err)
+			}
+			break
+		}
+	}
+	// The last partial pages too: write byte by byte until refused.
+	for {
+		if _, err := fh.Write(chunk[:512]); err != nil {
+			break
+		}
+	}
+	free, _, _ := dirSpace(f.dir)
+	t.Logf("tmpfs filled: %d bytes free", free)
+}
+
+func (f *tmpfsFault) release(t *testing.T) {
+	t.Helper()
+	if err := os.Remove(f.filler()); err != nil {
+		t.Fatalf("remove filler: %v", err)
+	}
+}
+
+// injectedFault makes writes to the node's log store, and its probe, fail
+// with ENOSPC while full; with allWrites, stable store writes (the term,
+// the vote) fail too. Without it, it behaves as boltdb does on a full
+// tmpfs: a term write fits in pages the file already has, a log append
+// does not.
+type injectedFault struct {
+	full      atomic.Bool
+	allWrites bool
+}
+
+var errInjectedENOSPC = fmt.Errorf("injected: %w", syscall.ENOSPC)
+
+func (f *injectedFault) configure(_ *testing.T, cfg *Config) {
+	cfg.hooks.wrapStore = func(l raft.LogStore, s raft.StableStore) (raft.LogStore, raft.StableStore) {
+		fs := &faultyStore{LogStore: l, StableStore: s, full: &f.full, allWrites: f.allWrites}
+		return fs, fs
+	}
+	cfg.hooks.probe = func() error {
+		if f.full.Load() {
+			return errInjectedENOSPC
+		}
+		return nil
+	}
+}
+
+func (f *injectedFault) fill(*testing.T)    { f.full.Store(true) }
+func (f *injectedFault) release(*testing.T) { f.full.Store(false) }
+
+type faultyStore struct {
+	raft.LogStore
+	raft.StableStore
+	full      *atomic.Bool
+	allWrites bool
+}
+
+func (s *faultyStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
+func (s *faultyStore) StoreLogs(l []*raft.Log) error {
+	if s.full.Load() {
+		return errInjectedENOSPC
+	}
+	return s.LogStore.StoreLogs(l)
+}
+func (s *faultyStore) DeleteRange(a, b uint64) error {
+	if s.full.Load() {
+		return errInjectedENOSPC
+	}
+	return s.LogStore.DeleteRange(a, b)
+}
+func (s *faultyStore) Set(k, v []byte) error {
+	if s.allWrites && s.full.Load() {
+		return errInjectedENOSPC
+	}
+	return s.StableStore.Set(k, v)
+}
+func (s *faultyStore) SetUint64(k []byte, v uint64) error {
+	if s.allWrites && s.full.Load() {
+		return errInjectedENOSPC
+	}
+	return s.StableStore.SetUint64(k, v)
+}
+
+// forEachDiskFault runs a scenario on a full tmpfs and with every store
+// write failing; withLogWritesOnly adds the injected fault in which only
+// log appends fail (boltdb's behaviour on a full tmpfs, for runs that
+// cannot mount one).
+func forEachDiskFault(t *testing.T, withLogWritesOnly bool, run func(t *testing.T, fault diskFault)) {
+	t.Run("tmpfs", func(t *testing.T) { run(t, newTmpfsFault(t)) })
+	if withLogWritesOnly {
+		t.Run("injected-log-writes", func(t *testing.T) { run(t, &injectedFault{}) })
+	}
+	t.Run("injected-all-writes", func(t *testing.T) { run(t, &injectedFault{allWrites: true}) })
+}
+
+// calmTiming is the production Raft timing (500 ms heartbeat and
+// election timeouts): with the harness's 150 ms, a loaded test machine
+// sees elections no full disk caused.
+func calmTiming(c *Config) {
+	c.HeartbeatTimeout = 500 * time.Millisecond
+	c.ElectionTimeout = 500 * time.Millisecond
+	c.LeaderLeaseTimeout = 250 * time.Millisecond
+}
+
+// putKeys puts n objects and returns the keys that were put (a put whose
+// outcome a leadership change left unknown is skipped).
+func putKeys(t *testing.T, tc *testCluster, n int) []string {
+	t.Helper()
+	var keys []string
+	for i := 0; len(keys) < n; i++ {
+		if i > 2*n {
+			t.Fatalf("only %d of %d puts succeeded", len(keys), n)
+		}
+		key := fmt.Sprintf("k%03d", i)
+		ps, err := tc.putStart(&api.PutStartRequest{Key: key, Size: 10, ReplicaNum: 1})
+		if err != nil {
+			continue
+		}
+		if tc.call(api.MethodPutEnd, &api.PutEndRequest{Key: key, Incarnation: ps.Incarnation}, &api.Empty{}) == nil {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// TestFullSingleMasterStaysCalmAndRecovers: a single master whose log
+// store cannot write stops campaigning (its term stays put, no panic),
+// reports it, and commits again once space returns.
+func TestFullSingleMasterStaysCalmAndRecovers(t *testing.T) {
+	forEachDiskFault(t, true, func(t *testing.T, fault diskFault) {
+		tc := startCluster(t, 1, func(c *Config) {
+			fault.configure(t, c)
+			calmTiming(c)
+			c.HTTPAddr = freeAddr(t)
+			c.ApplyTimeout = time.Second
+		})
+		n := tc.node(0)
+		tc.mountHolder(t, "seg-a", "")
+		keys := putKeys(t, tc, 3)
+
+		fault.fill(t)
+		// Commits fail now; keep trying one until the node reports it.
+		waitCannotWriteReported(t, n, func() { _ = tc.remove(keys[0]) })
+		term0 := n.raft.CurrentTerm()
+		// Campaigning would raise the term every election (0.5–1 s: some
+		// 3–6 terms in 3 s; the issue saw 800 within seconds); a calm node
+		// raises it at most once.
+		time.Sleep(3 * time.Second)
+		st := n.status()
+		if grown := st.Term - term0; grown > 1 {
+			t.Fatalf("term grew by %d in 3 s while the log store could not write (state %s)", grown, st.RaftState)
+		}
+		if n.IsLeader() {
+			t.Fatalf("a node that cannot write its log is a ready leader")
+		}
+		t.Logf("while full: state %s, term %d (was %d)", st.RaftState, st.Term, term0)
+		logOperatorView(t, n, tc)
+
+		fault.release(t)
+		attempt := 0
+		waitFor(t, 20*time.Second, "a commit to succeed after space returned", func() bool {
+			attempt++
+			_, err := tc.putStart(&api.PutStartRequest{Key: fmt.Sprintf("probe-%d", attempt), Size: 10, ReplicaNum: 1})
+			return err == nil
+		})
+		tc.put(t, "after", 10, 1)
+		if err := tc.remove("after"); err != nil {
+			t.Fatalf("remove after recovery: %v", err)
+		}
+		if st := n.status(); st.LogStoreCannotWrite {
+			t.Fatalf("still reports cannot write after commits succeed: %+v", st)
+		}
+		// (Ready also needs everything committed applied: wait for that.)
+		waitFor(t, 5*time.Second, "/readyz to answer 200 after recovery", func() bool {
+			code, _ := nodeGet(t, n, "/readyz")
+			return code == http.StatusOK
+		})
+		if v := metricValue(t, n, "sexton_raft_log_store_cannot_write"); v != "0" {
+			t.Fatalf("sexton_raft_log_store_cannot_write after recovery = %s", v)
+		}
+		t.Logf("recovered: term %d", n.raft.CurrentTerm())
+	})
+}
+
+// startFullM3Cluster starts three masters of which m3 has the fault, with
+// m3 leading or not as asked, and puts some objects to remove later.
+func startFullM3Cluster(t *testing.T, fault diskFault, m3Leads bool) (*testCluster, []string) {
+	t.Helper()
+	tc := startCluster(t, 3, func(c *Config) {
+		if c.ID == "m3" {
+			fault.configure(t, c)
+		}
+		calmTiming(c)
+		c.HTTPAddr = freeAddr(t)
+	})
+	for try := 0; (tc.leaderIndex(t) == 2) != m3Leads; try++ {
+		if try == 5 {
+			t.Fatalf("cannot move leadership (m3 leads: %v, want %v)", tc.leaderIndex(t) == 2, m3Leads)
+		}
+		leader := tc.node(tc.leaderIndex(t))
+		var f raft.Future
+		if m3Leads {
+			f = leader.raft.LeadershipTransferToServer("m3", raft.ServerAddress(tc.cfgs[2].RaftAddr))
+		} else {
+			f = leader.raft.LeadershipTransfer()
+		}
+		if err := f.Error(); err != nil {
+			t.Logf("leadership transfer: %v", err)
+		}
+	}
+	tc.mountHolder(t, "seg-a", "")
+	return tc, putKeys(t, tc, 100)
+}
+
+// TestFullFollowerDoesNotDisruptCluster: in three masters, one whose data
+// dir is full does not disturb the other two (same leader, same term,
+// removes keep committing), never runs ahead of the leader's term, even
+// when leadership moves, and catches up once space returns.
+func TestFullFollowerDoesNotDisruptCluster(t *testing.T) {
+	forEachDiskFault(t, false, func(t *testing.T, fault diskFault) {
+		tc, keys := startFullM3Cluster(t, fault, false)
+		full := tc.node(2)
+		li := tc.leaderIndex(t)
+		leader := tc.node(li)
+
+		fault.fill(t)
+		removeNext := func() {
+			t.Helper()
+			if len(keys) == 0 {
+				t.Fatalf("no keys left to remove")
+			}
+			if err := tc.remove(keys[0]); err != nil {
+				t.Fatalf("remove %s with m3 full: %v", keys[0], err)
+			}
+			keys = keys[1:]
+		}
+		waitCannotWriteReported(t, full, removeNext)
+		leaderTerm, fullTerm := leader.raft.CurrentTerm(), full.raft.CurrentTerm()
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			removeNext()
+		}
+		if now := tc.leaderIndex(t); now != li || leader.raft.CurrentTerm() != leaderTerm {
+			t.Fatalf("the full m3 disturbed the leader: leader %d→%d, term %d→%d", li, now, leaderTerm, leader.raft.CurrentTerm())
+		}
+		if got := full.raft.CurrentTerm(); got != fullTerm {
+			t.Fatalf("m3's term moved %d→%d while the leader's stayed %d", fullTerm, got, leaderTerm)
+		}
+		logOperatorView(t, full, tc)
+
+		// Leadership moves between the healthy two: m3 must adopt the new
+		// term (a write that may fail; raft panics if it is returned)
+		// without running ahead of it.
+		other := 1 - li // the healthy node that is not the leader
+		if err := leader.raft.LeadershipTransferToServer(raft.ServerID(tc.cfgs[other].ID), raft.ServerAddress(tc.cfgs[other].RaftAddr)).Error(); err != nil {
+			t.Fatalf("transfer leadership to %s: %v", tc.cfgs[other].ID, err)
+		}
+		if got := tc.leaderIndex(t); got != other {
+			t.Fatalf("leader is node %d after the transfer to %d", got, other)
+		}
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			removeNext()
+		}
+		newLeader := tc.node(other)
+		if got, lt := full.raft.CurrentTerm(), newLeader.raft.CurrentTerm(); got > lt {
+			t.Fatalf("m3's term %d ran ahead of the leader's %d", got, lt)
+		}
+		logStoreMetrics(t, full)
+
+		fault.release(t)
+		waitFor(t, 20*time.Second, "m3 to catch up with the leader", func() bool {
+			return !full.status().LogStoreCannotWrite && full.raft.AppliedIndex() >= newLeader.raft.AppliedIndex()
+		})
+		waitFor(t, 5*time.Second, "m3's /readyz to answer 200 after catching up", func() bool {
+			code, _ := nodeGet(t, full, "/readyz")
+			return code == http.StatusOK
+		})
+		t.Logf("m3 caught up: applied %d, leader applied %d, m3 term %d, leader term %d",
+			full.raft.AppliedIndex(), newLeader.raft.AppliedIndex(), full.raft.CurrentTerm(), newLeader.raft.CurrentTerm())
+	})
+}
+
+// TestFullLeaderStepsAsideForGood: when the leader's data dir fills, the
+// other two elect a leader among themselves and keep serving removes; the
+// full node does not take leadership back (or raise its term past the new
+// leader's) while it cannot write, and catches up once space returns.
+func TestFullLeaderStepsAsideForGood(t *testing.T) {
+	forEachDiskFault(t, false, func(t *testing.T, fault diskFault) {
+		tc, keys := startFullM3Cluster(t, fault, true)
+		full := tc.node(2)
+
+		fault.fill(t)
+		// A remove m3 took as leader may end OUTCOME_UNKNOWN; once the
+		// others lead, every remove must succeed.
+		waitFor(t, 10*time.Second, "a healthy node to lead and commit removes", func() bool {
+			if len(keys) == 0 {
+				t.Fatalf("no keys left to remove")
+			}
+			err := tc.remove(keys[0])
+			keys = keys[1:]
+			return err == nil && tc.leaderIndex(t) != 2
+		})
+		removeNext := func() {
+			t.Helper()
+			if len(keys) == 0 {
+				t.Fatalf("no keys left to remove")
+			}
+			if err := tc.remove(keys[0]); err != nil {
+				t.Fatalf("remove %s with m3 full: %v", keys[0], err)
+			}
+			keys = keys[1:]
+		}
+		waitCannotWriteReported(t, full, removeNext)
+		li := tc.leaderIndex(t)
+		leader := tc.node(li)
+		leaderTerm := leader.raft.CurrentTerm()
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			removeNext()
+			if full.raft.State() == raft.Leader {
+				t.Fatalf("m3 leads again while its data dir is full")
+			}
+		}
+		if now := tc.leaderIndex(t); now != li || leader.raft.CurrentTerm() != leaderTerm {
+			t.Fatalf("leadership moved while m3 was full: leader %d→%d, term %d→%d", li, now, leaderTerm, leader.raft.CurrentTerm())
+		}
+		if got := full.raft.CurrentTerm(); got > leaderTerm {
+			t.Fatalf("m3's term %d ran ahead of the leader's %d", got, leaderTerm)
+		}
+		logOperatorView(t, full, tc)
+
+		fault.release(t)
+		waitFor(t, 20*time.Second, "m3 to catch up with the leader", func() bool {
+			return !full.status().LogStoreCannotWrite && full.raft.AppliedIndex() >= leader.raft.AppliedIndex()
+		})
+		t.Logf("m3 caught up: applied %d, leader applied %d, m3 term %d, leader term %d",
+			full.raft.AppliedIndex(), leader.raft.AppliedIndex(), full.raft.CurrentTerm(), leader.raft.CurrentTerm())
+	})
+}
+
+// waitCannotWriteReported waits (calling poke between looks) until
+// Status, /readyz and the metrics all say n's log store cannot write, the
+// failure counted as ENOSPC. (On a real full file system boltdb can still
+// fit an append into pages its file already has, which ends the report
+// until the next append fails, so the report is waited for, not taken
+// from one look.)
+func waitCannotWriteReported(t *testing.T, n *Node, poke func()) {
+	t.Helper()
+	var why string
+	for end := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%s never reported that its log store cannot write: %s", n.cfg.ID, why)
+		}
+		poke()
+		st := n.status()
+		if !st.LogStoreCannotWrite || !strings.Contains(st.LogStoreError, "no space left on device") {
+			why = fmt.Sprintf("Status: cannot write %v, error %q", st.LogStoreCannotWrite, st.LogStoreError)
+			continue
+		}
+		if code, body := nodeGet(t, n, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "log store cannot write") {
+			why = fmt.Sprintf("/readyz: %d %q", code, body)
+			continue
+		}
+		if v := metricValue(t, n, "sexton_raft_log_store_cannot_write"); v != "1" {
+			why = fmt.Sprintf("sexton_raft_log_store_cannot_write = %q", v)
+			continue
+		}
+		if v := metricValue(t, n, `sexton_raft_log_store_write_failures_total{op="store_logs",reason="enospc"}`); v == "" || v == "0" {
+			why = fmt.Sprintf("no ENOSPC store_logs failure counted (%q)", v)
+			continue
+		}
+		return
+	}
+}
+
+// logStoreMetrics logs n's store metrics.
+func logStoreMetrics(t *testing.T, n *Node) {
+	t.Helper()
+	_, metrics := nodeGet(t, n, "/metrics")
+	for _, line := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(line, "sexton_raft_log_store") || strings.HasPrefix(line, "sexton_data_dir") || strings.HasPrefix(line, "sexton_raft_state") {
+			t.Logf("%s metric: %s", n.cfg.ID, line)
+		}
+	}
+}
+
+// logOperatorView logs what an operator sees on n (for the issue's
+// closing note): /readyz, the store metrics, the store's log lines.
+func logOperatorView(t *testing.T, n *Node, tc *testCluster) {
+	t.Helper()
+	_, body := nodeGet(t, n, "/readyz")
+	t.Logf("%s /readyz: %s", n.cfg.ID, strings.TrimSpace(body))
+	logStoreMetrics(t, n)
+	for _, line := range strings.Split(tc.logs.String(), "\n") {
+		if strings.Contains(line, "log store") || strings.Contains(line, "failed to append") || strings.Contains(line, "failed to commit logs") {
+			t.Logf("log: %s", line)
+		}
+	}
+}
+
+// nodeGet is an HTTP GET of path on n's plain HTTP listener.
+func nodeGet(t *testing.T, n *Node, path string) (int, string) {
+	t.Helper()
+	return httpGet(t, plainHTTP, "http://"+n.HTTPAddr()+path)
+}
+
+// metricValue is the value of the sample named exactly series (name plus
+// labels as exposed), or "".
+func metricValue(t *testing.T, n *Node, series string) string {
+	t.Helper()
+	_, body := nodeGet(t, n, "/metrics")
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out after %v waiting for %s", limit, what)
+}
