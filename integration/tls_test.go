@@ -61,9 +61,8 @@ func serverSerial(t *testing.T, addr string, cfg *tls.Config) *big.Int {
 // leader; a client or a holder with a certificate of another CA is
 // refused; a certificate reload on SIGHUP keeps established connections
 // serving and gives new connections the new certificate.
-//
-// Raft itself is TLS only where the Raft stream layer supports it (branch
-// i15-raft); without it the Raft port here is plain.
+// The masters' Raft traffic runs over the same mutual TLS (the Raft stream
+// layer), so the failover here is elected and replicated over TLS.
 func TestMutualTLSEverywhere(t *testing.T) {
 	dir := t.TempDir()
 	ca, err := tlstest.NewCA(dir, "cluster")
