@@ -91,10 +91,10 @@ func newDeleteWatch(keys []string) *deleteWatch {
 	return w
 }
 
-// poll looks once at every key still pending; it reports whether any
-// task changed.
-func (w *deleteWatch) poll(ctx context.Context, cl *client.Client, now time.Time) (bool, error) {
-	changed := false
+// poll looks once at every key still pending; it returns the indexes (in
+// tasks) of the tasks that are new or changed.
+func (w *deleteWatch) poll(ctx context.Context, cl *client.Client, now time.Time) ([]int, error) {
+	var changed []int
 	var still []string
 	for _, k := range w.keys {
 		resp, err := cl.DeleteProgress(ctx, k)
@@ -108,18 +108,20 @@ func (w *deleteWatch) poll(ctx context.Context, cl *client.Client, now time.Time
 			j, ok := w.seen[t.ID]
 			if !ok {
 				w.seen[t.ID] = len(w.tasks)
+				changed = append(changed, len(w.tasks))
 				w.tasks = append(w.tasks, o)
-				changed = true
 				continue
 			}
-			p := w.tasks[j]
-			changed = changed || p.State != o.State || p.Attempts != o.Attempts || p.LastError != o.LastError
+			if p := w.tasks[j]; p.State != o.State || p.Attempts != o.Attempts || p.LastError != o.LastError {
+				changed = append(changed, j)
+			}
 			w.tasks[j] = o
 		}
 		for j := range w.tasks {
 			t := &w.tasks[j]
 			if t.Key == k && !listed[t.ID] && t.State != stateAcknowledged {
-				t.State, changed = stateAcknowledged, true
+				t.State = stateAcknowledged
+				changed = append(changed, j)
 			}
 		}
 		if resp.Total > 0 {
@@ -172,8 +174,9 @@ func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) erro
 		switch {
 		case live:
 			drawn = redrawWait(progressOut, w, drawn, now)
-		case changed && !e.json:
-			for _, t := range w.tasks {
+		case !e.json:
+			for _, j := range changed {
+				t := w.tasks[j]
 				fmt.Fprintf(progressOut, "rm --wait: %s segment=%s holder=%s state=%s attempts=%d error=%s\n", t.Key, t.Segment, orDash(t.Holder), t.State, t.Attempts, orDash(t.LastError))
 			}
 		}
