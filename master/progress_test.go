@@ -33,7 +33,8 @@ type taskAndProgress struct {
 
 // A removed key's tasks say where they stand: the older copy's tasks are
 // pending and the newest copy's withheld behind them; a failure a holder
-// reports makes its task retrying, with attempts and the error; a holder
+// reports, or a fetch again without an answer, makes its task retrying,
+// with attempts and the error; a holder
 // that stops heartbeating makes its tasks holder_down; and an ack that
 // drops a task is observed as deletion lag.
 func TestTaskProgressSaysWhyATaskWaits(t *testing.T) {
@@ -74,6 +75,20 @@ func TestTaskProgressSaysWhyATaskWaits(t *testing.T) {
 	x := tc.listKeyTasks(t, "k")[got[0].ID]
 	if x.p.State != api.TaskRetrying || x.p.Attempts != 1 || x.p.LastError != "disk on fire" || x.p.LastGiven == 0 {
 		t.Errorf("after a reported failure: %+v, want retrying, 1 attempt, the error, when it was given", x.p)
+	}
+
+	// h2 fetches the old copy's task and fetches again without answering:
+	// a silent failure.
+	silent := h2.fetch(t, 0, 0)
+	if len(silent) != 1 || silent[0].Incarnation != old {
+		t.Fatalf("h2 fetched %+v, want the old copy's task only", silent)
+	}
+	if again := h2.fetch(t, 0, 0); len(again) != 0 {
+		t.Fatalf("h2 got %+v again at once, want it backing off", again)
+	}
+	x = tc.listKeyTasks(t, "k")[silent[0].ID]
+	if x.p.State != api.TaskRetrying || x.p.Attempts != 1 || x.p.LastError != "fetched again without an answer" {
+		t.Errorf("after a fetch without an answer: %+v, want retrying, 1 attempt, why", x.p)
 	}
 
 	// h2 stops heartbeating: once the TTL passes its tasks are holder_down.
