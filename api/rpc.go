@@ -279,11 +279,25 @@ type FetchTasksResponse struct {
 }
 
 // AckTasksRequest reports outcomes. Only terminal outcomes drop tasks.
+// Failures reports tasks the holder tried and could not tombstone, with
+// why: the leader keeps that as the task's last error (soft state, shown
+// by ListTasks) and backs the task off; nothing is logged for them. An
+// older master ignores the field.
 type AckTasksRequest struct {
-	Segment    SegmentID    `msgpack:"seg"`
-	MountEpoch uint64       `msgpack:"epoch"`
-	Results    []TaskResult `msgpack:"results"`
+	Segment    SegmentID     `msgpack:"seg"`
+	MountEpoch uint64        `msgpack:"epoch"`
+	Results    []TaskResult  `msgpack:"results"`
+	Failures   []TaskFailure `msgpack:"failures,omitempty"`
 }
+
+// TaskFailure is one task a holder could not tombstone this time.
+type TaskFailure struct {
+	TaskID uint64 `msgpack:"id"`
+	Error  string `msgpack:"err"`
+}
+
+// MaxTaskErrorLen bounds a reported task error; longer texts are cut.
+const MaxTaskErrorLen = 256
 
 // AckTasksResponse says how many tasks the ack dropped.
 type AckTasksResponse struct {
@@ -319,10 +333,40 @@ type ListTasksRequest struct {
 	Key string `msgpack:"key,omitempty"`
 }
 
-// ListTasksResponse carries pending tasks in id order.
+// ListTasksResponse carries pending tasks in id order. Progress, when
+// present (a master that knows it), has one entry per task, Progress[i]
+// describing Tasks[i].
 type ListTasksResponse struct {
-	Tasks []LocalDeleteTask `msgpack:"tasks"`
-	Total int               `msgpack:"total"`
+	Tasks    []LocalDeleteTask `msgpack:"tasks"`
+	Total    int               `msgpack:"total"`
+	Progress []TaskProgress    `msgpack:"progress,omitempty"`
+}
+
+// Why a pending task has not been acknowledged yet (TaskProgress.State),
+// the first that applies in this order.
+const (
+	// TaskHolderDown: the task's segment is not mounted, or its holder sent
+	// no heartbeat within the holder TTL.
+	TaskHolderDown = "holder_down"
+	// TaskWithheld: an older incarnation of the key still has a pending
+	// task; this one is handed out only after it (invariant 7).
+	TaskWithheld = "withheld"
+	// TaskRetrying: the last attempt failed (the holder reported an error,
+	// or fetched it again without answering); it is retried with backoff.
+	TaskRetrying = "retrying"
+	// TaskPending: waiting for its holder's next fetch or ack.
+	TaskPending = "pending"
+)
+
+// TaskProgress is the leader's view of one pending task. Attempts,
+// LastError and LastGiven are the leader's soft state: they count from
+// when it became leader, and a new leader starts them again.
+type TaskProgress struct {
+	State     string `msgpack:"state"`
+	Holder    string `msgpack:"holder,omitempty"` // the segment's mount endpoint
+	Attempts  int    `msgpack:"attempts,omitempty"`
+	LastError string `msgpack:"err,omitempty"`
+	LastGiven int64  `msgpack:"given,omitempty"` // unix nanoseconds, leader's clock
 }
 
 // ListSegmentsResponse lists every segment the master knows.

@@ -57,4 +57,8 @@ type TaskResult struct {
 	Key         string            `msgpack:"k"`
 	Incarnation ObjectIncarnation `msgpack:"i"`
 	Outcome     AckOutcome        `msgpack:"o"`
+	// Detail is, on the holder, why a RetryableFailure failed; it travels
+	// as AckTasksRequest.Failures, never in a result (a log entry holds
+	// results, and its decoder refuses unknown fields).
+	Detail string `msgpack:"-"`
 }

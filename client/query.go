@@ -53,6 +53,16 @@ func (c *Client) PendingDeletes(ctx context.Context, key string) ([]api.LocalDel
 	return resp.Tasks, err
 }
 
+// DeleteProgress lists the key's pending delete tasks (every incarnation,
+// every segment) and, from a master that knows it, where each stands:
+// Progress[i] describes Tasks[i] (its holder, state, attempts, last error).
+// A task no longer listed was acknowledged.
+func (c *Client) DeleteProgress(ctx context.Context, key string) (api.ListTasksResponse, error) {
+	var resp api.ListTasksResponse
+	err := c.Call(ctx, api.MethodListTasks, &api.ListTasksRequest{Key: key}, &resp)
+	return resp, err
+}
+
 // WaitDeleted waits until no delete task of the key remains pending — of
 // incarnation inc only, or of any incarnation when inc is zero: the holders
 // have durably tombstoned those bytes (their space comes back with GC). It

@@ -35,6 +35,7 @@ func (st *state) applyAck(c *LocalDeleteAck) *AckResult {
 			res.Kept++
 			continue
 		}
+		res.DroppedCreated = append(res.DroppedCreated, t.created)
 		st.reg.drop(t)
 		res.Dropped++
 	}

@@ -274,6 +274,21 @@ func (f *FSM) TasksOfKey(key string) []api.LocalDeleteTask {
 	return out
 }
 
+// Withheld reports, per task, whether it is withheld behind a pending
+// task of an older incarnation of its key (invariant 7); a task no longer
+// pending is not withheld.
+func (f *FSM) Withheld(tasks []api.LocalDeleteTask) []bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]bool, len(tasks))
+	for i, v := range tasks {
+		if t := f.st.reg.byID.get(v.ID); t != nil {
+			out[i] = !f.st.reg.fetchable(t)
+		}
+	}
+	return out
+}
+
 func cmpUint(a, b uint64) int {
 	switch {
 	case a < b:

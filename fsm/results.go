@@ -62,6 +62,10 @@ type RemoveResult struct {
 type AckResult struct {
 	Err                    *api.Error
 	Dropped, Kept, Unknown int
+	// DroppedCreated is each dropped task's creation time (the leader's
+	// clock in the entry that created it), for the leader's deletion-lag
+	// metric; a result only, never state.
+	DroppedCreated []int64
 }
 
 // RetireResult answers RetireStorage.

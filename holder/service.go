@@ -378,6 +378,7 @@ func (s *Service) fetchOnce() error {
 	s.metrics.tasksFetched.Add(float64(len(fr.Tasks)))
 	results := s.store.BatchMarkDeleted(fr.Tasks)
 	terminal := results[:0:0]
+	var failures []api.TaskFailure
 	for _, r := range results {
 		s.metrics.outcomes.WithLabelValues(r.Outcome.String()).Inc()
 		if r.Outcome.Terminal() {
@@ -387,13 +388,18 @@ func (s *Service) fetchOnce() error {
 			}
 		} else {
 			s.tasksRetried.Add(1)
+			failures = append(failures, api.TaskFailure{TaskID: r.TaskID, Error: r.Detail})
 		}
 	}
-	if len(terminal) > 0 {
-		followBeforeAck.Hit()
-		s.waitAckGate()
+	if len(terminal) > 0 || len(failures) > 0 {
+		// Failures ride along so the master can say why a task is stuck;
+		// they drop nothing.
+		if len(terminal) > 0 {
+			followBeforeAck.Hit()
+			s.waitAckGate()
+		}
 		var ar api.AckTasksResponse
-		if err := s.cl.Call(ctx, api.MethodAckLocalDeleteTasks, &api.AckTasksRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Results: terminal}, &ar); err != nil {
+		if err := s.cl.Call(ctx, api.MethodAckLocalDeleteTasks, &api.AckTasksRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Results: terminal, Failures: failures}, &ar); err != nil {
 			s.metrics.acks.WithLabelValues("error").Inc()
 			return err
 		}

@@ -40,7 +40,7 @@ func (s *Store) BatchMarkDeleted(tasks []api.LocalDeleteTask) []api.TaskResult {
 	if s.closed {
 		s.mu.Unlock()
 		for i := range results {
-			results[i].Outcome = api.AckRetryableFailure
+			failed(&results[i], "store closed")
 		}
 		return results
 	}
@@ -56,7 +56,7 @@ func (s *Store) BatchMarkDeleted(tasks []api.LocalDeleteTask) []api.TaskResult {
 		switch {
 		case t.Segment != "" && t.Segment != s.id.SegmentID:
 			// Not ours to answer: acking it would drop another segment's intent.
-			results[i].Outcome = api.AckRetryableFailure
+			failed(&results[i], "task names segment "+string(t.Segment)+", this is "+string(s.id.SegmentID))
 		case api.ValidKey(t.Key) != nil:
 			results[i].Outcome = api.AckStaleVersion // no record can have this key
 		default:
@@ -66,14 +66,14 @@ func (s *Store) BatchMarkDeleted(tasks []api.LocalDeleteTask) []api.TaskResult {
 	for round := 0; len(pending) > 0; round++ {
 		if round == maxResolveRounds {
 			for _, i := range pending {
-				results[i].Outcome = api.AckRetryableFailure
+				failed(&results[i], "record kept moving between buckets")
 			}
 			break
 		}
 		groups, absent, ok := s.resolve(tasks, results, pending)
 		if !ok {
 			for _, i := range pending {
-				results[i].Outcome = api.AckRetryableFailure
+				failed(&results[i], "store closed")
 			}
 			break
 		}
@@ -92,6 +92,16 @@ func (s *Store) BatchMarkDeleted(tasks []api.LocalDeleteTask) []api.TaskResult {
 		}
 	}
 	return results
+}
+
+// failed marks r RetryableFailure, saying why (the master shows it as the
+// task's last error).
+func failed(r *api.TaskResult, why string) {
+	r.Outcome = api.AckRetryableFailure
+	if len(why) > api.MaxTaskErrorLen {
+		why = why[:api.MaxTaskErrorLen]
+	}
+	r.Detail = why
 }
 
 // resolve answers tasks whose record is tombstoned (AlreadyRemoved),
@@ -164,6 +174,9 @@ func (s *Store) recordAbsent(tasks []api.LocalDeleteTask, results []api.TaskResu
 	}
 	for _, i := range need {
 		results[i].Outcome = outcome
+		if err != nil {
+			failed(&results[i], "recording tombstone floor: "+err.Error())
+		}
 	}
 	return live
 }
@@ -189,7 +202,7 @@ func (s *Store) tombstoneBucket(id uint64, tasks []api.LocalDeleteTask, results 
 	if s.closed {
 		s.mu.Unlock()
 		for _, i := range idxs {
-			results[i].Outcome = api.AckRetryableFailure
+			failed(&results[i], "store closed")
 		}
 		return nil
 	}
@@ -203,7 +216,7 @@ func (s *Store) tombstoneBucket(id uint64, tasks []api.LocalDeleteTask, results 
 			o := &next.Objects[loc.slot]
 			if o.Key != k.key || o.Incarnation != k.inc {
 				// The index and the metadata disagree: refuse to guess.
-				results[i].Outcome = api.AckRetryableFailure
+				failed(&results[i], "index and metadata disagree")
 				s.log.Error("index and metadata disagree", "bucket", id, "slot", loc.slot, "key", k.key)
 				continue
 			}
@@ -239,7 +252,7 @@ func (s *Store) tombstoneBucket(id uint64, tasks []api.LocalDeleteTask, results 
 		}
 		for _, is := range hits {
 			for _, i := range is {
-				results[i].Outcome = api.AckRetryableFailure
+				failed(&results[i], "persisting tombstone: "+err.Error())
 			}
 		}
 		return moved

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -195,6 +196,12 @@ func TestIOFailureIsRetryableAndChangesNothing(t *testing.T) {
 			ffs.Inject(c.rule)
 			rs := s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "x", incN(1)), task(s, 2, "y", incN(2))})
 			wantOutcomes(t, rs, api.AckRetryableFailure, api.AckRetryableFailure)
+			for _, r := range rs {
+				// What the master shows as the task's last error.
+				if !strings.Contains(r.Detail, "persisting tombstone") {
+					t.Errorf("task %d failed with detail %q, want why", r.TaskID, r.Detail)
+				}
+			}
 			// Nothing in memory changed.
 			mustGet(t, s, "x", incN(1), valueOf("x", 500))
 			mustGet(t, s, "y", incN(2), valueOf("y", 500))

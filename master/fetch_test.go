@@ -104,14 +104,14 @@ func TestTaskBackoffDoublesAndIsPerMount(t *testing.T) {
 	now := time.Unix(1000, 0)
 	task := api.LocalDeleteTask{ID: 7, Key: "k"}
 	for i, want := range []time.Duration{retryBackoffMin, 2 * retryBackoffMin, 4 * retryBackoffMin} {
-		s.taskFailed(7, 1, now)
+		s.taskFailed(7, 1, "", now)
 		held, until := s.withheld(task, 1, now)
 		if !held || until.Sub(now) != want {
 			t.Fatalf("after failure %d: held %v until +%v, want +%v", i+1, held, until.Sub(now), want)
 		}
 	}
 	for i := 0; i < 20; i++ {
-		s.taskFailed(7, 1, now)
+		s.taskFailed(7, 1, "", now)
 	}
 	if _, until := s.withheld(task, 1, now); until.Sub(now) != retryBackoffMax {
 		t.Fatalf("backoff %v after many failures, want the cap %v", until.Sub(now), retryBackoffMax)

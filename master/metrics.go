@@ -22,6 +22,7 @@ type metrics struct {
 	removeBatchKeys prometheus.Histogram
 	fetchedTasks    prometheus.Counter
 	ackedTasks      prometheus.Counter
+	deleteLag       prometheus.Histogram
 	leaderChanges   prometheus.Counter
 	duplicates      *prometheus.CounterVec
 	raftRefused     *prometheus.CounterVec
@@ -37,12 +38,13 @@ func newMetrics(n *Node) *metrics {
 	m.removeBatchKeys = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sexton_remove_batch_keys", Help: "Keys per coalesced Remove entry.", Buckets: prometheus.ExponentialBuckets(1, 2, 13)})
 	m.fetchedTasks = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_tasks_fetched_total", Help: "Delete tasks handed to holders (with repeats)."})
 	m.ackedTasks = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_tasks_acked_total", Help: "Delete tasks dropped by committed acks."})
+	m.deleteLag = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sexton_delete_lag_seconds", Help: "Time from the entry that created a delete task (Remove, overwrite, revoke) to the committed ack that dropped it, observed on the leader.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 12)})
 	m.leaderChanges = prometheus.NewCounter(prometheus.CounterOpts{Name: "sexton_leader_terms_total", Help: "Times this node became the ready leader."})
 	m.duplicates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_session_duplicates_total", Help: "Repeated client requests answered from the session table, by command."}, []string{"command"})
 	m.raftRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_raft_conn_refused_total", Help: "Raft connections closed because they failed authentication (mutual TLS or the cluster token), by side (accept: a dialer was refused; dial: a peer we dialed was) and reason."}, []string{"side", "reason"})
 	m.tlsReloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_tls_reloads_total", Help: "TLS certificate reloads (SIGHUP) by result: ok, error (the previous material stays)."}, []string{"result"})
 	m.storeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_raft_log_store_write_failures_total", Help: "Failed writes to the Raft log or stable store, by operation (store_logs, set_term, set_stable, delete_range) and reason (enospc, edquot, other)."}, []string{"op", "reason"})
-	m.reg.MustRegister(m.applyLatency, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.leaderChanges, m.duplicates, m.raftRefused, m.tlsReloads, m.storeFailures)
+	m.reg.MustRegister(m.applyLatency, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.deleteLag, m.leaderChanges, m.duplicates, m.raftRefused, m.tlsReloads, m.storeFailures)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(&stateCollector{n: n})
 	return m
@@ -50,6 +52,17 @@ func newMetrics(n *Node) *metrics {
 
 func (m *metrics) observeApply(d time.Duration)  { m.applyLatency.Observe(d.Seconds()) }
 func (m *metrics) observeCommit(d time.Duration) { m.commitLatency.Observe(d.Seconds()) }
+
+// observeDeleteLag records, for tasks an ack dropped, the time since the
+// entry that created each (the leader's clock then; a task without a
+// creation time, restored or rebuilt, is left out).
+func (m *metrics) observeDeleteLag(created []int64, now time.Time) {
+	for _, c := range created {
+		if c > 0 {
+			m.deleteLag.Observe(max(now.Sub(time.Unix(0, c)).Seconds(), 0))
+		}
+	}
+}
 
 // noteStoreFailure counts a failed log or stable store write.
 func (m *metrics) noteStoreFailure(op, reason string) {

@@ -130,35 +130,50 @@ func (n *Node) handleFetchTasks(ctx context.Context, req *api.FetchTasksRequest)
 
 // handleAckTasks commits a holder's outcomes. A RetryableFailure keeps its
 // task and backs it off (soft state): later fetches skip it for a while,
-// doubling with each failure, so the tasks behind it are fetched.
+// doubling with each failure, so the tasks behind it are fetched. Failures
+// (with why) do the same without a log entry, once the segment is seen
+// mounted at the presented epoch.
 func (n *Node) handleAckTasks(_ context.Context, req *api.AckTasksRequest) (*api.AckTasksResponse, error) {
 	if err := n.requireLeader(); err != nil {
 		return nil, err
 	}
-	if len(req.Results) == 0 {
-		return &api.AckTasksResponse{}, nil
-	}
-	if len(req.Results) > api.MaxBatchKeys {
-		return nil, api.Errorf(api.CodeInvalidParams, "%d results exceed %d", len(req.Results), api.MaxBatchKeys)
+	if len(req.Results) > api.MaxBatchKeys || len(req.Failures) > api.MaxBatchKeys {
+		return nil, api.Errorf(api.CodeInvalidParams, "%d results and %d failures: at most %d each", len(req.Results), len(req.Failures), api.MaxBatchKeys)
 	}
 	for _, r := range req.Results {
 		if !r.Outcome.Valid() {
 			return nil, api.Errorf(api.CodeInvalidParams, "task %d: unknown outcome %d", r.TaskID, r.Outcome)
 		}
 	}
+	now := time.Now()
+	if len(req.Failures) > 0 {
+		if seg, ok := n.fsm.Segment(req.Segment); ok && seg.Mounted && seg.MountEpoch == req.MountEpoch {
+			for _, f := range req.Failures {
+				why := f.Error
+				if len(why) > api.MaxTaskErrorLen {
+					why = why[:api.MaxTaskErrorLen]
+				}
+				n.soft.taskFailed(f.TaskID, req.MountEpoch, why, now)
+			}
+		}
+	}
+	if len(req.Results) == 0 {
+		return &api.AckTasksResponse{}, nil
+	}
 	r, err := proposeFor[fsm.AckResult](n, &fsm.LocalDeleteAck{V: fsm.LocalDeleteAckV1, Segment: req.Segment, Epoch: req.MountEpoch, Results: req.Results})
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
+	now = time.Now()
 	for _, x := range req.Results {
 		if x.Outcome.Terminal() {
 			n.soft.taskDone(x.TaskID)
 		} else {
-			n.soft.taskFailed(x.TaskID, req.MountEpoch, now)
+			n.soft.taskFailed(x.TaskID, req.MountEpoch, "", now)
 		}
 	}
 	n.metrics.ackedTasks.Add(float64(r.Dropped))
+	n.metrics.observeDeleteLag(r.DroppedCreated, now)
 	return &api.AckTasksResponse{Dropped: r.Dropped}, nil
 }
 
@@ -246,21 +261,70 @@ func (n *Node) handleListTasks(_ context.Context, req *api.ListTasksRequest) (*a
 	if limit <= 0 || limit > maxListTasks {
 		limit = maxListTasks
 	}
+	var tasks []api.LocalDeleteTask
+	var total int
 	if req.Key != "" {
 		if err := api.ValidKey(req.Key); err != nil {
 			return nil, err
 		}
-		var tasks []api.LocalDeleteTask
 		for _, t := range n.fsm.TasksOfKey(req.Key) {
 			if req.Segment == "" || t.Segment == req.Segment {
 				tasks = append(tasks, t)
 			}
 		}
-		total := len(tasks)
-		return &api.ListTasksResponse{Tasks: tasks[:min(limit, total)], Total: total}, nil
+		total = len(tasks)
+		tasks = tasks[:min(limit, total)]
+	} else {
+		tasks, total = n.fsm.ListTasks(req.Segment, limit)
 	}
-	tasks, total := n.fsm.ListTasks(req.Segment, limit)
-	return &api.ListTasksResponse{Tasks: tasks, Total: total}, nil
+	return &api.ListTasksResponse{Tasks: tasks, Total: total, Progress: n.taskProgress(tasks, time.Now())}, nil
+}
+
+// taskProgress says, per task, where it stands and why (api.TaskProgress;
+// the first reason that applies wins): its holder is down, it is withheld
+// behind an older copy, its last attempt failed, or it simply waits.
+// ListTasks is served by the leader only (linearizable), so the soft state
+// read here is the current term's.
+func (n *Node) taskProgress(tasks []api.LocalDeleteTask, now time.Time) []api.TaskProgress {
+	if len(tasks) == 0 {
+		return nil
+	}
+	segs := map[api.SegmentID]api.SegmentInfo{}
+	down := map[api.SegmentID]bool{}
+	ids := make([]uint64, len(tasks))
+	epochs := make([]uint64, len(tasks))
+	for i, t := range tasks {
+		seg, ok := segs[t.Segment]
+		if !ok {
+			seg, _ = n.fsm.Segment(t.Segment)
+			_, live := n.soft.live(t.Segment, n.cfg.HolderTTL, now)
+			segs[t.Segment], down[t.Segment] = seg, !seg.Mounted || !live
+		}
+		ids[i], epochs[i] = t.ID, seg.MountEpoch
+	}
+	withheld := n.fsm.Withheld(tasks)
+	attempts := n.soft.attemptsOf(ids, epochs)
+	out := make([]api.TaskProgress, len(tasks))
+	for i, t := range tasks {
+		seg := segs[t.Segment]
+		a := attempts[i]
+		p := api.TaskProgress{Holder: seg.Endpoint, Attempts: a.attempts, LastError: a.lastErr}
+		if !a.lastGiven.IsZero() {
+			p.LastGiven = a.lastGiven.UnixNano()
+		}
+		switch {
+		case down[t.Segment]:
+			p.State = api.TaskHolderDown
+		case withheld[i]:
+			p.State = api.TaskWithheld
+		case a.failing:
+			p.State = api.TaskRetrying
+		default:
+			p.State = api.TaskPending
+		}
+		out[i] = p
+	}
+	return out
 }
 
 func (n *Node) handleListSegments(_ context.Context, _ *api.Empty) (*api.ListSegmentsResponse, error) {

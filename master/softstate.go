@@ -77,6 +77,29 @@ type taskRetry struct {
 	// given is when the task was last handed to the mount and neither
 	// acked nor reported failed since; zero when nothing is outstanding.
 	given time.Time
+	// attempts, lastGiven and lastErr describe the task for ListTasks
+	// across mounts: deliveries this term, the last of them, and why the
+	// last failed one failed ("" when it has not failed in this mount).
+	attempts  int
+	lastGiven time.Time
+	lastErr   string
+}
+
+// renew is r for the mount at epoch: a new mount starts without backoff
+// and without the old mount's error, but its deliveries still count.
+func (r taskRetry) renew(epoch uint64) taskRetry {
+	if r.epoch == epoch {
+		return r
+	}
+	return taskRetry{epoch: epoch, attempts: r.attempts, lastGiven: r.lastGiven}
+}
+
+// taskAttempts is what ListTasks shows of one task's deliveries.
+type taskAttempts struct {
+	attempts  int
+	lastGiven time.Time
+	lastErr   string // set only while it is the current mount's
+	failing   bool   // the last attempt at the current mount failed
 }
 
 func newSoftState() *softState {
@@ -247,7 +270,7 @@ func (s *softState) withheld(t api.LocalDeleteTask, epoch uint64, now time.Time)
 	end := s.leaseEnd(api.ObjectRef{Key: t.Key, Incarnation: t.Incarnation}, now)
 	r, ok := s.retries[t.ID]
 	if ok && r.epoch == epoch && !r.given.IsZero() {
-		r = s.failLocked(t.ID, epoch, now)
+		r = s.failLocked(t.ID, epoch, "fetched again without an answer", now)
 	}
 	if ok && r.epoch == epoch && now.Before(r.until) && r.until.After(end) {
 		end = r.until
@@ -260,29 +283,29 @@ func (s *softState) given(tasks []api.LocalDeleteTask, epoch uint64, now time.Ti
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, t := range tasks {
-		r := s.retries[t.ID]
-		if r.epoch != epoch {
-			r = taskRetry{epoch: epoch}
-		}
+		r := s.retries[t.ID].renew(epoch)
 		r.given = now
+		r.lastGiven = now
+		r.attempts++
 		s.retries[t.ID] = r
 	}
 	s.sweepRetriesLocked(now)
 }
 
 // taskFailed backs task id off after a RetryableFailure reported by the
-// holder mounted at epoch.
-func (s *softState) taskFailed(id, epoch uint64, now time.Time) {
+// holder mounted at epoch, and keeps why.
+func (s *softState) taskFailed(id, epoch uint64, why string, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.failLocked(id, epoch, now)
+	s.failLocked(id, epoch, why, now)
 }
 
-func (s *softState) failLocked(id, epoch uint64, now time.Time) taskRetry {
-	r := s.retries[id]
-	if r.epoch != epoch {
-		r = taskRetry{epoch: epoch}
+func (s *softState) failLocked(id, epoch uint64, why string, now time.Time) taskRetry {
+	r := s.retries[id].renew(epoch)
+	if why == "" {
+		why = "holder reported a retryable failure"
 	}
+	r.lastErr = why
 	r.failures++
 	r.given = time.Time{}
 	d := retryBackoffMin << min(r.failures-1, 16)
@@ -305,6 +328,25 @@ func (s *softState) sweepRetriesLocked(now time.Time) {
 		}
 	}
 	s.retrySweepAt = max(2*len(s.retries), minRetrySweep)
+}
+
+// attemptsOf is what this term knows of each task's deliveries; a task
+// is failing when its last attempt at the mount at epochs[i] failed.
+func (s *softState) attemptsOf(ids []uint64, epochs []uint64) []taskAttempts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]taskAttempts, len(ids))
+	for i, id := range ids {
+		r, ok := s.retries[id]
+		if !ok {
+			continue
+		}
+		out[i] = taskAttempts{attempts: r.attempts, lastGiven: r.lastGiven}
+		if r.epoch == epochs[i] && r.failures > 0 {
+			out[i].lastErr, out[i].failing = r.lastErr, true
+		}
+	}
+	return out
 }
 
 // taskDone forgets a task that ended.

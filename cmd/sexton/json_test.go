@@ -103,7 +103,7 @@ func TestJSONOutputOfEveryVerb(t *testing.T) {
 	}
 	snap := filepath.Join(dir, "snap")
 	for _, args := range [][]string{
-		{"put", "a/1", value}, {"put", "a/2", value}, {"put", "b/1", value}, {"rm", "b/1"},
+		{"put", "a/1", value}, {"put", "a/2", value}, {"put", "b/1", value}, {"rm", "b/1"}, {"put", "c/1", value},
 		{"operator", "snapshot", "save", snap},
 	} {
 		if _, err := captureStdout(t, func() error { return run(append(args, m...)) }); err != nil {
@@ -120,6 +120,7 @@ func TestJSONOutputOfEveryVerb(t *testing.T) {
 		empty   bool // the output is an empty list
 	}
 	cases := map[string][]jsonCase{
+		"rm":                        {{args: []string{"c/1", "--wait", "10s"}, wantKey: "replicas"}},
 		"stat":                      {{args: []string{"a/1"}, wantKey: "pending_deletes"}},
 		"ls":                        {{args: []string{"a/"}, wantKey: "incarnation"}, {args: []string{"nothing-here/"}, empty: true}},
 		"status":                    {{wantKey: "commit_index"}},

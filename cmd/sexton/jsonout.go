@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
+	"time"
 
 	"sexton/api"
 	"sexton/holder"
@@ -104,20 +107,32 @@ func objectsJSON(objs []api.ObjectInfo) []objectOut {
 	return out
 }
 
+// statOut is stat's answer. Object is omitted when the key has no value
+// (it was removed and delete tasks of it are still pending); Deletes are
+// those tasks, of any incarnation.
 type statOut struct {
-	Object         objectOut `json:"object"`
-	PendingPut     string    `json:"pending_put,omitempty"`
-	PendingDeletes int       `json:"pending_deletes"`
+	Object         *objectOut `json:"object,omitempty"`
+	PendingPut     string     `json:"pending_put,omitempty"`
+	PendingDeletes int        `json:"pending_deletes"`
+	Deletes        []taskOut  `json:"deletes"`
 }
 
-func statJSON(st api.StatResponse) statOut {
-	out := statOut{Object: objectJSON(st.Object), PendingDeletes: st.PendingDeletes}
+func statJSON(st api.StatResponse, found bool, deletes api.ListTasksResponse, now time.Time) statOut {
+	out := statOut{PendingDeletes: st.PendingDeletes, Deletes: tasksJSON(deletes, now).Tasks}
+	if found {
+		o := objectJSON(st.Object)
+		out.Object = &o
+	} else {
+		out.PendingDeletes = deletes.Total
+	}
 	if st.PendingPut != nil {
 		out.PendingPut = st.PendingPut.String()
 	}
 	return out
 }
 
+// taskOut is one pending delete task; the fields after created are the
+// leader's view of it (api.TaskProgress), absent from an older master.
 type taskOut struct {
 	ID          uint64 `json:"id"`
 	Segment     string `json:"segment"`
@@ -125,6 +140,12 @@ type taskOut struct {
 	Tenant      string `json:"tenant,omitempty"`
 	Incarnation string `json:"incarnation"`
 	Created     int64  `json:"created"`
+	AgeMs       int64  `json:"age_ms,omitempty"` // omitted when Created is unknown (0)
+	State       string `json:"state,omitempty"`
+	Holder      string `json:"holder,omitempty"`
+	Attempts    int    `json:"attempts"`
+	LastError   string `json:"last_error,omitempty"`
+	LastGiven   int64  `json:"last_given,omitempty"`
 }
 
 type tasksOut struct {
@@ -132,12 +153,37 @@ type tasksOut struct {
 	Total int       `json:"total"`
 }
 
-func tasksJSON(r api.ListTasksResponse) tasksOut {
-	out := tasksOut{Tasks: []taskOut{}, Total: r.Total}
-	for _, t := range r.Tasks {
-		out.Tasks = append(out.Tasks, taskOut{ID: t.ID, Segment: string(t.Segment), Key: t.Key, Tenant: t.Tenant, Incarnation: t.Incarnation.String(), Created: t.Created})
+func taskJSON(t api.LocalDeleteTask, p api.TaskProgress, now time.Time) taskOut {
+	o := taskOut{ID: t.ID, Segment: string(t.Segment), Key: t.Key, Tenant: t.Tenant, Incarnation: t.Incarnation.String(), Created: t.Created,
+		State: p.State, Holder: p.Holder, Attempts: p.Attempts, LastError: p.LastError, LastGiven: p.LastGiven}
+	if t.Created > 0 {
+		o.AgeMs = max(now.Sub(time.Unix(0, t.Created)).Milliseconds(), 0)
 	}
+	return o
+}
+
+// tasksJSON renders r's tasks, oldest first (creation time, then id).
+func tasksJSON(r api.ListTasksResponse, now time.Time) tasksOut {
+	out := tasksOut{Tasks: []taskOut{}, Total: r.Total}
+	for i, t := range r.Tasks {
+		out.Tasks = append(out.Tasks, taskJSON(t, progressAt(r, i), now))
+	}
+	slices.SortStableFunc(out.Tasks, func(a, b taskOut) int {
+		if c := cmp.Compare(a.Created, b.Created); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
 	return out
+}
+
+// progressAt is the progress of r's task i; zero from a master that sent
+// none.
+func progressAt(r api.ListTasksResponse, i int) api.TaskProgress {
+	if len(r.Progress) == len(r.Tasks) {
+		return r.Progress[i]
+	}
+	return api.TaskProgress{}
 }
 
 type segmentOut struct {

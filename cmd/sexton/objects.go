@@ -76,7 +76,7 @@ func setupGet(fs *flag.FlagSet) runFunc {
 func setupRm(fs *flag.FlagSet) runFunc {
 	batch := fs.String("batch", "", "read keys, one a line, from FILE or - for stdin")
 	ifInc := fs.String("if-incarnation", "", "remove only if the key's newest value is this incarnation (HIGH:LOW as stat prints it); one KEY only")
-	wait := fs.Duration("wait", 0, "after the removes commit, wait up to this long until every holder has durably tombstoned the removed keys' bytes")
+	wait := fs.Duration("wait", 0, "after the removes commit, wait up to this long until every holder has durably tombstoned the removed keys' bytes, showing per replica where it stands")
 	return func(e *env, keys []string) error {
 		if *batch != "" {
 			more, err := readKeys(*batch)
@@ -104,7 +104,7 @@ func setupRm(fs *flag.FlagSet) runFunc {
 			if err := cl.Remove(ctx, keys[0], client.IfIncarnation(inc)); err != nil {
 				return fmt.Errorf("rm %s: %w", keys[0], err)
 			}
-			return waitDeleted(cl, keys, *wait)
+			return waitDeleted(e, cl, keys, *wait)
 		}
 		results, err := cl.BatchRemove(ctx, keys, nil)
 		failed := 0
@@ -122,23 +122,8 @@ func setupRm(fs *flag.FlagSet) runFunc {
 		if failed > 0 {
 			return fmt.Errorf("rm: %d of %d keys failed", failed, len(keys))
 		}
-		return waitDeleted(cl, keys, *wait)
+		return waitDeleted(e, cl, keys, *wait)
 	}
-}
-
-// waitDeleted waits (if d > 0) until no delete task of keys is pending.
-func waitDeleted(cl *client.Client, keys []string, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	for _, k := range keys {
-		if err := cl.WaitDeleted(ctx, k, api.ObjectIncarnation{}); err != nil {
-			return fmt.Errorf("rm --wait: removed, but %w", err)
-		}
-	}
-	return nil
 }
 
 // readKeys reads keys, one a line, from file or stdin ("-").
@@ -167,10 +152,35 @@ func setupStat(*flag.FlagSet) runFunc {
 	return func(e *env, args []string) error {
 		key := args[0]
 		var st api.StatResponse
-		if err := e.call(api.MethodStat, &api.KeyRequest{Key: key}, &st); err != nil {
-			return fmt.Errorf("stat %s: %w", key, err)
+		statErr := e.call(api.MethodStat, &api.KeyRequest{Key: key}, &st)
+		if statErr != nil && api.CodeOf(statErr) != api.CodeObjectNotFound {
+			return fmt.Errorf("stat %s: %w", key, statErr)
 		}
-		return e.output(statJSON(st), func() error {
+		// The key's delete tasks, of any incarnation: for a removed key
+		// they are what is left of it.
+		var deletes api.ListTasksResponse
+		if statErr != nil || st.PendingDeletes > 0 {
+			if err := e.call(api.MethodListTasks, &api.ListTasksRequest{Key: key}, &deletes); err != nil {
+				return fmt.Errorf("stat %s: pending deletes: %w", key, err)
+			}
+		}
+		if statErr != nil && deletes.Total == 0 {
+			return fmt.Errorf("stat %s: %w", key, statErr)
+		}
+		now := time.Now()
+		out := statJSON(st, statErr == nil, deletes, now)
+		if statErr != nil {
+			// Removed, its deletes still pending: shown, and still an
+			// OBJECT_NOT_FOUND for scripts that test existence.
+			if err := e.output(out, func() error {
+				fmt.Printf("key:          %s\nremoved:      %d delete tasks pending\n", key, deletes.Total)
+				return printDeleteTable(os.Stdout, out.Deletes, false, now)
+			}); err != nil {
+				return err
+			}
+			return fmt.Errorf("stat %s: removed, %d delete tasks pending: %w", key, deletes.Total, statErr)
+		}
+		return e.output(out, func() error {
 			o := st.Object
 			fmt.Printf("key:          %s\ntenant:       %s\nsize:         %d\nincarnation:  %s\ncreated:      %s\n",
 				o.Key, o.Tenant, o.Size, o.Incarnation, time.Unix(0, o.Created).UTC().Format(time.RFC3339Nano))
@@ -185,6 +195,9 @@ func setupStat(*flag.FlagSet) runFunc {
 				fmt.Printf("pending put:  %s\n", *st.PendingPut)
 			}
 			fmt.Printf("pending deletes of older incarnations: %d\n", st.PendingDeletes)
+			if len(out.Deletes) > 0 {
+				return printDeleteTable(os.Stdout, out.Deletes, false, now)
+			}
 			return nil
 		})
 	}

@@ -199,11 +199,13 @@ func setupTasks(fs *flag.FlagSet) runFunc {
 		if err := e.call(api.MethodListTasks, &api.ListTasksRequest{Segment: api.SegmentID(*seg), Limit: *limit}, &resp); err != nil {
 			return fmt.Errorf("tasks: %w", err)
 		}
-		return e.output(tasksJSON(resp), func() error {
+		now := time.Now()
+		out := tasksJSON(resp, now)
+		return e.output(out, func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSEGMENT\tKEY\tINCARNATION\tCREATED")
-			for _, t := range resp.Tasks {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", t.ID, t.Segment, t.Key, t.Incarnation, time.Unix(0, t.Created).UTC().Format(time.RFC3339))
+			fmt.Fprintln(tw, "ID\tSEGMENT\tKEY\tINCARNATION\tAGE\tSTATE\tATTEMPTS\tHOLDER\tLAST ERROR")
+			for _, t := range out.Tasks {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Segment, t.Key, t.Incarnation, fmtAge(t.Created, now), orDash(t.State), t.Attempts, orDash(t.Holder), orDash(t.LastError))
 			}
 			fmt.Fprintf(tw, "total\t%d\n", resp.Total)
 			return tw.Flush()

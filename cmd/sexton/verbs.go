@@ -67,7 +67,7 @@ func init() {
 
 		{path: "put", args: "KEY [FILE|-]", summary: "store a value (--dfs-replicas 1: below MOONCAKE_DFS_ROOT_DIR)", group: "client", takes: clusterFlags, nargs: argc{1, 2}, setup: setupPut},
 		{path: "get", args: "KEY", summary: "read a value", group: "client", takes: clusterFlags, nargs: one, setup: setupGet},
-		{path: "rm", args: "KEY... | --batch FILE|- | --if-incarnation INC KEY", summary: "remove keys", group: "client", takes: clusterFlags, nargs: many, setup: setupRm},
+		{path: "rm", args: "KEY... | --batch FILE|- | --if-incarnation INC KEY", summary: "remove keys", group: "client", takes: clusterFlags | jsonFlag, nargs: many, setup: setupRm},
 		{path: "stat", args: "KEY", summary: "show an object, its pending put and deletes", group: "client", takes: clusterFlags | jsonFlag, nargs: one, setup: setupStat},
 		{path: "ls", args: "[PREFIX]", summary: "list objects", group: "client", takes: clusterFlags | jsonFlag, nargs: argc{0, 1}, setup: setupLs},
 		{path: "status", summary: "show every master's view of the cluster", group: "client", takes: clusterFlags | jsonFlag, setup: setupStatus},

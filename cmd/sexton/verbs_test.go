@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"sexton/api"
 	"sexton/holder"
@@ -214,11 +215,16 @@ func TestJSONKeysAreSnakeCase(t *testing.T) {
 		{ReplicaDescriptor: api.ReplicaDescriptor{Kind: api.ReplicaLocalDisk, Segment: "s"}, Endpoint: "e"},
 		{ReplicaDescriptor: api.ReplicaDescriptor{DFS: &api.DFSDescriptor{Path: "p"}}},
 	}}
-	checkKeys(t, "stat", statJSON(api.StatResponse{Object: obj, PendingPut: &inc}))
+	now := time.Now()
+	tasks := api.ListTasksResponse{Tasks: []api.LocalDeleteTask{{Key: "k", Created: 1}}, Total: 1,
+		Progress: []api.TaskProgress{{State: api.TaskRetrying, Holder: "h", Attempts: 2, LastError: "e", LastGiven: 3}}}
+	checkKeys(t, "stat", statJSON(api.StatResponse{Object: obj, PendingPut: &inc}, true, tasks, now))
+	checkKeys(t, "stat removed", statJSON(api.StatResponse{}, false, tasks, now))
+	checkKeys(t, "rm --wait", rmOut{Replicas: tasksJSON(tasks, now).Tasks})
 	checkKeys(t, "ls", objectsJSON([]api.ObjectInfo{obj}))
 	checkKeys(t, "ls empty", objectsJSON(nil))
-	checkKeys(t, "operator tasks", tasksJSON(api.ListTasksResponse{Tasks: []api.LocalDeleteTask{{Key: "k"}}, Total: 1}))
-	checkKeys(t, "operator tasks empty", tasksJSON(api.ListTasksResponse{}))
+	checkKeys(t, "operator tasks", tasksJSON(tasks, now))
+	checkKeys(t, "operator tasks empty", tasksJSON(api.ListTasksResponse{}, now))
 	checkKeys(t, "operator segments", segmentsJSON([]api.SegmentInfo{{ID: "s", Capabilities: []api.Capability{api.CapObjectTombstoneV1}}}))
 	checkKeys(t, "operator segments empty", segmentsJSON(nil))
 	checkKeys(t, "status", []api.StatusResponse{{}})

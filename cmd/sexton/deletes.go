@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"sexton/api"
+	"sexton/client"
+)
+
+// stateAcknowledged is rm --wait's state of a task it saw pending and that
+// is gone now: its holder's ack committed. The other states are the
+// master's (api.TaskHolderDown, TaskWithheld, TaskRetrying, TaskPending).
+const stateAcknowledged = "acknowledged"
+
+// fmtAge prints how long ago a unix-nanosecond instant was; "?" when it
+// is unknown (a task restored without a creation time).
+func fmtAge(at int64, now time.Time) string {
+	if at <= 0 {
+		return "?"
+	}
+	d := max(now.Sub(time.Unix(0, at)), 0)
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// printDeleteTable prints delete tasks one a line, as stat and rm --wait
+// show them.
+func printDeleteTable(w io.Writer, tasks []taskOut, withKey bool, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	head := "SEGMENT\tHOLDER\tINCARNATION\tSTATE\tAGE\tATTEMPTS\tLAST ERROR"
+	if withKey {
+		head = "KEY\t" + head
+	}
+	fmt.Fprintln(tw, head)
+	for _, t := range tasks {
+		if withKey {
+			fmt.Fprintf(tw, "%s\t", t.Key)
+		}
+		age := "?"
+		if t.AgeMs > 0 || t.Created > 0 {
+			age = fmtAge(t.Created, now)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.Segment, orDash(t.Holder), t.Incarnation, orDash(t.State), age, t.Attempts, orDash(t.LastError))
+	}
+	return tw.Flush()
+}
+
+// rmOut is rm's --json answer: how many keys it removed and, with
+// --wait, every delete task of them it saw, acknowledged or not, and
+// whether all were acknowledged (done; false without --wait).
+type rmOut struct {
+	Removed  int       `json:"removed"`
+	Done     bool      `json:"done"`
+	Replicas []taskOut `json:"replicas"`
+}
+
+// deleteWatch follows the delete tasks of some keys until none is pending.
+// A task seen pending and no longer listed was acknowledged; a task
+// acknowledged before the first look is not seen at all.
+type deleteWatch struct {
+	keys  []string // still with pending tasks
+	seen  map[uint64]int
+	tasks []taskOut // in the order first seen
+}
+
+func newDeleteWatch(keys []string) *deleteWatch {
+	w := &deleteWatch{seen: map[uint64]int{}}
+	dup := map[string]bool{}
+	for _, k := range keys {
+		if !dup[k] {
+			dup[k] = true
+			w.keys = append(w.keys, k)
+		}
+	}
+	return w
+}
+
+// poll looks once at every key still pending; it returns the indexes (in
+// tasks) of the tasks that are new or changed.
+func (w *deleteWatch) poll(ctx context.Context, cl *client.Client, now time.Time) ([]int, error) {
+	var changed []int
+	var still []string
+	for _, k := range w.keys {
+		resp, err := cl.DeleteProgress(ctx, k)
+		if err != nil {
+			return changed, fmt.Errorf("%s: %w", k, err)
+		}
+		listed := map[uint64]bool{}
+		for i, t := range resp.Tasks {
+			listed[t.ID] = true
+			o := taskJSON(t, progressAt(resp, i), now)
+			j, ok := w.seen[t.ID]
+			if !ok {
+				w.seen[t.ID] = len(w.tasks)
+				changed = append(changed, len(w.tasks))
+				w.tasks = append(w.tasks, o)
+				continue
+			}
+			if p := w.tasks[j]; p.State != o.State || p.Attempts != o.Attempts || p.LastError != o.LastError {
+				changed = append(changed, j)
+			}
+			w.tasks[j] = o
+		}
+		for j := range w.tasks {
+			t := &w.tasks[j]
+			if t.Key == k && !listed[t.ID] && t.State != stateAcknowledged {
+				t.State = stateAcknowledged
+				changed = append(changed, j)
+			}
+		}
+		if resp.Total > 0 {
+			still = append(still, k)
+		}
+	}
+	w.keys = still
+	return changed, nil
+}
+
+func (w *deleteWatch) unacknowledged() int {
+	n := 0
+	for _, t := range w.tasks {
+		if t.State != stateAcknowledged {
+			n++
+		}
+	}
+	return n
+}
+
+// waitLines bounds the table rm --wait redraws on a terminal.
+const waitLines = 20
+
+// waitDeleted waits (if d > 0) until no delete task of keys is pending,
+// showing per replica where it stands: on stderr while it waits (a table
+// redrawn in place on a terminal, otherwise a line per change), then the
+// final table (or JSON) on stdout. It fails when d passes first.
+func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) error {
+	if d <= 0 {
+		if e.json {
+			return printJSON(rmOut{Removed: len(keys), Replicas: []taskOut{}})
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	w := newDeleteWatch(keys)
+	live := !e.json && progressIsTerminal()
+	drawn := 0 // lines of the live table on stderr
+	pause := 5 * time.Millisecond
+	var waitErr error
+	for {
+		now := time.Now()
+		changed, err := w.poll(ctx, cl, now)
+		if err != nil {
+			if ctx.Err() == nil || !errors.Is(err, context.DeadlineExceeded) && api.CodeOf(err) != api.CodeTimeout {
+				return fmt.Errorf("rm --wait: removed, but %w", err)
+			}
+		}
+		switch {
+		case live:
+			drawn = redrawWait(progressOut, w, drawn, now)
+		case !e.json:
+			for _, j := range changed {
+				t := w.tasks[j]
+				fmt.Fprintf(progressOut, "rm --wait: %s segment=%s holder=%s state=%s attempts=%d error=%s\n", t.Key, t.Segment, orDash(t.Holder), t.State, t.Attempts, orDash(t.LastError))
+			}
+		}
+		if len(w.keys) == 0 {
+			break
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			waitErr = fmt.Errorf("rm --wait: removed, but %d of %d replicas seen are not acknowledged after %s (exit 1; the tasks stay, see `sexton stat KEY`)", w.unacknowledged(), len(w.tasks), d)
+			break
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+	}
+	if drawn > 0 {
+		fmt.Fprintf(progressOut, "\x1b[%dA\x1b[J", drawn) // the final table goes to stdout
+	}
+	now := time.Now()
+	if err := e.output(rmOut{Removed: len(keys), Done: waitErr == nil, Replicas: append([]taskOut{}, w.tasks...)}, func() error {
+		if len(w.tasks) > 0 {
+			if err := printDeleteTable(os.Stdout, w.tasks, true, now); err != nil {
+				return err
+			}
+		}
+		if waitErr == nil {
+			fmt.Printf("all %d replicas seen acknowledged\n", len(w.tasks))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return waitErr
+}
+
+// redrawWait replaces the table drawn last (drawn lines) with the current
+// one, the unacknowledged replicas first, at most waitLines of them.
+func redrawWait(out io.Writer, w *deleteWatch, drawn int, now time.Time) int {
+	var b strings.Builder
+	if drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", drawn)
+	}
+	rows := make([]taskOut, 0, len(w.tasks))
+	for _, t := range w.tasks {
+		if t.State != stateAcknowledged {
+			rows = append(rows, t)
+		}
+	}
+	acked := len(w.tasks) - len(rows)
+	more := max(len(rows)-waitLines, 0)
+	rows = rows[:min(len(rows), waitLines)]
+	var tb strings.Builder
+	_ = printDeleteTable(&tb, rows, true, now)
+	fmt.Fprintf(&tb, "waiting: %d of %d replicas acknowledged", acked, len(w.tasks))
+	if more > 0 {
+		fmt.Fprintf(&tb, ", %d more pending not shown", more)
+	}
+	tb.WriteString("\n")
+	b.WriteString(tb.String())
+	fmt.Fprint(out, b.String())
+	return strings.Count(tb.String(), "\n")
+}
