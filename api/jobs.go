@@ -26,26 +26,26 @@ const MaxJobStepKeys = 1024
 // JobInfo is one bulk-delete job as the replicated state holds it.
 type JobInfo struct {
 	// ID is the index of the entry that started the job.
-	ID     uint64 `msgpack:"id" json:"id"`
-	Kind   string `msgpack:"kind" json:"kind"`
-	Prefix string `msgpack:"prefix" json:"prefix"`
+	ID     uint64 `msgpack:"id"`
+	Kind   string `msgpack:"kind"`
+	Prefix string `msgpack:"prefix"`
 	// Start is the newest incarnation the job removes: a key whose
 	// COMPLETE incarnation is newer was put after the job started and is
 	// left alone.
-	Start ObjectIncarnation `msgpack:"start" json:"start"`
+	Start ObjectIncarnation `msgpack:"start"`
 	// Cursor is the last key the job has dealt with, in byte order; every
 	// key up to it under the prefix is done.
-	Cursor  string `msgpack:"cursor" json:"cursor"`
-	Removed int64  `msgpack:"removed" json:"removed"`
+	Cursor  string `msgpack:"cursor"`
+	Removed int64  `msgpack:"removed"`
 	// Skipped counts keys the job looked at and left: put after its start,
 	// or already gone when their step applied.
-	Skipped int64  `msgpack:"skipped" json:"skipped"`
-	State   string `msgpack:"state" json:"state"`
-	Steps   int64  `msgpack:"steps" json:"steps"`
+	Skipped int64  `msgpack:"skipped"`
+	State   string `msgpack:"state"`
+	Steps   int64  `msgpack:"steps"`
 	// Created and Updated are the leader's clock (unix ns) of the entry
 	// that started the job and of the last one that changed it.
-	Created int64 `msgpack:"created" json:"created"`
-	Updated int64 `msgpack:"updated" json:"updated"`
+	Created int64 `msgpack:"created"`
+	Updated int64 `msgpack:"updated"`
 }
 
 // Active reports whether the leader still advances the job.
@@ -68,8 +68,8 @@ type JobStartResponse struct {
 // JobListResponse lists the jobs the state keeps (active ones and the most
 // recent finished ones), by id.
 type JobListResponse struct {
-	Jobs  []JobInfo `msgpack:"jobs" json:"jobs"`
-	Index uint64    `msgpack:"index" json:"index"`
+	Jobs  []JobInfo `msgpack:"jobs"`
+	Index uint64    `msgpack:"index"`
 }
 
 // JobCancelRequest cancels an active job: keys it removed stay removed,

@@ -104,6 +104,7 @@ func TestJSONOutputOfEveryVerb(t *testing.T) {
 	snap := filepath.Join(dir, "snap")
 	for _, args := range [][]string{
 		{"put", "a/1", value}, {"put", "a/2", value}, {"put", "b/1", value}, {"rm", "b/1"},
+		{"put", "b/2", value}, {"rm", "--prefix", "b/", "--wait", "30s"},
 		{"operator", "snapshot", "save", snap},
 	} {
 		if _, err := captureStdout(t, func() error { return run(append(args, m...)) }); err != nil {
@@ -130,6 +131,7 @@ func TestJSONOutputOfEveryVerb(t *testing.T) {
 		"operator fsck":             {{wantKey: "segments"}},
 		"operator dfs status":       {{wantKey: "stray_files"}},
 		"operator settings":         {{wantKey: "settings"}, {args: []string{"show"}, wantKey: "index"}},
+		"operator jobs":             {{wantKey: "jobs"}},
 		"operator settings set":     {{args: []string{"--registry-capacity", "40000"}, wantKey: "settings"}},
 		// After the cluster is closed: inspect reads the directory offline.
 		"holder inspect": {{args: []string{filepath.Join(dir, "holder")}, wantKey: "live_objects"}},
