@@ -20,6 +20,7 @@ func (s *dfsSink) Segment(*snapshot.Segment) error       { return nil }
 func (s *dfsSink) Task(*snapshot.Task) error             { return nil }
 func (s *dfsSink) State(*snapshot.State) error           { return nil }
 func (s *dfsSink) Session(*snapshot.SessionRecord) error { return nil }
+func (s *dfsSink) Job(*snapshot.Job) error               { return nil }
 func (s *dfsSink) DFSRecord(raw []byte) error {
 	r, err := DecodeRecord(raw)
 	if err != nil {
