@@ -48,7 +48,7 @@ func TestSnapshotSectionRoundTrip(t *testing.T) {
 			must(t, w.BeginSection(snapshot.SectionState))
 			must(t, w.WriteRecord(&snapshot.State{MasterEpoch: 1}))
 			must(t, w.EndSection())
-			for _, sec := range []string{snapshot.SectionTasks, snapshot.SectionSessions} {
+			for _, sec := range []string{snapshot.SectionTasks, snapshot.SectionSessions, snapshot.SectionJobs} {
 				must(t, w.BeginSection(sec))
 				must(t, w.EndSection())
 			}
