@@ -224,7 +224,7 @@ func (st *state) jobHasMore(j *api.JobInfo) bool {
 // are kept to the limit smallest as it goes (sorted and cut whenever they
 // reach four times the limit), so the pass allocates O(limit).
 func (st *state) jobCandidates(j *api.JobInfo, limit int) ([]string, bool) {
-	keys := make([]string, 0, 4*limit)
+	keys := make([]string, 0, min(4*limit, 4096))
 	bound, bounded := "", false
 	for i := range st.objects.shards {
 		for k, e := range st.objects.shards[i].m {
@@ -232,7 +232,7 @@ func (st *state) jobCandidates(j *api.JobInfo, limit int) ([]string, bool) {
 				continue
 			}
 			keys = append(keys, k)
-			if len(keys) == cap(keys) {
+			if len(keys) == 4*limit {
 				slices.Sort(keys)
 				keys = keys[:limit+1]
 				bound, bounded = keys[limit], true
@@ -268,11 +268,16 @@ func (f *FSM) Job(id uint64) (api.JobInfo, bool) {
 	return *j, true
 }
 
-// JobCandidates lists the keys the next step of job id should carry (at
-// most limit, in key order) and whether they are the last ones; the leader
-// proposes them with the job's cursor as After.
+// MaxJobScanKeys bounds the keys one JobCandidates call lists.
+const MaxJobScanKeys = 1 << 20
+
+// JobCandidates lists the keys after job id's cursor that the job is to
+// remove (at most limit, in key order) and whether they are all there
+// are. The leader proposes them, at most MaxJobStepKeys per step, with
+// the job's cursor as After. It is one pass over every object under the
+// read lock, so the leader lists many keys at once and steps through them.
 func (f *FSM) JobCandidates(id uint64, limit int) (job api.JobInfo, keys []string, last bool, ok bool) {
-	limit = max(1, min(limit, MaxJobStepKeys))
+	limit = max(1, min(limit, MaxJobScanKeys))
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	j := f.st.jobs.find(id)

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"sexton/api"
@@ -21,12 +22,42 @@ const jobReserveFraction = 10
 // jobIdle is how long the job duty sleeps when no job could advance.
 const jobIdle = 100 * time.Millisecond
 
+// jobScanKeys is how many candidate keys one scan of the object table
+// lists for a job. Finding the keys after a cursor is a pass over every
+// object under the fsm's read lock (it keeps no ordered index), so the
+// leader does it once per this many keys, not once per step.
+const jobScanKeys = 64 << 10
+
+// jobScan is the leader's list of a job's next keys, from one scan. It is
+// soft state: a new leader (or this one after a restart of the duty)
+// scans again from the replicated cursor.
+type jobScan struct {
+	keys []string // in key order
+	last bool     // no key after keys[len-1] was found
+}
+
+// take returns up to n keys of the scan after cursor and whether they are
+// the job's last; ok is false when the scan cannot say (it ran out before
+// n keys and was not the last), so a new scan is needed.
+func (s *jobScan) take(cursor string, n int) (keys []string, last, ok bool) {
+	i, found := slices.BinarySearch(s.keys, cursor)
+	if found {
+		i++
+	}
+	rest := s.keys[i:]
+	if len(rest) >= n {
+		return rest[:n], s.last && len(rest) == n, true
+	}
+	return rest, true, s.last
+}
+
 // jobsLeader advances the bulk-delete jobs while this node leads. All of a
 // job's progress is in the replicated state (its cursor), so a new leader
 // simply carries on from it.
 func (n *Node) jobsLeader(ctx context.Context) {
+	scans := map[uint64]*jobScan{}
 	for ctx.Err() == nil {
-		if !n.advanceJobs(ctx) && !sleepCtx(ctx, jobIdle) {
+		if !n.advanceJobs(ctx, scans) && !sleepCtx(ctx, jobIdle) {
 			return
 		}
 	}
@@ -42,9 +73,15 @@ func jobRoom(st fsm.Stats) int {
 // any of them moved. A job is held back (and marked paused, visibly) while
 // the registry has no room above the reserve; it resumes when acks free
 // slots.
-func (n *Node) advanceJobs(ctx context.Context) bool {
+func (n *Node) advanceJobs(ctx context.Context, scans map[uint64]*jobScan) bool {
 	moved := false
-	for _, j := range n.fsm.Jobs() {
+	jobs := n.fsm.Jobs()
+	for id := range scans {
+		if !slices.ContainsFunc(jobs, func(j api.JobInfo) bool { return j.ID == id && j.Active() }) {
+			delete(scans, id)
+		}
+	}
+	for _, j := range jobs {
 		if ctx.Err() != nil {
 			return moved
 		}
@@ -63,11 +100,23 @@ func (n *Node) advanceJobs(ctx context.Context) bool {
 			}
 			continue
 		}
-		cur, keys, last, ok := n.fsm.JobCandidates(j.ID, min(room, jobStepKeys))
-		if !ok || !cur.Active() {
-			continue
+		want := min(room, jobStepKeys)
+		var keys []string
+		last, ok := false, false
+		if s := scans[j.ID]; s != nil {
+			keys, last, ok = s.take(j.Cursor, want)
 		}
-		r, err := proposeFor[fsm.JobAdvanceResult](n, &fsm.JobAdvance{V: fsm.JobAdvanceV1, Job: j.ID, After: cur.Cursor, Keys: keys, Last: last})
+		if !ok {
+			cur, scanned, scannedLast, found := n.fsm.JobCandidates(j.ID, jobScanKeys)
+			if !found || !cur.Active() {
+				continue
+			}
+			j = cur
+			s := &jobScan{keys: scanned, last: scannedLast}
+			scans[j.ID] = s
+			keys, last, _ = s.take(j.Cursor, want)
+		}
+		r, err := proposeFor[fsm.JobAdvanceResult](n, &fsm.JobAdvance{V: fsm.JobAdvanceV1, Job: j.ID, After: j.Cursor, Keys: keys, Last: last})
 		if err != nil {
 			n.log.Warn("bulk-delete job step failed; retrying", "job", j.ID, "error", err)
 			return moved
@@ -75,7 +124,7 @@ func (n *Node) advanceJobs(ctx context.Context) bool {
 		if r.Stale {
 			continue
 		}
-		moved = moved || r.Removed+r.Skipped > 0 || r.Job.State != cur.State
+		moved = moved || r.Removed+r.Skipped > 0 || r.Job.State != j.State
 		if r.Job.State == api.JobDone {
 			n.log.Info("bulk-delete job done", "job", j.ID, "prefix", j.Prefix, "removed", r.Job.Removed, "skipped", r.Job.Skipped, "steps", r.Job.Steps)
 		}
