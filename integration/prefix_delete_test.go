@@ -158,9 +158,15 @@ func TestPrefixDeleteJobAcrossLeaderKill(t *testing.T) {
 	t.Logf("before the kill: %d keys in %v (%.0f keys/s)", mid.Removed, time.Since(start).Round(time.Millisecond), float64(mid.Removed)/time.Since(start).Seconds())
 	killed := c.leader()
 	killed.proc.kill()
+	killedAt := time.Now()
 	t.Logf("SIGKILL %s with the job at %d removed, cursor %q", killed.id, mid.Removed, mid.Cursor)
+	resumed := waitJob("job moving again after the leader's SIGKILL", 2*time.Minute, func(j api.JobInfo) bool { return j.Removed > mid.Removed })
+	resumeTook := time.Since(killedAt)
 	done := waitJob("job done after the leader's SIGKILL", 3*time.Minute, func(j api.JobInfo) bool { return !j.Active() })
 	took := time.Since(start)
+	afterResume := time.Since(killedAt) - resumeTook
+	t.Logf("the new leader moved the job %v after the kill; after that %d keys in %v (%.0f keys/s)", resumeTook.Round(time.Millisecond),
+		done.Removed-resumed.Removed, afterResume.Round(time.Millisecond), float64(done.Removed-resumed.Removed)/afterResume.Seconds())
 	removerWG.Wait()
 
 	if done.State != api.JobDone {
