@@ -227,6 +227,10 @@ func sampleCommands() []Command {
 		&PutStartBatch{Items: []PutStartItem{{Key: "a", Tenant: "t", Size: 5, Replicas: localReplicas("s1"), PutID: "p1", IfAbsent: true}, {Key: "b", Size: 6, Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaDFS}}}}, Now: 16},
 		&PutEndBatch{Items: []PutEndItem{{Key: "a", Incarnation: inc}, {Key: "b", Incarnation: inc}}, Now: 17},
 		&Settings{Settings: api.Settings{RegistryCapacity: 10, SessionTTLMillis: 5000}, Session: sess, Now: 18},
+		&JobStart{Prefix: "logs/", Session: sess, Now: 19},
+		&JobAdvance{Job: 40, After: "logs/a", Keys: []string{"logs/b", "logs/c"}, Last: true, Now: 20},
+		&JobAdvance{Job: 40, After: "logs/c", Pause: true, Now: 21},
+		&JobCancel{Job: 40, Session: sess, Now: 22},
 		// Version 2 fields, and version 1 bodies, which still decode.
 		&EpochBegin{Term: 3, LeaderID: "m1", ClusterID: 7, GrantKey: bytes.Repeat([]byte{7}, api.GrantKeyLen), Now: 19},
 		&MountLocalDisk{ClientID: "c1", Segment: "s1", Process: "proc-1", Now: 20},

@@ -12,7 +12,7 @@ import (
 func TestDeterministicSnapshots(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 99))
-		gen := &cmdGen{pick: func(n int) int { return rng.IntN(n) }, retireOdds: 300, batches: true, sessions: true}
+		gen := &cmdGen{pick: func(n int) int { return rng.IntN(n) }, retireOdds: 300, batches: true, sessions: true, jobs: true}
 		a, b, c := newWithCapacity(8), newWithCapacity(8), newWithCapacity(8)
 		const steps = 1500
 		for i := 1; i <= steps; i++ {
@@ -38,6 +38,10 @@ func TestDeterministicSnapshots(t *testing.T) {
 			t.Fatalf("seed %d: snapshots differ (%d, %d, %d bytes)", seed, len(sa), len(sb), len(sc))
 		}
 		st := a.Stats()
-		t.Logf("seed %d: %d objects, %d pending puts, %d tasks, %d bytes", seed, st.Objects, st.PendingPuts, st.PendingTasks, len(sa))
+		states := map[string]int{}
+		for _, j := range a.Jobs() {
+			states[j.State]++
+		}
+		t.Logf("seed %d: %d objects, %d pending puts, %d tasks, jobs %v, %d bytes", seed, st.Objects, st.PendingPuts, st.PendingTasks, states, len(sa))
 	}
 }

@@ -81,6 +81,12 @@ func (f *FSM) Apply(index, term uint64, data []byte) (any, error) {
 		res = st.applyPutEndBatchSessioned(c)
 	case *Settings:
 		res = st.applySettingsSessioned(c)
+	case *JobStart:
+		res = st.applyJobStartSessioned(index, c)
+	case *JobAdvance:
+		res = st.applyJobAdvance(c)
+	case *JobCancel:
+		res = st.applyJobCancelSessioned(c)
 	default:
 		return nil, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
 	}

@@ -26,7 +26,11 @@ type cmdGen struct {
 	// spans, sometimes with expected incarnations), and some draws repeat
 	// an earlier sessioned request exactly, as a client retry would.
 	sessions bool
-	clients  map[string]*genClient
+	// jobs: some draws are bulk-delete job commands (start, a leader's
+	// step from the fsm's candidates or a stale one, cancel); off by
+	// default, since the model does not model jobs.
+	jobs    bool
+	clients map[string]*genClient
 }
 
 // genClient is one sessioned client of the generator: its next seq, its
@@ -74,6 +78,10 @@ func (g *cmdGen) sessioned(cmd Command) Command {
 	case *PutRevoke:
 		c.Session = s
 	case *Settings:
+		c.Session = s
+	case *JobStart:
+		c.Session = s
+	case *JobCancel:
 		c.Session = s
 	case *Remove:
 		c.Session = s
@@ -145,8 +153,39 @@ func (g *cmdGen) retry(now int64) Command {
 		cp := *x
 		cp.Now = now
 		return &cp
+	case *JobStart:
+		cp := *x
+		cp.Now = now
+		return &cp
+	case *JobCancel:
+		cp := *x
+		cp.Now = now
+		return &cp
 	}
 	return nil
+}
+
+// job draws a bulk-delete job command: mostly a leader's step of an
+// active job (its candidates, sometimes fewer, sometimes with a pause),
+// sometimes a stale step, a start or a cancel.
+func (g *cmdGen) job(f *FSM, now int64) Command {
+	jobs := f.Jobs()
+	switch p := g.pick(10); {
+	case p < 2 || len(jobs) == 0:
+		return g.sessioned(&JobStart{Prefix: []string{"", "k", "k1", "x"}[g.pick(4)], Now: now})
+	case p == 2:
+		return g.sessioned(&JobCancel{Job: jobs[g.pick(len(jobs))].ID + uint64(g.pick(2)), Now: now})
+	}
+	j := jobs[g.pick(len(jobs))]
+	cur, keys, last, _ := f.JobCandidates(j.ID, 1+g.pick(3))
+	step := &JobAdvance{Job: j.ID, After: cur.Cursor, Keys: keys, Last: last, Now: now}
+	switch g.pick(6) {
+	case 0:
+		step.Keys, step.Last, step.Pause = nil, false, true
+	case 1:
+		step.After = "k0" // stale unless the cursor is there
+	}
+	return step
 }
 
 var (
@@ -190,6 +229,9 @@ func (g *cmdGen) next(f *FSM) Command {
 		// The registry capacity changes through the log, sometimes below
 		// the tasks pending (refused).
 		return g.sessioned(&Settings{Settings: api.Settings{RegistryCapacity: 1 + g.pick(8)}, Now: now})
+	}
+	if g.jobs && g.pick(8) == 0 {
+		return g.job(f, now)
 	}
 	switch g.pick(20) {
 	case 0:

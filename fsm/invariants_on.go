@@ -4,6 +4,7 @@ package fsm
 
 import (
 	"fmt"
+	"strings"
 
 	"sexton/api"
 )
@@ -113,6 +114,28 @@ func (st *state) checkInvariants() error {
 	}
 	if complete != st.objects.complete || pending != st.objects.pending {
 		return fmt.Errorf("object counters %d/%d, table holds %d/%d", st.objects.complete, st.objects.pending, complete, pending)
+	}
+	return st.checkJobs()
+}
+
+// checkJobs: job ids increasing, the kept jobs within their bounds, every
+// cursor under its prefix, no negative count.
+func (st *state) checkJobs() error {
+	t := &st.jobs
+	active := t.active()
+	if active > MaxActiveJobs || len(t.jobs)-active > MaxFinishedJobs {
+		return fmt.Errorf("%d active and %d finished jobs kept", active, len(t.jobs)-active)
+	}
+	for i, j := range t.jobs {
+		if i > 0 && j.ID <= t.jobs[i-1].ID {
+			return fmt.Errorf("job %d after job %d", j.ID, t.jobs[i-1].ID)
+		}
+		if j.Cursor != "" && !strings.HasPrefix(j.Cursor, j.Prefix) {
+			return fmt.Errorf("job %d: cursor %q not under prefix %q", j.ID, j.Cursor, j.Prefix)
+		}
+		if j.Removed < 0 || j.Skipped < 0 {
+			return fmt.Errorf("job %d: negative count", j.ID)
+		}
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ func corrupt(format string, args ...any) error {
 }
 
 func (b *restoreSink) Header(h snapshot.Header) error {
-	if h.Format != snapshot.Format120 && h.Format != snapshot.Format110 && h.Format != snapshot.Format100 {
+	if h.Format != snapshot.Format130 && h.Format != snapshot.Format120 && h.Format != snapshot.Format110 && h.Format != snapshot.Format100 {
 		return corrupt("unknown format %q", h.Format)
 	}
 	b.format = h.Format
@@ -265,10 +265,10 @@ func (b *restoreSink) State(s *snapshot.State) error {
 	if len(s.Audit) > 0 {
 		st.audit = append([]snapshot.AuditEntry(nil), s.Audit...)
 	}
-	if b.format != snapshot.Format120 {
+	if !hasSessions(b.format) {
 		return nil
 	}
-	// 1.2.0 carries the replicated settings (absent: never set, defaults)
+	// 1.2.0 and later carry the replicated settings (absent: never set, defaults)
 	// and comes before the tasks, so the capacity check below uses them.
 	st.settings, st.settingsSet = api.Settings{}, false
 	if s.Settings != nil {
@@ -285,6 +285,30 @@ func (b *restoreSink) State(s *snapshot.State) error {
 		st.grantKey = append([]byte(nil), s.GrantKey...)
 	}
 	st.sess.clock = s.SessionClock
+	return nil
+}
+
+// hasSessions reports whether a snapshot of format carries 1.2.0's
+// sessions, settings and grant key.
+func hasSessions(format string) bool {
+	return format == snapshot.Format120 || format == snapshot.Format130
+}
+
+// Job restores one bulk-delete job (1.3.0): ids strictly increasing, as
+// Apply appends them, within the bounds Apply keeps.
+func (b *restoreSink) Job(j *snapshot.Job) error {
+	if b.format != snapshot.Format130 {
+		return corrupt("job record in a %s snapshot", b.format)
+	}
+	t := &b.st.jobs
+	if n := len(t.jobs); n > 0 && j.ID <= t.jobs[n-1].ID {
+		return corrupt("job %d out of order after job %d", j.ID, t.jobs[n-1].ID)
+	}
+	cp := *j
+	t.jobs = append(t.jobs, &cp)
+	if active := t.active(); active > MaxActiveJobs || len(t.jobs)-active > MaxFinishedJobs {
+		return corrupt("more jobs than the state keeps (%d active, %d finished)", active, len(t.jobs)-active)
+	}
 	return nil
 }
 

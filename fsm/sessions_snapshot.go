@@ -80,7 +80,7 @@ type sessionRestore struct {
 }
 
 func (b *restoreSink) Session(r *snapshot.SessionRecord) error {
-	if b.format != snapshot.Format120 {
+	if !hasSessions(b.format) {
 		return corrupt("session record in a %s snapshot", b.format)
 	}
 	if !b.haveState {
@@ -145,7 +145,7 @@ func resultOf(cs *clientSession, r *snapshot.SessionResult) (sessResult, error) 
 	}
 	kind := CommandType(r.Kind)
 	out := sessResult{seq: r.Seq, kind: kind, err: r.Err, inc: r.Inc, count: int32(r.Count), reps: r.Replicas}
-	if kind != CmdPutStart && kind != CmdPutStartBatch && !r.Inc.IsZero() {
+	if kind != CmdPutStart && kind != CmdPutStartBatch && kind != CmdJobStart && !r.Inc.IsZero() {
 		return bad("an incarnation in a %s result", kind)
 	}
 	if kind != CmdPutStart && len(r.Replicas) != 0 {
@@ -158,6 +158,12 @@ func resultOf(cs *clientSession, r *snapshot.SessionResult) (sessResult, error) 
 	case CmdPutStart, CmdPutEnd, CmdPutRevoke:
 		if len(r.Items) != 0 || (kind == CmdPutStart && r.Count != 0) {
 			return bad("items or a count in a %s result", kind)
+		}
+	case CmdJobStart, CmdJobCancel:
+		// JobStart keeps the job's start incarnation (its Low is the id);
+		// JobCancel only its error.
+		if len(r.Items) != 0 || r.Count != 0 || (kind == CmdJobStart && (r.Inc.IsZero() != (r.Err != nil))) {
+			return bad("items, a count or a missing job in a %s result", kind)
 		}
 	case CmdSettings:
 		if len(r.Items) != 0 || r.Count != 0 {

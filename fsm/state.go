@@ -73,6 +73,8 @@ type state struct {
 	grantKey []byte
 	// sess is the client session table (exactly-once answers).
 	sess *sessionTable
+	// jobs are the bulk-delete jobs (prefix deletes).
+	jobs jobTable
 }
 
 // newState returns an empty state under the given settings (zero fields:

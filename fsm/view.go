@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"sexton/api"
 	"sexton/fsm/dfsalloc"
 	"sexton/snapshot"
 )
@@ -21,6 +22,7 @@ type View struct {
 	tasks    []*task
 	state    snapshot.State
 	sessions []sessionView
+	jobs     []api.JobInfo
 	dfs      *dfsSectionHead // nil: no DFS configured, no dfs_buckets section
 	dfsRecs  []dfsalloc.Record
 }
@@ -33,7 +35,7 @@ func (f *FSM) Snapshot() *View {
 	st := f.st
 	v := &View{
 		header: snapshot.Header{
-			Format: snapshot.Format120, ClusterID: st.clusterID,
+			Format: snapshot.Format130, ClusterID: st.clusterID,
 			LastIndex: st.appliedIndex, LastTerm: st.appliedTerm, Created: st.lastNow,
 		},
 		shards:   st.objects.share(),
@@ -46,6 +48,9 @@ func (f *FSM) Snapshot() *View {
 			GrantKey: slices.Clone(st.grantKey), SessionClock: st.sess.clock,
 		},
 		sessions: st.sess.views(),
+	}
+	for _, j := range st.jobs.jobs {
+		v.jobs = append(v.jobs, *j)
 	}
 	if st.settingsSet {
 		set := st.settings
@@ -72,17 +77,18 @@ func (f *FSM) Snapshot() *View {
 // a shard shared with a released view is still cloned once on its next
 // write, which is cheap.
 func (v *View) Release() {
-	v.shards, v.segments, v.tasks, v.sessions, v.dfsRecs = nil, nil, nil, nil, nil
+	v.shards, v.segments, v.tasks, v.sessions, v.dfsRecs, v.jobs = nil, nil, nil, nil, nil, nil
 }
 
-// WriteTo writes the view as a 1.2.0 snapshot stream. Equal states give
+// WriteTo writes the view as a 1.3.0 snapshot stream. Equal states give
 // equal bytes: objects by key (a key's COMPLETE before its PENDING),
 // segments by id, the one State record, tasks by id, session records by
-// (client id, seq).
-func (v *View) WriteTo(w io.Writer) (int64, error) { return v.writeFormat(w, snapshot.Format120) }
+// (client id, seq), jobs by id.
+func (v *View) WriteTo(w io.Writer) (int64, error) { return v.writeFormat(w, snapshot.Format130) }
 
-// writeFormat writes the view in format (1.2.0, or 1.1.0 for tests of
-// older snapshots: then the state must hold nothing 1.1.0 cannot carry).
+// writeFormat writes the view in format (1.3.0, or 1.2.0 or 1.1.0 for
+// tests of older snapshots: then the state must hold nothing that format
+// cannot carry).
 func (v *View) writeFormat(w io.Writer, format string) (int64, error) {
 	if v.shards == nil {
 		return 0, fmt.Errorf("fsm: write of a released snapshot view")
@@ -101,7 +107,7 @@ func (v *View) writeFormat(w io.Writer, format string) (int64, error) {
 	if err := writeSection(sw, snapshot.SectionSegments, len(v.segments), func(i int) any { return &v.segments[i] }); err != nil {
 		return cw.n, err
 	}
-	v120 := format == snapshot.Format120
+	v120 := hasSessions(format)
 	if v120 {
 		if err := writeSection(sw, snapshot.SectionState, 1, func(int) any { return &v.state }); err != nil {
 			return cw.n, err
@@ -118,6 +124,13 @@ func (v *View) writeFormat(w io.Writer, format string) (int64, error) {
 		}
 	} else if err := writeSection(sw, snapshot.SectionState, 1, func(int) any { return &v.state }); err != nil {
 		return cw.n, err
+	}
+	if format == snapshot.Format130 {
+		if err := writeSection(sw, snapshot.SectionJobs, len(v.jobs), func(i int) any { return &v.jobs[i] }); err != nil {
+			return cw.n, err
+		}
+	} else if len(v.jobs) > 0 {
+		return cw.n, fmt.Errorf("fsm: a %s snapshot cannot carry %d bulk-delete jobs", format, len(v.jobs))
 	}
 	if v.dfs != nil {
 		err := writeSection(sw, snapshot.SectionDFSBuckets, 1+len(v.dfsRecs), func(i int) any {

@@ -169,6 +169,13 @@ func (n *Node) becomeLeader(ctx context.Context, term uint64) {
 		}()
 		defer dfsWG.Wait()
 	}
+	var jobsWG sync.WaitGroup
+	jobsWG.Add(1)
+	go func() {
+		defer jobsWG.Done()
+		n.jobsLeader(ctx)
+	}()
+	defer jobsWG.Wait()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {

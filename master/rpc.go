@@ -53,6 +53,9 @@ func (n *Node) startRPC() error {
 	transport.Register(s, api.MethodDFSSetMaxBuckets, n.handleDFSSetMaxBuckets)
 	transport.Register(s, api.MethodSettingsGet, n.handleSettingsGet)
 	transport.Register(s, api.MethodSettingsSet, n.handleSettingsSet)
+	transport.Register(s, api.MethodJobStart, n.handleJobStart)
+	transport.Register(s, api.MethodJobList, n.handleJobList)
+	transport.Register(s, api.MethodJobCancel, n.handleJobCancel)
 	ln, err := net.Listen("tcp", n.cfg.RPCAddr)
 	if err != nil {
 		return err

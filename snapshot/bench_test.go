@@ -93,6 +93,7 @@ func (d *discardSink) Task(*Task) error             { d.tasks++; return nil }
 func (d *discardSink) State(*State) error           { return nil }
 func (d *discardSink) Session(*SessionRecord) error { return nil }
 func (d *discardSink) DFSRecord([]byte) error       { return nil }
+func (d *discardSink) Job(*Job) error               { return nil }
 
 func BenchmarkRead1MObjects(b *testing.B) {
 	var buf bytes.Buffer

@@ -263,3 +263,63 @@ func writeFixture100(t fataler) []byte {
 	b.section(SectionSegments, uint64(len(segs)), b.records(segs...))
 	return b.done()
 }
+
+// The 1.3.0 fixture: 1.2.0's records plus the jobs section (one job of
+// each state).
+
+var fixtureHeader130 = Header{Format: Format130, ClusterID: fixtureCluster, LastIndex: 6161, LastTerm: 8, Created: 1_700_000_600_000_000_000}
+
+func fixtureJobs130() []*Job {
+	start := func(i uint64) api.ObjectIncarnation { return api.ObjectIncarnation{High: fixtureCluster, Low: i} }
+	return []*Job{
+		{ID: 6000, Kind: api.JobKindPrefixDelete, Prefix: "logs/", Start: start(6000), Cursor: "logs/2024/08",
+			Removed: 4096, Skipped: 3, State: api.JobRunning, Steps: 9, Created: 1_700_000_500_000_000_000, Updated: 1_700_000_550_000_000_000},
+		{ID: 6001, Kind: api.JobKindPrefixDelete, Prefix: "", Start: start(6001), Cursor: "a",
+			Removed: 1, State: api.JobPausedRegistryFull, Steps: 1, Created: 1_700_000_510_000_000_000, Updated: 1_700_000_511_000_000_000},
+		{ID: 6002, Kind: api.JobKindPrefixDelete, Prefix: "tmp/", Start: start(6002), Cursor: "tmp/z",
+			Removed: 7, Skipped: 1, State: api.JobDone, Steps: 2, Created: 1_700_000_520_000_000_000, Updated: 1_700_000_521_000_000_000},
+		{ID: 6003, Kind: api.JobKindPrefixDelete, Prefix: "x", Start: start(6003),
+			State: api.JobCancelled, Created: 1_700_000_530_000_000_000, Updated: 1_700_000_531_000_000_000},
+	}
+}
+
+func writeFixture130(t fataler) []byte {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, fixtureHeader130)
+	must(t, err)
+	must(t, w.BeginSection(SectionMetadata))
+	for _, o := range fixtureObjects() {
+		must(t, w.WriteRecord(o))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionSegments))
+	for _, s := range fixtureSegments120() {
+		must(t, w.WriteRecord(s))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionState))
+	must(t, w.WriteRecord(fixtureState120()))
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionTasks))
+	for _, task := range fixtureTasks() {
+		must(t, w.WriteRecord(task))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionSessions))
+	for _, s := range fixtureSessions120() {
+		must(t, w.WriteRecord(s))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionJobs))
+	for _, j := range fixtureJobs130() {
+		must(t, w.WriteRecord(j))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionDFSBuckets))
+	for _, raw := range fixtureDFS(t) {
+		must(t, w.WriteRecord(msgpack.RawMessage(raw)))
+	}
+	must(t, w.EndSection())
+	must(t, w.Close())
+	return buf.Bytes()
+}

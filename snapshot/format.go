@@ -44,6 +44,16 @@ type sectionSpec struct {
 // formatSpecs lists, per readable format, its sections in the only order
 // they may appear.
 var formatSpecs = map[string][]sectionSpec{
+	// 1.3.0 adds the bulk-delete jobs after the sessions.
+	Format130: {
+		{name: SectionMetadata, required: true},
+		{name: SectionSegments, required: true},
+		{name: SectionState, required: true, singleton: true},
+		{name: SectionTasks, required: true},
+		{name: SectionSessions, required: true},
+		{name: SectionJobs, required: true},
+		{name: SectionDFSBuckets},
+	},
 	// 1.2.0 moves state before the tasks, so a reader knows the
 	// snapshot's settings (its registry capacity) before the first task.
 	Format120: {

@@ -12,7 +12,7 @@ import (
 // catch a slip); Inspect agrees with Read; and whatever reads cleanly
 // writes back and reads again as the same contents.
 func FuzzRead(f *testing.F) {
-	for _, p := range []string{golden120, golden110, golden100} {
+	for _, p := range []string{golden130, golden120, golden110, golden100} {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)

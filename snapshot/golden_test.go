@@ -14,6 +14,7 @@ import (
 var update = flag.Bool("update", false, "regenerate snapshot/testdata golden files")
 
 const (
+	golden130 = "testdata/v130.snap"
 	golden120 = "testdata/v120.snap"
 	golden110 = "testdata/v110.snap"
 	golden100 = "testdata/v100.snap"
@@ -101,6 +102,66 @@ func TestGolden120ReadsBackEveryField(t *testing.T) {
 	must(t, err)
 	if want := (Counts{Objects: 4, Segments: 2, Tasks: 3, DFSRecords: 2, HasState: true, Sessions: 4}); h != fixtureHeader120 || c != want {
 		t.Fatalf("Inspect = %+v %+v, want %+v", h, c, want)
+	}
+}
+
+func TestGolden130ReadsBackEveryField(t *testing.T) {
+	data := loadGolden(t, golden130, writeFixture130)
+	got, err := readAll(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.headers != 1 || !reflect.DeepEqual(got.header, fixtureHeader130) {
+		t.Fatalf("header %+v (%d calls), want %+v", got.header, got.headers, fixtureHeader130)
+	}
+	if !reflect.DeepEqual(got.objects, fixtureObjects()) || !reflect.DeepEqual(got.segments, fixtureSegments120()) ||
+		!reflect.DeepEqual(got.tasks, fixtureTasks()) || !reflect.DeepEqual(got.sessions, fixtureSessions120()) {
+		t.Fatalf("1.2.0 records of the 1.3.0 fixture differ:\n%s\n%s", dump(got.objects), dump(got.sessions))
+	}
+	if len(got.states) != 1 || !reflect.DeepEqual(got.states[0], fixtureState120()) {
+		t.Fatalf("states: got %s, want one %+v", dump(got.states), *fixtureState120())
+	}
+	if !reflect.DeepEqual(got.jobs, fixtureJobs130()) {
+		t.Fatalf("jobs:\n got %s\nwant %s", dump(got.jobs), dump(fixtureJobs130()))
+	}
+	if !reflect.DeepEqual(got.dfs, fixtureDFS(t)) {
+		t.Fatalf("dfs records: got %x, want %x", got.dfs, fixtureDFS(t))
+	}
+	h, c, err := Inspect(bytes.NewReader(data))
+	must(t, err)
+	if want := (Counts{Objects: 4, Segments: 2, Tasks: 3, DFSRecords: 2, HasState: true, Sessions: 4, Jobs: 4}); h != fixtureHeader130 || c != want {
+		t.Fatalf("Inspect = %+v %+v, want %+v", h, c, want)
+	}
+}
+
+// A job record that breaks its bounds is refused by the writer, so no
+// snapshot a reader would refuse is written.
+func TestWriterRefusesBadJob(t *testing.T) {
+	for _, j := range []*Job{
+		{ID: 0, Kind: api.JobKindPrefixDelete, State: api.JobRunning},
+		{ID: 1, Kind: "wipe", State: api.JobRunning},
+		{ID: 1, Kind: api.JobKindPrefixDelete, State: "sleeping"},
+		{ID: 1, Kind: api.JobKindPrefixDelete, Prefix: "a/", Cursor: "b", State: api.JobRunning},
+		{ID: 1, Kind: api.JobKindPrefixDelete, State: api.JobRunning, Removed: -1},
+	} {
+		var buf bytes.Buffer
+		w, err := NewWriter(&buf, fixtureHeader130)
+		must(t, err)
+		for _, s := range []string{SectionMetadata, SectionSegments} {
+			must(t, w.BeginSection(s))
+			must(t, w.EndSection())
+		}
+		must(t, w.BeginSection(SectionState))
+		must(t, w.WriteRecord(fixtureState120()))
+		must(t, w.EndSection())
+		for _, s := range []string{SectionTasks, SectionSessions} {
+			must(t, w.BeginSection(s))
+			must(t, w.EndSection())
+		}
+		must(t, w.BeginSection(SectionJobs))
+		if err := w.WriteRecord(j); err == nil {
+			t.Fatalf("writer took job %+v", *j)
+		}
 	}
 }
 

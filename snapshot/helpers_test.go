@@ -20,6 +20,7 @@ type collectSink struct {
 	states   []*State
 	sessions []*SessionRecord
 	dfs      [][]byte
+	jobs     []*Job
 }
 
 func (c *collectSink) Header(h Header) error    { c.header = h; c.headers++; return nil }
@@ -32,6 +33,7 @@ func (c *collectSink) Session(s *SessionRecord) error {
 	return nil
 }
 func (c *collectSink) DFSRecord(raw []byte) error { c.dfs = append(c.dfs, raw); return nil }
+func (c *collectSink) Job(j *Job) error           { c.jobs = append(c.jobs, j); return nil }
 
 // readAll reads data into a fresh collectSink.
 func readAll(data []byte) (*collectSink, error) {

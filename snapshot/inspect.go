@@ -9,6 +9,8 @@ type Counts struct {
 	// Sessions counts session records (1.2.0): one per stored result,
 	// or one for a session that keeps none.
 	Sessions int
+	// Jobs counts bulk-delete job records (1.3.0).
+	Jobs int
 }
 
 // Inspect validates a whole snapshot exactly as Read does and counts its
@@ -29,3 +31,4 @@ func (c *countingSink) Task(*Task) error             { c.Tasks++; return nil }
 func (c *countingSink) State(*State) error           { c.HasState = true; return nil }
 func (c *countingSink) Session(*SessionRecord) error { c.Sessions++; return nil }
 func (c *countingSink) DFSRecord([]byte) error       { c.DFSRecords++; return nil }
+func (c *countingSink) Job(*Job) error               { c.Jobs++; return nil }

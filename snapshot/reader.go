@@ -26,6 +26,7 @@ type Sink interface {
 	Task(t *Task) error
 	State(s *State) error
 	Session(s *SessionRecord) error
+	Job(j *Job) error
 	DFSRecord(raw []byte) error
 }
 
@@ -244,7 +245,7 @@ func recordDecoder(format, section string) recordDecode {
 			return decodeSegment100Record
 		}
 	}
-	v120 := format == Format120
+	v120 := atLeast120(format)
 	switch section {
 	case SectionMetadata:
 		return decodeObjectRecord
@@ -256,6 +257,8 @@ func recordDecoder(format, section string) recordDecode {
 		return func(mr *mpReader, sink Sink) error { return decodeStateRecord(mr, sink, v120) }
 	case SectionSessions:
 		return decodeSessionRec
+	case SectionJobs:
+		return decodeJobRec
 	default:
 		return decodeDFSRecord
 	}
@@ -345,6 +348,26 @@ func decodeSessionRec(mr *mpReader, sink Sink) error {
 		return corrupt(err)
 	}
 	return sinkErr(sink.Session(s))
+}
+
+// decodeJobRec decodes a job record strictly: the bounded walk first (no
+// claimed length beyond the bytes at hand), then the fields, refusing any
+// this build does not know, then the job's own bounds.
+func decodeJobRec(mr *mpReader, sink Sink) error {
+	start := mr.off
+	if err := mr.skip(); err != nil {
+		return err
+	}
+	j := new(Job)
+	dec := msgpack.NewDecoder(bytes.NewReader(mr.b[start:mr.off]))
+	dec.DisallowUnknownFields(true)
+	if err := dec.Decode(j); err != nil {
+		return corrupt(err)
+	}
+	if err := validateJob(j); err != nil {
+		return corrupt(err)
+	}
+	return sinkErr(sink.Job(j))
 }
 
 func decodeDFSRecord(mr *mpReader, sink Sink) error {

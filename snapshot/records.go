@@ -350,7 +350,7 @@ func decodeHeader(b []byte) (Header, error) {
 		return h, err
 	}
 	if _, ok := formatSpecs[format]; !ok {
-		return h, fmt.Errorf("%w: %q (this build reads %s, %s and %s)", ErrUnknownFormat, format, Format120, Format110, Format100)
+		return h, fmt.Errorf("%w: %q (this build reads %s, %s, %s and %s)", ErrUnknownFormat, format, Format130, Format120, Format110, Format100)
 	}
 	r := &mpReader{b: b}
 	const rec = "header"

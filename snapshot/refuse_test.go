@@ -45,7 +45,7 @@ func TestRefusesBadMagic(t *testing.T) {
 }
 
 func TestRefusesUnknownFormat(t *testing.T) {
-	for _, format := range []string{"1.3.0", "2.0.0", "", "1.1", "1.2"} {
+	for _, format := range []string{"1.4.0", "2.0.0", "", "1.1", "1.2"} {
 		h := fixtureHeader
 		h.Format = format
 		_, err := readAll(sections110(newStream(t, h)).done())
@@ -53,7 +53,7 @@ func TestRefusesUnknownFormat(t *testing.T) {
 	}
 	// A future header with fields this build lacks still says "unknown
 	// format", not "unknown field".
-	future := map[string]any{"format": "1.3.0", "shiny": true}
+	future := map[string]any{"format": "1.4.0", "shiny": true}
 	_, err := readAll(sections110(newStream(t, future)).done())
 	wantErr(t, err, ErrUnknownFormat)
 }
@@ -254,7 +254,7 @@ func TestRefusesTrailingData(t *testing.T) {
 // goldens returns every checked-in golden file.
 func goldens(t *testing.T) map[string][]byte {
 	out := map[string][]byte{}
-	for _, p := range []string{golden120, golden110, golden100} {
+	for _, p := range []string{golden130, golden120, golden110, golden100} {
 		data, err := os.ReadFile(p)
 		must(t, err)
 		out[p] = data

@@ -177,7 +177,8 @@ type contents struct {
 	segments []Segment
 	tasks    []Task
 	state    State
-	sessions []SessionRecord // 1.2.0 only
+	sessions []SessionRecord // 1.2.0 and 1.3.0 only
+	jobs     []Job           // 1.3.0 only
 	dfs      [][]byte
 }
 
@@ -198,6 +199,7 @@ func writeContents(t fataler, c *contents) []byte {
 	}
 	must(t, w.EndSection())
 	v120 := c.header.Format != Format110
+	v130 := v120 && c.header.Format != Format120
 	writeState := func() {
 		must(t, w.BeginSection(SectionState))
 		must(t, w.WriteRecord(&c.state))
@@ -220,6 +222,13 @@ func writeContents(t fataler, c *contents) []byte {
 	} else {
 		writeState()
 	}
+	if v130 {
+		must(t, w.BeginSection(SectionJobs))
+		for i := range c.jobs {
+			must(t, w.WriteRecord(&c.jobs[i]))
+		}
+		must(t, w.EndSection())
+	}
 	if c.dfs != nil {
 		must(t, w.BeginSection(SectionDFSBuckets))
 		for _, raw := range c.dfs {
@@ -236,9 +245,28 @@ func writeContents(t fataler, c *contents) []byte {
 
 func TestRoundTrip110(t *testing.T) { testRoundTrip(t, Format110) }
 func TestRoundTrip120(t *testing.T) { testRoundTrip(t, Format120) }
+func TestRoundTrip130(t *testing.T) { testRoundTrip(t, Format130) }
+
+func genJob() *rapid.Generator[Job] {
+	return rapid.Custom(func(t *rapid.T) Job {
+		prefix := rapid.StringN(0, 8, 16).Draw(t, "prefix")
+		j := Job{
+			ID: rapid.Uint64Min(1).Draw(t, "id"), Kind: api.JobKindPrefixDelete, Prefix: prefix,
+			Start:   api.ObjectIncarnation{High: rapid.Uint64().Draw(t, "high"), Low: rapid.Uint64().Draw(t, "low")},
+			Removed: rapid.Int64Min(0).Draw(t, "removed"), Skipped: rapid.Int64Min(0).Draw(t, "skipped"),
+			Steps:   rapid.Int64Min(0).Draw(t, "steps"),
+			State:   rapid.SampledFrom([]string{api.JobRunning, api.JobPausedRegistryFull, api.JobCancelled, api.JobDone}).Draw(t, "state"),
+			Created: rapid.Int64().Draw(t, "created"), Updated: rapid.Int64().Draw(t, "updated"),
+		}
+		if rapid.Bool().Draw(t, "cursor") {
+			j.Cursor = prefix + rapid.StringN(1, 8, 16).Draw(t, "rest")
+		}
+		return j
+	})
+}
 
 func testRoundTrip(t *testing.T, format string) {
-	v120 := format == Format120
+	v120 := format != Format110
 	rapid.Check(t, func(t *rapid.T) {
 		c := &contents{
 			header: Header{Format: format, ClusterID: rapid.Uint64().Draw(t, "cluster"),
@@ -249,10 +277,13 @@ func testRoundTrip(t *testing.T, format string) {
 			tasks:    rapid.SliceOfN(genTask(), 0, 20).Draw(t, "tasks"),
 			state:    genState(v120).Draw(t, "state"),
 		}
-		if v120 {
+		if format == Format130 {
 			if rapid.Bool().Draw(t, "forced") {
-				c.header.Format = "ignored" // anything but 1.1.0 writes 1.2.0
+				c.header.Format = "ignored" // anything but 1.1.0 and 1.2.0 writes 1.3.0
 			}
+			c.jobs = rapid.SliceOfN(genJob(), 0, 5).Draw(t, "jobs")
+		}
+		if v120 {
 			c.sessions = rapid.SliceOfN(genSessionRecord(), 0, 10).Draw(t, "sessions")
 		}
 		if rapid.Bool().Draw(t, "dfs") {
@@ -274,6 +305,7 @@ func testRoundTrip(t *testing.T, format string) {
 		checkSame(t, "segments", got.segments, c.segments)
 		checkSame(t, "tasks", got.tasks, c.tasks)
 		checkSame(t, "sessions", got.sessions, c.sessions)
+		checkSame(t, "jobs", got.jobs, c.jobs)
 		if len(got.states) != 1 || !reflect.DeepEqual(*got.states[0], c.state) {
 			t.Fatalf("state %s, want %+v", dump(got.states), c.state)
 		}

@@ -4,13 +4,14 @@ import "sexton/api"
 
 // Format versions.
 const (
-	Format120 = "1.2.0" // written and read
+	Format130 = "1.3.0" // written and read
+	Format120 = "1.2.0" // read; written only when asked for by name
 	Format110 = "1.1.0" // read; written only when asked for by name
 	Format100 = "1.0.0" // read only
 )
 
 // Section names. 1.0.0 has only metadata and segments; 1.1.0 adds tasks,
-// state and dfs_buckets; 1.2.0 adds sessions.
+// state and dfs_buckets; 1.2.0 adds sessions; 1.3.0 adds jobs.
 const (
 	SectionMetadata   = "metadata"
 	SectionSegments   = "segments"
@@ -18,7 +19,14 @@ const (
 	SectionState      = "state"
 	SectionSessions   = "sessions"
 	SectionDFSBuckets = "dfs_buckets"
+	SectionJobs       = "jobs"
 )
+
+// Job is one bulk-delete job (1.3.0).
+type Job = api.JobInfo
+
+// atLeast120 reports whether format has 1.2.0's sessions and fields.
+func atLeast120(format string) bool { return format == Format120 || format == Format130 }
 
 // Header opens every snapshot stream.
 type Header struct {

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"sexton/api"
 )
@@ -175,4 +176,26 @@ func validateAPIError(e *api.Error) error {
 		return errors.New("error code empty or a field too long")
 	}
 	return nil
+}
+
+// validateJob checks a job record's bounds and that its state is one this
+// build knows.
+func validateJob(j *Job) error {
+	switch {
+	case j.ID == 0:
+		return fmt.Errorf("job with id 0")
+	case j.Kind != api.JobKindPrefixDelete:
+		return fmt.Errorf("job %d: unknown kind %q", j.ID, j.Kind)
+	case len(j.Prefix) > api.MaxKeyLen || len(j.Cursor) > api.MaxKeyLen:
+		return fmt.Errorf("job %d: prefix or cursor longer than %d bytes", j.ID, api.MaxKeyLen)
+	case j.Cursor != "" && !strings.HasPrefix(j.Cursor, j.Prefix):
+		return fmt.Errorf("job %d: cursor %q is not under prefix %q", j.ID, j.Cursor, j.Prefix)
+	case j.Removed < 0 || j.Skipped < 0 || j.Steps < 0:
+		return fmt.Errorf("job %d: negative count", j.ID)
+	}
+	switch j.State {
+	case api.JobRunning, api.JobPausedRegistryFull, api.JobCancelled, api.JobDone:
+		return nil
+	}
+	return fmt.Errorf("job %d: unknown state %q", j.ID, j.State)
 }

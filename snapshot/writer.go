@@ -41,12 +41,12 @@ func (a *appendWriter) Write(p []byte) (int, error) { a.b = append(a.b, p...); r
 func (a *appendWriter) WriteByte(c byte) error      { a.b = append(a.b, c); return nil }
 
 // NewWriter writes the magic and the header to w. h.Format is forced to
-// Format120, the format this build writes, unless it is Format110: then
-// the previous format is written (for compatibility tests and tools), and
-// records that need 1.2.0 are refused.
+// Format130, the format this build writes, unless it is Format120 or
+// Format110: then that previous format is written (for compatibility
+// tests and tools), and records or sections it cannot carry are refused.
 func NewWriter(w io.Writer, h Header) (*Writer, error) {
-	if h.Format != Format110 {
-		h.Format = Format120
+	if h.Format != Format110 && h.Format != Format120 {
+		h.Format = Format130
 	}
 	sw := &Writer{
 		f:      frameWriter{w: w},
@@ -157,6 +157,8 @@ func (w *Writer) WriteRecord(v any) error {
 		err = w.appendTyped(v, w.stateOf)
 	case SectionSessions:
 		err = w.appendTyped(v, sessionOf)
+	case SectionJobs:
+		err = w.appendTyped(v, jobOf)
 	default: // dfs_buckets: opaque
 		err = w.appendOpaque(v)
 	}
@@ -219,7 +221,7 @@ func (w *Writer) segmentOf(v any) (any, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: segments takes snapshot.Segment records, not %T", ErrWriterUsage, v)
 	}
-	if w.format != Format120 && s.Process != "" {
+	if !atLeast120(w.format) && s.Process != "" {
 		return nil, fmt.Errorf("%w: segment %q: a process id needs format %s", ErrWriterUsage, s.ID, Format120)
 	}
 	return s, validateSegment(s)
@@ -250,7 +252,7 @@ func (w *Writer) stateOf(v any) (any, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: state takes one snapshot.State record, not %T", ErrWriterUsage, v)
 	}
-	if w.format != Format120 && s.hasV120Fields() {
+	if !atLeast120(w.format) && s.hasV120Fields() {
 		return nil, fmt.Errorf("%w: settings, grant key and session clock need format %s", ErrWriterUsage, Format120)
 	}
 	return s, validateState(s)
@@ -268,6 +270,20 @@ func sessionOf(v any) (any, error) {
 		return nil, fmt.Errorf("%w: sessions takes snapshot.SessionRecord records, not %T", ErrWriterUsage, v)
 	}
 	return s, validateSession(s)
+}
+
+func jobOf(v any) (any, error) {
+	var j *Job
+	switch x := v.(type) {
+	case *Job:
+		j = x
+	case Job:
+		j = &x
+	}
+	if j == nil {
+		return nil, fmt.Errorf("%w: jobs takes snapshot.Job records, not %T", ErrWriterUsage, v)
+	}
+	return j, validateJob(j)
 }
 
 func (w *Writer) appendTyped(v any, of recordOf) error {

@@ -54,19 +54,26 @@ func docSection(doc, path string) (string, bool) {
 // helpBlock matches one generated help block.
 var helpBlock = regexp.MustCompile("(?s)<!-- help: ([^>]*) -->\n```text\n(.*?)```\n<!-- end help -->")
 
-// docJSONExample is the ```json block of a verb's section.
-func docJSONExample(t *testing.T, path string) ([]byte, bool) {
+// docJSONExamples are the ```json blocks of a verb's section, in order.
+func docJSONExamples(t *testing.T, path string) [][]byte {
 	t.Helper()
 	sec, ok := docSection(cliDoc(t), path)
 	if !ok {
-		return nil, false
+		return nil
 	}
-	_, after, ok := strings.Cut(sec, "```json\n")
-	if !ok {
-		return nil, false
+	var out [][]byte
+	for {
+		_, after, ok := strings.Cut(sec, "```json\n")
+		if !ok {
+			return out
+		}
+		ex, rest, ok := strings.Cut(after, "```")
+		if !ok {
+			return out
+		}
+		out = append(out, []byte(ex))
+		sec = rest
 	}
-	ex, _, ok := strings.Cut(after, "```")
-	return []byte(ex), ok
 }
 
 func TestCLIDoc(t *testing.T) {
@@ -120,14 +127,17 @@ func TestCLIDoc(t *testing.T) {
 		if !strings.Contains(sec, "Exit") {
 			t.Errorf("docs/CLI.md: the section of %q does not say how it exits", v.path)
 		}
-		ex, hasJSON := docJSONExample(t, v.path)
+		exs := docJSONExamples(t, v.path)
 		if v.takes&jsonFlag != 0 {
-			if !hasJSON {
+			if len(exs) == 0 {
 				t.Errorf("docs/CLI.md: %q takes --json but has no example", v.path)
-			} else if err := checkJSON(ex); err != nil {
-				t.Errorf("docs/CLI.md: the --json example of %q: %v", v.path, err)
 			}
-		} else if hasJSON {
+			for _, ex := range exs {
+				if err := checkJSON(ex); err != nil {
+					t.Errorf("docs/CLI.md: a --json example of %q: %v", v.path, err)
+				}
+			}
+		} else if len(exs) > 0 {
 			t.Errorf("docs/CLI.md: %q has a --json example but takes no --json", v.path)
 		}
 	}

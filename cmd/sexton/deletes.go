@@ -68,6 +68,10 @@ type rmOut struct {
 	Removed  int       `json:"removed"`
 	Done     bool      `json:"done"`
 	Replicas []taskOut `json:"replicas"`
+	// Job is the bulk-delete job of rm --prefix/--all (as operator jobs
+	// shows it; omitted otherwise): removed is its count, done whether it
+	// finished within --wait, and replicas stays empty.
+	Job *jobOut `json:"job,omitempty"`
 }
 
 // deleteWatch follows the delete tasks of some keys until none is pending.

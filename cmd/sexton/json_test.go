@@ -104,6 +104,7 @@ func TestJSONOutputOfEveryVerb(t *testing.T) {
 	snap := filepath.Join(dir, "snap")
 	for _, args := range [][]string{
 		{"put", "a/1", value}, {"put", "a/2", value}, {"put", "b/1", value}, {"rm", "b/1"}, {"put", "c/1", value},
+		{"put", "b/2", value}, {"rm", "--prefix", "b/", "--wait", "30s"}, {"put", "d/1", value},
 		{"operator", "snapshot", "save", snap},
 	} {
 		if _, err := captureStdout(t, func() error { return run(append(args, m...)) }); err != nil {
@@ -120,7 +121,7 @@ func TestJSONOutputOfEveryVerb(t *testing.T) {
 		empty   bool // the output is an empty list
 	}
 	cases := map[string][]jsonCase{
-		"rm":                        {{args: []string{"c/1", "--wait", "10s"}, wantKey: "replicas"}},
+		"rm":                        {{args: []string{"c/1", "--wait", "10s"}, wantKey: "replicas"}, {args: []string{"--prefix", "d/", "--wait", "30s"}, wantKey: "job"}},
 		"stat":                      {{args: []string{"a/1"}, wantKey: "pending_deletes"}},
 		"ls":                        {{args: []string{"a/"}, wantKey: "incarnation"}, {args: []string{"nothing-here/"}, empty: true}},
 		"status":                    {{wantKey: "commit_index"}},
@@ -131,6 +132,7 @@ func TestJSONOutputOfEveryVerb(t *testing.T) {
 		"operator fsck":             {{wantKey: "segments"}},
 		"operator dfs status":       {{wantKey: "stray_files"}},
 		"operator settings":         {{wantKey: "settings"}, {args: []string{"show"}, wantKey: "index"}},
+		"operator jobs":             {{wantKey: "jobs"}},
 		"operator settings set":     {{args: []string{"--registry-capacity", "40000"}, wantKey: "settings"}},
 		// After the cluster is closed: inspect reads the directory offline.
 		"holder inspect": {{args: []string{filepath.Join(dir, "holder")}, wantKey: "live_objects"}},
@@ -155,18 +157,24 @@ func TestJSONOutputOfEveryVerb(t *testing.T) {
 				continue
 			}
 			got := assertContract(t, strings.Join(args[:len(args)-len(m)], " "), out)
-			// Every key printed is in docs/CLI.md's example (which may
-			// show more: fields omitted when empty).
-			if ex, ok := docJSONExample(t, v.path); ok {
-				var exv any
-				if err := json.Unmarshal(ex, &exv); err != nil {
-					t.Errorf("docs/CLI.md: the example of %q: %v", v.path, err)
-				} else {
-					documented := keyPaths(exv)
-					for p := range keyPaths(got) {
-						if !documented[p] {
-							t.Errorf("%v prints %s, which docs/CLI.md's example does not show", args, p)
-						}
+			// Every key printed is in one of docs/CLI.md's examples of
+			// the verb (which may show more: fields omitted when empty);
+			// a verb with several shapes (rm, rm --prefix) shows each.
+			if exs := docJSONExamples(t, v.path); len(exs) > 0 {
+				documented := map[string]bool{}
+				for _, ex := range exs {
+					var exv any
+					if err := json.Unmarshal(ex, &exv); err != nil {
+						t.Errorf("docs/CLI.md: an example of %q: %v", v.path, err)
+						continue
+					}
+					for p := range keyPaths(exv) {
+						documented[p] = true
+					}
+				}
+				for p := range keyPaths(got) {
+					if !documented[p] {
+						t.Errorf("%v prints %s, which docs/CLI.md's example does not show", args, p)
 					}
 				}
 			}

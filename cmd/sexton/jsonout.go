@@ -305,5 +305,6 @@ type snapshotInspectOut struct {
 	Tasks      int    `json:"tasks"`
 	DFSRecords int    `json:"dfs_records"`
 	Sessions   int    `json:"sessions"`
+	Jobs       int    `json:"jobs"`
 	HasState   bool   `json:"has_state"`
 }

@@ -76,8 +76,12 @@ func setupGet(fs *flag.FlagSet) runFunc {
 func setupRm(fs *flag.FlagSet) runFunc {
 	batch := fs.String("batch", "", "read keys, one a line, from FILE or - for stdin")
 	ifInc := fs.String("if-incarnation", "", "remove only if the key's newest value is this incarnation (HIGH:LOW as stat prints it); one KEY only")
-	wait := fs.Duration("wait", 0, "after the removes commit, wait up to this long until every holder has durably tombstoned the removed keys' bytes, showing per replica where it stands")
+	wait := fs.Duration("wait", 0, "after the removes commit, wait up to this long until every holder has durably tombstoned the removed keys' bytes, showing per replica where it stands (--prefix: until the job is done)")
+	bulk := addRmPrefixFlags(fs)
 	return func(e *env, keys []string) error {
+		if bulk.wanted() {
+			return runRmPrefix(e, bulk, keys, *wait)
+		}
 		if *batch != "" {
 			more, err := readKeys(*batch)
 			if err != nil {

@@ -183,9 +183,9 @@ func setupSnapshotInspect(*flag.FlagSet) runFunc {
 			return fmt.Errorf("inspect %s: %w", file, err)
 		}
 		return e.output(snapshotInspectOut{Format: h.Format, ClusterID: h.ClusterID, LastIndex: h.LastIndex, LastTerm: h.LastTerm,
-			Created: h.Created, Objects: c.Objects, Segments: c.Segments, Tasks: c.Tasks, DFSRecords: c.DFSRecords, Sessions: c.Sessions, HasState: c.HasState}, func() error {
-			fmt.Printf("format:     %s\ncluster id: %016x\nlast index: %d\nlast term:  %d\ncreated:    %s\nobjects:    %d\nsegments:   %d\ntasks:      %d\ndfs records: %d\nsessions:   %d\nstate:      %v\n",
-				h.Format, h.ClusterID, h.LastIndex, h.LastTerm, time.Unix(0, h.Created).UTC().Format(time.RFC3339), c.Objects, c.Segments, c.Tasks, c.DFSRecords, c.Sessions, c.HasState)
+			Created: h.Created, Objects: c.Objects, Segments: c.Segments, Tasks: c.Tasks, DFSRecords: c.DFSRecords, Sessions: c.Sessions, Jobs: c.Jobs, HasState: c.HasState}, func() error {
+			fmt.Printf("format:     %s\ncluster id: %016x\nlast index: %d\nlast term:  %d\ncreated:    %s\nobjects:    %d\nsegments:   %d\ntasks:      %d\ndfs records: %d\nsessions:   %d\njobs:       %d\nstate:      %v\n",
+				h.Format, h.ClusterID, h.LastIndex, h.LastTerm, time.Unix(0, h.Created).UTC().Format(time.RFC3339), c.Objects, c.Segments, c.Tasks, c.DFSRecords, c.Sessions, c.Jobs, c.HasState)
 			return nil
 		})
 	}

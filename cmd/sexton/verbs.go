@@ -67,7 +67,7 @@ func init() {
 
 		{path: "put", args: "KEY [FILE|-]", summary: "store a value (--dfs-replicas 1: below MOONCAKE_DFS_ROOT_DIR)", group: "client", takes: clusterFlags, nargs: argc{1, 2}, setup: setupPut},
 		{path: "get", args: "KEY", summary: "read a value", group: "client", takes: clusterFlags, nargs: one, setup: setupGet},
-		{path: "rm", args: "KEY... | --batch FILE|- | --if-incarnation INC KEY", summary: "remove keys", group: "client", takes: clusterFlags | jsonFlag, nargs: many, setup: setupRm},
+		{path: "rm", args: "KEY... | --batch FILE|- | --if-incarnation INC KEY | --prefix P | --all --yes-delete-everything", summary: "remove keys", group: "client", takes: clusterFlags | jsonFlag, nargs: many, setup: setupRm},
 		{path: "stat", args: "KEY", summary: "show an object, its pending put and deletes", group: "client", takes: clusterFlags | jsonFlag, nargs: one, setup: setupStat},
 		{path: "ls", args: "[PREFIX]", summary: "list objects", group: "client", takes: clusterFlags | jsonFlag, nargs: argc{0, 1}, setup: setupLs},
 		{path: "status", summary: "show every master's view of the cluster", group: "client", takes: clusterFlags | jsonFlag, setup: setupStatus},
@@ -87,6 +87,8 @@ func init() {
 		{path: "operator dfs status", summary: "show the DFS allocator: units, usage, pending deletions", group: "operator", takes: clusterFlags | jsonFlag, setup: setupDFSStatus},
 		{path: "operator dfs set-max-buckets", args: "N", summary: "change the bucket allocator's maximum", group: "operator", takes: clusterFlags, nargs: one, setup: setupDFSSetMaxBuckets},
 		{path: "operator settings", args: "[show]", summary: "show the replicated settings", group: "operator", takes: clusterFlags | jsonFlag, nargs: argc{0, 1}, setup: setupSettingsShow},
+		{path: "operator jobs", summary: "list bulk-delete jobs (rm --prefix) and their progress", group: "operator", takes: clusterFlags | jsonFlag, setup: setupJobs},
+		{path: "operator jobs cancel", args: "ID", summary: "cancel a bulk-delete job (what it removed stays removed)", group: "operator", takes: clusterFlags, nargs: one, setup: setupJobsCancel},
 		{path: "operator settings set", summary: "change the replicated settings named", group: "operator", takes: clusterFlags | jsonFlag, setup: setupSettingsSet},
 
 		{path: "bench remove", summary: "Remove/BatchRemove rate and latency on a bench segment", group: "measure", takes: clusterFlags, setup: setupBenchRemove},

@@ -145,6 +145,10 @@ func TestUsageErrors(t *testing.T) {
 		{"operator", "dfs", "set-max-buckets", "many"},
 		{"rm", "--if-incarnation", "nonsense", "k", "--masters", "127.0.0.1:1"},
 		{"operator", "settings", "set", "--masters", "127.0.0.1:1"},
+		// rm --all without its confirmation never reaches a master.
+		{"rm", "--all", "--masters", "127.0.0.1:1"},
+		{"rm", "--prefix", "p/", "k", "--masters", "127.0.0.1:1"},
+		{"operator", "jobs", "cancel", "seven", "--masters", "127.0.0.1:1"},
 		{"holder"},
 	} {
 		err := run(args)

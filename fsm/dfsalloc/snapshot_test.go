@@ -20,6 +20,7 @@ func (s *dfsSink) Segment(*snapshot.Segment) error       { return nil }
 func (s *dfsSink) Task(*snapshot.Task) error             { return nil }
 func (s *dfsSink) State(*snapshot.State) error           { return nil }
 func (s *dfsSink) Session(*snapshot.SessionRecord) error { return nil }
+func (s *dfsSink) Job(*snapshot.Job) error               { return nil }
 func (s *dfsSink) DFSRecord(raw []byte) error {
 	r, err := DecodeRecord(raw)
 	if err != nil {
@@ -47,7 +48,7 @@ func TestSnapshotSectionRoundTrip(t *testing.T) {
 			must(t, w.BeginSection(snapshot.SectionState))
 			must(t, w.WriteRecord(&snapshot.State{MasterEpoch: 1}))
 			must(t, w.EndSection())
-			for _, sec := range []string{snapshot.SectionTasks, snapshot.SectionSessions} {
+			for _, sec := range []string{snapshot.SectionTasks, snapshot.SectionSessions, snapshot.SectionJobs} {
 				must(t, w.BeginSection(sec))
 				must(t, w.EndSection())
 			}

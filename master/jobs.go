@@ -1,0 +1,178 @@
+package master
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"sexton/api"
+	"sexton/fsm"
+)
+
+// jobStepKeys is how many keys one job step carries at most: a step is one
+// Raft entry applied on every node under the fsm's lock, so it stays small
+// (~0.5 ms of Apply, a few tens of KB).
+const jobStepKeys = 512
+
+// jobReserveFraction keeps this share of the registry for clients' own
+// Removes: a bulk delete fills the registry only up to the rest, so it
+// never makes a client's Remove fail closed for lack of room.
+const jobReserveFraction = 10
+
+// jobIdle is how long the job duty sleeps when no job could advance.
+const jobIdle = 100 * time.Millisecond
+
+// jobScanKeys is how many candidate keys one scan of the object table
+// lists for a job. Finding the keys after a cursor is a pass over every
+// object under the fsm's read lock (it keeps no ordered index), so the
+// leader does it once per this many keys, not once per step.
+const jobScanKeys = 64 << 10
+
+// jobScan is the leader's list of a job's next keys, from one scan. It is
+// soft state: a new leader (or this one after a restart of the duty)
+// scans again from the replicated cursor.
+type jobScan struct {
+	keys []string // in key order
+	last bool     // no key after keys[len-1] was found
+}
+
+// take returns up to n keys of the scan after cursor and whether they are
+// the job's last; ok is false when the scan cannot say (it ran out before
+// n keys and was not the last), so a new scan is needed.
+func (s *jobScan) take(cursor string, n int) (keys []string, last, ok bool) {
+	i, found := slices.BinarySearch(s.keys, cursor)
+	if found {
+		i++
+	}
+	rest := s.keys[i:]
+	if len(rest) >= n {
+		return rest[:n], s.last && len(rest) == n, true
+	}
+	return rest, true, s.last
+}
+
+// jobsLeader advances the bulk-delete jobs while this node leads. All of a
+// job's progress is in the replicated state (its cursor), so a new leader
+// simply carries on from it.
+func (n *Node) jobsLeader(ctx context.Context) {
+	scans := map[uint64]*jobScan{}
+	for ctx.Err() == nil {
+		if !n.advanceJobs(ctx, scans) && !sleepCtx(ctx, jobIdle) {
+			return
+		}
+	}
+}
+
+// jobRoom is how many more tasks a job step may create now: the registry's
+// free slots above the clients' reserve.
+func jobRoom(st fsm.Stats) int {
+	return st.RegistryCapacity - st.PendingTasks - st.RegistryCapacity/jobReserveFraction
+}
+
+// advanceJobs proposes one step of every active job and reports whether
+// any of them moved. A job is held back (and marked paused, visibly) while
+// the registry has no room above the reserve; it resumes when acks free
+// slots.
+func (n *Node) advanceJobs(ctx context.Context, scans map[uint64]*jobScan) bool {
+	moved := false
+	jobs := n.fsm.Jobs()
+	for id := range scans {
+		if !slices.ContainsFunc(jobs, func(j api.JobInfo) bool { return j.ID == id && j.Active() }) {
+			delete(scans, id)
+		}
+	}
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			return moved
+		}
+		if !j.Active() {
+			continue
+		}
+		room := jobRoom(n.fsm.Stats())
+		if room <= 0 {
+			if j.State == api.JobRunning {
+				_, err := proposeFor[fsm.JobAdvanceResult](n, &fsm.JobAdvance{V: fsm.JobAdvanceV1, Job: j.ID, After: j.Cursor, Pause: true})
+				if err != nil {
+					n.log.Warn("bulk-delete job: recording the pause failed", "job", j.ID, "error", err)
+				} else {
+					n.log.Info("bulk-delete job paused: the delete registry is full", "job", j.ID, "cursor", j.Cursor)
+				}
+			}
+			continue
+		}
+		want := min(room, jobStepKeys)
+		var keys []string
+		last, ok := false, false
+		if s := scans[j.ID]; s != nil {
+			keys, last, ok = s.take(j.Cursor, want)
+		}
+		if !ok {
+			cur, scanned, scannedLast, found := n.fsm.JobCandidates(j.ID, jobScanKeys)
+			if !found || !cur.Active() {
+				continue
+			}
+			j = cur
+			s := &jobScan{keys: scanned, last: scannedLast}
+			scans[j.ID] = s
+			keys, last, _ = s.take(j.Cursor, want)
+		}
+		r, err := proposeFor[fsm.JobAdvanceResult](n, &fsm.JobAdvance{V: fsm.JobAdvanceV1, Job: j.ID, After: j.Cursor, Keys: keys, Last: last})
+		if err != nil {
+			n.log.Warn("bulk-delete job step failed; retrying", "job", j.ID, "error", err)
+			return moved
+		}
+		if r.Stale {
+			continue
+		}
+		moved = moved || r.Removed+r.Skipped > 0 || r.Job.State != j.State
+		if r.Job.State == api.JobDone {
+			n.log.Info("bulk-delete job done", "job", j.ID, "prefix", j.Prefix, "removed", r.Job.Removed, "skipped", r.Job.Skipped, "steps", r.Job.Steps)
+		}
+	}
+	return moved
+}
+
+// handleJobStart starts a prefix delete. An empty prefix (every key) needs
+// All, so a forgotten argument cannot wipe the cluster.
+func (n *Node) handleJobStart(_ context.Context, req *api.JobStartRequest) (*api.JobStartResponse, error) {
+	if err := n.requireLeaderSession(req.Session); err != nil {
+		return nil, err
+	}
+	if req.Prefix == "" && !req.All {
+		return nil, api.Errorf(api.CodeInvalidParams, "an empty prefix deletes every key: set all to confirm")
+	}
+	if len(req.Prefix) > api.MaxKeyLen {
+		return nil, api.Errorf(api.CodeInvalidKey, "prefix of %d bytes exceeds %d", len(req.Prefix), api.MaxKeyLen)
+	}
+	r, err := proposeFor[fsm.JobResult](n, &fsm.JobStart{V: fsm.JobStartV1, Prefix: req.Prefix, Session: req.Session})
+	if err != nil {
+		return nil, err
+	}
+	if !r.Duplicate {
+		n.log.Info("bulk-delete job started", "job", r.Job.ID, "prefix", r.Job.Prefix)
+	}
+	return &api.JobStartResponse{Job: r.Job}, nil
+}
+
+// handleJobList answers the jobs the state keeps, read linearizably.
+func (n *Node) handleJobList(_ context.Context, _ *api.Empty) (*api.JobListResponse, error) {
+	if err := n.linearizable(); err != nil {
+		return nil, err
+	}
+	return &api.JobListResponse{Jobs: n.fsm.Jobs(), Index: n.fsm.Stats().AppliedIndex}, nil
+}
+
+// handleJobCancel cancels an active job through the log.
+func (n *Node) handleJobCancel(_ context.Context, req *api.JobCancelRequest) (*api.JobCancelResponse, error) {
+	if err := n.requireLeaderSession(req.Session); err != nil {
+		return nil, err
+	}
+	r, err := proposeFor[fsm.JobResult](n, &fsm.JobCancel{V: fsm.JobCancelV1, Job: req.ID, Session: req.Session})
+	if err != nil {
+		return nil, err
+	}
+	if !r.Duplicate {
+		n.log.Info("bulk-delete job cancel", "job", req.ID, "state", r.Job.State)
+	}
+	return &api.JobCancelResponse{Job: r.Job}, nil
+}

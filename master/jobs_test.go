@@ -1,0 +1,248 @@
+package master
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sexton/api"
+)
+
+// TestPrefixDeleteJobSurvivesLeaderKill: a prefix delete over many more
+// keys than the registry holds pauses while the registry is full (no
+// holder acks yet), resumes when acks free room, survives the leader's
+// crash midway (the next leader carries on from the replicated cursor),
+// and finishes with every old key gone; keys put after it started, and
+// keys outside the prefix, stay. A client Remove during the job succeeds:
+// the job leaves the registry's reserve to clients.
+func TestPrefixDeleteJobSurvivesLeaderKill(t *testing.T) {
+	tc := startCluster(t, 3)
+	h := tc.mountHolder(t, "seg-a", "")
+	const capacity, nKeys = 300, 3000
+	tc.setSettings(t, api.Settings{RegistryCapacity: capacity})
+	var keys, outside []string
+	for i := range nKeys {
+		keys = append(keys, fmt.Sprintf("bulk/%05d", i))
+	}
+	for i := range 10 {
+		outside = append(outside, fmt.Sprintf("keep/%02d", i))
+	}
+	tc.fill(t, keys)
+	tc.fill(t, outside)
+
+	if _, err := tc.startJob("", false); api.CodeOf(err) != api.CodeInvalidParams {
+		t.Fatalf("an empty prefix without all: %v, want INVALID_PARAMS", err)
+	}
+	job, err := tc.startJob("bulk/", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Put after the start: a new key and an overwrite of an old one.
+	tc.fill(t, []string{"bulk/new-after-start"})
+	tc.fill(t, keys[nKeys-1:], true)
+
+	// No holder acks yet: the job fills the registry up to the reserve and
+	// pauses, visibly.
+	jobNow := func() api.JobInfo {
+		var resp api.JobListResponse
+		for attempt := 0; ; attempt++ {
+			err := tc.call(api.MethodJobList, &api.Empty{}, &resp)
+			if err == nil {
+				break
+			}
+			if attempt == 20 {
+				t.Fatalf("jobs: %v", err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for _, j := range resp.Jobs {
+			if j.ID == job.ID {
+				return j
+			}
+		}
+		t.Fatalf("job %d not listed", job.ID)
+		return api.JobInfo{}
+	}
+	eventually(t, 20*time.Second, "job paused with a full registry", func() bool { return jobNow().State == api.JobPausedRegistryFull })
+	st := tc.waitLeader(t).fsm.Stats()
+	// +1: the overwrite above queued its old copy's task, maybe after the
+	// job had filled its share.
+	if st.PendingTasks > capacity-capacity/jobReserveFraction+1 {
+		t.Fatalf("job filled %d of %d slots, past the clients' reserve", st.PendingTasks, capacity)
+	}
+	// A client's Remove still finds room.
+	for {
+		err := tc.call(api.MethodRemove, &api.KeyRequest{Key: outside[0]}, nil)
+		if err == nil || api.CodeOf(err) == api.CodeObjectNotFound {
+			break // not found: an earlier try whose answer was lost removed it
+		}
+		if code := api.CodeOf(err); code != api.CodeOutcomeUnknown && code != api.CodeNotLeader && code != api.CodeUnavailable {
+			t.Fatalf("client remove during the job: %v", err)
+		}
+	}
+
+	h.follow(t, ackAll(api.AckRemoved))
+	eventually(t, 30*time.Second, "job past a third of the keys", func() bool { return jobNow().Removed > nKeys/3 })
+	before := jobNow()
+	tc.kill(tc.leaderIndex(t))
+	eventually(t, 60*time.Second, "job done after the leader's crash", func() bool { return jobNow().State == api.JobDone })
+	done := jobNow()
+	if done.Removed != nKeys-1 || done.Removed <= before.Removed {
+		t.Fatalf("job removed %d (had %d at the crash), want %d", done.Removed, before.Removed, nKeys-1)
+	}
+	for _, k := range []string{keys[0], keys[nKeys/2], keys[nKeys-2]} {
+		if _, err := tc.get(k); api.CodeOf(err) != api.CodeObjectNotFound {
+			t.Fatalf("get %s after the job: %v, want OBJECT_NOT_FOUND", k, err)
+		}
+	}
+	for _, k := range append([]string{"bulk/new-after-start", keys[nKeys-1]}, outside[1:]...) {
+		if _, err := tc.get(k); err != nil {
+			t.Fatalf("get %s (put after the start, or outside the prefix): %v", k, err)
+		}
+	}
+	// Cancelling a finished job changes nothing.
+	if j, err := tc.cancelJob(job.ID); err != nil || j.State != api.JobDone {
+		t.Fatalf("cancel of a done job: %+v %v", j, err)
+	}
+}
+
+// TestPrefixDeleteJobCancel: a cancelled job stops; the keys it had not
+// reached stay.
+func TestPrefixDeleteJobCancel(t *testing.T) {
+	tc := startCluster(t, 1)
+	tc.mountHolder(t, "seg-a", "")
+	tc.setSettings(t, api.Settings{RegistryCapacity: 100})
+	var keys []string
+	for i := range 500 {
+		keys = append(keys, fmt.Sprintf("c/%04d", i))
+	}
+	tc.fill(t, keys)
+	job, err := tc.startJob("c/", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nobody acks: the job stalls after the registry's first 90 slots.
+	eventually(t, 20*time.Second, "job paused", func() bool {
+		j, _ := tc.waitLeader(t).fsm.Job(job.ID)
+		return j.State == api.JobPausedRegistryFull
+	})
+	j, err := tc.cancelJob(job.ID)
+	if err != nil || j.State != api.JobCancelled {
+		t.Fatalf("cancel: %+v %v", j, err)
+	}
+	if _, err := tc.get(keys[len(keys)-1]); err != nil {
+		t.Fatalf("a key the cancelled job had not reached: %v", err)
+	}
+	if j.Removed != 90 {
+		t.Fatalf("job removed %d before the cancel, want the 90 slots above the reserve", j.Removed)
+	}
+	// Every key (rm --all) is the prefix "" with all set.
+	all, err := tc.startJob("", true)
+	if err != nil || all.Prefix != "" || all.ID <= job.ID || !all.Active() {
+		t.Fatalf("start of a job over every key: %+v %v", all, err)
+	}
+	if j, err := tc.cancelJob(all.ID); err != nil || j.State != api.JobCancelled {
+		t.Fatalf("cancel: %+v %v", j, err)
+	}
+}
+
+// jobSeq numbers the job requests of the tests' session, so a request
+// retried after a lost answer (this machine is loaded: leadership does
+// move) is answered once, as a client library would.
+var jobSeq atomic.Uint64
+
+// callRetry calls method with the session's next seq, retrying the same
+// request while the outcome is unknown or no leader answers.
+func (tc *testCluster) callRetry(method string, req any, setSession func(api.Session), resp any) error {
+	setSession(api.Session{ClientID: "jobs-test", Seq: jobSeq.Add(1)})
+	for attempt := 0; ; attempt++ {
+		err := tc.call(method, req, resp)
+		switch api.CodeOf(err) {
+		case api.CodeOutcomeUnknown, api.CodeNotLeader, api.CodeUnavailable, api.CodeTimeout:
+			if attempt < 20 {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+		}
+		return err
+	}
+}
+
+func (tc *testCluster) startJob(prefix string, all bool) (api.JobInfo, error) {
+	req := &api.JobStartRequest{Prefix: prefix, All: all}
+	var resp api.JobStartResponse
+	err := tc.callRetry(api.MethodJobStart, req, func(s api.Session) { req.Session = s }, &resp)
+	return resp.Job, err
+}
+
+func (tc *testCluster) cancelJob(id uint64) (api.JobInfo, error) {
+	req := &api.JobCancelRequest{ID: id}
+	var resp api.JobCancelResponse
+	err := tc.callRetry(api.MethodJobCancel, req, func(s api.Session) { req.Session = s }, &resp)
+	return resp.Job, err
+}
+
+// fill makes every key COMPLETE (one LOCAL_DISK replica each), or, with
+// overwrite, a new incarnation of every key. Unlike putMany it rides out a
+// leadership change in the middle (this machine is shared and loaded): a
+// batch whose outcome is unknown is finished from what the leader's state
+// shows — keys still absent are put again, puts left pending are ended.
+func (tc *testCluster) fill(t testing.TB, keys []string, overwrite ...bool) {
+	t.Helper()
+	before := map[string]api.ObjectIncarnation{}
+	for _, k := range keys {
+		if o, err := tc.waitLeader(t).fsm.Get(k); err == nil {
+			before[k] = o.Incarnation
+		}
+	}
+	done := func(k string) bool {
+		o, err := tc.waitLeader(t).fsm.Get(k)
+		if err != nil {
+			return false
+		}
+		old, had := before[k]
+		return len(overwrite) == 0 || !had || o.Incarnation != old
+	}
+	for attempt := 0; attempt < 10; attempt++ {
+		var todo []string
+		ended := false
+		for _, k := range keys {
+			if done(k) {
+				continue
+			}
+			if _, pending, _, _ := tc.waitLeader(t).fsm.Stat(k); pending != nil {
+				_ = tc.call(api.MethodPutEnd, &api.PutEndRequest{Key: k, Incarnation: *pending}, nil)
+				ended = true
+				continue
+			}
+			todo = append(todo, k)
+		}
+		if len(todo) == 0 && !ended {
+			return
+		}
+		for start := 0; start < len(todo); start += api.MaxBatchPutItems {
+			chunk := todo[start:min(start+api.MaxBatchPutItems, len(todo))]
+			starts := &api.BatchPutStartRequest{}
+			for _, k := range chunk {
+				starts.Items = append(starts.Items, api.PutStartRequest{Key: k, Size: 10, ReplicaNum: 1})
+			}
+			var sr api.BatchPutStartResponse
+			if err := tc.call(api.MethodBatchPutStart, starts, &sr); err != nil {
+				continue
+			}
+			ends := &api.BatchPutEndRequest{}
+			for i, r := range sr.Results {
+				if r.Err == nil {
+					ends.Items = append(ends.Items, api.PutEndRequest{Key: chunk[i], Incarnation: r.Incarnation})
+				}
+			}
+			_ = tc.call(api.MethodBatchPutEnd, ends, &api.BatchPutEndResponse{})
+		}
+	}
+	for _, k := range keys {
+		if !done(k) {
+			t.Fatalf("fill: %s not put after 10 attempts", k)
+		}
+	}
+}
