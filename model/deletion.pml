@@ -26,6 +26,8 @@
  *   NO_FLOOR          raiseFloors is a no-op (no durable tombstone floor)
  *   WEAK_GC_NO_CARRY  runRound does not carry tombstones that landed on a
  *                     source while it was being copied into the target
+ *   WEAK_KEY_ONLY     BatchMarkDeleted matches a task's record by key alone,
+ *                     not key and incarnation
  */
 
 #ifndef NINC
@@ -517,6 +519,16 @@ end:
 		:: todo[h] & B(2) -> i = 2
 		:: todo[h] & B(3) -> i = 3
 		fi;
+#ifdef WEAK_KEY_ONLY
+		/* matching on the key alone: an absent incarnation's task takes
+		 * whichever incarnation of the key is live here */
+		if
+		:: idx[h].st[i] != ILIVE && idx[h].st[1] == ILIVE -> i = 1
+		:: idx[h].st[i] != ILIVE && NINC >= 2 && idx[h].st[2] == ILIVE -> i = 2
+		:: idx[h].st[i] != ILIVE && NINC >= 3 && idx[h].st[3] == ILIVE -> i = 3
+		:: else -> skip
+		fi;
+#endif
 		if
 		:: idx[h].st[i] == ILIVE -> curI[h] = i; rb[h] = cur[h]; printf("STEP Holder %d: resolve inc %d: live in bucket slot %d\n", h, i, rb[h])
 		:: idx[h].st[i] == IDEAD -> term[h] = term[h] | B(i); todo[h] = todo[h] & ~B(i); printf("STEP Holder %d: resolve inc %d: AlreadyRemoved\n", h, i)
@@ -627,7 +639,11 @@ end:
 		:: else -> gcLock[h] = 1; gcPhase[h] = 2
 		fi;
 		if
+#ifdef WEAK_GC_NO_CARRY
+		:: gcPhase[h] == 2 -> printf("STEP Holder %d: GC locks the sources (tombstones NOT carried into the target)\n", h)
+#else
 		:: gcPhase[h] == 2 -> printf("STEP Holder %d: GC locks the sources, carries tombstones into the target\n", h)
+#endif
 		:: else -> printf("STEP Holder %d: GC round aborted: a source changed\n", h)
 		fi;
 		checkInvariants() }

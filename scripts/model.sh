@@ -41,6 +41,7 @@ variants=(
 	"NO_GRANT_CHECK:inv7_latest_copy_last"
 	"NO_FLOOR:inv3_no_lost_intent|inv1_no_resurrection"
 	"WEAK_GC_NO_CARRY:inv8_gc_keeps_visible"
+	"WEAK_KEY_ONLY:inv2_no_wrong_victim"
 )
 # The weakened variants run at the small bound, built without optimisation
 # (compiling takes longer than finding their counterexample).
