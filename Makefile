@@ -16,7 +16,7 @@ FUZZ_LONG   ?= 2m
 # them as python3-msgpack and python3-pytest (.ci/run installs them).
 PYTHON      ?= /usr/bin/python3
 
-.PHONY: all build test lint fmt-check vet staticcheck unit release-check monitoring-check fuzz-short fuzz bench run soak clean python-test units-check
+.PHONY: all build test lint fmt-check vet staticcheck unit release-check monitoring-check fuzz-short fuzz bench run soak clean python-test units-check model-short model
 
 all: build
 
@@ -26,7 +26,7 @@ build:
 run: build
 	$(BIN) dev
 
-test: lint monitoring-check unit release-check units-check fuzz-short python-test
+test: lint monitoring-check unit release-check units-check fuzz-short model-short python-test
 
 lint: fmt-check vet staticcheck
 
@@ -79,6 +79,16 @@ fuzz-short:
 
 fuzz:
 	@scripts/fuzz.sh $(FUZZ_LONG) $(FUZZ_TARGETS)
+
+# The Promela model of the deletion protocol (model/README.md), checked with
+# spin: exhaustively at a small bound in `make test`, at a bigger one here;
+# both also prove that each weakened variant is caught. Skipped, saying so,
+# when spin or gcc is missing.
+model-short:
+	@scripts/model.sh short
+
+model:
+	@scripts/model.sh long
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -tags $(TESTTAGS) -count=1 -timeout 30m ./fsm ./snapshot ./holder ./transport
