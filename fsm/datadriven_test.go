@@ -397,6 +397,9 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 		}, Session: d.session(t, a["sess"]), Now: h.now}).(*SettingsResult)
 		return fmt.Sprintf("%s %s%s", fmtErr(r.Err), fmtSettings(r.Settings), fmtDup(r.Duplicate))
 	}
+	if out, ok := d.runRebuild(t, fields[0], a); ok {
+		return out
+	}
 	if out, ok := d.runBatchOrDFS(t, fields[0], a); ok {
 		return out
 	}

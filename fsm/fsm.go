@@ -81,6 +81,10 @@ func (f *FSM) Apply(index, term uint64, data []byte) (any, error) {
 		res = st.applyPutEndBatchSessioned(c)
 	case *Settings:
 		res = st.applySettingsSessioned(c)
+	case *RebuildBegin:
+		res = st.applyRebuildBegin(c)
+	case *RebuildAdopt:
+		res = st.applyRebuildAdopt(c)
 	default:
 		return nil, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
 	}

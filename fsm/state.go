@@ -73,6 +73,18 @@ type state struct {
 	grantKey []byte
 	// sess is the client session table (exactly-once answers).
 	sess *sessionTable
+	// incBase is added to a PutStart's Raft index to make its
+	// incarnation's Low: zero until a RebuildBegin raises it above every
+	// incarnation the holders of the lost cluster hold (apply_rebuild.go).
+	incBase uint64
+}
+
+// incarnationAt is the incarnation a PutStart (or PutStartBatch) applied
+// at index creates. Low grows with the index, so a key's incarnations
+// still increase in apply order, and after a rebuild every new one is
+// above every one the rebuild saw.
+func (st *state) incarnationAt(index uint64) api.ObjectIncarnation {
+	return api.ObjectIncarnation{High: st.clusterID, Low: st.incBase + index}
 }
 
 // newState returns an empty state under the given settings (zero fields:
