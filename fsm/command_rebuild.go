@@ -24,19 +24,16 @@ const (
 	// MaxRebuildSegments bounds the segments one RebuildBegin registers.
 	MaxRebuildSegments = 4096
 	// MaxRebuildItems bounds the objects plus deletes of one RebuildAdopt,
-	// so an entry stays well inside one Raft entry (about 1,000 bytes per
-	// item at the largest key and 16 replicas).
+	// so Apply's work per entry is bounded; the request frame bound (4 MiB
+	// control frames) bounds its bytes, and the CLI keeps a batch near
+	// 1 MiB.
 	MaxRebuildItems = 1024
 )
 
 // RebuildSegment is a holder segment the rebuild scanned: registered
 // (unmounted, epoch 0) so adopted replicas and delete tasks can name it
 // before its holder mounts the rebuilt cluster.
-type RebuildSegment struct {
-	Segment      api.SegmentID    `msgpack:"seg"`
-	Pool         string           `msgpack:"pool"`
-	Capabilities []api.Capability `msgpack:"caps"`
-}
+type RebuildSegment = api.RebuildSegment
 
 // RebuildBegin adopts the lost cluster's id and raises the incarnation
 // base to IncFloor, the largest incarnation Low the scan saw, so every
@@ -70,23 +67,12 @@ type RebuildBeginResult struct {
 
 // RebuildObject is one key's winning incarnation, with the replicas that
 // hold a verified copy of it.
-type RebuildObject struct {
-	Key         string                  `msgpack:"key"`
-	Tenant      string                  `msgpack:"tenant"`
-	Size        int64                   `msgpack:"size"`
-	Incarnation api.ObjectIncarnation   `msgpack:"inc"`
-	Replicas    []api.ReplicaDescriptor `msgpack:"replicas"`
-}
+type RebuildObject = api.RebuildObject
 
 // RebuildDelete is a live copy that must go: an older incarnation of its
 // key, an incarnation tombstoned on another holder, or a copy that failed
 // verification. It becomes a delete task on its segment.
-type RebuildDelete struct {
-	Segment     api.SegmentID         `msgpack:"seg"`
-	Key         string                `msgpack:"key"`
-	Tenant      string                `msgpack:"tenant"`
-	Incarnation api.ObjectIncarnation `msgpack:"inc"`
-}
+type RebuildDelete = api.RebuildDelete
 
 // RebuildAdopt adds objects and delete tasks to a rebuilt cluster's
 // state. ClusterID must be the state's (set by RebuildBegin). Results are
@@ -107,29 +93,29 @@ type RebuildOutcome uint8
 
 const (
 	// RebuildFailed: refused, nothing changed (Err says why).
-	RebuildFailed RebuildOutcome = 0
+	RebuildFailed RebuildOutcome = iota
 	// RebuildAdopted: the object is now the key's COMPLETE incarnation (a
 	// COMPLETE incarnation it replaced, older, got delete tasks), or the
 	// delete task was created.
-	RebuildAdopted RebuildOutcome = 1
+	RebuildAdopted
 	// RebuildAlready: the state already had it (the object, with any new
 	// replicas merged in, or the task): a repeated entry.
-	RebuildAlready RebuildOutcome = 2
+	RebuildAlready
 	// RebuildSuperseded: the key already has a newer incarnation (or a put
 	// in progress), so the object's copies got delete tasks instead.
-	RebuildSuperseded RebuildOutcome = 3
+	RebuildSuperseded
 )
 
 func (o RebuildOutcome) String() string {
 	switch o {
 	case RebuildAdopted:
-		return "adopted"
+		return api.RebuildOutcomeAdopted
 	case RebuildAlready:
-		return "already"
+		return api.RebuildOutcomeAlready
 	case RebuildSuperseded:
-		return "superseded"
+		return api.RebuildOutcomeSuperseded
 	default:
-		return "failed"
+		return api.RebuildOutcomeFailed
 	}
 }
 

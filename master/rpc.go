@@ -53,6 +53,8 @@ func (n *Node) startRPC() error {
 	transport.Register(s, api.MethodDFSSetMaxBuckets, n.handleDFSSetMaxBuckets)
 	transport.Register(s, api.MethodSettingsGet, n.handleSettingsGet)
 	transport.Register(s, api.MethodSettingsSet, n.handleSettingsSet)
+	transport.Register(s, api.MethodRebuildBegin, n.handleRebuildBegin)
+	transport.Register(s, api.MethodRebuildAdopt, n.handleRebuildAdopt)
 	ln, err := net.Listen("tcp", n.cfg.RPCAddr)
 	if err != nil {
 		return err
