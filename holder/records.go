@@ -60,6 +60,11 @@ type recordsCache struct {
 
 const recordsCacheTTL = 30 * time.Second
 
+// maxRecordsPageBytes keeps a page well inside a control frame whatever
+// the keys' lengths (api.MaxRecordsPage records of the longest keys would
+// not fit).
+const maxRecordsPageBytes = 1 << 20
+
 func (c *recordsCache) get(s *Store, fresh bool) []api.HolderRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -80,7 +85,11 @@ func (s *Service) handleListRecords(_ context.Context, req *api.HolderListRecord
 	recs := s.records.get(s.store, req.After == (api.ObjectRef{}))
 	after := api.HolderRecord{Key: req.After.Key, Incarnation: req.After.Incarnation}
 	i := sort.Search(len(recs), func(i int) bool { return recordLess(&after, &recs[i]) })
-	end := min(i+limit, len(recs))
+	end, bytes := i, 0
+	for end < len(recs) && end-i < limit && (end == i || bytes < maxRecordsPageBytes) {
+		bytes += len(recs[end].Key) + len(recs[end].Tenant) + 64
+		end++
+	}
 	id := s.store.Identity()
 	return &api.HolderListRecordsResponse{
 		Segment: id.SegmentID, ClusterID: id.ClusterID, Pool: s.cfg.Pool,
