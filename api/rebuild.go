@@ -39,12 +39,16 @@ type RebuildDelete struct {
 	Incarnation ObjectIncarnation `msgpack:"inc"`
 }
 
-// RebuildBeginRequest adopts ClusterID and raises the incarnation base to
-// IncFloor (the largest incarnation index the scan saw).
+// RebuildBeginRequest starts (or resumes) the rebuild of cluster
+// ClusterID and raises the incarnation base to IncFloor (the largest
+// incarnation index the scan saw). Finish, sent after the last adoption,
+// makes ClusterID this cluster's id, so the lost cluster's holders can
+// mount it.
 type RebuildBeginRequest struct {
 	ClusterID uint64           `msgpack:"cluster"`
 	IncFloor  uint64           `msgpack:"inc_floor"`
 	Segments  []RebuildSegment `msgpack:"segs"`
+	Finish    bool             `msgpack:"finish,omitempty"`
 }
 
 // RebuildBeginResponse is the state after the begin.
@@ -53,6 +57,7 @@ type RebuildBeginResponse struct {
 	IncBase       uint64 `msgpack:"inc_base"`
 	Repeat        bool   `msgpack:"repeat"`
 	SegmentsAdded int    `msgpack:"segments_added"`
+	Finished      bool   `msgpack:"finished"`
 }
 
 // RebuildAdoptRequest is one bounded batch of adoptions.

@@ -6,8 +6,8 @@ import (
 	"sexton/api"
 )
 
-// applyRebuildBegin adopts the lost cluster's id and raises the
-// incarnation base (command_rebuild.go says when it is accepted).
+// applyRebuildBegin starts, resumes or finishes a rebuild
+// (command_rebuild.go says when each is accepted).
 func (st *state) applyRebuildBegin(c *RebuildBegin) *RebuildBeginResult {
 	fail := func(format string, args ...any) *RebuildBeginResult {
 		return &RebuildBeginResult{Err: api.Errorf(api.CodeInvalidParams, format, args...), ClusterID: st.clusterID, IncBase: st.incBase}
@@ -25,15 +25,17 @@ func (st *state) applyRebuildBegin(c *RebuildBegin) *RebuildBeginResult {
 			}
 		}
 	}
-	repeat := st.incBase != 0
+	repeat := st.rebuildCluster != 0
 	switch {
-	case repeat && c.ClusterID != st.clusterID:
-		return fail("rebuild begin: this cluster was already rebuilt as cluster %016x, not %016x", st.clusterID, c.ClusterID)
+	case repeat && c.ClusterID != st.rebuildCluster:
+		return fail("rebuild begin: this cluster rebuilds cluster %016x, not %016x", st.rebuildCluster, c.ClusterID)
 	case !repeat && (st.objects.complete != 0 || st.objects.pending != 0 || st.reg.len() != 0):
 		return fail("rebuild begin: the state is not fresh (%d objects, %d puts in progress, %d delete tasks); a rebuild needs a newly bootstrapped, empty cluster",
 			st.objects.complete, st.objects.pending, st.reg.len())
+	case !repeat && c.Finish:
+		return fail("rebuild finish: no rebuild has begun")
 	}
-	st.clusterID = c.ClusterID
+	st.rebuildCluster = c.ClusterID
 	st.incBase = max(st.incBase, c.IncFloor)
 	added := 0
 	for _, s := range c.Segments {
@@ -44,16 +46,19 @@ func (st *state) applyRebuildBegin(c *RebuildBegin) *RebuildBeginResult {
 		st.segments[id] = &segment{id: id, pool: st.intern(s.Pool), caps: normalizeCaps(s.Capabilities)}
 		added++
 	}
-	return &RebuildBeginResult{ClusterID: st.clusterID, IncBase: st.incBase, Repeat: repeat, SegmentsAdded: added}
+	if c.Finish {
+		st.clusterID = c.ClusterID
+	}
+	return &RebuildBeginResult{ClusterID: st.clusterID, IncBase: st.incBase, Repeat: repeat, SegmentsAdded: added, Finished: st.clusterID == st.rebuildCluster}
 }
 
 // applyRebuildAdopt adopts objects and creates delete tasks, item by item.
 func (st *state) applyRebuildAdopt(c *RebuildAdopt) *RebuildAdoptResult {
-	if st.incBase == 0 {
+	if st.rebuildCluster == 0 {
 		return &RebuildAdoptResult{Err: api.Errorf(api.CodeInvalidParams, "rebuild adopt: no rebuild has begun in this cluster")}
 	}
-	if c.ClusterID != st.clusterID {
-		return &RebuildAdoptResult{Err: api.Errorf(api.CodeInvalidParams, "rebuild adopt: entry is for cluster %016x, this cluster is %016x", c.ClusterID, st.clusterID)}
+	if c.ClusterID != st.rebuildCluster {
+		return &RebuildAdoptResult{Err: api.Errorf(api.CodeInvalidParams, "rebuild adopt: entry is for cluster %016x, this cluster rebuilds %016x", c.ClusterID, st.rebuildCluster)}
 	}
 	res := &RebuildAdoptResult{
 		Objects: make([]RebuildItemResult, len(c.Objects)),

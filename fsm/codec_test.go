@@ -227,7 +227,7 @@ func sampleCommands() []Command {
 		&PutStartBatch{Items: []PutStartItem{{Key: "a", Tenant: "t", Size: 5, Replicas: localReplicas("s1"), PutID: "p1", IfAbsent: true}, {Key: "b", Size: 6, Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaDFS}}}}, Now: 16},
 		&PutEndBatch{Items: []PutEndItem{{Key: "a", Incarnation: inc}, {Key: "b", Incarnation: inc}}, Now: 17},
 		&Settings{Settings: api.Settings{RegistryCapacity: 10, SessionTTLMillis: 5000}, Session: sess, Now: 18},
-		&RebuildBegin{ClusterID: 7, IncFloor: 900, Segments: []RebuildSegment{{Segment: "s1", Pool: "p", Capabilities: tombstoneCaps}}, Now: 20},
+		&RebuildBegin{ClusterID: 7, IncFloor: 900, Segments: []RebuildSegment{{Segment: "s1", Pool: "p", Capabilities: tombstoneCaps}}, Finish: true, Now: 20},
 		&RebuildAdopt{ClusterID: 7, Objects: []RebuildObject{{Key: "k", Tenant: "t", Size: 3, Incarnation: inc, Replicas: localReplicas("s1")}},
 			Deletes: []RebuildDelete{{Segment: "s2", Key: "k", Tenant: "t", Incarnation: api.ObjectIncarnation{High: 7, Low: 40}}}, Now: 21},
 		// Version 2 fields, and version 1 bodies, which still decode.

@@ -35,19 +35,26 @@ const (
 // before its holder mounts the rebuilt cluster.
 type RebuildSegment = api.RebuildSegment
 
-// RebuildBegin adopts the lost cluster's id and raises the incarnation
-// base to IncFloor, the largest incarnation Low the scan saw, so every
-// incarnation the rebuilt cluster issues is above every one it saw.
+// RebuildBegin starts (and, with Finish, completes) a rebuild of the lost
+// cluster ClusterID. It raises the incarnation base to IncFloor, the
+// largest incarnation Low the scan saw, so every incarnation the rebuilt
+// cluster issues is above every one it saw, and registers the scanned
+// segments.
 //
-// On a state that was never rebuilt it is accepted only while the state
-// has no object and no task (a fresh cluster). A repeat with the same
-// cluster id is accepted at any time (a resumed rebuild): it raises the
-// base if IncFloor is larger and registers segments not yet known.
+// The first one is accepted only while the state has no object and no
+// task (a freshly bootstrapped cluster); it records ClusterID as the
+// cluster being rebuilt. Later ones must name the same cluster (a resumed
+// rebuild): they raise the base if IncFloor is larger and register
+// segments not yet known. Finish, sent after the last RebuildAdopt, makes
+// ClusterID the cluster id: only then can the lost cluster's holders
+// mount (their markers name it) and reconcile, so none of them
+// reconciles against a half-built table.
 type RebuildBegin struct {
 	V         uint8            `msgpack:"v"`
 	ClusterID uint64           `msgpack:"cluster"`
 	IncFloor  uint64           `msgpack:"inc_floor"`
 	Segments  []RebuildSegment `msgpack:"segs"`
+	Finish    bool             `msgpack:"finish,omitempty"`
 	Now       int64            `msgpack:"now"`
 }
 
@@ -61,6 +68,8 @@ type RebuildBeginResult struct {
 	IncBase uint64
 	// Repeat says the state had already begun this rebuild.
 	Repeat bool
+	// Finished says the cluster id is now the rebuilt one.
+	Finished bool
 	// SegmentsAdded counts segments the entry registered.
 	SegmentsAdded int
 }
@@ -75,7 +84,7 @@ type RebuildObject = api.RebuildObject
 type RebuildDelete = api.RebuildDelete
 
 // RebuildAdopt adds objects and delete tasks to a rebuilt cluster's
-// state. ClusterID must be the state's (set by RebuildBegin). Results are
+// state. ClusterID must be the one the RebuildBegin named. Results are
 // per item, in order; there is no entry-wide transaction, and applying the
 // same entry twice changes nothing the second time.
 type RebuildAdopt struct {

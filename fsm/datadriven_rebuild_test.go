@@ -11,7 +11,7 @@ import (
 
 // runRebuild runs the rebuild verbs of the data-driven language:
 //
-//	rebuild-begin cluster=N floor=F segs=s1,s2[:nocaps]
+//	rebuild-begin cluster=N floor=F segs=s1,s2[:nocaps] [finish]
 //	rebuild-adopt [cluster=N] objs=key@low:seg+seg,... dels=seg/key@low,...
 //
 // Incarnations name the rebuild's cluster (the harness's cluster follows
@@ -20,7 +20,7 @@ func (d *ddRunner) runRebuild(t *testing.T, verb string, a ddArgs) (string, bool
 	h := d.h
 	switch verb {
 	case "rebuild-begin":
-		cmd := &RebuildBegin{ClusterID: a.u64(t, "cluster"), IncFloor: a.u64(t, "floor"), Now: h.now}
+		cmd := &RebuildBegin{ClusterID: a.u64(t, "cluster"), IncFloor: a.u64(t, "floor"), Finish: a.has("finish"), Now: h.now}
 		for _, spec := range a.list("segs") {
 			id, flag, _ := strings.Cut(spec, ":")
 			s := RebuildSegment{Segment: api.SegmentID(id), Pool: "p", Capabilities: tombstoneCaps}
@@ -31,9 +31,9 @@ func (d *ddRunner) runRebuild(t *testing.T, verb string, a ddArgs) (string, bool
 		}
 		r := h.apply(cmd).(*RebuildBeginResult)
 		if r.Err == nil {
-			h.cluster = r.ClusterID
+			h.cluster = cmd.ClusterID
 		}
-		return fmt.Sprintf("%s cluster=%d base=%d repeat=%v added=%d", fmtErr(r.Err), r.ClusterID, r.IncBase, r.Repeat, r.SegmentsAdded), true
+		return fmt.Sprintf("%s cluster=%d base=%d repeat=%v added=%d finished=%v", fmtErr(r.Err), r.ClusterID, r.IncBase, r.Repeat, r.SegmentsAdded, r.Finished), true
 	case "rebuild-adopt":
 		cmd := &RebuildAdopt{ClusterID: h.cluster, Now: h.now}
 		if a.has("cluster") {

@@ -77,6 +77,9 @@ type state struct {
 	// incarnation's Low: zero until a RebuildBegin raises it above every
 	// incarnation the holders of the lost cluster hold (apply_rebuild.go).
 	incBase uint64
+	// rebuildCluster is the lost cluster's id a rebuild adopts: set by the
+	// first RebuildBegin, made the cluster id by the finishing one.
+	rebuildCluster uint64
 }
 
 // incarnationAt is the incarnation a PutStart (or PutStartBatch) applied

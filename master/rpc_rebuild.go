@@ -8,8 +8,9 @@ import (
 	"sexton/fsm"
 )
 
-// handleRebuildBegin proposes RebuildBegin: the fresh cluster takes over
-// the lost cluster's id and raises its incarnation base. The fsm decides
+// handleRebuildBegin proposes RebuildBegin: the fresh cluster starts
+// rebuilding the lost cluster (raising its incarnation base) or, with
+// Finish, takes over its id. The fsm decides
 // whether the state is fresh enough; the answer is the state after it.
 func (n *Node) handleRebuildBegin(_ context.Context, req *api.RebuildBeginRequest) (*api.RebuildBeginResponse, error) {
 	if err := n.requireLeader(); err != nil {
@@ -19,14 +20,14 @@ func (n *Node) handleRebuildBegin(_ context.Context, req *api.RebuildBeginReques
 		return nil, api.Errorf(api.CodeInvalidParams, "rebuild begin: %d segments exceed %d", len(req.Segments), fsm.MaxRebuildSegments)
 	}
 	r, err := proposeFor[fsm.RebuildBeginResult](n, &fsm.RebuildBegin{
-		V: fsm.RebuildBeginV1, ClusterID: req.ClusterID, IncFloor: req.IncFloor, Segments: req.Segments,
+		V: fsm.RebuildBeginV1, ClusterID: req.ClusterID, IncFloor: req.IncFloor, Segments: req.Segments, Finish: req.Finish,
 	})
 	if err != nil {
 		return nil, err
 	}
-	n.log.Warn("rebuild: cluster id adopted", "cluster", fmt.Sprintf("%016x", r.ClusterID),
-		"inc_base", r.IncBase, "repeat", r.Repeat, "segments_added", r.SegmentsAdded)
-	return &api.RebuildBeginResponse{ClusterID: r.ClusterID, IncBase: r.IncBase, Repeat: r.Repeat, SegmentsAdded: r.SegmentsAdded}, nil
+	n.log.Warn("rebuild: begin", "rebuilding", fmt.Sprintf("%016x", req.ClusterID), "cluster", fmt.Sprintf("%016x", r.ClusterID),
+		"inc_base", r.IncBase, "repeat", r.Repeat, "segments_added", r.SegmentsAdded, "finished", r.Finished)
+	return &api.RebuildBeginResponse{ClusterID: r.ClusterID, IncBase: r.IncBase, Repeat: r.Repeat, SegmentsAdded: r.SegmentsAdded, Finished: r.Finished}, nil
 }
 
 // handleRebuildAdopt proposes one bounded RebuildAdopt entry and answers

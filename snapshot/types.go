@@ -100,6 +100,9 @@ type State struct {
 	// rebuild saw on the holders. Zero for a cluster that was never
 	// rebuilt.
 	IncBase uint64 `msgpack:"inc_base,omitempty"`
+	// RebuildCluster is the cluster id a rebuild in progress (or done)
+	// adopts; zero for a cluster that was never rebuilt.
+	RebuildCluster uint64 `msgpack:"rebuild_cluster,omitempty"`
 }
 
 // SessionRecord (1.2.0, section sessions) is one stored result of one

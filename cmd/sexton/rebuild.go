@@ -237,6 +237,13 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 		prog.adopt(done, total, bytes, plan.Bytes)
 	}
 	prog.done()
+	// Only now may the lost cluster's holders mount: none reconciles
+	// against a table that is still being filled.
+	var fin api.RebuildBeginResponse
+	if err := callRetrying(e, api.MethodRebuildBegin, &api.RebuildBeginRequest{ClusterID: plan.ClusterID, IncFloor: plan.IncFloor, Finish: true}, &fin); err != nil {
+		return rep, fmt.Errorf("take over cluster id %016x (every item was adopted; rerun to finish): %w", plan.ClusterID, err)
+	}
+	rep.IncBase = fin.IncBase
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }
