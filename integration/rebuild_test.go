@@ -273,13 +273,16 @@ func testRebuild(t *testing.T, missing bool) {
 	fsckClean(t, c)
 }
 
+// rebuildCLITimeout bounds one CLI run (TestRebuildScale raises it).
+var rebuildCLITimeout = 60 * time.Second
+
 // runRebuildCLI runs the CLI and returns stdout and stderr apart.
 func runRebuildCLI(t *testing.T, args ...string) ([]byte, []byte) {
 	t.Helper()
 	cmd := execCommand(binary, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	cctx, cancel := context.WithTimeout(context.Background(), rebuildCLITimeout)
 	defer cancel()
 	go func() {
 		<-cctx.Done()
