@@ -118,3 +118,76 @@ func fakeRecordHolder(t *testing.T, cluster uint64, pool string, recs []api.Hold
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().String()
 }
+
+// TestRebuildResumesAfterLeaderChange kills the leader while the rebuild
+// is adopting (small batches of simulated, metadata-only records): the
+// CLI sends the batch in flight again to the new leader, which finds it
+// already applied or applies it, and every key ends up adopted once.
+func TestRebuildResumesAfterLeaderChange(t *testing.T) {
+	c := startCluster(t, 3)
+	const cluster = 0x5e7701d0c0ffee22
+	const n = 3000
+	var recs [2][]api.HolderRecord
+	for i := range n {
+		r := api.HolderRecord{Key: fmt.Sprintf("k/%06d", i), Tenant: "default", Incarnation: api.ObjectIncarnation{High: cluster, Low: uint64(10 + i)}, Size: 10, CRC32C: 1}
+		recs[0] = append(recs[0], r)
+		recs[1] = append(recs[1], r)
+	}
+	addrs := []string{fakeRecordHolder(t, cluster, "p", recs[0]), fakeRecordHolder(t, cluster, "p", recs[1])}
+	cmd := execCommand(binary, "operator", "rebuild", "--masters", strings.Join(c.addrs(), ","), "--holders", strings.Join(addrs, ","),
+		"--json", "--batch", "4", "--timeout", "10s")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Kill the leader once some of the adoption has committed.
+	leader := c.leader()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := c.status(leader)
+		if err == nil && st.Objects > n/10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the adoption did not start: %v\n%s", err, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	leader.kill()
+	killedAt := time.Now()
+	select {
+	case <-done:
+		t.Fatal("the rebuild finished before the leader was killed; nothing was shown")
+	default:
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("rebuild across a leader change: %v\n%s\n%s", err, stdout.String(), stderr.String())
+		}
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("rebuild did not finish after the leader change\n%s", stderr.String())
+	}
+	var rep struct {
+		Keys    int `json:"keys"`
+		Adopted int `json:"adopted"`
+		Already int `json:"already"`
+		Failed  int `json:"failed"`
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if rep.Keys != n || rep.Adopted+rep.Already != n || rep.Failed != 0 {
+		t.Fatalf("report %+v, want %d keys adopted once", rep, n)
+	}
+	st, err := c.status(c.leader())
+	if err != nil || st.Objects != n || st.ClusterID != cluster {
+		t.Fatalf("new leader: %d objects, cluster %016x (%v); want %d objects, cluster %016x", st.Objects, st.ClusterID, err, n, uint64(cluster))
+	}
+	t.Logf("adopted %d, already there %d (a batch applied whose answer was lost); finished %v after the leader was killed; CLI retries:\n%s",
+		rep.Adopted, rep.Already, time.Since(killedAt).Round(time.Millisecond), grepLines(stderr.String(), "retrying"))
+}
