@@ -117,6 +117,10 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 			st.objects.set(o.Key, old, e)
 		}
 		return RebuildItemResult{Outcome: RebuildAlready}
+	case e.pending != nil && e.pending.inc == o.Incarnation:
+		// A put in flight (a rebuild rerun on a serving cluster): its
+		// copies are the put's own, never delete them.
+		return RebuildItemResult{Outcome: RebuildAlready}
 	case e.pending != nil && !e.pending.inc.Less(o.Incarnation),
 		e.complete != nil && o.Incarnation.Less(e.complete.inc):
 		// A newer incarnation is in the table (or being put): this copy is
