@@ -122,9 +122,12 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 		// copies are the put's own, never delete them.
 		return RebuildItemResult{Outcome: RebuildAlready}
 	case e.pending != nil && !e.pending.inc.Less(o.Incarnation),
-		e.complete != nil && o.Incarnation.Less(e.complete.inc):
-		// A newer incarnation is in the table (or being put): this copy is
-		// an overwritten value and must go, never become visible.
+		e.complete != nil && o.Incarnation.Less(e.complete.inc),
+		taskAtOrAbove(e.tasks, o.Incarnation):
+		// A newer incarnation is in the table (or being put), or this one
+		// or a newer one was removed or overwritten and its delete has not
+		// reached every holder yet (a rerun on a serving cluster): this
+		// copy must go, never become visible again.
 		plan := st.planTasks(o.Key, e, adopted)
 		if !st.reg.fits(len(plan)) {
 			return failed(registryFull(o.Key, len(plan), st.reg.len(), st.reg.capacity))
@@ -230,4 +233,15 @@ func (st *state) adoptDelete(d *RebuildDelete, now int64) RebuildItemResult {
 	n := st.createTasks(&e, taskPlan{id}, st.intern(tenant), now)
 	st.objects.set(d.Key, old, e)
 	return RebuildItemResult{Outcome: RebuildAdopted, Tasks: n}
+}
+
+// taskAtOrAbove reports whether any pending task of the key names inc or
+// a newer incarnation.
+func taskAtOrAbove(head *task, inc api.ObjectIncarnation) bool {
+	for t := head; t != nil; t = t.keyNext {
+		if !t.inc.Less(inc) {
+			return true
+		}
+	}
+	return false
 }
