@@ -476,6 +476,7 @@ func (p *rebuildProgress) report(done, total int64, text string) {
 		p.line.LeftMillis = int64(float64(elapsed.Milliseconds()) * float64(total-done) / float64(done))
 	}
 	if p.bar != nil {
+		p.bar.describe("rebuild " + p.phase + ": " + text)
 		if d := done - p.bar.done; d > 0 {
 			p.bar.add(d)
 		}
