@@ -42,6 +42,9 @@ const (
 	MethodHolderRead   = "HolderRead"
 	MethodHolderScan   = "HolderScan"
 	MethodHolderStatus = "HolderStatus"
+	// MethodHolderListRecords pages through every record a holder keeps,
+	// live and tombstoned, for `operator rebuild`.
+	MethodHolderListRecords = "HolderListRecords"
 )
 
 // Empty is the body of a call that takes or returns nothing.
@@ -482,6 +485,41 @@ type HolderScanRequest struct {
 type HolderScanResponse struct {
 	Refs []ObjectRef `msgpack:"refs"`
 	More bool        `msgpack:"more"`
+}
+
+// MaxRecordsPage bounds the records of one HolderListRecords page.
+const MaxRecordsPage = 8192
+
+// HolderListRecordsRequest pages through a holder's records in (key,
+// incarnation) order, strictly after After (the zero ref starts at the
+// beginning).
+type HolderListRecordsRequest struct {
+	After ObjectRef `msgpack:"after"`
+	Limit int       `msgpack:"limit"`
+}
+
+// HolderRecord is one (key, incarnation) a holder keeps. A tombstoned
+// record (or one its tombstone floor names) is dead on this holder: its
+// size and checksum are zero when GC already reclaimed it.
+type HolderRecord struct {
+	Key         string            `msgpack:"k"`
+	Tenant      string            `msgpack:"t,omitempty"`
+	Incarnation ObjectIncarnation `msgpack:"i"`
+	Size        int64             `msgpack:"s"`
+	CRC32C      uint32            `msgpack:"c"`
+	Tombstoned  bool              `msgpack:"x,omitempty"`
+}
+
+// HolderListRecordsResponse is one page, with the holder's identity (its
+// marker's segment and cluster ids, its pool and capabilities) on every
+// page so a scan notices a holder replaced mid-way.
+type HolderListRecordsResponse struct {
+	Segment      SegmentID      `msgpack:"seg"`
+	ClusterID    uint64         `msgpack:"cluster"`
+	Pool         string         `msgpack:"pool"`
+	Capabilities []Capability   `msgpack:"caps"`
+	Records      []HolderRecord `msgpack:"recs"`
+	More         bool           `msgpack:"more"`
 }
 
 // HolderStatusResponse is a holder's view of its segment.

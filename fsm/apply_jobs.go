@@ -55,7 +55,7 @@ func (st *state) applyJobStart(index uint64, c *JobStart) *JobResult {
 	}
 	j := &api.JobInfo{
 		ID: index, Kind: api.JobKindPrefixDelete, Prefix: strings.Clone(c.Prefix),
-		Start: api.ObjectIncarnation{High: st.clusterID, Low: index},
+		Start: st.incarnationAt(index),
 		State: api.JobRunning, Created: c.Now, Updated: c.Now,
 	}
 	st.jobs.jobs = append(st.jobs.jobs, j)

@@ -90,7 +90,7 @@ func (st *state) recordPending(index uint64, c *PutStartItem, replicas []api.Rep
 	if tenant == "" {
 		tenant = api.DefaultTenant
 	}
-	inc := api.ObjectIncarnation{High: st.clusterID, Low: index}
+	inc := st.incarnationAt(index)
 	e.pending = &object{
 		tenant: st.intern(tenant), putID: c.PutID, size: c.Size, created: now,
 		inc: inc, replicas: st.internReplicas(replicas),

@@ -60,7 +60,7 @@ func (st *state) applyPutStartBatchSessioned(index uint64, c *PutStartBatch) *Pu
 	res := st.applyPutStartBatch(index, c)
 	if g.cs != nil {
 		res.Err = storedErr(res.Err)
-		r := sessResult{kind: CmdPutStartBatch, err: res.Err, inc: api.ObjectIncarnation{High: st.clusterID, Low: index}, count: int32(len(res.Items))}
+		r := sessResult{kind: CmdPutStartBatch, err: res.Err, inc: st.incarnationAt(index), count: int32(len(res.Items))}
 		if len(res.Items) > 0 {
 			r.extra = &resultExtra{items: make([]itemResult, len(res.Items))}
 			for i := range res.Items {

@@ -231,6 +231,9 @@ func sampleCommands() []Command {
 		&JobAdvance{Job: 40, After: "logs/a", Keys: []string{"logs/b", "logs/c"}, Last: true, Now: 20},
 		&JobAdvance{Job: 40, After: "logs/c", Pause: true, Now: 21},
 		&JobCancel{Job: 40, Session: sess, Now: 22},
+		&RebuildBegin{ClusterID: 7, IncFloor: 900, Segments: []RebuildSegment{{Segment: "s1", Pool: "p", Capabilities: tombstoneCaps}}, Finish: true, Now: 20},
+		&RebuildAdopt{ClusterID: 7, Objects: []RebuildObject{{Key: "k", Tenant: "t", Size: 3, Incarnation: inc, Replicas: localReplicas("s1")}},
+			Deletes: []RebuildDelete{{Segment: "s2", Key: "k", Tenant: "t", Incarnation: api.ObjectIncarnation{High: 7, Low: 40}}}, Now: 21},
 		// Version 2 fields, and version 1 bodies, which still decode.
 		&EpochBegin{Term: 3, LeaderID: "m1", ClusterID: 7, GrantKey: bytes.Repeat([]byte{7}, api.GrantKeyLen), Now: 19},
 		&MountLocalDisk{ClientID: "c1", Segment: "s1", Process: "proc-1", Now: 20},

@@ -31,6 +31,8 @@ var commands = [...]*commandSpec{
 	CmdPutStartBatch:    spec[PutStartBatch]("PutStartBatch", PutStartBatchV2, boundsPutStartBatch, "sess"),
 	CmdPutEndBatch:      spec[PutEndBatch]("PutEndBatch", PutEndBatchV2, boundsPutEndBatch, "sess"),
 	CmdSettings:         spec[Settings]("Settings", SettingsV1, boundsSettings),
+	CmdRebuildBegin:     spec[RebuildBegin]("RebuildBegin", RebuildBeginV1, boundsRebuildBegin),
+	CmdRebuildAdopt:     spec[RebuildAdopt]("RebuildAdopt", RebuildAdoptV1, boundsRebuildAdopt),
 	CmdJobStart:         spec[JobStart]("JobStart", JobStartV1, boundsJobStart),
 	CmdJobAdvance:       spec[JobAdvance]("JobAdvance", JobAdvanceV1, boundsJobAdvance),
 	CmdJobCancel:        spec[JobCancel]("JobCancel", JobCancelV1, boundsJobCancel),

@@ -400,6 +400,9 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 	if out, ok := d.runJobs(t, fields[0], a); ok {
 		return out
 	}
+	if out, ok := d.runRebuild(t, fields[0], a); ok {
+		return out
+	}
 	if out, ok := d.runBatchOrDFS(t, fields[0], a); ok {
 		return out
 	}

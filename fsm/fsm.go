@@ -87,6 +87,10 @@ func (f *FSM) Apply(index, term uint64, data []byte) (any, error) {
 		res = st.applyJobAdvance(c)
 	case *JobCancel:
 		res = st.applyJobCancelSessioned(c)
+	case *RebuildBegin:
+		res = st.applyRebuildBegin(c)
+	case *RebuildAdopt:
+		res = st.applyRebuildAdopt(c)
 	default:
 		return nil, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
 	}

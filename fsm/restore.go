@@ -285,6 +285,7 @@ func (b *restoreSink) State(s *snapshot.State) error {
 		st.grantKey = append([]byte(nil), s.GrantKey...)
 	}
 	st.sess.clock = s.SessionClock
+	st.incBase, st.rebuildCluster = s.IncBase, s.RebuildCluster
 	return nil
 }
 

@@ -75,6 +75,21 @@ type state struct {
 	sess *sessionTable
 	// jobs are the bulk-delete jobs (prefix deletes).
 	jobs jobTable
+	// incBase is added to a PutStart's Raft index to make its
+	// incarnation's Low: zero until a RebuildBegin raises it above every
+	// incarnation the holders of the lost cluster hold (apply_rebuild.go).
+	incBase uint64
+	// rebuildCluster is the lost cluster's id a rebuild adopts: set by the
+	// first RebuildBegin, made the cluster id by the finishing one.
+	rebuildCluster uint64
+}
+
+// incarnationAt is the incarnation a PutStart (or PutStartBatch) applied
+// at index creates. Low grows with the index, so a key's incarnations
+// still increase in apply order, and after a rebuild every new one is
+// above every one the rebuild saw.
+func (st *state) incarnationAt(index uint64) api.ObjectIncarnation {
+	return api.ObjectIncarnation{High: st.clusterID, Low: st.incBase + index}
 }
 
 // newState returns an empty state under the given settings (zero fields:

@@ -46,6 +46,7 @@ func (f *FSM) Snapshot() *View {
 			LeaderID: st.leaderID, LeaderAddr: st.leaderAddr, LastNow: st.lastNow,
 			Audit:    slices.Clone(st.audit),
 			GrantKey: slices.Clone(st.grantKey), SessionClock: st.sess.clock,
+			IncBase: st.incBase, RebuildCluster: st.rebuildCluster,
 		},
 		sessions: st.sess.views(),
 	}

@@ -25,6 +25,7 @@ func (s *Service) startDataServer() error {
 	transport.Register(srv, api.MethodHolderRead, s.handleRead)
 	transport.Register(srv, api.MethodHolderScan, s.handleScan)
 	transport.Register(srv, api.MethodHolderStatus, s.handleStatus)
+	transport.Register(srv, api.MethodHolderListRecords, s.handleListRecords)
 	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
 	if err != nil {
 		return err

@@ -90,6 +90,9 @@ type Service struct {
 	// mount goes stale, so no write is accepted while not mounted.
 	grantKey []byte
 
+	// records caches the sorted record list of a rebuild's scan.
+	records recordsCache
+
 	remount chan struct{} // the master said our mount is stale
 	replay  chan struct{} // the master epoch changed
 	stop    chan struct{}

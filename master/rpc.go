@@ -56,6 +56,8 @@ func (n *Node) startRPC() error {
 	transport.Register(s, api.MethodJobStart, n.handleJobStart)
 	transport.Register(s, api.MethodJobList, n.handleJobList)
 	transport.Register(s, api.MethodJobCancel, n.handleJobCancel)
+	transport.Register(s, api.MethodRebuildBegin, n.handleRebuildBegin)
+	transport.Register(s, api.MethodRebuildAdopt, n.handleRebuildAdopt)
 	ln, err := net.Listen("tcp", n.cfg.RPCAddr)
 	if err != nil {
 		return err

@@ -117,7 +117,7 @@ func decodeState(r *mpReader, s *State, v120 bool) error {
 			s.LastNow, err = r.int("state last_now")
 		case "audit":
 			s.Audit, err = decodeAudit(r)
-		case "settings", "grant_key", "session_clock":
+		case "settings", "grant_key", "session_clock", "inc_base", "rebuild_cluster":
 			if !v120 {
 				return errUnknownField(rec, name)
 			}
@@ -126,6 +126,10 @@ func decodeState(r *mpReader, s *State, v120 bool) error {
 				s.Settings, err = decodeSettings(r)
 			case "grant_key":
 				s.GrantKey, err = r.binBytes("state grant_key", api.GrantKeyLen)
+			case "inc_base":
+				s.IncBase, err = r.uint("state inc_base")
+			case "rebuild_cluster":
+				s.RebuildCluster, err = r.uint("state rebuild_cluster")
 			default:
 				s.SessionClock, err = r.int("state session_clock")
 			}

@@ -432,13 +432,15 @@ func TestRefuses120FieldsIn110(t *testing.T) {
 	withProcess := map[string]any{"id": "s", "process": "p"}
 	withSettings := map[string]any{"master_epoch": 1, "settings": map[string]any{"registry_cap": 5}}
 	withKey := map[string]any{"master_epoch": 1, "grant_key": make([]byte, api.GrantKeyLen)}
+	withIncBase := map[string]any{"master_epoch": 1, "inc_base": 900}
+	withRebuild := map[string]any{"master_epoch": 1, "rebuild_cluster": 7}
 
 	b := newStream(t, fixtureHeader)
 	b.section(SectionMetadata, 0).section(SectionSegments, 1, b.records(withProcess))
 	_, err := readAll(b.done())
 	wantErr(t, err, ErrCorrupt)
 
-	for _, st := range []any{withSettings, withKey} {
+	for _, st := range []any{withSettings, withKey, withIncBase, withRebuild} {
 		b = newStream(t, fixtureHeader)
 		b.section(SectionMetadata, 0).section(SectionSegments, 0).section(SectionTasks, 0).section(SectionState, 1, b.records(st))
 		_, err = readAll(b.done())

@@ -127,6 +127,8 @@ func genState(v120 bool) *rapid.Generator[State] {
 				s.GrantKey = rapid.SliceOfN(rapid.Byte(), api.GrantKeyLen, api.GrantKeyLen).Draw(t, "key")
 			}
 			s.SessionClock = rapid.Int64().Draw(t, "clock")
+			s.IncBase = rapid.Uint64().Draw(t, "inc base")
+			s.RebuildCluster = rapid.Uint64().Draw(t, "rebuild cluster")
 		}
 		return s
 	})

@@ -103,6 +103,14 @@ type State struct {
 	GrantKey []byte `msgpack:"grant_key,omitempty"`
 	// SessionClock is the session table's clock (largest entry time seen).
 	SessionClock int64 `msgpack:"session_clock,omitempty"`
+	// IncBase is what a rebuilt cluster adds to a Raft index to make an
+	// incarnation's Low (fsm RebuildBegin): above every incarnation the
+	// rebuild saw on the holders. Zero for a cluster that was never
+	// rebuilt.
+	IncBase uint64 `msgpack:"inc_base,omitempty"`
+	// RebuildCluster is the cluster id a rebuild in progress (or done)
+	// adopts; zero for a cluster that was never rebuilt.
+	RebuildCluster uint64 `msgpack:"rebuild_cluster,omitempty"`
 }
 
 // SessionRecord (1.2.0, section sessions) is one stored result of one

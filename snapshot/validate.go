@@ -121,7 +121,7 @@ func validateState(s *State) error {
 // hasV120Fields reports whether a state or segment record uses a field
 // that only format 1.2.0 has.
 func (s *State) hasV120Fields() bool {
-	return s.Settings != nil || len(s.GrantKey) != 0 || s.SessionClock != 0
+	return s.Settings != nil || len(s.GrantKey) != 0 || s.SessionClock != 0 || s.IncBase != 0 || s.RebuildCluster != 0
 }
 
 func validateSession(s *SessionRecord) error {

@@ -130,6 +130,8 @@ func TestJSONOutputOfEveryVerb(t *testing.T) {
 		"operator tasks":            {{wantKey: "total"}},
 		"operator segments":         {{wantKey: "mount_epoch"}},
 		"operator fsck":             {{wantKey: "segments"}},
+		// A dry run: the dev cluster is not fresh, but nothing is proposed.
+		"operator rebuild": {{args: []string{"--dry-run"}, wantKey: "adopt"}},
 		"operator dfs status":       {{wantKey: "stray_files"}},
 		"operator settings":         {{wantKey: "settings"}, {args: []string{"show"}, wantKey: "index"}},
 		"operator jobs":             {{wantKey: "jobs"}},

@@ -75,6 +75,14 @@ func (p *progress) setTotal(n int64) {
 	}
 }
 
+// describe replaces the text shown before the bar (or in plain lines).
+func (p *progress) describe(what string) {
+	p.what = what
+	if p.bar != nil {
+		p.bar.Describe(what)
+	}
+}
+
 // add counts n more done.
 func (p *progress) add(n int64) {
 	p.done += n

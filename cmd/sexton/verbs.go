@@ -83,6 +83,7 @@ func init() {
 		{path: "operator tasks", summary: "list pending local-delete tasks", group: "operator", takes: clusterFlags | jsonFlag, setup: setupTasks},
 		{path: "operator segments", summary: "list the segments the master knows", group: "operator", takes: clusterFlags | jsonFlag, setup: setupSegments},
 		{path: "operator fsck", summary: "compare the leader's metadata with every holder's scan", group: "operator", takes: clusterFlags | jsonFlag, setup: setupFsck},
+		{path: "operator rebuild", summary: "rebuild a fresh cluster's object table from the lost cluster's holders", group: "operator", takes: clusterFlags | jsonFlag, setup: setupRebuild},
 		{path: "operator retire", args: "SEGMENT --by WHO --reason WHY", summary: "retire a lost segment, dropping its pending tasks", group: "operator", takes: clusterFlags, nargs: one, setup: setupRetire},
 		{path: "operator dfs status", summary: "show the DFS allocator: units, usage, pending deletions", group: "operator", takes: clusterFlags | jsonFlag, setup: setupDFSStatus},
 		{path: "operator dfs set-max-buckets", args: "N", summary: "change the bucket allocator's maximum", group: "operator", takes: clusterFlags, nargs: one, setup: setupDFSSetMaxBuckets},

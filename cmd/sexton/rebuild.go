@@ -1,0 +1,512 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"strings"
+	"time"
+
+	"sexton/api"
+	"sexton/fsm"
+	"sexton/rebuild"
+	"sexton/transport"
+)
+
+// setupRebuild is `operator rebuild`: a freshly bootstrapped, empty
+// cluster takes over the cluster whose masters all lost their state,
+// from the records its holders keep (DESIGN.md §11; package rebuild has
+// the rules). Holders are the ones named by --holders plus every segment
+// endpoint this cluster knows (a holder of the lost cluster pointed at
+// the new masters tries to mount, which registers it, and refuses to
+// follow until the cluster id is adopted).
+func setupRebuild(fs *flag.FlagSet) runFunc {
+	holders := fs.String("holders", "", "holder data addresses A,B,C to scan, besides the holders that tried to mount this cluster")
+	dryRun := fs.Bool("dry-run", false, "print what would be adopted, dropped and deleted; change nothing")
+	allowMissing := fs.Bool("allow-missing", false, "go on when a holder does not answer: its copies are reconciled when it mounts, but an incarnation only it holds is not adopted")
+	batch := fs.Int("batch", 512, fmt.Sprintf("items per Raft entry (1 to %d)", fsm.MaxRebuildItems))
+	return func(e *env, _ []string) error {
+		if *batch < 1 || *batch > fsm.MaxRebuildItems {
+			return fmt.Errorf("rebuild: --batch %d is outside 1..%d", *batch, fsm.MaxRebuildItems)
+		}
+		rep, err := runRebuild(e, rebuildOptions{holders: splitList(*holders), dryRun: *dryRun, allowMissing: *allowMissing, batch: *batch})
+		if rep != nil {
+			if oerr := e.output(rep, func() error { printRebuild(rep); return nil }); oerr != nil && err == nil {
+				err = oerr
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("rebuild: %w", err)
+		}
+		if rep.Failed > 0 {
+			return fmt.Errorf("rebuild: %d items failed (listed above); rerun the rebuild to retry them", rep.Failed)
+		}
+		return nil
+	}
+}
+
+type rebuildOptions struct {
+	holders      []string
+	dryRun       bool
+	allowMissing bool
+	batch        int
+}
+
+// rebuildReport is the verb's answer (--json: this object on stdout).
+type rebuildReport struct {
+	DryRun         bool                `json:"dry_run"`
+	ClusterID      string              `json:"cluster_id"`
+	IncFloor       uint64              `json:"incarnation_floor"`
+	IncBase        uint64              `json:"incarnation_base"`
+	HoldersScanned int                 `json:"holders_scanned"`
+	HoldersMissing []string            `json:"holders_missing"`
+	Records        int                 `json:"records"`
+	Keys           int                 `json:"keys"`
+	Bytes          int64               `json:"bytes"`
+	Deletes        int                 `json:"deletes"`
+	Dropped        int                 `json:"dropped"`
+	LegacyRecords  int                 `json:"legacy_records"`
+	Conflicts      []rebuildConflict   `json:"conflicts"`
+	Adopted        int                 `json:"adopted"`
+	Already        int                 `json:"already"`
+	Superseded     int                 `json:"superseded"`
+	TasksCreated   int                 `json:"tasks_created"`
+	Failed         int                 `json:"failed"`
+	Failures       []rebuildFailure    `json:"failures"`
+	Seconds        float64             `json:"seconds"`
+	Adopt          []rebuildAdoptOut   `json:"adopt,omitempty"`  // --dry-run
+	Delete         []rebuildDeleteOut  `json:"delete,omitempty"` // --dry-run
+	Drop           []rebuildDroppedOut `json:"drop,omitempty"`   // --dry-run
+}
+
+type rebuildConflict struct {
+	Key         string   `json:"key"`
+	Incarnation string   `json:"incarnation"`
+	Segments    []string `json:"segments"`
+	Verified    []string `json:"verified"`
+	Kept        []string `json:"kept"`
+}
+
+type rebuildFailure struct {
+	Key         string `json:"key"`
+	Incarnation string `json:"incarnation"`
+	Segment     string `json:"segment,omitempty"`
+	Error       string `json:"error"`
+}
+
+type rebuildAdoptOut struct {
+	Key         string   `json:"key"`
+	Incarnation string   `json:"incarnation"`
+	Size        int64    `json:"size"`
+	Segments    []string `json:"segments"`
+}
+
+type rebuildDeleteOut struct {
+	Segment     string `json:"segment"`
+	Key         string `json:"key"`
+	Incarnation string `json:"incarnation"`
+}
+
+type rebuildDroppedOut struct {
+	Key    string `json:"key"`
+	Reason string `json:"reason"`
+}
+
+func segStrings(ids []api.SegmentID) []string {
+	out := make([]string, 0, len(ids))
+	for _, s := range ids {
+		out = append(out, string(s))
+	}
+	return out
+}
+
+func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
+	start := time.Now()
+	endpoints := append([]string(nil), o.holders...)
+	var segs api.ListSegmentsResponse
+	if err := e.call(api.MethodListSegments, &api.Empty{}, &segs); err != nil {
+		return nil, fmt.Errorf("list the segments of this cluster: %w", err)
+	}
+	for _, s := range segs.Segments {
+		if !s.Retired && s.Endpoint != "" {
+			endpoints = append(endpoints, s.Endpoint)
+		}
+	}
+	endpoints = dedupe(endpoints)
+	if len(endpoints) == 0 {
+		return nil, errors.New("no holder to scan: name them with --holders, or start the lost cluster's holders against this cluster's masters")
+	}
+	cc, err := e.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cc.MaxFrame = dataMaxFrame
+	pool := transport.NewPool(cc)
+	defer pool.Close()
+
+	prog := newRebuildProgress(e.json)
+	rep := &rebuildReport{DryRun: o.dryRun, HoldersMissing: []string{}, Conflicts: []rebuildConflict{}, Failures: []rebuildFailure{}}
+	var scans []rebuild.Scan
+	records := 0
+	prog.scan(0, len(endpoints), 0)
+	for i, ep := range endpoints {
+		s, err := scanRecords(pool, ep, e.timeout)
+		if err != nil {
+			if !o.allowMissing {
+				prog.abort()
+				return nil, fmt.Errorf("holder %s: %w (start it and rerun, or pass --allow-missing)", ep, err)
+			}
+			fmt.Fprintf(progressOut, "rebuild: holder %s does not answer, going on without it: %v\n", ep, err)
+			rep.HoldersMissing = append(rep.HoldersMissing, ep)
+		} else {
+			scans = append(scans, s)
+			records += len(s.Records)
+		}
+		prog.scan(i+1, len(endpoints), records)
+	}
+	prog.done()
+	rep.HoldersScanned = len(scans)
+	plan, err := rebuild.Merge(scans, func(key string, inc api.ObjectIncarnation, c rebuild.Copy) bool {
+		return verifyCopy(pool, key, inc, c, e.timeout)
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.ClusterID = fmt.Sprintf("%016x", plan.ClusterID)
+	rep.IncFloor, rep.Records, rep.Keys, rep.Bytes = plan.IncFloor, plan.Records, len(plan.Objects), plan.Bytes
+	rep.Deletes, rep.Dropped, rep.LegacyRecords = len(plan.Deletes), len(plan.Dropped), plan.Legacy
+	for _, c := range plan.Conflicts {
+		var all []api.SegmentID
+		for _, cp := range c.Copies {
+			all = append(all, cp.Segment)
+		}
+		rep.Conflicts = append(rep.Conflicts, rebuildConflict{Key: c.Key, Incarnation: c.Incarnation.String(),
+			Segments: segStrings(all), Verified: segStrings(c.Verified), Kept: segStrings(c.Kept)})
+	}
+	if o.dryRun {
+		rep.Adopt, rep.Delete, rep.Drop = []rebuildAdoptOut{}, []rebuildDeleteOut{}, []rebuildDroppedOut{}
+		for _, ob := range plan.Objects {
+			var ss []api.SegmentID
+			for _, r := range ob.Replicas {
+				ss = append(ss, r.Segment)
+			}
+			rep.Adopt = append(rep.Adopt, rebuildAdoptOut{Key: ob.Key, Incarnation: ob.Incarnation.String(), Size: ob.Size, Segments: segStrings(ss)})
+		}
+		for _, d := range plan.Deletes {
+			rep.Delete = append(rep.Delete, rebuildDeleteOut{Segment: string(d.Segment), Key: d.Key, Incarnation: d.Incarnation.String()})
+		}
+		for _, d := range plan.Dropped {
+			rep.Drop = append(rep.Drop, rebuildDroppedOut(d))
+		}
+		rep.Seconds = time.Since(start).Seconds()
+		return rep, nil
+	}
+
+	var begin api.RebuildBeginResponse
+	if err := callRetrying(e, api.MethodRebuildBegin, &api.RebuildBeginRequest{ClusterID: plan.ClusterID, IncFloor: plan.IncFloor, Segments: plan.Segments}, &begin); err != nil {
+		return rep, fmt.Errorf("adopt cluster %016x: %w", plan.ClusterID, err)
+	}
+	rep.IncBase = begin.IncBase
+	total := len(plan.Objects) + len(plan.Deletes)
+	done, bytes := 0, int64(0)
+	prog.adopt(0, total, 0, plan.Bytes)
+	for _, b := range batches(plan, o.batch) {
+		var resp api.RebuildAdoptResponse
+		if err := callRetrying(e, api.MethodRebuildAdopt, &api.RebuildAdoptRequest{ClusterID: plan.ClusterID, Objects: b.objs, Deletes: b.dels}, &resp); err != nil {
+			prog.abort()
+			rep.Seconds = time.Since(start).Seconds()
+			return rep, fmt.Errorf("adopt (after %d of %d items; rerun to resume): %w", done, total, err)
+		}
+		if len(resp.Objects) != len(b.objs) || len(resp.Deletes) != len(b.dels) {
+			prog.abort()
+			return rep, fmt.Errorf("adopt: the leader answered %d+%d results for %d+%d items", len(resp.Objects), len(resp.Deletes), len(b.objs), len(b.dels))
+		}
+		for i, r := range resp.Objects {
+			rep.tally(r, b.objs[i].Key, b.objs[i].Incarnation, "")
+			bytes += b.objs[i].Size
+		}
+		for i, r := range resp.Deletes {
+			rep.tally(r, b.dels[i].Key, b.dels[i].Incarnation, b.dels[i].Segment)
+		}
+		done += len(b.objs) + len(b.dels)
+		prog.adopt(done, total, bytes, plan.Bytes)
+	}
+	prog.done()
+	// Only now may the lost cluster's holders mount: none reconciles
+	// against a table that is still being filled.
+	var fin api.RebuildBeginResponse
+	if err := callRetrying(e, api.MethodRebuildBegin, &api.RebuildBeginRequest{ClusterID: plan.ClusterID, IncFloor: plan.IncFloor, Finish: true}, &fin); err != nil {
+		return rep, fmt.Errorf("take over cluster id %016x (every item was adopted; rerun to finish): %w", plan.ClusterID, err)
+	}
+	rep.IncBase = fin.IncBase
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+func (r *rebuildReport) tally(res api.RebuildItemResult, key string, inc api.ObjectIncarnation, seg api.SegmentID) {
+	r.TasksCreated += res.Tasks
+	switch res.Outcome {
+	case api.RebuildOutcomeAdopted:
+		r.Adopted++
+	case api.RebuildOutcomeAlready:
+		r.Already++
+	case api.RebuildOutcomeSuperseded:
+		r.Superseded++
+	default:
+		r.Failed++
+		msg := "failed"
+		if res.Err != nil {
+			msg = res.Err.Error()
+		}
+		r.Failures = append(r.Failures, rebuildFailure{Key: key, Incarnation: inc.String(), Segment: string(seg), Error: msg})
+	}
+}
+
+type rebuildBatch struct {
+	objs []api.RebuildObject
+	dels []api.RebuildDelete
+}
+
+// maxRebuildBatchBytes keeps one entry near 1 MiB whatever the keys'
+// lengths (the fsm bounds the item count, the frame bound the bytes).
+const maxRebuildBatchBytes = 1 << 20
+
+// batches cuts the plan into entries of at most n items and about
+// maxRebuildBatchBytes: the objects first, then the deletes.
+func batches(p *rebuild.Plan, n int) []rebuildBatch {
+	var out []rebuildBatch
+	cur, size := rebuildBatch{}, 0
+	flush := func() {
+		if len(cur.objs)+len(cur.dels) > 0 {
+			out = append(out, cur)
+		}
+		cur, size = rebuildBatch{}, 0
+	}
+	for _, o := range p.Objects {
+		if len(cur.objs)+len(cur.dels) >= n || size >= maxRebuildBatchBytes {
+			flush()
+		}
+		cur.objs = append(cur.objs, o)
+		size += len(o.Key) + len(o.Tenant) + 64 + 80*len(o.Replicas)
+	}
+	for _, d := range p.Deletes {
+		if len(cur.objs)+len(cur.dels) >= n || size >= maxRebuildBatchBytes {
+			flush()
+		}
+		cur.dels = append(cur.dels, d)
+		size += len(d.Key) + len(d.Tenant) + 128
+	}
+	flush()
+	return out
+}
+
+// callRetrying calls a master method and, when the outcome is unknown or
+// the cluster has no leader for a moment (a leader change), calls again:
+// the rebuild commands are idempotent, so a repeat cannot act twice. It
+// gives up after four times --timeout.
+func callRetrying(e *env, method string, req, resp any) error {
+	deadline := time.Now().Add(4 * e.timeout)
+	for {
+		err := e.call(method, req, resp)
+		if err == nil {
+			return nil
+		}
+		switch api.CodeOf(err) {
+		case api.CodeNotLeader, api.CodeUnavailable, api.CodeTimeout, api.CodeOutcomeUnknown, "":
+		default:
+			return err
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		fmt.Fprintf(progressOut, "rebuild: %s: %v; retrying\n", method, err)
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// scanRecords reads every record of the holder at ep.
+func scanRecords(pool *transport.Pool, ep string, timeout time.Duration) (rebuild.Scan, error) {
+	s := rebuild.Scan{Endpoint: ep}
+	req := api.HolderListRecordsRequest{Limit: api.MaxRecordsPage}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		var page api.HolderListRecordsResponse
+		err := pool.Call(ctx, ep, api.MethodHolderListRecords, &req, &page)
+		cancel()
+		if err != nil {
+			return s, err
+		}
+		if s.Segment == "" {
+			s.Segment, s.ClusterID, s.Pool, s.Capabilities = page.Segment, page.ClusterID, page.Pool, page.Capabilities
+		} else if page.Segment != s.Segment || page.ClusterID != s.ClusterID {
+			return s, fmt.Errorf("the holder changed identity during the scan (segment %s → %s)", s.Segment, page.Segment)
+		}
+		s.Records = append(s.Records, page.Records...)
+		if !page.More || len(page.Records) == 0 {
+			return s, nil
+		}
+		last := page.Records[len(page.Records)-1]
+		req.After = api.ObjectRef{Key: last.Key, Incarnation: last.Incarnation}
+	}
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// verifyCopy reads a copy back (the holder checks it against its record
+// too) and compares it with the size and checksum the scan reported.
+func verifyCopy(pool *transport.Pool, key string, inc api.ObjectIncarnation, c rebuild.Copy, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var resp api.HolderReadResponse
+	if err := pool.Call(ctx, c.Endpoint, api.MethodHolderRead, &api.HolderReadRequest{Key: key, Incarnation: inc}, &resp); err != nil {
+		return false
+	}
+	return int64(len(resp.Value)) == c.Size && crc32.Checksum(resp.Value, castagnoli) == c.CRC32C
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func printRebuild(r *rebuildReport) {
+	for _, a := range r.Adopt {
+		fmt.Printf("adopt  %s %s size=%d replicas=%s\n", a.Key, a.Incarnation, a.Size, strings.Join(a.Segments, ","))
+	}
+	for _, d := range r.Delete {
+		fmt.Printf("delete %s %s on %s\n", d.Key, d.Incarnation, d.Segment)
+	}
+	for _, d := range r.Drop {
+		fmt.Printf("drop   %s: %s\n", d.Key, d.Reason)
+	}
+	for _, c := range r.Conflicts {
+		fmt.Printf("conflict %s %s: copies on %s differ; verified %s; kept %s\n", c.Key, c.Incarnation,
+			strings.Join(c.Segments, ","), strings.Join(c.Verified, ","), strings.Join(c.Kept, ","))
+	}
+	for _, f := range r.Failures {
+		fmt.Printf("failed %s %s %s: %s\n", f.Key, f.Incarnation, f.Segment, f.Error)
+	}
+	for _, h := range r.HoldersMissing {
+		fmt.Printf("missing holder %s (reconciled when it mounts)\n", h)
+	}
+	what := "rebuilt"
+	if r.DryRun {
+		what = "dry run, nothing changed:"
+	}
+	fmt.Printf("%s cluster %s from %d holders: %d records, %d keys (%d bytes), %d deletes, %d dropped, %d conflicts, incarnations above %d, in %.1fs\n",
+		what, r.ClusterID, r.HoldersScanned, r.Records, r.Keys, r.Bytes, r.Deletes, r.Dropped, len(r.Conflicts), r.IncFloor, r.Seconds)
+	if !r.DryRun {
+		fmt.Printf("adopted %d, already there %d, superseded %d, failed %d; %d delete tasks created\n", r.Adopted, r.Already, r.Superseded, r.Failed, r.TasksCreated)
+	}
+}
+
+// rebuildProgress reports the scan and the adoption on stderr: a bar on a
+// terminal, a plain line every plainEvery otherwise, and with --json one
+// JSON object per line (stdout keeps the one report object).
+type rebuildProgress struct {
+	json  bool
+	w     io.Writer
+	start time.Time
+	last  time.Time
+	bar   *progress
+	phase string
+	line  rebuildProgressLine
+}
+
+// rebuildProgressLine is one --json progress line.
+type rebuildProgressLine struct {
+	Phase          string `json:"phase"`
+	HoldersScanned int    `json:"holders_scanned"`
+	HoldersTotal   int    `json:"holders_total"`
+	Records        int    `json:"records"`
+	ItemsDone      int    `json:"items_done"`
+	ItemsTotal     int    `json:"items_total"`
+	BytesDone      int64  `json:"bytes_done"`
+	BytesTotal     int64  `json:"bytes_total"`
+	ElapsedMillis  int64  `json:"elapsed_ms"`
+	LeftMillis     int64  `json:"left_ms"`
+}
+
+func newRebuildProgress(asJSON bool) *rebuildProgress {
+	now := time.Now()
+	return &rebuildProgress{json: asJSON, w: progressOut, start: now, last: now}
+}
+
+func (p *rebuildProgress) enter(phase string, total int64, unit string) {
+	if p.phase == phase {
+		return
+	}
+	p.done()
+	p.phase, p.start, p.last = phase, time.Now(), time.Now()
+	p.line = rebuildProgressLine{Phase: phase}
+	if !p.json && progressIsTerminal() {
+		p.bar = newProgress("rebuild "+phase, total, unit)
+	}
+}
+
+func (p *rebuildProgress) scan(done, total, records int) {
+	p.enter("scan", int64(total), "holders")
+	p.line.HoldersScanned, p.line.HoldersTotal, p.line.Records = done, total, records
+	p.report(int64(done), int64(total), fmt.Sprintf("%d of %d holders scanned, %d records", done, total, records))
+}
+
+func (p *rebuildProgress) adopt(done, total int, bytes, totalBytes int64) {
+	p.enter("adopt", int64(total), "items")
+	p.line.ItemsDone, p.line.ItemsTotal, p.line.BytesDone, p.line.BytesTotal = done, total, bytes, totalBytes
+	p.report(int64(done), int64(total), fmt.Sprintf("%d of %d items, %.1f of %.1f MiB", done, total, float64(bytes)/(1<<20), float64(totalBytes)/(1<<20)))
+}
+
+func (p *rebuildProgress) report(done, total int64, text string) {
+	elapsed := time.Since(p.start)
+	p.line.ElapsedMillis = elapsed.Milliseconds()
+	p.line.LeftMillis = 0
+	if done > 0 && total > done {
+		p.line.LeftMillis = int64(float64(elapsed.Milliseconds()) * float64(total-done) / float64(done))
+	}
+	if p.bar != nil {
+		p.bar.describe("rebuild " + p.phase + ": " + text)
+		if d := done - p.bar.done; d > 0 {
+			p.bar.add(d)
+		}
+		return
+	}
+	final := done == total
+	if !final && time.Since(p.last) < plainEvery && !(p.json && time.Since(p.last) >= time.Second) {
+		return
+	}
+	p.last = time.Now()
+	if p.json {
+		b, err := json.Marshal(p.line)
+		if err == nil {
+			fmt.Fprintf(p.w, "%s\n", b)
+		}
+		return
+	}
+	fmt.Fprintf(p.w, "rebuild %s: %s, %s left\n", p.phase, text, (time.Duration(p.line.LeftMillis) * time.Millisecond).Round(time.Second))
+}
+
+func (p *rebuildProgress) done() {
+	if p.bar != nil {
+		p.bar.finish()
+		p.bar = nil
+	}
+}
+
+func (p *rebuildProgress) abort() {
+	if p.bar != nil {
+		p.bar.abort()
+		p.bar = nil
+	}
+}

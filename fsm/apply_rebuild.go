@@ -1,0 +1,247 @@
+package fsm
+
+import (
+	"slices"
+
+	"sexton/api"
+)
+
+// applyRebuildBegin starts, resumes or finishes a rebuild
+// (command_rebuild.go says when each is accepted).
+func (st *state) applyRebuildBegin(c *RebuildBegin) *RebuildBeginResult {
+	fail := func(format string, args ...any) *RebuildBeginResult {
+		return &RebuildBeginResult{Err: api.Errorf(api.CodeInvalidParams, format, args...), ClusterID: st.clusterID, IncBase: st.incBase}
+	}
+	if c.ClusterID == 0 || c.IncFloor == 0 {
+		return fail("rebuild begin: cluster id %016x and incarnation floor %d must both be non-zero", c.ClusterID, c.IncFloor)
+	}
+	for i, s := range c.Segments {
+		if s.Segment == "" {
+			return fail("rebuild begin: segment %d has no id", i)
+		}
+		for _, p := range c.Segments[:i] {
+			if p.Segment == s.Segment {
+				return fail("rebuild begin: segment %s named twice", s.Segment)
+			}
+		}
+	}
+	repeat := st.rebuildCluster != 0
+	switch {
+	case repeat && c.ClusterID != st.rebuildCluster:
+		return fail("rebuild begin: this cluster rebuilds cluster %016x, not %016x", st.rebuildCluster, c.ClusterID)
+	case !repeat && (st.objects.complete != 0 || st.objects.pending != 0 || st.reg.len() != 0):
+		return fail("rebuild begin: the state is not fresh (%d objects, %d puts in progress, %d delete tasks); a rebuild needs a newly bootstrapped, empty cluster",
+			st.objects.complete, st.objects.pending, st.reg.len())
+	case !repeat && c.Finish:
+		return fail("rebuild finish: no rebuild has begun")
+	}
+	st.rebuildCluster = c.ClusterID
+	st.incBase = max(st.incBase, c.IncFloor)
+	added := 0
+	for _, s := range c.Segments {
+		if st.segments[s.Segment] != nil {
+			continue // known: mounted already, or registered by an earlier begin
+		}
+		id := api.SegmentID(st.intern(string(s.Segment)))
+		st.segments[id] = &segment{id: id, pool: st.intern(s.Pool), caps: normalizeCaps(s.Capabilities)}
+		added++
+	}
+	if c.Finish {
+		st.clusterID = c.ClusterID
+	}
+	return &RebuildBeginResult{ClusterID: st.clusterID, IncBase: st.incBase, Repeat: repeat, SegmentsAdded: added, Finished: st.clusterID == st.rebuildCluster}
+}
+
+// applyRebuildAdopt adopts objects and creates delete tasks, item by item.
+func (st *state) applyRebuildAdopt(c *RebuildAdopt) *RebuildAdoptResult {
+	if st.rebuildCluster == 0 {
+		return &RebuildAdoptResult{Err: api.Errorf(api.CodeInvalidParams, "rebuild adopt: no rebuild has begun in this cluster")}
+	}
+	if c.ClusterID != st.rebuildCluster {
+		return &RebuildAdoptResult{Err: api.Errorf(api.CodeInvalidParams, "rebuild adopt: entry is for cluster %016x, this cluster rebuilds %016x", c.ClusterID, st.rebuildCluster)}
+	}
+	res := &RebuildAdoptResult{
+		Objects: make([]RebuildItemResult, len(c.Objects)),
+		Deletes: make([]RebuildItemResult, len(c.Deletes)),
+	}
+	for i := range c.Objects {
+		res.Objects[i] = st.adoptObject(&c.Objects[i], c.Now)
+	}
+	for i := range c.Deletes {
+		res.Deletes[i] = st.adoptDelete(&c.Deletes[i], c.Now)
+	}
+	return res
+}
+
+// checkRebuildInc refuses an incarnation the rebuild may not name: zero
+// (legacy, cannot be told apart from another legacy copy) or above the
+// base (it could equal one this cluster issues).
+func (st *state) checkRebuildInc(key string, inc api.ObjectIncarnation) *api.Error {
+	if err := api.ValidKey(key); err != nil {
+		return api.AsError(err)
+	}
+	if inc.IsZero() {
+		return api.Errorf(api.CodeInvalidParams, "rebuild %q: legacy (zero) incarnation cannot be adopted", key)
+	}
+	if inc.Low > st.incBase {
+		return api.Errorf(api.CodeInvalidParams, "rebuild %q: incarnation %s is above the rebuild's incarnation base %d", key, inc, st.incBase)
+	}
+	return nil
+}
+
+func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
+	failed := func(err *api.Error) RebuildItemResult { return RebuildItemResult{Err: err} }
+	if err := st.checkRebuildInc(o.Key, o.Incarnation); err != nil {
+		return failed(err)
+	}
+	if o.Size < 0 {
+		return failed(api.Errorf(api.CodeInvalidParams, "rebuild %q: negative size %d", o.Key, o.Size))
+	}
+	if err := st.rebuildReplicasValid(o.Key, o.Replicas); err != nil {
+		return failed(err)
+	}
+	tenant := o.Tenant
+	if tenant == "" {
+		tenant = api.DefaultTenant
+	}
+	adopted := &object{tenant: st.intern(tenant), size: o.Size, created: now, inc: o.Incarnation, replicas: st.internReplicas(o.Replicas)}
+	old := st.objects.get(o.Key)
+	e := old
+	switch {
+	case e.complete != nil && e.complete.inc == o.Incarnation:
+		merged := mergeReplicas(e.complete.replicas, o.Replicas)
+		if len(merged) != len(e.complete.replicas) {
+			up := *e.complete
+			up.replicas = st.internReplicas(merged)
+			e.complete = &up
+			st.objects.set(o.Key, old, e)
+		}
+		return RebuildItemResult{Outcome: RebuildAlready}
+	case e.pending != nil && e.pending.inc == o.Incarnation:
+		// A put in flight (a rebuild rerun on a serving cluster): its
+		// copies are the put's own, never delete them.
+		return RebuildItemResult{Outcome: RebuildAlready}
+	case e.pending != nil && !e.pending.inc.Less(o.Incarnation),
+		e.complete != nil && o.Incarnation.Less(e.complete.inc),
+		taskAtOrAbove(e.tasks, o.Incarnation):
+		// A newer incarnation is in the table (or being put), or this one
+		// or a newer one was removed or overwritten and its delete has not
+		// reached every holder yet (a rerun on a serving cluster): this
+		// copy must go, never become visible again.
+		plan := st.planTasks(o.Key, e, adopted)
+		if !st.reg.fits(len(plan)) {
+			return failed(registryFull(o.Key, len(plan), st.reg.len(), st.reg.capacity))
+		}
+		n := st.createTasks(&e, plan, adopted.tenant, now)
+		st.objects.set(o.Key, old, e)
+		if n == 0 {
+			return RebuildItemResult{Outcome: RebuildAlready}
+		}
+		return RebuildItemResult{Outcome: RebuildSuperseded, Tasks: n}
+	case e.pending != nil:
+		return failed(api.Errorf(api.CodeObjectAlreadyExists, "rebuild %q: put %s in progress is older than %s", o.Key, e.pending.inc, o.Incarnation))
+	}
+	created := 0
+	if prev := e.complete; prev != nil {
+		// The adopted incarnation is newer than the one in the table (a
+		// resumed rebuild saw a holder the first pass did not).
+		plan := st.planTasks(o.Key, e, prev)
+		if !st.reg.fits(len(plan)) {
+			return failed(registryFull(o.Key, len(plan), st.reg.len(), st.reg.capacity))
+		}
+		created = st.createTasks(&e, plan, prev.tenant, now)
+	}
+	e.complete = adopted
+	st.objects.set(o.Key, old, e)
+	return RebuildItemResult{Outcome: RebuildAdopted, Tasks: created}
+}
+
+// rebuildReplicasValid: at least one, LOCAL_DISK only, each on a known,
+// not retired segment (registered by RebuildBegin), no segment twice.
+func (st *state) rebuildReplicasValid(key string, rs []api.ReplicaDescriptor) *api.Error {
+	if len(rs) == 0 {
+		return api.Errorf(api.CodeInvalidParams, "rebuild %q: no replicas", key)
+	}
+	for i, r := range rs {
+		if r.Kind != api.ReplicaLocalDisk || r.DFS != nil {
+			return api.Errorf(api.CodeInvalidParams, "rebuild %q: replica %d is not a LOCAL_DISK replica", key, i)
+		}
+		seg := st.segments[r.Segment]
+		switch {
+		case seg == nil:
+			return api.Errorf(api.CodeSegmentNotFound, "rebuild %q: replica %d on unknown segment %s", key, i, r.Segment)
+		case seg.retired:
+			return api.Errorf(api.CodeInvalidParams, "rebuild %q: replica %d on retired segment %s", key, i, r.Segment)
+		}
+		for _, p := range rs[:i] {
+			if p.Segment == r.Segment {
+				return api.Errorf(api.CodeInvalidParams, "rebuild %q: two replicas on segment %s", key, r.Segment)
+			}
+		}
+	}
+	return nil
+}
+
+// mergeReplicas returns have plus the replicas of add on segments have
+// does not name (have itself when there are none).
+func mergeReplicas(have, add []api.ReplicaDescriptor) []api.ReplicaDescriptor {
+	out := have
+	for _, r := range add {
+		if !slices.ContainsFunc(out, func(h api.ReplicaDescriptor) bool { return h.Kind == r.Kind && h.Segment == r.Segment }) {
+			if len(out) == len(have) {
+				out = slices.Clone(have)
+			}
+			out = append(out, r)
+		}
+	}
+	if len(out) > api.MaxReplicas {
+		return have
+	}
+	return out
+}
+
+func (st *state) adoptDelete(d *RebuildDelete, now int64) RebuildItemResult {
+	failed := func(err *api.Error) RebuildItemResult { return RebuildItemResult{Err: err} }
+	if err := st.checkRebuildInc(d.Key, d.Incarnation); err != nil {
+		return failed(err)
+	}
+	seg := st.segments[d.Segment]
+	switch {
+	case seg == nil:
+		return failed(api.Errorf(api.CodeSegmentNotFound, "rebuild delete %q: unknown segment %s", d.Key, d.Segment))
+	case seg.retired:
+		return failed(api.Errorf(api.CodeInvalidParams, "rebuild delete %q: segment %s is retired", d.Key, d.Segment))
+	case !seg.capable():
+		return failed(api.Errorf(api.CodeInvalidParams, "rebuild delete %q: segment %s does not advertise %s", d.Key, d.Segment, api.CapObjectTombstoneV1))
+	}
+	old := st.objects.get(d.Key)
+	e := old
+	if e.complete != nil && e.complete.inc == d.Incarnation && onSegment(e.complete, seg.id) {
+		return failed(api.Errorf(api.CodeInvalidParams, "rebuild delete %q %s on %s: that copy is the key's adopted replica", d.Key, d.Incarnation, seg.id))
+	}
+	id := taskIdent{seg: seg.id, key: d.Key, inc: d.Incarnation}
+	if hasIn(e.tasks, id) {
+		return RebuildItemResult{Outcome: RebuildAlready}
+	}
+	if !st.reg.fits(1) {
+		return failed(registryFull(d.Key, 1, st.reg.len(), st.reg.capacity))
+	}
+	tenant := d.Tenant
+	if tenant == "" {
+		tenant = api.DefaultTenant
+	}
+	n := st.createTasks(&e, taskPlan{id}, st.intern(tenant), now)
+	st.objects.set(d.Key, old, e)
+	return RebuildItemResult{Outcome: RebuildAdopted, Tasks: n}
+}
+
+// taskAtOrAbove reports whether any pending task of the key names inc or
+// a newer incarnation.
+func taskAtOrAbove(head *task, inc api.ObjectIncarnation) bool {
+	for t := head; t != nil; t = t.keyNext {
+		if !t.inc.Less(inc) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,94 @@
+package fsm
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sexton/api"
+)
+
+// runRebuild runs the rebuild verbs of the data-driven language:
+//
+//	rebuild-begin cluster=N floor=F segs=s1,s2[:nocaps] [finish]
+//	rebuild-adopt [cluster=N] objs=key@low:seg+seg,... dels=seg/key@low,...
+//
+// Incarnations name the rebuild's cluster (the harness's cluster follows
+// a successful begin).
+func (d *ddRunner) runRebuild(t *testing.T, verb string, a ddArgs) (string, bool) {
+	h := d.h
+	switch verb {
+	case "rebuild-begin":
+		cmd := &RebuildBegin{ClusterID: a.u64(t, "cluster"), IncFloor: a.u64(t, "floor"), Finish: a.has("finish"), Now: h.now}
+		for _, spec := range a.list("segs") {
+			id, flag, _ := strings.Cut(spec, ":")
+			s := RebuildSegment{Segment: api.SegmentID(id), Pool: "p", Capabilities: tombstoneCaps}
+			if flag == "nocaps" {
+				s.Capabilities = nil
+			}
+			cmd.Segments = append(cmd.Segments, s)
+		}
+		r := h.apply(cmd).(*RebuildBeginResult)
+		if r.Err == nil {
+			h.cluster = cmd.ClusterID
+		}
+		return fmt.Sprintf("%s cluster=%d base=%d repeat=%v added=%d finished=%v", fmtErr(r.Err), r.ClusterID, r.IncBase, r.Repeat, r.SegmentsAdded, r.Finished), true
+	case "rebuild-adopt":
+		cmd := &RebuildAdopt{ClusterID: h.cluster, Now: h.now}
+		if a.has("cluster") {
+			cmd.ClusterID = a.u64(t, "cluster")
+		}
+		for _, spec := range a.list("objs") {
+			ref, segs, _ := strings.Cut(spec, ":")
+			key, inc := d.parseRef(t, ref)
+			var rs []api.ReplicaDescriptor
+			if segs != "" {
+				rs = localReplicas(d.splitSegs(segs)...)
+			}
+			cmd.Objects = append(cmd.Objects, RebuildObject{Key: key, Size: 10, Incarnation: inc, Replicas: rs})
+		}
+		for _, spec := range a.list("dels") {
+			seg, ref, _ := strings.Cut(spec, "/")
+			key, inc := d.parseRef(t, ref)
+			cmd.Deletes = append(cmd.Deletes, RebuildDelete{Segment: api.SegmentID(seg), Key: key, Incarnation: inc})
+		}
+		r := h.apply(cmd).(*RebuildAdoptResult)
+		if r.Err != nil {
+			return fmtErr(r.Err), true
+		}
+		var b strings.Builder
+		for i, x := range r.Objects {
+			fmt.Fprintf(&b, "obj %s@%s: %s tasks=%d %s\n", cmd.Objects[i].Key, fmtInc(cmd.Objects[i].Incarnation), x.Outcome, x.Tasks, fmtErr(x.Err))
+		}
+		for i, x := range r.Deletes {
+			fmt.Fprintf(&b, "del %s %s@%s: %s tasks=%d %s\n", cmd.Deletes[i].Segment, cmd.Deletes[i].Key, fmtInc(cmd.Deletes[i].Incarnation), x.Outcome, x.Tasks, fmtErr(x.Err))
+		}
+		return strings.TrimRight(b.String(), "\n"), true
+	}
+	return "", false
+}
+
+// parseRef reads key@low (low 0: the legacy incarnation).
+func (d *ddRunner) parseRef(t *testing.T, ref string) (string, api.ObjectIncarnation) {
+	key, low, ok := strings.Cut(ref, "@")
+	if !ok {
+		t.Fatalf("ref %q is not key@low", ref)
+	}
+	n, err := strconv.ParseUint(low, 10, 64)
+	if err != nil {
+		t.Fatalf("ref %q: %v", ref, err)
+	}
+	if n == 0 {
+		return key, api.ObjectIncarnation{}
+	}
+	return key, d.inc(n)
+}
+
+func (d *ddRunner) splitSegs(s string) []api.SegmentID {
+	var out []api.SegmentID
+	for _, x := range strings.Split(s, "+") {
+		out = append(out, api.SegmentID(x))
+	}
+	return out
+}

@@ -1,0 +1,297 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"sexton/api"
+	"sexton/client"
+)
+
+// TestRebuildFromHolders: three masters and three holders in two pools
+// hold live, removed and overwritten objects, one overwritten key per
+// round with its old copy still on a stopped holder. Every master's data
+// directory is deleted and a new cluster bootstrapped on the same
+// addresses; `operator rebuild` brings the table back from the holders.
+// Every acknowledged live value reads back byte-identical, no removed or
+// overwritten value is readable, the old copies get deleted once their
+// holder mounts, new incarnations are above every old one, and fsck is
+// clean.
+func TestRebuildFromHolders(t *testing.T) { testRebuild(t, false) }
+
+// TestRebuildWithHolderMissing is the same with the holder of the old
+// copies down during the rebuild (--allow-missing): it is reconciled
+// against the rebuilt table when it comes back.
+func TestRebuildWithHolderMissing(t *testing.T) { testRebuild(t, true) }
+
+func randomValue(t *testing.T, n int) []byte {
+	t.Helper()
+	v := make([]byte, n)
+	if _, err := rand.Read(v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func testRebuild(t *testing.T, missing bool) {
+	c := startCluster(t, 3)
+	h1 := c.startHolder(t, "h1", "a")
+	h2 := c.startHolder(t, "h2", "a")
+	h3 := c.startHolder(t, "h3", "b")
+	lib := c.lib()
+	ctx, cancel := ctxT(60 * time.Second)
+	defer cancel()
+	put := func(key, pool string, replicas int, v []byte) api.ObjectIncarnation {
+		t.Helper()
+		inc, err := lib.Put(ctx, key, v, client.PutOptions{Pool: pool, Replicas: replicas})
+		if err != nil {
+			t.Fatalf("put %s: %v", key, err)
+		}
+		return inc
+	}
+	live := map[string][]byte{}   // acknowledged values that must read back
+	dead := map[string][][]byte{} // values that must never read back
+	for i := range 8 {
+		k := fmt.Sprintf("live/a/%d", i)
+		live[k] = randomValue(t, 1000+i*100)
+		put(k, "a", 2, live[k])
+	}
+	if !missing {
+		// Objects only the third holder has: gone if it were missing.
+		for i := range 4 {
+			k := fmt.Sprintf("live/b/%d", i)
+			live[k] = randomValue(t, 2000+i)
+			put(k, "b", 1, live[k])
+		}
+	}
+	// Removed, tombstoned on every holder before the masters are lost.
+	for i := range 3 {
+		for _, pool := range []string{"a", "b"} {
+			k := fmt.Sprintf("removed/%s/%d", pool, i)
+			v := randomValue(t, 500)
+			put(k, pool, 1, v)
+			mustRemove(t, c, k)
+			dead[k] = append(dead[k], v)
+		}
+	}
+	// Overwritten with both holders up: the old copy is already deleted.
+	for i := range 3 {
+		k := fmt.Sprintf("overwritten/%d", i)
+		old := randomValue(t, 700)
+		put(k, "b", 1, old)
+		live[k] = randomValue(t, 800)
+		put(k, "a", 2, live[k])
+		dead[k] = append(dead[k], old)
+	}
+	for k := range dead {
+		waitNoTasks(t, c.client(0), k, 20*time.Second)
+	}
+	// Overwritten while the third holder is down: its old copy stays
+	// live there, with a pending delete task that dies with the masters.
+	staleKeys := []string{"stale/0", "stale/1", "stale/2"}
+	staleInc := map[string]api.ObjectIncarnation{}
+	for _, k := range staleKeys {
+		old := randomValue(t, 900)
+		staleInc[k] = put(k, "b", 1, old)
+		dead[k] = append(dead[k], old)
+	}
+	h3.kill()
+	var maxLow uint64
+	for _, k := range staleKeys {
+		live[k] = randomValue(t, 1100)
+		inc := put(k, "a", 2, live[k])
+		maxLow = max(maxLow, inc.Low)
+		if !hasTask(t, c.client(0), k, staleInc[k]) {
+			t.Fatalf("%s: no pending delete task for the old copy %s on the stopped holder", k, staleInc[k])
+		}
+	}
+	oldStatus, err := c.status(c.leader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldCluster := oldStatus.ClusterID
+
+	// Every master loses its state; a new cluster is bootstrapped on the
+	// same addresses (the holders keep their --masters).
+	for _, m := range c.nodes {
+		m.kill()
+	}
+	for _, m := range c.nodes {
+		if err := os.RemoveAll(m.dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range c.nodes {
+		m.proc.start()
+	}
+	c.waitLeader(30 * time.Second)
+	fresh, err := c.status(c.leader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.ClusterID == oldCluster {
+		t.Fatalf("the new cluster drew the old cluster id %016x", oldCluster)
+	}
+	if !missing {
+		h3.proc.start() // the holder with the old copies is back for the scan
+	}
+
+	// A holder of another cluster is refused: a fresh directory started
+	// against the new masters binds to the new cluster's own id.
+	hx := c.startHolder(t, "hx", "a")
+	hxSeg := c.waitHolderMounted(t, hx).Segment
+	holders := strings.Join([]string{h1.addr, h2.addr, h3.addr}, ",")
+	base := []string{"operator", "rebuild", "--masters", strings.Join(c.addrs(), ","), "--holders", holders}
+	if missing {
+		base = append(base, "--allow-missing")
+	}
+	out, err := runCLIErr(base...)
+	if err == nil || !strings.Contains(out, "disagree") {
+		t.Fatalf("rebuild with a holder of another cluster: %v, want a refusal naming the disagreement\n%s", err, out)
+	}
+	hx.kill()
+	if out, err := runCLIErr("operator", "retire", string(hxSeg), "--by", "test", "--reason", "not of the lost cluster", "--masters", strings.Join(c.addrs(), ",")); err != nil {
+		t.Fatalf("retire the foreign holder: %v\n%s", err, out)
+	}
+
+	// A dry run prints the plan and changes nothing.
+	var dry struct {
+		Keys    int `json:"keys"`
+		Deletes int `json:"deletes"`
+		Adopt   []struct {
+			Key string `json:"key"`
+		} `json:"adopt"`
+	}
+	stdout, stderr := runRebuildCLI(t, append(base, "--dry-run", "--json")...)
+	if err := json.Unmarshal(stdout, &dry); err != nil {
+		t.Fatalf("dry run output: %v\n%s\n%s", err, stdout, stderr)
+	}
+	wantDeletes := len(staleKeys)
+	if missing {
+		wantDeletes = 0
+	}
+	if dry.Keys != len(live) || len(dry.Adopt) != len(live) || dry.Deletes != wantDeletes {
+		t.Fatalf("dry run: %d keys (%d listed), %d deletes; want %d keys, %d deletes\n%s", dry.Keys, len(dry.Adopt), dry.Deletes, len(live), wantDeletes, stdout)
+	}
+	if st, err := c.status(c.leader()); err != nil || st.Objects != 0 || st.ClusterID != fresh.ClusterID {
+		t.Fatalf("after the dry run: %+v, %v; want nothing changed", st, err)
+	}
+
+	// The rebuild, then a repeat of it (a resumed run): idempotent.
+	start := time.Now()
+	stdout, stderr = runRebuildCLI(t, append(base, "--json", "--batch", "4")...)
+	took := time.Since(start)
+	var rep struct {
+		ClusterID string `json:"cluster_id"`
+		Adopted   int    `json:"adopted"`
+		Tasks     int    `json:"tasks_created"`
+		Failed    int    `json:"failed"`
+		Floor     uint64 `json:"incarnation_floor"`
+	}
+	if err := json.Unmarshal(stdout, &rep); err != nil {
+		t.Fatalf("rebuild output: %v\n%s\n%s", err, stdout, stderr)
+	}
+	if rep.ClusterID != fmt.Sprintf("%016x", oldCluster) || rep.Adopted != len(live)+wantDeletes || rep.Tasks != wantDeletes || rep.Failed != 0 || rep.Floor < maxLow {
+		t.Fatalf("rebuild report %+v; want cluster %016x, %d adopted, %d tasks, floor ≥ %d\n%s", rep, oldCluster, len(live)+wantDeletes, wantDeletes, maxLow, stdout)
+	}
+	if !bytes.Contains(stderr, []byte(`"phase":"adopt"`)) {
+		t.Errorf("no --json progress line for the adoption on stderr:\n%s", stderr)
+	}
+	t.Logf("rebuilt %d keys in %v", len(live), took)
+	stdout, _ = runRebuildCLI(t, append(base, "--json")...)
+	var again struct {
+		Adopted, Already int
+		Tasks            int `json:"tasks_created"`
+	}
+	if err := json.Unmarshal(stdout, &again); err != nil || again.Adopted != 0 || again.Already != len(live)+wantDeletes || again.Tasks != 0 {
+		t.Fatalf("repeated rebuild: %+v %v; want everything already there\n%s", again, err, stdout)
+	}
+
+	st, err := c.status(c.leader())
+	if err != nil || st.ClusterID != oldCluster {
+		t.Fatalf("after the rebuild the cluster id is %016x (%v), want the old %016x", st.ClusterID, err, oldCluster)
+	}
+	c.waitHolderMounted(t, h1)
+	c.waitHolderMounted(t, h2)
+	if missing {
+		h3.proc.start() // back after the rebuild: reconciled against the table
+	}
+	c.waitHolderMounted(t, h3)
+
+	for k, v := range live {
+		got, _, err := lib.Get(ctx, k)
+		if err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("get %s after the rebuild: %d bytes, %v; want the acknowledged %d bytes", k, len(got), err, len(v))
+		}
+	}
+	for k, olds := range dead {
+		got, _, err := lib.Get(ctx, k)
+		for _, old := range olds {
+			if err == nil && bytes.Equal(got, old) {
+				t.Fatalf("get %s returned a removed or overwritten value", k)
+			}
+		}
+		if _, ok := live[k]; !ok && api.CodeOf(err) != api.CodeObjectNotFound {
+			t.Fatalf("get %s (removed): %v, want OBJECT_NOT_FOUND", k, err)
+		}
+	}
+	// The old copies on the third holder are deleted once it mounts.
+	deadline := time.Now().Add(20 * time.Second)
+	for _, k := range staleKeys {
+		for {
+			_, err := readFromHolder(h3, c.token, k, staleInc[k])
+			if err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the old copy of %s %s still reads from %s", k, staleInc[k], h3.name)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		waitNoTasks(t, c.client(0), k, 20*time.Second)
+	}
+	// New incarnations are the old cluster's and above every one seen.
+	inc := put("after/rebuild", "", 1, []byte("new"))
+	if inc.High != oldCluster || inc.Low <= rep.Floor {
+		t.Fatalf("new incarnation %s; want cluster %016x and index above %d", inc, oldCluster, rep.Floor)
+	}
+	k := "live/a/0"
+	live[k] = randomValue(t, 321)
+	if inc := put(k, "a", 2, live[k]); inc.Low <= rep.Floor {
+		t.Fatalf("overwrite after the rebuild got %s, not above %d", inc, rep.Floor)
+	}
+	if got, _, err := lib.Get(ctx, k); err != nil || !bytes.Equal(got, live[k]) {
+		t.Fatalf("get %s after overwriting it: %v", k, err)
+	}
+	fsckClean(t, c)
+}
+
+// rebuildCLITimeout bounds one CLI run (TestRebuildScale raises it).
+var rebuildCLITimeout = 60 * time.Second
+
+// runRebuildCLI runs the CLI and returns stdout and stderr apart.
+func runRebuildCLI(t *testing.T, args ...string) ([]byte, []byte) {
+	t.Helper()
+	cmd := execCommand(binary, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cctx, cancel := context.WithTimeout(context.Background(), rebuildCLITimeout)
+	defer cancel()
+	go func() {
+		<-cctx.Done()
+		if cmd.Process != nil && cctx.Err() == context.DeadlineExceeded {
+			_ = cmd.Process.Kill()
+		}
+	}()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("sexton %s: %v\n%s\n%s", strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
+	}
+	return stdout.Bytes(), stderr.Bytes()
+}

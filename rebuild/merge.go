@@ -1,0 +1,268 @@
+package rebuild
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"sexton/api"
+)
+
+// Scan is one holder's answer to a full HolderListRecords scan.
+type Scan struct {
+	Endpoint     string
+	Segment      api.SegmentID
+	ClusterID    uint64
+	Pool         string
+	Capabilities []api.Capability
+	// Records are sorted by (key, incarnation), as the holder pages them.
+	Records []api.HolderRecord
+}
+
+// Copy is one holder's live copy of a (key, incarnation).
+type Copy struct {
+	Segment  api.SegmentID
+	Endpoint string
+	Size     int64
+	CRC32C   uint32
+}
+
+// Verifier reads a copy back from its holder and reports whether its
+// bytes match the copy's own size and checksum. Merge calls it only for
+// copies of a winning incarnation whose holders disagree.
+type Verifier func(key string, inc api.ObjectIncarnation, c Copy) bool
+
+// Conflict is a winning incarnation whose copies differed.
+type Conflict struct {
+	Key         string
+	Incarnation api.ObjectIncarnation
+	Copies      []Copy
+	// Verified are the copies that read back matching their record.
+	Verified []api.SegmentID
+	// Kept are the copies adopted (empty: none verified, the key is lost).
+	Kept []api.SegmentID
+}
+
+// Dropped is a key that gets no place in the table although some holder
+// still has a record of it: every incarnation is tombstoned somewhere,
+// legacy, or failed verification.
+type Dropped struct {
+	Key    string
+	Reason string
+}
+
+// Plan is what the rebuild adopts.
+type Plan struct {
+	ClusterID uint64
+	// IncFloor is the largest incarnation index any holder reported
+	// (at least 1): the rebuilt cluster's incarnations start above it.
+	IncFloor  uint64
+	Segments  []api.RebuildSegment
+	Objects   []api.RebuildObject
+	Deletes   []api.RebuildDelete
+	Dropped   []Dropped
+	Conflicts []Conflict
+	// Records counts every record scanned; Bytes the adopted objects' sizes.
+	Records int
+	Bytes   int64
+	// Legacy counts live records with the zero incarnation, which cannot
+	// be adopted (the holder's own reconciliation removes them).
+	Legacy int
+}
+
+// Merge builds the plan from every scanned holder. It refuses holders
+// whose markers name different clusters, two holders with one segment id,
+// and records out of order.
+func Merge(scans []Scan, verify Verifier) (*Plan, error) {
+	p := &Plan{}
+	var used []*Scan
+	for i := range scans {
+		s := &scans[i]
+		if s.ClusterID == 0 {
+			if len(s.Records) != 0 {
+				return nil, fmt.Errorf("holder %s (segment %s) holds %d records but its marker names no cluster", s.Endpoint, s.Segment, len(s.Records))
+			}
+			continue // a holder that never mounted anything: nothing to adopt
+		}
+		if p.ClusterID == 0 {
+			p.ClusterID = s.ClusterID
+		} else if s.ClusterID != p.ClusterID {
+			return nil, fmt.Errorf("holders disagree on the cluster: %s (segment %s) is in cluster %016x, %s (segment %s) in %016x; rebuild only the holders of one cluster",
+				used[0].Endpoint, used[0].Segment, p.ClusterID, s.Endpoint, s.Segment, s.ClusterID)
+		}
+		for _, u := range used {
+			if u.Segment == s.Segment {
+				return nil, fmt.Errorf("holders %s and %s both have segment %s (a copied directory?); rebuild from one of them", u.Endpoint, s.Endpoint, s.Segment)
+			}
+		}
+		for j := 1; j < len(s.Records); j++ {
+			a, b := &s.Records[j-1], &s.Records[j]
+			if a.Key > b.Key || (a.Key == b.Key && !a.Incarnation.Less(b.Incarnation)) {
+				return nil, fmt.Errorf("holder %s (segment %s): records out of order at %q %s", s.Endpoint, s.Segment, b.Key, b.Incarnation)
+			}
+		}
+		used = append(used, s)
+		caps := s.Capabilities
+		if caps == nil {
+			caps = []api.Capability{}
+		}
+		p.Segments = append(p.Segments, api.RebuildSegment{Segment: s.Segment, Pool: s.Pool, Capabilities: caps})
+		p.Records += len(s.Records)
+	}
+	if p.ClusterID == 0 {
+		return nil, fmt.Errorf("no scanned holder belongs to a cluster (every marker names cluster 0): nothing to rebuild")
+	}
+	slices.SortFunc(p.Segments, func(a, b api.RebuildSegment) int { return strings.Compare(string(a.Segment), string(b.Segment)) })
+	m := merger{p: p, scans: used, pos: make([]int, len(used)), verify: verify}
+	m.run()
+	p.IncFloor = max(p.IncFloor, 1)
+	return p, nil
+}
+
+type merger struct {
+	p      *Plan
+	scans  []*Scan
+	pos    []int
+	verify Verifier
+}
+
+// held is one record with the holder it came from.
+type held struct {
+	scan *Scan
+	rec  *api.HolderRecord
+}
+
+// run walks the holders' sorted lists together, one key at a time.
+func (m *merger) run() {
+	var recs []held
+	for {
+		key, ok := "", false
+		for i, s := range m.scans {
+			if m.pos[i] < len(s.Records) {
+				if k := s.Records[m.pos[i]].Key; !ok || k < key {
+					key, ok = k, true
+				}
+			}
+		}
+		if !ok {
+			return
+		}
+		recs = recs[:0]
+		for i, s := range m.scans {
+			for m.pos[i] < len(s.Records) && s.Records[m.pos[i]].Key == key {
+				recs = append(recs, held{scan: s, rec: &s.Records[m.pos[i]]})
+				m.pos[i]++
+			}
+		}
+		m.key(key, recs)
+	}
+}
+
+// key decides one key from every holder's records of it.
+func (m *merger) key(key string, recs []held) {
+	p := m.p
+	dead := map[api.ObjectIncarnation]bool{}
+	for _, h := range recs {
+		p.IncFloor = max(p.IncFloor, h.rec.Incarnation.Low)
+		if h.rec.Tombstoned {
+			dead[h.rec.Incarnation] = true
+		}
+	}
+	var winner api.ObjectIncarnation
+	found := false
+	for _, h := range recs {
+		inc := h.rec.Incarnation
+		switch {
+		case h.rec.Tombstoned:
+		case inc.IsZero():
+			p.Legacy++
+		case dead[inc]:
+		case !found || winner.Less(inc):
+			winner, found = inc, true
+		}
+	}
+	var copies []held
+	for _, h := range recs {
+		switch {
+		case h.rec.Tombstoned || h.rec.Incarnation.IsZero():
+		case found && h.rec.Incarnation == winner:
+			copies = append(copies, h)
+		default:
+			// An older incarnation, or one tombstoned on another holder.
+			p.Deletes = append(p.Deletes, deleteOf(h))
+		}
+	}
+	if !found {
+		p.Dropped = append(p.Dropped, Dropped{Key: key, Reason: "no incarnation is live on a holder and tombstoned on none"})
+		return
+	}
+	kept := m.keep(key, winner, copies)
+	var obj *api.RebuildObject
+	for _, h := range copies {
+		if !slices.Contains(kept, h.scan.Segment) {
+			p.Deletes = append(p.Deletes, deleteOf(h))
+			continue
+		}
+		if obj == nil {
+			obj = &api.RebuildObject{Key: key, Tenant: h.rec.Tenant, Size: h.rec.Size, Incarnation: winner}
+		}
+		obj.Replicas = append(obj.Replicas, api.ReplicaDescriptor{Kind: api.ReplicaLocalDisk, Segment: h.scan.Segment, Pool: h.scan.Pool})
+	}
+	if obj == nil {
+		p.Dropped = append(p.Dropped, Dropped{Key: key, Reason: fmt.Sprintf("no copy of %s verified", winner)})
+		return
+	}
+	if len(obj.Replicas) > api.MaxReplicas {
+		obj.Replicas = obj.Replicas[:api.MaxReplicas]
+	}
+	p.Objects = append(p.Objects, *obj)
+	p.Bytes += obj.Size
+}
+
+// keep returns the segments whose copy of the winner is adopted: all of
+// them when they agree; otherwise the verified ones of the most common
+// verified version (ties: the version whose first segment sorts first).
+func (m *merger) keep(key string, inc api.ObjectIncarnation, copies []held) []api.SegmentID {
+	type version struct {
+		size int64
+		crc  uint32
+	}
+	agree := true
+	for _, h := range copies[1:] {
+		if h.rec.Size != copies[0].rec.Size || h.rec.CRC32C != copies[0].rec.CRC32C {
+			agree = false
+		}
+	}
+	all := make([]api.SegmentID, 0, len(copies))
+	for _, h := range copies {
+		all = append(all, h.scan.Segment)
+	}
+	if agree {
+		return all
+	}
+	c := Conflict{Key: key, Incarnation: inc, Verified: []api.SegmentID{}, Kept: []api.SegmentID{}}
+	groups := map[version][]api.SegmentID{}
+	for _, h := range copies {
+		cp := Copy{Segment: h.scan.Segment, Endpoint: h.scan.Endpoint, Size: h.rec.Size, CRC32C: h.rec.CRC32C}
+		c.Copies = append(c.Copies, cp)
+		if m.verify != nil && m.verify(key, inc, cp) {
+			c.Verified = append(c.Verified, cp.Segment)
+			v := version{h.rec.Size, h.rec.CRC32C}
+			groups[v] = append(groups[v], cp.Segment)
+		}
+	}
+	var best []api.SegmentID
+	for _, g := range groups {
+		slices.Sort(g)
+		if len(g) > len(best) || (len(g) == len(best) && g[0] < best[0]) {
+			best = g
+		}
+	}
+	c.Kept = append(c.Kept, best...)
+	m.p.Conflicts = append(m.p.Conflicts, c)
+	return best
+}
+
+func deleteOf(h held) api.RebuildDelete {
+	return api.RebuildDelete{Segment: h.scan.Segment, Key: h.rec.Key, Tenant: h.rec.Tenant, Incarnation: h.rec.Incarnation}
+}

@@ -1,0 +1,125 @@
+package rebuild
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"sexton/api"
+)
+
+func inc(low uint64) api.ObjectIncarnation { return api.ObjectIncarnation{High: 7, Low: low} }
+
+func live(key string, low uint64, size int64, crc uint32) api.HolderRecord {
+	return api.HolderRecord{Key: key, Tenant: "t", Incarnation: inc(low), Size: size, CRC32C: crc}
+}
+
+func dead(key string, low uint64) api.HolderRecord {
+	return api.HolderRecord{Key: key, Incarnation: inc(low), Tombstoned: true}
+}
+
+func scan(seg string, recs ...api.HolderRecord) Scan {
+	return Scan{Endpoint: seg + ":1", Segment: api.SegmentID(seg), ClusterID: 7, Pool: "p-" + seg, Records: recs}
+}
+
+func objects(p *Plan) string {
+	var parts []string
+	for _, o := range p.Objects {
+		var segs []string
+		for _, r := range o.Replicas {
+			segs = append(segs, string(r.Segment))
+		}
+		parts = append(parts, fmt.Sprintf("%s@%d:%s", o.Key, o.Incarnation.Low, strings.Join(segs, "+")))
+	}
+	return strings.Join(parts, " ")
+}
+
+func deletes(p *Plan) string {
+	var parts []string
+	for _, d := range p.Deletes {
+		parts = append(parts, fmt.Sprintf("%s/%s@%d", d.Segment, d.Key, d.Incarnation.Low))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " ")
+}
+
+func TestMergeRules(t *testing.T) {
+	p, err := Merge([]Scan{
+		// a: overwritten (300 on s1, s2), the old 200 still live on s3.
+		// b: removed — tombstoned on s1, its copy on s2 not yet.
+		// c: a revoked put 50 tombstoned on s3; the older 40 is live.
+		// d: only a tombstone floor left.
+		scan("s1", live("a", 300, 10, 1), dead("b", 100), dead("d", 900)),
+		scan("s2", live("a", 300, 10, 1), live("b", 100, 5, 2)),
+		scan("s3", live("a", 200, 8, 3), live("c", 40, 4, 4), dead("c", 50)),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := objects(p), "a@300:s1+s2 c@40:s3"; got != want {
+		t.Errorf("objects %q, want %q", got, want)
+	}
+	if got, want := deletes(p), "s2/b@100 s3/a@200"; got != want {
+		t.Errorf("deletes %q, want %q", got, want)
+	}
+	if len(p.Dropped) != 2 || p.Dropped[0].Key != "b" || p.Dropped[1].Key != "d" {
+		t.Errorf("dropped %+v, want b and d", p.Dropped)
+	}
+	if p.IncFloor != 900 || p.ClusterID != 7 || p.Records != 8 || p.Bytes != 14 {
+		t.Errorf("floor %d cluster %x records %d bytes %d, want 900 7 8 14", p.IncFloor, p.ClusterID, p.Records, p.Bytes)
+	}
+	if len(p.Segments) != 3 || p.Segments[2].Pool != "p-s3" {
+		t.Errorf("segments %+v", p.Segments)
+	}
+}
+
+// Copies of the winning incarnation that differ are verified; only the
+// verified ones are kept and the others get delete tasks.
+func TestMergeKeepsOnlyVerifiedCopies(t *testing.T) {
+	var asked []string
+	verify := func(key string, _ api.ObjectIncarnation, c Copy) bool {
+		asked = append(asked, string(c.Segment))
+		return c.Segment != "s2" // s2's copy does not read back as its record says
+	}
+	p, err := Merge([]Scan{
+		scan("s1", live("a", 5, 10, 1)),
+		scan("s2", live("a", 5, 10, 9)),
+		scan("s3", live("a", 5, 10, 1), live("b", 6, 3, 3)),
+	}, verify)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := objects(p), "a@5:s1+s3 b@6:s3"; got != want {
+		t.Errorf("objects %q, want %q", got, want)
+	}
+	if got, want := deletes(p), "s2/a@5"; got != want {
+		t.Errorf("deletes %q, want %q", got, want)
+	}
+	if len(p.Conflicts) != 1 || !slices.Equal(p.Conflicts[0].Kept, []api.SegmentID{"s1", "s3"}) {
+		t.Errorf("conflicts %+v", p.Conflicts)
+	}
+	if !slices.Equal(asked, []string{"s1", "s2", "s3"}) {
+		t.Errorf("verified %v; agreeing copies (b) must not be read", asked)
+	}
+}
+
+func TestMergeRefusesMixedClusters(t *testing.T) {
+	other := scan("s2", live("a", 5, 1, 1))
+	other.ClusterID = 8
+	if _, err := Merge([]Scan{scan("s1", live("a", 5, 1, 1)), other}, nil); err == nil || !strings.Contains(err.Error(), "disagree") {
+		t.Fatalf("mixed clusters: %v, want a refusal", err)
+	}
+	if _, err := Merge([]Scan{scan("s1"), scan("s1")}, nil); err == nil || !strings.Contains(err.Error(), "both have segment") {
+		t.Fatalf("one segment twice: %v, want a refusal", err)
+	}
+	if _, err := Merge([]Scan{scan("s1", live("b", 5, 1, 1), live("a", 6, 1, 1))}, nil); err == nil {
+		t.Fatal("unsorted records accepted")
+	}
+	// A never-mounted, empty holder is skipped, not a disagreement.
+	empty := scan("s9")
+	empty.ClusterID = 0
+	if _, err := Merge([]Scan{scan("s1", live("a", 5, 1, 1)), empty}, nil); err != nil {
+		t.Fatalf("empty unbound holder: %v", err)
+	}
+}
