@@ -232,3 +232,158 @@ func TestOSStatfsAndFallocate(t *testing.T) {
 		t.Fatalf("size after fallocate %d", st.Size())
 	}
 }
+
+// The power-loss model is strict in every way pebble's StrictMem is, one
+// case per rule: each case starts from a directory holding "a" = "A"
+// (durable), runs operations, cuts, and checks the directory's exact
+// content after Restore.
+func TestPowerLossIsStrict(t *testing.T) {
+	type ops struct {
+		dir string
+		p   *PowerLoss
+		t   *testing.T
+	}
+	path := func(o ops, n string) string { return filepath.Join(o.dir, n) }
+	create := func(o ops, name, data string, sync bool) File {
+		o.t.Helper()
+		f, err := o.p.OpenFile(path(o, name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			o.t.Fatal(err)
+		}
+		if _, err := f.Write([]byte(data)); err != nil {
+			o.t.Fatal(err)
+		}
+		if sync {
+			if err := f.Sync(); err != nil {
+				o.t.Fatal(err)
+			}
+		}
+		return f
+	}
+	syncDir := func(o ops) {
+		o.t.Helper()
+		if err := o.p.SyncDir(o.dir); err != nil {
+			o.t.Fatal(err)
+		}
+	}
+	must := func(t *testing.T, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name string
+		run  func(o ops)
+		want map[string]string
+	}{
+		{"created and fsynced, directory not fsynced: gone", func(o ops) {
+			create(o, "b", "B", true).Close()
+		}, map[string]string{"a": "A"}},
+		{"created, directory fsynced, data not fsynced: empty", func(o ops) {
+			create(o, "b", "B", false).Close()
+			syncDir(o)
+		}, map[string]string{"a": "A", "b": ""}},
+		{"created, fsynced, directory fsynced: kept", func(o ops) {
+			create(o, "b", "B", true).Close()
+			syncDir(o)
+		}, map[string]string{"a": "A", "b": "B"}},
+		{"rename not followed by a directory fsync: undone", func(o ops) {
+			create(o, "tmp", "new", true).Close()
+			must(o.t, o.p.Rename(path(o, "tmp"), path(o, "a")))
+		}, map[string]string{"a": "A"}},
+		{"rename of a durable file, directory not fsynced: old name back", func(o ops) {
+			must(o.t, o.p.Rename(path(o, "a"), path(o, "c")))
+		}, map[string]string{"a": "A"}},
+		{"rename then directory fsync: durable", func(o ops) {
+			create(o, "tmp", "new", true).Close()
+			must(o.t, o.p.Rename(path(o, "tmp"), path(o, "a")))
+			syncDir(o)
+		}, map[string]string{"a": "new"}},
+		{"rename and directory fsync of an unsynced file: entry kept, data empty", func(o ops) {
+			create(o, "tmp", "new", false).Close()
+			must(o.t, o.p.Rename(path(o, "tmp"), path(o, "a")))
+			syncDir(o)
+		}, map[string]string{"a": ""}},
+		{"unlink not followed by a directory fsync: undone", func(o ops) {
+			must(o.t, o.p.Remove(path(o, "a")))
+		}, map[string]string{"a": "A"}},
+		{"unlink then directory fsync: gone", func(o ops) {
+			must(o.t, o.p.Remove(path(o, "a")))
+			syncDir(o)
+		}, map[string]string{}},
+		{"write to a durable file not fsynced: dropped", func(o ops) {
+			f, err := o.p.OpenFile(path(o, "a"), os.O_RDWR, 0)
+			must(o.t, err)
+			_, err = f.WriteAt([]byte("more"), 1)
+			must(o.t, err)
+			f.Close()
+		}, map[string]string{"a": "A"}},
+		{"truncate and O_TRUNC not fsynced: dropped", func(o ops) {
+			f, err := o.p.OpenFile(path(o, "a"), os.O_RDWR, 0)
+			must(o.t, err)
+			must(o.t, f.Truncate(0))
+			f.Close()
+			create(o, "a", "", false).Close()
+		}, map[string]string{"a": "A"}},
+		{"file fsynced after the directory fsync: the entry's data is the inode's", func(o ops) {
+			f := create(o, "b", "one", true)
+			syncDir(o)
+			_, err := f.WriteAt([]byte("two"), 0)
+			must(o.t, err)
+			must(o.t, f.Sync())
+			f.Close()
+		}, map[string]string{"a": "A", "b": "two"}},
+		{"fsync of a renamed file through its old descriptor", func(o ops) {
+			f := create(o, "tmp", "x", false)
+			must(o.t, o.p.Rename(path(o, "tmp"), path(o, "b")))
+			syncDir(o)
+			must(o.t, f.Sync())
+			f.Close()
+		}, map[string]string{"a": "A", "b": "x"}},
+		{"fallocate not fsynced: dropped", func(o ops) {
+			f, err := o.p.OpenFile(path(o, "a"), os.O_RDWR, 0)
+			must(o.t, err)
+			if err := o.p.Fallocate(f, 4096); err != nil {
+				o.t.Skipf("fallocate: %v", err)
+			}
+			f.Close()
+		}, map[string]string{"a": "A"}},
+		{"lock file, directory not fsynced: gone", func(o ops) {
+			c, err := o.p.Lock(path(o, ".lock"))
+			must(o.t, err)
+			c.Close()
+		}, map[string]string{"a": "A"}},
+		{"a file made behind the model's back: gone", func(o ops) {
+			must(o.t, os.WriteFile(path(o, "b"), []byte("B"), 0o644))
+		}, map[string]string{"a": "A"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			must(t, os.WriteFile(filepath.Join(dir, "a"), []byte("A"), 0o644))
+			p, err := NewPowerLoss(OS{}, dir)
+			must(t, err)
+			c.run(ops{dir: dir, p: p, t: t})
+			p.Cut()
+			if _, err := p.OpenFile(filepath.Join(dir, "z"), os.O_WRONLY|os.O_CREATE, 0o644); !errors.Is(err, ErrPowerCut) {
+				t.Fatalf("create after the cut: %v", err)
+			}
+			if err := p.SyncDir(dir); !errors.Is(err, ErrPowerCut) {
+				t.Fatalf("directory fsync after the cut: %v", err)
+			}
+			must(t, p.Restore())
+			got := map[string]string{}
+			ents, err := os.ReadDir(dir)
+			must(t, err)
+			for _, e := range ents {
+				b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+				must(t, err)
+				got[e.Name()] = string(b)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Fatalf("after the power cut: %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -20,8 +20,17 @@ import (
 // rewrites the directory to exactly that image, so reopening it shows
 // what a machine would find after the power came back.
 //
-// Only regular files directly in the directory are modelled; the lock
-// file and anything elsewhere pass through.
+// This is the shape of pebble's vfs.NewStrictMem: at a cut each file
+// reverts to its content at its last fsync (a file never fsynced is
+// empty), and the directory's entries revert to their state at its last
+// directory fsync: a file created (even fsynced) but whose directory was
+// not fsynced disappears, a rename not followed by a directory fsync is
+// undone (the old name comes back with its own durable content), an unlink
+// not followed by one is undone. Regular files directly in the directory
+// are modelled, the lock file included; subdirectories and anything
+// elsewhere pass through. Everything in the directory must be changed
+// through the model: Restore removes every regular file the durable image
+// does not hold.
 type PowerLoss struct {
 	inner FS
 	dir   string
@@ -78,8 +87,15 @@ func (p *PowerLoss) Restore() error {
 	if !p.cut {
 		return errors.New("fsys: Restore without Cut")
 	}
-	for name := range p.current {
-		if err := os.Remove(filepath.Join(p.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	ents, err := os.ReadDir(p.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if err := os.Remove(filepath.Join(p.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
@@ -149,10 +165,12 @@ func (p *PowerLoss) OpenFile(name string, flag int, perm fs.FileMode) (File, err
 	}
 	n := p.current[base]
 	if n == nil {
-		if flag&os.O_CREATE == 0 {
-			return f, nil // not created through the model: not modelled
+		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+			return f, err // a directory: not modelled
 		}
-		n = &plNode{} // created: no durable data, no durable entry yet
+		// Created now (or, against the rule above, behind the model's
+		// back): no durable data, no durable entry yet.
+		n = &plNode{}
 		p.current[base] = n
 	}
 	return &plFile{File: f, p: p, node: n}, nil
@@ -171,9 +189,11 @@ func (p *PowerLoss) Rename(oldpath, newpath string) error {
 		return err
 	}
 	if ot && nt {
-		if n := p.current[ob]; n != nil {
-			p.current[nb] = n
+		n := p.current[ob]
+		if n == nil {
+			n = &plNode{} // not made through the model: nothing durable
 		}
+		p.current[nb] = n
 		delete(p.current, ob)
 	}
 	return nil
@@ -244,8 +264,23 @@ func (p *PowerLoss) Fallocate(f File, size int64) error {
 	return p.inner.Fallocate(f, size)
 }
 
-// Lock implements FS (the lock file is not modelled).
-func (p *PowerLoss) Lock(name string) (io.Closer, error) { return p.inner.Lock(name) }
+// Lock implements FS. A lock file it creates is a new entry like any
+// other: it survives a cut only after a directory fsync.
+func (p *PowerLoss) Lock(name string) (io.Closer, error) {
+	base, tracked := p.name(name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if tracked && p.current[base] == nil {
+		if err := p.mutating(); err != nil {
+			return nil, err
+		}
+	}
+	c, err := p.inner.Lock(name)
+	if err == nil && tracked && p.current[base] == nil {
+		p.current[base] = &plNode{}
+	}
+	return c, err
+}
 
 // plFile is an open modelled file: Sync makes its current bytes durable.
 type plFile struct {
