@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 )
@@ -385,5 +386,70 @@ func TestPowerLossIsStrict(t *testing.T) {
 				t.Fatalf("after the power cut: %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// Between directory fsyncs nothing is ordered: Pending lists the
+// operations since the last one and RestoreTo builds the image in which
+// any chosen subset of them persisted.
+func TestPowerLossRestoreToAnySubsetOfPending(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("A"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPowerLoss(OS{}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(name, data string) {
+		f, err := p.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte(data))
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	put("old", "O")
+	if err := p.SyncDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	put("tmp", "new")
+	if err := p.Rename(filepath.Join(dir, "tmp"), filepath.Join(dir, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Remove(filepath.Join(dir, "old")); err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	want := []string{"create tmp", "rename tmp → a", "remove old"}
+	if got := p.Pending(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("pending %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		keep []int
+		want map[string]string
+	}{
+		{nil, map[string]string{"a": "A", "old": "O"}},
+		{[]int{0}, map[string]string{"a": "A", "old": "O", "tmp": "new"}},
+		{[]int{1}, map[string]string{"a": "new", "old": "O"}},
+		{[]int{2}, map[string]string{"a": "A"}},
+		{[]int{0, 1, 2}, map[string]string{"a": "new"}},
+	} {
+		dst := t.TempDir()
+		if err := p.RestoreTo(dst, func(i int) bool { return slices.Contains(c.keep, i) }); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		ents, _ := os.ReadDir(dst)
+		for _, e := range ents {
+			b, _ := os.ReadFile(filepath.Join(dst, e.Name()))
+			got[e.Name()] = string(b)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("keeping %v: %q, want %q", c.keep, got, c.want)
+		}
 	}
 }
