@@ -60,8 +60,8 @@ func TestDurabilityAudit(t *testing.T) {
 		if _, ok := durabilityAudit[site]; !ok {
 			t.Errorf("sync site %s has no row in durabilityAudit", site)
 		}
-		if !strings.Contains(string(design), "`"+site+"`") {
-			t.Errorf("sync site %s is missing from DESIGN.md's durability audit", site)
+		if !strings.Contains(string(design), "\n| `"+site+"` |") {
+			t.Errorf("sync site %s has no row in DESIGN.md's durability audit table", site)
 		}
 	}
 	for site := range durabilityAudit {
