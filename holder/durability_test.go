@@ -104,6 +104,18 @@ func TestDurabilityAudit(t *testing.T) {
 	}
 }
 
+// syncSiteNames lists every registered sync site, sorted.
+func syncSiteNames() []string {
+	syncSitesMu.Lock()
+	defer syncSitesMu.Unlock()
+	out := make([]string, 0, len(syncSites))
+	for n := range syncSites {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]

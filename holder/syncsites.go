@@ -3,7 +3,6 @@ package holder
 import (
 	"fmt"
 	"os"
-	"sort"
 	"sync"
 
 	"sexton/holder/fsys"
@@ -34,18 +33,6 @@ func newSyncSite(name string) *syncSite {
 	x := &syncSite{name: name}
 	syncSites[name] = x
 	return x
-}
-
-// syncSiteNames lists every registered sync site, sorted.
-func syncSiteNames() []string {
-	syncSitesMu.Lock()
-	defer syncSitesMu.Unlock()
-	out := make([]string, 0, len(syncSites))
-	for n := range syncSites {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // file fsyncs f.
