@@ -15,14 +15,14 @@ func TestFaultRuleFailsOnceThenPasses(t *testing.T) {
 	f := NewFaulty(OS{})
 	f.Inject(Rule{Op: OpSync, Pattern: "*.meta.tmp", Err: syscall.EIO, Once: true})
 	name := filepath.Join(dir, "1.meta.tmp")
-	if err := WriteFileSync(f, name, []byte("x"), 0o644); !errors.Is(err, syscall.EIO) {
+	if err := writeFileSync(f, name, []byte("x"), 0o644); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("first sync: got %v, want EIO", err)
 	}
-	if err := WriteFileSync(f, name, []byte("y"), 0o644); err != nil {
+	if err := writeFileSync(f, name, []byte("y"), 0o644); err != nil {
 		t.Fatalf("second sync: %v", err)
 	}
 	other := filepath.Join(dir, "1.bucket")
-	if err := WriteFileSync(f, other, []byte("z"), 0o644); err != nil {
+	if err := writeFileSync(f, other, []byte("z"), 0o644); err != nil {
 		t.Fatalf("unmatched path: %v", err)
 	}
 	if got := f.CountMatching(OpSync, "*.meta.tmp"); got != 2 {
@@ -179,7 +179,7 @@ func TestFaultySpaceModelENOSPCAfterNBytes(t *testing.T) {
 	if sp, err := f.Statfs(dir); err != nil || sp.Free != 0 || sp.Total != 1000 {
 		t.Fatalf("statfs %+v %v", sp, err)
 	}
-	if err := WriteFileSync(f, filepath.Join(dir, "b"), []byte("x"), 0o644); !errors.Is(err, syscall.ENOSPC) {
+	if err := writeFileSync(f, filepath.Join(dir, "b"), []byte("x"), 0o644); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("write on a full model: %v", err)
 	}
 	if err := a.Truncate(30); err != nil || f.FreeSpace() != 70 {
@@ -202,7 +202,7 @@ func TestFaultySpaceModelENOSPCAfterNBytes(t *testing.T) {
 	if err := f.Remove(filepath.Join(dir, "r")); err != nil || f.FreeSpace() != 70 {
 		t.Fatalf("remove gave back %d (%v)", f.FreeSpace(), err)
 	}
-	if err := WriteFileSync(f, filepath.Join(dir, "b"), make([]byte, 20), 0o644); err != nil {
+	if err := writeFileSync(f, filepath.Join(dir, "b"), make([]byte, 20), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Rename(filepath.Join(dir, "b"), filepath.Join(dir, "a")); err != nil || f.FreeSpace() != 80 {
@@ -452,4 +452,22 @@ func TestPowerLossRestoreToAnySubsetOfPending(t *testing.T) {
 			t.Errorf("keeping %v: %q, want %q", c.keep, got, c.want)
 		}
 	}
+}
+
+// writeFileSync creates (or truncates) name through fsys, writes data,
+// fsyncs and closes it.
+func writeFileSync(fsys FS, name string, data []byte, perm os.FileMode) error {
+	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
