@@ -163,8 +163,9 @@ func (p *PowerLoss) Pending() []string {
 // would find after the cut if the pending operations keep selects (by
 // index into Pending) had persisted anyway and no other: the durable
 // entries with those operations applied in order, each file with its
-// fsynced content. A remove applies only to the file it removed. The
-// model itself is left cut; call it as often as needed, then Restore.
+// fsynced content. A remove, and a rename's old name, take away only the
+// entry of the file the operation moved. The model itself is left cut;
+// call it as often as needed, then Restore.
 func (p *PowerLoss) RestoreTo(dst string, keep func(i int) bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -408,7 +409,9 @@ func (f *plFile) Sync() error {
 }
 
 // imageLocked is the durable entries with the kept pending operations
-// applied in order. A remove applies only to the file it removed.
+// applied in order. A remove, and a rename's old name, take away only the
+// entry of the file the operation moved: if that file's own create was
+// not kept, whatever the name held before stays.
 func (p *PowerLoss) imageLocked(keep func(i int) bool) map[string]*plNode {
 	img := make(map[string]*plNode, len(p.durable))
 	for n, node := range p.durable {
@@ -422,7 +425,9 @@ func (p *PowerLoss) imageLocked(keep func(i int) bool) map[string]*plNode {
 		case "create":
 			img[o.name] = o.node
 		case "rename":
-			delete(img, o.name)
+			if img[o.name] == o.node {
+				delete(img, o.name)
+			}
 			img[o.to] = o.node
 		case "remove":
 			if img[o.name] == o.node {
