@@ -10,6 +10,8 @@ var followBeforeAck = crashpoint.New("follow.before-ack")
 // persistPoints are the crash points of one metadata persistence sequence.
 type persistPoints struct {
 	beforeTmpWrite, afterTmpWrite, afterTmpFsync, afterRename, afterDirFsync *crashpoint.Point
+	// tmpSync and dirSync are the sequence's two fsyncs (syncsites.go).
+	tmpSync, dirSync *syncSite
 }
 
 // Crash points of BatchMarkDeleted, one between every step of DESIGN.md §5.
@@ -19,6 +21,8 @@ var tombstonePoints = persistPoints{
 	afterTmpFsync:  crashpoint.New("tombstone.after-tmp-fsync"),
 	afterRename:    crashpoint.New("tombstone.after-rename"),
 	afterDirFsync:  crashpoint.New("tombstone.after-dir-fsync"),
+	tmpSync:        newSyncSite("tombstone.meta-tmp"),
+	dirSync:        newSyncSite("tombstone.meta-dir"),
 }
 
 // Crash points of recording tombstone floors: for records a tombstone
@@ -31,6 +35,8 @@ var (
 		afterTmpFsync:  crashpoint.New("tombstone.floor.after-tmp-fsync"),
 		afterRename:    crashpoint.New("tombstone.floor.after-rename"),
 		afterDirFsync:  crashpoint.New("tombstone.floor.after-dir-fsync"),
+		tmpSync:        newSyncSite("tombstone.floor-tmp"),
+		dirSync:        newSyncSite("tombstone.floor-dir"),
 	}
 	gcFloorPoints = persistPoints{
 		beforeTmpWrite: crashpoint.New("gc.floor.before-tmp-write"),
@@ -38,6 +44,8 @@ var (
 		afterTmpFsync:  crashpoint.New("gc.floor.after-tmp-fsync"),
 		afterRename:    crashpoint.New("gc.floor.after-rename"),
 		afterDirFsync:  crashpoint.New("gc.floor.after-dir-fsync"),
+		tmpSync:        newSyncSite("gc.floor-tmp"),
+		dirSync:        newSyncSite("gc.floor-dir"),
 	}
 )
 
@@ -59,6 +67,8 @@ var (
 		afterTmpFsync:  crashpoint.New("put.after-meta-tmp-fsync"),
 		afterRename:    crashpoint.New("put.after-meta-rename"),
 		afterDirFsync:  crashpoint.New("put.after-dir-fsync"),
+		tmpSync:        newSyncSite("put.meta-tmp"),
+		dirSync:        newSyncSite("put.meta-dir"),
 	}
 )
 
@@ -87,6 +97,8 @@ var (
 		afterTmpFsync:  crashpoint.New("gc.target-meta.after-tmp-fsync"),
 		afterRename:    crashpoint.New("gc.target-meta.after-rename"),
 		afterDirFsync:  crashpoint.New("gc.target-meta.after-dir-fsync"),
+		tmpSync:        newSyncSite("gc.target-meta-tmp"),
+		dirSync:        newSyncSite("gc.target-meta-dir"),
 	}
 	gcAfterCommitTmp     = crashpoint.New("gc.after-commit-tmp")
 	gcAfterCommit        = crashpoint.New("gc.after-commit")

@@ -33,7 +33,7 @@ func (s *Store) finishCleanup(drain time.Duration) error {
 			if err := s.removeBucketFiles(c.intent.Target); err != nil {
 				return err
 			}
-			if err := s.fs.SyncDir(s.dir); err != nil {
+			if err := syncGCAbortDir.dir(s.fs, s.dir); err != nil {
 				return fmt.Errorf("holder: GC abort: fsync %s: %w", s.dir, err)
 			}
 		}
@@ -46,7 +46,7 @@ func (s *Store) finishCleanup(drain time.Duration) error {
 	if c.needDirSync {
 		// COMMITTED must be durable before any source disappears, or a
 		// crash could find sources gone and the intent still PREPARED.
-		if err := s.fs.SyncDir(s.dir); err != nil {
+		if err := syncGCCommitDirRetry.dir(s.fs, s.dir); err != nil {
 			return fmt.Errorf("holder: GC: fsync %s to make COMMITTED durable: %w", s.dir, err)
 		}
 		c.needDirSync = false
@@ -72,7 +72,7 @@ func (s *Store) finishCleanup(drain time.Duration) error {
 		}
 	}
 	gcAfterUnlink.Hit()
-	if err := s.fs.SyncDir(s.dir); err != nil {
+	if err := syncGCUnlinkDir.dir(s.fs, s.dir); err != nil {
 		return fmt.Errorf("holder: GC: fsync %s after unlinking sources %v: %w", s.dir, c.intent.Sources, err)
 	}
 	gcAfterDirFsync.Hit()

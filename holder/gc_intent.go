@@ -118,12 +118,16 @@ func readGCIntent(fs fsys.FS, dir string) (*gcIntent, error) {
 // whether the new intent replaced the old one (so after a failed directory
 // fsync it may be what a restart finds).
 func (s *Store) writeGCIntent(in *gcIntent, afterTmp interface{ Hit() }) (renamed bool, err error) {
+	tmpSync, dirSync := syncGCIntentPreparedTmp, syncGCIntentPreparedDir
+	if in.State == gcCommitted {
+		tmpSync, dirSync = syncGCIntentCommittedTmp, syncGCIntentCommittedDir
+	}
 	data, err := encodeGCIntent(in)
 	if err != nil {
 		return false, fmt.Errorf("holder: encode GC intent: %w", err)
 	}
 	tmp, final := s.path(gcIntentTmpName), s.path(GCIntentFileName)
-	if err := fsys.WriteFileSync(s.fs, tmp, data, 0o644); err != nil {
+	if err := writeFileSynced(s.fs, tmpSync, tmp, data); err != nil {
 		_ = s.fs.Remove(tmp)
 		return false, fmt.Errorf("holder: write %s: %w", tmp, err)
 	}
@@ -132,7 +136,7 @@ func (s *Store) writeGCIntent(in *gcIntent, afterTmp interface{ Hit() }) (rename
 		_ = s.fs.Remove(tmp)
 		return false, fmt.Errorf("holder: rename %s over %s: %w", tmp, final, err)
 	}
-	if err := s.fs.SyncDir(s.dir); err != nil {
+	if err := dirSync.dir(s.fs, s.dir); err != nil {
 		return true, fmt.Errorf("holder: fsync directory %s after installing %s: %w", s.dir, final, err)
 	}
 	return true, nil

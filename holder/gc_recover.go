@@ -112,7 +112,7 @@ func (s *Store) applyGCRecovery(r gcRecovery) error {
 			}
 		}
 	}
-	if err := s.fs.SyncDir(s.dir); err != nil {
+	if err := syncGCRecoveryDir.dir(s.fs, s.dir); err != nil {
 		return fmt.Errorf("holder: GC recovery: fsync %s: %w", s.dir, err)
 	}
 	if err := s.removeGCIntent(); err != nil {

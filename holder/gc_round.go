@@ -159,7 +159,7 @@ func (w *gcWorker) writeTarget(p *gcPlan) (*bucket, *BucketMetadata, error) {
 		return tb, nil, err
 	}
 	gcAfterCopy.Hit()
-	if err := f.Sync(); err != nil {
+	if err := syncGCTargetData.file(f); err != nil {
 		return tb, nil, fmt.Errorf("holder: GC: fsync %s: %w", name, err)
 	}
 	gcAfterTargetDataFsync.Hit()

@@ -74,7 +74,7 @@ func writeIdentity(fs fsys.FS, dir string, id Identity) error {
 	}
 	b = append(b, '\n')
 	tmp := filepath.Join(dir, markerTmpName)
-	if err := fsys.WriteFileSync(fs, tmp, b, 0o644); err != nil {
+	if err := writeFileSynced(fs, syncIdentityTmp, tmp, b); err != nil {
 		_ = fs.Remove(tmp)
 		return fmt.Errorf("holder: write identity marker: %w", err)
 	}
@@ -82,7 +82,7 @@ func writeIdentity(fs fsys.FS, dir string, id Identity) error {
 		_ = fs.Remove(tmp)
 		return fmt.Errorf("holder: install identity marker: %w", err)
 	}
-	if err := fs.SyncDir(dir); err != nil {
+	if err := syncIdentityDir.dir(fs, dir); err != nil {
 		return fmt.Errorf("holder: fsync directory after marker: %w", err)
 	}
 	return nil

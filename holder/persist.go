@@ -36,7 +36,7 @@ func (s *Store) persistFile(tmpName, finalName string, data []byte, pts persistP
 		return fail("write", err)
 	}
 	pts.afterTmpWrite.Hit()
-	if err := f.Sync(); err != nil {
+	if err := pts.tmpSync.file(f); err != nil {
 		return fail("fsync", err)
 	}
 	if err := f.Close(); err != nil {
@@ -49,7 +49,7 @@ func (s *Store) persistFile(tmpName, finalName string, data []byte, pts persistP
 		return 0, fmt.Errorf("holder: rename %s over %s: %w", tmp, final, err)
 	}
 	pts.afterRename.Hit()
-	if err := s.fs.SyncDir(s.dir); err != nil {
+	if err := pts.dirSync.dir(s.fs, s.dir); err != nil {
 		return 0, fmt.Errorf("holder: fsync directory %s after installing %s: %w", s.dir, final, err)
 	}
 	pts.afterDirFsync.Hit()

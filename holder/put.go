@@ -259,7 +259,7 @@ func (s *Store) commitGroup(g *commitGroup) error {
 		off += int64(len(r.value))
 	}
 	putAfterDataWrite.Hit()
-	if err := b.file.Sync(); err != nil {
+	if err := syncPutData.file(b.file); err != nil {
 		return fmt.Errorf("holder: fsync %s: %w", s.path(bucketName(b.id)), err)
 	}
 	putAfterDataFsync.Hit()

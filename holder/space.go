@@ -311,14 +311,14 @@ func (s *Store) ensureReserve() (bool, error) {
 	if err := s.fs.Fallocate(f, r); err != nil {
 		return fail("fallocate", err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := syncReserveData.file(f); err != nil {
 		return fail("fsync", err)
 	}
 	if err := f.Close(); err != nil {
 		_ = s.fs.Remove(name)
 		return false, fmt.Errorf("holder: close %s: %w", name, err)
 	}
-	if err := s.fs.SyncDir(s.dir); err != nil {
+	if err := syncReserveDir.dir(s.fs, s.dir); err != nil {
 		return false, fmt.Errorf("holder: fsync %s after creating %s: %w", s.dir, name, err)
 	}
 	s.space.mu.Lock()

@@ -238,7 +238,7 @@ func (s *Store) cleanLeftovers(sc dirScan, lb loadedBuckets) error {
 	}
 	s.rep.IgnoredFiles = sc.other
 	if removed {
-		if err := s.fs.SyncDir(s.dir); err != nil {
+		if err := syncOpenCleanupDir.dir(s.fs, s.dir); err != nil {
 			return fmt.Errorf("holder: fsync %s after cleanup: %w", s.dir, err)
 		}
 	}

@@ -27,3 +27,10 @@ const (
 // its tombstone and its ack while they kill the leader. A release build
 // never reads it.
 const EnvAckGate = "SEXTON_TEST_ACK_GATE"
+
+// EnvSkipSync names, comma-separated, sync sites (syncsites.go) that a
+// holder built with the testhooks tag leaves out: their fsync returns
+// success without syncing. The durability audit runs the power-loss tests
+// with each site left out to show a test fails without it. A release build
+// never reads it.
+const EnvSkipSync = "SEXTON_TEST_SKIP_SYNC"

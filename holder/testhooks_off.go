@@ -11,3 +11,7 @@ func (s *Store) testHook(string) {}
 // waitAckGate does nothing in a release build: SEXTON_TEST_ACK_GATE is
 // never read.
 func (s *Service) waitAckGate() {}
+
+// syncSkipped is false in a release build: every fsync is issued and
+// SEXTON_TEST_SKIP_SYNC is never read.
+func syncSkipped(string) bool { return false }

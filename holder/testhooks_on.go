@@ -4,6 +4,7 @@ package holder
 
 import (
 	"os"
+	"strings"
 	"time"
 )
 
@@ -40,3 +41,18 @@ func (s *Service) waitAckGate() {
 		}
 	}
 }
+
+// skippedSyncs is read once from EnvSkipSync: which sync sites this
+// process leaves out is a property of the process, like a crash point.
+var skippedSyncs = func() map[string]bool {
+	out := map[string]bool{}
+	for _, n := range strings.Split(os.Getenv(EnvSkipSync), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out[n] = true
+		}
+	}
+	return out
+}()
+
+// syncSkipped reports whether the sync site name is left out.
+func syncSkipped(name string) bool { return skippedSyncs[name] }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -63,11 +64,34 @@ func (p *Point) Name() string { return p.name }
 // power cut from the process's point of view (the page cache survives).
 // Without the testhooks build tag it is empty and compiles away.
 func (p *Point) Hit() {
-	if !Enabled || !p.armed {
+	if !Enabled {
+		return
+	}
+	if h := hook.Load(); h != nil {
+		(*h)(p.name)
+	}
+	if !p.armed {
 		return
 	}
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {} // SIGKILL is not deliverable late; never return into the caller.
+}
+
+// hook, when set, runs at every Hit before the armed check.
+var hook atomic.Pointer[func(name string)]
+
+// SetHook makes every crash point call fn with its name when it is hit,
+// in this process, before (and besides) the armed check: an in-process
+// test cuts the power of a model filesystem there instead of killing the
+// process. nil removes the hook. It is process-wide, so only a test that
+// does not run in parallel with other store tests may set it; it does
+// nothing without the testhooks build tag.
+func SetHook(fn func(name string)) {
+	if fn == nil {
+		hook.Store(nil)
+		return
+	}
+	hook.Store(&fn)
 }
 
 // Names lists every registered crash point, sorted: none without the

@@ -32,3 +32,14 @@ func TestReleaseBuildIgnoresCrashAt(t *testing.T) {
 		t.Fatalf("child with %s=%s: %v, output %q; want a normal exit past the point", EnvVar, releaseTestPoint.Name(), err, out)
 	}
 }
+
+// A release build never runs a hook: Hit compiles to nothing.
+func TestReleaseBuildIgnoresSetHook(t *testing.T) {
+	called := false
+	SetHook(func(string) { called = true })
+	defer SetHook(nil)
+	releaseTestPoint.Hit()
+	if called {
+		t.Fatal("a release build ran the crash point hook")
+	}
+}

@@ -70,3 +70,17 @@ func BenchmarkHitUnarmed(b *testing.B) {
 		testFirst.Hit()
 	}
 }
+
+// SetHook sees every hit point by name, in the process, without killing
+// it (no point is armed here); nil removes the hook.
+func TestSetHookSeesEveryHit(t *testing.T) {
+	var seen []string
+	SetHook(func(name string) { seen = append(seen, name) })
+	testFirst.Hit()
+	testSecond.Hit()
+	SetHook(nil)
+	testFirst.Hit()
+	if len(seen) != 2 || seen[0] != testFirst.Name() || seen[1] != testSecond.Name() {
+		t.Fatalf("hook saw %q", seen)
+	}
+}

@@ -107,21 +107,3 @@ func (e *FileTooLargeError) Error() string {
 
 // Is makes errors.Is(err, ErrFileTooLarge) true.
 func (e *FileTooLargeError) Is(target error) bool { return target == ErrFileTooLarge }
-
-// WriteFileSync creates (or truncates) name, writes data, fsyncs and closes
-// it. It is the first half of an atomic replace: the caller renames after.
-func WriteFileSync(fsys FS, name string, data []byte, perm fs.FileMode) error {
-	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}

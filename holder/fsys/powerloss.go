@@ -20,8 +20,24 @@ import (
 // rewrites the directory to exactly that image, so reopening it shows
 // what a machine would find after the power came back.
 //
-// Only regular files directly in the directory are modelled; the lock
-// file and anything elsewhere pass through.
+// This is the shape of pebble's vfs.NewStrictMem: at a cut each file
+// reverts to its content at its last fsync (a file never fsynced is
+// empty), and the directory's entries revert to their state at its last
+// directory fsync: a file created (even fsynced) but whose directory was
+// not fsynced disappears, a rename not followed by a directory fsync is
+// undone (the old name comes back with its own durable content), an unlink
+// not followed by one is undone. Regular files directly in the directory
+// are modelled, the lock file included; subdirectories and anything
+// elsewhere pass through. Everything in the directory must be changed
+// through the model: Restore removes every regular file the durable image
+// does not hold.
+//
+// POSIX orders nothing between directory fsyncs: a filesystem may have
+// persisted any of the operations since the last one, in any combination
+// (a journal commit, writeback). Pending lists those operations at the
+// cut and RestoreTo builds the image in which a chosen subset of them
+// persisted anyway, so a test can show which directory fsyncs are ordering
+// barriers and not only the commit of the last step.
 type PowerLoss struct {
 	inner FS
 	dir   string
@@ -30,6 +46,22 @@ type PowerLoss struct {
 	cut     bool
 	current map[string]*plNode // base name → file, as the running process sees it
 	durable map[string]*plNode // base name → file, as of the last directory fsync
+	pending []plOp             // directory operations since the last directory fsync
+}
+
+// plOp is a directory operation not yet made durable: a create of name,
+// a rename of name to to, or a remove of name; node is the file.
+type plOp struct {
+	kind     string
+	name, to string
+	node     *plNode
+}
+
+func (o plOp) String() string {
+	if o.kind == "rename" {
+		return "rename " + o.name + " → " + o.to
+	}
+	return o.kind + " " + o.name
 }
 
 // plNode is one file (an inode): data is what its last fsync made durable.
@@ -72,24 +104,35 @@ func (p *PowerLoss) Cut() {
 
 // Restore rewrites the directory to the durable image frozen by Cut and
 // starts a fresh, uncut model of it. Call it after the store is closed.
-func (p *PowerLoss) Restore() error {
+func (p *PowerLoss) Restore() error { return p.RestoreKeeping(func(int) bool { return false }) }
+
+// RestoreKeeping is Restore in which the pending operations keep selects
+// (by index into Pending) persisted anyway; see RestoreTo.
+func (p *PowerLoss) RestoreKeeping(keep func(i int) bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.cut {
 		return errors.New("fsys: Restore without Cut")
 	}
-	for name := range p.current {
-		if err := os.Remove(filepath.Join(p.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	img := p.imageLocked(keep)
+	ents, err := os.ReadDir(p.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if err := os.Remove(filepath.Join(p.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
 	next := map[string]*plNode{}
-	for name, n := range p.durable {
+	for name, n := range img {
 		if err := os.WriteFile(filepath.Join(p.dir, name), n.data, 0o644); err != nil {
 			return err
 		}
-		c := &plNode{data: n.data}
-		next[name] = c
+		next[name] = &plNode{data: n.data}
 	}
 	if err := syncPath(p.dir); err != nil {
 		return err
@@ -99,7 +142,42 @@ func (p *PowerLoss) Restore() error {
 	for name, n := range next {
 		p.durable[name] = n
 	}
+	p.pending = nil
 	p.cut = false
+	return nil
+}
+
+// Pending describes, in order, the directory operations since the last
+// directory fsync: what a power cut now may or may not have persisted.
+func (p *PowerLoss) Pending() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, len(p.pending))
+	for i, o := range p.pending {
+		out[i] = o.String()
+	}
+	return out
+}
+
+// RestoreTo writes, into the empty directory dst, the image a machine
+// would find after the cut if the pending operations keep selects (by
+// index into Pending) had persisted anyway and no other: the durable
+// entries with those operations applied in order, each file with its
+// fsynced content. A remove, and a rename's old name, take away only the
+// entry of the file the operation moved. The model itself is left cut;
+// call it as often as needed, then Restore.
+func (p *PowerLoss) RestoreTo(dst string, keep func(i int) bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.cut {
+		return errors.New("fsys: RestoreTo without Cut")
+	}
+	img := p.imageLocked(keep)
+	for name, n := range img {
+		if err := os.WriteFile(filepath.Join(dst, name), n.data, 0o644); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -149,11 +227,14 @@ func (p *PowerLoss) OpenFile(name string, flag int, perm fs.FileMode) (File, err
 	}
 	n := p.current[base]
 	if n == nil {
-		if flag&os.O_CREATE == 0 {
-			return f, nil // not created through the model: not modelled
+		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+			return f, err // a directory: not modelled
 		}
-		n = &plNode{} // created: no durable data, no durable entry yet
+		// Created now (or, against the rule above, behind the model's
+		// back): no durable data, no durable entry yet.
+		n = &plNode{}
 		p.current[base] = n
+		p.pending = append(p.pending, plOp{kind: "create", name: base, node: n})
 	}
 	return &plFile{File: f, p: p, node: n}, nil
 }
@@ -171,10 +252,13 @@ func (p *PowerLoss) Rename(oldpath, newpath string) error {
 		return err
 	}
 	if ot && nt {
-		if n := p.current[ob]; n != nil {
-			p.current[nb] = n
+		n := p.current[ob]
+		if n == nil {
+			n = &plNode{} // not made through the model: nothing durable
 		}
+		p.current[nb] = n
 		delete(p.current, ob)
+		p.pending = append(p.pending, plOp{kind: "rename", name: ob, to: nb, node: n})
 	}
 	return nil
 }
@@ -190,8 +274,9 @@ func (p *PowerLoss) Remove(name string) error {
 	if err := p.inner.Remove(name); err != nil {
 		return err
 	}
-	if tracked {
+	if n := p.current[base]; tracked && n != nil {
 		delete(p.current, base)
+		p.pending = append(p.pending, plOp{kind: "remove", name: base, node: n})
 	}
 	return nil
 }
@@ -222,6 +307,7 @@ func (p *PowerLoss) SyncDir(name string) error {
 		for n, node := range p.current {
 			p.durable[n] = node
 		}
+		p.pending = nil
 	}
 	return nil
 }
@@ -244,8 +330,25 @@ func (p *PowerLoss) Fallocate(f File, size int64) error {
 	return p.inner.Fallocate(f, size)
 }
 
-// Lock implements FS (the lock file is not modelled).
-func (p *PowerLoss) Lock(name string) (io.Closer, error) { return p.inner.Lock(name) }
+// Lock implements FS. A lock file it creates is a new entry like any
+// other: it survives a cut only after a directory fsync.
+func (p *PowerLoss) Lock(name string) (io.Closer, error) {
+	base, tracked := p.name(name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if tracked && p.current[base] == nil {
+		if err := p.mutating(); err != nil {
+			return nil, err
+		}
+	}
+	c, err := p.inner.Lock(name)
+	if err == nil && tracked && p.current[base] == nil {
+		n := &plNode{}
+		p.current[base] = n
+		p.pending = append(p.pending, plOp{kind: "create", name: base, node: n})
+	}
+	return c, err
+}
 
 // plFile is an open modelled file: Sync makes its current bytes durable.
 type plFile struct {
@@ -303,4 +406,34 @@ func (f *plFile) Sync() error {
 	}
 	f.node.data = b
 	return nil
+}
+
+// imageLocked is the durable entries with the kept pending operations
+// applied in order. A remove, and a rename's old name, take away only the
+// entry of the file the operation moved: if that file's own create was
+// not kept, whatever the name held before stays.
+func (p *PowerLoss) imageLocked(keep func(i int) bool) map[string]*plNode {
+	img := make(map[string]*plNode, len(p.durable))
+	for n, node := range p.durable {
+		img[n] = node
+	}
+	for i, o := range p.pending {
+		if !keep(i) {
+			continue
+		}
+		switch o.kind {
+		case "create":
+			img[o.name] = o.node
+		case "rename":
+			if img[o.name] == o.node {
+				delete(img, o.name)
+			}
+			img[o.to] = o.node
+		case "remove":
+			if img[o.name] == o.node {
+				delete(img, o.name)
+			}
+		}
+	}
+	return img
 }
