@@ -340,6 +340,14 @@ func (r *nemesisRun) run(stop <-chan struct{}) {
 					p.set(linkPass)
 				}
 			}
+		case "cut-rpc":
+			if leader < 0 {
+				continue
+			}
+			nc.rpc[leader].set(mode)
+			r.note(kind, fmt.Sprintf("RPC of leader %s cut (%s) for %v", nc.nodes[leader].id, mode, hold))
+			sleep(hold)
+			nc.rpc[leader].set(linkPass)
 		case "kill-holder":
 			h := nc.holders[r.rng.IntN(len(nc.holders))]
 			h.kill()
@@ -382,8 +390,17 @@ func nemesisValue(v string) []byte {
 func nemesisWorkload(t *testing.T, nc *nemesisCluster, h *history, clients int, keys []string, seed uint64, stop <-chan struct{}) (corrupt *atomic.Int64, wait func()) {
 	corrupt = &atomic.Int64{}
 	var wg sync.WaitGroup
+	failures := &errorTally{counts: map[string]int{}}
+	t.Cleanup(func() { t.Logf("operations that failed definitely, by error code: %v", failures.counts) })
 	for w := 0; w < clients; w++ {
-		cl, err := client.New(client.Config{Masters: nc.proxiedMasters(), Timeout: 15 * time.Second, AttemptTimeout: 2 * time.Second})
+		// Half the clients give up sooner than most faults last, so
+		// outcomes the client cannot know (recorded open-ended) are
+		// part of the history; the other half outlast them.
+		timeout := 15 * time.Second
+		if w%2 == 0 {
+			timeout = 3 * time.Second
+		}
+		cl, err := client.New(client.Config{Masters: nc.proxiedMasters(), Timeout: timeout, AttemptTimeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -409,12 +426,18 @@ func nemesisWorkload(t *testing.T, nc *nemesisCluster, h *history, clients int, 
 					if out == "absent" {
 						out = "" // a put's NOT_FOUND (PutEnd of a revoked put) did nothing
 					}
+					if out == "" {
+						failures.add("put", err)
+					}
 					h.record(w, regOp{Kind: "put", Key: key, Value: v}, call, regOut{Outcome: out})
 				case r < 7:
 					body, _, err := cl.Get(ctx, key)
 					out := clientOutcome(err)
 					if out == "unknown" {
 						out = "" // a read that got no answer says nothing
+					}
+					if out == "" {
+						failures.add("get", err)
 					}
 					v := ""
 					if out == "ok" {
@@ -447,6 +470,18 @@ func nemesisWorkload(t *testing.T, nc *nemesisCluster, h *history, clients int, 
 		}(w, cl)
 	}
 	return corrupt, wg.Wait
+}
+
+// errorTally counts definite failures by operation and error code.
+type errorTally struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (e *errorTally) add(op string, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.counts[op+"/"+string(api.CodeOf(err))]++
 }
 
 func keyResultErr(r api.KeyResult) error {
