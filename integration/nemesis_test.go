@@ -42,6 +42,7 @@ var nemesisKinds = []string{
 	"partition-minority", // one master cut from the other two both ways (Raft and its RPC)
 	"isolate-leader",     // the leader cut from its peers on Raft only: clients still reach it
 	"one-way",            // the leader cannot reach its peers; they reach it
+	"cut-rpc",            // nobody reaches the leader's RPC address: answers already on their way are lost
 	"kill-holder",        // SIGKILL a holder, restart it
 	"cut-holder",         // clients cannot reach a holder
 	"disk-freeze",        // a holder's files made immutable (chattr +i), then restored
@@ -92,7 +93,7 @@ func startNemesisCluster(t *testing.T) *nemesisCluster {
 		}
 		args := []string{"master", "--id", m.id, "--data-dir", m.dir, "--raft-addr", m.raftAddr,
 			"--rpc-addr", m.rpcAddr, "--rpc-advertise", nc.rpc[i].addr, "--http-addr", m.httpAddr,
-			"--peers", strings.Join(peers, ","), "--bootstrap", "--log-level", "info",
+			"--peers", strings.Join(peers, ","), "--bootstrap", "--log-level", nemesisLogLevel(),
 			// A put whose client vanished is revoked (and its bytes
 			// tasked) soon, so the disk check need not wait 10 minutes.
 			"--put-discard-timeout", "10s"}
@@ -113,7 +114,7 @@ func startNemesisCluster(t *testing.T) *nemesisCluster {
 		h := &holderNode{name: name, dir: filepath.Join(base, name), addr: freePort(t), pool: "nem"}
 		px := startFaultProxy(t, "data-"+name, h.addr)
 		args := []string{"holder", "--masters", strings.Join(nc.proxiedMasters(), ","), "--dir", h.dir, "--rpc-addr", h.addr,
-			"--advertise", px.addr, "--pool", h.pool, "--client-id", h.name, "--capacity", "1GiB", "--log-level", "info"}
+			"--advertise", px.addr, "--pool", h.pool, "--client-id", h.name, "--capacity", "1GiB", "--log-level", nemesisLogLevel()}
 		h.proc = startProc(t, name, h.dir+".log", nil, args...)
 		t.Cleanup(func() { unfreeze(h.dir) }) // before the temp dir's removal
 		nc.waitHolderMounted(t, h)
@@ -125,6 +126,15 @@ func startNemesisCluster(t *testing.T) *nemesisCluster {
 
 // nemesisTempDir is a temporary directory on a filesystem where chattr
 // works: /tmp may be a tmpfs, which has no immutable flag.
+// nemesisLogLevel is the servers' log level: info keeps a ten-minute run's
+// logs small; SEXTON_NEMESIS_LOG=debug for a replay.
+func nemesisLogLevel() string {
+	if l := os.Getenv("SEXTON_NEMESIS_LOG"); l != "" {
+		return l
+	}
+	return "info"
+}
+
 func nemesisTempDir(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp(os.Getenv("SEXTON_NEMESIS_DIR"), "sexton-nemesis-")
@@ -377,6 +387,26 @@ func (r *nemesisRun) run(stop <-chan struct{}) {
 	}
 }
 
+// samplePending logs, every period until stop closes, the delete tasks
+// pending and the term as a running master sees them: a backlog that only
+// grows means holders stopped draining.
+func (nc *nemesisCluster) samplePending(t *testing.T, stop <-chan struct{}, period time.Duration) {
+	tk := time.NewTicker(period)
+	defer tk.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tk.C:
+		}
+		if i := nc.findLeader(); i >= 0 {
+			if st, err := nc.status(nc.nodes[i]); err == nil {
+				t.Logf("sample: leader %s term %d epoch %d, %d tasks pending, %d objects", st.NodeID, st.Term, st.MasterEpoch, st.PendingTasks, st.Objects)
+			}
+		}
+	}
+}
+
 // nemesisValue is the body a put writes for value id v: a few KiB that
 // only v produces, so a read names the put it saw and shows whether its
 // bytes are intact.
@@ -539,6 +569,7 @@ func TestNemesisLinearizable(t *testing.T) {
 	stopNemesis := make(chan struct{})
 	nemesisDone := make(chan struct{})
 	go func() { defer close(nemesisDone); run.run(stopNemesis) }()
+	go nc.samplePending(t, stopNemesis, 15*time.Second)
 	time.Sleep(duration)
 	close(stopNemesis)
 	<-nemesisDone
