@@ -630,7 +630,11 @@ func TestNemesisLinearizable(t *testing.T) {
 	// live exactly the replicas of the objects the master lists; every
 	// acknowledged remove's incarnation (and every overwritten one) is
 	// gone. Then every key is removed and nothing stays live anywhere.
-	nc.waitDiskMatches(t, final, 120*time.Second)
+	// The backlog a long run leaves (holders tombstone more slowly than
+	// clients remove while faults hit them) drains after the heal; give
+	// it time in proportion.
+	drain := max(2*time.Minute, duration/2)
+	nc.waitDiskMatches(t, final, drain)
 	fsckClean(t, nc.cluster)
 	var toRemove []string
 	for k := range live {
@@ -651,7 +655,7 @@ func TestNemesisLinearizable(t *testing.T) {
 			h.counts["rm/ok"]++
 		}
 	}
-	if n := nc.waitDiskMatches(t, final, 120*time.Second); n != 0 {
+	if n := nc.waitDiskMatches(t, final, drain); n != 0 {
 		t.Fatalf("%d objects listed after removing every key", n)
 	}
 	fsckClean(t, nc.cluster)
@@ -676,6 +680,7 @@ func slicesDelete(s []string, v string) []string {
 func (nc *nemesisCluster) waitDiskMatches(t *testing.T, cl *client.Client, d time.Duration) int {
 	t.Helper()
 	deadline := time.Now().Add(d)
+	lastLog := time.Now()
 	for {
 		why := ""
 		ctx, cancel := ctxT(20 * time.Second)
@@ -704,6 +709,10 @@ func (nc *nemesisCluster) waitDiskMatches(t *testing.T, cl *client.Client, d tim
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("deletion promise broken after %v: %s", d, why)
+		}
+		if time.Since(lastLog) > 15*time.Second {
+			t.Logf("disk check waiting: %s", why)
+			lastLog = time.Now()
 		}
 		time.Sleep(time.Second)
 	}
