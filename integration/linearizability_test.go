@@ -135,12 +135,15 @@ func (h *history) record(clientID int, in regOp, call time.Time, out regOut) {
 
 // check fails t unless the history is linearizable; on a violation it
 // writes porcupine's visualization and names the seed.
-func (h *history) check(t *testing.T, seed uint64) {
+func (h *history) check(t *testing.T, seed uint64) { h.checkWithin(t, seed, 60*time.Second) }
+
+// checkWithin is check with the time porcupine may take.
+func (h *history) checkWithin(t *testing.T, seed uint64, limit time.Duration) {
 	t.Helper()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t.Logf("history: %d operations recorded; outcomes %v", len(h.ops), h.counts)
-	res, info := porcupine.CheckOperationsVerbose(registerModel, h.ops, 60*time.Second)
+	res, info := porcupine.CheckOperationsVerbose(registerModel, h.ops, limit)
 	switch res {
 	case porcupine.Ok:
 		return

@@ -48,7 +48,11 @@ type Config struct {
 	DataDir  string
 	RaftAddr string // bind and advertise address of the Raft transport
 	RPCAddr  string // msgpack RPC for clients, holders and operators
-	HTTPAddr string // /metrics, /healthz, /readyz, /v1/status; empty = off
+	// RPCAdvertise is the RPC address this node names as the leader's in
+	// NOT_LEADER hints when it differs from the bound one (a proxy or NAT
+	// in front); empty means the bound address.
+	RPCAdvertise string
+	HTTPAddr     string // /metrics, /healthz, /readyz, /v1/status; empty = off
 
 	Peers     []Peer
 	Bootstrap bool

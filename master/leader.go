@@ -316,6 +316,9 @@ func (n *Node) discardAbandonedPuts() {
 }
 
 func (n *Node) advertisedRPC() string {
+	if n.cfg.RPCAdvertise != "" {
+		return n.cfg.RPCAdvertise
+	}
 	if n.rpcLn != nil {
 		return n.rpcLn.Addr().String()
 	}

@@ -20,6 +20,7 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 	fs.StringVar(&cfg.DataDir, "data-dir", envString("SEXTON_DATA_DIR", "sexton-data"), "data directory (env SEXTON_DATA_DIR)")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", envString("SEXTON_RAFT_ADDR", "127.0.0.1:7001"), "Raft bind/advertise address (env SEXTON_RAFT_ADDR)")
 	fs.StringVar(&cfg.RPCAddr, "rpc-addr", envString("SEXTON_RPC_ADDR", "127.0.0.1:7101"), "RPC address (env SEXTON_RPC_ADDR)")
+	fs.StringVar(&cfg.RPCAdvertise, "rpc-advertise", envString("SEXTON_RPC_ADVERTISE", ""), "RPC address given to clients as the leader's (default: the bound --rpc-addr; env SEXTON_RPC_ADVERTISE)")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", envString("SEXTON_HTTP_ADDR", "127.0.0.1:7201"), "HTTP address for /metrics, /healthz, /readyz, /v1/status; empty disables (env SEXTON_HTTP_ADDR)")
 	peers := fs.String("peers", envString("SEXTON_PEERS", ""), "initial voters ID=RAFT_ADDR,... (env SEXTON_PEERS)")
 	boot := fs.Bool("bootstrap", envBool("SEXTON_BOOTSTRAP", false), "bootstrap a new cluster from --peers if this node has no state; safe on every node (env SEXTON_BOOTSTRAP)")
