@@ -115,7 +115,10 @@ func (n *Node) isReady() bool {
 func (n *Node) becomeLeader(ctx context.Context, term uint64) {
 	start := time.Now()
 	for ctx.Err() == nil {
-		if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+		if err := n.barrier(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
 			n.log.Warn("leader barrier failed; retrying", "error", err)
 			if !sleepCtx(ctx, 100*time.Millisecond) {
 				return

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -108,6 +109,25 @@ func (n *Node) waitApplied(f raft.Future, what string) error {
 		return api.Errorf(api.CodeOutcomeUnknown, "%s not applied within %v; it may still commit", what, n.cfg.ApplyTimeout)
 	case <-n.stopped:
 		return api.Errorf(api.CodeOutcomeUnknown, "master shutting down with %s in flight; it may still commit", what)
+	}
+}
+
+// barrier is raft's Barrier, waited for until ctx ends or the node stops.
+// A leader whose peers cannot append (a full follower is still "in
+// contact") stays leader without committing, so a barrier can stay pending
+// for good; Shutdown must not wait behind it. The goroutine left waiting
+// ends when raft's shutdown answers the future.
+func (n *Node) barrier(ctx context.Context) error {
+	f := n.raft.Barrier(n.cfg.ApplyTimeout)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.stopped:
+		return raft.ErrRaftShutdown
 	}
 }
 

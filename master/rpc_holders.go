@@ -190,7 +190,7 @@ func (n *Node) handleReconcile(ctx context.Context, req *api.ReconcileRequest) (
 	if len(req.Objects) > api.MaxReconcilePage {
 		return nil, api.Errorf(api.CodeInvalidParams, "%d refs exceed the page limit %d", len(req.Objects), api.MaxReconcilePage)
 	}
-	if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+	if err := n.barrier(ctx); err != nil {
 		return nil, n.raftError(err)
 	}
 	notLive, err := n.fsm.NotLive(req.Segment, req.MountEpoch, req.Objects)
