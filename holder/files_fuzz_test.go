@@ -58,6 +58,14 @@ func FuzzDecodeGCIntent(f *testing.F) {
 		{State: gcPrepared, Sources: []uint64{3, 4, 5, 6, 7, 8, 9, 10}, Target: 11},
 		{State: gcCommitted, Sources: []uint64{1, 2}, Target: 3},
 		{State: gcCommitted, Sources: []uint64{7}}, // fully dead sources: no target
+		// Refused, one check each: the fuzzer starts next to every check.
+		{State: gcCommitted, Sources: []uint64{4, 4}, Target: 5},
+		{State: gcCommitted, Sources: []uint64{0}, Target: 5},
+		{State: gcCommitted, Sources: []uint64{5}, Target: 5},
+		{State: gcPrepared, Sources: []uint64{4}},
+		{State: gcPrepared, Sources: []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9}, Target: 10},
+		{State: 3, Sources: []uint64{1}, Target: 2},
+		{State: gcCommitted},
 	} {
 		b, err := encodeGCIntent(in)
 		if err != nil {
