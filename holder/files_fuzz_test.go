@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"sexton/api"
 	"sexton/holder/fsys"
@@ -139,6 +140,14 @@ func FuzzDecodeFloors(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	// Refused: a key listed twice, an invalid key.
+	for _, items := range [][]floorFileItem{{{Key: "a", At: 1}, {Key: "a", At: 2}}, {{Key: ""}}} {
+		b, err := sealChecksum(&floorFile{V: floorVersion, Floors: items})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkFloors(t, b)
@@ -164,6 +173,12 @@ func checkFloors(t *testing.T, b []byte) {
 		if err := api.ValidKey(k); err != nil {
 			t.Fatalf("accepted key %q: %v", k, err)
 		}
+	}
+	// One entry per record in the file: a key listed twice is refused,
+	// not folded into one.
+	var ff floorFile
+	if err := msgpack.Unmarshal(b, &ff); err != nil || len(ff.Floors) != len(floors) {
+		t.Fatalf("accepted %d records as %d keys (%v)", len(ff.Floors), len(floors), err)
 	}
 	again, err := encodeFloors(floors)
 	if err != nil {
