@@ -284,29 +284,11 @@ func (s *raftStream) acceptAuth(c net.Conn) (net.Conn, error) {
 	if s.auth.Open() {
 		return c, nil
 	}
-	if err := c.SetDeadline(time.Now().Add(s.auth.HandshakeTimeout)); err != nil {
-		return nil, ioRefusal("set handshake deadline", err)
-	}
-	conn := c
+	var wrap func(net.Conn) *tls.Conn
 	if s.serverTLS != nil {
-		tc := tls.Server(c, s.serverTLS)
-		if err := tc.Handshake(); err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return nil, ioRefusal("tls handshake", err)
-			}
-			return nil, &refusal{refuseTLS, err}
-		}
-		conn = tc
+		wrap = func(c net.Conn) *tls.Conn { return tls.Server(c, s.serverTLS) }
 	}
-	if s.auth.Token != "" {
-		if err := acceptToken(conn, s.auth.Token); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.SetDeadline(time.Time{}); err != nil {
-		return nil, ioRefusal("clear handshake deadline", err)
-	}
-	return conn, nil
+	return s.authenticate(c, time.Now().Add(s.auth.HandshakeTimeout), wrap, acceptToken)
 }
 
 // Dial connects to a peer and authenticates it (and this node to it)
@@ -336,12 +318,23 @@ func (s *raftStream) dialAuth(c net.Conn, address string, deadline time.Time) (n
 	if s.auth.Open() {
 		return c, nil
 	}
+	var wrap func(net.Conn) *tls.Conn
+	if s.auth.TLS != nil {
+		wrap = func(c net.Conn) *tls.Conn { return tls.Client(c, s.auth.TLS.ClientConfigFor(address)) }
+	}
+	return s.authenticate(c, deadline, wrap, dialToken)
+}
+
+// authenticate is one side's authentication of c before deadline: the TLS
+// handshake of wrap's connection when TLS is on, then that side's token
+// proof when a token is set. It returns the connection Raft is to use.
+func (s *raftStream) authenticate(c net.Conn, deadline time.Time, wrap func(net.Conn) *tls.Conn, proveToken func(net.Conn, string) error) (net.Conn, error) {
 	if err := c.SetDeadline(deadline); err != nil {
 		return nil, ioRefusal("set handshake deadline", err)
 	}
 	conn := c
-	if s.auth.TLS != nil {
-		tc := tls.Client(c, s.auth.TLS.ClientConfigFor(address))
+	if wrap != nil {
+		tc := wrap(c)
 		if err := tc.Handshake(); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return nil, ioRefusal("tls handshake", err)
@@ -351,7 +344,7 @@ func (s *raftStream) dialAuth(c net.Conn, address string, deadline time.Time) (n
 		conn = tc
 	}
 	if s.auth.Token != "" {
-		if err := dialToken(conn, s.auth.Token); err != nil {
+		if err := proveToken(conn, s.auth.Token); err != nil {
 			return nil, err
 		}
 	}
