@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -482,7 +483,7 @@ func nemesisWorkload(t *testing.T, nc *nemesisCluster, h *history, clients int, 
 					err := cl.Remove(ctx, key)
 					h.record(w, regOp{Kind: "rm", Key: key}, call, regOut{Outcome: clientOutcome(err)})
 				default:
-					other := keys[(slicesIndex(keys, key)+1+rng.IntN(len(keys)-1))%len(keys)]
+					other := keys[(slices.Index(keys, key)+1+rng.IntN(len(keys)-1))%len(keys)]
 					res, err := cl.BatchRemove(ctx, []string{key, other}, nil)
 					for i, k := range []string{key, other} {
 						out := clientOutcome(err)
@@ -521,15 +522,6 @@ func keyResultErr(r api.KeyResult) error {
 	return r.Err
 }
 
-func slicesIndex(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
-}
-
 func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 	s := os.Getenv(name)
 	if s == "" {
@@ -553,12 +545,12 @@ func TestNemesisLinearizable(t *testing.T) {
 	t.Logf("nemesis seed %d (SEXTON_NEMESIS_SEED=%d replays the schedule), faults for %v", seed, seed, duration)
 
 	nc := startNemesisCluster(t)
-	kinds := nemesisKinds
+	kinds := slices.Clone(nemesisKinds)
 	if s := os.Getenv("SEXTON_NEMESIS_FAULTS"); s != "" {
 		kinds = strings.Split(s, ",")
 	}
 	if !nc.chattrOK {
-		kinds = slicesDelete(kinds, "disk-freeze")
+		kinds = slices.DeleteFunc(kinds, func(k string) bool { return k == "disk-freeze" })
 	}
 	run := &nemesisRun{nc: nc, rng: rand.New(rand.NewPCG(seed, 0)), kinds: kinds, counts: map[string]int{}}
 
@@ -662,16 +654,6 @@ func TestNemesisLinearizable(t *testing.T) {
 	if corrupt.Load() > 0 {
 		t.Fatalf("%d reads returned bytes no put wrote", corrupt.Load())
 	}
-}
-
-func slicesDelete(s []string, v string) []string {
-	var out []string
-	for _, x := range s {
-		if x != v {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // waitDiskMatches waits until no task is pending and the holders' copied
