@@ -74,6 +74,9 @@ type Config struct {
 	SnapshotThreshold  uint64
 	SnapshotInterval   time.Duration
 	TrailingLogs       uint64
+	// SnapshotLogBytes is the least log, in bytes applied since the last
+	// snapshot, that triggers a new one (snapshotter.go; default 64 MiB).
+	SnapshotLogBytes uint64
 
 	// RegistryCapacity, SessionTTL, MaxSessions and MaxSessionResults
 	// change what Apply does, so they are replicated settings (invariant
@@ -157,10 +160,14 @@ func (c *Config) setDefaults() {
 		c.CommitTimeout = 5 * time.Millisecond
 	}
 	if c.SnapshotThreshold == 0 {
-		c.SnapshotThreshold = 16384
+		// A backstop: the byte trigger (SnapshotLogBytes) normally fires first.
+		c.SnapshotThreshold = 65536
 	}
 	if c.SnapshotInterval == 0 {
-		c.SnapshotInterval = 2 * time.Minute
+		c.SnapshotInterval = 30 * time.Second
+	}
+	if c.SnapshotLogBytes == 0 {
+		c.SnapshotLogBytes = defaultSnapshotLogBytes
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240

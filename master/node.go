@@ -110,9 +110,10 @@ func New(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.watchLeadership()
 	go n.warnSettingsFlags()
+	go n.snapshotByBytes()
 	return n, nil
 }
 

@@ -21,6 +21,7 @@ type raftFSM struct {
 	halt   func(error)
 	notify *notifier
 	obs    func(d time.Duration)
+	meter  snapshotMeter // log bytes applied and snapshot sizes (snapshotter.go)
 }
 
 func (r *raftFSM) Apply(l *raft.Log) any {
@@ -28,6 +29,7 @@ func (r *raftFSM) Apply(l *raft.Log) any {
 		return nil
 	}
 	start := time.Now()
+	r.meter.appliedBytes.Add(uint64(len(l.Data)))
 	res, err := r.f.Apply(l.Index, l.Term, l.Data)
 	if err != nil {
 		// Never skip an entry and never return: returning would let
@@ -46,7 +48,10 @@ func (r *raftFSM) Apply(l *raft.Log) any {
 }
 
 func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
-	return &fsmSnapshot{v: r.f.Snapshot()}, nil
+	// Called on the fsm goroutine between applies: what was applied so far
+	// is exactly what this snapshot holds.
+	r.meter.appliedAtSnap.Store(r.meter.appliedBytes.Load())
+	return &fsmSnapshot{v: r.f.Snapshot(), meter: &r.meter}, nil
 }
 
 func (r *raftFSM) Restore(rc io.ReadCloser) error {
@@ -58,14 +63,24 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-type fsmSnapshot struct{ v *fsm.View }
+type fsmSnapshot struct {
+	v     *fsm.View
+	meter *snapshotMeter
+}
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := s.v.WriteTo(sink); err != nil {
+	start := time.Now()
+	cs := &countingSink{SnapshotSink: sink}
+	if _, err := s.v.WriteTo(cs); err != nil {
 		_ = sink.Cancel()
 		return err
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	s.meter.lastSnapBytes.Store(cs.n)
+	s.meter.lastPersistNano.Store(int64(time.Since(start)))
+	return nil
 }
 
 func (s *fsmSnapshot) Release() { s.v.Release() }

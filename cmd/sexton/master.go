@@ -29,8 +29,9 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", envDuration("SEXTON_RAFT_HEARTBEAT_TIMEOUT", 0), "raft heartbeat timeout (default 500ms)")
 	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", envDuration("SEXTON_RAFT_ELECTION_TIMEOUT", 0), "raft election timeout (default 500ms)")
 	fs.DurationVar(&cfg.LeaderLeaseTimeout, "raft-leader-lease-timeout", envDuration("SEXTON_RAFT_LEADER_LEASE_TIMEOUT", 0), "raft leader lease timeout (default 250ms)")
-	snapThreshold := fs.Int("raft-snapshot-threshold", envInt("SEXTON_RAFT_SNAPSHOT_THRESHOLD", 0), "log entries between snapshots (default 16384)")
-	fs.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", envDuration("SEXTON_RAFT_SNAPSHOT_INTERVAL", 0), "how often to check the snapshot threshold (default 2m)")
+	snapThreshold := fs.Int("raft-snapshot-threshold", envInt("SEXTON_RAFT_SNAPSHOT_THRESHOLD", 0), "log entries between snapshots, a backstop to --raft-snapshot-log-bytes (default 65536)")
+	fs.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", envDuration("SEXTON_RAFT_SNAPSHOT_INTERVAL", 0), "how often raft checks --raft-snapshot-threshold (default 30s)")
+	snapLogBytes := fs.String("raft-snapshot-log-bytes", envString("SEXTON_RAFT_SNAPSHOT_LOG_BYTES", "64MiB"), "snapshot once the log applied since the last snapshot reaches this size or half the last snapshot's size, whichever is larger")
 	trailing := fs.Int("raft-trailing-logs", envInt("SEXTON_RAFT_TRAILING_LOGS", 0), "log entries kept after a snapshot (default 10240)")
 	fs.IntVar(&cfg.RegistryCapacity, "registry-capacity", envInt("SEXTON_REGISTRY_CAPACITY", 0), "local-delete registry capacity proposed when a new cluster has no settings yet (default 50000); afterwards the replicated value wins: operator settings set")
 	fs.DurationVar(&cfg.SessionTTL, "session-ttl", envDuration("SEXTON_SESSION_TTL", 0), "client session idle time before its results are forgotten, proposed like --registry-capacity (fsm default when 0)")
@@ -76,6 +77,11 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 		cfg.DFS = dfs
 		cfg.SnapshotThreshold = uint64(max(*snapThreshold, 0))
 		cfg.TrailingLogs = uint64(max(*trailing, 0))
+		logBytes, err := parseSize(*snapLogBytes)
+		if err != nil || logBytes <= 0 {
+			return fmt.Errorf("--raft-snapshot-log-bytes %q: want a positive size such as 64MiB", *snapLogBytes)
+		}
+		cfg.SnapshotLogBytes = uint64(logBytes)
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "master." + cfg.ID, Level: hclog.LevelFromString(*logLevel), Output: os.Stderr})
 		if cfg.TLSRequireClientCert, err = requireCert(); err != nil {
 			return err

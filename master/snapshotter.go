@@ -1,0 +1,94 @@
+package master
+
+import (
+	"errors"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Snapshot sizing. hashicorp/raft triggers snapshots by entry count only
+// (SnapshotThreshold), but sexton's entries range from one removed key
+// (~100 B) to a batch of 256 puts (tens of KiB), so a count says little
+// about how big the log has grown or how long a restart would replay it.
+// A snapshot costs O(state) (a full pass over every object) while the log
+// grows O(writes), so the trigger here is bytes: a node snapshots once the
+// entries it applied since its last snapshot add up to
+// max(SnapshotLogBytes, SnapshotLogRatio × the last snapshot's size).
+// With the ratio at 1/2 the snapshot work is at most about twice the bytes
+// written, whatever the state's size, and a restart replays at most that
+// much log after restoring the snapshot. Raft's own count trigger stays on
+// as a backstop, at a larger threshold.
+const (
+	defaultSnapshotLogBytes = 64 << 20
+	snapshotLogRatio        = 0.5
+	snapshotCheckEvery      = time.Second
+)
+
+// snapshotMeter counts what the fsm applied and what snapshots wrote. Its
+// counters are touched by the fsm goroutine (Apply, Snapshot) and by
+// Persist; the trigger loop only reads them.
+type snapshotMeter struct {
+	appliedBytes    atomic.Uint64 // total bytes of command entries applied
+	appliedAtSnap   atomic.Uint64 // appliedBytes when the last snapshot was taken
+	lastSnapBytes   atomic.Uint64 // size of the last persisted snapshot
+	lastPersistNano atomic.Int64  // how long the last Persist took
+}
+
+// sinceSnapshot is the log bytes applied since the last snapshot.
+func (m *snapshotMeter) sinceSnapshot() uint64 {
+	return m.appliedBytes.Load() - m.appliedAtSnap.Load()
+}
+
+// due says whether a snapshot should be taken now.
+func (m *snapshotMeter) due(minBytes uint64) bool {
+	trigger := max(minBytes, uint64(float64(m.lastSnapBytes.Load())*snapshotLogRatio))
+	return m.sinceSnapshot() >= trigger
+}
+
+// countingSink counts the bytes a snapshot writes.
+type countingSink struct {
+	raft.SnapshotSink
+	n uint64
+}
+
+func (c *countingSink) Write(p []byte) (int, error) {
+	k, err := c.SnapshotSink.Write(p)
+	c.n += uint64(k)
+	return k, err
+}
+
+var _ io.Writer = (*countingSink)(nil)
+
+// snapshotByBytes is each node's snapshot trigger (every node snapshots
+// its own fsm, leader or not). It asks raft for a snapshot when the meter
+// says one is due; raft refuses while one is already running or nothing
+// new was applied, which is fine: the next tick asks again.
+func (n *Node) snapshotByBytes() {
+	defer n.wg.Done()
+	tick := time.NewTicker(snapshotCheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stopped:
+			return
+		case <-tick.C:
+		}
+		if !n.rfsm.meter.due(n.cfg.SnapshotLogBytes) {
+			continue
+		}
+		start := time.Now()
+		err := n.raft.Snapshot().Error()
+		switch {
+		case err == nil:
+			n.log.Info("snapshot taken: the log applied since the last one reached the byte trigger",
+				"snapshot_bytes", n.rfsm.meter.lastSnapBytes.Load(), "took", time.Since(start).Round(time.Millisecond),
+				"persist", time.Duration(n.rfsm.meter.lastPersistNano.Load()).Round(time.Millisecond))
+		case errors.Is(err, raft.ErrNothingNewToSnapshot), errors.Is(err, raft.ErrRaftShutdown):
+		default:
+			n.log.Warn("snapshot by log bytes failed; retrying on the next check", "error", err)
+		}
+	}
+}

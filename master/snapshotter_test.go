@@ -1,0 +1,64 @@
+package master
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestSnapshotByLogBytes: with raft's entry-count trigger out of reach, a
+// node still snapshots once the log it applied since its last snapshot
+// reaches SnapshotLogBytes, and the log behind the snapshot is compacted.
+func TestSnapshotByLogBytes(t *testing.T) {
+	tc := startCluster(t, 1, func(c *Config) {
+		c.SnapshotThreshold = 1 << 30 // raft's own trigger never fires here
+		c.SnapshotInterval = time.Hour
+		c.TrailingLogs = 16
+		c.SnapshotLogBytes = 32 << 10
+	})
+	n := tc.waitLeader(t)
+	tc.mountHolder(t, "seg-a", "")
+	lastSnap := func() uint64 {
+		v, _ := strconv.ParseUint(n.Raft().Stats()["last_snapshot_index"], 10, 64)
+		return v
+	}
+	if s := lastSnap(); s != 0 {
+		t.Fatalf("a snapshot exists before any load: index %d", s)
+	}
+	// Each put is two entries of a few hundred bytes: 200 puts are well
+	// past 32 KiB.
+	for i := range 200 {
+		tc.put(t, fmt.Sprintf("snap/key-%04d-%s", i, "padding-to-make-entries-bigger"), 10, 1)
+	}
+	eventually(t, 10*time.Second, "a snapshot taken by the byte trigger", func() bool { return lastSnap() > 0 })
+	if m := n.rfsm.meter.lastSnapBytes.Load(); m == 0 {
+		t.Fatalf("snapshot size not recorded")
+	}
+	// Compaction follows the snapshot (raft publishes the snapshot's index
+	// just before it compacts): the log's first index moves past the start.
+	eventually(t, 10*time.Second, "the log compacted behind the snapshot", func() bool {
+		first, err := n.guard.FirstIndex()
+		return err == nil && first > 1
+	})
+}
+
+// TestSnapshotMeterDue: the trigger is the larger of the floor and half the
+// last snapshot, counted from the last snapshot.
+func TestSnapshotMeterDue(t *testing.T) {
+	var m snapshotMeter
+	m.appliedBytes.Store(100)
+	if !m.due(100) || m.due(101) {
+		t.Fatalf("floor: due(100)=%v due(101)=%v at 100 bytes applied", m.due(100), m.due(101))
+	}
+	m.appliedAtSnap.Store(100)
+	m.lastSnapBytes.Store(1000) // half of it is 500, above the floor of 100
+	m.appliedBytes.Store(599)
+	if m.due(100) {
+		t.Fatalf("due at 499 bytes since a 1000-byte snapshot")
+	}
+	m.appliedBytes.Store(600)
+	if !m.due(100) {
+		t.Fatalf("not due at 500 bytes since a 1000-byte snapshot")
+	}
+}
