@@ -36,6 +36,9 @@ func (n *Node) startHTTP() error {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		// A snapshot now, for measuring what one costs (a remove bench
+		// running across it; docs/SCALING.md). POST only.
+		mux.HandleFunc("/debug/snapshot", n.serveSnapshotNow)
 	}
 	mux.HandleFunc("/v1/status", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

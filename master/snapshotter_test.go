@@ -2,6 +2,7 @@ package master
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -60,5 +61,28 @@ func TestSnapshotMeterDue(t *testing.T) {
 	m.appliedBytes.Store(600)
 	if !m.due(100) {
 		t.Fatalf("not due at 500 bytes since a 1000-byte snapshot")
+	}
+}
+
+// TestSnapshotNowEndpoint: POST /debug/snapshot (with EnableDebug) takes
+// a snapshot; a GET changes nothing; without EnableDebug it is not served.
+func TestSnapshotNowEndpoint(t *testing.T) {
+	for _, debug := range []bool{false, true} {
+		tc := startCluster(t, 1, func(c *Config) { c.HTTPAddr = freeAddr(t); c.EnableDebug = debug })
+		n := tc.waitLeader(t)
+		tc.mountHolder(t, "seg-a", "")
+		url := "http://" + n.HTTPAddr() + "/debug/snapshot"
+		if code, _ := httpGet(t, http.DefaultClient, url); code != map[bool]int{false: 404, true: 405}[debug] {
+			t.Fatalf("EnableDebug=%v: GET answered %d", debug, code)
+		}
+		resp, err := http.Post(url, "text/plain", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		snapped := n.Raft().Stats()["last_snapshot_index"] != "0"
+		if want := map[bool]int{false: 404, true: 200}[debug]; resp.StatusCode != want || snapped != debug {
+			t.Fatalf("EnableDebug=%v: POST answered %d (want %d), snapshot taken %v", debug, resp.StatusCode, want, snapped)
+		}
 	}
 }
