@@ -4,6 +4,10 @@
 # and log under $SEXTON_LOCAL_DIR (default ./sexton-local).
 #
 #   deploy/local/cluster.sh up | down | status | kill-leader | restart NODE
+#
+# SEXTON_MASTER_FLAGS adds flags to every master (say --enable-debug for
+# profiles and POST /debug/snapshot); SEXTON_HOLDERS=0 starts no holders
+# (the scale benches bring simulated ones).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -21,7 +25,7 @@ start_master() {
 	mkdir -p "$dir/$id"
 	nohup "$bin" master --id "$id" --data-dir "$dir/$id" \
 		--raft-addr "127.0.0.1:700$i" --rpc-addr "127.0.0.1:710$i" --http-addr "127.0.0.1:720$i" \
-		--peers "$peers" --bootstrap --raft-log-store "$store" >>"$dir/$id.log" 2>&1 &
+		--peers "$peers" --bootstrap --raft-log-store "$store" ${SEXTON_MASTER_FLAGS:-} >>"$dir/$id.log" 2>&1 &
 	echo $! >"$dir/$id.pid"
 	echo "started $id (pid $!, rpc 127.0.0.1:710$i, log $dir/$id.log)"
 }
@@ -53,7 +57,7 @@ up)
 	mkdir -p "$dir"
 	for m in m1 m2 m3; do start_master "$m"; done
 	sleep 2
-	for h in h1 h2; do start_holder "$h"; done
+	[ "${SEXTON_HOLDERS:-2}" = 0 ] || for h in h1 h2; do start_holder "$h"; done
 	"$bin" status || true
 	;;
 down)
