@@ -270,6 +270,12 @@ func TestEveryCommandRoundTrips(t *testing.T) {
 	}
 }
 
+// encodesTo reports whether Encode(c) is exactly data.
+func encodesTo(c Command, data []byte) bool {
+	again, err := Encode(c)
+	return err == nil && bytes.Equal(again, data)
+}
+
 func FuzzDecodeCommand(f *testing.F) {
 	for _, c := range sampleCommands() {
 		data, err := Encode(c)
@@ -281,9 +287,16 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte{byte(CmdRemove), 0x80})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, err := Decode(data)
-		// The hand-written decoders accept exactly what reflection does.
+		// The hand-written decoders accept what reflection does, with one
+		// exception: reflection also reads a struct written in msgpack's
+		// array form (an empty array as the zero value), which Encode
+		// never writes; the fast decoders refuse it (fail closed). So when
+		// only reflection accepts, the input must be one Encode would not
+		// have written (found by this target: a RemoveSpan as 0x90).
 		slow, slowErr := decode(data, false)
-		if (err == nil) != (slowErr == nil) || (err == nil && !reflect.DeepEqual(cmd, slow)) {
+		stricter := err != nil && slowErr == nil && !encodesTo(slow, data) &&
+			strings.Contains(err.Error(), "decoding map length")
+		if !stricter && ((err == nil) != (slowErr == nil) || (err == nil && !reflect.DeepEqual(cmd, slow))) {
 			t.Fatalf("fast and reflection decoders disagree:\n fast %#v, %v\n slow %#v, %v", cmd, err, slow, slowErr)
 		}
 		if err != nil {
