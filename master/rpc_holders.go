@@ -85,10 +85,17 @@ func (n *Node) handleFetchTasks(ctx context.Context, req *api.FetchTasksRequest)
 	release := time.NewTimer(time.Hour)
 	release.Stop()
 	defer release.Stop()
+	var watching *wakeSlot
+	defer func() { n.wake.unwatch(req.Segment, watching) }()
 	for {
-		// Take the wake-up channel before reading, so an apply between the
-		// read and the wait is not missed.
-		woken := n.notify.wait()
+		// Take the segment's wake-up channel before reading, so an apply
+		// between the read and the wait is not missed. Only entries that
+		// concern this segment close it (wakeups.go).
+		n.wake.unwatch(req.Segment, watching)
+		watching = n.wake.watch(req.Segment)
+		if n.cfg.hooks.fetchScan != nil {
+			n.cfg.hooks.fetchScan(req.Segment)
+		}
 		now := time.Now()
 		var next time.Time // when the first withheld task may become fetchable
 		tasks, more, err := n.fsm.FetchTasksFiltered(req.Segment, req.MountEpoch, req.Limit, func(t api.LocalDeleteTask) bool {
@@ -112,7 +119,7 @@ func (n *Node) handleFetchTasks(ctx context.Context, req *api.FetchTasksRequest)
 			released = release.C
 		}
 		select {
-		case <-woken:
+		case <-watching.ch:
 		case <-released:
 		case <-deadline.C:
 			return &api.FetchTasksResponse{MasterEpoch: n.fsm.Stats().MasterEpoch}, nil
