@@ -63,9 +63,9 @@ func (n *Node) handleHeartbeat(_ context.Context, req *api.HeartbeatRequest) (*a
 }
 
 // handleFetchTasks returns pending tasks for the segment. With WaitMillis
-// it long-polls: it returns as soon as an applied entry makes tasks
-// fetchable, or a withheld task's lease or backoff ends, or when the wait
-// ends. It never removes a task.
+// it long-polls: it returns as soon as an applied entry makes tasks of the
+// segment fetchable (fsm.Wake), or a withheld task's lease or backoff
+// ends, or when the wait ends. It never removes a task.
 //
 // Tasks of an incarnation under a read lease are withheld (a reader may
 // still be reading that copy: deleting it would make a Get that raced an
@@ -92,7 +92,9 @@ func (n *Node) handleFetchTasks(ctx context.Context, req *api.FetchTasksRequest)
 		// between the read and the wait is not missed. Only entries that
 		// concern this segment close it (wakeups.go).
 		n.wake.unwatch(req.Segment, watching)
-		watching = n.wake.watch(req.Segment)
+		if wait > 0 {
+			watching = n.wake.watch(req.Segment)
+		}
 		if n.cfg.hooks.fetchScan != nil {
 			n.cfg.hooks.fetchScan(req.Segment)
 		}
