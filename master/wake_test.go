@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/fsm"
 )
 
 // scanCounter counts, per segment, how often a fetch read the fsm: once
@@ -149,4 +150,52 @@ func TestAckOnOneSegmentWakesThePollOfTheTaskItReleases(t *testing.T) {
 		t.Fatalf("seg-b's poll answered %+v, %v; want the released delete of k@new", r.resp, r.err)
 	}
 	t.Logf("seg-b's poll answered %v after the ack on seg-a was sent", r.at.Sub(acked))
+}
+
+// The wake-up slots close only for the segments an entry names (or for
+// everyone), and a slot lives only while a poll watches it, so fetches
+// naming made-up segments leave nothing behind.
+func TestWakeupSlotsAreWokenPerSegmentAndForgotten(t *testing.T) {
+	w := newWakeups()
+	a1, a2, b := w.watch("a"), w.watch("a"), w.watch("b")
+	dfs := w.dfsChanged()
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	w.wake(fsm.Wake{Segments: []api.SegmentID{"c"}})
+	if closed(a1.ch) || closed(b.ch) || closed(dfs) {
+		t.Fatal("an entry concerning c woke a, b or the DFS waiters")
+	}
+	w.wake(fsm.Wake{Segments: []api.SegmentID{"a"}})
+	if !closed(a1.ch) || !closed(a2.ch) || closed(b.ch) || closed(dfs) {
+		t.Fatal("an entry concerning a must wake both polls of a and nobody else")
+	}
+	w.wake(fsm.Wake{DFS: true})
+	if !closed(dfs) || closed(b.ch) {
+		t.Fatal("a DFS entry must wake the DFS waiters only")
+	}
+	w.unwatch("a", a1)
+	w.unwatch("a", a2)
+	a3 := w.watch("a")
+	if closed(a3.ch) {
+		t.Fatal("a new watch of a got the closed channel")
+	}
+	w.wake(fsm.Wake{All: true})
+	if !closed(a3.ch) || !closed(b.ch) {
+		t.Fatal("an entry concerning all must wake every poll")
+	}
+	for i := 0; i < 100; i++ {
+		seg := api.SegmentID(fmt.Sprintf("made-up-%d", i))
+		w.unwatch(seg, w.watch(seg))
+	}
+	w.unwatch("a", a3)
+	w.unwatch("b", b)
+	if len(w.segs) != 0 {
+		t.Fatalf("%d slots left with no poll watching", len(w.segs))
+	}
 }
