@@ -10,10 +10,11 @@ import (
 // wakes only those instead of every holder's fetch after every entry.
 //
 // A segment is listed when the entry may have made one of its tasks
-// fetchable — a new task on it, or a task on it released from invariant-7
-// withholding because the last older incarnation's task of its key (on any
-// segment) was dropped — or changed its fetch gate (mounted, unmounted,
-// remounted at a new epoch, capabilities updated, retired). Entries that
+// fetchable — a new task on it that nothing withholds, or a task on it
+// released from invariant-7 withholding because the last older
+// incarnation's task of its key (on any segment) was dropped — or changed
+// its fetch gate (mounted, unmounted, remounted at a new epoch,
+// capabilities updated, retired). Entries that
 // change what every fetch sees (a new master epoch, settings, a rebuild)
 // set All. A listing is never a promise that something is fetchable; a
 // missing one is a wake-up lost (the poll waits for its timeout), so the
@@ -83,7 +84,7 @@ func (w *wakeSet) take() Wake {
 
 // wakeFor marks what an entry concerns by its command alone; the tasks it
 // creates or releases and the segments whose mount it changes are listed
-// where that happens (registry.index, registry.drop, applyMount,
+// where that happens (createTasks, registry.drop, applyMount,
 // applyUnmount, applyRetire).
 func (w *wakeSet) wakeFor(cmd Command) {
 	switch cmd.(type) {
