@@ -61,6 +61,7 @@ func (st *state) applyMount(c *MountLocalDisk) *MountResult {
 			return res
 		}
 		seg.pool, seg.capacity, seg.endpoint, seg.caps = st.intern(c.Pool), c.Capacity, st.intern(c.Endpoint), caps
+		st.wake.segment(seg.id) // its capabilities, and so its fetch gate, may have changed
 		return res
 	}
 	if seg == nil {
@@ -73,6 +74,7 @@ func (st *state) applyMount(c *MountLocalDisk) *MountResult {
 	if other, ok := st.clients[c.ClientID]; ok && other != seg.id {
 		if o := st.segments[other]; o != nil {
 			o.mounted, o.client, o.process = false, "", ""
+			st.wake.segment(o.id)
 		}
 	}
 	seg.epoch++
@@ -80,6 +82,7 @@ func (st *state) applyMount(c *MountLocalDisk) *MountResult {
 	seg.pool, seg.capacity, seg.endpoint, seg.caps = st.intern(c.Pool), c.Capacity, st.intern(c.Endpoint), caps
 	seg.mounted = true
 	st.clients[seg.client] = seg.id
+	st.wake.segment(seg.id) // a poll at the fenced epoch learns it at once
 	res.MountEpoch = seg.epoch
 	return res
 }
@@ -96,6 +99,7 @@ func (st *state) applyUnmount(c *UnmountLocalDisk) *UnmountResult {
 	}
 	delete(st.clients, seg.client)
 	seg.mounted, seg.client, seg.process = false, "", ""
+	st.wake.segment(seg.id)
 	return &UnmountResult{}
 }
 

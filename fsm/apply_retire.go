@@ -26,6 +26,7 @@ func (st *state) applyRetire(index uint64, c *RetireStorage) *RetireResult {
 		delete(st.clients, seg.client)
 	}
 	seg.mounted, seg.client, seg.process, seg.retired = false, "", "", true
+	st.wake.segment(seg.id)
 	st.stripSegment(seg.id)
 	st.audit = append(st.audit, snapshot.AuditEntry{
 		Index: index, Segment: seg.id, By: c.By, Reason: c.Reason, DroppedTasks: len(doomed), At: c.Now,

@@ -164,6 +164,24 @@ func fmtInc(i api.ObjectIncarnation) string {
 	return strconv.FormatUint(i.Low, 10)
 }
 
+// fmtWake renders a Wake: "all", "dfs", then the segments, or "none".
+func fmtWake(w Wake) string {
+	var parts []string
+	if w.All {
+		parts = append(parts, "all")
+	}
+	if w.DFS {
+		parts = append(parts, "dfs")
+	}
+	for _, s := range w.Segments {
+		parts = append(parts, string(s))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}
+
 func fmtTask(t api.LocalDeleteTask) string {
 	return fmt.Sprintf("task %d %s %s@%s", t.ID, t.Segment, t.Key, fmtInc(t.Incarnation))
 }
@@ -282,6 +300,9 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 			fmt.Fprintf(&b, " span_dup=%v", r.SpanDuplicate)
 		}
 		return b.String()
+	case "woke":
+		// Whose long polls the last entry concerns (FSM.ApplyWake).
+		return h.woke
 	case "tick":
 		// Advance the leader's clock carried by the next entries.
 		h.now += a.i64(t, "ms") * 1e6

@@ -32,13 +32,23 @@ func New(Config) *FSM {
 // inside the result (a pointer to one of the *Result types) with the state
 // unchanged and the applied index advanced.
 func (f *FSM) Apply(index, term uint64, data []byte) (any, error) {
+	res, _, err := f.ApplyWake(index, term, data)
+	return res, err
+}
+
+// ApplyWake is Apply that also says whose long polls the entry concerns
+// (Wake). Its Segments slice is the FSM's scratch, valid until the next
+// Apply; Apply's single caller reads it before applying the next entry.
+func (f *FSM) ApplyWake(index, term uint64, data []byte) (any, Wake, error) {
 	cmd, err := Decode(data)
 	if err != nil {
-		return nil, fmt.Errorf("apply index %d: %w", index, err)
+		return nil, Wake{}, fmt.Errorf("apply index %d: %w", index, err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.st
+	st.wake.reset()
+	st.wake.wakeFor(cmd)
 	var res any
 	// The only per-command switch: everything else about a command is its
 	// row in the command table (commands.go).
@@ -92,7 +102,7 @@ func (f *FSM) Apply(index, term uint64, data []byte) (any, error) {
 	case *RebuildAdopt:
 		res = st.applyRebuildAdopt(c)
 	default:
-		return nil, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
+		return nil, Wake{}, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
 	}
 	now := specOf(cmd.Type()).leaderTime(cmd)
 	st.appliedIndex, st.appliedTerm, st.lastNow = index, term, now
@@ -102,5 +112,5 @@ func (f *FSM) Apply(index, term uint64, data []byte) (any, error) {
 			panic(fmt.Sprintf("fsm invariant broken after index %d (%s): %v", index, cmd.Type(), err))
 		}
 	}
-	return res, nil
+	return res, st.wake.take(), nil
 }

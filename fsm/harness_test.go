@@ -19,6 +19,8 @@ type harness struct {
 	term    uint64
 	now     int64
 	cluster uint64
+	// woke renders the Wake of the last entry applied (fmtWake).
+	woke string
 }
 
 func newHarness(t testing.TB, capacity int) *harness {
@@ -34,10 +36,11 @@ func (h *harness) apply(cmd Command) any {
 	}
 	h.index++
 	h.now++
-	res, err := h.f.Apply(h.index, h.term, data)
+	res, wake, err := h.f.ApplyWake(h.index, h.term, data)
 	if err != nil {
 		h.t.Fatalf("apply %T: %v", cmd, err)
 	}
+	h.woke = fmtWake(wake)
 	return res
 }
 

@@ -54,14 +54,18 @@ type registry struct {
 	// key has a handful of tasks at most, so the list is also the
 	// (segment, key, incarnation) uniqueness index.
 	objs *objectTable
+	// wake is the state's wake-up collector: drop lists the segments of
+	// the tasks it releases (new tasks are listed by createTasks).
+	wake *wakeSet
 }
 
-func newRegistry(capacity int, objs *objectTable) *registry {
+func newRegistry(capacity int, objs *objectTable, wake *wakeSet) *registry {
 	return &registry{
 		capacity: capacity,
 		byID:     newTaskIndex(),
 		bySeg:    make(map[api.SegmentID]*segQueue),
 		objs:     objs,
+		wake:     wake,
 	}
 }
 
@@ -126,6 +130,7 @@ func (r *registry) drop(t *task) {
 	}
 	t.keyNext = nil
 	r.objs.set(t.key, old, e)
+	r.wakeReleased(e.tasks, t.inc)
 	q := r.bySeg[t.seg]
 	q.live--
 	if q.live == 0 {
@@ -140,6 +145,18 @@ func (r *registry) drop(t *task) {
 			}
 		}
 		q.ids = kept
+	}
+}
+
+// wakeReleased lists the segments of the tasks in the list at head that
+// dropping a task of incarnation gone made fetchable: newer than gone (so
+// gone withheld them, invariant 7) and with no older task left. This is
+// how an ack on one segment wakes the holder of another.
+func (r *registry) wakeReleased(head *task, gone api.ObjectIncarnation) {
+	for o := head; o != nil; o = o.keyNext {
+		if gone.Less(o.inc) && !olderIn(head, o.inc) {
+			r.wake.segment(o.seg)
+		}
 	}
 }
 

@@ -82,6 +82,11 @@ type state struct {
 	// rebuildCluster is the lost cluster's id a rebuild adopts: set by the
 	// first RebuildBegin, made the cluster id by the finishing one.
 	rebuildCluster uint64
+
+	// wake collects, while an entry applies, the segments whose long
+	// polls it concerns (wake.go). Scratch, not state: never in a
+	// snapshot, reset by every Apply.
+	wake wakeSet
 }
 
 // incarnationAt is the incarnation a PutStart (or PutStartBatch) applied
@@ -111,7 +116,7 @@ func newStateWithCapacity(capacity int) *state {
 		replicas:   make(map[string][]api.ReplicaDescriptor),
 		sess:       newSessionTable(),
 	}
-	st.reg = newRegistry(capacity, st.objects)
+	st.reg = newRegistry(capacity, st.objects, &st.wake)
 	return st
 }
 
@@ -220,12 +225,23 @@ func (p taskPlan) contains(id taskIdent) bool {
 }
 
 // createTasks stores the planned tasks, linking them into e (which the
-// caller then stores); the caller has checked they fit.
+// caller then stores); the caller has checked they fit. The segments of
+// the new tasks that are fetchable at once are listed for waking; one
+// withheld behind an older incarnation's task (invariant 7) is listed
+// when that task goes (registry.drop).
 func (st *state) createTasks(e *entry, plan taskPlan, tenant string, now int64) int {
 	for _, id := range plan {
 		t := &task{id: st.newTaskID(), seg: id.seg, key: id.key, tenant: tenant, inc: id.inc, created: now}
 		st.reg.index(t)
 		linkTask(e, t)
+	}
+	// linkTask put the new tasks at the head of e's list.
+	t := e.tasks
+	for range plan {
+		if !olderIn(e.tasks, t.inc) {
+			st.wake.segment(t.seg)
+		}
+		t = t.keyNext
 	}
 	return len(plan)
 }

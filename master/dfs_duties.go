@@ -441,7 +441,7 @@ func (n *Node) dfsWaitReady(ctx context.Context, reps []api.ReplicaDescriptor) e
 	deadline := time.NewTimer(n.cfg.ApplyTimeout)
 	defer deadline.Stop()
 	for {
-		wake := n.notify.wait()
+		wake := n.wake.dfsChanged()
 		stats, _ := n.fsm.DFSStats()
 		missing := ""
 		for _, r := range reps {

@@ -3,6 +3,7 @@ package master
 import (
 	"github.com/hashicorp/raft"
 
+	"sexton/api"
 	"sexton/fsm"
 )
 
@@ -16,6 +17,9 @@ type testHooks struct {
 	beforeReady func(*Node)
 	// beforeApply runs in propose right before a command is handed to raft.
 	beforeApply func(*Node, fsm.Command)
+	// fetchScan runs each time a fetch (long poll) reads the fsm for its
+	// segment: once at the start, once per wake-up.
+	fetchScan func(seg api.SegmentID)
 	// afterRead runs between a Get's fsm read and its lease grant.
 	afterRead func(keys []string)
 	// afterEvictCheck runs between an eviction's lease check and its

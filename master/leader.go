@@ -78,6 +78,9 @@ func (n *Node) stopLeaderDuties() {
 		cancel()
 		n.leaderWG.Wait()
 	}
+	// Parked long polls answer NOT_LEADER now rather than at their
+	// timeout or at the next entry that concerns their segment.
+	n.wake.all()
 }
 
 // markReady records that this node finished the barrier and EpochBegin as

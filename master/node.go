@@ -27,7 +27,7 @@ type Node struct {
 	rfsm    *raftFSM
 	raft    *raft.Raft
 	guard   *storeGuard // between raft and its log store (storeguard.go)
-	notify  *notifier
+	wake    *wakeups    // long polls waiting for entries that concern them
 	closers []func() error
 
 	rpc       *transport.Server
@@ -83,7 +83,7 @@ func New(cfg Config) (*Node, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		fsm:     fsm.New(fsm.Config{}), // settings come from the log (bootstrapSettings)
-		notify:  newNotifier(),
+		wake:    newWakeups(),
 		stopped: make(chan struct{}),
 	}
 	n.metrics = newMetrics(n)
@@ -94,7 +94,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.dfs = dfs
 	halt := cfg.Halt
-	n.rfsm = &raftFSM{f: n.fsm, log: cfg.Logger.Named("fsm"), halt: func(err error) { n.halted.Store(true); halt(err) }, notify: n.notify, obs: n.metrics.observeApply}
+	n.rfsm = &raftFSM{f: n.fsm, log: cfg.Logger.Named("fsm"), halt: func(err error) { n.halted.Store(true); halt(err) }, wake: n.wake, obs: n.metrics.observeApply}
 	if err := n.startRaft(); err != nil {
 		n.closeAll()
 		return nil, err

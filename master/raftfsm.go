@@ -3,7 +3,6 @@ package master
 import (
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -14,14 +13,14 @@ import (
 
 // raftFSM adapts *fsm.FSM to raft.FSM. It adds two things the pure FSM must
 // not have: halting the process on an entry the FSM refuses, and waking
-// long-polling fetchers after every apply.
+// the long polls an applied entry concerns (wakeups.go).
 type raftFSM struct {
-	f      *fsm.FSM
-	log    hclog.Logger
-	halt   func(error)
-	notify *notifier
-	obs    func(d time.Duration)
-	meter  snapshotMeter // log bytes applied and snapshot sizes (snapshotter.go)
+	f     *fsm.FSM
+	log   hclog.Logger
+	halt  func(error)
+	wake  *wakeups
+	obs   func(d time.Duration)
+	meter snapshotMeter // log bytes applied and snapshot sizes (snapshotter.go)
 }
 
 func (r *raftFSM) Apply(l *raft.Log) any {
@@ -30,7 +29,7 @@ func (r *raftFSM) Apply(l *raft.Log) any {
 	}
 	start := time.Now()
 	r.meter.appliedBytes.Add(uint64(len(l.Data)))
-	res, err := r.f.Apply(l.Index, l.Term, l.Data)
+	res, wake, err := r.f.ApplyWake(l.Index, l.Term, l.Data)
 	if err != nil {
 		// Never skip an entry and never return: returning would let
 		// hashicorp/raft advance its applied index past an entry this node
@@ -43,7 +42,7 @@ func (r *raftFSM) Apply(l *raft.Log) any {
 	if r.obs != nil {
 		r.obs(time.Since(start))
 	}
-	r.notify.broadcast()
+	r.wake.wake(wake)
 	return res
 }
 
@@ -59,7 +58,7 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	if err := r.f.Restore(rc); err != nil {
 		return err
 	}
-	r.notify.broadcast()
+	r.wake.all() // a restored state may differ anywhere
 	return nil
 }
 
@@ -84,25 +83,3 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 func (s *fsmSnapshot) Release() { s.v.Release() }
-
-// notifier lets long polls wait for "something was applied". broadcast
-// closes the current channel and installs a fresh one.
-type notifier struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func newNotifier() *notifier { return &notifier{ch: make(chan struct{})} }
-
-func (n *notifier) wait() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.ch
-}
-
-func (n *notifier) broadcast() {
-	n.mu.Lock()
-	close(n.ch)
-	n.ch = make(chan struct{})
-	n.mu.Unlock()
-}

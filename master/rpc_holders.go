@@ -63,9 +63,9 @@ func (n *Node) handleHeartbeat(_ context.Context, req *api.HeartbeatRequest) (*a
 }
 
 // handleFetchTasks returns pending tasks for the segment. With WaitMillis
-// it long-polls: it returns as soon as an applied entry makes tasks
-// fetchable, or a withheld task's lease or backoff ends, or when the wait
-// ends. It never removes a task.
+// it long-polls: it returns as soon as an applied entry makes tasks of the
+// segment fetchable (fsm.Wake), or a withheld task's lease or backoff
+// ends, or when the wait ends. It never removes a task.
 //
 // Tasks of an incarnation under a read lease are withheld (a reader may
 // still be reading that copy: deleting it would make a Get that raced an
@@ -85,10 +85,19 @@ func (n *Node) handleFetchTasks(ctx context.Context, req *api.FetchTasksRequest)
 	release := time.NewTimer(time.Hour)
 	release.Stop()
 	defer release.Stop()
+	var watching *wakeSlot
+	defer func() { n.wake.unwatch(req.Segment, watching) }()
 	for {
-		// Take the wake-up channel before reading, so an apply between the
-		// read and the wait is not missed.
-		woken := n.notify.wait()
+		// Take the segment's wake-up channel before reading, so an apply
+		// between the read and the wait is not missed. Only entries that
+		// concern this segment close it (wakeups.go).
+		n.wake.unwatch(req.Segment, watching)
+		if wait > 0 {
+			watching = n.wake.watch(req.Segment)
+		}
+		if n.cfg.hooks.fetchScan != nil {
+			n.cfg.hooks.fetchScan(req.Segment)
+		}
 		now := time.Now()
 		var next time.Time // when the first withheld task may become fetchable
 		tasks, more, err := n.fsm.FetchTasksFiltered(req.Segment, req.MountEpoch, req.Limit, func(t api.LocalDeleteTask) bool {
@@ -112,7 +121,7 @@ func (n *Node) handleFetchTasks(ctx context.Context, req *api.FetchTasksRequest)
 			released = release.C
 		}
 		select {
-		case <-woken:
+		case <-watching.ch:
 		case <-released:
 		case <-deadline.C:
 			return &api.FetchTasksResponse{MasterEpoch: n.fsm.Stats().MasterEpoch}, nil
