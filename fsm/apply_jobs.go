@@ -205,45 +205,45 @@ func (st *state) applyJobAdvance(c *JobAdvance) *JobAdvanceResult {
 }
 
 // jobHasMore reports whether a key the job must still remove lies after
-// its cursor. It scans every object, once per job (on its last step), so a
-// leader that missed a key cannot end a job early.
+// its cursor, so a leader that missed a key cannot end a job early. It
+// walks the ordered index from the cursor under the prefix and stops at
+// the first such key: O(log objects + keys put after the job started).
 func (st *state) jobHasMore(j *api.JobInfo) bool {
-	for i := range st.objects.shards {
-		for k, e := range st.objects.shards[i].m {
-			if e.complete != nil && k > j.Cursor && strings.HasPrefix(k, j.Prefix) && !j.Start.Less(e.complete.inc) {
-				return true
-			}
-		}
-	}
-	return false
+	more := false
+	st.objects.ascendComplete(j.Prefix, j.Cursor, func(k string) bool {
+		more = st.jobOwns(j, k)
+		return !more
+	})
+	return more
+}
+
+// jobOwns reports whether key's COMPLETE incarnation is one job j is to
+// remove: it exists and is no newer than the job's start.
+func (st *state) jobOwns(j *api.JobInfo, key string) bool {
+	c := st.objects.get(key).complete
+	return c != nil && !j.Start.Less(c.inc)
 }
 
 // jobCandidates lists, in key order, up to limit keys after j's cursor
 // under its prefix whose COMPLETE incarnation is at most its start, and
-// whether they are all there are. One pass over the objects; the matches
-// are kept to the limit smallest as it goes (sorted and cut whenever they
-// reach four times the limit), so the pass allocates O(limit).
+// whether they are all there are. It walks the ordered index from the
+// cursor: O(log objects + keys visited), the visited keys being the ones
+// returned plus those put after the job started.
 func (st *state) jobCandidates(j *api.JobInfo, limit int) ([]string, bool) {
-	keys := make([]string, 0, min(4*limit, 4096))
-	bound, bounded := "", false
-	for i := range st.objects.shards {
-		for k, e := range st.objects.shards[i].m {
-			if e.complete == nil || k <= j.Cursor || (bounded && k >= bound) || !strings.HasPrefix(k, j.Prefix) || j.Start.Less(e.complete.inc) {
-				continue
-			}
-			keys = append(keys, k)
-			if len(keys) == 4*limit {
-				slices.Sort(keys)
-				keys = keys[:limit+1]
-				bound, bounded = keys[limit], true
-			}
+	var keys []string
+	last := true
+	st.objects.ascendComplete(j.Prefix, j.Cursor, func(k string) bool {
+		if !st.jobOwns(j, k) {
+			return true
 		}
-	}
-	slices.Sort(keys)
-	if len(keys) > limit {
-		return keys[:limit], false
-	}
-	return keys, true
+		if len(keys) == limit {
+			last = false
+			return false
+		}
+		keys = append(keys, k)
+		return true
+	})
+	return keys, last
 }
 
 // Jobs returns every job the state keeps, by id.
@@ -274,8 +274,8 @@ const MaxJobScanKeys = 1 << 20
 // JobCandidates lists the keys after job id's cursor that the job is to
 // remove (at most limit, in key order) and whether they are all there
 // are. The leader proposes them, at most MaxJobStepKeys per step, with
-// the job's cursor as After. It is one pass over every object under the
-// read lock, so the leader lists many keys at once and steps through them.
+// the job's cursor as After. It walks the ordered index under the read
+// lock (O(log objects + keys listed)).
 func (f *FSM) JobCandidates(id uint64, limit int) (job api.JobInfo, keys []string, last bool, ok bool) {
 	limit = max(1, min(limit, MaxJobScanKeys))
 	f.mu.RLock()

@@ -29,9 +29,9 @@ func (st *state) applyRebuildBegin(c *RebuildBegin) *RebuildBeginResult {
 	switch {
 	case repeat && c.ClusterID != st.rebuildCluster:
 		return fail("rebuild begin: this cluster rebuilds cluster %016x, not %016x", st.rebuildCluster, c.ClusterID)
-	case !repeat && (st.objects.complete != 0 || st.objects.pending != 0 || st.reg.len() != 0):
+	case !repeat && (st.objects.completeCount() != 0 || st.objects.pendingCount() != 0 || st.reg.len() != 0):
 		return fail("rebuild begin: the state is not fresh (%d objects, %d puts in progress, %d delete tasks); a rebuild needs a newly bootstrapped, empty cluster",
-			st.objects.complete, st.objects.pending, st.reg.len())
+			st.objects.completeCount(), st.objects.pendingCount(), st.reg.len())
 	case !repeat && c.Finish:
 		return fail("rebuild finish: no rebuild has begun")
 	}

@@ -5,6 +5,7 @@ package fsm
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"sexton/api"
 )
@@ -105,17 +106,47 @@ func (st *state) checkInvariants() error {
 			if shardOf(key) != i || e.empty() {
 				return fmt.Errorf("key %q misplaced or empty", key)
 			}
-			complete += countNonNil(e.complete)
-			pending += countNonNil(e.pending)
 			if e.complete != nil && e.pending != nil && !e.complete.inc.Less(e.pending.inc) {
 				return fmt.Errorf("key %q: pending %s not newer than complete %s", key, e.pending.inc, e.complete.inc)
 			}
+			if err := st.objects.checkIndexed(key, e); err != nil {
+				return err
+			}
+			if e.complete != nil {
+				complete++
+			}
+			if e.pending != nil {
+				pending++
+			}
 		}
 	}
-	if complete != st.objects.complete || pending != st.objects.pending {
-		return fmt.Errorf("object counters %d/%d, table holds %d/%d", st.objects.complete, st.objects.pending, complete, pending)
+	// Every key the table holds is in the indexes it belongs in (above);
+	// equal sizes make the indexes hold nothing else.
+	if n := st.objects.completeKeys.Len(); n != complete {
+		return fmt.Errorf("index of COMPLETE keys holds %d keys, the table %d", n, complete)
+	}
+	if n := st.objects.pendingPuts.Len(); n != pending {
+		return fmt.Errorf("index of puts in progress holds %d, the table %d", n, pending)
 	}
 	return st.checkJobs()
+}
+
+// checkIndexed checks that key (the map's own key string) is in the
+// index of COMPLETE keys exactly when e has a COMPLETE incarnation, as
+// that same string (same bytes, not a copy), and in the index of puts in
+// progress exactly when e has a PENDING one, under its creation time.
+func (t *objectTable) checkIndexed(key string, e entry) error {
+	stored, ok := t.completeKeys.Get(key)
+	switch {
+	case ok != (e.complete != nil):
+		return fmt.Errorf("key %q: in the index of COMPLETE keys %v, COMPLETE incarnation %v", key, ok, e.complete != nil)
+	case ok && unsafe.StringData(stored) != unsafe.StringData(key):
+		return fmt.Errorf("key %q: the index of COMPLETE keys holds a copy of the key, not the map's string", key)
+	}
+	if e.pending != nil && !t.pendingPuts.Has(pendingRef{e.pending.created, key}) {
+		return fmt.Errorf("key %q: PENDING %s (created %d) not in the index of puts in progress", key, e.pending.inc, e.pending.created)
+	}
+	return nil
 }
 
 // checkJobs: job ids increasing, the kept jobs within their bounds, every

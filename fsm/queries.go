@@ -95,8 +95,10 @@ func (f *FSM) Exists(key string) bool {
 
 // List returns COMPLETE objects whose key has prefix, in key order,
 // strictly after cursor; next is the last key returned when more follow,
-// else "". It scans every shard and sorts the matches: no ordered index is
-// kept, which keeps Apply and memory cheap at the price of O(objects) lists.
+// else "". A page walks the ordered index of COMPLETE keys from the
+// cursor: O(log objects + limit), whatever the table holds. The cursor
+// need not be a key that still exists, so keys removed or added between
+// pages do not disturb it.
 func (f *FSM) List(prefix, cursor string, limit int) ([]ObjectView, string) {
 	if limit <= 0 {
 		limit = DefaultListLimit
@@ -104,39 +106,30 @@ func (f *FSM) List(prefix, cursor string, limit int) ([]ObjectView, string) {
 	limit = min(limit, MaxListLimit)
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var keys []string
-	for i := range f.st.objects.shards {
-		for k, e := range f.st.objects.shards[i].m {
-			if e.complete != nil && k > cursor && strings.HasPrefix(k, prefix) {
-				keys = append(keys, k)
-			}
-		}
-	}
-	slices.Sort(keys)
+	out := []ObjectView{}
 	next := ""
-	if len(keys) > limit {
-		keys = keys[:limit]
-		next = keys[limit-1]
-	}
-	out := make([]ObjectView, len(keys))
-	for i, k := range keys {
-		out[i] = viewOf(k, f.st.objects.get(k).complete)
-	}
+	f.st.objects.ascendComplete(prefix, cursor, func(k string) bool {
+		if len(out) == limit {
+			next = out[limit-1].Key
+			return false
+		}
+		out = append(out, viewOf(k, f.st.objects.get(k).complete))
+		return true
+	})
 	return out, next
 }
 
 // PendingPuts lists puts in progress created before createdBefore, by key.
+// It walks the index of puts in progress by creation time: O(log puts +
+// puts returned), not a scan of the objects.
 func (f *FSM) PendingPuts(createdBefore int64) []PendingPut {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var out []PendingPut
-	for i := range f.st.objects.shards {
-		for k, e := range f.st.objects.shards[i].m {
-			if p := e.pending; p != nil && p.created < createdBefore {
-				out = append(out, PendingPut{Key: k, Incarnation: p.inc, Created: p.created})
-			}
-		}
-	}
+	f.st.objects.ascendPending(createdBefore, func(p pendingRef) bool {
+		out = append(out, PendingPut{Key: p.key, Incarnation: f.st.objects.get(p.key).pending.inc, Created: p.created})
+		return true
+	})
 	slices.SortFunc(out, func(a, b PendingPut) int { return strings.Compare(a.Key, b.Key) })
 	return out
 }
@@ -339,7 +332,7 @@ func (f *FSM) Stats() Stats {
 	defer f.mu.RUnlock()
 	st := f.st
 	s := Stats{
-		Objects: st.objects.complete, PendingPuts: st.objects.pending, Segments: len(st.segments),
+		Objects: st.objects.completeCount(), PendingPuts: st.objects.pendingCount(), Segments: len(st.segments),
 		PendingTasks: st.reg.len(), RegistryCapacity: st.reg.capacity,
 		MasterEpoch: st.masterEpoch, ClusterID: st.clusterID, AppliedIndex: st.appliedIndex, AppliedTerm: st.appliedTerm,
 		LeaderID: st.leaderID, LeaderAddr: st.leaderAddr,

@@ -22,11 +22,12 @@ const jobReserveFraction = 10
 // jobIdle is how long the job duty sleeps when no job could advance.
 const jobIdle = 100 * time.Millisecond
 
-// jobScanKeys is how many candidate keys one scan of the object table
-// lists for a job. Finding the keys after a cursor is a pass over every
-// object under the fsm's read lock (it keeps no ordered index), so the
-// leader does it once per this many keys, not once per step.
-const jobScanKeys = 64 << 10
+// jobScanKeys is how many candidate keys one JobCandidates call lists for
+// a job: a few steps' worth. The call walks the fsm's ordered index from
+// the job's cursor under the read lock (O(log objects + keys listed)), so
+// a small batch keeps each hold of the lock short (Apply waits behind it)
+// while saving a walk per step.
+const jobScanKeys = 8 * jobStepKeys
 
 // jobScan is the leader's list of a job's next keys, from one scan. It is
 // soft state: a new leader (or this one after a restart of the duty)

@@ -345,6 +345,11 @@ func (n *Node) handleList(_ context.Context, req *api.ListRequest) (*api.ListRes
 	if err := n.linearizable(); err != nil {
 		return nil, err
 	}
+	// The page itself is bounded by fsm.MaxListLimit; a prefix or cursor
+	// longer than any key can only be a mistake.
+	if len(req.Prefix) > api.MaxKeyLen || len(req.Cursor) > api.MaxKeyLen {
+		return nil, api.Errorf(api.CodeInvalidParams, "list: prefix of %d bytes or cursor of %d bytes exceeds %d", len(req.Prefix), len(req.Cursor), api.MaxKeyLen)
+	}
 	views, next := n.fsm.List(req.Prefix, req.Cursor, req.Limit)
 	out := &api.ListResponse{Objects: make([]api.ObjectInfo, len(views)), NextCursor: next}
 	for i, v := range views {

@@ -207,6 +207,10 @@ func setupStat(*flag.FlagSet) runFunc {
 	}
 }
 
+// lsPage is the page ls asks for: well under the master's bound
+// (fsm.MaxListLimit) and a frame's worth of typical objects.
+const lsPage = 1000
+
 func setupLs(fs *flag.FlagSet) runFunc {
 	limit := fs.Int("limit", 0, "stop after this many objects (0 = all)")
 	return func(e *env, args []string) error {
@@ -221,8 +225,12 @@ func setupLs(fs *flag.FlagSet) runFunc {
 		var all []api.ObjectInfo
 		cursor := ""
 		for {
+			pageSize := lsPage
+			if *limit > 0 {
+				pageSize = min(pageSize, *limit-len(all))
+			}
 			ctx, cancel := e.ctx()
-			page, next, err := cl.List(ctx, prefix, cursor, 1000)
+			page, next, err := cl.List(ctx, prefix, cursor, pageSize)
 			cancel()
 			if err != nil {
 				return fmt.Errorf("ls: %w", err)
