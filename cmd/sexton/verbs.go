@@ -96,6 +96,8 @@ func init() {
 		{path: "bench put", summary: "put throughput and latency", group: "measure", takes: clusterFlags, setup: setupBenchPutGet(false)},
 		{path: "bench get", summary: "put, then get throughput and latency", group: "measure", takes: clusterFlags, setup: setupBenchPutGet(true)},
 		{path: "bench converge", summary: "time from Remove OK to the holder's ack committed", group: "measure", takes: clusterFlags, setup: setupBenchConverge},
+		{path: "bench load", summary: "fill the cluster with N objects (batched, metadata only); objects/s and masters' memory", group: "measure", takes: clusterFlags, setup: setupBenchLoad},
+		{path: "bench holders", summary: "N simulated holders: leader CPU, heartbeat RTT, deletion convergence", group: "measure", takes: clusterFlags, setup: setupBenchHolders},
 		{path: "bench dfs", summary: "DFS allocations/s; DFS put/get MB/s vs raw pwrite/pread", group: "measure", takes: clusterFlags, setup: setupBenchDFS},
 		{path: "bench dfs-churn", summary: "shard vs bucket allocator space efficiency under churn", group: "measure", raw: benchDFSChurn},
 		{path: "bench raft", summary: "bare hashicorp/raft applies on three local nodes", group: "measure", raw: benchRaft},
