@@ -267,10 +267,10 @@ func (c *convergence) removeOK(key string, at time.Time) {
 	c.removed[key] = at
 }
 
-func (c *convergence) ackCommitted(tasks []api.LocalDeleteTask, at time.Time) {
+func (c *convergence) ackCommitted(acked []api.TaskResult, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, t := range tasks {
+	for _, t := range acked {
 		if !strings.HasPrefix(t.Key, c.prefix) {
 			continue
 		}

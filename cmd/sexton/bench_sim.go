@@ -41,8 +41,8 @@ type simConfig struct {
 	heartbeats *latencies
 	// onAck is called once an ack is committed (AckLocalDeleteTasks
 	// answered OK, which the leader does after applying the entry), with
-	// the tasks it carried; nil: nothing.
-	onAck func(tasks []api.LocalDeleteTask, at time.Time)
+	// the results it carried; nil: nothing.
+	onAck func(acked []api.TaskResult, at time.Time)
 }
 
 // simPool is the pool the simulated holders mount in: the benches place
@@ -149,7 +149,7 @@ func (s *simHolder) drainLoop(ctx context.Context) {
 		}
 		s.acked.Add(int64(ar.Dropped))
 		if s.cfg.onAck != nil {
-			s.cfg.onAck(fr.Tasks, time.Now())
+			s.cfg.onAck(res, time.Now())
 		}
 	}
 }

@@ -126,7 +126,7 @@ func TestBenchHoldersAcksEveryRemove(t *testing.T) {
 	out, err := captureStdout(t, func() error { return run(args) })
 	t.Logf("%s", out)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err) // and see what the cluster says
 	}
 	after := clusterStatus(t, cl)
 	if after.PendingTasks != before.PendingTasks {
