@@ -98,10 +98,16 @@ func benchHolders(e *env, c holdersConfig) error {
 	}
 	fmt.Printf("mounted %d holders in %.1fs\n", c.n, time.Since(t0).Seconds())
 
+	before, err := cl.Status(context.Background())
+	if err != nil {
+		return fmt.Errorf("status before: %w", err)
+	}
 	cpu := startCPUWindow(probe)
 	hb.reset()
 	r := removeAtRate(e, cl, c, conv)
 	cpuLine := cpu.end()
+	hbLine := fmt.Sprintf("heartbeat round trip: p50 %s, p99 %s (%d answered during the removals)",
+		hb.pct(0.5).Round(10*time.Microsecond), hb.pct(0.99).Round(10*time.Microsecond), hb.count())
 	if r.callErr != nil {
 		return r.callErr
 	}
@@ -130,13 +136,15 @@ func benchHolders(e *env, c holdersConfig) error {
 
 	fmt.Printf("removes: %d answered OK (%.1f/s over %.1fs), %d failed; objects put: %d, %d failed\n",
 		r.removed, float64(r.removed)/r.elapsed.Seconds(), r.elapsed.Seconds(), r.removeFailed, r.put, r.putFailed)
-	fmt.Printf("heartbeat round trip: p50 %s, p99 %s (%d answered during the run, %d unanswered in all)\n",
-		hb.pct(0.5).Round(10*time.Microsecond), hb.pct(0.99).Round(10*time.Microsecond), hb.count(), hbFailed)
+	fmt.Printf("%s; %d unanswered in all\n", hbLine, hbFailed)
 	lat := conv.lat
 	fmt.Printf("deletion convergence (Remove answered OK → the holder's ack committed): p50 %s, p99 %s, max %s (%d of %d removes)\n",
 		lat.pct(0.5).Round(10*time.Microsecond), lat.pct(0.99).Round(10*time.Microsecond), lat.pct(1).Round(10*time.Microsecond), lat.count(), r.removed)
 	fmt.Printf("tasks acked: %d; tasks pending on the simulated holders: %d\n", acked, pending)
 	fmt.Println(cpuLine)
+	if after, err := cl.Status(context.Background()); err == nil {
+		printElections(before, after)
+	}
 
 	var problems []string
 	if r.removeFailed > 0 || r.putFailed > 0 {

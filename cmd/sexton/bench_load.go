@@ -164,6 +164,7 @@ func benchLoad(e *env, c loadConfig) error {
 		return fmt.Errorf("status after: %w", err)
 	}
 	fmt.Printf("cluster objects (leader's count): %d before, %d after (%+d)\n", before.Objects, after.Objects, after.Objects-before.Objects)
+	printElections(before, after)
 	probe.printMemory(memBefore, after.Objects, ok)
 
 	switch {

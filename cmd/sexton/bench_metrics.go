@@ -196,3 +196,12 @@ func (p *masterProbe) printMemory(before map[string]masterMemory, objects int, a
 		fmt.Println(line)
 	}
 }
+
+// printElections says when the Raft term moved between two statuses: the
+// run's figures then include failovers (on a loaded machine, leaders that
+// could not reach a quorum within the lease timeout stepped down).
+func printElections(before, after api.StatusResponse) {
+	if after.Term > before.Term {
+		fmt.Printf("note: Raft term %d → %d during the run (elections): the figures include failovers\n", before.Term, after.Term)
+	}
+}
