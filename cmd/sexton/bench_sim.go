@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -69,8 +70,10 @@ func benchRunID() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
 func mountSim(e *env, cl *client.Client, id api.SegmentID, cfg simConfig) (*simHolder, error) {
 	s := &simHolder{id: id, cl: cl, cfg: cfg}
 	var resp api.MountLocalDiskResponse
-	if err := e.callVia(cl, api.MethodMountLocalDisk, &api.MountLocalDiskRequest{ClientID: string(id), Segment: id, Pool: cfg.pool,
-		Capacity: 1 << 50, Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: "bench.invalid:0", Process: cfg.process}, &resp); err != nil {
+	if err := retryIdempotent(func() error {
+		return e.callVia(cl, api.MethodMountLocalDisk, &api.MountLocalDiskRequest{ClientID: string(id), Segment: id, Pool: cfg.pool,
+			Capacity: 1 << 50, Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: "bench.invalid:0", Process: cfg.process}, &resp)
+	}); err != nil {
 		return nil, fmt.Errorf("mount simulated holder %s: %w", id, err)
 	}
 	// The mount counts as a first heartbeat on the leader: the segment is
@@ -177,7 +180,39 @@ func (s *simHolder) stop(e *env) {
 	}
 	s.cancel()
 	s.wg.Wait()
-	_ = e.callVia(s.cl, api.MethodUnmountLocalDisk, &api.UnmountLocalDiskRequest{Segment: s.id, MountEpoch: s.epoch}, nil)
+	err := retryIdempotent(func() error {
+		err := e.callVia(s.cl, api.MethodUnmountLocalDisk, &api.UnmountLocalDiskRequest{Segment: s.id, MountEpoch: s.epoch}, nil)
+		if api.CodeOf(err) == api.CodeStaleMountEpoch {
+			return nil // an earlier attempt did it (or another mount took the segment)
+		}
+		return err
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sexton: unmounting simulated holder %s: %v (it stays mounted; the next bench run takes it over)\n", s.id, err)
+	}
+}
+
+// retryIdempotent calls f again, a few times, while it fails without an
+// answer from a leader (OUTCOME_UNKNOWN from an election mid-commit,
+// UNAVAILABLE, TIMEOUT): for the calls a holder repeats freely. A mount
+// repeated by the same process is answered with the mount it made, and a
+// repeated unmount finds the segment unmounted. The client has already
+// followed the leader for --timeout on UNAVAILABLE; OUTCOME_UNKNOWN it
+// returns at once for a call without a session.
+func retryIdempotent(f func() error) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if err = f(); err == nil {
+			return nil
+		}
+		switch api.CodeOf(err) {
+		case api.CodeOutcomeUnknown, api.CodeUnavailable, api.CodeTimeout:
+			time.Sleep(200 * time.Millisecond)
+		default:
+			return err
+		}
+	}
+	return err
 }
 
 // mountSims mounts n simulated holders, holder i through clients[i %
