@@ -157,3 +157,28 @@ func TestBenchHoldersAcksEveryRemove(t *testing.T) {
 	}
 	assertSimsUnmounted(t, cl)
 }
+
+// TestParseMetrics: the unlabelled samples named are read, with or
+// without a timestamp; labelled series, comments, other names and
+// malformed lines are not.
+func TestParseMetrics(t *testing.T) {
+	text := `# HELP process_resident_memory_bytes Resident memory size in bytes.
+# TYPE process_resident_memory_bytes gauge
+process_resident_memory_bytes 6.5e+07
+go_memstats_heap_inuse_bytes 1234 1700000000000
+process_cpu_seconds_total{mode="user"} 99
+process_cpu_seconds_total
+process_cpu_seconds_total 
+go_goroutines 12
+`
+	got := parseMetrics(text, []string{metricRSS, metricHeap, metricCPUSecs})
+	want := map[string]float64{metricRSS: 6.5e7, metricHeap: 1234}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
