@@ -89,7 +89,7 @@ func benchLoad(e *env, c loadConfig) error {
 	fmt.Printf("bench load: %d objects under %s on %d simulated holders, batches of %d, %d clients\n", c.objects, c.prefix, c.segments, c.batch, c.clients)
 	batches := (c.objects + c.batch - 1) / c.batch
 	clock := &sliceClock{total: int64(c.objects), start: time.Now()}
-	var next, sent, committed atomic.Int64
+	var next, sent, committed, retried atomic.Int64
 	var mu sync.Mutex
 	var itemErr, callErr error
 	var failed int64
@@ -110,10 +110,7 @@ func benchLoad(e *env, c loadConfig) error {
 				for i := lo; i < hi; i++ {
 					items = append(items, api.PutStartRequest{Key: fmt.Sprintf("%s%010d", c.prefix, i), Size: c.size, ReplicaNum: 1, Pool: simPool, IfAbsent: true})
 				}
-				ctx, cancel := e.ctx()
-				ok, ie, err := putBatch(ctx, cl, items)
-				cancel()
-				n := len(ok)
+				n, ie, err := loadBatch(e, cl, items, &retried)
 				clock.note(committed.Add(int64(n)))
 				sent.Add(int64(hi - lo))
 				if ie == nil && err == nil {
@@ -150,7 +147,11 @@ func benchLoad(e *env, c loadConfig) error {
 	}
 
 	ok := committed.Load()
-	fmt.Printf("committed %d objects in %.2fs: %.0f objects/s; %d failed\n", ok, elapsed.Seconds(), float64(ok)/elapsed.Seconds(), failed)
+	fmt.Printf("committed %d objects in %.2fs: %.0f objects/s; %d failed", ok, elapsed.Seconds(), float64(ok)/elapsed.Seconds(), failed)
+	if n := retried.Load(); n > 0 {
+		fmt.Printf("; %d batches sent again after the cluster did not answer for --timeout", n)
+	}
+	fmt.Println()
 	fmt.Printf("objects/s by tenth of the objects (does the commit rate fall as the state grows?):\n")
 	for k, r := range clock.rates() {
 		if r == 0 { // reached by the same batch as the tenth before
@@ -169,7 +170,7 @@ func benchLoad(e *env, c loadConfig) error {
 
 	switch {
 	case callErr != nil:
-		return fmt.Errorf("load stopped after %d objects committed: %w", ok, callErr)
+		return fmt.Errorf("load stopped after %d objects committed (a longer --timeout rides out longer elections): %w", ok, callErr)
 	case itemErr != nil:
 		if errors.Is(itemErr, api.ErrObjectAlreadyExists) {
 			return fmt.Errorf("%d objects not created (the prefix was used before? give a new --prefix): first: %w", failed, itemErr)
@@ -177,6 +178,78 @@ func benchLoad(e *env, c loadConfig) error {
 		return fmt.Errorf("%d objects not created: first: %w", failed, itemErr)
 	}
 	return nil
+}
+
+// loadAttempts bounds how often bench load sends one batch: again after a
+// call that got no answer for the client's whole --timeout.
+const loadAttempts = 10
+
+// loadBatch puts items with putBatch and returns how many were committed.
+// When a call fails without an answer (OUTCOME_UNKNOWN, UNAVAILABLE or
+// TIMEOUT once the client's retries ran out) it waits a second and sends
+// the batch again (counted in retried), up to loadAttempts times. An
+// earlier attempt may have acted: on a repeat, an item not committed by
+// this attempt counts as committed if its key exists now (the prefix is
+// the run's own) and as failed otherwise (an earlier attempt left a
+// pending put, which refuses a new one until the leader discards it).
+func loadBatch(e *env, cl *client.Client, items []api.PutStartRequest, retried *atomic.Int64) (committed int, itemErr, err error) {
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := e.ctx()
+		ok, ie, err := putBatch(ctx, cl, items)
+		cancel()
+		switch {
+		case err == nil && attempt == 1:
+			return len(ok), ie, nil
+		case err == nil:
+			return settleRepeat(e, cl, items, ok, ie)
+		case attempt == loadAttempts:
+			return 0, nil, err
+		}
+		switch api.CodeOf(err) {
+		case api.CodeOutcomeUnknown, api.CodeUnavailable, api.CodeTimeout:
+		default:
+			return 0, nil, err
+		}
+		retried.Add(1)
+		time.Sleep(time.Second)
+	}
+}
+
+// settleRepeat counts a repeated batch's items: those committed now, and
+// those not whose key exists (an earlier attempt committed them).
+func settleRepeat(e *env, cl *client.Client, items []api.PutStartRequest, ok []int, itemErr error) (int, error, error) {
+	done := make([]bool, len(items))
+	for _, i := range ok {
+		done[i] = true
+	}
+	var keys []string
+	for i, it := range items {
+		if !done[i] {
+			keys = append(keys, it.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return len(items), nil, nil
+	}
+	var ex api.ExistResponse
+	if err := e.callVia(cl, api.MethodExist, &api.KeysRequest{Keys: keys}, &ex); err != nil {
+		return len(ok), itemErr, fmt.Errorf("after sending a batch again, Exist: %w", err)
+	}
+	if len(ex.Exists) != len(keys) {
+		return len(ok), itemErr, fmt.Errorf("the Exist call answered %d for %d keys", len(ex.Exists), len(keys))
+	}
+	n := len(ok)
+	for _, exists := range ex.Exists {
+		if exists {
+			n++
+		}
+	}
+	if n == len(items) {
+		itemErr = nil
+	} else {
+		itemErr = fmt.Errorf("%d objects of a batch sent again were not created (an earlier attempt left them pending; the leader discards them): %w", len(items)-n, itemErr)
+	}
+	return n, itemErr, nil
 }
 
 // sliceClock notes when a growing count first reaches each tenth of its

@@ -182,3 +182,32 @@ go_goroutines 12
 		}
 	}
 }
+
+// TestLoadRepeatCountsWhatAnEarlierAttemptCommitted: when bench load sends
+// a batch again after a call got no answer, the items that attempt did not
+// commit count as committed exactly when their key exists.
+func TestLoadRepeatCountsWhatAnEarlierAttemptCommitted(t *testing.T) {
+	c, _ := benchCluster(t)
+	args := []string{"bench", "load", "--objects", "2", "--segments", "1", "--prefix", "t/rep/", "--masters", c.MasterAddr()}
+	if out, err := captureStdout(t, func() error { return run(args) }); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	e := &env{masters: c.MasterAddr(), timeout: 10 * time.Second}
+	defer e.close()
+	cl, err := e.client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := []api.PutStartRequest{{Key: "t/rep/0000000000"}, {Key: "t/rep/never"}, {Key: "t/rep/0000000001"}, {Key: "t/rep/now"}}
+	n, itemErr, err := settleRepeat(e, cl, items, []int{3}, api.ErrObjectAlreadyExists)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 || itemErr == nil || !strings.Contains(itemErr.Error(), "1 objects of a batch sent again were not created") {
+		t.Errorf("settleRepeat = %d, %v; want 3 and an error naming the 1 not created", n, itemErr)
+	}
+	n, itemErr, err = settleRepeat(e, cl, items[:1], nil, api.ErrObjectAlreadyExists)
+	if err != nil || n != 1 || itemErr != nil {
+		t.Errorf("settleRepeat of an existing key = %d, %v, %v; want 1, nil, nil", n, itemErr, err)
+	}
+}
