@@ -121,7 +121,7 @@ func benchLoad(e *env, c loadConfig) error {
 				itemErr, callErr = keepFirst(itemErr, ie), keepFirst(callErr, err)
 				mu.Unlock()
 				if err != nil {
-					stop.Store(true) // the client retried for --timeout already: the cluster is not answering
+					stop.Store(true) // sent loadAttempts times, or refused outright: the cluster is not answering
 				}
 			}
 		}()
