@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -26,6 +24,20 @@ func (l *latencies) add(d time.Duration) {
 	l.mu.Lock()
 	l.all = append(l.all, d)
 	l.mu.Unlock()
+}
+
+// reset forgets what was added so far (a bench's setup phase).
+func (l *latencies) reset() {
+	l.mu.Lock()
+	l.all = l.all[:0]
+	l.mu.Unlock()
+}
+
+// count is how many were added.
+func (l *latencies) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.all)
 }
 
 func (l *latencies) pct(p float64) time.Duration {
@@ -78,92 +90,6 @@ func runParallel(name string, n, c int, unitsPerOp int, op func(i int) error) (f
 	return rate, nil
 }
 
-// benchSegment is a metadata-only segment the bench mounts itself, with a
-// drainer that acks its delete tasks the way a holder would, so the
-// registry does not fill.
-type benchSegment struct {
-	id       api.SegmentID
-	epoch    uint64
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	acked    atomic.Int64
-	draining atomic.Bool // the drainer acks only while set, so acks do not compete with the timed removes
-}
-
-func mountBenchSegment(e *env, cl *client.Client, pool string) (*benchSegment, error) {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	s := &benchSegment{id: api.SegmentID("bench-" + hex.EncodeToString(b[:]))}
-	var resp api.MountLocalDiskResponse
-	if err := e.callVia(cl, api.MethodMountLocalDisk, &api.MountLocalDiskRequest{ClientID: string(s.id), Segment: s.id, Pool: pool,
-		Capacity: 1 << 50, Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: "bench.invalid:0"}, &resp); err != nil {
-		return nil, fmt.Errorf("mount bench segment: %w", err)
-	}
-	s.epoch = resp.MountEpoch
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	s.wg.Add(2)
-	go func() { // heartbeats keep the segment placeable
-		defer s.wg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for ctx.Err() == nil {
-			hctx, c := context.WithTimeout(ctx, 3*time.Second)
-			_ = cl.Call(hctx, api.MethodHeartbeat, &api.HeartbeatRequest{ClientID: string(s.id), Segment: s.id, MountEpoch: s.epoch, Capacity: 1 << 50}, nil)
-			c()
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-		}
-	}()
-	go func() { // the drainer: fetch, "tombstone", ack
-		defer s.wg.Done()
-		for ctx.Err() == nil {
-			if !s.draining.Load() {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			fctx, c := context.WithTimeout(ctx, 5*time.Second)
-			var fr api.FetchTasksResponse
-			err := cl.Call(fctx, api.MethodFetchLocalDeleteTasks, &api.FetchTasksRequest{Segment: s.id, MountEpoch: s.epoch, Limit: api.MaxFetchLimit, WaitMillis: 1000}, &fr)
-			c()
-			if err != nil || len(fr.Tasks) == 0 {
-				continue
-			}
-			res := make([]api.TaskResult, len(fr.Tasks))
-			for i, t := range fr.Tasks {
-				res[i] = api.TaskResult{TaskID: t.ID, Key: t.Key, Incarnation: t.Incarnation, Outcome: api.AckRemoved}
-			}
-			actx, c2 := context.WithTimeout(ctx, 5*time.Second)
-			var ar api.AckTasksResponse
-			if cl.Call(actx, api.MethodAckLocalDeleteTasks, &api.AckTasksRequest{Segment: s.id, MountEpoch: s.epoch, Results: res}, &ar) == nil {
-				s.acked.Add(int64(ar.Dropped))
-			}
-			c2()
-		}
-	}()
-	// Give the leader a heartbeat before placing on it.
-	time.Sleep(50 * time.Millisecond)
-	return s, nil
-}
-
-// stop acks every remaining task of the segment, then unmounts it, so a
-// bench leaves the registry as it found it.
-func (s *benchSegment) stop(e *env, cl *client.Client) {
-	s.draining.Store(true)
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
-		var lt api.ListTasksResponse
-		if err := e.callVia(cl, api.MethodListTasks, &api.ListTasksRequest{Segment: s.id, Limit: 1}, &lt); err == nil && lt.Total == 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	s.cancel()
-	s.wg.Wait()
-	_ = e.callVia(cl, api.MethodUnmountLocalDisk, &api.UnmountLocalDiskRequest{Segment: s.id, MountEpoch: s.epoch}, nil)
-}
-
 func setupBenchRemove(fs *flag.FlagSet) runFunc {
 	keys := fs.Int("keys", 10000, "keys to create and remove")
 	batch := fs.Int("batch", 1, "keys per BatchRemove (1 = Remove)")
@@ -190,13 +116,12 @@ func benchRemove(e *env, keys, batch, clients int, drain, sessions bool) error {
 	if err != nil {
 		return err
 	}
-	pool := "bench-" + fmt.Sprint(time.Now().UnixNano())
-	seg, err := mountBenchSegment(e, cl, pool)
+	seg, err := mountSim(e, cl, simSegmentID(0), simConfig{pool: simPool, process: benchRunID()})
 	if err != nil {
 		return err
 	}
 	seg.draining.Store(drain)
-	defer seg.stop(e, cl)
+	defer seg.stop(e)
 	prefix := fmt.Sprintf("bench/%d/", time.Now().UnixNano())
 	names := make([]string, keys)
 	for i := range names {
@@ -207,7 +132,7 @@ func benchRemove(e *env, keys, batch, clients int, drain, sessions bool) error {
 		ctx, c := e.ctx()
 		defer c()
 		var st api.PutStartResponse
-		if err := cl.Call(ctx, api.MethodPutStart, &api.PutStartRequest{Key: names[i], Size: 64, ReplicaNum: 1, Pool: pool}, &st); err != nil {
+		if err := cl.Call(ctx, api.MethodPutStart, &api.PutStartRequest{Key: names[i], Size: 64, ReplicaNum: 1, Pool: simPool}, &st); err != nil {
 			return err
 		}
 		return cl.Call(ctx, api.MethodPutEnd, &api.PutEndRequest{Key: names[i], Incarnation: st.Incarnation}, nil)

@@ -150,6 +150,9 @@ func (v *verb) synopsis() string {
 func (v *verb) help() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "usage: sexton %s [flags]\n\n%s\n", v.synopsis(), v.summary)
+	if v.detail != "" {
+		fmt.Fprintf(&b, "\n%s\n", v.detail)
+	}
 	if fs := flagSets[v.path]; fs != nil && hasFlags(fs) {
 		b.WriteString("\nflags:\n")
 		fs.SetOutput(&b)

@@ -18,6 +18,7 @@ type verb struct {
 	path    string // the words after "sexton", e.g. "operator snapshot save"
 	args    string // synopsis of the positional arguments, e.g. "FILE"
 	summary string // one line
+	detail  string // more for --help only: what the summary has no room for (a definition); may be empty
 	group   string // heading in the usage: one of groups
 	takes   shared // which shared flags the verb takes
 	nargs   argc   // how many positional arguments it accepts
@@ -96,6 +97,10 @@ func init() {
 		{path: "bench put", summary: "put throughput and latency", group: "measure", takes: clusterFlags, setup: setupBenchPutGet(false)},
 		{path: "bench get", summary: "put, then get throughput and latency", group: "measure", takes: clusterFlags, setup: setupBenchPutGet(true)},
 		{path: "bench converge", summary: "time from Remove OK to the holder's ack committed", group: "measure", takes: clusterFlags, setup: setupBenchConverge},
+		{path: "bench load", summary: "fill the cluster with N objects (batched, metadata only); objects/s and masters' memory", group: "measure", takes: clusterFlags, setup: setupBenchLoad,
+			detail: "Objects go onto simulated holders this process mounts (segments bench-sim-NNNNN, pool\nsexton-bench) and are left in place; no bytes are written anywhere. docs/CLI.md."},
+		{path: "bench holders", summary: "N simulated holders: leader CPU, heartbeat RTT, deletion convergence", group: "measure", takes: clusterFlags, setup: setupBenchHolders,
+			detail: "Deletion convergence is the time from a Remove's answer (OK) reaching the bench to the\nanswer of the holder's AckLocalDeleteTasks carrying that key's task, which the leader gives\nonce the ack is committed and applied (an ack answered first counts 0). docs/CLI.md."},
 		{path: "bench dfs", summary: "DFS allocations/s; DFS put/get MB/s vs raw pwrite/pread", group: "measure", takes: clusterFlags, setup: setupBenchDFS},
 		{path: "bench dfs-churn", summary: "shard vs bucket allocator space efficiency under churn", group: "measure", raw: benchDFSChurn},
 		{path: "bench raft", summary: "bare hashicorp/raft applies on three local nodes", group: "measure", raw: benchRaft},

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"sexton/api"
+	"sexton/client"
+)
+
+func setupBenchLoad(fs *flag.FlagSet) runFunc {
+	var c loadConfig
+	fs.IntVar(&c.objects, "objects", 100000, "objects to create")
+	fs.IntVar(&c.clients, "clients", 16, "batches in flight at once")
+	fs.IntVar(&c.batch, "batch", api.MaxBatchPutItems, fmt.Sprintf("objects per BatchPutStart and BatchPutEnd (1..%d)", api.MaxBatchPutItems))
+	fs.IntVar(&c.segments, "segments", 8, "simulated holders the objects are placed on")
+	fs.StringVar(&c.prefix, "prefix", "", "key prefix; keys are PREFIX plus a 10-digit index (default load/RUNID/, new each run: a reused prefix fails with OBJECT_ALREADY_EXISTS, never overwrites)")
+	size := fs.String("size", "4KiB", "size each object claims (no bytes are written)")
+	masterHTTP := masterHTTPFlag(fs)
+	return func(e *env, _ []string) error {
+		sz, err := parseSize(*size)
+		if err != nil {
+			return usagef("--size: %v", err)
+		}
+		c.size, c.masterHTTP = sz, *masterHTTP
+		return benchLoad(e, c)
+	}
+}
+
+type loadConfig struct {
+	objects, clients, batch, segments int
+	prefix                            string
+	size                              int64
+	masterHTTP                        string
+}
+
+// benchLoad fills the cluster with c.objects objects through batched put
+// entries onto simulated holders (no bytes are written: what is measured
+// is the masters), and prints the commit rate overall and by tenth of the
+// run, and the masters' memory afterwards. It keeps no keys: key i is
+// made from i when its batch is sent.
+//
+// The objects stay (filling the cluster is the point) on the simulated
+// holders' segments, which are unmounted at the end: a Get of them finds
+// no holder. `sexton rm --prefix` removes them; their delete tasks are
+// acked the next time a bench mounts the simulated holders.
+func benchLoad(e *env, c loadConfig) error {
+	if c.objects < 1 || c.clients < 1 || c.segments < 1 || c.batch < 1 || c.batch > api.MaxBatchPutItems {
+		return usagef("--objects, --clients, --segments ≥ 1 and 1 ≤ --batch ≤ %d", api.MaxBatchPutItems)
+	}
+	run := benchRunID()
+	if c.prefix == "" {
+		c.prefix = "load/" + run + "/"
+	}
+	if err := api.ValidKey(fmt.Sprintf("%s%010d", c.prefix, c.objects-1)); err != nil {
+		return usagef("--prefix: %v", err)
+	}
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
+	probe, err := e.masterProbe(c.masterHTTP)
+	if err != nil {
+		return err
+	}
+	before, err := cl.Status(context.Background())
+	if err != nil {
+		return fmt.Errorf("status before: %w", err)
+	}
+	memBefore := probe.memory()
+	simCl, err := e.newClient() // the holders' traffic on its own connection
+	if err != nil {
+		return err
+	}
+	sims, err := mountSims(e, []*client.Client{simCl}, c.segments, simConfig{pool: simPool, process: run})
+	if err != nil {
+		return err
+	}
+	defer stopSims(e, sims)
+	for _, s := range sims {
+		s.draining.Store(true) // nothing to drain unless a put is replaced; acked as a holder would
+	}
+
+	fmt.Printf("bench load: %d objects under %s on %d simulated holders, batches of %d, %d clients\n", c.objects, c.prefix, c.segments, c.batch, c.clients)
+	batches := (c.objects + c.batch - 1) / c.batch
+	clock := &sliceClock{total: int64(c.objects), start: time.Now()}
+	var next, sent, committed, retried atomic.Int64
+	var mu sync.Mutex
+	var itemErr, callErr error
+	var failed int64
+	var wg sync.WaitGroup
+	var stop atomic.Bool
+	for range min(c.clients, batches) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			items := make([]api.PutStartRequest, 0, c.batch)
+			for !stop.Load() {
+				b := int(next.Add(1) - 1)
+				if b >= batches {
+					return
+				}
+				lo, hi := b*c.batch, min((b+1)*c.batch, c.objects)
+				items = items[:0]
+				for i := lo; i < hi; i++ {
+					items = append(items, api.PutStartRequest{Key: fmt.Sprintf("%s%010d", c.prefix, i), Size: c.size, ReplicaNum: 1, Pool: simPool, IfAbsent: true})
+				}
+				n, ie, err := loadBatch(e, cl, items, &retried)
+				clock.note(committed.Add(int64(n)))
+				sent.Add(int64(hi - lo))
+				if ie == nil && err == nil {
+					continue
+				}
+				mu.Lock()
+				failed += int64(hi - lo - n)
+				itemErr, callErr = keepFirst(itemErr, ie), keepFirst(callErr, err)
+				mu.Unlock()
+				if err != nil {
+					stop.Store(true) // sent loadAttempts times, or refused outright: the cluster is not answering
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	p := newProgress("bench load", int64(c.objects), "objects")
+	for reported, waiting := int64(0), true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case <-time.After(200 * time.Millisecond):
+		}
+		n := sent.Load()
+		p.add(n - reported)
+		reported = n
+	}
+	elapsed := time.Since(clock.start)
+	if callErr != nil {
+		p.abort()
+	} else {
+		p.finish()
+	}
+
+	ok := committed.Load()
+	fmt.Printf("committed %d objects in %.2fs: %.0f objects/s; %d failed", ok, elapsed.Seconds(), float64(ok)/elapsed.Seconds(), failed)
+	if n := retried.Load(); n > 0 {
+		fmt.Printf("; %d batches sent again after the cluster did not answer for --timeout", n)
+	}
+	fmt.Println()
+	fmt.Printf("objects/s by tenth of the objects (does the commit rate fall as the state grows?):\n")
+	for k, r := range clock.rates() {
+		if r == 0 { // reached by the same batch as the tenth before
+			fmt.Printf("  %3d-%3d%%  %8s\n", 10*k, 10*(k+1), "-")
+			continue
+		}
+		fmt.Printf("  %3d-%3d%%  %8.0f\n", 10*k, 10*(k+1), r)
+	}
+	after, err := cl.Status(context.Background())
+	if err != nil {
+		return fmt.Errorf("status after: %w", err)
+	}
+	fmt.Printf("cluster objects (leader's count): %d before, %d after (%+d)\n", before.Objects, after.Objects, after.Objects-before.Objects)
+	printElections(before, after)
+	probe.printMemory(memBefore, after.Objects, ok)
+
+	switch {
+	case callErr != nil:
+		return fmt.Errorf("load stopped after %d objects committed (a longer --timeout rides out longer elections): %w", ok, callErr)
+	case itemErr != nil:
+		if errors.Is(itemErr, api.ErrObjectAlreadyExists) {
+			return fmt.Errorf("%d objects not created (the prefix was used before? give a new --prefix): first: %w", failed, itemErr)
+		}
+		return fmt.Errorf("%d objects not created: first: %w", failed, itemErr)
+	}
+	return nil
+}
+
+// loadAttempts bounds how often bench load sends one batch: again after a
+// call that got no answer for the client's whole --timeout.
+const loadAttempts = 10
+
+// loadBatch puts items with putBatch and returns how many were committed.
+// When a call fails without an answer (OUTCOME_UNKNOWN, UNAVAILABLE or
+// TIMEOUT once the client's retries ran out) it waits a second and sends
+// the batch again (counted in retried), up to loadAttempts times. An
+// earlier attempt may have acted: on a repeat, an item not committed by
+// this attempt counts as committed if its key exists now (the prefix is
+// the run's own) and as failed otherwise (an earlier attempt left a
+// pending put, which refuses a new one until the leader discards it).
+func loadBatch(e *env, cl *client.Client, items []api.PutStartRequest, retried *atomic.Int64) (committed int, itemErr, err error) {
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := e.ctx()
+		ok, ie, err := putBatch(ctx, cl, items)
+		cancel()
+		switch {
+		case err == nil && attempt == 1:
+			return len(ok), ie, nil
+		case err == nil:
+			return settleRepeat(e, cl, items, ok, ie)
+		case attempt == loadAttempts:
+			return 0, nil, err
+		}
+		switch api.CodeOf(err) {
+		case api.CodeOutcomeUnknown, api.CodeUnavailable, api.CodeTimeout:
+		default:
+			return 0, nil, err
+		}
+		retried.Add(1)
+		time.Sleep(time.Second)
+	}
+}
+
+// settleRepeat counts a repeated batch's items: those committed now, and
+// those not whose key exists (an earlier attempt committed them).
+func settleRepeat(e *env, cl *client.Client, items []api.PutStartRequest, ok []int, itemErr error) (int, error, error) {
+	done := make([]bool, len(items))
+	for _, i := range ok {
+		done[i] = true
+	}
+	var keys []string
+	for i, it := range items {
+		if !done[i] {
+			keys = append(keys, it.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return len(items), nil, nil
+	}
+	var ex api.ExistResponse
+	if err := e.callVia(cl, api.MethodExist, &api.KeysRequest{Keys: keys}, &ex); err != nil {
+		return len(ok), itemErr, fmt.Errorf("after sending a batch again, Exist: %w", err)
+	}
+	if len(ex.Exists) != len(keys) {
+		return len(ok), itemErr, fmt.Errorf("the Exist call answered %d for %d keys", len(ex.Exists), len(keys))
+	}
+	n := len(ok)
+	for _, exists := range ex.Exists {
+		if exists {
+			n++
+		}
+	}
+	if n == len(items) {
+		itemErr = nil
+	} else {
+		itemErr = fmt.Errorf("%d objects of a batch sent again were not created (an earlier attempt left them pending; the leader discards them): %w", len(items)-n, itemErr)
+	}
+	return n, itemErr, nil
+}
+
+// sliceClock notes when a growing count first reaches each tenth of its
+// total, so the rate can be shown per tenth: whether it falls as the
+// masters' state grows.
+type sliceClock struct {
+	total int64
+	start time.Time
+
+	mu sync.Mutex
+	at []time.Duration // at[k]: when the count reached bound(k)
+}
+
+func (s *sliceClock) bound(k int) int64 { return s.total * int64(k+1) / 10 }
+
+// note records count, a value of the count after an increment.
+func (s *sliceClock) note(count int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.at) < 10 && count >= s.bound(len(s.at)) {
+		s.at = append(s.at, time.Since(s.start))
+	}
+}
+
+// rates are the counts per second of the tenths reached.
+func (s *sliceClock) rates() []float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]float64, len(s.at))
+	var prevT time.Duration
+	var prevN int64
+	for k, t := range s.at {
+		if dt := (t - prevT).Seconds(); dt > 0 {
+			out[k] = float64(s.bound(k)-prevN) / dt
+		}
+		prevT, prevN = t, s.bound(k)
+	}
+	return out
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sexton/api"
+	"sexton/client"
+	"sexton/internal/devcluster"
+)
+
+// benchCluster starts a one-process cluster and a client of it.
+func benchCluster(t *testing.T) (*devcluster.Cluster, *client.Client) {
+	t.Helper()
+	c, err := devcluster.Start(devcluster.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := client.New(client.Config{Masters: []string{c.MasterAddr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return c, cl
+}
+
+func clusterStatus(t *testing.T, cl *client.Client) api.StatusResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := cl.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// countKeys lists every object under prefix.
+func countKeys(t *testing.T, cl *client.Client, prefix string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, cursor := 0, ""
+	for {
+		objs, next, err := cl.List(ctx, prefix, cursor, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(objs)
+		if next == "" {
+			return n
+		}
+		cursor = next
+	}
+}
+
+// assertSimsUnmounted: a bench leaves none of its simulated holders mounted.
+func assertSimsUnmounted(t *testing.T, cl *client.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var segs api.ListSegmentsResponse
+	if err := cl.Call(ctx, api.MethodListSegments, &api.Empty{}, &segs); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range segs.Segments {
+		if strings.HasPrefix(string(s.ID), "bench-sim-") && s.Mounted {
+			t.Errorf("simulated holder %s is still mounted after the bench", s.ID)
+		}
+	}
+}
+
+// TestBenchLoadAddsExactlyN: bench load grows the cluster's object count
+// by exactly --objects, all under --prefix, prints the rate per tenth and
+// the master's memory, and a second run on the same prefix overwrites
+// nothing: it fails naming OBJECT_ALREADY_EXISTS.
+func TestBenchLoadAddsExactlyN(t *testing.T) {
+	c, cl := benchCluster(t)
+	const n = 2000
+	before := clusterStatus(t, cl)
+	args := []string{"bench", "load", "--objects", strconv.Itoa(n), "--clients", "4", "--batch", "100", "--segments", "3",
+		"--prefix", "t/load/", "--masters", c.MasterAddr(), "--master-http", c.Master.HTTPAddr()}
+	out, err := captureStdout(t, func() error { return run(args) })
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := clusterStatus(t, cl)
+	if got := after.Objects - before.Objects; got != n {
+		t.Errorf("object count grew by %d, want %d", got, n)
+	}
+	if got := countKeys(t, cl, "t/load/"); got != n {
+		t.Errorf("%d objects under the prefix, want %d", got, n)
+	}
+	for _, want := range []string{"committed 2000 objects", "  90-100%", "bytes/object (RSS / ", "heap in use"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	assertSimsUnmounted(t, cl)
+
+	out, err = captureStdout(t, func() error { return run(args) })
+	if err == nil || !strings.Contains(err.Error(), "OBJECT_ALREADY_EXISTS") {
+		t.Errorf("a second load on the same prefix: %v, want OBJECT_ALREADY_EXISTS\n%s", err, out)
+	}
+	if got := clusterStatus(t, cl).Objects; got != after.Objects {
+		t.Errorf("a second load on the same prefix changed the object count %d → %d", after.Objects, got)
+	}
+	assertSimsUnmounted(t, cl)
+}
+
+// TestBenchHoldersAcksEveryRemove: after bench holders every key it
+// removed is gone and its task acked (no task pending in the cluster),
+// every Remove has a convergence figure, the leader's CPU is read, and
+// the simulated holders are unmounted.
+func TestBenchHoldersAcksEveryRemove(t *testing.T) {
+	c, cl := benchCluster(t)
+	before := clusterStatus(t, cl)
+	args := []string{"bench", "holders", "--n", "20", "--duration", "3s", "--removes-per-sec", "100", "--prefix", "t/holders/",
+		"--masters", c.MasterAddr(), "--master-http", c.Master.HTTPAddr()}
+	out, err := captureStdout(t, func() error { return run(args) })
+	t.Logf("%s", out)
+	if err != nil {
+		t.Error(err) // and see what the cluster says
+	}
+	after := clusterStatus(t, cl)
+	if after.PendingTasks != before.PendingTasks {
+		t.Errorf("pending tasks %d before, %d after: not every removed key's task was acked", before.PendingTasks, after.PendingTasks)
+	}
+	if after.Objects != before.Objects {
+		t.Errorf("objects %d before, %d after: not every object put was removed", before.Objects, after.Objects)
+	}
+	if got := countKeys(t, cl, "t/holders/"); got != 0 {
+		t.Errorf("%d objects left under the prefix", got)
+	}
+	m := regexp.MustCompile(`removes: (\d+) answered OK`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no removes line in %s", out)
+	}
+	removed, _ := strconv.Atoi(string(m[1]))
+	if removed < 100 {
+		t.Errorf("%d removes in 3s at 100/s", removed)
+	}
+	for _, want := range []string{
+		"(" + strconv.Itoa(removed) + " of " + strconv.Itoa(removed) + " removes)",
+		"tasks pending on the simulated holders: 0",
+		"% of one core (" + c.Master.HTTPAddr(),
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	assertSimsUnmounted(t, cl)
+}
+
+// TestParseMetrics: the unlabelled samples named are read, with or
+// without a timestamp; labelled series, comments, other names and
+// malformed lines are not.
+func TestParseMetrics(t *testing.T) {
+	text := `# HELP process_resident_memory_bytes Resident memory size in bytes.
+# TYPE process_resident_memory_bytes gauge
+process_resident_memory_bytes 6.5e+07
+go_memstats_heap_inuse_bytes 1234 1700000000000
+process_cpu_seconds_total{mode="user"} 99
+process_cpu_seconds_total
+process_cpu_seconds_total 
+go_goroutines 12
+`
+	got := parseMetrics(text, []string{metricRSS, metricHeap, metricCPUSecs})
+	want := map[string]float64{metricRSS: 6.5e7, metricHeap: 1234}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+// TestLoadRepeatCountsWhatAnEarlierAttemptCommitted: when bench load sends
+// a batch again after a call got no answer, the items that attempt did not
+// commit count as committed exactly when their key exists.
+func TestLoadRepeatCountsWhatAnEarlierAttemptCommitted(t *testing.T) {
+	c, _ := benchCluster(t)
+	args := []string{"bench", "load", "--objects", "2", "--segments", "1", "--prefix", "t/rep/", "--masters", c.MasterAddr()}
+	if out, err := captureStdout(t, func() error { return run(args) }); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	e := &env{masters: c.MasterAddr(), timeout: 10 * time.Second}
+	defer e.close()
+	cl, err := e.client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := []api.PutStartRequest{{Key: "t/rep/0000000000"}, {Key: "t/rep/never"}, {Key: "t/rep/0000000001"}, {Key: "t/rep/now"}}
+	n, itemErr, err := settleRepeat(e, cl, items, []int{3}, api.ErrObjectAlreadyExists)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 || itemErr == nil || !strings.Contains(itemErr.Error(), "1 objects of a batch sent again were not created") {
+		t.Errorf("settleRepeat = %d, %v; want 3 and an error naming the 1 not created", n, itemErr)
+	}
+	n, itemErr, err = settleRepeat(e, cl, items[:1], nil, api.ErrObjectAlreadyExists)
+	if err != nil || n != 1 || itemErr != nil {
+		t.Errorf("settleRepeat of an existing key = %d, %v, %v; want 1, nil, nil", n, itemErr, err)
+	}
+}
