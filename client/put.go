@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sexton/internal/ctxsleep"
 	"slices"
 	"time"
 
@@ -47,7 +48,7 @@ func (c *Client) Put(ctx context.Context, key string, value []byte, opt PutOptio
 				// failure may have been passing (a holder's GC replaced
 				// the bucket a write was queued for), so try them again.
 				req.Exclude = nil
-				if !sleepCtx(ctx, 50*time.Millisecond) {
+				if !ctxsleep.Sleep(ctx, 50*time.Millisecond) {
 					return api.ObjectIncarnation{}, ctx.Err()
 				}
 				continue
@@ -122,17 +123,6 @@ func replaceable(err error) bool {
 func noPlacement(err error) bool {
 	c := api.CodeOf(err)
 	return c == api.CodeNoSpace || c == api.CodeUnavailable
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // revoke abandons a started put; best effort: if it fails the master's

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"sexton/internal/ctxsleep"
 	"time"
 
 	"sexton/api"
@@ -83,7 +84,7 @@ func (c *Client) WaitDeleted(ctx context.Context, key string, inc api.ObjectInca
 		if pending == 0 {
 			return nil
 		}
-		if !sleepCtx(ctx, pause) {
+		if !ctxsleep.Sleep(ctx, pause) {
 			return api.Errorf(api.CodeTimeout, "%s: %d delete tasks still pending: %v", key, pending, ctx.Err())
 		}
 		pause = min(2*pause, 250*time.Millisecond)

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"sexton/internal/ctxsleep"
 	"slices"
 	"time"
 
@@ -58,7 +59,7 @@ func (s *jobScan) take(cursor string, n int) (keys []string, last, ok bool) {
 func (n *Node) jobsLeader(ctx context.Context) {
 	scans := map[uint64]*jobScan{}
 	for ctx.Err() == nil {
-		if !n.advanceJobs(ctx, scans) && !sleepCtx(ctx, jobIdle) {
+		if !n.advanceJobs(ctx, scans) && !ctxsleep.Sleep(ctx, jobIdle) {
 			return
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"sexton/internal/ctxsleep"
 	"sync"
 	"time"
 
@@ -123,7 +124,7 @@ func (n *Node) becomeLeader(ctx context.Context, term uint64) {
 				return
 			}
 			n.log.Warn("leader barrier failed; retrying", "error", err)
-			if !sleepCtx(ctx, 100*time.Millisecond) {
+			if !ctxsleep.Sleep(ctx, 100*time.Millisecond) {
 				return
 			}
 			continue
@@ -131,7 +132,7 @@ func (n *Node) becomeLeader(ctx context.Context, term uint64) {
 		eb, err := n.epochBegin(term)
 		if err != nil {
 			n.log.Warn("EpochBegin failed; retrying", "error", err)
-			if !sleepCtx(ctx, 100*time.Millisecond) {
+			if !ctxsleep.Sleep(ctx, 100*time.Millisecond) {
 				return
 			}
 			continue
@@ -230,7 +231,7 @@ func (n *Node) bootstrapSettings(ctx context.Context) bool {
 		}
 		if r == nil {
 			n.log.Warn("proposing the initial settings failed; retrying", "error", err)
-			if !sleepCtx(ctx, 100*time.Millisecond) {
+			if !ctxsleep.Sleep(ctx, 100*time.Millisecond) {
 				return false
 			}
 			continue
@@ -340,16 +341,5 @@ func randomClusterID() uint64 {
 		if v := binary.BigEndian.Uint64(b[:]); v != 0 {
 			return v
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

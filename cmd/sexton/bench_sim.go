@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"sexton/internal/ctxsleep"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -91,7 +92,7 @@ func mountSim(e *env, cl *client.Client, id api.SegmentID, cfg simConfig) (*simH
 // holders started together do not beat in step.
 func (s *simHolder) heartbeatLoop(ctx context.Context) {
 	defer s.wg.Done()
-	if !sleepCtx(ctx, rand.N(time.Second)) {
+	if !ctxsleep.Sleep(ctx, rand.N(time.Second)) {
 		return
 	}
 	t := time.NewTicker(time.Second)
@@ -124,7 +125,7 @@ func (s *simHolder) drainLoop(ctx context.Context) {
 	defer s.wg.Done()
 	for ctx.Err() == nil {
 		if !s.draining.Load() {
-			sleepCtx(ctx, 20*time.Millisecond)
+			ctxsleep.Sleep(ctx, 20*time.Millisecond)
 			continue
 		}
 		fctx, c := context.WithTimeout(ctx, simFetchWait+5*time.Second)
@@ -133,7 +134,7 @@ func (s *simHolder) drainLoop(ctx context.Context) {
 			Limit: api.MaxFetchLimit, WaitMillis: simFetchWait.Milliseconds()}, &fr)
 		c()
 		if err != nil {
-			sleepCtx(ctx, 200*time.Millisecond) // as a holder does: no spinning on a failing leader
+			ctxsleep.Sleep(ctx, 200*time.Millisecond) // as a holder does: no spinning on a failing leader
 			continue
 		}
 		if len(fr.Tasks) == 0 {
@@ -268,16 +269,4 @@ func forEachParallel(n, workers int, f func(i int) error) error {
 	}
 	wg.Wait()
 	return first
-}
-
-// sleepCtx sleeps d or until ctx ends; false if ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
