@@ -49,17 +49,20 @@ func TestSnapshotByLogBytes(t *testing.T) {
 func TestSnapshotMeterDue(t *testing.T) {
 	var m snapshotMeter
 	m.appliedBytes.Store(100)
-	if !m.due(100) || m.due(101) {
-		t.Fatalf("floor: due(100)=%v due(101)=%v at 100 bytes applied", m.due(100), m.due(101))
+	if !m.due(100, 1) || m.due(101, 1) {
+		t.Fatalf("floor: due(100)=%v due(101)=%v at 100 bytes applied", m.due(100, 1), m.due(101, 1))
+	}
+	if m.due(80, 1.3) || !m.due(80, 1.25) {
+		t.Fatalf("stagger: a floor of 80 scaled by 1.3 is due at 100 bytes, or by 1.25 is not")
 	}
 	m.appliedAtSnap.Store(100)
 	m.lastSnapBytes.Store(1000) // half of it is 500, above the floor of 100
 	m.appliedBytes.Store(599)
-	if m.due(100) {
+	if m.due(100, 1) {
 		t.Fatalf("due at 499 bytes since a 1000-byte snapshot")
 	}
 	m.appliedBytes.Store(600)
-	if !m.due(100) {
+	if !m.due(100, 1) {
 		t.Fatalf("not due at 500 bytes since a 1000-byte snapshot")
 	}
 }
@@ -84,5 +87,24 @@ func TestSnapshotNowEndpoint(t *testing.T) {
 		if want := map[bool]int{false: 404, true: 200}[debug]; resp.StatusCode != want || snapped != debug {
 			t.Fatalf("EnableDebug=%v: POST answered %d (want %d), snapshot taken %v", debug, resp.StatusCode, want, snapped)
 		}
+	}
+}
+
+// TestSnapshotStaggerSpreadsMembers: the three members of a cluster get
+// three different trigger factors, the first 1.
+func TestSnapshotStaggerSpreadsMembers(t *testing.T) {
+	tc := startCluster(t, 3)
+	tc.waitLeader(t)
+	seen := map[float64]string{}
+	for i := range 3 {
+		n := tc.node(i)
+		f := n.snapshotStagger()
+		if other, dup := seen[f]; dup {
+			t.Fatalf("%s and %s share the stagger factor %v", n.cfg.ID, other, f)
+		}
+		seen[f] = n.cfg.ID
+	}
+	if _, ok := seen[1]; !ok {
+		t.Fatalf("no member has factor 1: %v", seen)
 	}
 }
