@@ -107,7 +107,9 @@ func (n *Node) snapshotByBytes() {
 			return
 		case <-tick.C:
 		}
-		if !n.rfsm.meter.due(n.cfg.SnapshotLogBytes, n.snapshotStagger()) {
+		// The stagger is ≥ 1, so asking raft for the configuration is only
+		// worth it once the unstaggered trigger is reached.
+		if m := &n.rfsm.meter; !m.due(n.cfg.SnapshotLogBytes, 1) || !m.due(n.cfg.SnapshotLogBytes, n.snapshotStagger()) {
 			continue
 		}
 		start := time.Now()
