@@ -108,9 +108,7 @@ func TestRaftPortRefusesStrangers(t *testing.T) {
 	if aeErr == nil || rvErr == nil {
 		t.Errorf("a stranger's RPCs were answered: AppendEntries err=%v, RequestVote err=%v", aeErr, rvErr)
 	}
-	if got := refusedCount(t, victim, "accept", refuseProtocol); got < 2 {
-		t.Errorf("sexton_raft_conn_refused_total{accept,protocol} = %v on the follower, want ≥ 2", got)
-	}
+	waitRefused(t, victim, "accept", refuseProtocol, 2)
 	if after != before {
 		t.Errorf("follower changed: before %+v after %+v", before, after)
 	}
@@ -129,6 +127,22 @@ func slowElections(c *Config) {
 }
 
 // refusedCount reads sexton_raft_conn_refused_total{side, reason} of n.
+// waitRefused waits until n counted at least want refusals of reason on
+// side. The acceptor counts a refusal after it has sent its TLS alert or
+// closed the connection, so the dialer can see its error first: the count
+// is eventually right, not at the moment the dialer returns.
+func waitRefused(t *testing.T, n *Node, side, reason string, want float64) {
+	t.Helper()
+	var got float64
+	deadline := time.Now().Add(5 * time.Second)
+	for got = refusedCount(t, n, side, reason); got < want && time.Now().Before(deadline); got = refusedCount(t, n, side, reason) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got < want {
+		t.Errorf("sexton_raft_conn_refused_total{%s,%s} = %v on %s, want ≥ %v", side, reason, got, n.cfg.ID, want)
+	}
+}
+
 func refusedCount(t *testing.T, n *Node, side, reason string) float64 {
 	t.Helper()
 	mfs, err := n.metrics.reg.Gather()
@@ -233,9 +247,7 @@ func TestRaftTLSCluster(t *testing.T) {
 	if aeErr == nil || rvErr == nil {
 		t.Errorf("a dialer with another CA's certificate was answered: %v, %v", aeErr, rvErr)
 	}
-	if got := refusedCount(t, victim, "accept", refuseTLS); got < 6 {
-		t.Errorf("sexton_raft_conn_refused_total{accept,tls} = %v on the follower, want ≥ 6", got)
-	}
+	waitRefused(t, victim, "accept", refuseTLS, 6)
 	time.Sleep(500 * time.Millisecond)
 	leaderNow := tc.waitLeader(t)
 	if after := viewOf(t, victim); after != before {
