@@ -7,4 +7,8 @@ package fsm
 // the expensive consistency checker after every entry.
 const invariantsEnabled = false
 
+// InvariantsEnabled tells other packages whether this build runs the
+// expensive checks (the master decodes every entry before proposing it).
+const InvariantsEnabled = invariantsEnabled
+
 func (st *state) checkInvariants() error { return nil }

@@ -12,6 +12,10 @@ import (
 
 const invariantsEnabled = true
 
+// InvariantsEnabled tells other packages whether this build runs the
+// expensive checks (the master decodes every entry before proposing it).
+const InvariantsEnabled = invariantsEnabled
+
 // checkInvariants cross-checks every index of the state against the others.
 // It is O(state) and runs after every Apply when built with -tags
 // invariants or -race (the way pebble guards its expensive checks): every

@@ -1,7 +1,9 @@
 package master
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -10,8 +12,14 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	raftwal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 	"go.etcd.io/bbolt"
 )
+
+// raftLogCacheEntries is how many recent log entries raft.LogCache keeps
+// in memory: enough for the replication of a few hundred entries in flight
+// (at most ~25 KiB each, a bench load batch) to read none back from disk.
+const raftLogCacheEntries = 512
 
 // Log store kinds (--raft-log-store).
 const (
@@ -32,6 +40,9 @@ type LogStore struct {
 // OpenLogStore opens (creating if needed) the log store of kind in dir. A
 // nil logger leaves the store's own default.
 func OpenLogStore(dir, kind string, logger hclog.Logger) (*LogStore, error) {
+	if err := checkNoOtherLogStore(dir, kind); err != nil {
+		return nil, err
+	}
 	switch kind {
 	case LogStoreWAL:
 		walDir := filepath.Join(dir, "raft-wal")
@@ -41,11 +52,17 @@ func OpenLogStore(dir, kind string, logger hclog.Logger) (*LogStore, error) {
 		if logger == nil {
 			logger = hclog.Default().Named("wal") // raft-wal's own default
 		}
-		w, err := raftwal.Open(walDir, raftwal.WithLogger(logger))
+		// raft-wal v0.4.0's Close leaves its metadata db (a bbolt file)
+		// open, and with it bbolt's file lock: a second Open in the same
+		// process waited on that lock forever. The store is passed in so
+		// Close can close it after the WAL.
+		meta := &metadb.BoltMetaDB{}
+		w, err := raftwal.Open(walDir, raftwal.WithLogger(logger), raftwal.WithMetaStore(meta))
 		if err != nil {
+			_ = meta.Close()
 			return nil, fmt.Errorf("open raft-wal: %w", err)
 		}
-		return &LogStore{Logs: w, Stable: w, Close: w.Close}, nil
+		return &LogStore{Logs: w, Stable: w, Close: func() error { return errors.Join(w.Close(), meta.Close()) }}, nil
 	case LogStoreBoltDB, "":
 		b, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), BoltOptions: boltOptions()})
 		if err != nil {
@@ -55,6 +72,34 @@ func OpenLogStore(dir, kind string, logger hclog.Logger) (*LogStore, error) {
 	}
 	return nil, fmt.Errorf("--raft-log-store %q: want %s or %s", kind, LogStoreBoltDB, LogStoreWAL)
 }
+
+// checkNoOtherLogStore refuses to open a log store of kind in dir when dir
+// already holds the other kind's log. Opening it anyway would start this
+// node with an empty log beside its real one: its term, vote and entries
+// forgotten, which in a cluster can undo an election this node voted in
+// and, bootstrapped alone, starts a new cluster on an old data dir.
+func checkNoOtherLogStore(dir, kind string) error {
+	other, otherKind := filepath.Join(dir, "raft-wal"), LogStoreWAL
+	if kind == LogStoreWAL {
+		other, otherKind = filepath.Join(dir, "raft.db"), LogStoreBoltDB
+	}
+	switch fi, err := os.Stat(other); {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("raft log store: %w", err)
+	case fi.IsDir():
+		if ents, err := os.ReadDir(other); err != nil {
+			return fmt.Errorf("raft log store: %w", err)
+		} else if len(ents) == 0 {
+			return nil // an empty raft-wal/ holds no log
+		}
+	}
+	return fmt.Errorf("%w: %s holds a %s log (%s); start with --raft-log-store %s, or move the data dir away to start this node empty", ErrOtherLogStore, dir, otherKind, other, otherKind)
+}
+
+// ErrOtherLogStore: the data dir holds the log of the other store kind.
+var ErrOtherLogStore = errors.New("raft log store of another kind in the data dir")
 
 // boltOptions are bbolt's options for raft.db. bbolt's defaults keep the
 // free-page list as a sorted array and write it to disk in every commit:
