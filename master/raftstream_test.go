@@ -282,6 +282,12 @@ func TestRaftStreamBoundsPendingHandshakes(t *testing.T) {
 	if n, err := extra.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("connection %d past the bound was served (read %d bytes, %v)", maxPendingRaftHandshakes+1, n, err)
 	}
+	// The acceptor counts the refusal after closing the connection, so the
+	// dialer's read can return first: wait for the count.
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.ref.get("accept/"+refuseBusy) < 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if got := srv.ref.get("accept/" + refuseBusy); got != 1 {
 		t.Errorf("busy refusals %d, want 1", got)
 	}
