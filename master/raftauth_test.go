@@ -126,7 +126,6 @@ func slowElections(c *Config) {
 	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
 }
 
-// refusedCount reads sexton_raft_conn_refused_total{side, reason} of n.
 // waitRefused waits until n counted at least want refusals of reason on
 // side. The acceptor counts a refusal after it has sent its TLS alert or
 // closed the connection, so the dialer can see its error first: the count
@@ -143,6 +142,7 @@ func waitRefused(t *testing.T, n *Node, side, reason string, want float64) {
 	}
 }
 
+// refusedCount reads sexton_raft_conn_refused_total{side, reason} of n.
 func refusedCount(t *testing.T, n *Node, side, reason string) float64 {
 	t.Helper()
 	mfs, err := n.metrics.reg.Gather()
