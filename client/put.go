@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sexton/internal/ctxsleep"
 	"slices"
 	"time"
+
+	"sexton/internal/ctxsleep"
 
 	"sexton/api"
 )

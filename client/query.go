@@ -2,8 +2,9 @@ package client
 
 import (
 	"context"
-	"sexton/internal/ctxsleep"
 	"time"
+
+	"sexton/internal/ctxsleep"
 
 	"sexton/api"
 )

@@ -2,9 +2,10 @@ package master
 
 import (
 	"context"
-	"sexton/internal/ctxsleep"
 	"slices"
 	"time"
+
+	"sexton/internal/ctxsleep"
 
 	"sexton/api"
 	"sexton/fsm"

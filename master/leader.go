@@ -5,9 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"sexton/internal/ctxsleep"
 	"sync"
 	"time"
+
+	"sexton/internal/ctxsleep"
 
 	"github.com/hashicorp/raft"
 

@@ -177,15 +177,7 @@ func (n *Node) startRaft() error {
 	if cfg.hooks.probe != nil {
 		n.guard.probe = cfg.hooks.probe
 	}
-	// Replication reads back the entries it has just written; the cache
-	// answers those from memory instead of a bbolt read transaction (4 %
-	// of the leader's CPU under 16 clients' removes).
-	cached, err := raft.NewLogCache(raftLogCacheEntries, n.guard)
-	if err != nil {
-		n.guard.close()
-		return fmt.Errorf("raft log cache: %w", err)
-	}
-	r, err := raft.NewRaft(rc, n.rfsm, cached, n.guard, snaps, preVoteGate{NetworkTransport: trans, g: n.guard})
+	r, err := raft.NewRaft(rc, n.rfsm, CachedLogs(n.guard), n.guard, snaps, preVoteGate{NetworkTransport: trans, g: n.guard})
 	if err != nil {
 		n.guard.close()
 		return fmt.Errorf("start raft: %w", err)

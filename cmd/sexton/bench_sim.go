@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"sexton/internal/ctxsleep"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"sexton/internal/ctxsleep"
 
 	"sexton/api"
 	"sexton/client"

@@ -172,7 +172,7 @@ func startBareNode(dir, id, addr, peers, storeKind string, follower bool) (*bare
 		b.close()
 		return nil, err
 	}
-	if b.r, err = raft.NewRaft(c, noopFSM{}, logs, stable, snaps, trans); err != nil {
+	if b.r, err = raft.NewRaft(c, noopFSM{}, master.CachedLogs(logs), stable, snaps, trans); err != nil {
 		b.close()
 		return nil, err
 	}
