@@ -24,7 +24,14 @@ func (s *Store) BindCluster(clusterID uint64) error {
 	}
 	next := s.id
 	next.ClusterID = clusterID
-	if err := writeIdentity(s.fs, s.dir, next); err != nil {
+	err := writeIdentity(s.fs, s.dir, next)
+	// A holder that first meets its cluster on a full disk must still
+	// mount, or the deletes that would free the disk never reach it: the
+	// marker is a metadata write of the deletion path like a tombstone's.
+	if err != nil && s.retryAfterNoSpace(spacePathIdentity, err) {
+		err = writeIdentity(s.fs, s.dir, next)
+	}
+	if err != nil {
 		return err
 	}
 	// Only the cluster id changes: SegmentID reads s.id.SegmentID without

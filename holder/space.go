@@ -66,6 +66,7 @@ const (
 	spacePathGCMeta    = "gc_meta"   // a GC target's .meta
 	spacePathGCData    = "gc_data"   // a GC target's data
 	spacePathReserve   = "reserve"   // creating .space_reserve
+	spacePathIdentity  = "identity"  // the identity marker, bound to a cluster at the first mount
 	spaceLogEvery      = time.Minute // a repeated full-disk warning is logged at most this often
 	gcMergeSlackNoRsv  = int64(64 << 10)
 )
@@ -463,7 +464,7 @@ func (s *Store) SpaceStats() SpaceStats {
 
 // enospcPaths lists the ENOSPC counter paths in a fixed order.
 func enospcPaths(m map[string]uint64) []string {
-	out := []string{spacePathPut, spacePathTombstone, spacePathFloor, spacePathGCFloor, spacePathGCIntent, spacePathGCMeta, spacePathGCData, spacePathReserve}
+	out := []string{spacePathPut, spacePathTombstone, spacePathFloor, spacePathGCFloor, spacePathGCIntent, spacePathGCMeta, spacePathGCData, spacePathReserve, spacePathIdentity}
 	known := map[string]bool{}
 	for _, p := range out {
 		known[p] = true

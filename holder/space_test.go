@@ -198,6 +198,14 @@ func startFullDisk(t *testing.T, dir string, fs fsys.FS, filler func()) *fullDis
 	if err := d.s.StartGC(gc, nil); err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+// follow starts the holder's service against a fake master and waits for
+// the first mount to bind the store to the master's cluster.
+func (d *fullDisk) follow() {
+	t := d.t
+	t.Helper()
 	d.m = startTaskMaster(t)
 	svc, err := StartService(d.s, ServiceConfig{Masters: []string{d.m.ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
 		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond, Capacity: fullCapacity, Logger: d.s.log})
@@ -206,7 +214,7 @@ func startFullDisk(t *testing.T, dir string, fs fsys.FS, filler func()) *fullDis
 	}
 	d.svc = svc
 	t.Cleanup(svc.Close)
-	return d
+	waitFor(t, "the first mount to bind the store to the cluster", func() bool { return d.s.Identity().ClusterID != 0 })
 }
 
 // put stores one more object; it returns the Put's error.
@@ -247,6 +255,7 @@ func (d *fullDisk) fill() {
 // all within seconds.
 func (d *fullDisk) run() {
 	t := d.t
+	d.follow()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newSpaceCollector(d.s))
 	metrics := func(stage string) {
@@ -340,6 +349,12 @@ func (d *fullDisk) run() {
 	if n := d.logs.count("--capacity exceeds the filesystem"); n != 1 {
 		t.Fatalf("the clamped capacity was logged %d times at start, want 1:\n%s", n, d.logs)
 	}
+	// The scenario can finish within one heartbeat interval; wait for the
+	// first heartbeat rather than read a capacity that was never sent.
+	waitFor(t, "a heartbeat", func() bool { _, _, hb, _ := d.m.state(); return hb.Capacity != 0 })
+	// The scenario can finish within one heartbeat interval; wait for the
+	// first heartbeat rather than read a capacity that was never sent.
+	waitFor(t, "a heartbeat", func() bool { _, _, hb, _ := d.m.state(); return hb.Capacity != 0 })
 	_, _, hb, mounts := d.m.state()
 	if hb.Capacity <= 0 || hb.Capacity >= fullCapacity || len(mounts) == 0 || mounts[0].Capacity >= fullCapacity {
 		t.Fatalf("reported capacity not clamped: heartbeat %d, mounts %+v", hb.Capacity, mounts)
@@ -359,6 +374,37 @@ func TestFullDiskDeletionProceedsModel(t *testing.T) {
 	ff.SetSpace(2<<20, 2<<20)
 	d := startFullDisk(t, t.TempDir(), ff, func() { ff.TakeSpace(ff.FreeSpace()) })
 	d.run()
+}
+
+// A holder whose disk filled up before it ever mounted (a fresh holder
+// started on a full disk, or one whose first mount came after its disk
+// filled) still mounts: binding the identity marker to the cluster is a
+// metadata write of the deletion path, so it releases the space reserve
+// when it meets ENOSPC. Without that the mount failed forever and no
+// delete could reach the holder to free the disk.
+func TestFirstMountOnAFullDisk(t *testing.T) {
+	ff := fsys.NewFaulty(fsys.OS{})
+	ff.SetSpace(2<<20, 2<<20)
+	d := startFullDisk(t, t.TempDir(), ff, func() { ff.TakeSpace(ff.FreeSpace()) })
+	d.fill()
+	d.filler()
+	d.follow()
+	if st := d.s.SpaceStats(); st.ENOSPC[spacePathIdentity] != 1 || st.ReserveReleases != 1 {
+		t.Fatalf("the bind did not meet ENOSPC and release the reserve once: %+v", st)
+	}
+	var tasks []api.LocalDeleteTask
+	for i, k := range d.keys {
+		if i%2 == 0 {
+			tasks = append(tasks, api.LocalDeleteTask{ID: uint64(i + 1), Segment: d.s.SegmentID(), Key: k, Incarnation: d.incs[k]})
+		}
+	}
+	d.m.add(tasks...)
+	waitFor(t, "every delete task acked", func() bool { p, _, _, _ := d.m.state(); return p == 0 })
+	for k, inc := range d.incs {
+		if _, err := d.s.Get(k, inc); err != nil && !errors.Is(err, ErrNotFound) {
+			t.Fatalf("get %s: %v", k, err)
+		}
+	}
 }
 
 // On a real 4 MiB tmpfs (needs root to mount).
