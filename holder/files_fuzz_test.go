@@ -207,6 +207,15 @@ func FuzzReadIdentity(f *testing.F) {
 		f.Add(append(b, '\n'))
 	}
 	f.Add([]byte(`{"v":2,"segment_id":"x"}`))
+	// Spellings uuid.Parse takes that are not the canonical form: refused.
+	for _, spelling := range []string{
+		"6F1C1C3E-8A4B-4BDE-9D62-2F0D3B7F6A11",
+		"{6f1c1c3e-8a4b-4bde-9d62-2f0d3b7f6a11}",
+		"urn:uuid:6f1c1c3e-8a4b-4bde-9d62-2f0d3b7f6a11",
+		"6f1c1c3e8a4b4bde9d622f0d3b7f6a11",
+	} {
+		f.Add([]byte(`{"v":1,"segment_id":"` + spelling + `","cluster_id":1,"created":"2026-01-01T00:00:00Z"}`))
+	}
 	f.Add([]byte(`{"v":1,"segment_id":"6f1c1c3e-8a4b-4bde-9d62-2f0d3b7f6a11","cluster_id":1,"created":"2026-01-01T00:00:00Z","extra":1}`))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -228,8 +237,8 @@ func FuzzReadIdentity(f *testing.F) {
 		if id.V != markerVersion {
 			t.Fatalf("accepted marker version %d", id.V)
 		}
-		if _, err := uuid.Parse(string(id.SegmentID)); err != nil {
-			t.Fatalf("accepted segment id %q: %v", id.SegmentID, err)
+		if u, err := uuid.Parse(string(id.SegmentID)); err != nil || u.String() != string(id.SegmentID) {
+			t.Fatalf("accepted segment id %q, not a UUID in canonical form (%v)", id.SegmentID, err)
 		}
 		// What the reader accepts, the writer writes and the reader reads
 		// back as the same identity.

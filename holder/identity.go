@@ -59,8 +59,17 @@ func readIdentity(fs fsys.FS, dir string) (Identity, error) {
 	if err := dec.Decode(&id); err != nil {
 		return Identity{}, fmt.Errorf("%w: %s does not decode: %v", ErrCorrupt, name, err)
 	}
-	if _, err := uuid.Parse(string(id.SegmentID)); err != nil {
+	u, err := uuid.Parse(string(id.SegmentID))
+	if err != nil {
 		return Identity{}, fmt.Errorf("%w: %s: segment id %q is not a UUID", ErrCorrupt, name, id.SegmentID)
+	}
+	// uuid.Parse also takes {…}, urn:uuid:…, upper case and no dashes. The
+	// segment id is compared as a string everywhere (the master's registry,
+	// task routing), so two spellings of one UUID would be two segments;
+	// the holder only ever writes the canonical form, so any other is a
+	// hand edit or corruption.
+	if u.String() != string(id.SegmentID) {
+		return Identity{}, fmt.Errorf("%w: %s: segment id %q is not in the canonical UUID form %q", ErrCorrupt, name, id.SegmentID, u.String())
 	}
 	return id, nil
 }
