@@ -51,7 +51,12 @@ func (st *state) checkInvariants() error {
 				if t.key != key || r.byID.get(t.id) != t {
 					return fmt.Errorf("task list of %q holds task %d not in byID", key, t.id)
 				}
-				for o := t.keyNext; o != nil; o = o.keyNext {
+				// Ordered oldest incarnation first (linkTask), so tasks
+				// sharing an ident are in one run of equal incarnations.
+				if n := t.keyNext; n != nil && n.inc.Less(t.inc) {
+					return fmt.Errorf("task list of %q out of order: %s before %s", key, t.inc, n.inc)
+				}
+				for o := t.keyNext; o != nil && o.inc == t.inc; o = o.keyNext {
 					if o.ident() == t.ident() {
 						return fmt.Errorf("tasks %d and %d share (segment, key, incarnation)", t.id, o.id)
 					}

@@ -1,6 +1,9 @@
 package fsm
 
 import (
+	"slices"
+	"strings"
+
 	"sexton/api"
 )
 
@@ -50,9 +53,13 @@ type registry struct {
 	capacity int
 	byID     taskIndex
 	bySeg    map[api.SegmentID]*segQueue
-	// objs holds each key's task list (entry.tasks, linked by keyNext): a
-	// key has a handful of tasks at most, so the list is also the
-	// (segment, key, incarnation) uniqueness index.
+	// objs holds each key's task list (entry.tasks, linked by keyNext),
+	// oldest incarnation first (linkTask). Usually a key has a handful of
+	// tasks, so the list is also the (segment, key, incarnation)
+	// uniqueness index; but a hot key overwritten while one of its holders
+	// is down collects thousands, so the questions asked per task (is an
+	// older incarnation pending? which tasks did a drop release?) read
+	// only the head of the list, never the whole of it.
 	objs *objectTable
 	// wake is the state's wake-up collector: drop lists the segments of
 	// the tasks it releases (new tasks are listed by createTasks).
@@ -97,20 +104,62 @@ func (r *registry) index(t *task) {
 	q.live++
 }
 
-// linkTask puts t at the head of e's task list.
+// linkTask inserts t into e's task list, which is kept ordered by
+// incarnation, oldest first, tasks of one incarnation in the order they
+// were linked. The head is then the key's oldest pending incarnation, so
+// invariant 7's withholding (olderIn) costs O(1). A new task is usually
+// of the newest incarnation and walks the list to its end: linear in the
+// key's tasks, once per task created.
 func linkTask(e *entry, t *task) {
-	t.keyNext = e.tasks
-	e.tasks = t
+	if e.tasks == nil || t.inc.Less(e.tasks.inc) {
+		t.keyNext = e.tasks
+		e.tasks = t
+		return
+	}
+	p := e.tasks
+	for p.keyNext != nil && !t.inc.Less(p.keyNext.inc) {
+		p = p.keyNext
+	}
+	t.keyNext = p.keyNext
+	p.keyNext = t
 }
 
-// insert stores t (which must not duplicate an existing ident or id),
-// looking its key's entry up.
-func (r *registry) insert(t *task) {
-	r.index(t)
-	old := r.objs.get(t.key)
-	e := old
-	linkTask(&e, t)
-	r.objs.set(t.key, old, e)
+// insertRestored stores the tasks of a snapshot (in id order, none
+// duplicating another's ident or id, their keys holding no tasks yet). Each
+// key's list is built in one pass from the tasks sorted by key, then
+// incarnation, then id: the order linkTask keeps, since Apply links the
+// tasks of one incarnation in id order. Linking them one by one would walk
+// a hot key's list once per task.
+func (r *registry) insertRestored(ts []*task) {
+	for _, t := range ts {
+		r.index(t)
+	}
+	sorted := slices.Clone(ts)
+	slices.SortFunc(sorted, func(a, b *task) int {
+		if c := strings.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		if a.inc != b.inc {
+			if a.inc.Less(b.inc) {
+				return -1
+			}
+			return 1
+		}
+		return cmpUint(a.id, b.id)
+	})
+	for i := 0; i < len(sorted); {
+		j := i + 1
+		for j < len(sorted) && sorted[j].key == sorted[i].key {
+			sorted[j-1].keyNext = sorted[j]
+			j++
+		}
+		sorted[j-1].keyNext = nil
+		old := r.objs.get(sorted[i].key)
+		e := old
+		e.tasks = sorted[i]
+		r.objs.set(sorted[i].key, old, e)
+		i = j
+	}
 }
 
 // drop removes t.
@@ -150,13 +199,15 @@ func (r *registry) drop(t *task) {
 
 // wakeReleased lists the segments of the tasks in the list at head that
 // dropping a task of incarnation gone made fetchable: newer than gone (so
-// gone withheld them, invariant 7) and with no older task left. This is
-// how an ack on one segment wakes the holder of another.
+// gone withheld them, invariant 7) and with no older task left, which in
+// the ordered list is the run of the head's incarnation. This is how an
+// ack on one segment wakes the holder of another. O(that run).
 func (r *registry) wakeReleased(head *task, gone api.ObjectIncarnation) {
-	for o := head; o != nil; o = o.keyNext {
-		if gone.Less(o.inc) && !olderIn(head, o.inc) {
-			r.wake.segment(o.seg)
-		}
+	if head == nil || !gone.Less(head.inc) {
+		return
+	}
+	for o := head; o != nil && o.inc == head.inc; o = o.keyNext {
+		r.wake.segment(o.seg)
 	}
 }
 
@@ -171,22 +222,13 @@ func (r *registry) segCount(seg api.SegmentID) int {
 // fetchable reports invariant 7: t may be handed out only if no pending task
 // of the same key, on any segment, names an older incarnation.
 func (r *registry) fetchable(t *task) bool {
-	for o := r.objs.get(t.key).tasks; o != nil; o = o.keyNext {
-		if o.inc.Less(t.inc) {
-			return false
-		}
-	}
-	return true
+	return !olderIn(r.objs.get(t.key).tasks, t.inc)
 }
 
-// olderIn reports whether the task list at head has a task older than inc.
+// olderIn reports whether the task list at head has a task older than inc:
+// the head is the oldest (linkTask).
 func olderIn(head *task, inc api.ObjectIncarnation) bool {
-	for o := head; o != nil; o = o.keyNext {
-		if o.inc.Less(inc) {
-			return true
-		}
-	}
-	return false
+	return head != nil && head.inc.Less(inc)
 }
 
 // eachOfSeg calls fn for seg's live tasks in id order until fn returns false.

@@ -21,8 +21,10 @@ func TestDuplicateDurableTasksDoNotConsumeCapacity(t *testing.T) {
 
 	// Plant durable tasks for a@s1 and b@s1: the registry is full (2/2).
 	st := h.f.st
-	st.reg.insert(&task{id: st.newTaskID(), seg: "s1", key: "a", tenant: api.DefaultTenant, inc: incA, created: 1})
-	st.reg.insert(&task{id: st.newTaskID(), seg: "s1", key: "b", tenant: api.DefaultTenant, inc: incB, created: 1})
+	st.reg.insertRestored([]*task{
+		{id: st.newTaskID(), seg: "s1", key: "a", tenant: api.DefaultTenant, inc: incA, created: 1},
+		{id: st.newTaskID(), seg: "s1", key: "b", tenant: api.DefaultTenant, inc: incB, created: 1},
+	})
 
 	// b needs only its s1 task, which exists: it fits although the
 	// registry is full, and nothing is added.

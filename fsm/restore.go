@@ -350,9 +350,7 @@ func (b *restoreSink) finish(h snapshot.Header) error {
 	if err := b.buildObjects(); err != nil {
 		return err
 	}
-	for _, t := range b.tasks {
-		st.reg.insert(t)
-	}
+	st.reg.insertRestored(b.tasks)
 	b.tasks, b.taskIdents = nil, nil
 	if b.format == "" {
 		b.format = h.Format

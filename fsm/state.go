@@ -234,14 +234,13 @@ func (st *state) createTasks(e *entry, plan taskPlan, tenant string, now int64) 
 		t := &task{id: st.newTaskID(), seg: id.seg, key: id.key, tenant: tenant, inc: id.inc, created: now}
 		st.reg.index(t)
 		linkTask(e, t)
-	}
-	// linkTask put the new tasks at the head of e's list.
-	t := e.tasks
-	for range plan {
+		// Fetchable now (nothing older pending): its holder's poll may
+		// take it. A later task of the same plan can only be of the same
+		// incarnation (a plan deletes one incarnation), so none withholds
+		// an earlier one.
 		if !olderIn(e.tasks, t.inc) {
 			st.wake.segment(t.seg)
 		}
-		t = t.keyNext
 	}
 	return len(plan)
 }
