@@ -20,7 +20,7 @@ func (st *state) applyDropReplicas(c *DropReplicas) *DropResult {
 		}
 		e := old
 		e.complete = st.withoutSegment(old.complete, seg.id)
-		if len(e.complete.replicas) == 0 {
+		if len(e.complete.replicas()) == 0 {
 			e.complete = nil // no copy left anywhere: the object is evicted
 		}
 		st.objects.set(r.Key, old, e)

@@ -86,17 +86,10 @@ func (st *state) checkPutStart(c *PutStartItem) *api.Error {
 func (st *state) recordPending(index uint64, c *PutStartItem, replicas []api.ReplicaDescriptor, now int64) *PutStartResult {
 	old := st.objects.get(c.Key)
 	e := old
-	tenant := c.Tenant
-	if tenant == "" {
-		tenant = api.DefaultTenant
-	}
 	inc := st.incarnationAt(index)
-	e.pending = &object{
-		tenant: st.intern(tenant), putID: c.PutID, size: c.Size, created: now,
-		inc: inc, replicas: st.internReplicas(replicas),
-	}
+	e.pending = st.newObject(c.Tenant, c.PutID, replicas, c.Size, now, inc)
 	st.objects.set(c.Key, old, e)
-	return &PutStartResult{Incarnation: inc, Replicas: e.pending.replicas}
+	return &PutStartResult{Incarnation: inc, Replicas: e.pending.replicas()}
 }
 
 // applyPutEnd makes the pending incarnation visible. The incarnation it
@@ -121,7 +114,7 @@ func (st *state) applyPutEnd(c *PutEnd) *PutEndResult {
 		return &PutEndResult{Err: err}
 	}
 	if prev != nil {
-		created = st.createTasks(&e, plan, prev.tenant, c.Now)
+		created = st.createTasks(&e, plan, prev.tenant(), c.Now)
 		st.freeDFS(c.Key, prev, c.Now)
 	}
 	e.complete, e.pending = e.pending, nil
@@ -141,7 +134,7 @@ func (st *state) applyPutRevoke(c *PutRevoke) *PutEndResult {
 	if !st.reg.fits(len(plan)) {
 		return &PutEndResult{Err: registryFull(c.Key, len(plan), st.reg.len(), st.reg.capacity)}
 	}
-	created := st.createTasks(&e, plan, e.pending.tenant, c.Now)
+	created := st.createTasks(&e, plan, e.pending.tenant(), c.Now)
 	st.freeDFS(c.Key, e.pending, c.Now)
 	e.pending = nil
 	st.objects.set(c.Key, old, e)

@@ -100,20 +100,14 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 	if err := st.rebuildReplicasValid(o.Key, o.Replicas); err != nil {
 		return failed(err)
 	}
-	tenant := o.Tenant
-	if tenant == "" {
-		tenant = api.DefaultTenant
-	}
-	adopted := &object{tenant: st.intern(tenant), size: o.Size, created: now, inc: o.Incarnation, replicas: st.internReplicas(o.Replicas)}
+	adopted := st.newObject(o.Tenant, "", o.Replicas, o.Size, now, o.Incarnation)
 	old := st.objects.get(o.Key)
 	e := old
 	switch {
 	case e.complete != nil && e.complete.inc == o.Incarnation:
-		merged := mergeReplicas(e.complete.replicas, o.Replicas)
-		if len(merged) != len(e.complete.replicas) {
-			up := *e.complete
-			up.replicas = st.internReplicas(merged)
-			e.complete = &up
+		merged := mergeReplicas(e.complete.replicas(), o.Replicas)
+		if len(merged) != len(e.complete.replicas()) {
+			e.complete = st.withReplicas(e.complete, merged)
 			st.objects.set(o.Key, old, e)
 		}
 		return RebuildItemResult{Outcome: RebuildAlready}
@@ -132,7 +126,7 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 		if !st.reg.fits(len(plan)) {
 			return failed(registryFull(o.Key, len(plan), st.reg.len(), st.reg.capacity))
 		}
-		n := st.createTasks(&e, plan, adopted.tenant, now)
+		n := st.createTasks(&e, plan, adopted.tenant(), now)
 		st.objects.set(o.Key, old, e)
 		if n == 0 {
 			return RebuildItemResult{Outcome: RebuildAlready}
@@ -149,7 +143,7 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 		if !st.reg.fits(len(plan)) {
 			return failed(registryFull(o.Key, len(plan), st.reg.len(), st.reg.capacity))
 		}
-		created = st.createTasks(&e, plan, prev.tenant, now)
+		created = st.createTasks(&e, plan, prev.tenant(), now)
 	}
 	e.complete = adopted
 	st.objects.set(o.Key, old, e)

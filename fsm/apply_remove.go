@@ -106,7 +106,7 @@ func (st *state) removeKey(key string, want api.ObjectIncarnation, now int64) (i
 	if !st.reg.fits(len(plan)) {
 		return 0, registryFull(key, len(plan), st.reg.len(), st.reg.capacity)
 	}
-	created := st.createTasks(&e, plan, e.complete.tenant, now)
+	created := st.createTasks(&e, plan, e.complete.tenant(), now)
 	st.freeDFS(key, e.complete, now)
 	e.complete = nil
 	st.objects.set(key, old, e)

@@ -63,7 +63,7 @@ func onSegment(o *object, seg api.SegmentID) bool {
 	if o == nil {
 		return false
 	}
-	for _, r := range o.replicas {
+	for _, r := range o.replicas() {
 		if r.Kind == api.ReplicaLocalDisk && r.Segment == seg {
 			return true
 		}
@@ -75,13 +75,11 @@ func (st *state) withoutSegment(o *object, seg api.SegmentID) *object {
 	if !onSegment(o, seg) {
 		return o
 	}
-	cp := *o
 	var kept []api.ReplicaDescriptor
-	for _, r := range o.replicas {
+	for _, r := range o.replicas() {
 		if !(r.Kind == api.ReplicaLocalDisk && r.Segment == seg) {
 			kept = append(kept, r)
 		}
 	}
-	cp.replicas = st.internReplicas(kept)
-	return &cp
+	return st.withReplicas(o, kept)
 }

@@ -55,7 +55,7 @@ func dfsReplicasOf(o *object) []api.DFSDescriptor {
 		return nil
 	}
 	var out []api.DFSDescriptor
-	for _, r := range o.replicas {
+	for _, r := range o.replicas() {
 		if r.Kind == api.ReplicaDFS && r.DFS != nil {
 			out = append(out, *r.DFS)
 		}
@@ -82,8 +82,8 @@ func (st *state) withoutDFS(o *object, d api.DFSDescriptor) *object {
 		return nil
 	}
 	found := false
-	kept := make([]api.ReplicaDescriptor, 0, len(o.replicas))
-	for _, r := range o.replicas {
+	kept := make([]api.ReplicaDescriptor, 0, len(o.replicas()))
+	for _, r := range o.replicas() {
 		if r.Kind == api.ReplicaDFS && r.DFS != nil && *r.DFS == d {
 			found = true
 			continue
@@ -93,9 +93,7 @@ func (st *state) withoutDFS(o *object, d api.DFSDescriptor) *object {
 	if !found {
 		return o
 	}
-	cp := *o
-	cp.replicas = st.internReplicas(kept)
-	return &cp
+	return st.withReplicas(o, kept)
 }
 
 // hasDFS reports whether o names exactly d.
@@ -103,7 +101,7 @@ func hasDFS(o *object, d api.DFSDescriptor) bool {
 	if o == nil {
 		return false
 	}
-	for _, r := range o.replicas {
+	for _, r := range o.replicas() {
 		if r.Kind == api.ReplicaDFS && r.DFS != nil && *r.DFS == d {
 			return true
 		}
@@ -122,11 +120,11 @@ func (st *state) dropDFSEntries(refs []dfsalloc.EntryRef) int {
 		e := old
 		e.complete = st.withoutDFS(e.complete, ref.Desc)
 		e.pending = st.withoutDFS(e.pending, ref.Desc)
-		if e.complete != nil && len(e.complete.replicas) == 0 {
+		if e.complete != nil && len(e.complete.replicas()) == 0 {
 			e.complete = nil
 			gone++
 		}
-		if e.pending != nil && len(e.pending.replicas) == 0 {
+		if e.pending != nil && len(e.pending.replicas()) == 0 {
 			e.pending = nil
 		}
 		if e != old {

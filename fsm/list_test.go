@@ -203,7 +203,7 @@ func TestPendingPutsFollowPuts(t *testing.T) {
 // check would take minutes.
 func TestListLimitBounded(t *testing.T) {
 	f := New(Config{})
-	obj := &object{tenant: api.DefaultTenant, replicas: localReplicas("s1")}
+	obj := f.st.newObject("", "", localReplicas("s1"), 0, 0, api.ObjectIncarnation{})
 	for i := range MaxListLimit + 1 {
 		k := fmt.Sprintf("k/%06d", i)
 		f.st.objects.set(k, entry{}, entry{complete: obj})

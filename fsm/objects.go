@@ -18,13 +18,42 @@ const numShards = 4096
 // object is one incarnation of one key. It is immutable once stored: a
 // change builds a new object and replaces the pointer, so a snapshot view
 // that captured the old shard map keeps seeing the old value.
+//
+// It is kept to 48 bytes, the smallest size class that holds it (there is
+// one per incarnation, millions of them): what many objects have in common
+// sits behind attrs, and the put id, which most puts do not have, behind a
+// pointer that is nil for them. TestObjectStaysPacked holds it there.
 type object struct {
-	tenant   string // interned
-	putID    string
-	size     int64
-	created  int64
-	inc      api.ObjectIncarnation
-	replicas []api.ReplicaDescriptor // interned for DFS-free lists; never mutated
+	inc     api.ObjectIncarnation
+	size    int64
+	created int64
+	attrs   *objectAttrs
+	// putIDRef is nil for a put without a put id. A pointer rather than a
+	// string, so an object without one does not pay a 16-byte header
+	// (which would take it to the 64-byte class), and rather than a field
+	// of attrs, so an object with one costs 16 bytes more, not an
+	// unshared attrs of its own (64 bytes).
+	putIDRef *string
+}
+
+// objectAttrs is the part of an object that many objects share: a tenant
+// and a placement. Immutable: a replica change gives the object another
+// attrs (state.withReplicas). Those with a DFS-free replica list are
+// interned (state.internAttrs), so a million 1-replica objects of one
+// tenant on one segment point to one of them.
+type objectAttrs struct {
+	tenant   string                  // interned
+	replicas []api.ReplicaDescriptor // never mutated
+}
+
+func (o *object) tenant() string                    { return o.attrs.tenant }
+func (o *object) replicas() []api.ReplicaDescriptor { return o.attrs.replicas }
+
+func (o *object) putID() string {
+	if o.putIDRef == nil {
+		return ""
+	}
+	return *o.putIDRef
 }
 
 // entry is what a key maps to: its visible (COMPLETE) incarnation, the put

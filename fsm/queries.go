@@ -29,9 +29,9 @@ type ObjectView struct {
 }
 
 func viewOf(key string, o *object) ObjectView {
-	v := ObjectView{Key: key, Tenant: o.tenant, Size: o.size, Incarnation: o.inc, Created: o.created, PutID: o.putID}
-	v.Replicas = make([]api.ReplicaDescriptor, len(o.replicas))
-	for i, r := range o.replicas {
+	v := ObjectView{Key: key, Tenant: o.tenant(), Size: o.size, Incarnation: o.inc, Created: o.created, PutID: o.putID()}
+	v.Replicas = make([]api.ReplicaDescriptor, len(o.replicas()))
+	for i, r := range o.replicas() {
 		v.Replicas[i] = r
 		if r.DFS != nil {
 			d := *r.DFS

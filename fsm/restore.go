@@ -104,14 +104,7 @@ func (b *restoreSink) Object(o *snapshot.Object) error {
 	}
 	b.lastKey, b.lastState, b.lastInc = o.Key, o.State, o.Incarnation
 	b.nObjects++
-	tenant := o.Tenant
-	if tenant == "" {
-		tenant = api.DefaultTenant
-	}
-	obj := &object{
-		tenant: b.st.intern(tenant), putID: o.PutID, size: o.Size, created: o.Created,
-		inc: o.Incarnation, replicas: b.st.internReplicas(o.Replicas),
-	}
+	obj := b.st.newObject(o.Tenant, o.PutID, o.Replicas, o.Size, o.Created, o.Incarnation)
 	// The codec hands over freshly allocated records, so their strings
 	// can be kept as they are. A key's second record (its PENDING after
 	// its COMPLETE) completes the entry before it.

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"strings"
 
 	"sexton/api"
@@ -58,9 +59,9 @@ type state struct {
 	reg      *registry
 	audit    []snapshot.AuditEntry
 
-	strs     map[string]string
-	replicas map[string][]api.ReplicaDescriptor
-	planBuf  taskPlan // scratch for planTasks, reused across keys
+	strs    map[string]string
+	attrs   map[string]*objectAttrs // interned object attributes (internAttrs)
+	planBuf taskPlan                // scratch for planTasks, reused across keys
 
 	dfs *dfsState // nil until the cluster's first DFSConfigure
 
@@ -113,7 +114,7 @@ func newStateWithCapacity(capacity int) *state {
 		clients:    make(map[string]api.SegmentID),
 		reg:        nil, // set below: it shares the object table
 		strs:       make(map[string]string),
-		replicas:   make(map[string][]api.ReplicaDescriptor),
+		attrs:      make(map[string]*objectAttrs),
 		sess:       newSessionTable(),
 	}
 	st.reg = newRegistry(capacity, st.objects, &st.wake)
@@ -137,46 +138,85 @@ func (st *state) intern(s string) string {
 	return s
 }
 
-// internReplicas returns an immutable replica list equal to rs. Lists
-// without DFS descriptors (the common LOCAL_DISK case) are shared between
-// objects, so a 1-replica object costs no slice of its own. The lookup key
-// is built on the stack, so a hit allocates nothing.
-func (st *state) internReplicas(rs []api.ReplicaDescriptor) []api.ReplicaDescriptor {
-	if len(rs) == 0 {
-		return nil
+// newObject builds an incarnation of a put (or of an adopted or restored
+// object) with its attributes interned. An empty tenant is the default
+// tenant, as in every command and snapshot record that carries one.
+func (st *state) newObject(tenant, putID string, replicas []api.ReplicaDescriptor, size, created int64, inc api.ObjectIncarnation) *object {
+	if tenant == "" {
+		tenant = api.DefaultTenant
 	}
-	shareable := true
+	o := &object{inc: inc, size: size, created: created, attrs: st.internAttrs(tenant, replicas)}
+	if putID != "" {
+		// A header of its own, not the address of the caller's field,
+		// which would keep a whole command or record alive; allocated
+		// only here, so a put without an id allocates just the object.
+		o.putIDRef = new(putID)
+	}
+	return o
+}
+
+// withReplicas returns a copy of o placed on rs instead.
+func (st *state) withReplicas(o *object, rs []api.ReplicaDescriptor) *object {
+	cp := *o
+	cp.attrs = st.internAttrs(o.tenant(), rs)
+	return &cp
+}
+
+// internAttrs returns immutable attributes equal to (tenant, rs), with the
+// strings interned. Those whose replica list has no DFS descriptor (the
+// common LOCAL_DISK case) are shared between objects, so a 1-replica
+// object costs no attrs or slice of its own; a DFS descriptor is one
+// object's alone, so such attrs are built per object. The lookup key is
+// built in a stack buffer, so a hit allocates nothing. Sharing saves
+// memory and nothing else: equal attrs read the same shared or not, so
+// the table (which a restored state starts afresh, and which stops
+// growing at maxInterned) never shows in a result or a snapshot.
+func (st *state) internAttrs(tenant string, rs []api.ReplicaDescriptor) *objectAttrs {
 	var buf [256]byte
-	kb := buf[:0]
-	for _, r := range rs {
-		if r.DFS != nil {
-			shareable = false
-			break
-		}
-		kb = append(kb, byte(r.Kind))
-		kb = append(kb, r.Segment...)
-		kb = append(kb, 0)
-		kb = append(kb, r.Pool...)
-		kb = append(kb, 0)
-	}
+	kb, shareable := appendAttrsKey(buf[:0], tenant, rs)
 	if shareable {
-		if x, ok := st.replicas[string(kb)]; ok {
-			return x
+		if a, ok := st.attrs[string(kb)]; ok {
+			return a
 		}
 	}
-	out := make([]api.ReplicaDescriptor, len(rs))
+	a := &objectAttrs{tenant: st.intern(tenant)}
+	if len(rs) > 0 {
+		a.replicas = make([]api.ReplicaDescriptor, len(rs))
+	}
 	for i, r := range rs {
-		out[i] = api.ReplicaDescriptor{Kind: r.Kind, Segment: api.SegmentID(st.intern(string(r.Segment))), Pool: st.intern(r.Pool)}
+		a.replicas[i] = api.ReplicaDescriptor{Kind: r.Kind, Segment: api.SegmentID(st.intern(string(r.Segment))), Pool: st.intern(r.Pool)}
 		if r.DFS != nil {
 			d := *r.DFS
 			d.Allocator = st.intern(d.Allocator)
-			out[i].DFS = &d
+			a.replicas[i].DFS = &d
 		}
 	}
-	if shareable && len(st.replicas) < maxInterned {
-		st.replicas[string(kb)] = out
+	if shareable && len(st.attrs) < maxInterned {
+		st.attrs[string(kb)] = a
 	}
-	return out
+	return a
+}
+
+// appendAttrsKey appends internAttrs' lookup key for (tenant, rs) to kb,
+// and reports whether such attrs may be shared (no DFS descriptor). Every
+// string is length-prefixed: names are not restricted to any alphabet, and
+// with separators instead a NUL inside a pool name could make two
+// different placements one key.
+func appendAttrsKey(kb []byte, tenant string, rs []api.ReplicaDescriptor) ([]byte, bool) {
+	kb = appendKeyString(kb, tenant)
+	for _, r := range rs {
+		if r.DFS != nil {
+			return kb, false
+		}
+		kb = append(kb, byte(r.Kind))
+		kb = appendKeyString(kb, string(r.Segment))
+		kb = appendKeyString(kb, r.Pool)
+	}
+	return kb, true
+}
+
+func appendKeyString(kb []byte, s string) []byte {
+	return append(binary.AppendUvarint(kb, uint64(len(s))), s...)
 }
 
 // newTaskID draws the next task id.
@@ -198,7 +238,7 @@ type taskPlan []taskIdent
 func (st *state) planTasks(key string, e entry, obj *object) taskPlan {
 	plan := st.planBuf[:0]
 	defer func() { st.planBuf = plan[:0] }()
-	for _, r := range obj.replicas {
+	for _, r := range obj.replicas() {
 		if r.Kind != api.ReplicaLocalDisk {
 			continue
 		}

@@ -212,8 +212,8 @@ func (v *View) writeObjects(sw *snapshot.Writer) error {
 				state = snapshot.ObjectPending
 			}
 			rec = snapshot.Object{
-				Key: ke.key, Tenant: o.tenant, Size: o.size, Incarnation: o.inc, State: state,
-				Created: o.created, PutID: o.putID, Replicas: o.replicas,
+				Key: ke.key, Tenant: o.tenant(), Size: o.size, Incarnation: o.inc, State: state,
+				Created: o.created, PutID: o.putID(), Replicas: o.replicas(),
 			}
 			if err := sw.WriteRecord(&rec); err != nil {
 				return fmt.Errorf("fsm: snapshot object %q: %w", ke.key, err)
