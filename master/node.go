@@ -129,7 +129,7 @@ func (n *Node) startRaft() error {
 	}
 	n.closers = append(n.closers, store.Close)
 	logs, stable := store.Logs, store.Stable
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 3, n.log.Named("snapshots"))
+	snaps, err := OpenSnapshotStore(cfg.DataDir, n.log.Named("snapshots"))
 	if err != nil {
 		return fmt.Errorf("snapshot store: %w", err)
 	}

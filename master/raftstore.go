@@ -14,6 +14,8 @@ import (
 	raftwal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
 	"go.etcd.io/bbolt"
+
+	"sexton/holder/fsys"
 )
 
 // raftLogCacheEntries is how many recent log entries raft.LogCache keeps
@@ -34,6 +36,18 @@ func CachedLogs(logs raft.LogStore) raft.LogStore {
 		panic(err) // only for a capacity ≤ 0
 	}
 	return c
+}
+
+// SnapshotsRetained is how many snapshots a master keeps on disk.
+const SnapshotsRetained = 3
+
+// OpenSnapshotStore opens (creating if needed) a master's snapshot store,
+// <dataDir>/snapshots (snapstore.go), keeping SnapshotsRetained snapshots,
+// and removes what crashed snapshots left there. Open the log store first:
+// it locks the data dir. The master and `sexton bench raft` both open it
+// here.
+func OpenSnapshotStore(dataDir string, logger hclog.Logger) (*SnapshotStore, error) {
+	return openSnapshotStore(fsys.OS{}, dataDir, SnapshotsRetained, logger, nil)
 }
 
 // Log store kinds (--raft-log-store).

@@ -134,8 +134,9 @@ func (b *bareNode) close() {
 }
 
 // startBareNode starts one hashicorp/raft node with a master's Raft
-// configuration, log store and transport (master.RaftConfig,
-// OpenLogStore, NewRaftTransport), bootstrapped with peers.
+// configuration, log store, snapshot store and transport
+// (master.RaftConfig, OpenLogStore, OpenSnapshotStore, NewRaftTransport),
+// bootstrapped with peers.
 func startBareNode(dir, id, addr, peers, storeKind string, follower bool) (*bareNode, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -152,7 +153,7 @@ func startBareNode(dir, id, addr, peers, storeKind string, follower bool) (*bare
 	}
 	b.closers = append(b.closers, store.Close)
 	logs, stable := store.Logs, store.Stable
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 1, quiet)
+	snaps, err := master.OpenSnapshotStore(dir, quiet)
 	if err != nil {
 		b.close()
 		return nil, err
