@@ -510,20 +510,30 @@ func (s *SnapshotStore) open(id string) (*raft.SnapshotMeta, io.ReadCloser, erro
 		return nil, nil, err
 	}
 	path := s.path(id + snapStateSuffix)
+	f, size, err := s.openState(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if size != m.Size {
+		f.Close()
+		return nil, nil, fmt.Errorf("snapshot state %s: %w", path, refused("holds %d bytes, its meta says %d", size, m.Size))
+	}
+	return &m.SnapshotMeta, s.reader(f, m.Size), nil
+}
+
+// openState opens a snapshot's state file for reading and returns its
+// size; errors name the file.
+func (s *SnapshotStore) openState(path string) (fsys.File, int64, error) {
 	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("snapshot state %s: %w", path, err)
+		return nil, 0, fmt.Errorf("snapshot state %s: %w", path, err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("snapshot state %s: %w", path, err)
+		return nil, 0, fmt.Errorf("snapshot state %s: %w", path, err)
 	}
-	if st.Size() != m.Size {
-		f.Close()
-		return nil, nil, fmt.Errorf("snapshot state %s: %w", path, refused("holds %d bytes, its meta says %d", st.Size(), m.Size))
-	}
-	return &m.SnapshotMeta, s.reader(f, m.Size), nil
+	return f, st.Size(), nil
 }
 
 func (s *SnapshotStore) openLegacy(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
@@ -532,17 +542,12 @@ func (s *SnapshotStore) openLegacy(id string) (*raft.SnapshotMeta, io.ReadCloser
 		return nil, nil, err
 	}
 	path := filepath.Join(s.dir, id, legacyStateName)
-	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+	f, size, err := s.openState(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("snapshot state %s: %w", path, err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("snapshot state %s: %w", path, err)
+		return nil, nil, err
 	}
 	h := crc64.New(crc64.MakeTable(crc64.ECMA))
-	if _, err := io.Copy(h, bufio.NewReaderSize(io.NewSectionReader(f, 0, st.Size()), s.bufLen)); err != nil {
+	if _, err := io.Copy(h, bufio.NewReaderSize(io.NewSectionReader(f, 0, size), s.bufLen)); err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("snapshot state %s: %w", path, err)
 	}
@@ -550,7 +555,7 @@ func (s *SnapshotStore) openLegacy(id string) (*raft.SnapshotMeta, io.ReadCloser
 		f.Close()
 		return nil, nil, fmt.Errorf("snapshot state %s: %w", path, refused("CRC-64 %x, its meta.json says %x", sum, m.CRC))
 	}
-	return &m.SnapshotMeta, s.reader(f, st.Size()), nil
+	return &m.SnapshotMeta, s.reader(f, size), nil
 }
 
 // snapReader is an open snapshot's state: buffered reads, and Close
