@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"cmp"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"slices"
@@ -152,57 +154,106 @@ func (v *View) writeFormat(w io.Writer, format string) (int64, error) {
 
 // keyed is one key with its object incarnations (not its tasks, which
 // are written from the task section), so writing needs no second map
-// lookup. Kept to 32 bytes: sorting a million of them is most of a write.
+// lookup.
 type keyed struct {
 	key               string
 	complete, pending *object
 }
 
-// sortedEntries returns every entry of the view in key order. The two
-// halves are sorted concurrently and merged: this runs outside the FSM's
-// lock, and sorting a million keys is most of a snapshot's cost.
-func (v *View) sortedEntries() []keyed {
+// abbrevKeyed is keyed with an abbreviated key in front: the 8 bytes of
+// the key after the prefix every key of the view shares, big-endian and
+// zero-padded. Sorting millions of keys by comparing their strings is a
+// cache miss per comparison (the bytes live elsewhere in the heap, and
+// keys often share a long prefix); most comparisons of abbreviated keys
+// decide on the integer alone and read no key byte.
+type abbrevKeyed struct {
+	abbr uint64
+	keyed
+}
+
+// abbreviate returns the 8 bytes of key from offset from, big-endian,
+// zero-padded. For keys that agree on their first from bytes, a smaller
+// abbreviation means a smaller key; equal ones need the full comparison
+// (a shorter key pads with zeros that may be real bytes of a longer one).
+func abbreviate(key string, from int) uint64 {
+	var b [8]byte
+	copy(b[:], key[from:])
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// sharedPrefixLen is the length of the prefix a and b share.
+func sharedPrefixLen(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// eachSorted calls fn with every entry of the view in key order. The two
+// halves are sorted concurrently and merged as fn is called: this runs
+// outside the FSM's lock, sorting is most of a snapshot's cost, and the
+// merge needs no third copy of the entries (at 10 M objects that copy
+// alone was 320 MB).
+func (v *View) eachSorted(fn func(keyed) error) error {
 	n := 0
 	for _, m := range v.shards {
 		n += len(m)
 	}
-	all := make([]keyed, 0, n)
+	all := make([]abbrevKeyed, 0, n)
+	shared := -1 // the prefix length every key so far shares with the first
 	for _, m := range v.shards {
 		for k, e := range m {
-			if e.complete != nil || e.pending != nil {
-				all = append(all, keyed{k, e.complete, e.pending})
+			if e.complete == nil && e.pending == nil {
+				continue
 			}
+			switch {
+			case shared < 0:
+				shared = len(k)
+			case shared > 0 && !strings.HasPrefix(k, all[0].key[:shared]):
+				shared = sharedPrefixLen(all[0].key[:shared], k)
+			}
+			all = append(all, abbrevKeyed{keyed: keyed{k, e.complete, e.pending}})
 		}
 	}
+	shared = max(shared, 0)
+	for i := range all {
+		all[i].abbr = abbreviate(all[i].key, shared)
+	}
+	byKey := func(a, b abbrevKeyed) int {
+		if a.abbr != b.abbr {
+			return cmp.Compare(a.abbr, b.abbr)
+		}
+		return strings.Compare(a.key[shared:], b.key[shared:])
+	}
 	n = len(all)
-	byKey := func(a, b keyed) int { return strings.Compare(a.key, b.key) }
 	lo, hi := all[:n/2], all[n/2:]
 	done := make(chan struct{})
 	go func() { slices.SortFunc(lo, byKey); close(done) }()
 	slices.SortFunc(hi, byKey)
 	<-done
-	out := make([]keyed, 0, n)
-	i, j := 0, 0
-	for i < len(lo) && j < len(hi) {
-		if lo[i].key < hi[j].key {
-			out = append(out, lo[i])
-			i++
+	for len(lo) > 0 || len(hi) > 0 {
+		var next keyed
+		if len(hi) == 0 || len(lo) > 0 && byKey(lo[0], hi[0]) < 0 {
+			next, lo = lo[0].keyed, lo[1:]
 		} else {
-			out = append(out, hi[j])
-			j++
+			next, hi = hi[0].keyed, hi[1:]
+		}
+		if err := fn(next); err != nil {
+			return err
 		}
 	}
-	out = append(out, lo[i:]...)
-	return append(out, hi[j:]...)
+	return nil
 }
 
 func (v *View) writeObjects(sw *snapshot.Writer) error {
-	entries := v.sortedEntries()
 	if err := sw.BeginSection(snapshot.SectionMetadata); err != nil {
 		return err
 	}
 	var rec snapshot.Object
-	for _, ke := range entries {
+	err := v.eachSorted(func(ke keyed) error {
 		for _, o := range [2]*object{ke.complete, ke.pending} {
 			if o == nil {
 				continue
@@ -219,6 +270,10 @@ func (v *View) writeObjects(sw *snapshot.Writer) error {
 				return fmt.Errorf("fsm: snapshot object %q: %w", ke.key, err)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return sw.EndSection()
 }
