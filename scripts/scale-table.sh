@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The docs/SCALING.md table, measured in one go: a fresh three-master
+# cluster on loopback (deploy/local/cluster.sh, no holders), removes at
+# 10 k objects, a load to N objects, removes again, a forced snapshot on a
+# follower and then on the leader each during 16 clients' removes, RSS per
+# master, a follower killed and restarted, a follower wiped and caught up.
+#
+#   scripts/scale-table.sh [N]        (default 1000000; 10000000 takes ~40 min)
+#
+# Every step's output goes to stdout with a "## step" heading; pipe it to
+# a file. It brings the cluster down at the end (and wipes
+# $SEXTON_LOCAL_DIR, default ./sexton-scale, at the start).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+N="${1:-1000000}"
+export SEXTON_LOCAL_DIR="${SEXTON_LOCAL_DIR:-$root/sexton-scale}"
+export SEXTON_HOLDERS=0
+export SEXTON_MASTER_FLAGS="${SEXTON_MASTER_FLAGS:---enable-debug}"
+# Three 10 M-object masters do not fit in 24 GiB with Go's default GC
+# target: docs/SCALING.md, note 3.
+if [ "$N" -ge 5000000 ]; then export GOMEMLIMIT="${GOMEMLIMIT:-6GiB}"; fi
+export SEXTON_MASTERS=127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103
+export SEXTON_MASTER_HTTP=127.0.0.1:7201,127.0.0.1:7202,127.0.0.1:7203
+bin="$root/bin/sexton"
+cluster="$root/deploy/local/cluster.sh"
+
+step() { echo; echo "## $(date -u +%T) $*"; }
+status() { curl -fsS "127.0.0.1:720$1/v1/status" 2>/dev/null || true; }
+field() { python3 -c 'import json,sys
+try: print(json.load(sys.stdin).get(sys.argv[1], ""))
+except Exception: print("")' "$1"; }
+leader() {
+	for i in 1 2 3; do
+		[ "$(status "$i" | field state)" = Leader ] && { echo "$i"; return; }
+	done
+	echo ""
+}
+wait_leader() {
+	local l=""
+	for _ in $(seq 600); do
+		l=$(leader)
+		[ -n "$l" ] && curl -fsS "127.0.0.1:720$l/readyz" >/dev/null 2>&1 && { echo "$l"; return; }
+		sleep 0.5
+	done
+	echo "no ready leader" >&2
+	exit 1
+}
+rss() {
+	for i in 1 2 3; do
+		local pid; pid=$(cat "$SEXTON_LOCAL_DIR/m$i.pid" 2>/dev/null || echo 0)
+		if [ -r "/proc/$pid/status" ]; then
+			awk -v m="m$i" '/^VmRSS|^RssAnon|^RssFile/ {printf "%s %s %s kB  ", m, $1, $2} END {print ""}' "/proc/$pid/status"
+		fi
+	done
+}
+# caught_up I TARGET: seconds until master I has applied TARGET.
+caught_up() {
+	local i="$1" target="$2" t0 a
+	t0=$(date +%s.%N)
+	for _ in $(seq 3000); do
+		a=$(status "$i" | field applied_index)
+		if [ -n "$a" ] && [ "$a" -ge "$target" ]; then
+			python3 -c "import sys; print('%.1f s' % (float(sys.argv[2]) - float(sys.argv[1])))" "$t0" "$(date +%s.%N)"
+			return
+		fi
+		sleep 0.2
+	done
+	echo "not caught up in 600 s"
+}
+removes() {
+	"$bin" bench remove --clients 16 --keys "${1:-40000}" ${2:+--batch $2} 2>&1 | tail -4
+}
+
+"$cluster" down >/dev/null 2>&1 || true
+rm -rf "$SEXTON_LOCAL_DIR"
+[ -x "$bin" ] || make build
+step "up (GOMEMLIMIT=${GOMEMLIMIT:-unset})"
+"$cluster" up >/dev/null
+L=$(wait_leader)
+echo "leader m$L"
+
+step "load 10 k"
+"$bin" bench load --objects 10000 2>&1 | tail -3
+step "remove 16x1 at 10 k"
+removes 40000
+step "remove 16x64 at 10 k"
+removes 40000 64
+
+step "load $N"
+"$bin" bench load --objects "$N" 2>&1 | tail -6
+rss
+sleep 30
+step "remove 16x1 at $N"
+removes 40000
+step "remove 16x64 at $N"
+removes 40000 64
+step "RSS after the load and removes"
+rss
+for i in 1 2 3; do echo "m$i objects $(status "$i" | field objects)"; done
+
+L=$(wait_leader)
+F=$(( L % 3 + 1 ))
+step "snapshot on follower m$F during 16x1 removes"
+removes 40000 >"$SEXTON_LOCAL_DIR/rm-f.txt" &
+rp=$!
+sleep 3
+curl -fsS -X POST "127.0.0.1:720$F/debug/snapshot"
+wait "$rp"; cat "$SEXTON_LOCAL_DIR/rm-f.txt"
+step "snapshot on leader m$L during 16x1 removes"
+removes 40000 >"$SEXTON_LOCAL_DIR/rm-l.txt" &
+rp=$!
+sleep 3
+curl -fsS -X POST "127.0.0.1:720$L/debug/snapshot"
+wait "$rp"; cat "$SEXTON_LOCAL_DIR/rm-l.txt"
+step "RSS after the snapshots"
+rss
+
+L=$(wait_leader)
+F=$(( L % 3 + 1 ))
+target=$(status "$L" | field commit_index)
+step "kill -9 follower m$F and restart it (target index $target)"
+pid=$(cat "$SEXTON_LOCAL_DIR/m$F.pid")
+kill -9 "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+rm -f "$SEXTON_LOCAL_DIR/m$F.pid"
+"$cluster" restart "m$F" >/dev/null
+echo "restart: $(caught_up "$F" "$target")"
+
+step "wipe follower m$F and start it (target index $target)"
+pid=$(cat "$SEXTON_LOCAL_DIR/m$F.pid")
+kill "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+rm -f "$SEXTON_LOCAL_DIR/m$F.pid"
+rm -rf "${SEXTON_LOCAL_DIR:?}/m$F"
+target=$(status "$L" | field commit_index)
+"$cluster" restart "m$F" >/dev/null
+echo "wiped follower: $(caught_up "$F" "$target")"
+rss
+
+step "down"
+"$cluster" down >/dev/null
