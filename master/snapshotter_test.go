@@ -108,3 +108,32 @@ func TestSnapshotStaggerSpreadsMembers(t *testing.T) {
 		t.Fatalf("no member has factor 1: %v", seen)
 	}
 }
+
+// TestCountTriggerFollowsSnapshotSize: once a snapshot is taken, raft's
+// entry-count trigger is one entry per snapshotBytesPerEntry of it (never
+// below the configured threshold), so a large state is not snapshotted
+// again after a few megabytes of small entries.
+func TestCountTriggerFollowsSnapshotSize(t *testing.T) {
+	tc := startCluster(t, 1, func(c *Config) {
+		c.SnapshotThreshold = 1 // the floor; raft checks it only hourly here
+		c.SnapshotInterval = time.Hour
+		c.TrailingLogs = 16
+		c.SnapshotLogBytes = 32 << 10
+	})
+	n := tc.waitLeader(t)
+	tc.mountHolder(t, "seg-a", "")
+	for i := range 200 {
+		tc.put(t, fmt.Sprintf("count/key-%04d-%s", i, "padding-to-make-entries-bigger"), 10, 1)
+	}
+	var want uint64
+	eventually(t, 10*time.Second, "the count trigger moved to the snapshot's size", func() bool {
+		want = countTrigger(1, n.rfsm.meter.lastSnapBytes.Load())
+		return want > 1 && n.Raft().ReloadableConfig().SnapshotThreshold == want
+	})
+	if got := countTrigger(65536, 1<<30); got != 1<<30/snapshotBytesPerEntry {
+		t.Fatalf("countTrigger(65536, 1 GiB) = %d", got)
+	}
+	if got := countTrigger(65536, 1<<20); got != 65536 {
+		t.Fatalf("countTrigger(65536, 1 MiB) = %d, want the floor", got)
+	}
+}
