@@ -2,7 +2,7 @@
 # The docs/SCALING.md table, measured in one go: a fresh three-master
 # cluster on loopback (deploy/local/cluster.sh, no holders), removes at
 # 10 k objects, a load to N objects, removes again, a forced snapshot on a
-# follower and then on the leader each during 16 clients' removes, RSS per
+# follower and then on the leader, each during 16 clients' removes, RSS per
 # master, a follower killed and restarted, a follower wiped and caught up.
 #
 #   scripts/scale-table.sh [N]        (default 1000000; 10000000 takes ~40 min)
@@ -72,6 +72,19 @@ removes() {
 	"$bin" bench remove --clients 16 --keys "${1:-40000}" ${2:+--batch $2} 2>&1 | tail -4
 }
 
+# snapshot_during_removes I: 16 clients remove 40,000 keys (the registry
+# holds 50,000 tasks by default); once their setup puts are done and the
+# removes run, master I takes a snapshot.
+snapshot_during_removes() {
+	local out="$SEXTON_LOCAL_DIR/removes-$1.txt" rp
+	"$bin" bench remove --clients 16 --keys 40000 >"$out" 2>&1 &
+	rp=$!
+	until grep -q '^setup put' "$out" 2>/dev/null; do sleep 0.1; done
+	curl -fsS -X POST "127.0.0.1:720$1/debug/snapshot"
+	wait "$rp"
+	tail -4 "$out"
+}
+
 "$cluster" down >/dev/null 2>&1 || true
 rm -rf "$SEXTON_LOCAL_DIR"
 [ -x "$bin" ] || make build
@@ -88,7 +101,7 @@ step "remove 16x64 at 10 k"
 removes 40000 64
 
 step "load $N"
-"$bin" bench load --objects "$N" 2>&1 | tail -6
+"$bin" bench load --objects "$N" 2>&1 | tail -20
 rss
 sleep 30
 step "remove 16x1 at $N"
@@ -102,17 +115,9 @@ for i in 1 2 3; do echo "m$i objects $(status "$i" | field objects)"; done
 L=$(wait_leader)
 F=$(( L % 3 + 1 ))
 step "snapshot on follower m$F during 16x1 removes"
-removes 40000 >"$SEXTON_LOCAL_DIR/rm-f.txt" &
-rp=$!
-sleep 3
-curl -fsS -X POST "127.0.0.1:720$F/debug/snapshot"
-wait "$rp"; cat "$SEXTON_LOCAL_DIR/rm-f.txt"
+snapshot_during_removes "$F"
 step "snapshot on leader m$L during 16x1 removes"
-removes 40000 >"$SEXTON_LOCAL_DIR/rm-l.txt" &
-rp=$!
-sleep 3
-curl -fsS -X POST "127.0.0.1:720$L/debug/snapshot"
-wait "$rp"; cat "$SEXTON_LOCAL_DIR/rm-l.txt"
+snapshot_during_removes "$L"
 step "RSS after the snapshots"
 rss
 
