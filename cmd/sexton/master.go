@@ -29,7 +29,7 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", envDuration("SEXTON_RAFT_HEARTBEAT_TIMEOUT", 0), "raft heartbeat timeout (default 500ms)")
 	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", envDuration("SEXTON_RAFT_ELECTION_TIMEOUT", 0), "raft election timeout (default 500ms)")
 	fs.DurationVar(&cfg.LeaderLeaseTimeout, "raft-leader-lease-timeout", envDuration("SEXTON_RAFT_LEADER_LEASE_TIMEOUT", 0), "raft leader lease timeout (default 250ms)")
-	snapThreshold := fs.Int("raft-snapshot-threshold", envInt("SEXTON_RAFT_SNAPSHOT_THRESHOLD", 0), "log entries between snapshots, a backstop to --raft-snapshot-log-bytes (default 65536)")
+	snapThreshold := fs.Int("raft-snapshot-threshold", envInt("SEXTON_RAFT_SNAPSHOT_THRESHOLD", 0), "log entries between snapshots, a backstop to --raft-snapshot-log-bytes; raised to one per 2 KiB of the last snapshot (default 65536)")
 	fs.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", envDuration("SEXTON_RAFT_SNAPSHOT_INTERVAL", 0), "how often raft checks --raft-snapshot-threshold (default 30s)")
 	snapLogBytes := fs.String("raft-snapshot-log-bytes", envString("SEXTON_RAFT_SNAPSHOT_LOG_BYTES", "64MiB"), "snapshot once the log applied since the last snapshot reaches this size or half the last snapshot's size, whichever is larger")
 	trailing := fs.Int("raft-trailing-logs", envInt("SEXTON_RAFT_TRAILING_LOGS", 0), "log entries kept after a snapshot (default 10240)")
