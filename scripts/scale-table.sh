@@ -7,6 +7,9 @@
 #
 #   scripts/scale-table.sh [N]        (default 1000000; 10000000 takes ~40 min)
 #
+# SEXTON_SCALE_PROFILES=DIR also saves a 15 s CPU profile of the
+# snapshotting node and of the leader at each forced snapshot.
+#
 # Every step's output goes to stdout with a "## step" heading; pipe it to
 # a file. It brings the cluster down at the end (and wipes
 # $SEXTON_LOCAL_DIR, default ./sexton-scale, at the start).
@@ -80,8 +83,16 @@ snapshot_during_removes() {
 	"$bin" bench remove --clients 16 --keys 40000 >"$out" 2>&1 &
 	rp=$!
 	until grep -q '^setup put' "$out" 2>/dev/null; do sleep 0.1; done
+	if [ -n "${SEXTON_SCALE_PROFILES:-}" ]; then
+		# CPU profiles of the snapshotting node and of the leader, 15 s each.
+		mkdir -p "$SEXTON_SCALE_PROFILES"
+		for p in $(printf "%s\n" "$1" "$L" | sort -u); do
+			curl -fsS -o "$SEXTON_SCALE_PROFILES/cpu-snap-on-m$1-of-m$p.pprof" \
+				"127.0.0.1:720$p/debug/pprof/profile?seconds=15" &
+		done
+	fi
 	curl -fsS -X POST "127.0.0.1:720$1/debug/snapshot"
-	wait "$rp"
+	wait "$rp"; wait
 	tail -4 "$out"
 }
 
