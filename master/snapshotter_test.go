@@ -1,11 +1,15 @@
 package master
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
+
+	"sexton/fsm"
 )
 
 // TestSnapshotByLogBytes: with raft's entry-count trigger out of reach, a
@@ -135,5 +139,30 @@ func TestCountTriggerFollowsSnapshotSize(t *testing.T) {
 	}
 	if got := countTrigger(65536, 1<<20); got != 65536 {
 		t.Fatalf("countTrigger(65536, 1 MiB) = %d, want the floor", got)
+	}
+}
+
+// TestRestoreSetsSnapshotSize: a restored snapshot counts as the node's
+// last one for the byte and count triggers, so a restarted master does
+// not fall back to the floors and snapshot its whole state again after
+// 64 MiB of log.
+func TestRestoreSetsSnapshotSize(t *testing.T) {
+	src := fsm.New(fsm.Config{})
+	v := src.Snapshot()
+	var buf bytes.Buffer
+	if _, err := v.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	v.Release()
+	r := &raftFSM{f: fsm.New(fsm.Config{}), wake: newWakeups()}
+	r.meter.appliedBytes.Store(12345)
+	if err := r.Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.meter.lastSnapBytes.Load(); got != uint64(buf.Len()) {
+		t.Fatalf("last snapshot size after a restore: %d, the snapshot is %d bytes", got, buf.Len())
+	}
+	if got := r.meter.sinceSnapshot(); got != 0 {
+		t.Fatalf("log applied since the restored snapshot: %d, want 0", got)
 	}
 }
