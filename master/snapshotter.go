@@ -36,10 +36,10 @@ const (
 // last snapshot (countTrigger). A fixed count (65,536 entries) is a few
 // megabytes of single-key removes, but at 10 M objects every snapshot is
 // 1.7 GB and a core for 20 s or more: measured, under 16 clients' removes
-// each of three masters started one every 66–91 s, back to back. At
-// 2 KiB per entry a 10 M-object state
-// snapshots by count every ~800 k entries, whose replay on a restart
-// stays a few seconds; small states keep the configured floor.
+// each of three masters started one every 66–91 s, back to back. At 2 KiB
+// per entry a 10 M-object state snapshots by count every ~820 k entries
+// (which bounds a restart's replay to as many); small states keep the
+// configured floor.
 const snapshotBytesPerEntry = 2048
 
 // countTrigger is raft's SnapshotThreshold for a node whose last snapshot
