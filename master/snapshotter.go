@@ -49,22 +49,22 @@ func countTrigger(configured, lastSnapBytes uint64) uint64 {
 }
 
 // followCountTrigger moves raft's count trigger to countTrigger of the
-// last snapshot's size when that changed by more than a tenth; it
-// returns the trigger in force.
-func (n *Node) followCountTrigger(current uint64) uint64 {
+// last snapshot's size when that differs from the one in force by more
+// than a tenth.
+func (n *Node) followCountTrigger() {
+	rc := n.raft.ReloadableConfig()
+	current := rc.SnapshotThreshold
 	want := countTrigger(n.cfg.SnapshotThreshold, n.rfsm.meter.lastSnapBytes.Load())
 	if d := max(want, current) - min(want, current); d == 0 || d < current/10 {
-		return current
+		return
 	}
-	rc := n.raft.ReloadableConfig()
 	rc.SnapshotThreshold = want
 	if err := n.raft.ReloadConfig(rc); err != nil {
 		n.log.Warn("raft count trigger not moved", "want", want, "error", err)
-		return current
+		return
 	}
 	n.log.Info("raft count trigger follows the snapshot size", "snapshot_threshold", want,
 		"last_snapshot_bytes", n.rfsm.meter.lastSnapBytes.Load())
-	return want
 }
 
 // snapshotMeter counts what the fsm applied and what snapshots wrote. Its
@@ -138,14 +138,13 @@ func (n *Node) snapshotByBytes() {
 	defer n.wg.Done()
 	tick := time.NewTicker(snapshotCheckEvery)
 	defer tick.Stop()
-	threshold := n.cfg.SnapshotThreshold
 	for {
 		select {
 		case <-n.stopped:
 			return
 		case <-tick.C:
 		}
-		threshold = n.followCountTrigger(threshold)
+		n.followCountTrigger()
 		// The stagger is ≥ 1, so asking raft for the configuration is only
 		// worth it once the unstaggered trigger is reached.
 		if m := &n.rfsm.meter; !m.due(n.cfg.SnapshotLogBytes, 1) || !m.due(n.cfg.SnapshotLogBytes, n.snapshotStagger()) {

@@ -5,14 +5,15 @@
 # follower and then on the leader, each during 16 clients' removes, RSS per
 # master, a follower killed and restarted, a follower wiped and caught up.
 #
-#   scripts/scale-table.sh [N]        (default 1000000; 10000000 takes ~40 min)
+#   scripts/scale-table.sh [N]        (default 1000000, ~6 min; 10000000, ~25 min)
 #
 # SEXTON_SCALE_PROFILES=DIR also saves a 15 s CPU profile of the
 # snapshotting node and of the leader at each forced snapshot.
 #
 # Every step's output goes to stdout with a "## step" heading; pipe it to
-# a file. It brings the cluster down at the end (and wipes
-# $SEXTON_LOCAL_DIR, default ./sexton-scale, at the start).
+# a file. It brings the cluster down when it ends, failed or not (and
+# wipes $SEXTON_LOCAL_DIR, default ./sexton-scale, at the start). Copy it
+# elsewhere before editing it during a run: bash reads it as it goes.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -71,6 +72,13 @@ caught_up() {
 	done
 	echo "not caught up in 600 s"
 }
+# stop_master I SIGNAL: signal master I and wait until it has exited.
+stop_master() {
+	local pid; pid=$(cat "$SEXTON_LOCAL_DIR/m$1.pid")
+	kill -s "$2" "$pid"
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+	rm -f "$SEXTON_LOCAL_DIR/m$1.pid"
+}
 removes() {
 	"$bin" bench remove --clients 16 --keys "${1:-40000}" ${2:+--batch $2} 2>&1 | tail -4
 }
@@ -98,6 +106,7 @@ snapshot_during_removes() {
 
 "$cluster" down >/dev/null 2>&1 || true
 rm -rf "$SEXTON_LOCAL_DIR"
+trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
 [ -x "$bin" ] || make build
 step "up (GOMEMLIMIT=${GOMEMLIMIT:-unset})"
 "$cluster" up >/dev/null
@@ -136,16 +145,12 @@ L=$(wait_leader)
 F=$(( L % 3 + 1 ))
 target=$(status "$L" | field commit_index)
 step "kill -9 follower m$F and restart it (target index $target)"
-pid=$(cat "$SEXTON_LOCAL_DIR/m$F.pid")
-kill -9 "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-rm -f "$SEXTON_LOCAL_DIR/m$F.pid"
+stop_master "$F" KILL
 "$cluster" restart "m$F" >/dev/null
 echo "restart: $(caught_up "$F" "$target")"
 
 step "wipe follower m$F and start it (target index $target)"
-pid=$(cat "$SEXTON_LOCAL_DIR/m$F.pid")
-kill "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-rm -f "$SEXTON_LOCAL_DIR/m$F.pid"
+stop_master "$F" TERM
 rm -rf "${SEXTON_LOCAL_DIR:?}/m$F"
 target=$(status "$L" | field commit_index)
 "$cluster" restart "m$F" >/dev/null
@@ -153,4 +158,3 @@ echo "wiped follower: $(caught_up "$F" "$target")"
 rss
 
 step "down"
-"$cluster" down >/dev/null
