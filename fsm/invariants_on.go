@@ -142,18 +142,28 @@ func (st *state) checkInvariants() error {
 
 // checkIndexed checks that key (the map's own key string) is in the
 // index of COMPLETE keys exactly when e has a COMPLETE incarnation, as
-// that same string (same bytes, not a copy), and in the index of puts in
-// progress exactly when e has a PENDING one, under its creation time.
+// that same string (same bytes, not a copy) with that same incarnation,
+// and in the index of puts in progress exactly when e has a PENDING one,
+// under its creation time, with that incarnation: a snapshot writes what
+// the indexes hold.
 func (t *objectTable) checkIndexed(key string, e entry) error {
-	stored, ok := t.completeKeys.Get(key)
+	stored, ok := t.completeKeys.Get(completeRef{key: key})
 	switch {
 	case ok != (e.complete != nil):
 		return fmt.Errorf("key %q: in the index of COMPLETE keys %v, COMPLETE incarnation %v", key, ok, e.complete != nil)
-	case ok && unsafe.StringData(stored) != unsafe.StringData(key):
+	case ok && unsafe.StringData(stored.key) != unsafe.StringData(key):
 		return fmt.Errorf("key %q: the index of COMPLETE keys holds a copy of the key, not the map's string", key)
+	case ok && stored.obj != e.complete:
+		return fmt.Errorf("key %q: the index of COMPLETE keys holds another incarnation (%s) than the table (%s)", key, stored.obj.inc, e.complete.inc)
 	}
-	if e.pending != nil && !t.pendingPuts.Has(pendingRef{e.pending.created, key}) {
-		return fmt.Errorf("key %q: PENDING %s (created %d) not in the index of puts in progress", key, e.pending.inc, e.pending.created)
+	if e.pending != nil {
+		p, ok := t.pendingPuts.Get(pendingRef{created: e.pending.created, key: key})
+		if !ok {
+			return fmt.Errorf("key %q: PENDING %s (created %d) not in the index of puts in progress", key, e.pending.inc, e.pending.created)
+		}
+		if p.obj != e.pending {
+			return fmt.Errorf("key %q: the index of puts in progress holds another incarnation (%s) than the table (%s)", key, p.obj.inc, e.pending.inc)
+		}
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"maps"
 	"strings"
 
 	"github.com/google/btree"
@@ -70,44 +69,57 @@ type entry struct {
 
 func (e entry) empty() bool { return e.complete == nil && e.pending == nil && e.tasks == nil }
 
-// shard is one copy-on-write slice of the object table. shared says a
-// snapshot view holds m, so the next write must clone it first.
+// shard is one slice of the object table.
 type shard struct {
-	m      map[string]entry
-	shared bool
+	m map[string]entry
 }
 
 // objectTable is the key → entry map, split in shards by key hash, with
 // two ordered indexes that set keeps in step with it:
 //
-//   - completeKeys: every key with a COMPLETE incarnation, in key order, so
-//     a List page or a job's next keys cost O(log n + page) instead of a
-//     scan of every shard. Its items are the map's own key strings (set
-//     re-inserts the caller's key whenever it stores an entry with a
-//     COMPLETE incarnation, because a Go map replaces a string key on every
-//     assignment), so the index costs a string header, not a copy of the
-//     key's bytes.
-//   - pendingPuts: (created, key) of every PENDING incarnation, so the
-//     leader finds stale puts without a scan. Puts in flight are few next
-//     to the objects.
+//   - completeKeys: every key with a COMPLETE incarnation, in key order,
+//     with that incarnation, so a List page or a job's next keys cost
+//     O(log n + page) instead of a scan of every shard. Its keys are the
+//     map's own key strings (set re-inserts the caller's key whenever it
+//     stores an entry with a COMPLETE incarnation, because a Go map
+//     replaces a string key on every assignment), so the index costs a
+//     string header and a pointer, not a copy of the key's bytes.
+//   - pendingPuts: (created, key) of every PENDING incarnation, with that
+//     incarnation, so the leader finds stale puts without a scan. Puts in
+//     flight are few next to the objects.
 //
-// Only the live state has them: a snapshot view shares the shard maps and
-// sorts its own keys, so the indexes need no copy-on-write.
+// Together the indexes hold every incarnation the table holds, which is
+// what a snapshot writes: a snapshot view takes lazy copy-on-write clones
+// of them (btree's Clone: O(1); a node is copied on its first write
+// after) and walks them in key order beside Apply. So the maps are never
+// shared and never cloned, the snapshot sorts no more than the puts in
+// flight, and its memory is the index nodes written while it runs.
 type objectTable struct {
 	shards       [numShards]shard
-	completeKeys *btree.BTreeG[string]
+	completeKeys *btree.BTreeG[completeRef]
 	pendingPuts  *btree.BTreeG[pendingRef]
 }
 
-// indexDegree is the B-tree degree of the indexes: nodes of up to 127
-// strings (2 KiB). Measured on 1 M keys, degree 64 costs ~24 B per key
-// inserted in random order (degree 32: ~28 B) at the same speed.
-const indexDegree = 64
+// indexDegree is the B-tree degree of the indexes: nodes of up to 63
+// items. It bounds what the first write to a node after a snapshot copies
+// (1.5 KiB of completeRefs). BenchmarkHeapPerObject (200 k keys in
+// order): degree 64 costs 2 B per object less and copies twice as much.
+const indexDegree = 32
 
-// pendingRef names one PENDING incarnation in the pendingPuts index.
+// completeRef is one key's COMPLETE incarnation in the completeKeys index.
+type completeRef struct {
+	key string
+	obj *object
+}
+
+func (a completeRef) less(b completeRef) bool { return a.key < b.key }
+
+// pendingRef is one PENDING incarnation in the pendingPuts index, ordered
+// by (created, key).
 type pendingRef struct {
 	created int64
 	key     string
+	obj     *object
 }
 
 func (a pendingRef) less(b pendingRef) bool {
@@ -119,7 +131,7 @@ func (a pendingRef) less(b pendingRef) bool {
 
 func newObjectTable() *objectTable {
 	return &objectTable{
-		completeKeys: btree.NewG(indexDegree, func(a, b string) bool { return a < b }),
+		completeKeys: btree.NewG(indexDegree, completeRef.less),
 		pendingPuts:  btree.NewG(indexDegree, pendingRef.less),
 	}
 }
@@ -153,13 +165,9 @@ func (t *objectTable) set(key string, old, e entry) {
 	if old.empty() && e.empty() {
 		return
 	}
-	switch {
-	case s.m == nil:
+	if s.m == nil {
 		s.m = make(map[string]entry)
-	case s.shared:
-		s.m = maps.Clone(s.m)
 	}
-	s.shared = false
 	t.index(key, old, e)
 	if e.empty() {
 		delete(s.m, key)
@@ -171,19 +179,21 @@ func (t *objectTable) set(key string, old, e entry) {
 // index updates completeKeys and pendingPuts for key going from old to e.
 // A key that keeps its COMPLETE incarnation is re-inserted anyway: the map
 // assignment that follows makes key's string the map's, and the index
-// must hold that same string, not an older copy of its bytes.
+// must hold that same string, not an older copy of its bytes. A PENDING
+// incarnation is re-inserted whenever it changes, even with the same
+// creation time (a replica list changed), as the index carries it.
 func (t *objectTable) index(key string, old, e entry) {
 	switch {
 	case e.complete != nil:
-		t.completeKeys.ReplaceOrInsert(key)
+		t.completeKeys.ReplaceOrInsert(completeRef{key, e.complete})
 	case old.complete != nil:
-		t.completeKeys.Delete(key)
+		t.completeKeys.Delete(completeRef{key: key})
 	}
 	if old.pending != nil && (e.pending == nil || e.pending.created != old.pending.created) {
-		t.pendingPuts.Delete(pendingRef{old.pending.created, key})
+		t.pendingPuts.Delete(pendingRef{created: old.pending.created, key: key})
 	}
-	if e.pending != nil && (old.pending == nil || e.pending.created != old.pending.created) {
-		t.pendingPuts.ReplaceOrInsert(pendingRef{e.pending.created, key})
+	if e.pending != nil && e.pending != old.pending {
+		t.pendingPuts.ReplaceOrInsert(pendingRef{e.pending.created, key, e.pending})
 	}
 }
 
@@ -192,7 +202,8 @@ func (t *objectTable) index(key string, old, e entry) {
 // false. It costs O(log n) plus the keys visited: the keys under a prefix
 // are one contiguous run of the index.
 func (t *objectTable) ascendComplete(prefix, after string, fn func(key string) bool) {
-	t.completeKeys.AscendGreaterOrEqual(max(prefix, after), func(k string) bool {
+	t.completeKeys.AscendGreaterOrEqual(completeRef{key: max(prefix, after)}, func(r completeRef) bool {
+		k := r.key
 		if k == after {
 			return true
 		}
@@ -212,13 +223,10 @@ func (t *objectTable) ascendPending(createdBefore int64, fn func(pendingRef) boo
 	})
 }
 
-// share marks every shard shared and returns their maps, for a snapshot
-// view. Cost: numShards pointer copies, independent of the object count.
-func (t *objectTable) share() []map[string]entry {
-	out := make([]map[string]entry, numShards)
-	for i := range t.shards {
-		t.shards[i].shared = true
-		out[i] = t.shards[i].m
-	}
-	return out
+// clone returns lazy copy-on-write clones of the two indexes, for a
+// snapshot view: they hold every incarnation the table holds now, and
+// can be read on another goroutine while Apply goes on. Cost: two btree
+// clones, independent of the object count.
+func (t *objectTable) clone() (*btree.BTreeG[completeRef], *btree.BTreeG[pendingRef]) {
+	return t.completeKeys.Clone(), t.pendingPuts.Clone()
 }

@@ -1,12 +1,12 @@
 package fsm
 
 import (
-	"cmp"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/google/btree"
 
 	"sexton/api"
 	"sexton/fsm/dfsalloc"
@@ -14,12 +14,14 @@ import (
 )
 
 // View is a frozen copy of the state, taken between two Applies. Taking it
-// costs one pointer per object shard plus a copy of the segments and task
-// pointers; the shards themselves are shared copy-on-write with the live
-// state, so writing the view out does not hold the FSM's lock.
+// costs two index clones plus a copy of the segments and task pointers;
+// the objects are in the clones of the object table's indexes
+// (objectTable.clone), copy-on-write with the live state, so writing the
+// view out does not hold the FSM's lock.
 type View struct {
 	header   snapshot.Header
-	shards   []map[string]entry
+	complete *btree.BTreeG[completeRef] // nil once released
+	pending  *btree.BTreeG[pendingRef]
 	segments []snapshot.Segment
 	tasks    []*task
 	state    snapshot.State
@@ -40,7 +42,6 @@ func (f *FSM) Snapshot() *View {
 			Format: snapshot.Format130, ClusterID: st.clusterID,
 			LastIndex: st.appliedIndex, LastTerm: st.appliedTerm, Created: st.lastNow,
 		},
-		shards:   st.objects.share(),
 		segments: make([]snapshot.Segment, 0, len(st.segments)),
 		tasks:    make([]*task, 0, st.reg.len()),
 		state: snapshot.State{
@@ -52,6 +53,7 @@ func (f *FSM) Snapshot() *View {
 		},
 		sessions: st.sess.views(),
 	}
+	v.complete, v.pending = st.objects.clone()
 	for _, j := range st.jobs.jobs {
 		v.jobs = append(v.jobs, *j)
 	}
@@ -76,11 +78,12 @@ func (f *FSM) Snapshot() *View {
 	return v
 }
 
-// Release drops the view's references. The live state does not wait for it:
-// a shard shared with a released view is still cloned once on its next
-// write, which is cheap.
+// Release drops the view's references. The live state does not wait for
+// it: an index node shared with a released view is still copied once on
+// its next write, which is cheap.
 func (v *View) Release() {
-	v.shards, v.segments, v.tasks, v.sessions, v.dfsRecs, v.jobs = nil, nil, nil, nil, nil, nil
+	v.complete, v.pending = nil, nil
+	v.segments, v.tasks, v.sessions, v.dfsRecs, v.jobs = nil, nil, nil, nil, nil
 }
 
 // WriteTo writes the view as a 1.3.0 snapshot stream. Equal states give
@@ -93,7 +96,7 @@ func (v *View) WriteTo(w io.Writer) (int64, error) { return v.writeFormat(w, sna
 // tests of older snapshots: then the state must hold nothing that format
 // cannot carry).
 func (v *View) writeFormat(w io.Writer, format string) (int64, error) {
-	if v.shards == nil {
+	if v.complete == nil {
 		return 0, fmt.Errorf("fsm: write of a released snapshot view")
 	}
 	cw := &countingWriter{w: w}
@@ -160,81 +163,42 @@ type keyed struct {
 	complete, pending *object
 }
 
-// abbrevKeyed is keyed with an abbreviated key in front: the 8 bytes of
-// the key after the prefix every key of the view shares, big-endian and
-// zero-padded. Sorting millions of keys by comparing their strings is a
-// cache miss per comparison (the bytes live elsewhere in the heap, and
-// keys often share a long prefix); most comparisons of abbreviated keys
-// decide on the integer alone and read no key byte.
-type abbrevKeyed struct {
-	abbr uint64
-	keyed
-}
-
-// abbreviate returns the 8 bytes of key from offset from, big-endian,
-// zero-padded. For keys that agree on their first from bytes, a smaller
-// abbreviation means a smaller key; equal ones need the full comparison
-// (a shorter key pads with zeros that may be real bytes of a longer one).
-func abbreviate(key string, from int) uint64 {
-	var b [8]byte
-	copy(b[:], key[from:])
-	return binary.BigEndian.Uint64(b[:])
-}
-
-// sharedPrefixLen is the length of the prefix a and b share.
-func sharedPrefixLen(a, b string) int {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
-
-// eachSorted calls fn with every entry of the view in key order. It sorts
-// on the calling goroutine only: a snapshot runs beside Apply and
-// replication, and a second sorting goroutine could take the other core
-// of a two-core master from them (the abbreviated keys made the sort
-// cheap enough that halving its wall time is not worth that risk).
-func (v *View) eachSorted(fn func(keyed) error) error {
-	n := 0
-	for _, m := range v.shards {
-		n += len(m)
-	}
-	all := make([]abbrevKeyed, 0, n)
-	shared := -1 // the prefix length every key so far shares with the first
-	for _, m := range v.shards {
-		for k, e := range m {
-			if e.complete == nil && e.pending == nil {
-				continue
+// eachInOrder calls fn with every key the view holds an incarnation of,
+// in key order, with its COMPLETE and PENDING incarnations. It walks the
+// clone of the COMPLETE keys' index and merges in the PENDING
+// incarnations, taken from the clone of the puts-in-progress index and
+// sorted by key: puts in flight are few next to the objects, so that is
+// all it sorts.
+func (v *View) eachInOrder(fn func(keyed) error) error {
+	pending := make([]pendingRef, 0, v.pending.Len())
+	v.pending.Ascend(func(p pendingRef) bool {
+		pending = append(pending, p)
+		return true
+	})
+	slices.SortFunc(pending, func(a, b pendingRef) int { return strings.Compare(a.key, b.key) })
+	var err error
+	v.complete.Ascend(func(c completeRef) bool {
+		for len(pending) > 0 && pending[0].key < c.key {
+			if err = fn(keyed{key: pending[0].key, pending: pending[0].obj}); err != nil {
+				return false
 			}
-			switch {
-			case shared < 0:
-				shared = len(k)
-			case shared > 0 && !strings.HasPrefix(k, all[0].key[:shared]):
-				shared = sharedPrefixLen(all[0].key[:shared], k)
-			}
-			all = append(all, abbrevKeyed{keyed: keyed{k, e.complete, e.pending}})
+			pending = pending[1:]
 		}
-	}
-	shared = max(shared, 0)
-	for i := range all {
-		all[i].abbr = abbreviate(all[i].key, shared)
-	}
-	byKey := func(a, b abbrevKeyed) int {
-		if a.abbr != b.abbr {
-			return cmp.Compare(a.abbr, b.abbr)
+		ke := keyed{key: c.key, complete: c.obj}
+		if len(pending) > 0 && pending[0].key == c.key {
+			ke.pending = pending[0].obj
+			pending = pending[1:]
 		}
-		return strings.Compare(a.key[shared:], b.key[shared:])
-	}
-	slices.SortFunc(all, byKey)
-	for _, ke := range all {
-		if err := fn(ke.keyed); err != nil {
-			return err
+		err = fn(ke)
+		return err == nil
+	})
+	for _, p := range pending {
+		if err != nil {
+			break
 		}
+		err = fn(keyed{key: p.key, pending: p.obj})
 	}
-	return nil
+	return err
 }
 
 func (v *View) writeObjects(sw *snapshot.Writer) error {
@@ -242,7 +206,7 @@ func (v *View) writeObjects(sw *snapshot.Writer) error {
 		return err
 	}
 	var rec snapshot.Object
-	err := v.eachSorted(func(ke keyed) error {
+	err := v.eachInOrder(func(ke keyed) error {
 		for _, o := range [2]*object{ke.complete, ke.pending} {
 			if o == nil {
 				continue
