@@ -5,7 +5,7 @@
 # follower and then on the leader, each during 16 clients' removes, RSS per
 # master, a follower killed and restarted, a follower wiped and caught up.
 #
-#   scripts/scale-table.sh [N]        (default 1000000, ~6 min; 10000000, ~25 min)
+#   scripts/scale-table.sh [N]        (default 1000000, ~4 min; 10000000, ~11 min)
 #
 # SEXTON_SCALE_PROFILES=DIR also saves a 15 s CPU profile of the
 # snapshotting node and of the leader at each forced snapshot.
