@@ -290,10 +290,11 @@ func BenchmarkSnapshotRead(b *testing.B) {
 }
 
 // BenchmarkSnapshotPause measures what a snapshot costs the apply loop:
-// the time Snapshot() holds the lock, and the single Applies (a PutStart or
-// PutEnd) in the 2,000 that follow (the first write to an index node
-// after a snapshot copies it). It reports medians and maxima; on a loaded machine the maxima
-// include scheduler and GC stalls that are not the FSM's.
+// the time Snapshot() holds the lock, and the single Applies (a PutStart
+// or PutEnd) in the 2,000 that follow (the first write to an index node
+// after a snapshot copies it). It reports medians and maxima; on a loaded
+// machine the maxima include scheduler and GC stalls that are not the
+// FSM's.
 func BenchmarkSnapshotPause(b *testing.B) {
 	bf := largeState(b)
 	var snaps, applies []time.Duration
