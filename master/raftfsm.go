@@ -88,15 +88,15 @@ type fsmSnapshot struct {
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	start := time.Now()
-	cs := &countingSink{SnapshotSink: sink}
-	if _, err := s.v.WriteTo(cs); err != nil {
+	n, err := s.v.WriteTo(sink)
+	if err != nil {
 		_ = sink.Cancel()
 		return err
 	}
 	if err := sink.Close(); err != nil {
 		return err
 	}
-	s.meter.lastSnapBytes.Store(cs.n)
+	s.meter.lastSnapBytes.Store(uint64(n))
 	s.meter.lastPersistNano.Store(int64(time.Since(start)))
 	return nil
 }

@@ -3,7 +3,6 @@ package master
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -115,20 +114,6 @@ func (n *Node) snapshotStagger() float64 {
 	}
 	return 1 + 0.5*float64(i)/float64(len(ids))
 }
-
-// countingSink counts the bytes a snapshot writes.
-type countingSink struct {
-	raft.SnapshotSink
-	n uint64
-}
-
-func (c *countingSink) Write(p []byte) (int, error) {
-	k, err := c.SnapshotSink.Write(p)
-	c.n += uint64(k)
-	return k, err
-}
-
-var _ io.Writer = (*countingSink)(nil)
 
 // snapshotByBytes is each node's snapshot trigger (every node snapshots
 // its own fsm, leader or not). It asks raft for a snapshot when the meter
