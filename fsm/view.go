@@ -156,8 +156,7 @@ func (v *View) writeFormat(w io.Writer, format string) (int64, error) {
 }
 
 // keyed is one key with its object incarnations (not its tasks, which
-// are written from the task section), so writing needs no second map
-// lookup.
+// are written from the task section), as the indexes' clones give them.
 type keyed struct {
 	key               string
 	complete, pending *object
