@@ -210,18 +210,17 @@ func (st *state) applyJobAdvance(c *JobAdvance) *JobAdvanceResult {
 // the first such key: O(log objects + keys put after the job started).
 func (st *state) jobHasMore(j *api.JobInfo) bool {
 	more := false
-	st.objects.ascendComplete(j.Prefix, j.Cursor, func(k string) bool {
-		more = st.jobOwns(j, k)
+	st.objects.ascendComplete(j.Prefix, j.Cursor, func(_ string, o *object) bool {
+		more = jobOwns(j, o)
 		return !more
 	})
 	return more
 }
 
-// jobOwns reports whether key's COMPLETE incarnation is one job j is to
-// remove: it exists and is no newer than the job's start.
-func (st *state) jobOwns(j *api.JobInfo, key string) bool {
-	c := st.objects.get(key).complete
-	return c != nil && !j.Start.Less(c.inc)
+// jobOwns reports whether a key's COMPLETE incarnation c is one job j is
+// to remove: it is no newer than the job's start.
+func jobOwns(j *api.JobInfo, c *object) bool {
+	return !j.Start.Less(c.inc)
 }
 
 // jobCandidates lists, in key order, up to limit keys after j's cursor
@@ -232,8 +231,8 @@ func (st *state) jobOwns(j *api.JobInfo, key string) bool {
 func (st *state) jobCandidates(j *api.JobInfo, limit int) ([]string, bool) {
 	var keys []string
 	last := true
-	st.objects.ascendComplete(j.Prefix, j.Cursor, func(k string) bool {
-		if !st.jobOwns(j, k) {
+	st.objects.ascendComplete(j.Prefix, j.Cursor, func(k string, o *object) bool {
+		if !jobOwns(j, o) {
 			return true
 		}
 		if len(keys) == limit {

@@ -42,11 +42,9 @@ func (st *state) applyRetire(index uint64, c *RetireStorage) *RetireResult {
 // so the writes happen in a fixed order.
 func (st *state) stripSegment(seg api.SegmentID) {
 	var keys []string
-	for i := range st.objects.shards {
-		for k, e := range st.objects.shards[i].m {
-			if onSegment(e.complete, seg) || onSegment(e.pending, seg) {
-				keys = append(keys, k)
-			}
+	for _, k := range st.objects.keys() {
+		if e := st.objects.get(k); onSegment(e.complete, seg) || onSegment(e.pending, seg) {
+			keys = append(keys, k)
 		}
 	}
 	slices.Sort(keys)

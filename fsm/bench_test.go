@@ -276,7 +276,7 @@ func BenchmarkSnapshotRead(b *testing.B) {
 		}
 	}
 	// And the heap a restored state holds, per object (restore fills the
-	// indexes in two passes so that their nodes are not left half full).
+	// COMPLETE tree in two passes so that their nodes are not left half full).
 	b.StopTimer()
 	before := heapInUse()
 	g := New(Config{})
@@ -328,4 +328,19 @@ func BenchmarkSnapshotPause(b *testing.B) {
 	b.ReportMetric(us(applies[len(applies)/2]), "apply-p50-µs")
 	b.ReportMetric(us(applies[len(applies)*999/1000]), "apply-p999-µs")
 	b.ReportMetric(us(applies[len(applies)-1]), "apply-max-µs")
+}
+
+// BenchmarkGCLargeState times one full garbage collection with the large
+// state live: the mark work a master's heap costs the collector each
+// cycle, which at ten million objects is what a busy leader spends most
+// of its CPU on (docs/SCALING.md).
+func BenchmarkGCLargeState(b *testing.B) {
+	bf := largeState(b)
+	runtime.GC()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+	}
+	b.StopTimer()
+	runtime.KeepAlive(bf)
 }

@@ -103,12 +103,11 @@ func checkDisjoint(t *testing.T, f *FSM) {
 	}
 	var rs []rng
 	f.mu.RLock()
-	for s := range f.st.objects.shards {
-		for k, e := range f.st.objects.shards[s].m {
-			for _, o := range []*object{e.complete, e.pending} {
-				for _, d := range dfsReplicasOf(o) {
-					rs = append(rs, rng{d.Path, d.Offset, d.AlignedSize, k})
-				}
+	for _, k := range f.st.objects.keys() {
+		e := f.st.objects.get(k)
+		for _, o := range []*object{e.complete, e.pending} {
+			for _, d := range dfsReplicasOf(o) {
+				rs = append(rs, rng{d.Path, d.Offset, d.AlignedSize, k})
 			}
 		}
 	}

@@ -3,9 +3,9 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"strings"
-	"unsafe"
 
 	"sexton/api"
 )
@@ -45,24 +45,25 @@ func (st *state) checkInvariants() error {
 		return fmt.Errorf("task index counts %d, pages hold %d", r.len(), counted)
 	}
 	perKey, perSeg := 0, map[string]int{}
-	for i := range st.objects.shards {
-		for key, e := range st.objects.shards[i].m {
-			for t := e.tasks; t != nil; t = t.keyNext {
-				if t.key != key || r.byID.get(t.id) != t {
-					return fmt.Errorf("task list of %q holds task %d not in byID", key, t.id)
-				}
-				// Ordered oldest incarnation first (linkTask), so tasks
-				// sharing an ident are in one run of equal incarnations.
-				if n := t.keyNext; n != nil && n.inc.Less(t.inc) {
-					return fmt.Errorf("task list of %q out of order: %s before %s", key, t.inc, n.inc)
-				}
-				for o := t.keyNext; o != nil && o.inc == t.inc; o = o.keyNext {
-					if o.ident() == t.ident() {
-						return fmt.Errorf("tasks %d and %d share (segment, key, incarnation)", t.id, o.id)
-					}
-				}
-				perKey++
+	for key, head := range st.objects.tasks {
+		if head == nil {
+			return fmt.Errorf("key %q: an empty task list kept", key)
+		}
+		for t := head; t != nil; t = t.keyNext {
+			if t.key != key || r.byID.get(t.id) != t {
+				return fmt.Errorf("task list of %q holds task %d not in byID", key, t.id)
 			}
+			// Ordered oldest incarnation first (linkTask), so tasks
+			// sharing an ident are in one run of equal incarnations.
+			if n := t.keyNext; n != nil && n.inc.Less(t.inc) {
+				return fmt.Errorf("task list of %q out of order: %s before %s", key, t.inc, n.inc)
+			}
+			for o := t.keyNext; o != nil && o.inc == t.inc; o = o.keyNext {
+				if o.ident() == t.ident() {
+					return fmt.Errorf("tasks %d and %d share (segment, key, incarnation)", t.id, o.id)
+				}
+			}
+			perKey++
 		}
 	}
 	if perKey != r.len() {
@@ -109,61 +110,31 @@ func (st *state) checkInvariants() error {
 			return fmt.Errorf("segment %s retired and mounted", id)
 		}
 	}
-	complete, pending := 0, 0
-	for i := range st.objects.shards {
-		for key, e := range st.objects.shards[i].m {
-			if shardOf(key) != i || e.empty() {
-				return fmt.Errorf("key %q misplaced or empty", key)
-			}
-			if e.complete != nil && e.pending != nil && !e.complete.inc.Less(e.pending.inc) {
-				return fmt.Errorf("key %q: pending %s not newer than complete %s", key, e.pending.inc, e.complete.inc)
-			}
-			if err := st.objects.checkIndexed(key, e); err != nil {
-				return err
-			}
-			if e.complete != nil {
-				complete++
-			}
-			if e.pending != nil {
-				pending++
-			}
-		}
-	}
-	// Every key the table holds is in the indexes it belongs in (above);
-	// equal sizes make the indexes hold nothing else.
-	if n := st.objects.completeKeys.Len(); n != complete {
-		return fmt.Errorf("index of COMPLETE keys holds %d keys, the table %d", n, complete)
-	}
-	if n := st.objects.pendingPuts.Len(); n != pending {
-		return fmt.Errorf("index of puts in progress holds %d, the table %d", n, pending)
-	}
-	return st.checkJobs()
+	return errors.Join(st.objects.check(), st.checkJobs())
 }
 
-// checkIndexed checks that key (the map's own key string) is in the
-// index of COMPLETE keys exactly when e has a COMPLETE incarnation, as
-// that same string (same bytes, not a copy) with that same incarnation,
-// and in the index of puts in progress exactly when e has a PENDING one,
-// under its creation time, with that incarnation: a snapshot writes what
-// the indexes hold.
-func (t *objectTable) checkIndexed(key string, e entry) error {
-	stored, ok := t.completeKeys.Get(completeRef{key: key})
-	switch {
-	case ok != (e.complete != nil):
-		return fmt.Errorf("key %q: in the index of COMPLETE keys %v, COMPLETE incarnation %v", key, ok, e.complete != nil)
-	case ok && unsafe.StringData(stored.key) != unsafe.StringData(key):
-		return fmt.Errorf("key %q: the index of COMPLETE keys holds a copy of the key, not the map's string", key)
-	case ok && stored.obj != e.complete:
-		return fmt.Errorf("key %q: the index of COMPLETE keys holds another incarnation (%s) than the table (%s)", key, stored.obj.inc, e.complete.inc)
-	}
-	if e.pending != nil {
-		p, ok := t.pendingPuts.Get(pendingRef{created: e.pending.created, key: key})
+// check cross-checks the table's parts: every PENDING incarnation is in
+// pendingPuts under its creation time, as that same object, and newer
+// than the key's COMPLETE one; pendingPuts holds nothing else. A snapshot
+// writes what the two trees hold.
+func (t *objectTable) check() error {
+	for key, p := range t.pending {
+		if p == nil {
+			return fmt.Errorf("key %q: a nil PENDING incarnation kept", key)
+		}
+		ref, ok := t.pendingPuts.Get(pendingRef{created: p.created, key: key})
 		if !ok {
-			return fmt.Errorf("key %q: PENDING %s (created %d) not in the index of puts in progress", key, e.pending.inc, e.pending.created)
+			return fmt.Errorf("key %q: PENDING %s (created %d) not in the index of puts in progress", key, p.inc, p.created)
 		}
-		if p.obj != e.pending {
-			return fmt.Errorf("key %q: the index of puts in progress holds another incarnation (%s) than the table (%s)", key, p.obj.inc, e.pending.inc)
+		if ref.obj != p {
+			return fmt.Errorf("key %q: the index of puts in progress holds another incarnation (%s) than the table (%s)", key, ref.obj.inc, p.inc)
 		}
+		if c, ok := t.complete.Get(completeItem{key: key}); ok && !c.obj.inc.Less(p.inc) {
+			return fmt.Errorf("key %q: pending %s not newer than complete %s", key, p.inc, c.obj.inc)
+		}
+	}
+	if n := t.pendingPuts.Len(); n != len(t.pending) {
+		return fmt.Errorf("index of puts in progress holds %d, the table %d", n, len(t.pending))
 	}
 	return nil
 }

@@ -3,35 +3,28 @@ package fsm
 import (
 	"strings"
 
-	"github.com/google/btree"
+	"sexton/fsm/internal/btree"
 
 	"sexton/api"
 )
 
-// numShards splits the object table so that the first write to a shard after
-// a snapshot copies only that shard (about 1/numShards of the objects: ~250
-// entries at a million objects). Shard maps are allocated on first write, so
-// a small FSM does not pay for thousands of empty maps.
-const numShards = 4096
-
-// object is one incarnation of one key. It is immutable once stored: a
-// change builds a new object and replaces the pointer, so a snapshot view
-// that captured the old shard map keeps seeing the old value.
+// object is one incarnation of one key, immutable once stored: a change
+// builds a new object. A COMPLETE incarnation is stored by value in the
+// table's B-tree (completeItem), a PENDING one behind a pointer.
 //
-// It is kept to 48 bytes, the smallest size class that holds it (there is
-// one per incarnation, millions of them): what many objects have in common
-// sits behind attrs, and the put id, which most puts do not have, behind a
-// pointer that is nil for them. TestObjectStaysPacked holds it there.
+// It is kept to 48 bytes (there is one per key, millions of them): what
+// many objects have in common sits behind attrs, and the put id, which
+// most puts do not have, behind a pointer that is nil for them.
+// TestObjectStaysPacked holds it there.
 type object struct {
 	inc     api.ObjectIncarnation
 	size    int64
 	created int64
 	attrs   *objectAttrs
 	// putIDRef is nil for a put without a put id. A pointer rather than a
-	// string, so an object without one does not pay a 16-byte header
-	// (which would take it to the 64-byte class), and rather than a field
-	// of attrs, so an object with one costs 16 bytes more, not an
-	// unshared attrs of its own (64 bytes).
+	// string, so an object without one does not pay a 16-byte header,
+	// and rather than a field of attrs, so an object with one costs 16
+	// bytes more, not an unshared attrs of its own (64 bytes).
 	putIDRef *string
 }
 
@@ -55,64 +48,65 @@ func (o *object) putID() string {
 	return *o.putIDRef
 }
 
-// entry is what a key maps to: its visible (COMPLETE) incarnation, the put
+// entry is what a key holds: its visible (COMPLETE) incarnation, the put
 // in progress (PENDING), and the head of the list (via task.keyNext) of its
-// pending delete tasks; any of them may be nil, and a key stays in the table
-// while any is set. Keeping the task list here means a Remove finds the
-// key's object and its tasks in one lookup. Stored by value so a key costs
-// no extra allocation.
+// pending delete tasks; any of them may be nil, and a key is in the table
+// while any is set. get assembles it and set takes it apart again: the
+// three live in different places (objectTable).
 type entry struct {
 	complete *object
 	pending  *object
 	tasks    *task
 }
 
-func (e entry) empty() bool { return e.complete == nil && e.pending == nil && e.tasks == nil }
-
-// shard is one slice of the object table.
-type shard struct {
-	m map[string]entry
-}
-
-// objectTable is the key → entry map, split in shards by key hash, with
-// two ordered indexes that set keeps in step with it:
+// objectTable holds every key's entry, in four places:
 //
-//   - completeKeys: every key with a COMPLETE incarnation, in key order,
-//     with that incarnation, so a List page or a job's next keys cost
-//     O(log n + page) instead of a scan of every shard. Its keys are the
-//     map's own key strings (set re-inserts the caller's key whenever it
-//     stores an entry with a COMPLETE incarnation, because a Go map
-//     replaces a string key on every assignment), so the index costs a
-//     string header and a pointer, not a copy of the key's bytes.
-//   - pendingPuts: (created, key) of every PENDING incarnation, with that
-//     incarnation, so the leader finds stale puts without a scan. Puts in
-//     flight are few next to the objects.
+//   - complete: a B-tree, in key order, of every key with a COMPLETE
+//     incarnation, the object stored by value beside its key. It is the
+//     table proper: almost every key has just a COMPLETE incarnation.
+//   - pending: key → PENDING incarnation, the puts in flight.
+//   - pendingPuts: the same PENDING incarnations ordered by (created,
+//     key), so the leader finds stale puts without a scan.
+//   - tasks: key → head of its delete tasks (bounded by the registry).
 //
-// Together the indexes hold every incarnation the table holds, which is
-// what a snapshot writes: a snapshot view takes lazy copy-on-write clones
-// of them (btree's Clone: O(1); a node is copied on its first write
-// after) and walks them in key order beside Apply. So the maps are never
-// shared and never cloned, the snapshot sorts no more than the puts in
-// flight, and its memory is the index nodes written while it runs.
+// Why a B-tree of values and no hash map: the garbage collector's cost.
+// A hash map of keys to object pointers (what this was) gives the
+// collector three pointers to follow per key and an object to mark and
+// scan at a random address; at ten million keys the leader spent 60–74 %
+// of its CPU in the collector while a snapshot was written. Here a key
+// costs the collector its key string, which holds no pointers (and the
+// rarely non-nil putIDRef): a full collection with a million objects
+// live took 137 ms and takes 25 (BenchmarkGCLargeState). The tree is
+// fsm/internal/btree, whose splits leave keys put in ascending order in
+// full nodes, not half-full ones. The price is a point
+// lookup of O(log n) string comparisons (~3 µs at ten million keys
+// against ~0.5 µs), which set avoids where the COMPLETE incarnation did
+// not change.
+//
+// A snapshot view takes lazy copy-on-write clones of the two B-trees
+// (btree's Clone: O(1); a node is copied on its first write after) and
+// walks them in key order beside Apply: the objects in the complete
+// tree's nodes are values, so the clone's nodes keep the incarnations
+// of the moment it was taken.
 type objectTable struct {
-	shards       [numShards]shard
-	completeKeys *btree.BTreeG[completeRef]
-	pendingPuts  *btree.BTreeG[pendingRef]
+	complete    *btree.BTreeG[completeItem]
+	pending     map[string]*object
+	pendingPuts *btree.BTreeG[pendingRef]
+	tasks       map[string]*task
 }
 
-// indexDegree is the B-tree degree of the indexes: nodes of up to 63
-// items. It bounds what the first write to a node after a snapshot copies
-// (1.5 KiB of completeRefs). BenchmarkHeapPerObject (200 k keys in
-// order): degree 64 costs 2 B per object less and copies twice as much.
+// indexDegree is the B-tree degree: nodes of up to 63 items. It bounds
+// what the first write to a node after a snapshot copies (4 KiB of
+// completeItems).
 const indexDegree = 32
 
-// completeRef is one key's COMPLETE incarnation in the completeKeys index.
-type completeRef struct {
+// completeItem is one key with its COMPLETE incarnation (64 bytes).
+type completeItem struct {
 	key string
-	obj *object
+	obj object
 }
 
-func (a completeRef) less(b completeRef) bool { return a.key < b.key }
+func (a completeItem) less(b completeItem) bool { return a.key < b.key }
 
 // pendingRef is one PENDING incarnation in the pendingPuts index, ordered
 // by (created, key).
@@ -131,86 +125,95 @@ func (a pendingRef) less(b pendingRef) bool {
 
 func newObjectTable() *objectTable {
 	return &objectTable{
-		completeKeys: btree.NewG(indexDegree, completeRef.less),
-		pendingPuts:  btree.NewG(indexDegree, pendingRef.less),
+		complete:    btree.NewG(indexDegree, completeItem.less),
+		pending:     make(map[string]*object),
+		pendingPuts: btree.NewG(indexDegree, pendingRef.less),
+		tasks:       make(map[string]*task),
 	}
 }
 
 // completeCount is the number of keys with a COMPLETE incarnation.
-func (t *objectTable) completeCount() int { return t.completeKeys.Len() }
+func (t *objectTable) completeCount() int { return t.complete.Len() }
 
 // pendingCount is the number of keys with a PENDING incarnation.
-func (t *objectTable) pendingCount() int { return t.pendingPuts.Len() }
+func (t *objectTable) pendingCount() int { return len(t.pending) }
 
-// shardOf is FNV-1a; the shard never reaches a result, only where a key is
-// kept, so any fixed hash will do.
-func shardOf(key string) int {
-	h := uint32(2166136261)
-	for i := 0; i < len(key); i++ {
-		h ^= uint32(key[i])
-		h *= 16777619
-	}
-	return int(h % numShards)
-}
-
+// get returns key's entry. Its complete is a copy of the stored
+// incarnation, its own to the caller; set recognizes it (by pointer) as
+// unchanged.
 func (t *objectTable) get(key string) entry {
-	return t.shards[shardOf(key)].m[key]
+	var e entry
+	if it, ok := t.complete.Get(completeItem{key: key}); ok {
+		o := it.obj
+		e.complete = &o
+	}
+	if len(t.pending) > 0 {
+		e.pending = t.pending[key]
+	}
+	e.tasks = t.tasksOf(key)
+	return e
 }
 
-// set replaces old (what get returned for key, unchanged since) with e,
-// deleting the key when e is empty, and clones the shard first if a
-// snapshot view shares it. Passing old saves a second lookup.
+// tasksOf returns the head of key's task list, without a walk of the tree.
+func (t *objectTable) tasksOf(key string) *task {
+	if len(t.tasks) == 0 {
+		return nil
+	}
+	return t.tasks[key]
+}
+
+// setTasks makes head key's task list (nil: none).
+func (t *objectTable) setTasks(key string, head *task) {
+	if head == nil {
+		delete(t.tasks, key)
+		return
+	}
+	t.tasks[key] = head
+}
+
+// set replaces old (what get returned for key, unchanged since) with e.
+// An e.complete that is old.complete (the same pointer) is left where it
+// is: objects are immutable, so a changed one is a new pointer.
 func (t *objectTable) set(key string, old, e entry) {
-	s := &t.shards[shardOf(key)]
-	if old.empty() && e.empty() {
-		return
-	}
-	if s.m == nil {
-		s.m = make(map[string]entry)
-	}
-	t.index(key, old, e)
-	if e.empty() {
-		delete(s.m, key)
-		return
-	}
-	s.m[key] = e
-}
-
-// index updates completeKeys and pendingPuts for key going from old to e.
-// A key that keeps its COMPLETE incarnation is re-inserted anyway: the map
-// assignment that follows makes key's string the map's, and the index
-// must hold that same string, not an older copy of its bytes. A PENDING
-// incarnation is re-inserted whenever it changes, even with the same
-// creation time (a replica list changed), as the index carries it.
-func (t *objectTable) index(key string, old, e entry) {
 	switch {
+	case e.complete == old.complete:
 	case e.complete != nil:
-		t.completeKeys.ReplaceOrInsert(completeRef{key, e.complete})
-	case old.complete != nil:
-		t.completeKeys.Delete(completeRef{key: key})
+		t.complete.ReplaceOrInsert(completeItem{key, *e.complete})
+	default:
+		t.complete.Delete(completeItem{key: key})
 	}
-	if old.pending != nil && (e.pending == nil || e.pending.created != old.pending.created) {
-		t.pendingPuts.Delete(pendingRef{created: old.pending.created, key: key})
+	if e.pending != old.pending {
+		if old.pending != nil {
+			t.pendingPuts.Delete(pendingRef{created: old.pending.created, key: key})
+			delete(t.pending, key)
+		}
+		if e.pending != nil {
+			t.pendingPuts.ReplaceOrInsert(pendingRef{e.pending.created, key, e.pending})
+			t.pending[key] = e.pending
+		}
 	}
-	if e.pending != nil && e.pending != old.pending {
-		t.pendingPuts.ReplaceOrInsert(pendingRef{e.pending.created, key, e.pending})
+	if e.tasks != old.tasks {
+		t.setTasks(key, e.tasks)
 	}
 }
 
 // ascendComplete calls fn with every key that has a COMPLETE incarnation,
-// is under prefix and sorts after after, in key order, until fn returns
-// false. It costs O(log n) plus the keys visited: the keys under a prefix
-// are one contiguous run of the index.
-func (t *objectTable) ascendComplete(prefix, after string, fn func(key string) bool) {
-	t.completeKeys.AscendGreaterOrEqual(completeRef{key: max(prefix, after)}, func(r completeRef) bool {
-		k := r.key
+// is under prefix and sorts after after, in key order, with that
+// incarnation (valid during the call only), until fn returns false. It
+// costs O(log n) plus the keys visited: the keys under a prefix are one
+// contiguous run of the tree.
+func (t *objectTable) ascendComplete(prefix, after string, fn func(key string, o *object) bool) {
+	var cur object
+	t.complete.AscendGreaterOrEqual(completeItem{key: max(prefix, after)}, func(it completeItem) bool {
+		k := it.key
 		if k == after {
 			return true
 		}
 		if !strings.HasPrefix(k, prefix) {
 			return false
 		}
-		return fn(k)
+		cur = it.obj
+		return fn(k, &cur)
 	})
 }
 
@@ -223,10 +226,49 @@ func (t *objectTable) ascendPending(createdBefore int64, fn func(pendingRef) boo
 	})
 }
 
-// clone returns lazy copy-on-write clones of the two indexes, for a
+// keys returns every key the table holds, in no order. O(table): for the
+// rare whole-table operator action and the invariant checks.
+func (t *objectTable) keys() []string {
+	out := make([]string, 0, t.complete.Len()+len(t.pending)+len(t.tasks))
+	t.complete.Ascend(func(it completeItem) bool {
+		out = append(out, it.key)
+		return true
+	})
+	for k := range t.pending {
+		if !t.complete.Has(completeItem{key: k}) {
+			out = append(out, k)
+		}
+	}
+	for k := range t.tasks {
+		if t.pending[k] == nil && !t.complete.Has(completeItem{key: k}) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// restoreComplete stores a restored COMPLETE incarnation; false: key
+// already had one.
+func (t *objectTable) restoreComplete(key string, o object) bool {
+	_, dup := t.complete.ReplaceOrInsert(completeItem{key, o})
+	return !dup
+}
+
+// restorePending stores a restored PENDING incarnation; false: key
+// already had one.
+func (t *objectTable) restorePending(key string, o *object) bool {
+	if t.pending[key] != nil {
+		return false
+	}
+	t.pending[key] = o
+	t.pendingPuts.ReplaceOrInsert(pendingRef{o.created, key, o})
+	return true
+}
+
+// clone returns lazy copy-on-write clones of the two B-trees, for a
 // snapshot view: they hold every incarnation the table holds now, and
 // can be read on another goroutine while Apply goes on. Cost: two btree
 // clones, independent of the object count.
-func (t *objectTable) clone() (*btree.BTreeG[completeRef], *btree.BTreeG[pendingRef]) {
-	return t.completeKeys.Clone(), t.pendingPuts.Clone()
+func (t *objectTable) clone() (*btree.BTreeG[completeItem], *btree.BTreeG[pendingRef]) {
+	return t.complete.Clone(), t.pendingPuts.Clone()
 }

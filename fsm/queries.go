@@ -95,7 +95,7 @@ func (f *FSM) Exists(key string) bool {
 
 // List returns COMPLETE objects whose key has prefix, in key order,
 // strictly after cursor; next is the last key returned when more follow,
-// else "". A page walks the ordered index of COMPLETE keys from the
+// else "". A page walks the tree of COMPLETE incarnations from the
 // cursor: O(log objects + limit), whatever the table holds. The cursor
 // need not be a key that still exists, so keys removed or added between
 // pages do not disturb it.
@@ -108,12 +108,12 @@ func (f *FSM) List(prefix, cursor string, limit int) ([]ObjectView, string) {
 	defer f.mu.RUnlock()
 	out := []ObjectView{}
 	next := ""
-	f.st.objects.ascendComplete(prefix, cursor, func(k string) bool {
+	f.st.objects.ascendComplete(prefix, cursor, func(k string, o *object) bool {
 		if len(out) == limit {
 			next = out[limit-1].Key
 			return false
 		}
-		out = append(out, viewOf(k, f.st.objects.get(k).complete))
+		out = append(out, viewOf(k, o))
 		return true
 	})
 	return out, next
@@ -127,7 +127,7 @@ func (f *FSM) PendingPuts(createdBefore int64) []PendingPut {
 	defer f.mu.RUnlock()
 	var out []PendingPut
 	f.st.objects.ascendPending(createdBefore, func(p pendingRef) bool {
-		out = append(out, PendingPut{Key: p.key, Incarnation: f.st.objects.get(p.key).pending.inc, Created: p.created})
+		out = append(out, PendingPut{Key: p.key, Incarnation: p.obj.inc, Created: p.created})
 		return true
 	})
 	slices.SortFunc(out, func(a, b PendingPut) int { return strings.Compare(a.Key, b.Key) })

@@ -154,10 +154,7 @@ func (r *registry) insertRestored(ts []*task) {
 			j++
 		}
 		sorted[j-1].keyNext = nil
-		old := r.objs.get(sorted[i].key)
-		e := old
-		e.tasks = sorted[i]
-		r.objs.set(sorted[i].key, old, e)
+		r.objs.setTasks(sorted[i].key, sorted[i])
 		i = j
 	}
 }
@@ -165,12 +162,11 @@ func (r *registry) insertRestored(ts []*task) {
 // drop removes t.
 func (r *registry) drop(t *task) {
 	r.byID.remove(t)
-	old := r.objs.get(t.key)
-	e := old
-	if e.tasks == t {
-		e.tasks = t.keyNext
+	head := r.objs.tasksOf(t.key)
+	if head == t {
+		head = t.keyNext
 	} else {
-		for p := e.tasks; p != nil; p = p.keyNext {
+		for p := head; p != nil; p = p.keyNext {
 			if p.keyNext == t {
 				p.keyNext = t.keyNext
 				break
@@ -178,8 +174,8 @@ func (r *registry) drop(t *task) {
 		}
 	}
 	t.keyNext = nil
-	r.objs.set(t.key, old, e)
-	r.wakeReleased(e.tasks, t.inc)
+	r.objs.setTasks(t.key, head)
+	r.wakeReleased(head, t.inc)
 	q := r.bySeg[t.seg]
 	q.live--
 	if q.live == 0 {
@@ -222,7 +218,7 @@ func (r *registry) segCount(seg api.SegmentID) int {
 // fetchable reports invariant 7: t may be handed out only if no pending task
 // of the same key, on any segment, names an older incarnation.
 func (r *registry) fetchable(t *task) bool {
-	return !olderIn(r.objs.get(t.key).tasks, t.inc)
+	return !olderIn(r.objs.tasksOf(t.key), t.inc)
 }
 
 // olderIn reports whether the task list at head has a task older than inc:

@@ -50,7 +50,6 @@ type restoreSink struct {
 	lastKey    string
 	lastState  snapshot.ObjectState
 	lastInc    api.ObjectIncarnation
-	objects    []keyed // object records, until finish builds the table
 	tasks      []*task // task records, linked in after the objects
 	taskIdents map[taskIdent]struct{}
 	nObjects   int
@@ -104,75 +103,35 @@ func (b *restoreSink) Object(o *snapshot.Object) error {
 	}
 	b.lastKey, b.lastState, b.lastInc = o.Key, o.State, o.Incarnation
 	b.nObjects++
-	obj := b.st.newObject(o.Tenant, o.PutID, o.Replicas, o.Size, o.Created, o.Incarnation)
 	// The codec hands over freshly allocated records, so their strings
-	// can be kept as they are. A key's second record (its PENDING after
-	// its COMPLETE) completes the entry before it.
-	if n := len(b.objects); n > 0 && b.objects[n-1].key == o.Key && b.format != snapshot.Format100 {
-		b.objects[n-1].pending = obj
+	// can be kept as they are.
+	t := b.st.objects
+	if o.State == snapshot.ObjectPending {
+		if !t.restorePending(o.Key, b.st.newObject(o.Tenant, o.PutID, o.Replicas, o.Size, o.Created, o.Incarnation)) {
+			return corrupt("object %q appears twice", o.Key)
+		}
 		return nil
 	}
-	ke := keyed{key: o.Key, complete: obj}
-	if o.State == snapshot.ObjectPending {
-		ke = keyed{key: o.Key, pending: obj}
+	// Keys in order (every format but 1.0.0) land past the tree's last
+	// item, which leaves its nodes full (fsm/internal/btree), and each
+	// insert walks the same rightmost path, which stays in cache.
+	if !t.restoreComplete(o.Key, b.st.makeObject(o.Tenant, o.PutID, o.Replicas, o.Size, o.Created, o.Incarnation)) {
+		return corrupt("object %q appears twice", o.Key)
 	}
-	b.objects = append(b.objects, ke)
 	return nil
 }
 
-// buildObjects fills the object table from the collected records: grouped
-// by shard (a counting sort), each shard's map sized exactly and filled in
-// one go, which keeps the inserts cache-friendly and free of rehashing.
-// 1.0.0 objects come in map order, so duplicates are caught here.
-func (b *restoreSink) buildObjects() error {
-	var counts [numShards + 1]int
-	shardIdx := make([]uint16, len(b.objects))
-	for i := range b.objects {
-		s := shardOf(b.objects[i].key)
-		shardIdx[i] = uint16(s)
-		counts[s+1]++
-	}
-	for s := 1; s <= numShards; s++ {
-		counts[s] += counts[s-1]
-	}
-	grouped := make([]keyed, len(b.objects))
-	next := counts
-	for i := range b.objects {
-		s := shardIdx[i]
-		grouped[next[s]] = b.objects[i]
-		next[s]++
-	}
-	// The indexes are filled in the records' order (key order in every
-	// format but 1.0.0), every other record first and then the rest. Keys
-	// in order always land in the rightmost leaf, which splits in half
-	// when full, so one pass leaves every node half empty; the second
-	// pass fills each node's gaps, so a restored master's index takes
-	// about half the memory. Both passes walk the tree left to right,
-	// which keeps the nodes they touch in cache.
+// checkObjects checks what the records' order could not: in 1.0.0 (map
+// order, one record per key) that no key came twice, once COMPLETE and
+// once PENDING.
+func (b *restoreSink) checkObjects() error {
 	t := b.st.objects
-	for start := range 2 {
-		for i := start; i < len(b.objects); i += 2 {
-			ke := &b.objects[i]
-			t.index(ke.key, entry{}, entry{complete: ke.complete, pending: ke.pending})
-		}
-	}
-	b.objects = nil
-	for s := 0; s < numShards; s++ {
-		part := grouped[counts[s]:counts[s+1]]
-		if len(part) == 0 {
-			continue
-		}
-		m := make(map[string]entry, len(part))
-		checkDup := b.format == snapshot.Format100 // later formats' order already rules duplicates out
-		for _, ke := range part {
-			if checkDup {
-				if _, dup := m[ke.key]; dup {
-					return corrupt("object %q appears twice", ke.key)
-				}
+	if b.format == snapshot.Format100 {
+		for k := range t.pending {
+			if t.complete.Has(completeItem{key: k}) {
+				return corrupt("object %q appears twice", k)
 			}
-			m[ke.key] = entry{complete: ke.complete, pending: ke.pending}
 		}
-		t.shards[s].m = m
 	}
 	return nil
 }
@@ -347,7 +306,7 @@ func (b *restoreSink) DFSRecord(raw []byte) error {
 // finish checks what can only be checked once everything is read.
 func (b *restoreSink) finish(h snapshot.Header) error {
 	st := b.st
-	if err := b.buildObjects(); err != nil {
+	if err := b.checkObjects(); err != nil {
 		return err
 	}
 	st.reg.insertRestored(b.tasks)

@@ -12,7 +12,7 @@ import (
 )
 
 // TestSnapshotKeyOrder: a snapshot lists objects in byte order of their
-// keys, whatever the keys share. The write walks the index of COMPLETE
+// keys, whatever the keys share. The write walks the tree of COMPLETE
 // keys and merges in the keys that have only a PENDING incarnation, so
 // some keys drawn here are left PENDING; the keys share prefixes of every
 // length, are prefixes of each other, and use the smallest and largest

@@ -142,10 +142,17 @@ func (st *state) intern(s string) string {
 // object) with its attributes interned. An empty tenant is the default
 // tenant, as in every command and snapshot record that carries one.
 func (st *state) newObject(tenant, putID string, replicas []api.ReplicaDescriptor, size, created int64, inc api.ObjectIncarnation) *object {
+	o := st.makeObject(tenant, putID, replicas, size, created, inc)
+	return &o
+}
+
+// makeObject is newObject by value, for an incarnation stored straight
+// into the table's tree.
+func (st *state) makeObject(tenant, putID string, replicas []api.ReplicaDescriptor, size, created int64, inc api.ObjectIncarnation) object {
 	if tenant == "" {
 		tenant = api.DefaultTenant
 	}
-	o := &object{inc: inc, size: size, created: created, attrs: st.internAttrs(tenant, replicas)}
+	o := object{inc: inc, size: size, created: created, attrs: st.internAttrs(tenant, replicas)}
 	if putID != "" {
 		// A header of its own, not the address of the caller's field,
 		// which would keep a whole command or record alive; allocated

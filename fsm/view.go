@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/btree"
+	"sexton/fsm/internal/btree"
 
 	"sexton/api"
 	"sexton/fsm/dfsalloc"
@@ -14,13 +14,13 @@ import (
 )
 
 // View is a frozen copy of the state, taken between two Applies. Taking it
-// costs two index clones plus a copy of the segments and task pointers;
-// the objects are in the clones of the object table's indexes
+// costs two B-tree clones plus a copy of the segments and task pointers;
+// the objects are in the clones of the object table's trees
 // (objectTable.clone), copy-on-write with the live state, so writing the
 // view out does not hold the FSM's lock.
 type View struct {
 	header   snapshot.Header
-	complete *btree.BTreeG[completeRef] // nil once released
+	complete *btree.BTreeG[completeItem] // nil once released
 	pending  *btree.BTreeG[pendingRef]
 	segments []snapshot.Segment
 	tasks    []*task
@@ -156,7 +156,8 @@ func (v *View) writeFormat(w io.Writer, format string) (int64, error) {
 }
 
 // keyed is one key with its object incarnations (not its tasks, which
-// are written from the task section), as the indexes' clones give them.
+// are written from the task section), as the trees' clones give them.
+// The incarnations are valid during the call they are passed to only.
 type keyed struct {
 	key               string
 	complete, pending *object
@@ -176,14 +177,16 @@ func (v *View) eachInOrder(fn func(keyed) error) error {
 	})
 	slices.SortFunc(pending, func(a, b pendingRef) int { return strings.Compare(a.key, b.key) })
 	var err error
-	v.complete.Ascend(func(c completeRef) bool {
+	var cur object // the incarnation fn sees: one copy, reused
+	v.complete.Ascend(func(c completeItem) bool {
 		for len(pending) > 0 && pending[0].key < c.key {
 			if err = fn(keyed{key: pending[0].key, pending: pending[0].obj}); err != nil {
 				return false
 			}
 			pending = pending[1:]
 		}
-		ke := keyed{key: c.key, complete: c.obj}
+		cur = c.obj
+		ke := keyed{key: c.key, complete: &cur}
 		if len(pending) > 0 && pending[0].key == c.key {
 			ke.pending = pending[0].obj
 			pending = pending[1:]

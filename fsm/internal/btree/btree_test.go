@@ -1,0 +1,161 @@
+package btree
+
+import (
+	"math/rand"
+	"slices"
+	"testing"
+)
+
+// model is a sorted slice of distinct ints: what a tree should hold.
+type model []int
+
+func (m *model) set(v int) bool {
+	i, found := slices.BinarySearch(*m, v)
+	if !found {
+		*m = slices.Insert(*m, i, v)
+	}
+	return found
+}
+
+func (m *model) del(v int) bool {
+	i, found := slices.BinarySearch(*m, v)
+	if found {
+		*m = slices.Delete(*m, i, i+1)
+	}
+	return found
+}
+
+func contents(t *BTreeG[int]) []int {
+	out := []int{}
+	t.Ascend(func(v int) bool { out = append(out, v); return true })
+	return out
+}
+
+// check walks the tree's nodes: items in order within each, every
+// subtree between its separators, every leaf at one depth, no node over
+// the maximum; it returns the number of nodes.
+func check(tb testing.TB, tr *BTreeG[int]) int {
+	tb.Helper()
+	if tr.root == nil {
+		return 0
+	}
+	nodes, leafDepth := 0, -1
+	var walk func(n *node[int], depth int, lo, hi *int)
+	walk = func(n *node[int], depth int, lo, hi *int) {
+		nodes++
+		if len(n.items) > tr.maxItems() || len(n.items) == 0 {
+			tb.Fatalf("node of %d items (max %d)", len(n.items), tr.maxItems())
+		}
+		for i, v := range n.items {
+			if (i > 0 && n.items[i-1] >= v) || (lo != nil && v <= *lo) || (hi != nil && v >= *hi) {
+				tb.Fatalf("item %d out of order", v)
+			}
+		}
+		if len(n.children) == 0 {
+			if leafDepth >= 0 && depth != leafDepth {
+				tb.Fatalf("leaves at depths %d and %d", leafDepth, depth)
+			}
+			leafDepth = depth
+			return
+		}
+		if len(n.children) != len(n.items)+1 {
+			tb.Fatalf("%d items, %d children", len(n.items), len(n.children))
+		}
+		for i, c := range n.children {
+			clo, chi := lo, hi
+			if i > 0 {
+				clo = &n.items[i-1]
+			}
+			if i < len(n.items) {
+				chi = &n.items[i]
+			}
+			walk(c, depth+1, clo, chi)
+		}
+	}
+	walk(tr.root, 0, nil, nil)
+	return nodes
+}
+
+// TestAgainstModel runs random inserts (ascending runs among them, which
+// take the near-end split), deletes and clones against a sorted slice;
+// every clone must keep what it held when taken while both trees change.
+func TestAgainstModel(t *testing.T) {
+	for seed := int64(1); seed <= 20; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		tr := NewG(2+r.Intn(4), func(a, b int) bool { return a < b })
+		var m model
+		type frozen struct {
+			tree *BTreeG[int]
+			want []int
+		}
+		var clones []frozen
+		next := 0
+		for op := 0; op < 20000; op++ {
+			switch k := r.Intn(10); {
+			case k < 4: // an ascending run past everything so far
+				next += 1 + r.Intn(3)
+				_, replaced := tr.ReplaceOrInsert(next)
+				if replaced != m.set(next) {
+					t.Fatalf("seed %d: insert %d replaced %v", seed, next, replaced)
+				}
+			case k < 7:
+				v := r.Intn(next + 10)
+				_, replaced := tr.ReplaceOrInsert(v)
+				if replaced != m.set(v) {
+					t.Fatalf("seed %d: insert %d replaced %v", seed, v, replaced)
+				}
+			case k < 9:
+				v := r.Intn(next + 10)
+				if _, found := tr.Delete(v); found != m.del(v) {
+					t.Fatalf("seed %d: delete %d found %v", seed, v, found)
+				}
+			default:
+				if len(clones) < 4 {
+					clones = append(clones, frozen{tr.Clone(), slices.Clone(m)})
+				} else {
+					c := clones[r.Intn(len(clones))]
+					if got := contents(c.tree); !slices.Equal(got, c.want) {
+						t.Fatalf("seed %d: a clone changed: %d items, want %d", seed, len(got), len(c.want))
+					}
+					check(t, c.tree)
+				}
+			}
+			if op%1000 == 0 {
+				check(t, tr)
+			}
+		}
+		check(t, tr)
+		if got := contents(tr); !slices.Equal(got, m) || tr.Len() != len(m) {
+			t.Fatalf("seed %d: tree holds %d items (Len %d), model %d", seed, len(got), tr.Len(), len(m))
+		}
+		for _, c := range clones {
+			if got := contents(c.tree); !slices.Equal(got, c.want) {
+				t.Fatalf("seed %d: a clone changed", seed)
+			}
+		}
+	}
+}
+
+// TestAscendingInsertsFillNodes is what the package is for: keys put in
+// ascending order leave nodes nearly full (google/btree: half full), and
+// random order fills them as before.
+func TestAscendingInsertsFillNodes(t *testing.T) {
+	const n = 100000
+	fill := func(keys []int) float64 {
+		tr := NewG(32, func(a, b int) bool { return a < b })
+		for _, k := range keys {
+			tr.ReplaceOrInsert(k)
+		}
+		return float64(n) / float64(check(t, tr)*tr.maxItems())
+	}
+	asc := make([]int, n)
+	for i := range asc {
+		asc[i] = i
+	}
+	if f := fill(asc); f < 0.95 {
+		t.Errorf("ascending inserts fill nodes %.0f %%, want ≥ 95 %%", 100*f)
+	}
+	if f := fill(rand.New(rand.NewSource(1)).Perm(n)); f < 0.6 || f > 0.8 {
+		t.Errorf("random inserts fill nodes %.0f %%, want about 69 %% as a B-tree does", 100*f)
+	}
+}
