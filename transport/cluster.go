@@ -108,7 +108,12 @@ func errClusterClosed() *api.Error {
 type attemptLog struct {
 	addrs []string
 	last  map[string]error
-	count int
+	// answer is each address's last answer that was not a timeout or an
+	// unreachable master. The last attempt before giving up is often cut
+	// by the give-up deadline itself; the message then still says what
+	// that master answered before (a NOT_LEADER naming no leader, say).
+	answer map[string]error
+	count  int
 	// mayHaveRun is set once an attempt may have executed: it was sent
 	// and got no answer, or the answer itself was OUTCOME_UNKNOWN.
 	mayHaveRun bool
@@ -116,19 +121,26 @@ type attemptLog struct {
 
 func (l *attemptLog) add(addr string, err error) {
 	if l.last == nil {
-		l.last = make(map[string]error)
+		l.last, l.answer = make(map[string]error), make(map[string]error)
 	}
 	if _, seen := l.last[addr]; !seen {
 		l.addrs = append(l.addrs, addr)
 	}
 	l.last[addr] = err
+	if code := api.CodeOf(err); code != api.CodeTimeout && code != api.CodeUnavailable {
+		l.answer[addr] = err
+	}
 	l.count++
 }
 
 func (l *attemptLog) String() string {
 	parts := make([]string, 0, len(l.addrs))
 	for _, a := range l.addrs {
-		parts = append(parts, fmt.Sprintf("%s: %v", a, l.last[a]))
+		part := fmt.Sprintf("%s: %v", a, l.last[a])
+		if ans := l.answer[a]; ans != nil && ans != l.last[a] {
+			part += fmt.Sprintf(" (before: %v)", ans)
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -126,6 +126,29 @@ func TestClusterRetriesThroughAnElection(t *testing.T) {
 	}
 }
 
+// A master that answered NOT_LEADER and then stops answering: the last
+// attempt is cut by the give-up deadline, and the message still says what
+// it answered before (not only "deadline exceeded").
+func TestClusterGiveUpKeepsAnEarlierAnswer(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	var n *node
+	n = startNode(t, func() error {
+		if n.calls.Load() > 1 {
+			<-release
+		}
+		return api.Errorf(api.CodeNotLeader, "no leader known")
+	})
+	cc := fastCluster([]string{n.addr}, 300*time.Millisecond)
+	defer cc.Close()
+	ae := requireCode(t, cc.Call(context.Background(), "Op", nil, nil), api.CodeUnavailable)
+	for _, want := range []string{"deadline exceeded", "no leader known"} {
+		if !strings.Contains(ae.Message, want) {
+			t.Fatalf("give-up message lacks %q: %q", want, ae.Message)
+		}
+	}
+}
+
 // With every address down the client gives up after MaxWait with an
 // UNAVAILABLE error that names every address and what went wrong there.
 func TestClusterAllDownGivesUpNamingEveryAddress(t *testing.T) {
