@@ -48,6 +48,9 @@ type SnapshotStore struct {
 	retain int
 	log    hclog.Logger
 	bufLen int // of the sink's writer and Open's reader
+	// writeBehind is the sink's chunk of write-behind (writeBehind; 0:
+	// none).
+	writeBehind int64
 
 	// mu serializes commits and reaping, and guards creating: the ids of
 	// the sinks not yet closed, so two snapshots started in the same
@@ -135,7 +138,7 @@ func openSnapshotStore(fsy fsys.FS, dataDir string, retain int, logger hclog.Log
 	}
 	s := &SnapshotStore{
 		fs: fsy, dir: filepath.Join(dataDir, snapDirName), retain: retain, log: logger,
-		bufLen: snapBufLen, creating: map[string]bool{}, skipSync: skipSync,
+		bufLen: snapBufLen, writeBehind: snapWriteBehind, creating: map[string]bool{}, skipSync: skipSync,
 	}
 	switch st, err := fsy.Stat(s.dir); {
 	case errors.Is(err, fs.ErrNotExist):
@@ -597,6 +600,7 @@ func (s *SnapshotStore) Create(version raft.SnapshotVersion, index, term uint64,
 	s.log.Info("creating new snapshot", "path", k.tmp(snapStateSuffix))
 	k.f = f
 	k.w = bufio.NewWriterSize(f, s.bufLen)
+	k.wb = newWriteBehind(f, s.writeBehind)
 	return k, nil
 }
 
@@ -638,6 +642,7 @@ type snapSink struct {
 	meta snapMeta
 	f    fsys.File // the state's temp file, until it is closed
 	w    *bufio.Writer
+	wb   *writeBehind
 	n    int64
 	done bool
 	// renamed records which final names this sink has put in place, for
@@ -658,6 +663,7 @@ func (k *snapSink) Write(p []byte) (int, error) {
 	}
 	n, err := k.w.Write(p)
 	k.n += int64(n)
+	k.wb.wrote(k.n - int64(k.w.Buffered()))
 	return n, err
 }
 
