@@ -74,6 +74,10 @@ type Config struct {
 	SnapshotThreshold  uint64
 	SnapshotInterval   time.Duration
 	TrailingLogs       uint64
+	// TrailingLogBytes is about how much log, in bytes, a node keeps
+	// behind its last snapshot: TrailingLogs is lowered to that many
+	// entries of the sizes being applied (snapshotter.go, trailingCount).
+	TrailingLogBytes uint64
 	// SnapshotLogBytes is the least log, in bytes applied since the last
 	// snapshot, that triggers a new one (snapshotter.go; default 64 MiB).
 	SnapshotLogBytes uint64
@@ -171,6 +175,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240
+	}
+	if c.TrailingLogBytes == 0 {
+		c.TrailingLogBytes = defaultTrailingLogBytes
 	}
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = 10 * time.Second

@@ -29,6 +29,7 @@ func (r *raftFSM) Apply(l *raft.Log) any {
 	}
 	start := time.Now()
 	r.meter.appliedBytes.Add(uint64(len(l.Data)))
+	r.meter.appliedEntries.Add(1)
 	res, wake, err := r.f.ApplyWake(l.Index, l.Term, l.Data)
 	if err != nil {
 		// Never skip an entry and never return: returning would let

@@ -47,23 +47,65 @@ func countTrigger(configured, lastSnapBytes uint64) uint64 {
 	return max(configured, lastSnapBytes/snapshotBytesPerEntry)
 }
 
-// followCountTrigger moves raft's count trigger to countTrigger of the
-// last snapshot's size when that differs from the one in force by more
-// than a tenth.
-func (n *Node) followCountTrigger() {
+// defaultTrailingLogBytes is about how much log a node keeps behind its
+// last snapshot (Config.TrailingLogBytes, trailingCount), for a follower
+// that fell a little behind to catch up from instead of a whole snapshot.
+const defaultTrailingLogBytes = 64 << 20
+
+// minTrailingLogs is the fewest entries trailingCount keeps.
+const minTrailingLogs = 64
+
+// entrySizeWindow is the fewest entries followLogSize averages over.
+const entrySizeWindow = 256
+
+// trailingCount is raft's TrailingLogs for entries of avgEntry bytes:
+// about budget bytes of them, at least minTrailingLogs, never more than
+// the configured count. hashicorp/raft counts the log it keeps behind
+// a snapshot in entries, and sexton's entries range from ~100 B (one
+// removed key) to tens of KiB (a batch of 256 puts): 10,240 entries of a
+// bulk load were ~300 MB of raft.db kept for good, and the log store's
+// file stays resident in the master's memory (docs/SCALING.md).
+func trailingCount(configured, budget uint64, avgEntry float64) uint64 {
+	if avgEntry <= 0 {
+		return configured
+	}
+	return min(configured, max(minTrailingLogs, uint64(float64(budget)/avgEntry)))
+}
+
+// followLogSize moves raft's count trigger to countTrigger of the last
+// snapshot's size, and its trailing log to trailingCount of the entries
+// applied since the last call, when either differs from the one in force
+// by more than a tenth.
+func (n *Node) followLogSize() {
+	m := &n.rfsm.meter
+	bytes, entries := m.appliedBytes.Load(), m.appliedEntries.Load()
+	var avg float64
+	if d := entries - n.sizedAtEntries; d >= entrySizeWindow {
+		avg = float64(bytes-n.sizedAtBytes) / float64(d)
+		n.sizedAtBytes, n.sizedAtEntries = bytes, entries
+	}
 	rc := n.raft.ReloadableConfig()
-	current := rc.SnapshotThreshold
-	want := countTrigger(n.cfg.SnapshotThreshold, n.rfsm.meter.lastSnapBytes.Load())
-	if d := max(want, current) - min(want, current); d == 0 || d < current/10 {
+	want := rc
+	want.SnapshotThreshold = countTrigger(n.cfg.SnapshotThreshold, m.lastSnapBytes.Load())
+	if avg > 0 {
+		want.TrailingLogs = trailingCount(n.cfg.TrailingLogs, n.cfg.TrailingLogBytes, avg)
+	}
+	if !movedByATenth(rc.SnapshotThreshold, want.SnapshotThreshold) && !movedByATenth(rc.TrailingLogs, want.TrailingLogs) {
 		return
 	}
-	rc.SnapshotThreshold = want
-	if err := n.raft.ReloadConfig(rc); err != nil {
-		n.log.Warn("raft count trigger not moved", "want", want, "error", err)
+	if err := n.raft.ReloadConfig(want); err != nil {
+		n.log.Warn("raft log sizing not moved", "snapshot_threshold", want.SnapshotThreshold, "trailing_logs", want.TrailingLogs, "error", err)
 		return
 	}
-	n.log.Info("raft count trigger follows the snapshot size", "snapshot_threshold", want,
-		"last_snapshot_bytes", n.rfsm.meter.lastSnapBytes.Load())
+	n.log.Info("raft log sizing follows the snapshot and entry sizes", "snapshot_threshold", want.SnapshotThreshold,
+		"trailing_logs", want.TrailingLogs, "last_snapshot_bytes", m.lastSnapBytes.Load(), "avg_entry_bytes", int(avg))
+}
+
+// movedByATenth reports whether want differs from current by a tenth of
+// current or more (and at all).
+func movedByATenth(current, want uint64) bool {
+	d := max(want, current) - min(want, current)
+	return d != 0 && d >= current/10
 }
 
 // snapshotMeter counts what the fsm applied and what snapshots wrote. Its
@@ -71,6 +113,7 @@ func (n *Node) followCountTrigger() {
 // Persist; the trigger loop only reads them.
 type snapshotMeter struct {
 	appliedBytes    atomic.Uint64 // total bytes of command entries applied
+	appliedEntries  atomic.Uint64 // command entries applied
 	appliedAtSnap   atomic.Uint64 // appliedBytes when the last snapshot was taken
 	lastSnapBytes   atomic.Uint64 // size of the last persisted snapshot
 	lastPersistNano atomic.Int64  // how long the last Persist took
@@ -129,7 +172,7 @@ func (n *Node) snapshotByBytes() {
 			return
 		case <-tick.C:
 		}
-		n.followCountTrigger()
+		n.followLogSize()
 		// The stagger is ≥ 1, so asking raft for the configuration is only
 		// worth it once the unstaggered trigger is reached.
 		if m := &n.rfsm.meter; !m.due(n.cfg.SnapshotLogBytes, 1) || !m.due(n.cfg.SnapshotLogBytes, n.snapshotStagger()) {

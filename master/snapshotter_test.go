@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,6 +140,39 @@ func TestCountTriggerFollowsSnapshotSize(t *testing.T) {
 	}
 	if got := countTrigger(65536, 1<<20); got != 65536 {
 		t.Fatalf("countTrigger(65536, 1 MiB) = %d, want the floor", got)
+	}
+}
+
+// TestTrailingLogsFollowEntrySize: the log kept behind a snapshot is
+// sized in bytes: with entries of a few hundred bytes and a 32 KiB budget,
+// raft's TrailingLogs drops from the configured 1,000 to about a hundred.
+func TestTrailingLogsFollowEntrySize(t *testing.T) {
+	tc := startCluster(t, 1, func(c *Config) {
+		c.TrailingLogs = 1000
+		c.TrailingLogBytes = 32 << 10
+	})
+	n := tc.waitLeader(t)
+	tc.mountHolder(t, "seg-a", "")
+	for i := range 200 {
+		tc.put(t, fmt.Sprintf("trailing/key-%04d-%s", i, strings.Repeat("p", 100)), 10, 1)
+	}
+	eventually(t, 10*time.Second, "TrailingLogs sized to 32 KiB of entries", func() bool {
+		got := n.Raft().ReloadableConfig().TrailingLogs
+		return got >= minTrailingLogs && got < 500
+	})
+	for _, c := range []struct {
+		configured, budget uint64
+		avg                float64
+		want               uint64
+	}{
+		{10240, 64 << 20, 100, 10240},     // small entries: the configured count
+		{10240, 64 << 20, 30 << 10, 2184}, // a bulk load's batches: 64 MiB of them
+		{10240, 64 << 20, 4 << 20, 64},    // huge entries: the floor
+		{10240, 64 << 20, 0, 10240},       // nothing measured yet
+	} {
+		if got := trailingCount(c.configured, c.budget, c.avg); got != c.want {
+			t.Errorf("trailingCount(%d, %d, %.0f) = %d, want %d", c.configured, c.budget, c.avg, got, c.want)
+		}
 	}
 }
 

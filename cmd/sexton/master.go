@@ -32,7 +32,8 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 	snapThreshold := fs.Int("raft-snapshot-threshold", envInt("SEXTON_RAFT_SNAPSHOT_THRESHOLD", 0), "log entries between snapshots, a backstop to --raft-snapshot-log-bytes; raised to one per 2 KiB of the last snapshot (default 65536)")
 	fs.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", envDuration("SEXTON_RAFT_SNAPSHOT_INTERVAL", 0), "how often raft checks --raft-snapshot-threshold (default 30s)")
 	snapLogBytes := fs.String("raft-snapshot-log-bytes", envString("SEXTON_RAFT_SNAPSHOT_LOG_BYTES", "64MiB"), "snapshot once the log applied since the last snapshot reaches this size or half the last snapshot's size, whichever is larger")
-	trailing := fs.Int("raft-trailing-logs", envInt("SEXTON_RAFT_TRAILING_LOGS", 0), "log entries kept after a snapshot (default 10240)")
+	trailing := fs.Int("raft-trailing-logs", envInt("SEXTON_RAFT_TRAILING_LOGS", 0), "log entries kept after a snapshot, at most (default 10240)")
+	trailingBytes := fs.String("raft-trailing-log-bytes", envString("SEXTON_RAFT_TRAILING_LOG_BYTES", "64MiB"), "about how much log is kept after a snapshot: --raft-trailing-logs is lowered to that many entries of the sizes being applied")
 	fs.IntVar(&cfg.RegistryCapacity, "registry-capacity", envInt("SEXTON_REGISTRY_CAPACITY", 0), "local-delete registry capacity proposed when a new cluster has no settings yet (default 50000); afterwards the replicated value wins: operator settings set")
 	fs.DurationVar(&cfg.SessionTTL, "session-ttl", envDuration("SEXTON_SESSION_TTL", 0), "client session idle time before its results are forgotten, proposed like --registry-capacity (fsm default when 0)")
 	fs.IntVar(&cfg.MaxSessions, "max-sessions", envInt("SEXTON_MAX_SESSIONS", 0), "client sessions kept, proposed like --registry-capacity (fsm default when 0)")
@@ -82,6 +83,11 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 			return fmt.Errorf("--raft-snapshot-log-bytes %q: want a positive size such as 64MiB", *snapLogBytes)
 		}
 		cfg.SnapshotLogBytes = uint64(logBytes)
+		tb, err := parseSize(*trailingBytes)
+		if err != nil || tb <= 0 {
+			return fmt.Errorf("--raft-trailing-log-bytes %q: want a positive size such as 64MiB", *trailingBytes)
+		}
+		cfg.TrailingLogBytes = uint64(tb)
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "master." + cfg.ID, Level: hclog.LevelFromString(*logLevel), Output: os.Stderr})
 		if cfg.TLSRequireClientCert, err = requireCert(); err != nil {
 			return err
