@@ -218,27 +218,43 @@ func (n *node[T]) split(i int) (T, *node[T]) {
 	return item, next
 }
 
-// splitIndex is where a full node splits to make room for item.
+// splitIndex is where a full node splits to make room for item; last is
+// the item the tree's previous insert placed (nil: none).
 //
-// sexton: google/btree always splits at maxItems/2. An item past the
-// node's last one (keys inserted in ascending order) splits it near its
-// end instead, leaving all but one of its items on the left, so that an
-// ascending run leaves full nodes behind it, not half-full ones (doc.go).
-func (n *node[T]) splitIndex(item T, maxItems int) int {
-	if n.cow.less(n.items[len(n.items)-1], item) {
+// sexton: google/btree always splits at maxItems/2. An item that goes on
+// a run splits the node at the item's place instead, so that the items
+// before it stay where they are, full, and the run goes on filling the
+// left node (doc.go). An item goes on a run when it lands past the
+// node's last item (keys in ascending order), or in the same gap
+// between two of the node's items as the previous insert (an ascending
+// run that started inside the tree: a batch of keys landing below keys
+// already there). The split leaves at least one item on each side.
+func (n *node[T]) splitIndex(item T, maxItems int, last *T) int {
+	less := n.cow.less
+	pos, _ := n.items.find(item, less)
+	run := pos == len(n.items) ||
+		(last != nil && pos > 0 && less(*last, item) && !less(*last, n.items[pos-1]))
+	if !run {
+		return maxItems / 2
+	}
+	// (This file's min and max are the tree's, not the builtins.)
+	switch {
+	case pos < 1:
+		return 1
+	case pos > len(n.items)-2:
 		return len(n.items) - 2
 	}
-	return maxItems / 2
+	return pos
 }
 
 // maybeSplitChild checks if a child should be split, and if so splits it.
 // Returns whether or not a split occurred.
-func (n *node[T]) maybeSplitChild(i, maxItems int, inserting T) bool {
+func (n *node[T]) maybeSplitChild(i, maxItems int, inserting T, last *T) bool {
 	if len(n.children[i].items) < maxItems {
 		return false
 	}
 	first := n.mutableChild(i)
-	item, second := first.split(first.splitIndex(inserting, maxItems))
+	item, second := first.split(first.splitIndex(inserting, maxItems, last))
 	n.items.insertAt(i, item)
 	n.children.insertAt(i+1, second)
 	return true
@@ -247,7 +263,7 @@ func (n *node[T]) maybeSplitChild(i, maxItems int, inserting T) bool {
 // insert inserts an item into the subtree rooted at this node, making sure
 // no nodes in the subtree exceed maxItems items.  Should an equivalent item be
 // be found/replaced by insert, it will be returned.
-func (n *node[T]) insert(item T, maxItems int) (_ T, _ bool) {
+func (n *node[T]) insert(item T, maxItems int, last *T) (_ T, _ bool) {
 	i, found := n.items.find(item, n.cow.less)
 	if found {
 		out := n.items[i]
@@ -258,7 +274,7 @@ func (n *node[T]) insert(item T, maxItems int) (_ T, _ bool) {
 		n.items.insertAt(i, item)
 		return
 	}
-	if n.maybeSplitChild(i, maxItems, item) {
+	if n.maybeSplitChild(i, maxItems, item, last) {
 		inTree := n.items[i]
 		switch {
 		case n.cow.less(item, inTree):
@@ -271,7 +287,7 @@ func (n *node[T]) insert(item T, maxItems int) (_ T, _ bool) {
 			return out, true
 		}
 	}
-	return n.mutableChild(i).insert(item, maxItems)
+	return n.mutableChild(i).insert(item, maxItems, last)
 }
 
 // get finds the given key in the subtree and returns it.
@@ -539,6 +555,10 @@ type BTreeG[T any] struct {
 	length int
 	root   *node[T]
 	cow    *copyOnWriteContext[T]
+	// sexton: last is the item the previous ReplaceOrInsert placed, for
+	// splitIndex; hasLast says there is one.
+	last    T
+	hasLast bool
 }
 
 // LessFunc[T] determines how to order a type 'T'.  It should implement a strict
@@ -638,6 +658,11 @@ func (c *copyOnWriteContext[T]) freeNode(n *node[T]) freeType {
 //
 // nil cannot be added to the tree (will panic).
 func (t *BTreeG[T]) ReplaceOrInsert(item T) (_ T, _ bool) {
+	var last *T
+	if t.hasLast {
+		last = &t.last
+	}
+	defer func() { t.last, t.hasLast = item, true }()
 	if t.root == nil {
 		t.root = t.cow.newNode()
 		t.root.items = append(t.root.items, item)
@@ -646,14 +671,14 @@ func (t *BTreeG[T]) ReplaceOrInsert(item T) (_ T, _ bool) {
 	} else {
 		t.root = t.root.mutableFor(t.cow)
 		if len(t.root.items) >= t.maxItems() {
-			item2, second := t.root.split(t.root.splitIndex(item, t.maxItems()))
+			item2, second := t.root.split(t.root.splitIndex(item, t.maxItems(), last))
 			oldroot := t.root
 			t.root = t.cow.newNode()
 			t.root.items = append(t.root.items, item2)
 			t.root.children = append(t.root.children, oldroot, second)
 		}
 	}
-	out, outb := t.root.insert(item, t.maxItems())
+	out, outb := t.root.insert(item, t.maxItems(), last)
 	if !outb {
 		t.length++
 	}

@@ -76,8 +76,9 @@ func check(tb testing.TB, tr *BTreeG[int]) int {
 	return nodes
 }
 
-// TestAgainstModel runs random inserts (ascending runs among them, which
-// take the near-end split), deletes and clones against a sorted slice;
+// TestAgainstModel runs random inserts (ascending runs among them, past
+// the last item and inside the tree, which take splitIndex's run
+// split), deletes and clones against a sorted slice;
 // every clone must keep what it held when taken while both trees change.
 func TestAgainstModel(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
@@ -92,6 +93,14 @@ func TestAgainstModel(t *testing.T) {
 		next := 0
 		for op := 0; op < 20000; op++ {
 			switch k := r.Intn(10); {
+			case k < 1: // an ascending run starting inside the tree
+				v := r.Intn(next + 10)
+				for j := range 1 + r.Intn(40) {
+					_, replaced := tr.ReplaceOrInsert(v + j)
+					if replaced != m.set(v+j) {
+						t.Fatalf("seed %d: insert %d replaced %v", seed, v+j, replaced)
+					}
+				}
 			case k < 4: // an ascending run past everything so far
 				next += 1 + r.Intn(3)
 				_, replaced := tr.ReplaceOrInsert(next)
@@ -157,5 +166,31 @@ func TestAscendingInsertsFillNodes(t *testing.T) {
 	}
 	if f := fill(rand.New(rand.NewSource(1)).Perm(n)); f < 0.6 || f > 0.8 {
 		t.Errorf("random inserts fill nodes %.0f %%, want about 69 %% as a B-tree does", 100*f)
+	}
+	// bench load's pattern: 16 clients take 256-key batches from one
+	// counter, and each batch is applied in key order, whole, as its
+	// client's turn comes, so batches land up to 15 batches below the
+	// tree's right edge. Splitting in half, or near the end only for
+	// items past a node's last one: 60 %; at the run's place (splitIndex):
+	// 86 %, each batch leaving one partly filled node behind it.
+	const batch, clients = 256, 16
+	r := rand.New(rand.NewSource(2))
+	var keys []int
+	inFlight := make([]int, 0, clients)
+	next := 0
+	for len(inFlight) < clients {
+		inFlight = append(inFlight, next)
+		next++
+	}
+	for len(keys) < n {
+		i := r.Intn(len(inFlight))
+		for k := inFlight[i] * batch; k < (inFlight[i]+1)*batch; k++ {
+			keys = append(keys, k)
+		}
+		inFlight[i] = next
+		next++
+	}
+	if f := fill(keys[:n]); f < 0.8 {
+		t.Errorf("batches landing out of order fill nodes %.0f %%, want ≥ 80 %%", 100*f)
 	}
 }
