@@ -49,8 +49,8 @@ func TestSnapshotByLogBytes(t *testing.T) {
 	})
 }
 
-// TestSnapshotMeterDue: the trigger is the larger of the floor and half the
-// last snapshot, counted from the last snapshot.
+// TestSnapshotMeterDue: the trigger is the larger of the floor and a
+// quarter of the last snapshot, counted from the last snapshot.
 func TestSnapshotMeterDue(t *testing.T) {
 	var m snapshotMeter
 	m.appliedBytes.Store(100)
@@ -61,14 +61,14 @@ func TestSnapshotMeterDue(t *testing.T) {
 		t.Fatalf("stagger: a floor of 80 scaled by 1.3 is due at 100 bytes, or by 1.25 is not")
 	}
 	m.appliedAtSnap.Store(100)
-	m.lastSnapBytes.Store(1000) // half of it is 500, above the floor of 100
+	m.lastSnapBytes.Store(2000) // a quarter of it is 500, above the floor of 100
 	m.appliedBytes.Store(599)
 	if m.due(100, 1) {
-		t.Fatalf("due at 499 bytes since a 1000-byte snapshot")
+		t.Fatalf("due at 499 bytes since a 2000-byte snapshot")
 	}
 	m.appliedBytes.Store(600)
 	if !m.due(100, 1) {
-		t.Fatalf("not due at 500 bytes since a 1000-byte snapshot")
+		t.Fatalf("not due at 500 bytes since a 2000-byte snapshot")
 	}
 }
 

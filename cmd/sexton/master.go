@@ -31,7 +31,7 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 	fs.DurationVar(&cfg.LeaderLeaseTimeout, "raft-leader-lease-timeout", envDuration("SEXTON_RAFT_LEADER_LEASE_TIMEOUT", 0), "raft leader lease timeout (default 250ms)")
 	snapThreshold := fs.Int("raft-snapshot-threshold", envInt("SEXTON_RAFT_SNAPSHOT_THRESHOLD", 0), "log entries between snapshots, a backstop to --raft-snapshot-log-bytes; raised to one per 2 KiB of the last snapshot (default 65536)")
 	fs.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", envDuration("SEXTON_RAFT_SNAPSHOT_INTERVAL", 0), "how often raft checks --raft-snapshot-threshold (default 30s)")
-	snapLogBytes := fs.String("raft-snapshot-log-bytes", envString("SEXTON_RAFT_SNAPSHOT_LOG_BYTES", "64MiB"), "snapshot once the log applied since the last snapshot reaches this size or half the last snapshot's size, whichever is larger")
+	snapLogBytes := fs.String("raft-snapshot-log-bytes", envString("SEXTON_RAFT_SNAPSHOT_LOG_BYTES", "64MiB"), "snapshot once the log applied since the last snapshot reaches this size or a quarter of the last snapshot's size, whichever is larger")
 	trailing := fs.Int("raft-trailing-logs", envInt("SEXTON_RAFT_TRAILING_LOGS", 0), "log entries kept after a snapshot, at most (default 10240)")
 	trailingBytes := fs.String("raft-trailing-log-bytes", envString("SEXTON_RAFT_TRAILING_LOG_BYTES", "64MiB"), "about how much log is kept after a snapshot: --raft-trailing-logs is lowered to that many entries of the sizes being applied")
 	fs.IntVar(&cfg.RegistryCapacity, "registry-capacity", envInt("SEXTON_REGISTRY_CAPACITY", 0), "local-delete registry capacity proposed when a new cluster has no settings yet (default 50000); afterwards the replicated value wins: operator settings set")
