@@ -23,16 +23,17 @@ type Node struct {
 	cfg Config
 	log hclog.Logger
 
-	fsm  *fsm.FSM
-	rfsm *raftFSM
+	fsm     *fsm.FSM
+	rfsm    *raftFSM
+	raft    *raft.Raft
+	guard   *storeGuard // between raft and its log store (storeguard.go)
+	wake    *wakeups    // long polls waiting for entries that concern them
+	closers []func() error
+
 	// sizedAtBytes and sizedAtEntries are the meter's applied counts at
 	// the last followLogSize that measured the entry size; only the
 	// snapshot-trigger goroutine touches them.
 	sizedAtBytes, sizedAtEntries uint64
-	raft                         *raft.Raft
-	guard                        *storeGuard // between raft and its log store (storeguard.go)
-	wake                         *wakeups    // long polls waiting for entries that concern them
-	closers                      []func() error
 
 	rpc       *transport.Server
 	rpcLn     net.Listener

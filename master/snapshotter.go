@@ -25,9 +25,9 @@ import (
 // The ratio was 1/2 while a 10 M-object snapshot took 12–50 s; written
 // behind (writebehind.go) it takes 3–4 s, and the log between snapshots
 // is what raft.db grows to, which bbolt's mmap keeps in the master's RSS
-// (~0.84 GB at 10 M objects with 1/2; docs/SCALING.md). Raft's own count trigger stays on
-// as a backstop for logs of tiny entries, and rises with the state
-// (countTrigger).
+// (~0.84 GB at 10 M objects with 1/2; docs/SCALING.md). Raft's own count
+// trigger stays on as a backstop for logs of tiny entries, and rises with
+// the state (countTrigger).
 const (
 	defaultSnapshotLogBytes = 64 << 20
 	snapshotLogRatio        = 0.25
@@ -67,7 +67,7 @@ const entrySizeWindow = 256
 // the configured count. hashicorp/raft counts the log it keeps behind
 // a snapshot in entries, and sexton's entries range from ~100 B (one
 // removed key) to tens of KiB (a batch of 256 puts): 10,240 entries of a
-// bulk load were ~300 MB of raft.db kept for good, and the log store's
+// bulk load were ~250 MB of raft.db kept for good, and the log store's
 // file stays resident in the master's memory (docs/SCALING.md).
 func trailingCount(configured, budget uint64, avgEntry float64) uint64 {
 	if avgEntry <= 0 {
@@ -101,7 +101,13 @@ func (n *Node) followLogSize() {
 		n.log.Warn("raft log sizing not moved", "snapshot_threshold", want.SnapshotThreshold, "trailing_logs", want.TrailingLogs, "error", err)
 		return
 	}
-	n.log.Info("raft log sizing follows the snapshot and entry sizes", "snapshot_threshold", want.SnapshotThreshold,
+	// The count trigger moves with the snapshots, rarely; the trailing
+	// log with the workload's entry sizes, as often as every second.
+	logf := n.log.Debug
+	if want.SnapshotThreshold != rc.SnapshotThreshold {
+		logf = n.log.Info
+	}
+	logf("raft log sizing follows the snapshot and entry sizes", "snapshot_threshold", want.SnapshotThreshold,
 		"trailing_logs", want.TrailingLogs, "last_snapshot_bytes", m.lastSnapBytes.Load(), "avg_entry_bytes", int(avg))
 }
 
