@@ -42,6 +42,7 @@ func validMountIDs(c *MountLocalDisk) *api.Error {
 // new owner: epoch+1, which fences whoever held it before. A client holds at most one segment: its
 // previous one is unmounted, with its tasks kept.
 func (st *state) applyMount(c *MountLocalDisk) *MountResult {
+	st.segGen++
 	res := &MountResult{MasterEpoch: st.masterEpoch, ClusterID: st.clusterID}
 	if err := validMountIDs(c); err != nil {
 		res.Err = err
@@ -90,6 +91,7 @@ func (st *state) applyMount(c *MountLocalDisk) *MountResult {
 // applyUnmount releases a mount held at exactly the given epoch. The
 // segment's tasks stay for whoever mounts it next.
 func (st *state) applyUnmount(c *UnmountLocalDisk) *UnmountResult {
+	st.segGen++
 	seg := st.segments[c.Segment]
 	if seg == nil {
 		return &UnmountResult{Err: api.Errorf(api.CodeSegmentNotFound, "unmount: unknown segment %s", c.Segment)}

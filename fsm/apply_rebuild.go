@@ -44,6 +44,7 @@ func (st *state) applyRebuildBegin(c *RebuildBegin) *RebuildBeginResult {
 		}
 		id := api.SegmentID(st.intern(string(s.Segment)))
 		st.segments[id] = &segment{id: id, pool: st.intern(s.Pool), caps: normalizeCaps(s.Capabilities)}
+		st.segGen++
 		added++
 	}
 	if c.Finish {

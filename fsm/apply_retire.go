@@ -13,6 +13,7 @@ import (
 // the act is audited. An object left with no replica stays listed (its
 // metadata is the operator's to remove); it is simply unreadable.
 func (st *state) applyRetire(index uint64, c *RetireStorage) *RetireResult {
+	st.segGen++
 	seg := st.segments[c.Segment]
 	if seg == nil {
 		return &RetireResult{Err: api.Errorf(api.CodeSegmentNotFound, "retire: unknown segment %s", c.Segment)}

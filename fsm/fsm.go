@@ -18,6 +18,8 @@ type Config struct{}
 type FSM struct {
 	mu sync.RWMutex
 	st *state
+	// restores counts the states Restore swapped in (SegmentsVersion).
+	restores uint64
 }
 
 // New returns an empty FSM with the default settings.

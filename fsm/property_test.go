@@ -76,8 +76,15 @@ func TestPropertyInvariants(t *testing.T) {
 				beforeGets[k] = fmt.Sprint(v, err)
 			}
 			pre := digest(f)
+			preSegs, preVersion := placementView(f), f.SegmentsVersion()
 			res := apply(cmd)
 			after := allTasks(f)
+
+			// The leader caches the segment list by SegmentsVersion: an
+			// entry that changed the list changed the version.
+			if placementView(f) != preSegs && f.SegmentsVersion() == preVersion {
+				rt.Fatalf("%s %+v changed the segments but not SegmentsVersion", cmd.Type(), cmd)
+			}
 
 			// Invariant 10: a request answered from the session table
 			// changed nothing.
@@ -225,4 +232,14 @@ func droppedLegitimately(cmd Command, res any, t api.LocalDeleteTask) bool {
 		}
 	}
 	return false
+}
+
+// placementView is Segments without the task counts, which change with
+// every task and are not what SegmentsVersion names.
+func placementView(f *FSM) string {
+	segs := f.Segments()
+	for i := range segs {
+		segs[i].PendingTasks = 0
+	}
+	return fmt.Sprint(segs)
 }

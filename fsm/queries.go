@@ -326,6 +326,19 @@ func (f *FSM) Segments() []api.SegmentInfo {
 	return out
 }
 
+// SegmentsVersion names the segments' mount state, owners, pools and
+// capacities as Segments returns them: it changes whenever they may have
+// (not when only a segment's count of pending tasks does). Read it before
+// Segments: then a cache keyed by it never keeps a list older than its key.
+type SegmentsVersion struct{ restores, gen uint64 }
+
+// SegmentsVersion returns the current SegmentsVersion.
+func (f *FSM) SegmentsVersion() SegmentsVersion {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return SegmentsVersion{f.restores, f.st.segGen}
+}
+
 // Stats summarises the state.
 func (f *FSM) Stats() Stats {
 	f.mu.RLock()

@@ -38,6 +38,7 @@ func (f *FSM) RestoreWith(r io.Reader, fallback api.Settings) error {
 	}
 	f.mu.Lock()
 	f.st = b.st
+	f.restores++
 	f.mu.Unlock()
 	return nil
 }

@@ -84,6 +84,12 @@ type state struct {
 	// first RebuildBegin, made the cluster id by the finishing one.
 	rebuildCluster uint64
 
+	// segGen counts the Applies that may have changed a segment's mount
+	// state, owner, pool or capacity (mount, unmount, retire, a rebuild's
+	// begin): SegmentsVersion, for the leader's placement cache. Derived,
+	// never in a snapshot.
+	segGen uint64
+
 	// wake collects, while an entry applies, the segments whose long
 	// polls it concerns (wake.go). Scratch, not state: never in a
 	// snapshot, reset by every Apply.

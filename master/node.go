@@ -30,6 +30,8 @@ type Node struct {
 	wake    *wakeups    // long polls waiting for entries that concern them
 	closers []func() error
 
+	segCache segmentCache // the segment list placement reads (rpc_objects.go)
+
 	// sizedAtBytes and sizedAtEntries are the meter's applied counts at
 	// the last followLogSize that measured the entry size; only the
 	// snapshot-trigger goroutine touches them.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"sexton/api"
@@ -147,15 +148,41 @@ func (n *Node) checkPut(req *api.PutStartRequest) error {
 	return nil
 }
 
+// segmentCache is the leader's copy of the fsm's segment list for
+// placement, kept while fsm.SegmentsVersion says it is current: building
+// it copies every segment (with 1,000 holders, 10 % of the leader's CPU
+// at 100 puts/s, docs/SCALING.md), and segments change only on a mount,
+// an unmount, a retirement or a rebuild. Its entries' PendingTasks may be
+// stale; placement does not read them.
+type segmentCache struct {
+	mu      sync.Mutex
+	version fsm.SegmentsVersion
+	segs    []api.SegmentInfo // shared with callers: read only
+}
+
+// placementSegments returns the segment list for placement, read only.
+// The version is read before the list, so a list is never kept under a
+// version older than itself.
+func (n *Node) placementSegments() []api.SegmentInfo {
+	v := n.fsm.SegmentsVersion()
+	c := &n.segCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.segs == nil || c.version != v {
+		c.segs, c.version = n.fsm.Segments(), v
+	}
+	return c.segs
+}
+
 // placeReplicas chooses a checked put's replicas: LOCAL_DISK segments by
 // placement (never one the request excludes), DFS replicas left for the
 // state to allocate.
 func (n *Node) placeReplicas(req *api.PutStartRequest, now time.Time, rng *rand.Rand) ([]api.ReplicaDescriptor, error) {
 	var reps []api.ReplicaDescriptor
 	if req.ReplicaNum > 0 {
-		candidates := n.fsm.Segments()
+		candidates := n.placementSegments()
 		if len(req.Exclude) > 0 {
-			candidates = slices.DeleteFunc(candidates, func(s api.SegmentInfo) bool { return slices.Contains(req.Exclude, s.ID) })
+			candidates = slices.DeleteFunc(slices.Clone(candidates), func(s api.SegmentInfo) bool { return slices.Contains(req.Exclude, s.ID) })
 		}
 		segs, err := place(candidates, n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rng)
 		if err != nil {
