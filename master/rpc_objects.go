@@ -161,8 +161,8 @@ type segmentCache struct {
 }
 
 // placementSegments returns the segment list for placement, read only.
-// The version is read before the list, so a list is never kept under a
-// version older than itself.
+// The version is read before the list, so the list kept is at least as
+// new as the version it is kept under, never staler.
 func (n *Node) placementSegments() []api.SegmentInfo {
 	v := n.fsm.SegmentsVersion()
 	c := &n.segCache
