@@ -94,18 +94,21 @@ func (st *state) removeKey(key string, want api.ObjectIncarnation, now int64) (i
 	if err := api.ValidKey(key); err != nil {
 		return 0, api.AsError(err)
 	}
-	old := st.objects.get(key)
-	e := old
+	e := st.objects.takeComplete(key)
 	if e.complete == nil {
 		return 0, api.Errorf(api.CodeObjectNotFound, "key %q", key)
 	}
 	if !want.IsZero() && e.complete.inc != want {
+		st.objects.putBack(key, e.complete)
 		return 0, api.Errorf(api.CodeIncarnationMismatch, "key %q holds %s, not %s", key, e.complete.inc, want)
 	}
 	plan := st.planTasks(key, e, e.complete)
 	if !st.reg.fits(len(plan)) {
+		st.objects.putBack(key, e.complete)
 		return 0, registryFull(key, len(plan), st.reg.len(), st.reg.capacity)
 	}
+	old := e
+	old.complete = nil // taken out of the tree already
 	created := st.createTasks(&e, plan, e.complete.tenant(), now)
 	st.freeDFS(key, e.complete, now)
 	e.complete = nil

@@ -154,6 +154,31 @@ func (t *objectTable) get(key string) entry {
 	return e
 }
 
+// takeComplete is get for a caller that drops key's COMPLETE incarnation
+// unless it refuses: the incarnation leaves the tree in the descent that
+// finds it, so a remove walks the tree once, not twice (a lookup and then
+// a delete, each a chain of cache misses at millions of keys). The
+// returned entry's complete is the taken copy; a caller that refuses gives
+// it back with putBack, and one that goes on passes set an old entry with
+// complete nil, which is where the tree now stands.
+func (t *objectTable) takeComplete(key string) entry {
+	var e entry
+	if it, ok := t.complete.Delete(completeItem{key: key}); ok {
+		o := it.obj
+		e.complete = &o
+	}
+	if len(t.pending) > 0 {
+		e.pending = t.pending[key]
+	}
+	e.tasks = t.tasksOf(key)
+	return e
+}
+
+// putBack returns a COMPLETE incarnation that takeComplete took.
+func (t *objectTable) putBack(key string, o *object) {
+	t.complete.ReplaceOrInsert(completeItem{key, *o})
+}
+
 // tasksOf returns the head of key's task list, without a walk of the tree.
 func (t *objectTable) tasksOf(key string) *task {
 	if len(t.tasks) == 0 {
