@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/rand"
 	"flag"
 	"fmt"
@@ -127,15 +128,18 @@ func benchRemove(e *env, keys, batch, clients int, drain, sessions bool) error {
 	for i := range names {
 		names[i] = fmt.Sprintf("%s%08d", prefix, i)
 	}
-	// Create metadata-only objects on the bench segment (not timed).
-	if _, err := runParallel("setup put (metadata only)", keys, 16, 1, func(i int) error {
+	// Create metadata-only objects on the bench segment (not timed), in
+	// batches so that a large --keys is quick to set up.
+	const setupBatch = 256
+	if _, err := runParallel("setup put (metadata only)", (keys+setupBatch-1)/setupBatch, 16, setupBatch, func(b int) error {
 		ctx, c := e.ctx()
 		defer c()
-		var st api.PutStartResponse
-		if err := cl.Call(ctx, api.MethodPutStart, &api.PutStartRequest{Key: names[i], Size: 64, ReplicaNum: 1, Pool: simPool}, &st); err != nil {
-			return err
+		items := make([]api.PutStartRequest, 0, setupBatch)
+		for i := b * setupBatch; i < min((b+1)*setupBatch, keys); i++ {
+			items = append(items, api.PutStartRequest{Key: names[i], Size: 64, ReplicaNum: 1, Pool: simPool})
 		}
-		return cl.Call(ctx, api.MethodPutEnd, &api.PutEndRequest{Key: names[i], Incarnation: st.Incarnation}, nil)
+		_, itemErr, err := putBatch(ctx, cl, items)
+		return cmp.Or(err, itemErr)
 	}); err != nil {
 		return err
 	}
