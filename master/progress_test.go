@@ -121,3 +121,22 @@ func TestTaskProgressSaysWhyATaskWaits(t *testing.T) {
 		t.Errorf("sexton_delete_lag_seconds: %d samples, sum %v; want 1 sample > 0", n, m.GetHistogram().GetSampleSum())
 	}
 }
+
+// TestSnapshotPauseIsObserved: a snapshot records how long it held the
+// fsm goroutine, the pause the 50 ms Apply target is about.
+func TestSnapshotPauseIsObserved(t *testing.T) {
+	tc := startCluster(t, 1, func(c *Config) { c.SnapshotInterval = time.Hour })
+	n := tc.waitLeader(t)
+	tc.mountHolder(t, "seg-a", "")
+	tc.put(t, "k", 10, 1)
+	if err := n.Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	var m dto.Metric
+	if err := n.metrics.snapshotPause.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if c := m.GetHistogram().GetSampleCount(); c != 1 {
+		t.Errorf("sexton_fsm_snapshot_pause_seconds: %d samples after one snapshot, want 1", c)
+	}
+}

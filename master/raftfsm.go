@@ -15,12 +15,14 @@ import (
 // not have: halting the process on an entry the FSM refuses, and waking
 // the long polls an applied entry concerns (wakeups.go).
 type raftFSM struct {
-	f     *fsm.FSM
-	log   hclog.Logger
-	halt  func(error)
-	wake  *wakeups
-	obs   func(d time.Duration)
-	meter snapshotMeter // log bytes applied and snapshot sizes (snapshotter.go)
+	f    *fsm.FSM
+	log  hclog.Logger
+	halt func(error)
+	wake *wakeups
+	obs  func(d time.Duration)
+	// snapObs observes how long Snapshot held the fsm goroutine.
+	snapObs func(d time.Duration)
+	meter   snapshotMeter // log bytes applied and snapshot sizes (snapshotter.go)
 }
 
 func (r *raftFSM) Apply(l *raft.Log) any {
@@ -50,8 +52,13 @@ func (r *raftFSM) Apply(l *raft.Log) any {
 func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 	// Called on the fsm goroutine between applies: what was applied so far
 	// is exactly what this snapshot holds.
+	start := time.Now()
 	r.meter.appliedAtSnap.Store(r.meter.appliedBytes.Load())
-	return &fsmSnapshot{v: r.f.Snapshot(), meter: &r.meter}, nil
+	s := &fsmSnapshot{v: r.f.Snapshot(), meter: &r.meter}
+	if r.snapObs != nil {
+		r.snapObs(time.Since(start))
+	}
+	return s, nil
 }
 
 func (r *raftFSM) Restore(rc io.ReadCloser) error {

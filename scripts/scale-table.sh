@@ -5,7 +5,7 @@
 # follower and then on the leader, each during 16 clients' removes, RSS per
 # master, a follower killed and restarted, a follower wiped and caught up.
 #
-#   scripts/scale-table.sh [N]        (default 1000000, ~4 min; 10000000, ~11 min)
+#   scripts/scale-table.sh [N]        (default 1000000, ~2 min; 10000000, ~5 min)
 #
 # SEXTON_SCALE_PROFILES=DIR also saves a 15 s CPU profile of the
 # snapshotting node and of the leader at each forced snapshot.
@@ -79,6 +79,24 @@ stop_master() {
 	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 	rm -f "$SEXTON_LOCAL_DIR/m$1.pid"
 }
+# pauses: per master, the applies that took over 50 ms and the snapshots'
+# pauses of the fsm goroutine (count, how many over 50 ms, their sum), all
+# since the master started (/metrics).
+pauses() {
+	for i in 1 2 3; do
+		curl -fsS "127.0.0.1:720$i/metrics" 2>/dev/null | python3 -c '
+import sys
+v = {}
+for line in sys.stdin:
+    if line.startswith(("sexton_fsm_apply_seconds", "sexton_fsm_snapshot_pause_seconds")):
+        name, _, val = line.rpartition(" ")
+        v[name] = float(val)
+a, p = "sexton_fsm_apply_seconds", "sexton_fsm_snapshot_pause_seconds"
+over = lambda m: v.get(m + "_count", 0) - v.get(m + "_bucket{le=\"0.05\"}", 0)
+print("m%s applies %d, over 50 ms %d; snapshot pauses %d, over 50 ms %d, total %.1f ms" % (sys.argv[1],
+    v.get(a + "_count", 0), over(a), v.get(p + "_count", 0), over(p), 1000 * v.get(p + "_sum", 0)))' "$i"
+	done
+}
 removes() {
 	"$bin" bench remove --clients 16 --keys "${1:-40000}" ${2:+--batch $2} 2>&1 | tail -4
 }
@@ -132,12 +150,16 @@ step "RSS after the load and removes"
 rss
 for i in 1 2 3; do echo "m$i objects $(status "$i" | field objects)"; done
 
+step "Apply and snapshot pauses since start, before the forced snapshots"
+pauses
 L=$(wait_leader)
 F=$(( L % 3 + 1 ))
 step "snapshot on follower m$F during 16x1 removes"
 snapshot_during_removes "$F"
 step "snapshot on leader m$L during 16x1 removes"
 snapshot_during_removes "$L"
+step "Apply and snapshot pauses since start, after them"
+pauses
 step "RSS after the snapshots"
 rss
 
