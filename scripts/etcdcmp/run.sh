@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# sexton's removes side by side with etcd 3.6's deletes on this machine:
+# three members each, on loopback, a fresh cluster per run, alternating.
+#
+#   scripts/etcdcmp/run.sh [ROUNDS]      (default 3; ~3 minutes a round)
+#
+# Each round: etcd 16 clients x 1 key (K1 keys, default 100000), sexton
+# the same, etcd 16 x 64 (K64, default 600000), sexton the same. etcd is
+# built from the module proxy (this directory is its own Go module, so
+# sexton's go.mod does not carry etcd), with its defaults (fsync on).
+# sexton's masters get --registry-capacity 2000000 so that 600,000 keys'
+# delete tasks fit (the default holds 50,000). Scratch data goes to
+# $ETCDCMP_DIR (default /tmp/sexton-etcdcmp), wiped at the start.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+rounds="${1:-3}"
+K1="${K1:-100000}"
+K64="${K64:-600000}"
+dir="${ETCDCMP_DIR:-/tmp/sexton-etcdcmp}"
+rm -rf "$dir" && mkdir -p "$dir/bin"
+(cd "$here" && go build -o "$dir/bin/etcd" ./etcd && go build -o "$dir/bin/del" ./del)
+(cd "$root" && make build >/dev/null)
+
+wait_gone() { while kill -0 "$1" 2>/dev/null; do sleep 0.1; done; }
+
+etcd_run() { # keys batch
+	local cluster="e1=http://127.0.0.1:23801,e2=http://127.0.0.1:23802,e3=http://127.0.0.1:23803" pids=()
+	rm -rf "$dir/etcd"
+	mkdir -p "$dir/etcd"
+	for i in 1 2 3; do
+		"$dir/bin/etcd" --name "e$i" --data-dir "$dir/etcd/e$i" \
+			--listen-client-urls "http://127.0.0.1:2379$i" --advertise-client-urls "http://127.0.0.1:2379$i" \
+			--listen-peer-urls "http://127.0.0.1:2380$i" --initial-advertise-peer-urls "http://127.0.0.1:2380$i" \
+			--initial-cluster "$cluster" --initial-cluster-state new --log-level error >"$dir/etcd/e$i.log" 2>&1 &
+		pids+=($!)
+	done
+	sleep 3
+	"$dir/bin/del" --keys "$1" --clients 16 --batch "$2" || true
+	kill "${pids[@]}"
+	for p in "${pids[@]}"; do wait_gone "$p"; done
+}
+
+sexton_run() { # keys batch
+	export SEXTON_LOCAL_DIR="$dir/sexton" SEXTON_HOLDERS=0 SEXTON_MASTER_FLAGS="--registry-capacity 2000000"
+	rm -rf "$SEXTON_LOCAL_DIR"
+	"$root/deploy/local/cluster.sh" up >/dev/null
+	sleep 3
+	"$root/bin/sexton" bench remove --masters 127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103 \
+		--keys "$1" --clients 16 --batch "$2" | grep -v '^setup' || true
+	"$root/deploy/local/cluster.sh" down >/dev/null
+}
+
+for r in $(seq "$rounds"); do
+	echo "## round $r $(date -u +%T)"
+	etcd_run "$K1" 1
+	sexton_run "$K1" 1
+	etcd_run "$K64" 64
+	sexton_run "$K64" 64
+done
