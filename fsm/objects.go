@@ -142,16 +142,8 @@ func (t *objectTable) pendingCount() int { return len(t.pending) }
 // incarnation, its own to the caller; set recognizes it (by pointer) as
 // unchanged.
 func (t *objectTable) get(key string) entry {
-	var e entry
-	if it, ok := t.complete.Get(completeItem{key: key}); ok {
-		o := it.obj
-		e.complete = &o
-	}
-	if len(t.pending) > 0 {
-		e.pending = t.pending[key]
-	}
-	e.tasks = t.tasksOf(key)
-	return e
+	it, ok := t.complete.Get(completeItem{key: key})
+	return t.entryAround(key, it, ok)
 }
 
 // takeComplete is get for a caller that drops key's COMPLETE incarnation
@@ -162,8 +154,15 @@ func (t *objectTable) get(key string) entry {
 // it back with putBack, and one that goes on passes set an old entry with
 // complete nil, which is where the tree now stands.
 func (t *objectTable) takeComplete(key string) entry {
+	it, ok := t.complete.Delete(completeItem{key: key})
+	return t.entryAround(key, it, ok)
+}
+
+// entryAround assembles key's entry around its COMPLETE item, if it has
+// one (ok), and its PENDING incarnation and task list.
+func (t *objectTable) entryAround(key string, it completeItem, ok bool) entry {
 	var e entry
-	if it, ok := t.complete.Delete(completeItem{key: key}); ok {
+	if ok {
 		o := it.obj
 		e.complete = &o
 	}
