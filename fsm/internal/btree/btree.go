@@ -120,6 +120,26 @@ func (s *items[T]) insertAt(index int, item T) {
 	(*s)[index] = item
 }
 
+// room returns s with room for add more items, for a node of at most
+// maxItems.
+//
+// sexton: append grows a full slice to twice its length and then up to
+// the allocator's size class, counting the 8-byte header Go puts before
+// an object with pointers over 512 bytes. A leaf of 64-byte items (the
+// fsm's) went from 32 to 64 slots, 4,104 bytes, and landed in the
+// 4,864-byte class: 75 slots for at most 63 items, ~80 bytes a stored
+// item instead of ~67. When doubling would reach maxItems, the node gets
+// exactly maxItems slots instead (4,040 bytes: the 4,096 class).
+func (s items[T]) room(add, maxItems int) items[T] {
+	n := len(s) + add
+	if n <= cap(s) || 2*cap(s) < maxItems || n > maxItems {
+		return s
+	}
+	out := make(items[T], len(s), maxItems)
+	copy(out, s)
+	return out
+}
+
 // removeAt removes a value at a given index, pulling all subsequent values
 // back.
 func (s *items[T]) removeAt(index int) T {
@@ -255,6 +275,7 @@ func (n *node[T]) maybeSplitChild(i, maxItems int, inserting T, last *T) bool {
 	}
 	first := n.mutableChild(i)
 	item, second := first.split(first.splitIndex(inserting, maxItems, last))
+	n.items = n.items.room(1, maxItems)
 	n.items.insertAt(i, item)
 	n.children.insertAt(i+1, second)
 	return true
@@ -271,6 +292,7 @@ func (n *node[T]) insert(item T, maxItems int, last *T) (_ T, _ bool) {
 		return out, true
 	}
 	if len(n.children) == 0 {
+		n.items = n.items.room(1, maxItems)
 		n.items.insertAt(i, item)
 		return
 	}
@@ -418,6 +440,7 @@ func (n *node[T]) growChildAndRemove(i int, item T, minItems int, typ toRemove) 
 		child := n.mutableChild(i)
 		stealFrom := n.mutableChild(i - 1)
 		stolenItem := stealFrom.items.pop()
+		child.items = child.items.room(1, 2*minItems+1)
 		child.items.insertAt(0, n.items[i-1])
 		n.items[i-1] = stolenItem
 		if len(stealFrom.children) > 0 {
@@ -428,7 +451,7 @@ func (n *node[T]) growChildAndRemove(i int, item T, minItems int, typ toRemove) 
 		child := n.mutableChild(i)
 		stealFrom := n.mutableChild(i + 1)
 		stolenItem := stealFrom.items.removeAt(0)
-		child.items = append(child.items, n.items[i])
+		child.items = append(child.items.room(1, 2*minItems+1), n.items[i])
 		n.items[i] = stolenItem
 		if len(stealFrom.children) > 0 {
 			child.children = append(child.children, stealFrom.children.removeAt(0))
@@ -441,7 +464,7 @@ func (n *node[T]) growChildAndRemove(i int, item T, minItems int, typ toRemove) 
 		// merge with right child
 		mergeItem := n.items.removeAt(i)
 		mergeChild := n.children.removeAt(i + 1)
-		child.items = append(child.items, mergeItem)
+		child.items = append(child.items.room(1+len(mergeChild.items), 2*minItems+1), mergeItem)
 		child.items = append(child.items, mergeChild.items...)
 		child.children = append(child.children, mergeChild.children...)
 		n.cow.freeNode(mergeChild)

@@ -194,3 +194,53 @@ func TestAscendingInsertsFillNodes(t *testing.T) {
 		t.Errorf("batches landing out of order fill nodes %.0f %%, want ≥ 80 %%", 100*f)
 	}
 }
+
+// item64 is the shape of the fsm's tree items: 64 bytes with pointers,
+// which Go allocates with an 8-byte header once a slice of them passes
+// 512 bytes.
+type item64 struct {
+	key string
+	pad [6]uint64
+}
+
+// TestNodesStayInTheirSizeClass: no node's items slice outgrows maxItems,
+// which for 64-byte items with pointers keeps a node in the 4,096-byte
+// size class (append alone took full leaves to 75 slots, 4,864 bytes:
+// ~80 bytes a stored item instead of ~67). Ascending, random and
+// delete-heavy histories, so splits, steals and merges all grow nodes.
+func TestNodesStayInTheirSizeClass(t *testing.T) {
+	const n = 50000
+	less := func(a, b item64) bool { return a.key < b.key }
+	key := func(i int) item64 { return item64{key: string(rune('a'+i%7)) + string(rune(i))} }
+	for name, order := range map[string][]int{
+		"ascending": func() []int {
+			s := make([]int, n)
+			for i := range s {
+				s[i] = i
+			}
+			return s
+		}(),
+		"random": rand.New(rand.NewSource(3)).Perm(n),
+	} {
+		tr := NewG(32, less)
+		for _, i := range order {
+			tr.ReplaceOrInsert(key(i))
+		}
+		for _, i := range rand.New(rand.NewSource(4)).Perm(n)[:n/2] {
+			tr.Delete(key(i))
+		}
+		for _, i := range order[:n/4] {
+			tr.ReplaceOrInsert(key(i))
+		}
+		var walk func(nd *node[item64])
+		walk = func(nd *node[item64]) {
+			if cap(nd.items) > tr.maxItems() {
+				t.Fatalf("%s: a node of %d items has %d slots, over maxItems %d", name, len(nd.items), cap(nd.items), tr.maxItems())
+			}
+			for _, c := range nd.children {
+				walk(c)
+			}
+		}
+		walk(tr.root)
+	}
+}
