@@ -371,6 +371,9 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 		if err != nil {
 			return fmtErr(api.AsError(err))
 		}
+		if a.has("putid") {
+			return fmtObject(v) + " put_id=" + v.PutID
+		}
 		return fmtObject(v)
 	case "stat":
 		v, pending, deletes, err := h.f.Stat(a["key"])

@@ -12,20 +12,15 @@ import (
 // builds a new object. A COMPLETE incarnation is stored by value in the
 // table's B-tree (completeItem), a PENDING one behind a pointer.
 //
-// It is kept to 48 bytes (there is one per key, millions of them): what
-// many objects have in common sits behind attrs, and the put id, which
-// most puts do not have, behind a pointer that is nil for them.
-// TestObjectStaysPacked holds it there.
+// It is kept to 40 bytes (there is one per key, millions of them, each
+// stored by value in the tree with its key: a 56-byte completeItem):
+// what many objects have in common sits behind attrs, and so does the put
+// id, which most puts do not have. TestTreeNodeSizeClass holds it there.
 type object struct {
 	inc     api.ObjectIncarnation
 	size    int64
 	created int64
 	attrs   *objectAttrs
-	// putIDRef is nil for a put without a put id. A pointer rather than a
-	// string, so an object without one does not pay a 16-byte header,
-	// and rather than a field of attrs, so an object with one costs 16
-	// bytes more, not an unshared attrs of its own (64 bytes).
-	putIDRef *string
 }
 
 // objectAttrs is the part of an object that many objects share: a tenant
@@ -36,17 +31,17 @@ type object struct {
 type objectAttrs struct {
 	tenant   string                  // interned
 	replicas []api.ReplicaDescriptor // never mutated
+	// putID is "" but for the rare put that names one; an object with one
+	// has attrs of its own (state.makeObject: 64 bytes, its tenant and
+	// replicas still shared). It was a pointer field of object, which
+	// made every tree item 8 bytes longer for it.
+	putID string
 }
 
 func (o *object) tenant() string                    { return o.attrs.tenant }
 func (o *object) replicas() []api.ReplicaDescriptor { return o.attrs.replicas }
 
-func (o *object) putID() string {
-	if o.putIDRef == nil {
-		return ""
-	}
-	return *o.putIDRef
-}
+func (o *object) putID() string { return o.attrs.putID }
 
 // entry is what a key holds: its visible (COMPLETE) incarnation, the put
 // in progress (PENDING), and the head of the list (via task.keyNext) of its
@@ -74,8 +69,8 @@ type entry struct {
 // collector three pointers to follow per key and an object to mark and
 // scan at a random address; at ten million keys the leader spent 60–74 %
 // of its CPU in the collector while a snapshot was written. Here a key
-// costs the collector its key string, which holds no pointers (and the
-// rarely non-nil putIDRef): a full collection with a million objects
+// costs the collector its key string, which holds no pointers, and its
+// attrs, shared by most keys: a full collection with a million objects
 // live took 137 ms and takes 25 (BenchmarkGCLargeState). The tree is
 // fsm/internal/btree, whose splits leave keys put in ascending order in
 // full nodes, not half-full ones. The price is a point
@@ -95,12 +90,15 @@ type objectTable struct {
 	tasks       map[string]*task
 }
 
-// indexDegree is the B-tree degree: nodes of up to 63 items. It bounds
-// what the first write to a node after a snapshot copies (4 KiB of
-// completeItems).
-const indexDegree = 32
+// indexDegree is the B-tree degree: nodes of up to 61 items, which at 56
+// bytes each (plus the 8-byte header Go gives an allocation with
+// pointers) fill the 3,456-byte size class; 63 items would take the
+// 4,096-byte one, ~8 bytes more per stored object
+// (TestTreeNodeSizeClass). It also bounds what the first write to a node
+// after a snapshot copies.
+const indexDegree = 31
 
-// completeItem is one key with its COMPLETE incarnation (64 bytes).
+// completeItem is one key with its COMPLETE incarnation (56 bytes).
 type completeItem struct {
 	key string
 	obj object

@@ -9,13 +9,18 @@ import (
 	"sexton/api"
 )
 
-// TestObjectStaysPacked: there is one object per incarnation, and at ten
-// million of them the master's heap is what runs out first. 48 bytes is
-// the size class it is allocated in; one more field of any kind takes it
-// to the 64-byte class, 16 bytes more per object.
-func TestObjectStaysPacked(t *testing.T) {
-	if n := unsafe.Sizeof(object{}); n > 48 {
-		t.Fatalf("object is %d bytes, want at most 48 (move shared fields into objectAttrs)", n)
+// TestTreeNodeSizeClass: there is one tree item per key, and at ten
+// million of them the master's heap is what runs out first. A node of
+// the complete tree holds up to 2×indexDegree−1 items in one allocation
+// with pointers (an 8-byte header in front); at 56-byte items and degree
+// 31 that is 3,424 bytes, in the 3,456-byte size class with 1 % to
+// spare. One more field in object, or a degree of 32, takes nodes to
+// the 4,096-byte class: ~8 bytes more per stored object.
+func TestTreeNodeSizeClass(t *testing.T) {
+	const headerBytes, sizeClass = 8, 3456
+	item := unsafe.Sizeof(completeItem{})
+	if n := (2*indexDegree-1)*int(item) + headerBytes; n > sizeClass {
+		t.Fatalf("a full node of %d-byte items is %d bytes, over the %d-byte size class (move shared fields into objectAttrs)", item, n, sizeClass)
 	}
 }
 

@@ -158,20 +158,25 @@ func (st *state) makeObject(tenant, putID string, replicas []api.ReplicaDescript
 	if tenant == "" {
 		tenant = api.DefaultTenant
 	}
-	o := object{inc: inc, size: size, created: created, attrs: st.internAttrs(tenant, replicas)}
-	if putID != "" {
-		// A header of its own, not the address of the caller's field,
-		// which would keep a whole command or record alive; allocated
-		// only here, so a put without an id allocates just the object.
-		o.putIDRef = new(putID)
+	return object{inc: inc, size: size, created: created, attrs: withPutID(st.internAttrs(tenant, replicas), putID)}
+}
+
+// withPutID returns a with put id id: a itself for none, else a copy of
+// its own (the tenant and the replica slice, both immutable, still
+// shared), so the id is not a field every object pays for.
+func withPutID(a *objectAttrs, id string) *objectAttrs {
+	if id == "" {
+		return a
 	}
-	return o
+	cp := *a
+	cp.putID = id
+	return &cp
 }
 
 // withReplicas returns a copy of o placed on rs instead.
 func (st *state) withReplicas(o *object, rs []api.ReplicaDescriptor) *object {
 	cp := *o
-	cp.attrs = st.internAttrs(o.tenant(), rs)
+	cp.attrs = withPutID(st.internAttrs(o.tenant(), rs), o.putID())
 	return &cp
 }
 
