@@ -200,7 +200,7 @@ func TestAscendingInsertsFillNodes(t *testing.T) {
 // 512 bytes.
 type item64 struct {
 	key string
-	pad [6]uint64
+	_   [6]uint64
 }
 
 // TestNodesStayInTheirSizeClass: no node's items slice outgrows maxItems,
