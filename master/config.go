@@ -81,6 +81,9 @@ type Config struct {
 	// SnapshotLogBytes is the least log, in bytes applied since the last
 	// snapshot, that triggers a new one (snapshotter.go; default 64 MiB).
 	SnapshotLogBytes uint64
+	// SnapshotWriteRate is the bytes a second at most that Persist writes
+	// a snapshot this node takes at (snappace.go; 0: unpaced).
+	SnapshotWriteRate uint64
 
 	// RegistryCapacity, SessionTTL, MaxSessions and MaxSessionResults
 	// change what Apply does, so they are replicated settings (invariant

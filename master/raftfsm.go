@@ -23,6 +23,9 @@ type raftFSM struct {
 	// snapObs observes how long Snapshot held the fsm goroutine.
 	snapObs func(d time.Duration)
 	meter   snapshotMeter // log bytes applied and snapshot sizes (snapshotter.go)
+	// snapRate is the bytes a second Persist writes a snapshot at, at
+	// most (snappace.go; 0: as fast as it goes).
+	snapRate int64
 }
 
 func (r *raftFSM) Apply(l *raft.Log) any {
@@ -54,7 +57,7 @@ func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 	// is exactly what this snapshot holds.
 	start := time.Now()
 	r.meter.appliedAtSnap.Store(r.meter.appliedBytes.Load())
-	s := &fsmSnapshot{v: r.f.Snapshot(), meter: &r.meter}
+	s := &fsmSnapshot{v: r.f.Snapshot(), meter: &r.meter, rate: r.snapRate}
 	if r.snapObs != nil {
 		r.snapObs(time.Since(start))
 	}
@@ -92,11 +95,16 @@ func (c *countingReader) Read(p []byte) (int, error) {
 type fsmSnapshot struct {
 	v     *fsm.View
 	meter *snapshotMeter
+	rate  int64
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	start := time.Now()
-	n, err := s.v.WriteTo(sink)
+	var w io.Writer = sink
+	if pace := newWritePacer(s.rate); pace != nil {
+		w = &pacedWriter{w: sink, pace: pace}
+	}
+	n, err := s.v.WriteTo(w)
 	if err != nil {
 		_ = sink.Cancel()
 		return err

@@ -32,6 +32,7 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 	snapThreshold := fs.Int("raft-snapshot-threshold", envInt("SEXTON_RAFT_SNAPSHOT_THRESHOLD", 0), "log entries between snapshots, a backstop to --raft-snapshot-log-bytes; raised to one per 2 KiB of the last snapshot (default 65536)")
 	fs.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", envDuration("SEXTON_RAFT_SNAPSHOT_INTERVAL", 0), "how often raft checks --raft-snapshot-threshold (default 30s)")
 	snapLogBytes := fs.String("raft-snapshot-log-bytes", envString("SEXTON_RAFT_SNAPSHOT_LOG_BYTES", "64MiB"), "snapshot once the log applied since the last snapshot reaches this size or a quarter of the last snapshot's size, whichever is larger")
+	snapRate := fs.String("raft-snapshot-write-rate", envString("SEXTON_RAFT_SNAPSHOT_WRITE_RATE", "200MiB"), "bytes a second at most that a snapshot this master takes is written at, so that it does not take the disk and a core from the log's appends (0: as fast as it goes; one sent by the leader is never held back)")
 	trailing := fs.Int("raft-trailing-logs", envInt("SEXTON_RAFT_TRAILING_LOGS", 0), "log entries kept after a snapshot, at most (default 10240)")
 	trailingBytes := fs.String("raft-trailing-log-bytes", envString("SEXTON_RAFT_TRAILING_LOG_BYTES", "64MiB"), "about how much log is kept after a snapshot: --raft-trailing-logs is lowered to that many entries of the sizes being applied")
 	fs.IntVar(&cfg.RegistryCapacity, "registry-capacity", envInt("SEXTON_REGISTRY_CAPACITY", 0), "local-delete registry capacity proposed when a new cluster has no settings yet (default 50000); afterwards the replicated value wins: operator settings set")
@@ -83,6 +84,11 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 			return fmt.Errorf("--raft-snapshot-log-bytes %q: want a positive size such as 64MiB", *snapLogBytes)
 		}
 		cfg.SnapshotLogBytes = uint64(logBytes)
+		rate, err := parseSize(*snapRate)
+		if err != nil || rate < 0 {
+			return fmt.Errorf("--raft-snapshot-write-rate %q: want a size a second such as 256MiB, or 0", *snapRate)
+		}
+		cfg.SnapshotWriteRate = uint64(rate)
 		tb, err := parseSize(*trailingBytes)
 		if err != nil || tb <= 0 {
 			return fmt.Errorf("--raft-trailing-log-bytes %q: want a positive size such as 64MiB", *trailingBytes)
