@@ -101,7 +101,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.dfs = dfs
 	halt := cfg.Halt
-	n.rfsm = &raftFSM{f: n.fsm, log: cfg.Logger.Named("fsm"), halt: func(err error) { n.halted.Store(true); halt(err) }, wake: n.wake, obs: n.metrics.observeApply, snapObs: n.metrics.observeSnapshotPause, snapRate: int64(min(cfg.SnapshotWriteRate, 1<<62))}
+	n.rfsm = &raftFSM{f: n.fsm, log: cfg.Logger.Named("fsm"), halt: func(err error) { n.halted.Store(true); halt(err) }, wake: n.wake, obs: n.metrics.observeApply, snapObs: n.metrics.observeSnapshotPause, snapRate: int64(min(cfg.SnapshotWriteRate, 1<<62)), stopping: n.stopped}
 	if err := n.startRaft(); err != nil {
 		n.closeAll()
 		return nil, err

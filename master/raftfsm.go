@@ -26,6 +26,8 @@ type raftFSM struct {
 	// snapRate is the bytes a second Persist writes a snapshot at, at
 	// most (snappace.go; 0: as fast as it goes).
 	snapRate int64
+	// stopping is closed when the node shuts down: pacing stops.
+	stopping <-chan struct{}
 }
 
 func (r *raftFSM) Apply(l *raft.Log) any {
@@ -57,7 +59,7 @@ func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 	// is exactly what this snapshot holds.
 	start := time.Now()
 	r.meter.appliedAtSnap.Store(r.meter.appliedBytes.Load())
-	s := &fsmSnapshot{v: r.f.Snapshot(), meter: &r.meter, rate: r.snapRate}
+	s := &fsmSnapshot{v: r.f.Snapshot(), meter: &r.meter, rate: r.snapRate, stopping: r.stopping}
 	if r.snapObs != nil {
 		r.snapObs(time.Since(start))
 	}
@@ -93,15 +95,16 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 type fsmSnapshot struct {
-	v     *fsm.View
-	meter *snapshotMeter
-	rate  int64
+	v        *fsm.View
+	meter    *snapshotMeter
+	rate     int64
+	stopping <-chan struct{}
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	start := time.Now()
 	var w io.Writer = sink
-	if pace := newWritePacer(s.rate); pace != nil {
+	if pace := newWritePacer(s.rate, s.stopping); pace != nil {
 		w = &pacedWriter{w: sink, pace: pace}
 	}
 	n, err := s.v.WriteTo(w)

@@ -7,12 +7,13 @@ import (
 )
 
 // TestWritePacer: the pacer sleeps until the bytes written are due at its
-// rate, counts the time the writer spent on its own, and does not sleep
-// when the writer is behind.
+// rate, counts the time the writer spent on its own, and sleeps neither
+// when the writer is behind nor once the master is stopping.
 func TestWritePacer(t *testing.T) {
 	clock := time.Unix(0, 0)
 	var slept time.Duration
-	p := newWritePacer(1000)
+	stop := make(chan struct{})
+	p := newWritePacer(1000, stop)
 	p.start, p.now, p.every = clock, func() time.Time { return clock }, 16
 	p.sleep = func(d time.Duration) { slept += d; clock = clock.Add(d) }
 
@@ -31,7 +32,12 @@ func TestWritePacer(t *testing.T) {
 	if slept != 800*time.Millisecond {
 		t.Fatalf("a writer behind its rate slept: %v in all, want 800ms", slept)
 	}
-	if newWritePacer(0) != nil {
+	close(stop)
+	p.wrote(5000) // due at 5 s, the clock at 3 s, but the master is stopping
+	if slept != 800*time.Millisecond {
+		t.Fatalf("a stopping master's pacer slept: %v in all, want 800ms", slept)
+	}
+	if newWritePacer(0, nil) != nil {
 		t.Fatal("rate 0 made a pacer")
 	}
 	var none *writePacer
