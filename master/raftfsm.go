@@ -107,7 +107,7 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if pace := newWritePacer(s.rate, s.stopping); pace != nil {
 		w = &pacedWriter{w: sink, pace: pace}
 	}
-	n, err := s.v.WriteTo(w)
+	n, err := writeInBackground(s.v, w)
 	if err != nil {
 		_ = sink.Cancel()
 		return err

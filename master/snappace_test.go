@@ -1,9 +1,15 @@
 package master
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"runtime"
+	"sexton/fsm"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestWritePacer: the pacer sleeps until the bytes written are due at its
@@ -65,4 +71,97 @@ func TestSnapshotWriteRate(t *testing.T) {
 		t.Fatalf("a %d-byte snapshot at %d bytes/s took %v, want at least %v", size, rate, took, want)
 	}
 	t.Logf("a %d-byte snapshot at %d bytes/s took %v", size, rate, took)
+}
+
+// probeSink is a raft.SnapshotSink that records, at each write, the nice
+// value of the thread writing and whether the goroutine it started at the
+// write before has run since (it can only have on GOMAXPROCS 1 if the
+// writer yielded its P).
+type probeSink struct {
+	bytes.Buffer
+	nice    []int
+	probe   chan struct{}
+	yielded int
+}
+
+func (s *probeSink) Write(p []byte) (int, error) {
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid())
+	if err != nil {
+		return 0, err
+	}
+	s.nice = append(s.nice, 20-prio) // the raw syscall returns 20 - nice
+	if s.probe != nil {
+		select {
+		case <-s.probe:
+			s.yielded++
+		default:
+		}
+	}
+	probe := make(chan struct{})
+	s.probe = probe
+	go func() { close(probe) }()
+	return s.Buffer.Write(p)
+}
+func (s *probeSink) ID() string    { return "probe" }
+func (s *probeSink) Cancel() error { return nil }
+func (s *probeSink) Close() error  { return nil }
+
+// chunkedWriterTo writes n chunks of 1 KiB, as the fsm's snapshot writer
+// writes its 1 MiB chunks.
+type chunkedWriterTo int
+
+func (n chunkedWriterTo) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for range n {
+		k, err := w.Write(make([]byte, 1<<10))
+		total += int64(k)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// TestWriteInBackground: a snapshot's writer runs at nice 19 and yields
+// its P before every write, so a goroutine made runnable meanwhile runs
+// before the next chunk is encoded, and the thread of the caller keeps
+// its priority.
+func TestWriteInBackground(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	sink := &probeSink{}
+	n, err := writeInBackground(chunkedWriterTo(8), sink)
+	if err != nil || n != 8<<10 {
+		t.Fatalf("wrote %d bytes, %v; want %d", n, err, 8<<10)
+	}
+	for i, nice := range sink.nice {
+		if nice != snapshotWriterNice {
+			t.Fatalf("write %d ran at nice %d, want %d", i, nice, snapshotWriterNice)
+		}
+	}
+	if want := len(sink.nice) - 1; sink.yielded != want {
+		t.Fatalf("the writer yielded before %d of its %d writes after the first, want all", sink.yielded, want)
+	}
+	if prio, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid()); err != nil || 20-prio != 0 {
+		t.Fatalf("the caller's thread is at nice %d (%v) after the write, want 0", 20-prio, err)
+	}
+}
+
+// TestPersistWritesInBackground: the snapshots a master takes itself go
+// through writeInBackground.
+func TestPersistWritesInBackground(t *testing.T) {
+	r := &raftFSM{f: fsm.New(fsm.Config{}), wake: newWakeups()}
+	snap, err := r.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	sink := &probeSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.nice) == 0 || sink.nice[0] != snapshotWriterNice {
+		t.Fatalf("Persist wrote at nice %v, want %d", sink.nice, snapshotWriterNice)
+	}
 }
