@@ -91,13 +91,19 @@ const snapshotWriterNice = 19
 //     The encoder writes a 1 MiB chunk at a time (~2 ms of encoding),
 //     and yields before each one.
 //
-// Measured at 10 M objects, one cluster, six snapshots during 16 x 1
-// removes per variant (docs/SCALING.md, "2026-12-03, sixth"): the
-// removes' p99 during snapshots had a median of 9.6–10.6 ms before, 8.4
-// with both, against an idle median of 6.3 ms.
+// Measured at 10 M objects, the masters restarted into each build on
+// one cluster (docs/SCALING.md, "2026-12-03, sixth"): the removes' p99
+// during snapshots by the median went from 9.6–10.6 ms to 8.4 in one
+// comparison and from 12.4 to 11.4 in another; a modest gain, kept
+// because it costs nothing.
 //
-// The thread is never unlocked: Go ends it when the goroutine returns
-// (an unprivileged process could not lower its nice value back). If the
+// The thread is never unlocked: Go ends it when the goroutine returns,
+// or parks it for good if it is the process's main thread (an
+// unprivileged process could not lower its nice value back). Threads
+// the runtime starts meanwhile do not inherit the nice value: a locked
+// thread has its new threads cloned by Go's template thread, started at
+// LockOSThread before the nice value is set (checked on a running
+// cluster: every master thread at nice 0 after snapshots). If the
 // priority cannot be set, the write goes on at the thread's own.
 func writeInBackground(v io.WriterTo, w io.Writer) (n int64, err error) {
 	done := make(chan struct{})

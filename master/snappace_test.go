@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sexton/fsm"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,6 +149,53 @@ func TestWriteInBackground(t *testing.T) {
 	if prio, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid()); err != nil || 20-prio != 0 {
 		t.Fatalf("the caller's thread is at nice %d (%v) after the write, want 0", 20-prio, err)
 	}
+	// The niced thread ends with its goroutine, and no thread the runtime
+	// started meanwhile inherited its nice value: none is left to run the
+	// master's other goroutines at nice 19.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		niced := nicedThreads(t)
+		if len(niced) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("threads still niced after the write: %v", niced)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// nicedThreads lists this process's threads whose nice value is not 0,
+// from /proc/self/task/*/stat (field 19), leaving out the main thread:
+// Go does not end the main thread when a goroutine locked to it returns
+// but parks it for good (runtime.mexit), so it runs nothing again.
+func nicedThreads(t *testing.T) []string {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/self/task/*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mainThread := fmt.Sprintf("/proc/self/task/%d/stat", os.Getpid())
+	var niced []string
+	for _, p := range stats {
+		if p == mainThread {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // the thread has ended
+		}
+		// The command name, in parentheses, may hold spaces: count the
+		// fields after its closing parenthesis (field 3 onwards).
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 17 {
+			t.Fatalf("%s: %q has too few fields", p, b)
+		}
+		if f[16] != "0" {
+			niced = append(niced, p+": nice "+f[16])
+		}
+	}
+	return niced
 }
 
 // TestPersistWritesInBackground: the snapshots a master takes itself go
