@@ -105,3 +105,14 @@ snapshot_during_removes() {
 	wait "$rp"; wait
 	tail -4 "$out"
 }
+# fresh_cluster: a new cluster in a wiped $SEXTON_LOCAL_DIR, brought down
+# when the script exits, failed or not; L is its leader once it is ready.
+fresh_cluster() {
+	"$cluster" down >/dev/null 2>&1 || true
+	rm -rf "$SEXTON_LOCAL_DIR"
+	trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
+	[ -x "$bin" ] || make build
+	step "up (GOMEMLIMIT=${GOMEMLIMIT:-unset})"
+	"$cluster" up >/dev/null
+	L=$(wait_leader)
+}

@@ -20,13 +20,7 @@ cd "$root"
 N="${1:-1000000}"
 . "$root/scripts/scale-lib.sh"
 
-"$cluster" down >/dev/null 2>&1 || true
-rm -rf "$SEXTON_LOCAL_DIR"
-trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
-[ -x "$bin" ] || make build
-step "up (GOMEMLIMIT=${GOMEMLIMIT:-unset})"
-"$cluster" up >/dev/null
-L=$(wait_leader)
+fresh_cluster
 echo "leader m$L"
 
 step "load 10 k"

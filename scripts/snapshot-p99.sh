@@ -33,13 +33,7 @@ snap_run() { # I ROLE
 	p99_of "$SEXTON_LOCAL_DIR/removes-$1.txt" >>"$SEXTON_LOCAL_DIR/snap-p99"
 }
 
-"$cluster" down >/dev/null 2>&1 || true
-rm -rf "$SEXTON_LOCAL_DIR"
-trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
-[ -x "$bin" ] || make build
-step "up (GOMEMLIMIT=${GOMEMLIMIT:-unset})"
-"$cluster" up >/dev/null
-L=$(wait_leader)
+fresh_cluster
 step "load $N"
 "$bin" bench load --objects "$N" 2>&1 | grep '^committed'
 sleep 20
