@@ -134,17 +134,20 @@ func TestWriteInBackground(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	sink := &probeSink{}
-	n, err := writeInBackground(chunkedWriterTo(8), sink)
-	if err != nil || n != 8<<10 {
-		t.Fatalf("wrote %d bytes, %v; want %d", n, err, 8<<10)
+	n, err := writeInBackground(chunkedWriterTo(64), sink)
+	if err != nil || n != 64<<10 {
+		t.Fatalf("wrote %d bytes, %v; want %d", n, err, 64<<10)
 	}
 	for i, nice := range sink.nice {
 		if nice != snapshotWriterNice {
 			t.Fatalf("write %d ran at nice %d, want %d", i, nice, snapshotWriterNice)
 		}
 	}
-	if want := len(sink.nice) - 1; sink.yielded != want {
-		t.Fatalf("the writer yielded before %d of its %d writes after the first, want all", sink.yielded, want)
+	// Gosched does not promise that the probe runs first: one schedule
+	// in 61 takes from the global run queue, where the writer waits,
+	// before the local one. Without the yield no probe runs at all.
+	if writes := len(sink.nice) - 1; sink.yielded < writes/2 {
+		t.Fatalf("a goroutine woken at a write ran before the next one at %d of %d writes, want at least half", sink.yielded, writes)
 	}
 	if prio, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid()); err != nil || 20-prio != 0 {
 		t.Fatalf("the caller's thread is at nice %d (%v) after the write, want 0", 20-prio, err)
