@@ -7,12 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sexton/fsm"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sexton/fsm"
 )
 
 // TestWritePacer: the pacer sleeps until the bytes written are due at its
