@@ -1,6 +1,6 @@
-# Sourced by scripts/scale-table.sh and scripts/snapshot-p99.sh, which set
+# Sourced by scripts/scale-table.sh, snapshot-p99.sh and commit-rate.sh, which set
 # root (the repository) and N (the objects to load) first: the cluster's
-# environment and the helpers both scripts measure with.
+# environment and the helpers they measure with.
 
 export SEXTON_LOCAL_DIR="${SEXTON_LOCAL_DIR:-$root/sexton-scale}"
 export SEXTON_HOLDERS=0
