@@ -18,8 +18,17 @@ import (
 // Per-request Applies cannot reach the throughput goal: bare raft commits a
 // few thousand entries a second at 16 clients, while one entry can carry
 // thousands of keys.
+//
+// One committer, so one Remove entry in flight at a time: everything that
+// queued behind it goes out together in the next. A second committer
+// (there were two until 2026-12-03) sends the first few requests that
+// arrive as an entry of their own, and hashicorp/raft's leader writes that
+// entry to its log in the goroutine that would otherwise be taking the
+// first entry's commit: both wait, and each entry carries half the keys.
+// Measured in master/DESIGN.md ("Writes and group commit").
 type removeBatcher struct {
-	n       *Node
+	propose func(fsm.Command) (any, error)
+	metrics *metrics
 	maxKeys int
 	reqs    chan *removeReq
 	done    chan struct{}
@@ -38,18 +47,16 @@ type removeReply struct {
 	err     error
 }
 
-func newRemoveBatcher(n *Node, maxKeys int) *removeBatcher {
+// newRemoveBatcher starts the committer; propose is the node's (a test's
+// stand-in, in tests).
+func newRemoveBatcher(propose func(fsm.Command) (any, error), m *metrics, maxKeys int) *removeBatcher {
 	// One entry never carries more keys than the fsm decodes.
 	if maxKeys <= 0 || maxKeys > api.MaxBatchKeys {
 		maxKeys = api.MaxBatchKeys
 	}
-	b := &removeBatcher{n: n, maxKeys: maxKeys, reqs: make(chan *removeReq, 1024), done: make(chan struct{})}
-	// Two committers: one entry in flight while the next is gathered keeps
-	// the log busy without letting a queue of entries build up.
-	for i := 0; i < 2; i++ {
-		b.wg.Add(1)
-		go b.loop()
-	}
+	b := &removeBatcher{propose: propose, metrics: m, maxKeys: maxKeys, reqs: make(chan *removeReq, 1024), done: make(chan struct{})}
+	b.wg.Add(1)
+	go b.loop()
 	return b
 }
 
@@ -140,10 +147,10 @@ func (b *removeBatcher) commit(batch []*removeReq, total int) {
 			cmd.IfInc = append(cmd.IfInc, make([]api.ObjectIncarnation, len(r.keys))...)
 		}
 	}
-	b.n.metrics.removeBatchKeys.Observe(float64(len(cmd.Keys)))
+	b.metrics.removeBatchKeys.Observe(float64(len(cmd.Keys)))
 	// Not proposeFor: this entry carries many requests, and duplicates are
 	// counted per request (span) below, not once for the entry.
-	res, err := b.n.propose(cmd)
+	res, err := b.propose(cmd)
 	rr, _ := res.(*fsm.RemoveResult)
 	if err == nil && (rr == nil || len(rr.Results) != len(cmd.Keys)) {
 		err = api.Errorf(api.CodeInternal, "remove result %T for %d requested keys", res, len(cmd.Keys))
@@ -157,7 +164,7 @@ func (b *removeBatcher) commit(batch []*removeReq, total int) {
 	off := 0
 	for i, r := range batch {
 		if i < len(rr.SpanDuplicate) {
-			b.n.metrics.noteDuplicate(fsm.CmdRemove, rr.SpanDuplicate[i])
+			b.metrics.noteDuplicate(fsm.CmdRemove, rr.SpanDuplicate[i])
 		}
 		r.reply <- removeReply{results: rr.Results[off : off+len(r.keys) : off+len(r.keys)]}
 		off += len(r.keys)

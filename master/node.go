@@ -106,7 +106,7 @@ func New(cfg Config) (*Node, error) {
 		n.closeAll()
 		return nil, err
 	}
-	n.removes = newRemoveBatcher(n, cfg.MaxRemoveBatch)
+	n.removes = newRemoveBatcher(n.propose, n.metrics, cfg.MaxRemoveBatch)
 	if err := n.startRPC(); err != nil {
 		n.Shutdown()
 		return nil, err
