@@ -362,3 +362,30 @@ func BenchmarkGCLargeState(b *testing.B) {
 	b.StopTimer()
 	runtime.KeepAlive(bf)
 }
+
+// BenchmarkDrainBacklog: a holder works off a backlog of n delete tasks
+// the way the follow loop does (fetch a page, ack it, again); ns/task is
+// the FSM's cost per task of the fetches and the acks. With the acked ids
+// left at the front of the segment's queue until compaction, each fetch
+// stepped over up to n/2 of them and the cost grew with the backlog.
+func BenchmarkDrainBacklog(b *testing.B) {
+	for _, n := range []int{20_000, 200_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			bf := newBenchFSM(b, n)
+			for b.Loop() {
+				b.StopTimer()
+				bf.put(b, 0, n)
+				for i := 0; i < n; i += 64 {
+					keys := make([]string, 0, 64)
+					for j := i; j < min(i+64, n); j++ {
+						keys = append(keys, benchKey(j))
+					}
+					bf.apply(b, &Remove{Keys: keys})
+				}
+				b.StartTimer()
+				bf.drain(b)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/task")
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -156,3 +157,55 @@ func TestSnapshotViewIsFrozen(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestSegQueueCutsItsDeadPrefix: a holder working off a backlog acks in
+// the order it fetched, and the ids it acked leave the front of its
+// segment's queue at once, so the next fetch does not step over them
+// (with them left until compaction, a fetch at a backlog of n stepped over
+// up to n/2). A task withheld at the front keeps the dead behind it until
+// compaction, and every fetch still answers the live tasks in id order.
+func TestSegQueueCutsItsDeadPrefix(t *testing.T) {
+	h := newHarness(t, 5000)
+	h.epoch(7)
+	e := h.mustMount("c1", "s1", tombstoneCaps...)
+	var keys []string
+	for i := range 1000 {
+		k := fmt.Sprintf("k%04d", i)
+		h.put(k, "s1")
+		keys = append(keys, k)
+	}
+	h.remove(keys...)
+	q := h.f.st.reg.bySeg["s1"]
+
+	// Ack 400 in fetch order: fewer dead than live, so no compaction.
+	for acked := 0; acked < 400; {
+		ts := h.fetch("s1", e)
+		ts = ts[:min(len(ts), 400-acked)]
+		h.ackAll("s1", e, api.AckRemoved, ts)
+		acked += len(ts)
+	}
+	if q.live != 600 || len(q.ids) != 600 {
+		t.Fatalf("after acking the oldest 400 of 1000: queue holds %d ids for %d live tasks, want 600 and 600", len(q.ids), q.live)
+	}
+	if ts := h.fetch("s1", e); len(ts) != api.MaxFetchLimit || ts[0].Key != "k0400" {
+		t.Fatalf("fetch after acks = %d tasks from %s, want %d from k0400", len(ts), ts[0].Key, api.MaxFetchLimit)
+	}
+
+	// The oldest live task is held back (a failing delete, say) while
+	// the next 200 are acked: they stay behind it, below the compaction
+	// threshold, and fetch skips them.
+	ts := h.fetch("s1", e)
+	h.ackAll("s1", e, api.AckRemoved, ts[1:201])
+	if q.live != 400 || len(q.ids) != 600 {
+		t.Fatalf("after acking 200 behind a live task: %d ids for %d live, want 600 and 400", len(q.ids), q.live)
+	}
+	got := h.fetch("s1", e)
+	if got[0].Key != "k0400" || got[1].Key != "k0601" {
+		t.Fatalf("fetch = %s, %s, …, want k0400, k0601, …", got[0].Key, got[1].Key)
+	}
+	// Acking the held task cuts it and the 200 dead behind it.
+	h.ackAll("s1", e, api.AckRemoved, got[:1])
+	if q.live != 399 || len(q.ids) != 399 {
+		t.Fatalf("after acking the held task: %d ids for %d live, want 399 and 399", len(q.ids), q.live)
+	}
+}
