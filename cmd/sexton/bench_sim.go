@@ -171,15 +171,22 @@ func (s *simHolder) pendingTasks(e *env) (int, error) {
 // stop acks every remaining task of the segment (for up to a minute),
 // then unmounts it, so a bench leaves no task pending and no segment
 // mounted: the segment record stays, unmounted (the registry has no way
-// to forget one), for the next run to mount again.
-func (s *simHolder) stop(e *env) {
+// to forget one), for the next run to mount again. It returns how long
+// the drain took and how many tasks it left pending (-1: unknown).
+func (s *simHolder) stop(e *env) (drain time.Duration, left int) {
 	s.draining.Store(true)
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
-		if n, err := s.pendingTasks(e); err == nil && n == 0 {
+	start, left := time.Now(), -1
+	for deadline := start.Add(60 * time.Second); time.Now().Before(deadline); {
+		n, err := s.pendingTasks(e)
+		if err == nil {
+			left = n
+		}
+		if left == 0 {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	drain = time.Since(start)
 	s.cancel()
 	s.wg.Wait()
 	err := retryIdempotent(func() error {
@@ -192,6 +199,7 @@ func (s *simHolder) stop(e *env) {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sexton: unmounting simulated holder %s: %v (it stays mounted; the next bench run takes it over)\n", s.id, err)
 	}
+	return drain, left
 }
 
 // retryIdempotent calls f again, a few times, while it fails without an
