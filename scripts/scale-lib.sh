@@ -101,9 +101,16 @@ snapshot_during_removes() {
 				"127.0.0.1:720$p/debug/pprof/profile?seconds=15" &
 		done
 	fi
+	# The pauses around the snapshot and the removes beside it, apart
+	# from the setup puts before them: on a slow machine a batched put
+	# entry passes 50 ms now and then, snapshot or none.
+	echo "pauses, setup puts done, before the snapshot:"
+	pauses
 	curl -fsS -X POST "127.0.0.1:720$1/debug/snapshot"
 	wait "$rp"; wait
 	tail -4 "$out"
+	echo "pauses after the snapshot and the removes:"
+	pauses
 }
 # fresh_cluster: a new cluster in a wiped $SEXTON_LOCAL_DIR, brought down
 # when the script exits, failed or not; L is its leader once it is ready.
