@@ -122,12 +122,6 @@ func benchRemove(e *env, keys, batch, clients int, drain, sessions bool) error {
 		return err
 	}
 	seg.draining.Store(drain)
-	stopped := false
-	defer func() {
-		if !stopped {
-			seg.stop(e)
-		}
-	}()
 	prefix := fmt.Sprintf("bench/%d/", time.Now().UnixNano())
 	names := make([]string, keys)
 	for i := range names {
@@ -146,6 +140,7 @@ func benchRemove(e *env, keys, batch, clients int, drain, sessions bool) error {
 		_, itemErr, err := putBatch(ctx, cl, items)
 		return cmp.Or(err, itemErr)
 	}); err != nil {
+		seg.stop(e)
 		return err
 	}
 	ops := (keys + batch - 1) / batch
@@ -182,10 +177,9 @@ func benchRemove(e *env, keys, batch, clients int, drain, sessions bool) error {
 	fmt.Printf("per-key errors: %d\n", keyErrs.Load())
 	// What a holder coming back to this backlog would see: the drain the
 	// stop does (fetch a page, ack it, again) until no task is left.
-	stopped = true
-	backlog := seg.acked.Load()
+	ackedBefore := seg.acked.Load()
 	took, left := seg.stop(e)
-	acked := seg.acked.Load() - backlog
+	acked := seg.acked.Load() - ackedBefore
 	fmt.Printf("drain: %d delete tasks acked in %s (%.0f /s), %d left\n", acked, took.Round(time.Millisecond), float64(acked)/took.Seconds(), left)
 	return err
 }
