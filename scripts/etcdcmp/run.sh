@@ -11,6 +11,8 @@
 # sexton's masters get --registry-capacity 2000000 so that 600,000 keys'
 # delete tasks fit (the default holds 50,000). Scratch data goes to
 # $ETCDCMP_DIR (default /tmp/sexton-etcdcmp), wiped at the start.
+# ETCDCMP_STORES="boltdb wal" runs sexton once per raft log store in each
+# round (default boltdb, the store issue 13's targets name).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -18,6 +20,7 @@ rounds="${1:-3}"
 K1="${K1:-100000}"
 K64="${K64:-600000}"
 dir="${ETCDCMP_DIR:-/tmp/sexton-etcdcmp}"
+stores="${ETCDCMP_STORES:-boltdb}"
 rm -rf "$dir" && mkdir -p "$dir/bin"
 (cd "$here" && go build -o "$dir/bin/etcd" ./etcd && go build -o "$dir/bin/del" ./del)
 (cd "$root" && make build >/dev/null)
@@ -41,8 +44,9 @@ etcd_run() { # keys batch
 	for p in "${pids[@]}"; do wait_gone "$p"; done
 }
 
-sexton_run() { # keys batch
-	export SEXTON_LOCAL_DIR="$dir/sexton" SEXTON_HOLDERS=0 SEXTON_MASTER_FLAGS="--registry-capacity 2000000"
+sexton_run() { # keys batch store
+	echo "sexton --raft-log-store $3"
+	export SEXTON_LOCAL_DIR="$dir/sexton" SEXTON_HOLDERS=0 SEXTON_MASTER_FLAGS="--registry-capacity 2000000" SEXTON_RAFT_LOG_STORE="$3"
 	rm -rf "$SEXTON_LOCAL_DIR"
 	"$root/deploy/local/cluster.sh" up >/dev/null
 	sleep 3
@@ -54,7 +58,7 @@ sexton_run() { # keys batch
 for r in $(seq "$rounds"); do
 	echo "## round $r $(date -u +%T)"
 	etcd_run "$K1" 1
-	sexton_run "$K1" 1
+	for s in $stores; do sexton_run "$K1" 1 "$s"; done
 	etcd_run "$K64" 64
-	sexton_run "$K64" 64
+	for s in $stores; do sexton_run "$K64" 64 "$s"; done
 done
