@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -69,7 +70,9 @@ func parseSize(s string) (int64, error) {
 	for _, u := range units {
 		if strings.HasSuffix(s, u.suffix) {
 			f, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), 64)
-			if err != nil || f < 0 {
+			// !(f >= 0) refuses NaN as well as negatives; the bound refuses
+			// Inf and whatever would overflow an int64.
+			if err != nil || !(f >= 0) || f*u.mult >= math.MaxInt64 {
 				return 0, fmt.Errorf("size %q: want bytes or a number with a unit such as 4GiB", s)
 			}
 			return int64(f * u.mult), nil

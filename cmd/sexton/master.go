@@ -10,11 +10,26 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"sexton/dfsio"
+	"sexton/internal/heapfloor"
 	"sexton/master"
 )
 
-func masterFlags(name string) (*master.Config, func([]string) error) {
-	cfg := &master.Config{}
+// masterOptions are a master's flags: its Config, and what the process
+// sets for itself around it.
+type masterOptions struct {
+	master.Config
+	// HeapFloor is the least the Go heap grows between two collections
+	// (internal/heapfloor); 0 leaves the collector to GOGC alone.
+	HeapFloor uint64
+}
+
+// maxHeapFloor bounds --gc-heap-floor: a floor is headroom over the live
+// heap, and past this it is a typo, not a setting.
+const maxHeapFloor = 1 << 40
+
+func masterFlags(name string) (*masterOptions, func([]string) error) {
+	opts := &masterOptions{}
+	cfg := &opts.Config
 	fs := newFlags(name)
 	fs.StringVar(&cfg.ID, "id", envString("SEXTON_NODE_ID", "m1"), "node id (env SEXTON_NODE_ID)")
 	fs.StringVar(&cfg.DataDir, "data-dir", envString("SEXTON_DATA_DIR", "sexton-data"), "data directory (env SEXTON_DATA_DIR)")
@@ -48,7 +63,8 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 	tf.register(fs)
 	requireCert := clientAuthFlag(fs)
 	fs.BoolVar(&cfg.EnableDebug, "enable-debug", envBool("SEXTON_ENABLE_DEBUG", false), "serve /debug/pprof/ on the HTTP listener (env SEXTON_ENABLE_DEBUG)")
-	return cfg, func(args []string) error {
+	heapFloor := fs.String("gc-heap-floor", envString("SEXTON_GC_HEAP_FLOOR", "512MiB"), "the least the Go heap grows between two collections: while the live heap is small the collector waits for this much garbage instead of GOGC percent of the heap, trading up to this much memory for CPU; a heap larger than the floor collects as GOGC says; GOMEMLIMIT still holds; 0 turns it off (env SEXTON_GC_HEAP_FLOOR)")
+	return opts, func(args []string) error {
 		if err := parseFlags(fs, args); err != nil {
 			return usagef("%v", err)
 		}
@@ -94,6 +110,11 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 			return fmt.Errorf("--raft-trailing-log-bytes %q: want a positive size such as 64MiB", *trailingBytes)
 		}
 		cfg.TrailingLogBytes = uint64(tb)
+		floor, err := parseSize(*heapFloor)
+		if err != nil || floor > maxHeapFloor {
+			return usagef("--gc-heap-floor %q: want a size up to 1TiB such as 256MiB, or 0", *heapFloor)
+		}
+		opts.HeapFloor = uint64(floor)
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "master." + cfg.ID, Level: hclog.LevelFromString(*logLevel), Output: os.Stderr})
 		if cfg.TLSRequireClientCert, err = requireCert(); err != nil {
 			return err
@@ -109,10 +130,13 @@ func masterFlags(name string) (*master.Config, func([]string) error) {
 }
 
 func runMaster(args []string) error {
-	cfg, parse := masterFlags("master")
+	opts, parse := masterFlags("master")
 	if err := parse(args); err != nil {
 		return err
 	}
+	cfg := &opts.Config
+	floor := heapfloor.Start(opts.HeapFloor)
+	defer floor.Stop()
 	n, err := master.New(*cfg)
 	if err != nil {
 		return fmt.Errorf("master %s: %w", cfg.ID, err)

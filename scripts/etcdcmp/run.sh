@@ -13,6 +13,8 @@
 # $ETCDCMP_DIR (default /tmp/sexton-etcdcmp), wiped at the start.
 # ETCDCMP_STORES="boltdb wal" runs sexton once per raft log store in each
 # round (default boltdb, the store issue 13's targets name).
+# ETCDCMP_FLOORS="0 512MiB" runs sexton once per --gc-heap-floor in each
+# round too (default: the masters' own default).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -21,6 +23,7 @@ K1="${K1:-100000}"
 K64="${K64:-600000}"
 dir="${ETCDCMP_DIR:-/tmp/sexton-etcdcmp}"
 stores="${ETCDCMP_STORES:-boltdb}"
+floors="${ETCDCMP_FLOORS:-default}"
 rm -rf "$dir" && mkdir -p "$dir/bin"
 (cd "$here" && go build -o "$dir/bin/etcd" ./etcd && go build -o "$dir/bin/del" ./del)
 (cd "$root" && make build >/dev/null)
@@ -44,9 +47,11 @@ etcd_run() { # keys batch
 	for p in "${pids[@]}"; do wait_gone "$p"; done
 }
 
-sexton_run() { # keys batch store
-	echo "sexton --raft-log-store $3"
-	export SEXTON_LOCAL_DIR="$dir/sexton" SEXTON_HOLDERS=0 SEXTON_MASTER_FLAGS="--registry-capacity 2000000" SEXTON_RAFT_LOG_STORE="$3"
+sexton_run() { # keys batch store floor
+	local flags="--registry-capacity 2000000"
+	[ "$4" = default ] || flags+=" --gc-heap-floor $4"
+	echo "sexton --raft-log-store $3 --gc-heap-floor $4"
+	export SEXTON_LOCAL_DIR="$dir/sexton" SEXTON_HOLDERS=0 SEXTON_MASTER_FLAGS="$flags" SEXTON_RAFT_LOG_STORE="$3"
 	rm -rf "$SEXTON_LOCAL_DIR"
 	"$root/deploy/local/cluster.sh" up >/dev/null
 	sleep 3
@@ -58,7 +63,7 @@ sexton_run() { # keys batch store
 for r in $(seq "$rounds"); do
 	echo "## round $r $(date -u +%T)"
 	etcd_run "$K1" 1
-	for s in $stores; do sexton_run "$K1" 1 "$s"; done
+	for s in $stores; do for f in $floors; do sexton_run "$K1" 1 "$s" "$f"; done; done
 	etcd_run "$K64" 64
-	for s in $stores; do sexton_run "$K64" 64 "$s"; done
+	for s in $stores; do for f in $floors; do sexton_run "$K64" 64 "$s" "$f"; done; done
 done

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// --gc-heap-floor defaults to 512MiB, takes a size or 0, and refuses what
+// is not a size or is past 1TiB with a usage error naming the flag.
+func TestMasterHeapFloorFlag(t *testing.T) {
+	t.Setenv("SEXTON_GC_HEAP_FLOOR", "")
+	for _, tc := range []struct {
+		args []string
+		want uint64
+	}{
+		{nil, 512 << 20},
+		{[]string{"--gc-heap-floor", "0"}, 0},
+		{[]string{"--gc-heap-floor", "64MiB"}, 64 << 20},
+		{[]string{"--gc-heap-floor", "1TiB"}, 1 << 40},
+	} {
+		opts, parse := masterFlags("master")
+		if err := parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if opts.HeapFloor != tc.want {
+			t.Errorf("%v: floor %d, want %d", tc.args, opts.HeapFloor, tc.want)
+		}
+	}
+	for _, bad := range []string{"lots", "-1MiB", "2TiB", "NaNMiB"} {
+		_, parse := masterFlags("master")
+		err := parse([]string{"--gc-heap-floor", bad})
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--gc-heap-floor") {
+			t.Errorf("%q: got %v, want a usage error naming --gc-heap-floor", bad, err)
+		}
+	}
+}
