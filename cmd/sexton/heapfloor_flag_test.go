@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// --gc-heap-floor defaults to 512MiB, takes a size or 0, and refuses what
+// --gc-heap-floor defaults to 0 (off), takes a size or 0, and refuses what
 // is not a size or is past 1TiB with a usage error naming the flag.
 func TestMasterHeapFloorFlag(t *testing.T) {
 	t.Setenv("SEXTON_GC_HEAP_FLOOR", "")
@@ -14,7 +14,8 @@ func TestMasterHeapFloorFlag(t *testing.T) {
 		args []string
 		want uint64
 	}{
-		{nil, 512 << 20},
+		{nil, 0},
+		{[]string{"--gc-heap-floor", "512MiB"}, 512 << 20},
 		{[]string{"--gc-heap-floor", "0"}, 0},
 		{[]string{"--gc-heap-floor", "64MiB"}, 64 << 20},
 		{[]string{"--gc-heap-floor", "1TiB"}, 1 << 40},

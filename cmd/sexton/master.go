@@ -63,7 +63,7 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 	tf.register(fs)
 	requireCert := clientAuthFlag(fs)
 	fs.BoolVar(&cfg.EnableDebug, "enable-debug", envBool("SEXTON_ENABLE_DEBUG", false), "serve /debug/pprof/ on the HTTP listener (env SEXTON_ENABLE_DEBUG)")
-	heapFloor := fs.String("gc-heap-floor", envString("SEXTON_GC_HEAP_FLOOR", "512MiB"), "the least the Go heap grows between two collections: while the live heap is small the collector waits for this much garbage instead of GOGC percent of the heap, trading up to this much memory for CPU; a heap larger than the floor collects as GOGC says; GOMEMLIMIT still holds; 0 turns it off (env SEXTON_GC_HEAP_FLOOR)")
+	heapFloor := fs.String("gc-heap-floor", envString("SEXTON_GC_HEAP_FLOOR", "0"), "the least the Go heap grows between two collections: while the live heap is small the collector waits for this much garbage instead of GOGC percent of the heap, trading up to this much memory for CPU; a heap larger than the floor collects as GOGC says; GOMEMLIMIT still holds; 0 turns it off (env SEXTON_GC_HEAP_FLOOR)")
 	return opts, func(args []string) error {
 		if err := parseFlags(fs, args); err != nil {
 			return usagef("%v", err)
