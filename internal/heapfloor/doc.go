@@ -2,13 +2,12 @@
 // process's live heap is small.
 //
 // Go's collector starts a cycle once the heap has grown by GOGC percent
-// (100 by default) of what the last cycle found live. A master whose state
-// is a few hundred megabytes, applying removes at 100,000 keys a second,
-// allocates its live heap's worth of short-lived garbage (decoded entries,
-// tree nodes copied on write, answers) several times a second, so it
-// collected several times a second too: a fifth of each master's CPU under
-// `sexton bench remove --batch 64`, on a box where the three masters share
-// two cores (docs/SCALING.md, twelfth section).
+// (100 by default) of what the last cycle found live. A master with a
+// small state, applying removes at 100,000 keys a second, collects several
+// times a second. The floor was built to buy back that CPU; measured
+// (docs/SCALING.md, twelfth section) it cut collections 13-fold but the
+// masters' CPU by only 1-7 %, for three times the RSS, so `sexton master`
+// leaves it off unless --gc-heap-floor is given.
 //
 // A floor sets the least the heap may grow between two cycles: after every
 // cycle the GC percent is set so that the next starts at the live heap
@@ -21,8 +20,8 @@
 // whatever the percent once the process nears its limit; GOGC=off turns the
 // floor off.
 //
-// It is process-wide, like GOGC: one Floor per process (the sexton binary
-// starts one for `sexton master`). It never changes what a master decides,
+// It is process-wide, like GOGC: one Floor per process (`sexton master`
+// starts one; with --gc-heap-floor 0, the default, it changes nothing). It never changes what a master decides,
 // only when its collector runs, so it is a setting of the process and not
 // replicated state.
 package heapfloor
