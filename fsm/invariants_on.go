@@ -45,26 +45,17 @@ func (st *state) checkInvariants() error {
 		return fmt.Errorf("task index counts %d, pages hold %d", r.len(), counted)
 	}
 	perKey, perSeg := 0, map[string]int{}
-	for key, head := range st.objects.tasks {
-		if head == nil {
-			return fmt.Errorf("key %q: an empty task list kept", key)
+	if err := st.objects.tasks.check(); err != nil {
+		return err
+	}
+	var listErr error
+	st.objects.tasks.each(func(key string, head *task) {
+		if listErr == nil {
+			listErr = checkTaskList(r, key, head, &perKey)
 		}
-		for t := head; t != nil; t = t.keyNext {
-			if t.key != key || r.byID.get(t.id) != t {
-				return fmt.Errorf("task list of %q holds task %d not in byID", key, t.id)
-			}
-			// Ordered oldest incarnation first (linkTask), so tasks
-			// sharing an ident are in one run of equal incarnations.
-			if n := t.keyNext; n != nil && n.inc.Less(t.inc) {
-				return fmt.Errorf("task list of %q out of order: %s before %s", key, t.inc, n.inc)
-			}
-			for o := t.keyNext; o != nil && o.inc == t.inc; o = o.keyNext {
-				if o.ident() == t.ident() {
-					return fmt.Errorf("tasks %d and %d share (segment, key, incarnation)", t.id, o.id)
-				}
-			}
-			perKey++
-		}
+	})
+	if listErr != nil {
+		return listErr
 	}
 	if perKey != r.len() {
 		return fmt.Errorf("task lists hold %d tasks, byID %d", perKey, r.len())
@@ -157,6 +148,32 @@ func (st *state) checkJobs() error {
 		if j.Removed < 0 || j.Skipped < 0 {
 			return fmt.Errorf("job %d: negative count", j.ID)
 		}
+	}
+	return nil
+}
+
+// checkTaskList checks key's task list, head first: every task carries
+// key and is the one byID files under its id, in incarnation order, no
+// two sharing an ident; it adds the tasks to *count.
+func checkTaskList(r *registry, key string, head *task, count *int) error {
+	if head == nil {
+		return fmt.Errorf("key %q: an empty task list kept", key)
+	}
+	for t := head; t != nil; t = t.keyNext {
+		if t.key != key || r.byID.get(t.id) != t {
+			return fmt.Errorf("task list of %q holds task %d not in byID", key, t.id)
+		}
+		// Ordered oldest incarnation first (linkTask), so tasks
+		// sharing an ident are in one run of equal incarnations.
+		if n := t.keyNext; n != nil && n.inc.Less(t.inc) {
+			return fmt.Errorf("task list of %q out of order: %s before %s", key, t.inc, n.inc)
+		}
+		for o := t.keyNext; o != nil && o.inc == t.inc; o = o.keyNext {
+			if o.ident() == t.ident() {
+				return fmt.Errorf("tasks %d and %d share (segment, key, incarnation)", t.id, o.id)
+			}
+		}
+		*count++
 	}
 	return nil
 }

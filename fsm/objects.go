@@ -62,7 +62,8 @@ type entry struct {
 //   - pending: key → PENDING incarnation, the puts in flight.
 //   - pendingPuts: the same PENDING incarnations ordered by (created,
 //     key), so the leader finds stale puts without a scan.
-//   - tasks: key → head of its delete tasks (bounded by the registry).
+//   - tasks: key → head of its delete tasks (bounded by the registry),
+//     kept by the key's hash (taskHeads).
 //
 // Why a B-tree of values and no hash map: the garbage collector's cost.
 // A hash map of keys to object pointers (what this was) gives the
@@ -87,7 +88,7 @@ type objectTable struct {
 	complete    *btree.BTreeG[completeItem]
 	pending     map[string]*object
 	pendingPuts *btree.BTreeG[pendingRef]
-	tasks       map[string]*task
+	tasks       taskHeads
 }
 
 // indexDegree is the B-tree degree: nodes of up to 61 items, which at 56
@@ -126,7 +127,7 @@ func newObjectTable() *objectTable {
 		complete:    btree.NewG(indexDegree, completeItem.less),
 		pending:     make(map[string]*object),
 		pendingPuts: btree.NewG(indexDegree, pendingRef.less),
-		tasks:       make(map[string]*task),
+		tasks:       newTaskHeads(),
 	}
 }
 
@@ -178,19 +179,12 @@ func (t *objectTable) putBack(key string, o *object) {
 
 // tasksOf returns the head of key's task list, without a walk of the tree.
 func (t *objectTable) tasksOf(key string) *task {
-	if len(t.tasks) == 0 {
-		return nil
-	}
-	return t.tasks[key]
+	return t.tasks.get(key)
 }
 
 // setTasks makes head key's task list (nil: none).
 func (t *objectTable) setTasks(key string, head *task) {
-	if head == nil {
-		delete(t.tasks, key)
-		return
-	}
-	t.tasks[key] = head
+	t.tasks.set(key, head)
 }
 
 // set replaces old (what get returned for key, unchanged since) with e.
@@ -251,7 +245,7 @@ func (t *objectTable) ascendPending(createdBefore int64, fn func(pendingRef) boo
 // keys returns every key the table holds, in no order. O(table): for the
 // rare whole-table operator action and the invariant checks.
 func (t *objectTable) keys() []string {
-	out := make([]string, 0, t.complete.Len()+len(t.pending)+len(t.tasks))
+	out := make([]string, 0, t.complete.Len()+len(t.pending)+t.tasks.len())
 	t.complete.Ascend(func(it completeItem) bool {
 		out = append(out, it.key)
 		return true
@@ -261,11 +255,11 @@ func (t *objectTable) keys() []string {
 			out = append(out, k)
 		}
 	}
-	for k := range t.tasks {
+	t.tasks.each(func(k string, _ *task) {
 		if t.pending[k] == nil && !t.complete.Has(completeItem{key: k}) {
 			out = append(out, k)
 		}
-	}
+	})
 	return out
 }
 

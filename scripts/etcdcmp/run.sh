@@ -15,6 +15,12 @@
 # round (default boltdb, the store issue 13's targets name).
 # ETCDCMP_FLOORS="0 512MiB" runs sexton once per --gc-heap-floor in each
 # round too (default: the masters' own default).
+# ETCDCMP_PROCS="default 1" runs both etcd and sexton once per GOMAXPROCS
+# value in each round (default: the runtime's own, one per core); the
+# bench clients keep the runtime's default.
+# ETCDCMP_BINS="/tmp/a /tmp/b" runs sexton's masters from each of these
+# builds in each round, an A/B against the same etcd run (default: this
+# tree's bin/sexton; the bench client is always this tree's).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -24,18 +30,25 @@ K64="${K64:-600000}"
 dir="${ETCDCMP_DIR:-/tmp/sexton-etcdcmp}"
 stores="${ETCDCMP_STORES:-boltdb}"
 floors="${ETCDCMP_FLOORS:-default}"
+procs="${ETCDCMP_PROCS:-default}"
+bins="${ETCDCMP_BINS:-$root/bin/sexton}"
 rm -rf "$dir" && mkdir -p "$dir/bin"
 (cd "$here" && go build -o "$dir/bin/etcd" ./etcd && go build -o "$dir/bin/del" ./del)
 (cd "$root" && make build >/dev/null)
 
 wait_gone() { while kill -0 "$1" 2>/dev/null; do sleep 0.1; done; }
 
-etcd_run() { # keys batch
+# procs_env P: env(1)'s arguments for GOMAXPROCS=P, or the runtime's
+# default (env execs the command, so $! stays the process to kill).
+procs_env() { if [ "$1" = default ]; then echo "-u GOMAXPROCS"; else echo "GOMAXPROCS=$1"; fi; }
+
+etcd_run() { # keys batch procs
 	local cluster="e1=http://127.0.0.1:23801,e2=http://127.0.0.1:23802,e3=http://127.0.0.1:23803" pids=()
 	rm -rf "$dir/etcd"
 	mkdir -p "$dir/etcd"
+	echo "etcd GOMAXPROCS=$3"
 	for i in 1 2 3; do
-		"$dir/bin/etcd" --name "e$i" --data-dir "$dir/etcd/e$i" \
+		env $(procs_env "$3") "$dir/bin/etcd" --name "e$i" --data-dir "$dir/etcd/e$i" \
 			--listen-client-urls "http://127.0.0.1:2379$i" --advertise-client-urls "http://127.0.0.1:2379$i" \
 			--listen-peer-urls "http://127.0.0.1:2380$i" --initial-advertise-peer-urls "http://127.0.0.1:2380$i" \
 			--initial-cluster "$cluster" --initial-cluster-state new --log-level error >"$dir/etcd/e$i.log" 2>&1 &
@@ -47,13 +60,13 @@ etcd_run() { # keys batch
 	for p in "${pids[@]}"; do wait_gone "$p"; done
 }
 
-sexton_run() { # keys batch store floor
+sexton_run() { # keys batch store floor procs bin
 	local flags="--registry-capacity 2000000"
 	[ "$4" = default ] || flags+=" --gc-heap-floor $4"
-	echo "sexton --raft-log-store $3 --gc-heap-floor $4"
-	export SEXTON_LOCAL_DIR="$dir/sexton" SEXTON_HOLDERS=0 SEXTON_MASTER_FLAGS="$flags" SEXTON_RAFT_LOG_STORE="$3"
+	echo "sexton $6 --raft-log-store $3 --gc-heap-floor $4 GOMAXPROCS=$5"
+	export SEXTON_BIN="$6" SEXTON_LOCAL_DIR="$dir/sexton" SEXTON_HOLDERS=0 SEXTON_MASTER_FLAGS="$flags" SEXTON_RAFT_LOG_STORE="$3"
 	rm -rf "$SEXTON_LOCAL_DIR"
-	"$root/deploy/local/cluster.sh" up >/dev/null
+	env $(procs_env "$5") "$root/deploy/local/cluster.sh" up >/dev/null
 	sleep 3
 	"$root/bin/sexton" bench remove --masters 127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103 \
 		--keys "$1" --clients 16 --batch "$2" | grep -v '^setup' || true
@@ -62,8 +75,8 @@ sexton_run() { # keys batch store floor
 
 for r in $(seq "$rounds"); do
 	echo "## round $r $(date -u +%T)"
-	etcd_run "$K1" 1
-	for s in $stores; do for f in $floors; do sexton_run "$K1" 1 "$s" "$f"; done; done
-	etcd_run "$K64" 64
-	for s in $stores; do for f in $floors; do sexton_run "$K64" 64 "$s" "$f"; done; done
+	for p in $procs; do etcd_run "$K1" 1 "$p"; done
+	for p in $procs; do for s in $stores; do for f in $floors; do for b in $bins; do sexton_run "$K1" 1 "$s" "$f" "$p" "$b"; done; done; done; done
+	for p in $procs; do etcd_run "$K64" 64 "$p"; done
+	for p in $procs; do for s in $stores; do for f in $floors; do for b in $bins; do sexton_run "$K64" 64 "$s" "$f" "$p" "$b"; done; done; done; done
 done
