@@ -20,17 +20,19 @@ import (
 //
 // A hash names a key only when the head stored under it carries that key
 // (task.key): two keys whose hashes are equal are told apart there, and
-// the second one's head goes to collide, a plain map by key that is empty
-// unless such a pair is live. Nothing observable depends on the hash:
+// the second one's head goes to collide, a plain map by key that stays
+// nil until two keys of one hash have task lists at once. Nothing
+// observable depends on the hash:
 // which of two colliding keys lands in collide changes where a head is
 // kept, never which head a key has, so the random seed leaves Apply as
 // deterministic as Go's own map iteration order does (no answer, snapshot
-// or invariant walks this map in its order).
+// or invariant depends on the order each walks it in: keys' one caller
+// sorts).
 type taskHeads struct {
 	seed    maphash.Seed
 	mask    uint64 // all ones; tests narrow it to force collisions
 	byHash  map[uint64]*task
-	collide map[string]*task // nil until two live keys share a hash
+	collide map[string]*task // nil until two keys of one hash have lists at once
 }
 
 func newTaskHeads() taskHeads {
