@@ -22,12 +22,11 @@ import (
 // (task.key): two keys whose hashes are equal are told apart there, and
 // the second one's head goes to collide, a plain map by key that stays
 // nil until two keys of one hash have task lists at once. Nothing
-// observable depends on the hash:
-// which of two colliding keys lands in collide changes where a head is
-// kept, never which head a key has, so the random seed leaves Apply as
-// deterministic as Go's own map iteration order does (no answer, snapshot
-// or invariant depends on the order each walks it in: keys' one caller
-// sorts).
+// observable depends on the hash: which of two colliding keys lands in
+// collide changes where a head is kept, never which head a key has, so
+// the random seed leaves Apply as deterministic as Go's own map iteration
+// order does (no answer, snapshot or invariant depends on the order each
+// walks it in: keys' one caller sorts).
 type taskHeads struct {
 	seed    maphash.Seed
 	mask    uint64 // all ones; tests narrow it to force collisions

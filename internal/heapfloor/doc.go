@@ -21,7 +21,7 @@
 // floor off.
 //
 // It is process-wide, like GOGC: one Floor per process (`sexton master`
-// starts one; with --gc-heap-floor 0, the default, it changes nothing). It never changes what a master decides,
-// only when its collector runs, so it is a setting of the process and not
-// replicated state.
+// starts one; with --gc-heap-floor 0, the default, it changes nothing).
+// It never changes what a master decides, only when its collector runs,
+// so it is a setting of the process and not replicated state.
 package heapfloor
