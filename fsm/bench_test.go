@@ -389,3 +389,33 @@ func BenchmarkDrainBacklog(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSnapshotWriteBacklog writes a state whose holders have acked
+// nothing for a while: 500,000 objects and 500,000 delete tasks, what a
+// master holds halfway through `sexton bench remove` (whose segment does
+// not ack) and what a mass delete leaves while holders work it off. The
+// task section is then half of the snapshot's records.
+func BenchmarkSnapshotWriteBacklog(b *testing.B) {
+	const n = 1_000_000
+	bf := newBenchFSM(b, n)
+	bf.put(b, 0, n)
+	for i := 0; i < n; i += 2 * api.MaxBatchKeys {
+		keys := make([]string, 0, api.MaxBatchKeys)
+		for j := i; j < min(i+api.MaxBatchKeys, n); j++ {
+			keys = append(keys, benchKey(j))
+		}
+		bf.apply(b, &Remove{Keys: keys, Now: 2})
+	}
+	runtime.GC()
+	var size int64
+	for b.Loop() {
+		v := bf.f.Snapshot()
+		var err error
+		if size, err = v.WriteTo(io.Discard); err != nil {
+			b.Fatal(err)
+		}
+		v.Release()
+	}
+	b.ReportMetric(float64(size)/(1<<20), "MiB")
+	b.ReportMetric(float64(bf.f.Stats().PendingTasks), "tasks")
+}

@@ -61,8 +61,14 @@ func (st *state) checkInvariants() error {
 		return fmt.Errorf("task lists hold %d tasks, byID %d", perKey, r.len())
 	}
 	var all []*task
-	r.byID.each(func(t *task) { all = append(all, t) })
-	for _, t := range all {
+	r.byID.ascend(func(t *task) bool { all = append(all, t); return true })
+	if len(all) != r.len() {
+		return fmt.Errorf("byID walks %d tasks, counts %d", len(all), r.len())
+	}
+	for i, t := range all {
+		if i > 0 && all[i-1].id >= t.id {
+			return fmt.Errorf("byID walks task %d after task %d", t.id, all[i-1].id)
+		}
 		if t.id >= st.nextTaskID {
 			return fmt.Errorf("task %d not below next id %d", t.id, st.nextTaskID)
 		}

@@ -245,13 +245,11 @@ func (f *FSM) ListTasks(seg api.SegmentID, limit int) (tasks []api.LocalDeleteTa
 		})
 		return tasks, total
 	}
-	all := make([]*task, 0, reg.len())
-	reg.byID.each(func(t *task) { all = append(all, t) })
-	slices.SortFunc(all, func(a, b *task) int { return cmpUint(a.id, b.id) })
-	for _, t := range all[:min(limit, len(all))] {
+	reg.byID.ascend(func(t *task) bool {
 		tasks = append(tasks, t.view())
-	}
-	return tasks, len(all)
+		return len(tasks) < limit
+	})
+	return tasks, reg.len()
 }
 
 // TasksOfKey returns the key's pending tasks (every incarnation, every

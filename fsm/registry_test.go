@@ -209,3 +209,54 @@ func TestSegQueueCutsItsDeadPrefix(t *testing.T) {
 		t.Fatalf("after acking the held task: %d ids for %d live, want 399 and 399", len(q.ids), q.live)
 	}
 }
+
+// TestTasksWalkedInIdOrderAcrossPages: the task index keeps 64 ids a page
+// in a map; the task listing and the snapshot walk it in id order, with
+// pages freed and holes left by acks (a restore refuses tasks out of
+// order, and ListTasks's limit takes the oldest).
+func TestTasksWalkedInIdOrderAcrossPages(t *testing.T) {
+	h := newHarness(t, 5000)
+	h.epoch(7)
+	e1 := h.mustMount("c1", "s1", tombstoneCaps...)
+	h.mustMount("c2", "s2", tombstoneCaps...)
+	key := func(i int) string { return fmt.Sprintf("k/%05d", i) }
+	for i := 0; i < 1200; i++ {
+		h.put(key(i), "s1", "s2")
+	}
+	for i := 0; i < 800; i += 100 {
+		var keys []string
+		for j := i; j < i+100; j++ {
+			keys = append(keys, key(j))
+		}
+		h.remove(keys...)
+	}
+	// Ack s1's first 200 tasks (whole pages freed, s2's left) and every
+	// third of the rest fetched (holes), then remove more (new pages).
+	var acked []api.LocalDeleteTask
+	for i, tk := range h.fetch("s1", e1) {
+		if i < 200 || i%3 == 0 {
+			acked = append(acked, tk)
+		}
+	}
+	h.ackAll("s1", e1, api.AckRemoved, acked)
+	var keys []string
+	for i := 800; i < 1200; i++ {
+		keys = append(keys, key(i))
+	}
+	h.remove(keys...)
+
+	all, total := h.f.ListTasks("", 5000)
+	if total != len(all) || total != 2*1200-len(acked) {
+		t.Fatalf("ListTasks lists %d of %d, want %d", len(all), total, 2*1200-len(acked))
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i-1].ID >= all[i].ID {
+			t.Fatalf("ListTasks: task %d after task %d", all[i].ID, all[i-1].ID)
+		}
+	}
+	first, total := h.f.ListTasks("", 70)
+	if total != len(all) || len(first) != 70 || first[69].ID != all[69].ID {
+		t.Fatalf("ListTasks limit 70: %d tasks of %d, last %d (want %d)", len(first), total, first[len(first)-1].ID, all[69].ID)
+	}
+	restored(t, h.f) // refuses a snapshot whose tasks are out of id order
+}

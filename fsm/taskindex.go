@@ -1,5 +1,7 @@
 package fsm
 
+import "slices"
+
 // taskIndex finds a task by id. Ids are handed out in order, so tasks live
 // in pages of 64 consecutive ids: inserting appends to the current page
 // (hot in cache), and a lookup is one access to a small map of pages plus
@@ -69,12 +71,20 @@ func (x *taskIndex) remove(t *task) {
 	}
 }
 
-// each calls fn for every task, in no particular order.
-func (x *taskIndex) each(fn func(*task)) {
-	for _, p := range x.pages {
-		for _, t := range p.slots {
-			if t != nil {
-				fn(t)
+// ascend calls fn for every task in id order until fn returns false. It
+// sorts the page numbers (one per 64 ids), not the tasks: a snapshot of a
+// backlog of n tasks sorted n pointers, each compare a cache miss, and a
+// first page of the task listing needed all n of them.
+func (x *taskIndex) ascend(fn func(*task) bool) {
+	nos := make([]uint64, 0, len(x.pages))
+	for no := range x.pages {
+		nos = append(nos, no)
+	}
+	slices.Sort(nos)
+	for _, no := range nos {
+		for _, t := range x.pages[no].slots {
+			if t != nil && !fn(t) {
+				return
 			}
 		}
 	}

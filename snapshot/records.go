@@ -74,6 +74,34 @@ func decodeCapabilities(r *mpReader) ([]api.Capability, error) {
 	return caps, nil
 }
 
+// appendTask appends t's msgpack encoding to b: the bytes of msgpack's
+// reflection encoding of the struct (fields in declaration order, the
+// tenant left out when empty), by hand because a master with a backlog
+// writes as many task records as objects, and through reflection they
+// were two thirds of such a snapshot's encoding time
+// (TestFastTaskEncodingMatchesReflection, BenchmarkSnapshotWriteBacklog).
+func appendTask(b []byte, t *Task) []byte {
+	if t.Tenant == "" {
+		b = append(b, 0x85)
+	} else {
+		b = append(b, 0x86)
+	}
+	b = appendStr(b, "id")
+	b = appendUint(b, t.ID)
+	b = appendStr(b, "seg")
+	b = appendStr(b, string(t.Segment))
+	b = appendStr(b, "k")
+	b = appendStr(b, t.Key)
+	if t.Tenant != "" {
+		b = appendStr(b, "t")
+		b = appendStr(b, t.Tenant)
+	}
+	b = appendStr(b, "i")
+	b = appendIncarnation(b, t.Incarnation)
+	b = appendStr(b, "c")
+	return appendInt(b, t.Created)
+}
+
 func decodeTask(r *mpReader, t *Task) error {
 	const rec = "task"
 	return r.eachField(rec, func(name []byte) (err error) {

@@ -344,6 +344,17 @@ func TestFastObjectEncodingMatchesReflection(t *testing.T) {
 	})
 }
 
+func TestFastTaskEncodingMatchesReflection(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		task := genTask().Draw(t, "task")
+		fast := appendTask(nil, &task)
+		slow := encodeRec(t, &task)
+		if !bytes.Equal(fast, slow) {
+			t.Fatalf("fast %x\nslow %x", fast, slow)
+		}
+	})
+}
+
 // TestDecodersAcceptAnyIntegerWidth: a writer without compact ints (plain
 // msgpack.Marshal) produces records the reader takes as the same values.
 func TestDecodersAcceptAnyIntegerWidth(t *testing.T) {

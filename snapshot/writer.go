@@ -152,7 +152,7 @@ func (w *Writer) WriteRecord(v any) error {
 	case SectionSegments:
 		err = w.appendTyped(v, w.segmentOf)
 	case SectionTasks:
-		err = w.appendTyped(v, taskOf)
+		err = w.appendTaskRecord(v)
 	case SectionState:
 		err = w.appendTyped(v, w.stateOf)
 	case SectionSessions:
@@ -207,6 +207,18 @@ func (w *Writer) appendObjectRecord(v any) error {
 	return nil
 }
 
+func (w *Writer) appendTaskRecord(v any) error {
+	t, err := taskOf(v)
+	if err != nil {
+		if !errors.Is(err, ErrWriterUsage) {
+			err = fmt.Errorf("%w: %v", ErrWriterUsage, err)
+		}
+		return err
+	}
+	w.buf = appendTask(w.buf, t)
+	return nil
+}
+
 // recordOf extracts and validates the record a section accepts.
 type recordOf func(v any) (any, error)
 
@@ -227,7 +239,7 @@ func (w *Writer) segmentOf(v any) (any, error) {
 	return s, validateSegment(s)
 }
 
-func taskOf(v any) (any, error) {
+func taskOf(v any) (*Task, error) {
 	var t *Task
 	switch x := v.(type) {
 	case *Task:
