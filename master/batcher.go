@@ -40,7 +40,7 @@ type removeReq struct {
 	keys  []string
 	ifInc []api.ObjectIncarnation // empty, or one per key (zero: unconditional)
 	sess  api.Session
-	reply chan removeReply
+	done  func(removeReply) // called once, from the committer; must not block
 }
 
 type removeReply struct {
@@ -69,17 +69,28 @@ func (b *removeBatcher) close() {
 // remove submits one request's keys (with their expected incarnations,
 // none or one per key) and waits for their results.
 func (b *removeBatcher) remove(keys []string, ifInc []api.ObjectIncarnation, sess api.Session) ([]api.KeyResult, error) {
+	ch := make(chan removeReply, 1)
+	b.submit(keys, ifInc, sess, func(rep removeReply) { ch <- rep })
+	rep := <-ch
+	return rep.results, rep.err
+}
+
+// submit queues one request's keys and returns; done gets their results
+// once, from the committer's goroutine (or from this one, when the
+// request is refused before it is queued), and must not block. It waits
+// only while the queue is full. The RPC handlers use it so that a queued
+// request parks no goroutine (transport.AsyncHandlerFunc).
+func (b *removeBatcher) submit(keys []string, ifInc []api.ObjectIncarnation, sess api.Session, done func(removeReply)) {
 	if len(ifInc) != 0 && len(ifInc) != len(keys) {
-		return nil, api.Errorf(api.CodeInternal, "%d expected incarnations for %d keys", len(ifInc), len(keys))
+		done(removeReply{err: api.Errorf(api.CodeInternal, "%d expected incarnations for %d keys", len(ifInc), len(keys))})
+		return
 	}
-	r := &removeReq{keys: keys, ifInc: ifInc, sess: sess, reply: make(chan removeReply, 1)}
+	r := &removeReq{keys: keys, ifInc: ifInc, sess: sess, done: done}
 	select {
 	case b.reqs <- r:
 	case <-b.done:
-		return nil, api.Errorf(api.CodeUnavailable, "master shutting down")
+		done(removeReply{err: api.Errorf(api.CodeUnavailable, "master shutting down")})
 	}
-	rep := <-r.reply
-	return rep.results, rep.err
 }
 
 // maxLinger bounds how long an entry waits for callers it expects back
@@ -178,7 +189,7 @@ func (b *removeBatcher) drain() {
 	for {
 		select {
 		case r := <-b.reqs:
-			r.reply <- removeReply{err: api.Errorf(api.CodeUnavailable, "master shutting down")}
+			r.done(removeReply{err: api.Errorf(api.CodeUnavailable, "master shutting down")})
 		default:
 			return
 		}
@@ -216,7 +227,7 @@ func (b *removeBatcher) commit(batch []*removeReq, total int) {
 	}
 	if err != nil {
 		for _, r := range batch {
-			r.reply <- removeReply{err: err}
+			r.done(removeReply{err: err})
 		}
 		return
 	}
@@ -225,7 +236,7 @@ func (b *removeBatcher) commit(batch []*removeReq, total int) {
 		if i < len(rr.SpanDuplicate) {
 			b.metrics.noteDuplicate(fsm.CmdRemove, rr.SpanDuplicate[i])
 		}
-		r.reply <- removeReply{results: rr.Results[off : off+len(r.keys) : off+len(r.keys)]}
+		r.done(removeReply{results: rr.Results[off : off+len(r.keys) : off+len(r.keys)]})
 		off += len(r.keys)
 	}
 }

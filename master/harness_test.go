@@ -590,3 +590,11 @@ func TestHarnessFollowsLeaderAcrossACrash(t *testing.T) {
 		t.Fatalf("after the ack fetched %v", rest)
 	}
 }
+
+// removeAndWait calls n's (asynchronous) Remove handler and waits for its
+// answer.
+func removeAndWait(n *Node, req *api.RemoveRequest) error {
+	answered := make(chan error, 1)
+	n.handleRemove(req, func(_ *api.Empty, err error) { answered <- err })
+	return <-answered
+}

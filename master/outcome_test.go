@@ -1,7 +1,6 @@
 package master
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,7 +39,7 @@ func TestRemoveWhoseLeaderIsLostAnswersOutcomeUnknown(t *testing.T) {
 	tc.put(t, "k", 10, 1)
 	leader := tc.waitLeader(t)
 	armed.Store(true)
-	_, err := leader.handleRemove(context.Background(), &api.RemoveRequest{Key: "k"})
+	err := removeAndWait(leader, &api.RemoveRequest{Key: "k"})
 	if code := api.CodeOf(err); code != api.CodeOutcomeUnknown {
 		t.Fatalf("Remove whose leader was lost after proposing: %v, want %s", err, api.CodeOutcomeUnknown)
 	}

@@ -306,25 +306,34 @@ func (n *Node) handleExist(_ context.Context, req *api.KeysRequest) (*api.ExistR
 	return out, nil
 }
 
-func (n *Node) handleRemove(_ context.Context, req *api.RemoveRequest) (*api.Empty, error) {
+// handleRemove and handleBatchRemove are asynchronous
+// (transport.AsyncHandlerFunc): they check the request on the
+// connection's read loop and queue it for the remove committer, which
+// answers it with the others of its entry. No goroutine waits for the
+// commit per request (transport/request.go says what that cost).
+func (n *Node) handleRemove(req *api.RemoveRequest, reply func(*api.Empty, error)) {
 	if err := n.requireLeaderSession(req.Session); err != nil {
-		return nil, err
+		reply(nil, err)
+		return
 	}
 	if err := api.ValidKey(req.Key); err != nil {
-		return nil, err
+		reply(nil, err)
+		return
 	}
 	var ifInc []api.ObjectIncarnation
 	if req.IfIncarnation != nil {
 		ifInc = []api.ObjectIncarnation{*req.IfIncarnation}
 	}
-	res, err := n.removes.remove([]string{req.Key}, ifInc, req.Session)
-	if err != nil {
-		return nil, err
-	}
-	if res[0].Err != nil {
-		return nil, res[0].Err
-	}
-	return &api.Empty{}, nil
+	n.removes.submit([]string{req.Key}, ifInc, req.Session, func(rep removeReply) {
+		switch {
+		case rep.err != nil:
+			reply(nil, rep.err)
+		case rep.results[0].Err != nil:
+			reply(nil, rep.results[0].Err)
+		default:
+			reply(&api.Empty{}, nil)
+		}
+	})
 }
 
 // handleBatchRemove answers one result per requested key in request order.
@@ -332,15 +341,18 @@ func (n *Node) handleRemove(_ context.Context, req *api.RemoveRequest) (*api.Emp
 // the group-commit batcher as one contiguous run, one session span. Which
 // keys are invalid depends on the request alone, so a repeat proposes the
 // same run.
-func (n *Node) handleBatchRemove(_ context.Context, req *api.BatchRemoveRequest) (*api.BatchRemoveResponse, error) {
+func (n *Node) handleBatchRemove(req *api.BatchRemoveRequest, reply func(*api.BatchRemoveResponse, error)) {
 	if err := checkBatchLen(len(req.Keys), api.MaxBatchKeys, "keys"); err != nil {
-		return nil, err
+		reply(nil, err)
+		return
 	}
 	if len(req.IfIncarnations) != 0 && len(req.IfIncarnations) != len(req.Keys) {
-		return nil, api.Errorf(api.CodeInvalidParams, "%d expected incarnations for %d keys (want none or one per key)", len(req.IfIncarnations), len(req.Keys))
+		reply(nil, api.Errorf(api.CodeInvalidParams, "%d expected incarnations for %d keys (want none or one per key)", len(req.IfIncarnations), len(req.Keys)))
+		return
 	}
 	if err := n.requireLeaderSession(req.Session); err != nil {
-		return nil, err
+		reply(nil, err)
+		return
 	}
 	out := &api.BatchRemoveResponse{Results: make([]api.KeyResult, len(req.Keys))}
 	valid := newBatchSubset[string](len(req.Keys))
@@ -356,16 +368,20 @@ func (n *Node) handleBatchRemove(_ context.Context, req *api.BatchRemoveRequest)
 			ifInc = append(ifInc, req.IfIncarnations[i])
 		}
 	}
-	if len(valid.items) > 0 {
-		res, err := n.removes.remove(valid.items, ifInc, req.Session)
-		if err != nil {
-			return nil, err
+	if len(valid.items) == 0 {
+		reply(out, nil)
+		return
+	}
+	n.removes.submit(valid.items, ifInc, req.Session, func(rep removeReply) {
+		if rep.err != nil {
+			reply(nil, rep.err)
+			return
 		}
-		for j, r := range res {
+		for j, r := range rep.results {
 			out.Results[valid.at[j]].Err = r.Err
 		}
-	}
-	return out, nil
+		reply(out, nil)
+	})
 }
 
 func (n *Node) handleList(_ context.Context, req *api.ListRequest) (*api.ListResponse, error) {

@@ -115,7 +115,7 @@ func BenchmarkDeleteConvergenceManyHolders(b *testing.B) {
 				arrived[key] = ch
 				mu.Unlock()
 				removing := time.Now()
-				if _, err := n.handleRemove(ctx, &api.RemoveRequest{Key: key}); err != nil {
+				if err := removeAndWait(n, &api.RemoveRequest{Key: key}); err != nil {
 					b.Errorf("remove %s: %v", key, err)
 					return
 				}

@@ -157,6 +157,24 @@ func (l *link) send(buf *bytes.Buffer, cancel <-chan struct{}) error {
 	}
 }
 
+// trySend is send that does not wait: it reports false, keeping buf for
+// the caller, when the writer's queue is full. A closed link takes (and
+// releases) the frame.
+func (l *link) trySend(buf *bytes.Buffer) bool {
+	select {
+	case <-l.closing:
+		releaseFrame(buf)
+		return true
+	default:
+	}
+	select {
+	case l.out <- buf:
+		return true
+	default:
+		return false
+	}
+}
+
 var errCanceled = errors.New("canceled before the frame was queued")
 
 // shutdown closes the link once, remembering reason. A last frame (a

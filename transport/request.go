@@ -60,3 +60,43 @@ func Register[Req any, Resp any](s *Server, method string, fn func(ctx context.C
 		return resp, nil
 	})
 }
+
+// Reply answers an asynchronous request (AsyncHandlerFunc): resp is
+// encoded as the response body and err sent as for a HandlerFunc. Only
+// the first call counts; later ones are ignored.
+type Reply func(resp any, err error)
+
+// AsyncHandlerFunc serves one method without a goroutine of its own: it
+// runs on the connection's read loop, so it must not block, and it
+// answers through reply, at once or later from any goroutine. req is
+// valid only during the call (decode it there). A request answered this
+// way holds one of the connection's in-flight slots until it is answered,
+// like any other, and the connection's close waits for the answer.
+//
+// What it is for: a method whose handler only queues the request for
+// another goroutine that answers many at once (the master's group commit
+// of removes). With a HandlerFunc each queued request parks a goroutine,
+// and waking 16 of them one after the other, on the way in and again on
+// the way out, was a fifth of a two-core box's commit cycle
+// (docs/SCALING.md, fourteenth section).
+type AsyncHandlerFunc func(req *Request, reply Reply)
+
+// RegisterAsync serves method with a typed asynchronous function: the
+// body is decoded strictly into a new Req on the read loop (a decode
+// error is answered at once), then fn gets it with a typed reply.
+func RegisterAsync[Req any, Resp any](s *Server, method string, fn func(req *Req, reply func(*Resp, error))) {
+	s.HandleAsync(method, func(r *Request, reply Reply) {
+		req := new(Req)
+		if err := r.Decode(req); err != nil {
+			reply(nil, err)
+			return
+		}
+		fn(req, func(resp *Resp, err error) {
+			if err != nil {
+				reply(nil, err)
+				return
+			}
+			reply(resp, nil)
+		})
+	})
+}

@@ -72,6 +72,7 @@ type Server struct {
 
 	mu        sync.RWMutex
 	handlers  map[string]HandlerFunc
+	async     map[string]AsyncHandlerFunc
 	listeners map[net.Listener]struct{}
 	conns     map[*serverConn]struct{}
 	closed    bool
@@ -88,6 +89,7 @@ func NewServer(cfg ServerConfig) *Server {
 		cfg:       cfg,
 		log:       cfg.Logger,
 		handlers:  make(map[string]HandlerFunc),
+		async:     make(map[string]AsyncHandlerFunc),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*serverConn]struct{}),
 	}
@@ -101,16 +103,41 @@ func (s *Server) Handle(method string, h HandlerFunc) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, dup := s.handlers[method]; dup {
+	s.checkUnregistered(method)
+	s.handlers[method] = h
+}
+
+// HandleAsync serves method with an asynchronous handler (see
+// AsyncHandlerFunc). Registering a method twice, in either form, or an
+// empty name, is a programming error and panics.
+func (s *Server) HandleAsync(method string, h AsyncHandlerFunc) {
+	if method == "" || h == nil {
+		panic("transport: HandleAsync needs a method name and a handler")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checkUnregistered(method)
+	s.async[method] = h
+}
+
+func (s *Server) checkUnregistered(method string) {
+	_, dup := s.handlers[method]
+	_, dupAsync := s.async[method]
+	if dup || dupAsync {
 		panic("transport: method " + method + " registered twice")
 	}
-	s.handlers[method] = h
 }
 
 func (s *Server) handler(method string) HandlerFunc {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.handlers[method]
+}
+
+func (s *Server) asyncHandler(method string) AsyncHandlerFunc {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.async[method]
 }
 
 // Serve accepts connections on l until Close, then returns ErrServerClosed.

@@ -215,6 +215,10 @@ func (sc *serverConn) readLoop(ctx context.Context) {
 			sc.drop(api.Errorf(api.CodeCorrupt, "unexpected frame kind %d after the handshake", env.kind))
 			return
 		}
+		if h := sc.srv.asyncHandler(env.method); h != nil {
+			sc.runAsync(env, h)
+			continue
+		}
 		sc.dispatch(ctx, env)
 	}
 }
@@ -301,6 +305,15 @@ func (sc *serverConn) run(ctx context.Context, env envelope) {
 		}
 		resp, err = sc.invoke(h, hctx, &Request{Method: env.method, Peer: sc.peer, body: env.body})
 	}
+	if buf := sc.respond(env, name, start, resp, err); buf != nil {
+		_ = sc.link.send(buf, nil) // fails only when the connection is closing
+	}
+}
+
+// respond records the call's outcome and encodes its response frame (nil
+// when even an error response cannot be encoded).
+func (sc *serverConn) respond(env envelope, name string, start time.Time, resp any, err error) *bytes.Buffer {
+	s := sc.srv
 	d := time.Since(start)
 	out := envelope{kind: kindResponse, id: env.id}
 	if err != nil {
@@ -314,11 +327,44 @@ func (sc *serverConn) run(ctx context.Context, env envelope) {
 		}
 		s.cfg.Observe(name, d, obsErr)
 	}
-	buf := sc.encodeResponse(&out, resp, env.method)
-	if buf == nil {
-		return
+	return sc.encodeResponse(&out, resp, env.method)
+}
+
+// runAsync calls an asynchronous handler on the read loop. Its reply
+// releases the request's slot; the connection's close waits for it
+// (inRun). The reply queues the response without blocking: it usually
+// runs on a goroutine that answers many callers (the master's remove
+// committer), which must not wait for one slow client's socket, so when
+// the writer's queue is full the frame is handed to a goroutine of its own.
+func (sc *serverConn) runAsync(env envelope, h AsyncHandlerFunc) {
+	start := time.Now()
+	sc.inRun.Add(1)
+	var answered atomic.Bool
+	reply := func(resp any, err error) {
+		if !answered.CompareAndSwap(false, true) {
+			return
+		}
+		defer sc.inRun.Done()
+		defer func() { <-sc.slots }()
+		buf := sc.respond(env, env.method, start, resp, err)
+		if buf == nil {
+			return
+		}
+		if !sc.link.trySend(buf) {
+			sc.inRun.Add(1)
+			go func() {
+				defer sc.inRun.Done()
+				_ = sc.link.send(buf, nil) // fails only when the connection is closing
+			}()
+		}
 	}
-	_ = sc.link.send(buf, nil) // fails only when the connection is closing
+	defer func() {
+		if r := recover(); r != nil {
+			sc.srv.log.Error("handler panicked", "method", env.method, "peer", sc.peer, "panic", r, "stack", string(debug.Stack()))
+			reply(nil, api.Errorf(api.CodeInternal, "handler for %s panicked: %v", env.method, r))
+		}
+	}()
+	h(&Request{Method: env.method, Peer: sc.peer, body: env.body}, reply)
 }
 
 // invoke calls h, turning a panic into INTERNAL so one bad handler cannot
