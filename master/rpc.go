@@ -28,7 +28,7 @@ func (n *Node) startRPC() error {
 	transport.Register(s, api.MethodBatchGet, n.handleBatchGet)
 	transport.Register(s, api.MethodExist, n.handleExist)
 	transport.RegisterAsync(s, api.MethodRemove, n.handleRemove)
-	transport.RegisterAsync(s, api.MethodBatchRemove, n.handleBatchRemove)
+	transport.Register(s, api.MethodBatchRemove, n.handleBatchRemove)
 	transport.Register(s, api.MethodList, n.handleList)
 	transport.Register(s, api.MethodStat, n.handleStat)
 	transport.Register(s, api.MethodMountLocalDisk, n.handleMount)

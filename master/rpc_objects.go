@@ -306,11 +306,14 @@ func (n *Node) handleExist(_ context.Context, req *api.KeysRequest) (*api.ExistR
 	return out, nil
 }
 
-// handleRemove and handleBatchRemove are asynchronous
-// (transport.AsyncHandlerFunc): they check the request on the
-// connection's read loop and queue it for the remove committer, which
-// answers it with the others of its entry. No goroutine waits for the
-// commit per request (transport/request.go says what that cost).
+// handleRemove is asynchronous (transport.AsyncHandlerFunc): it checks
+// the request on the connection's read loop and queues it for the remove
+// committer, which answers it with the others of its entry, so no
+// goroutine waits for the commit per request (transport/request.go says
+// what that cost). handleBatchRemove is not: its answer (a result per key)
+// takes a msgpack encoding that the committer would then do for every
+// caller between two entries, and at 16 clients × 64 keys that cost more
+// than the parked goroutines (master/DESIGN.md, "Writes and group commit").
 func (n *Node) handleRemove(req *api.RemoveRequest, reply func(*api.Empty, error)) {
 	if err := n.requireLeaderSession(req.Session); err != nil {
 		reply(nil, err)
@@ -341,18 +344,15 @@ func (n *Node) handleRemove(req *api.RemoveRequest, reply func(*api.Empty, error
 // the group-commit batcher as one contiguous run, one session span. Which
 // keys are invalid depends on the request alone, so a repeat proposes the
 // same run.
-func (n *Node) handleBatchRemove(req *api.BatchRemoveRequest, reply func(*api.BatchRemoveResponse, error)) {
+func (n *Node) handleBatchRemove(_ context.Context, req *api.BatchRemoveRequest) (*api.BatchRemoveResponse, error) {
 	if err := checkBatchLen(len(req.Keys), api.MaxBatchKeys, "keys"); err != nil {
-		reply(nil, err)
-		return
+		return nil, err
 	}
 	if len(req.IfIncarnations) != 0 && len(req.IfIncarnations) != len(req.Keys) {
-		reply(nil, api.Errorf(api.CodeInvalidParams, "%d expected incarnations for %d keys (want none or one per key)", len(req.IfIncarnations), len(req.Keys)))
-		return
+		return nil, api.Errorf(api.CodeInvalidParams, "%d expected incarnations for %d keys (want none or one per key)", len(req.IfIncarnations), len(req.Keys))
 	}
 	if err := n.requireLeaderSession(req.Session); err != nil {
-		reply(nil, err)
-		return
+		return nil, err
 	}
 	out := &api.BatchRemoveResponse{Results: make([]api.KeyResult, len(req.Keys))}
 	valid := newBatchSubset[string](len(req.Keys))
@@ -368,20 +368,16 @@ func (n *Node) handleBatchRemove(req *api.BatchRemoveRequest, reply func(*api.Ba
 			ifInc = append(ifInc, req.IfIncarnations[i])
 		}
 	}
-	if len(valid.items) == 0 {
-		reply(out, nil)
-		return
-	}
-	n.removes.submit(valid.items, ifInc, req.Session, func(rep removeReply) {
-		if rep.err != nil {
-			reply(nil, rep.err)
-			return
+	if len(valid.items) > 0 {
+		res, err := n.removes.remove(valid.items, ifInc, req.Session)
+		if err != nil {
+			return nil, err
 		}
-		for j, r := range rep.results {
+		for j, r := range res {
 			out.Results[valid.at[j]].Err = r.Err
 		}
-		reply(out, nil)
-	})
+	}
+	return out, nil
 }
 
 func (n *Node) handleList(_ context.Context, req *api.ListRequest) (*api.ListResponse, error) {
