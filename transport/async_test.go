@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -38,26 +37,7 @@ func TestAsyncHandlerAnsweredLaterFromAnotherGoroutine(t *testing.T) {
 		}
 	}()
 	c := dial(t, ts.addr, ClientConfig{})
-	errs := make(chan error, callers)
-	for i := range callers {
-		go func() {
-			var resp echoResp
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			if err := c.Call(ctx, "Gather", &echoReq{N: i}, &resp); err != nil {
-				errs <- err
-			} else if resp.N != 3*i {
-				errs <- fmt.Errorf("caller %d got %d, want %d", i, resp.N, 3*i)
-			} else {
-				errs <- nil
-			}
-		}()
-	}
-	for range callers {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	callTimesThree(t, c, "Gather", callers)
 	var counted uint64
 	for _, m := range ts.Stats().Methods {
 		if m.Method == "Gather" {

@@ -34,28 +34,7 @@ func TestConcurrentCallsOnOneConnectionGetTheirOwnAnswers(t *testing.T) {
 		})
 	})
 	c := dial(t, ts.addr, ClientConfig{})
-	errs := make(chan error, callers)
-	for i := range callers {
-		go func() {
-			var resp echoResp
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			if err := c.Call(ctx, "Barrier", &echoReq{N: i}, &resp); err != nil {
-				errs <- err
-				return
-			}
-			if resp.N != 3*i {
-				errs <- fmt.Errorf("caller %d got %d, want %d", i, resp.N, 3*i)
-				return
-			}
-			errs <- nil
-		}()
-	}
-	for range callers {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	callTimesThree(t, c, "Barrier", callers)
 	// And a flood of echoes with distinct values.
 	var wg sync.WaitGroup
 	var bad atomic.Int64

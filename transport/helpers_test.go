@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -83,6 +84,32 @@ func mustEcho(t testing.TB, c *Conn, n int) {
 	}
 	if resp.N != n {
 		t.Fatalf("echo %d answered %d", n, resp.N)
+	}
+}
+
+// callTimesThree calls method from n goroutines at once, caller i sending
+// N = i, and checks that each gets 3i back: its own answer.
+func callTimesThree(t testing.TB, c *Conn, method string, n int) {
+	t.Helper()
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			var resp echoResp
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := c.Call(ctx, method, &echoReq{N: i}, &resp); err != nil {
+				errs <- err
+			} else if resp.N != 3*i {
+				errs <- fmt.Errorf("caller %d got %d, want %d", i, resp.N, 3*i)
+			} else {
+				errs <- nil
+			}
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -98,34 +98,30 @@ func NewServer(cfg ServerConfig) *Server {
 // Handle serves method with h. Registering a method twice, or an empty
 // name, is a programming error and panics.
 func (s *Server) Handle(method string, h HandlerFunc) {
-	if method == "" || h == nil {
-		panic("transport: Handle needs a method name and a handler")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.checkUnregistered(method)
-	s.handlers[method] = h
+	s.register(method, h == nil, func() { s.handlers[method] = h })
 }
 
 // HandleAsync serves method with an asynchronous handler (see
 // AsyncHandlerFunc). Registering a method twice, in either form, or an
 // empty name, is a programming error and panics.
 func (s *Server) HandleAsync(method string, h AsyncHandlerFunc) {
-	if method == "" || h == nil {
-		panic("transport: HandleAsync needs a method name and a handler")
+	s.register(method, h == nil, func() { s.async[method] = h })
+}
+
+// register adds a handler (add) for method after checking that the
+// method is named, has a handler and is not registered yet, in either form.
+func (s *Server) register(method string, noHandler bool, add func()) {
+	if method == "" || noHandler {
+		panic("transport: a handler needs a method name and a function")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.checkUnregistered(method)
-	s.async[method] = h
-}
-
-func (s *Server) checkUnregistered(method string) {
 	_, dup := s.handlers[method]
 	_, dupAsync := s.async[method]
 	if dup || dupAsync {
 		panic("transport: method " + method + " registered twice")
 	}
+	add()
 }
 
 func (s *Server) handler(method string) HandlerFunc {
