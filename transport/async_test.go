@@ -114,6 +114,40 @@ func TestAsyncReplyDoesNotWaitForAClientThatDoesNotRead(t *testing.T) {
 	ts.stop()
 }
 
+// A reply waiting for the socket of a client that reads nothing keeps its
+// request's slot: the read loop stops after MaxInflightPerConn of them
+// plus what the writer's queue and the socket buffers take, instead of
+// reading every request and parking a goroutine and a frame for each.
+func TestAsyncRepliesToAClientThatDoesNotReadKeepTheirSlots(t *testing.T) {
+	const limit, calls = 4, 400
+	var handled atomic.Int64
+	body := &echoResp{Pad: strings.Repeat("x", 256<<10)}
+	ts := startServer(t, ServerConfig{MaxInflightPerConn: limit}, func(s *Server) {
+		s.HandleAsync("Big", func(_ *Request, reply Reply) {
+			handled.Add(1)
+			reply(body, nil)
+		})
+	})
+	nc, _ := rawHandshake(t, ts.addr, "")
+	env := []byte{0x96, byte(kindRequest), 1, 0xa3, 'B', 'i', 'g', 0, 0xc0, 0xc0}
+	frame := append([]byte{0, 0, 0, byte(len(env))}, env...)
+	go func() {
+		for range calls {
+			if _, err := nc.Write(frame); err != nil {
+				return
+			}
+		}
+	}()
+	time.Sleep(time.Second)
+	// The writer's queue holds 64 frames and loopback buffers a few MiB
+	// (a few dozen 256 KiB frames); all 400 means nothing held back.
+	if n := handled.Load(); n >= calls/2 {
+		t.Fatalf("%d of %d requests handled for a client that reads no answer, limit %d", n, calls, limit)
+	}
+	nc.Close()
+	ts.stop()
+}
+
 // MaxInflightPerConn bounds unanswered asynchronous requests too: the
 // read loop stops reading while that many wait for their reply.
 func TestAsyncInflightBoundedPerConnection(t *testing.T) {

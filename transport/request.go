@@ -77,8 +77,8 @@ type Reply func(resp any, err error)
 // another goroutine that answers many at once (the master's group commit
 // of removes). With a HandlerFunc each queued request parks a goroutine,
 // and waking 16 of them one after the other, on the way in and again on
-// the way out, was a fifth of a two-core box's commit cycle
-// (docs/SCALING.md, fourteenth section).
+// the way out, cost the master's 16-client remove cycle about 8 % on a
+// two-core box (docs/SCALING.md, fourteenth section).
 type AsyncHandlerFunc func(req *Request, reply Reply)
 
 // RegisterAsync serves method with a typed asynchronous function: the

@@ -330,33 +330,35 @@ func (sc *serverConn) respond(env envelope, name string, start time.Time, resp a
 	return sc.encodeResponse(&out, resp, env.method)
 }
 
-// runAsync calls an asynchronous handler on the read loop. Its reply
-// releases the request's slot; the connection's close waits for it
-// (inRun). The reply queues the response without blocking: it usually
-// runs on a goroutine that answers many callers (the master's remove
-// committer), which must not wait for one slow client's socket, so when
-// the writer's queue is full the frame is handed to a goroutine of its own.
+// runAsync calls an asynchronous handler on the read loop. The request
+// keeps its slot, and the connection's close waits for it (inRun), until
+// its response is queued for the writer. The reply does not wait for
+// that: it usually runs on a goroutine that answers many callers (the
+// master's remove committer), which must not wait for one slow client's
+// socket, so when the writer's queue is full the frame is handed to a
+// goroutine of its own, still holding the slot, so that a client that
+// reads nothing gets no more than its slots' worth of them.
 func (sc *serverConn) runAsync(env envelope, h AsyncHandlerFunc) {
 	start := time.Now()
 	sc.inRun.Add(1)
+	release := func() {
+		<-sc.slots
+		sc.inRun.Done()
+	}
 	var answered atomic.Bool
 	reply := func(resp any, err error) {
 		if !answered.CompareAndSwap(false, true) {
 			return
 		}
-		defer sc.inRun.Done()
-		defer func() { <-sc.slots }()
 		buf := sc.respond(env, env.method, start, resp, err)
-		if buf == nil {
+		if buf == nil || sc.link.trySend(buf) {
+			release()
 			return
 		}
-		if !sc.link.trySend(buf) {
-			sc.inRun.Add(1)
-			go func() {
-				defer sc.inRun.Done()
-				_ = sc.link.send(buf, nil) // fails only when the connection is closing
-			}()
-		}
+		go func() {
+			defer release()
+			_ = sc.link.send(buf, nil) // fails only when the connection is closing
+		}()
 	}
 	defer func() {
 		if r := recover(); r != nil {
