@@ -124,16 +124,12 @@ func (s *Server) register(method string, noHandler bool, add func()) {
 	add()
 }
 
-func (s *Server) handler(method string) HandlerFunc {
+// lookup finds method's handler: an ordinary one, an asynchronous one,
+// or neither (both nil), in one look.
+func (s *Server) lookup(method string) (HandlerFunc, AsyncHandlerFunc) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.handlers[method]
-}
-
-func (s *Server) asyncHandler(method string) AsyncHandlerFunc {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.async[method]
+	return s.handlers[method], s.async[method]
 }
 
 // Serve accepts connections on l until Close, then returns ErrServerClosed.

@@ -23,8 +23,8 @@ type serverConn struct {
 	peer    string
 	peerMax int // the largest frame the client accepts
 	slots   chan struct{}
-	work    chan envelope // to a parked worker; unbuffered
-	idle    atomic.Int32  // parked workers
+	work    chan call    // to a parked worker; unbuffered
+	idle    atomic.Int32 // parked workers
 	inRun   sync.WaitGroup
 	// tlsPending: the TLS handshake has not finished. A go-away then
 	// closes without a frame: writing one would wait for the handshake
@@ -38,7 +38,7 @@ func newServerConn(s *Server, nc net.Conn) *serverConn {
 		link:  newLink(nc, s.cfg.FrameTimeout),
 		peer:  nc.RemoteAddr().String(),
 		slots: make(chan struct{}, s.cfg.MaxInflightPerConn),
-		work:  make(chan envelope),
+		work:  make(chan call),
 	}
 	sc.tlsPending.Store(isTLS(nc))
 	return sc
@@ -215,11 +215,12 @@ func (sc *serverConn) readLoop(ctx context.Context) {
 			sc.drop(api.Errorf(api.CodeCorrupt, "unexpected frame kind %d after the handshake", env.kind))
 			return
 		}
-		if h := sc.srv.asyncHandler(env.method); h != nil {
-			sc.runAsync(env, h)
+		h, async := sc.srv.lookup(env.method)
+		if async != nil {
+			sc.runAsync(env, async)
 			continue
 		}
-		sc.dispatch(ctx, env)
+		sc.dispatch(ctx, call{env: env, h: h})
 	}
 }
 
@@ -228,30 +229,37 @@ func (sc *serverConn) readLoop(ctx context.Context) {
 // growing its stack every time; a parked one already has it.
 const maxIdleWorkers = 16
 
-// dispatch hands env to a parked worker, or starts one. The caller holds a
-// slot for env; the worker releases it.
-func (sc *serverConn) dispatch(ctx context.Context, env envelope) {
+// call is a request with the handler the read loop found for its method
+// (nil: no such method).
+type call struct {
+	env envelope
+	h   HandlerFunc
+}
+
+// dispatch hands c to a parked worker, or starts one. The caller holds a
+// slot for c; the worker releases it.
+func (sc *serverConn) dispatch(ctx context.Context, c call) {
 	select {
-	case sc.work <- env:
+	case sc.work <- c:
 		return
 	default:
 	}
 	sc.inRun.Add(1)
-	go sc.worker(ctx, env)
+	go sc.worker(ctx, c)
 }
 
-// worker serves env, then parks for more while few enough others are
+// worker serves c, then parks for more while few enough others are
 // parked, until the connection closes.
-func (sc *serverConn) worker(ctx context.Context, env envelope) {
+func (sc *serverConn) worker(ctx context.Context, c call) {
 	defer sc.inRun.Done()
 	for {
-		sc.run(ctx, env)
+		sc.run(ctx, c)
 		if sc.idle.Add(1) > maxIdleWorkers {
 			sc.idle.Add(-1)
 			return
 		}
 		select {
-		case env = <-sc.work:
+		case c = <-sc.work:
 			sc.idle.Add(-1)
 		case <-sc.link.closing:
 			sc.idle.Add(-1)
@@ -285,14 +293,13 @@ func (sc *serverConn) drop(why *api.Error) {
 }
 
 // run serves one request and queues its response.
-func (sc *serverConn) run(ctx context.Context, env envelope) {
+func (sc *serverConn) run(ctx context.Context, c call) {
 	defer func() { <-sc.slots }()
-	s := sc.srv
+	env, h := c.env, c.h
 	start := time.Now()
 	name := env.method
 	var resp any
 	var err error
-	h := s.handler(env.method)
 	if h == nil {
 		name = unknownMethod
 		err = api.Errorf(api.CodeInvalidParams, "unknown method %q", env.method)
