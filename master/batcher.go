@@ -2,6 +2,7 @@ package master
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sexton/api"
@@ -28,7 +29,7 @@ import (
 // first entry's commit: both wait, and each entry carries half the keys.
 // Measured in master/DESIGN.md ("Writes and group commit").
 type removeBatcher struct {
-	propose func(fsm.Command) (any, error)
+	propose func(cmd fsm.Command, onApplied func(any)) (any, error)
 	metrics *metrics
 	maxKeys int
 	reqs    chan *removeReq
@@ -48,9 +49,9 @@ type removeReply struct {
 	err     error
 }
 
-// newRemoveBatcher starts the committer; propose is the node's (a test's
-// stand-in, in tests).
-func newRemoveBatcher(propose func(fsm.Command) (any, error), m *metrics, maxKeys int) *removeBatcher {
+// newRemoveBatcher starts the committer; propose is the node's
+// proposeApplied (a test's stand-in, in tests).
+func newRemoveBatcher(propose func(cmd fsm.Command, onApplied func(any)) (any, error), m *metrics, maxKeys int) *removeBatcher {
 	// One entry never carries more keys than the fsm decodes.
 	if maxKeys <= 0 || maxKeys > api.MaxBatchKeys {
 		maxKeys = api.MaxBatchKeys
@@ -172,7 +173,7 @@ func (b *removeBatcher) loop() {
 			timer.Stop() // since Go 1.23 no stale tick is received after Stop
 		}
 		start := time.Now()
-		b.commit(batch, total)
+		queued := b.commit(batch, total)
 		took := time.Since(start)
 		if commit == 0 {
 			commit = took
@@ -180,7 +181,7 @@ func (b *removeBatcher) loop() {
 		commit += (took - commit) / 8
 		expected = 0
 		if !timedOut {
-			expected = len(batch) + len(b.reqs)
+			expected = len(batch) + queued
 		}
 	}
 }
@@ -196,7 +197,13 @@ func (b *removeBatcher) drain() {
 	}
 }
 
-func (b *removeBatcher) commit(batch []*removeReq, total int) {
+// commit proposes batch as one entry and answers its callers, from the
+// fsm goroutine when the node's propose can (proposeApplied), else once
+// the proposal returns. It returns how many requests had queued when the
+// callers were answered: those, and the callers answered, are what the
+// next entry waits for (loop). Counted at the answer, not after commit
+// returns, because by then answered callers may be queued again.
+func (b *removeBatcher) commit(batch []*removeReq, total int) (queued int) {
 	cmd := &fsm.Remove{V: fsm.RemoveV2, Keys: make([]string, 0, total), Spans: make([]fsm.RemoveSpan, 0, len(batch))}
 	conditional := false
 	for _, r := range batch {
@@ -218,12 +225,30 @@ func (b *removeBatcher) commit(batch []*removeReq, total int) {
 		}
 	}
 	b.metrics.removeBatchKeys.Observe(float64(len(cmd.Keys)))
+	var (
+		answered   atomic.Bool
+		queuedThen atomic.Int64
+	)
+	answer := func(res any, err error) {
+		if !answered.CompareAndSwap(false, true) {
+			return
+		}
+		queuedThen.Store(int64(len(b.reqs)))
+		b.answer(batch, len(cmd.Keys), res, err)
+	}
 	// Not proposeFor: this entry carries many requests, and duplicates are
 	// counted per request (span) below, not once for the entry.
-	res, err := b.propose(cmd)
+	res, err := b.propose(cmd, func(res any) { answer(res, nil) })
+	answer(res, err)
+	return int(queuedThen.Load())
+}
+
+// answer gives each caller of an entry of keys keys its own results, or
+// err to all of them.
+func (b *removeBatcher) answer(batch []*removeReq, keys int, res any, err error) {
 	rr, _ := res.(*fsm.RemoveResult)
-	if err == nil && (rr == nil || len(rr.Results) != len(cmd.Keys)) {
-		err = api.Errorf(api.CodeInternal, "remove result %T for %d requested keys", res, len(cmd.Keys))
+	if err == nil && (rr == nil || len(rr.Results) != keys) {
+		err = api.Errorf(api.CodeInternal, "remove result %T for %d requested keys", res, keys)
 	}
 	if err != nil {
 		for _, r := range batch {

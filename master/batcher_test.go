@@ -22,7 +22,7 @@ func TestRemoveBatcherKeepsOneEntryInFlight(t *testing.T) {
 	}
 	proposals := make(chan proposal)
 	testEnded := make(chan struct{}) // frees a committer a failed test left waiting
-	propose := func(c fsm.Command) (any, error) {
+	propose := func(c fsm.Command, _ func(any)) (any, error) {
 		cmd := c.(*fsm.Remove)
 		p := proposal{cmd: cmd, release: make(chan struct{})}
 		select {
@@ -89,7 +89,7 @@ func TestRemoveBatcherWaitsForTheCallersItAnswered(t *testing.T) {
 	const clients, rounds = 8, 20
 	var mu sync.Mutex
 	var spans []int
-	propose := func(c fsm.Command) (any, error) {
+	propose := func(c fsm.Command, _ func(any)) (any, error) {
 		cmd := c.(*fsm.Remove)
 		mu.Lock()
 		spans = append(spans, len(cmd.Spans))
@@ -137,7 +137,7 @@ func TestRemoveBatcherWaitsForTheCallersItAnswered(t *testing.T) {
 func TestRemoveBatcherWaitIsBounded(t *testing.T) {
 	proposals := make(chan *fsm.Remove, 4)
 	release := make(chan struct{})
-	propose := func(c fsm.Command) (any, error) {
+	propose := func(c fsm.Command, _ func(any)) (any, error) {
 		cmd := c.(*fsm.Remove)
 		proposals <- cmd
 		<-release

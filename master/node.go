@@ -101,12 +101,12 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.dfs = dfs
 	halt := cfg.Halt
-	n.rfsm = &raftFSM{f: n.fsm, log: cfg.Logger.Named("fsm"), halt: func(err error) { n.halted.Store(true); halt(err) }, wake: n.wake, obs: n.metrics.observeApply, snapObs: n.metrics.observeSnapshotPause, snapRate: int64(min(cfg.SnapshotWriteRate, 1<<62)), stopping: n.stopped}
+	n.rfsm = &raftFSM{f: n.fsm, log: cfg.Logger.Named("fsm"), halt: func(err error) { n.halted.Store(true); halt(err) }, wake: n.wake, obs: n.metrics.observeApply, snapObs: n.metrics.observeSnapshotPause, snapRate: int64(min(cfg.SnapshotWriteRate, 1<<62)), stopping: n.stopped, applied: &appliedHooks{}}
 	if err := n.startRaft(); err != nil {
 		n.closeAll()
 		return nil, err
 	}
-	n.removes = newRemoveBatcher(n.propose, n.metrics, cfg.MaxRemoveBatch)
+	n.removes = newRemoveBatcher(n.proposeApplied, n.metrics, cfg.MaxRemoveBatch)
 	if err := n.startRPC(); err != nil {
 		n.Shutdown()
 		return nil, err

@@ -67,6 +67,17 @@ func stampNow(cmd fsm.Command) {
 // UNAVAILABLE only when it certainly was not, OUTCOME_UNKNOWN whenever it
 // may still commit (under this leader or the next one).
 func (n *Node) propose(cmd fsm.Command) (any, error) {
+	return n.proposeApplied(cmd, nil)
+}
+
+// proposeApplied is propose that also calls onApplied (when not nil) with
+// the fsm's result on the fsm goroutine as soon as this node applies the
+// entry, before propose returns (applied.go): a caller that answers
+// others from onApplied answers them two goroutine hand-offs sooner.
+// onApplied runs at most once and must not block; it may not run at all
+// (the entry failed, or was applied after the wait ended), so the caller
+// still acts on what proposeApplied returns, whichever comes first.
+func (n *Node) proposeApplied(cmd fsm.Command, onApplied func(any)) (any, error) {
 	stampNow(cmd)
 	data, err := fsm.Encode(cmd)
 	if err != nil {
@@ -88,6 +99,9 @@ func (n *Node) propose(cmd fsm.Command) (any, error) {
 	}
 	if n.cfg.hooks.beforeApply != nil {
 		n.cfg.hooks.beforeApply(n, cmd)
+	}
+	if onApplied != nil {
+		defer n.rfsm.applied.add(data, onApplied)()
 	}
 	start := time.Now()
 	f := n.raft.Apply(data, n.cfg.ApplyTimeout)

@@ -28,6 +28,9 @@ type raftFSM struct {
 	snapRate int64
 	// stopping is closed when the node shuts down: pacing stops.
 	stopping <-chan struct{}
+	// applied tells a proposer waiting on this node its entry's result
+	// as soon as it is applied (applied.go).
+	applied *appliedHooks
 }
 
 func (r *raftFSM) Apply(l *raft.Log) any {
@@ -50,6 +53,7 @@ func (r *raftFSM) Apply(l *raft.Log) any {
 	if r.obs != nil {
 		r.obs(time.Since(start))
 	}
+	r.applied.fire(l.Data, res)
 	r.wake.wake(wake)
 	return res
 }
