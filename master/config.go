@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"sexton/api"
 	"sexton/dfsio"
@@ -127,6 +128,11 @@ type Config struct {
 	// (goroutine stacks, allocation sites), and a CPU profile or trace
 	// costs the node CPU for as long as whoever can connect asks.
 	EnableDebug bool
+
+	// Collectors are served on /metrics beside the node's own: the
+	// process's RaftTimings (InstallRaftTimings) in a process that runs
+	// one master.
+	Collectors []prometheus.Collector
 
 	Logger hclog.Logger
 	// Halt is called when the fsm refuses an entry (unknown version,

@@ -97,17 +97,22 @@ func setupBenchRemove(fs *flag.FlagSet) runFunc {
 	clients := fs.Int("clients", 1, "concurrent clients")
 	drain := fs.Bool("drain", false, "ack the delete tasks while timing (as a holder would); otherwise they are acked after, and that drain is timed too")
 	sessions := fs.Bool("sessions", true, "send removes with a client session (exactly once); false sends them bare, to measure what a session costs")
+	masterHTTP := masterHTTPFlag(fs)
 	return func(e *env, _ []string) error {
-		return benchRemove(e, *keys, *batch, *clients, *drain, *sessions)
+		return benchRemove(e, *keys, *batch, *clients, *drain, *sessions, *masterHTTP)
 	}
 }
 
 // benchRemove times removes of keys metadata-only objects on a bench
 // segment: sessions through the client library, bare ones through a
 // second connection that also carries the segment's own traffic.
-func benchRemove(e *env, keys, batch, clients int, drain, sessions bool) error {
+func benchRemove(e *env, keys, batch, clients int, drain, sessions bool, masterHTTP string) error {
 	if batch < 1 || batch > api.MaxBatchKeys || clients < 1 || keys < 1 {
 		return usagef("--keys, --clients ≥ 1 and 1 ≤ --batch ≤ %d", api.MaxBatchKeys)
+	}
+	probe, err := e.masterProbe(masterHTTP)
+	if err != nil {
+		return err
 	}
 	sc, err := e.client()
 	if err != nil {
@@ -145,6 +150,9 @@ func benchRemove(e *env, keys, batch, clients int, drain, sessions bool) error {
 	}
 	ops := (keys + batch - 1) / batch
 	var keyErrs atomic.Int64
+	// Where the timed removes' commits go, from the masters' own
+	// histograms read before and after them (--master-http).
+	before := probe.readHistograms()
 	_, err = runParallel(fmt.Sprintf("remove (batch %d)", batch), ops, clients, batch, func(i int) error {
 		ctx, c := e.ctx()
 		defer c()
@@ -175,6 +183,7 @@ func benchRemove(e *env, keys, batch, clients int, drain, sessions bool) error {
 		return nil
 	})
 	fmt.Printf("per-key errors: %d\n", keyErrs.Load())
+	probe.printCommitParts(before, probe.readHistograms())
 	// What a holder coming back to this backlog would see: the drain the
 	// stop does (fetch a page, ack it, again) until no task is left.
 	ackedBefore := seg.acked.Load()

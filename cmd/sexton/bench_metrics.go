@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +28,7 @@ const (
 // the masters' HTTP ports, so a bench that reads /metrics is told them.
 func masterHTTPFlag(fs *flag.FlagSet) *string {
 	return fs.String("master-http", envString("SEXTON_MASTER_HTTP", ""),
-		"the masters' HTTP addresses A,B,C (their --http-addr), to read RSS, heap and CPU from /metrics; empty: not read (env SEXTON_MASTER_HTTP)")
+		"the masters' HTTP addresses A,B,C (their --http-addr), to read their own figures from /metrics (RSS, heap, CPU; for bench remove, where its commits went); empty: not read (env SEXTON_MASTER_HTTP)")
 }
 
 // masterProbe reads the masters' /metrics and /v1/status over HTTP, or
@@ -203,5 +204,119 @@ func (p *masterProbe) printMemory(before map[string]masterMemory, objects int, a
 func printElections(before, after api.StatusResponse) {
 	if after.Term > before.Term {
 		fmt.Printf("note: Raft term %d → %d during the run (elections): the figures include failovers\n", before.Term, after.Term)
+	}
+}
+
+// commitParts are the leader's and followers' histograms that take a
+// commit apart (master/rafttimings.go): what `bench remove --master-http`
+// prints for its timed removes.
+var commitParts = []string{
+	"sexton_raft_commit_seconds",
+	"sexton_raft_log_write_seconds",
+	"sexton_raft_dispatch_to_commit_seconds",
+	"sexton_raft_append_entries_seconds",
+	"sexton_remove_batch_keys",
+}
+
+// parseHistograms reads the _sum and _count series of the named histograms,
+// labelled or not, keyed by the series as written ("name_sum{role=\"leader\"}").
+func parseHistograms(text string, names []string) map[string]float64 {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n+"_sum"], want[n+"_count"] = true, true
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		series, value, ok := strings.Cut(sc.Text(), " ")
+		name, _, _ := strings.Cut(series, "{")
+		if !ok || !want[name] {
+			continue
+		}
+		if fields := strings.Fields(value); len(fields) > 0 {
+			if f, err := strconv.ParseFloat(fields[0], 64); err == nil {
+				out[series] = f
+			}
+		}
+	}
+	return out
+}
+
+// histogramReading is every master's commitParts series at one moment:
+// address → series → value. A master that did not answer is absent.
+type histogramReading map[string]map[string]float64
+
+func (p *masterProbe) readHistograms() histogramReading {
+	out := histogramReading{}
+	for _, a := range p.addrs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		body, err := p.get(ctx, a, "/metrics")
+		cancel()
+		if err != nil {
+			fmt.Printf("master %s: /metrics: %v\n", a, err)
+			continue
+		}
+		out[a] = parseHistograms(string(body), commitParts)
+	}
+	return out
+}
+
+// histogramMean is one series' mean between two readings of a master, and
+// how many samples it is over: name is the histogram, labels its label
+// set as written ("" or "{role=\"leader\"}").
+func histogramMean(before, after map[string]float64, name, labels string) (mean float64, n float64) {
+	n = after[name+"_count"+labels] - before[name+"_count"+labels]
+	if n <= 0 {
+		return 0, 0
+	}
+	return (after[name+"_sum"+labels] - before[name+"_sum"+labels]) / n, n
+}
+
+// printCommitParts prints, for the leader and then each follower, where
+// the commits between two readings went: the means of the leader's
+// proposal to applied result, its own log write, dispatch to commit and
+// AppendEntries round trip to each follower, and each follower's log
+// write. Without --master-http it says how to get them.
+func (p *masterProbe) printCommitParts(before, after histogramReading) {
+	if len(p.addrs) == 0 {
+		fmt.Println("commit parts: not read (give --master-http, the masters' --http-addr list)")
+		return
+	}
+	ms := func(s float64) string { return fmt.Sprintf("%.3f ms", s*1e3) }
+	for _, a := range p.addrs {
+		b, n := before[a], after[a]
+		if n == nil {
+			continue
+		}
+		if m, count := histogramMean(b, n, "sexton_raft_commit_seconds", ""); count > 0 {
+			line := fmt.Sprintf("commit parts, leader %s: %.0f entries, propose→applied %s", a, count, ms(m))
+			if k, c := histogramMean(b, n, "sexton_remove_batch_keys", ""); c > 0 {
+				line += fmt.Sprintf(" (%.1f keys per Remove entry)", k)
+			}
+			if m, c := histogramMean(b, n, "sexton_raft_log_write_seconds", `{role="leader"}`); c > 0 {
+				line += ", own log write " + ms(m)
+			}
+			if m, c := histogramMean(b, n, "sexton_raft_dispatch_to_commit_seconds", ""); c > 0 {
+				line += ", log write start→committed " + ms(m)
+			}
+			var peers []string
+			for series := range n {
+				if labels, ok := strings.CutPrefix(series, "sexton_raft_append_entries_seconds_count"); ok {
+					peers = append(peers, labels)
+				}
+			}
+			slices.Sort(peers)
+			for _, labels := range peers {
+				if m, c := histogramMean(b, n, "sexton_raft_append_entries_seconds", labels); c > 0 {
+					line += fmt.Sprintf(", AppendEntries%s %s", labels, ms(m))
+				}
+			}
+			fmt.Println(line)
+			continue
+		}
+		if m, c := histogramMean(b, n, "sexton_raft_log_write_seconds", `{role="follower"}`); c > 0 {
+			fmt.Printf("commit parts, follower %s: %.0f log writes, %s each\n", a, c, ms(m))
+		}
 	}
 }

@@ -183,6 +183,68 @@ go_goroutines 12
 	}
 }
 
+// TestBenchRemovePrintsCommitParts: bench remove removes every key it
+// created, and with --master-http it prints the leader's commit taken
+// apart over the timed removes, from the master's own histograms (the dev
+// master installs raft's timings): at least one entry per batch of
+// clients' requests, and a log write mean that is not zero.
+func TestBenchRemovePrintsCommitParts(t *testing.T) {
+	c, cl := benchCluster(t)
+	before := clusterStatus(t, cl)
+	args := []string{"bench", "remove", "--keys", "200", "--clients", "4", "--masters", c.MasterAddr(), "--master-http", c.Master.HTTPAddr()}
+	out, err := captureStdout(t, func() error { return run(args) })
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := clusterStatus(t, cl).Objects; got != before.Objects {
+		t.Errorf("object count %d before, %d after the removes", before.Objects, got)
+	}
+	m := regexp.MustCompile(`commit parts, leader \S+: (\d+) entries, propose→applied [0-9.]+ ms \(([0-9.]+) keys per Remove entry\), own log write ([0-9.]+) ms, log write start→committed [0-9.]+ ms`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("no leader line of commit parts in the output")
+	}
+	entries, _ := strconv.Atoi(m[1])
+	keysPer, _ := strconv.ParseFloat(m[2], 64)
+	write, _ := strconv.ParseFloat(m[3], 64)
+	if entries < 200/4 || entries > 200+10 || keysPer < 1 || keysPer > 4 || write <= 0 {
+		t.Errorf("commit parts: %d entries, %.1f keys an entry, log write %.3f ms; want 50–210 entries of 1–4 keys and a log write over 0", entries, keysPer, write)
+	}
+}
+
+// TestParseHistograms: the _sum and _count series of the named histograms
+// are read, labelled or not, keyed as written; buckets, other names and
+// malformed lines are not.
+func TestParseHistograms(t *testing.T) {
+	text := `# TYPE sexton_raft_log_write_seconds histogram
+sexton_raft_log_write_seconds_bucket{role="leader",le="0.001"} 3
+sexton_raft_log_write_seconds_sum{role="leader"} 0.0025
+sexton_raft_log_write_seconds_count{role="leader"} 5
+sexton_raft_commit_seconds_sum 1.5 1700000000000
+sexton_raft_commit_seconds_count 1000
+sexton_raft_commit_seconds_count
+sexton_fsm_apply_seconds_sum 9
+`
+	got := parseHistograms(text, []string{"sexton_raft_log_write_seconds", "sexton_raft_commit_seconds"})
+	want := map[string]float64{
+		`sexton_raft_log_write_seconds_sum{role="leader"}`:   0.0025,
+		`sexton_raft_log_write_seconds_count{role="leader"}`: 5,
+		"sexton_raft_commit_seconds_sum":                     1.5,
+		"sexton_raft_commit_seconds_count":                   1000,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if mean, n := histogramMean(nil, got, "sexton_raft_log_write_seconds", `{role="leader"}`); n != 5 || mean != 0.0005 {
+		t.Errorf("mean %v over %v, want 0.0005 over 5", mean, n)
+	}
+}
+
 // TestLoadRepeatCountsWhatAnEarlierAttemptCommitted: when bench load sends
 // a batch again after a call got no answer, the items that attempt did not
 // commit count as committed exactly when their key exists.

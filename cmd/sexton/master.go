@@ -135,6 +135,8 @@ func runMaster(args []string) error {
 		return err
 	}
 	cfg := &opts.Config
+	// One master in this process: raft's timings are its own.
+	cfg.Collectors = append(cfg.Collectors, master.InstallRaftTimings())
 	floor := heapfloor.Start(opts.HeapFloor)
 	defer floor.Stop()
 	n, err := master.New(*cfg)

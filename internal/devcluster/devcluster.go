@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"sexton/api"
 	"sexton/dfsio"
@@ -53,7 +54,9 @@ func Start(cfg Config) (*Cluster, error) {
 		log = hclog.NewNullLogger()
 	}
 	n, err := master.New(master.Config{ID: "dev", DataDir: filepath.Join(cfg.Dir, "master"), RaftAddr: cfg.RaftAddr,
-		RPCAddr: cfg.RPCAddr, HTTPAddr: cfg.HTTPAddr, Bootstrap: true, DFS: cfg.DFS, Logger: log.Named("master")})
+		RPCAddr: cfg.RPCAddr, HTTPAddr: cfg.HTTPAddr, Bootstrap: true, DFS: cfg.DFS, Logger: log.Named("master"),
+		// The one master of the process: raft's timings are its own.
+		Collectors: []prometheus.Collector{master.InstallRaftTimings()}})
 	if err != nil {
 		return nil, fmt.Errorf("dev master: %w", err)
 	}
