@@ -11,25 +11,37 @@ import (
 	"sexton/api"
 )
 
-// gauge reads one sample of a gauge from n's registry: the sample whose
-// labels include every pair in labels. ok is false when there is none.
-func gauge(t testing.TB, n *Node, name string, labels ...string) (float64, bool) {
+// samples gathers n's registry and returns the samples of metric name
+// whose labels include every pair in labels.
+func samples(t testing.TB, n *Node, name string, labels ...string) []*dto.Metric {
 	t.Helper()
 	fams, err := n.metrics.reg.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
 	}
+	var out []*dto.Metric
 	for _, f := range fams {
 		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			if hasLabels(m, labels) {
-				return m.GetGauge().GetValue(), true
+				out = append(out, m)
 			}
 		}
 	}
-	return 0, false
+	return out
+}
+
+// gauge reads one sample of a gauge from n's registry: the sample whose
+// labels include every pair in labels. ok is false when there is none.
+func gauge(t testing.TB, n *Node, name string, labels ...string) (float64, bool) {
+	t.Helper()
+	ms := samples(t, n, name, labels...)
+	if len(ms) == 0 {
+		return 0, false
+	}
+	return ms[0].GetGauge().GetValue(), true
 }
 
 func hasLabels(m *dto.Metric, pairs []string) bool {

@@ -94,6 +94,11 @@ func New(cfg Config) (*Node, error) {
 		stopped: make(chan struct{}),
 	}
 	n.metrics = newMetrics(n)
+	for _, c := range cfg.Collectors {
+		if err := n.metrics.reg.Register(c); err != nil {
+			return nil, fmt.Errorf("config collectors: %w", err)
+		}
+	}
 	n.soft = newSoftState()
 	dfs, err := newDFSNode(cfg.DFS)
 	if err != nil {

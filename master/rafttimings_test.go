@@ -2,6 +2,7 @@ package master
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	gometrics "github.com/hashicorp/go-metrics"
@@ -12,20 +13,9 @@ import (
 // registry over the samples whose labels include every pair in labels.
 func histogram(t testing.TB, n *Node, name string, labels ...string) (count uint64, sum float64) {
 	t.Helper()
-	fams, err := n.metrics.reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if hasLabels(m, labels) {
-				count += m.GetHistogram().GetSampleCount()
-				sum += m.GetHistogram().GetSampleSum()
-			}
-		}
+	for _, m := range samples(t, n, name, labels...) {
+		count += m.GetHistogram().GetSampleCount()
+		sum += m.GetHistogram().GetSampleSum()
 	}
 	return count, sum
 }
@@ -95,5 +85,21 @@ func TestRaftTimingsTakeACommitApart(t *testing.T) {
 			t.Errorf("AppendEntries to %s: no new sample after %d entries", id, entries)
 		}
 		j++
+	}
+}
+
+// Collectors that cannot be served beside the node's own (here, a second
+// set of the same timings) make New fail with an error, before it opens
+// anything, instead of panicking.
+func TestNewRefusesCollectorsThatCollide(t *testing.T) {
+	cfg := Config{ID: "m1", DataDir: t.TempDir(), RaftAddr: "127.0.0.1:0", RPCAddr: "127.0.0.1:0", Bootstrap: true,
+		Collectors: []prometheus.Collector{NewRaftTimings(), NewRaftTimings()}}
+	n, err := New(cfg)
+	if err == nil {
+		n.Shutdown()
+		t.Fatal("New served two collectors of the same metrics")
+	}
+	if !strings.Contains(err.Error(), "config collectors") {
+		t.Errorf("error %q does not name the collectors", err)
 	}
 }
