@@ -273,11 +273,12 @@ func histogramMean(before, after map[string]float64, name, labels string) (mean 
 	return (after[name+"_sum"+labels] - before[name+"_sum"+labels]) / n, n
 }
 
-// printCommitParts prints, for the leader and then each follower, where
-// the commits between two readings went: the means of the leader's
-// proposal to applied result, its own log write, dispatch to commit and
-// AppendEntries round trip to each follower, and each follower's log
-// write. Without --master-http it says how to get them.
+// printCommitParts prints, for each master read both times, where the
+// commits between the two readings went. A master that proposed entries
+// meanwhile (it led) gets the means of its proposal to applied result, its
+// own log write, log write start to committed and AppendEntries round trip
+// to each follower; any other, the mean of its log writes as a follower.
+// Without --master-http it says how to get them.
 func (p *masterProbe) printCommitParts(before, after histogramReading) {
 	if len(p.addrs) == 0 {
 		fmt.Println("commit parts: not read (give --master-http, the masters' --http-addr list)")
@@ -286,7 +287,7 @@ func (p *masterProbe) printCommitParts(before, after histogramReading) {
 	ms := func(s float64) string { return fmt.Sprintf("%.3f ms", s*1e3) }
 	for _, a := range p.addrs {
 		b, n := before[a], after[a]
-		if n == nil {
+		if b == nil || n == nil { // not read both times: no difference to take
 			continue
 		}
 		if m, count := histogramMean(b, n, "sexton_raft_commit_seconds", ""); count > 0 {
