@@ -15,7 +15,7 @@ import (
 //	sexton_raft_log_write_seconds{role="follower"}  a follower writing entries an AppendEntries brought
 //	sexton_raft_append_entries_seconds{peer}        an AppendEntries to one follower and back (its log write included)
 //	sexton_raft_dispatch_to_commit_seconds          the leader's log write started to the entry committed
-//	sexton_raft_compact_logs_seconds                a log compaction after a snapshot (it holds up the log)
+//	sexton_raft_compact_logs_seconds                a log compaction after a snapshot (on boltdb a write transaction: appends wait for it)
 //
 // With sexton_raft_commit_seconds (a proposal to its applied result) they
 // say where a slow commit went: the leader's disk, a follower's disk, or
@@ -26,8 +26,8 @@ import (
 // hashicorp/raft reports through go-metrics' one process-wide sink, with
 // nothing that names the node, so the timings of every node in a process
 // land here together: install it (InstallRaftTimings) only in a process
-// that runs one master, as `sexton master` does; `sexton dev` and tests
-// with several nodes leave it out.
+// that runs one master, as `sexton master` and `sexton dev` do; tests with
+// several nodes leave it out.
 type RaftTimings struct {
 	logWrite      *prometheus.HistogramVec
 	appendEntries *prometheus.HistogramVec
