@@ -88,23 +88,37 @@ func parseMetrics(text string, names []string) map[string]float64 {
 		want[n] = true
 	}
 	out := map[string]float64{}
+	eachSample(text, func(series, name string, v float64) {
+		if series == name && want[name] {
+			out[name] = v
+		}
+	})
+	return out
+}
+
+// eachSample calls f for every sample of a Prometheus text exposition: the
+// series as written ("name" or "name{labels}"), its metric name, and its
+// value (a timestamp after it is ignored). Comments and malformed lines
+// are skipped.
+func eachSample(text string, f func(series, name string, v float64)) {
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok || !want[name] {
+		series, rest, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(series, "#") {
 			continue
 		}
-		// The value may be followed by a timestamp.
-		fields := strings.Fields(value)
+		fields := strings.Fields(rest)
 		if len(fields) == 0 {
 			continue
 		}
-		if f, err := strconv.ParseFloat(fields[0], 64); err == nil {
-			out[name] = f
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			continue
 		}
+		name, _, _ := strings.Cut(series, "{")
+		f(series, name, v)
 	}
-	return out
 }
 
 // leader is the HTTP address of the master whose /v1/status says it
@@ -226,20 +240,11 @@ func parseHistograms(text string, names []string) map[string]float64 {
 		want[n+"_sum"], want[n+"_count"] = true, true
 	}
 	out := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		series, value, ok := strings.Cut(sc.Text(), " ")
-		name, _, _ := strings.Cut(series, "{")
-		if !ok || !want[name] {
-			continue
+	eachSample(text, func(series, name string, v float64) {
+		if want[name] {
+			out[series] = v
 		}
-		if fields := strings.Fields(value); len(fields) > 0 {
-			if f, err := strconv.ParseFloat(fields[0], 64); err == nil {
-				out[series] = f
-			}
-		}
-	}
+	})
 	return out
 }
 
