@@ -60,6 +60,9 @@ type Config struct {
 
 	ClusterToken string
 	LogStore     string // "boltdb" (default) or "wal"
+	// WALSegmentSize is raft-wal's segment size in bytes (--raft-wal-
+	// segment-size); 0: DefaultWALSegmentSize. Only with LogStore "wal".
+	WALSegmentSize int
 
 	// TLS is this node's certificate, key and CA (--tls-cert, --tls-key,
 	// --tls-ca); nil means TLS is off. With it, Raft connections run over
@@ -222,6 +225,9 @@ func (c *Config) validate() error {
 	case LogStoreBoltDB, LogStoreWAL:
 	default:
 		return fmt.Errorf("--raft-log-store %q: want %s or %s", c.LogStore, LogStoreBoltDB, LogStoreWAL)
+	}
+	if n := c.WALSegmentSize; n != 0 && (n < MinWALSegmentSize || n > MaxWALSegmentSize) {
+		return fmt.Errorf("--raft-wal-segment-size %d outside [%d, %d]", n, MinWALSegmentSize, MaxWALSegmentSize)
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		return fmt.Errorf("leader lease timeout %v exceeds heartbeat timeout %v", c.LeaderLeaseTimeout, c.HeartbeatTimeout)

@@ -38,7 +38,23 @@ type diskFault interface {
 }
 
 // tmpfsFault is a small tmpfs for the data dir, filled by a filler file.
-type tmpfsFault struct{ dir string }
+// With walSegment the node keeps its log in raft-wal, in segments of that
+// size.
+type tmpfsFault struct {
+	dir        string
+	walSegment int
+}
+
+// walTmpfsSegment is the raft-wal segment size on the 8 MiB tmpfs: two
+// must fit beside the snapshots, and a few padded pokes fill one.
+const walTmpfsSegment = 256 << 10
+
+// newTmpfsWALFault is newTmpfsFault for a node whose log is in raft-wal.
+func newTmpfsWALFault(t *testing.T) *tmpfsFault {
+	f := newTmpfsFault(t)
+	f.walSegment = walTmpfsSegment
+	return f
+}
 
 func newTmpfsFault(t *testing.T) *tmpfsFault {
 	t.Helper()
@@ -62,7 +78,42 @@ func newTmpfsFault(t *testing.T) *tmpfsFault {
 	return &tmpfsFault{dir: filepath.Join(dir, "data")}
 }
 
-func (f *tmpfsFault) configure(_ *testing.T, cfg *Config) { cfg.DataDir = f.dir }
+func (f *tmpfsFault) configure(_ *testing.T, cfg *Config) {
+	cfg.DataDir = f.dir
+	if f.walSegment > 0 {
+		cfg.LogStore, cfg.WALSegmentSize = LogStoreWAL, f.walSegment
+	}
+}
+
+// padded is poke, preceded for a raft-wal fault by an entry of 32 KiB (a
+// BatchRemove of eight 4,000-byte keys that do not exist). raft-wal
+// preallocates its segment, so a full disk fails its appends only at
+// the next rotation; single-key removes would take thousands of pokes to
+// get there.
+func padded(t *testing.T, tc *testCluster, fault diskFault, poke func()) func() {
+	f, ok := fault.(*tmpfsFault)
+	if !ok || f.walSegment == 0 {
+		return poke
+	}
+	n, failed := 0, false
+	return func() {
+		t.Helper()
+		if failed { // the log store has refused: no need to fill it further
+			poke()
+			return
+		}
+		keys := make([]string, 8)
+		for i := range keys {
+			n++
+			keys[i] = fmt.Sprintf("pad-%06d-%s", n, strings.Repeat("p", 3988))
+		}
+		// An error is fine: the leader may be the full node. It is this
+		// round's write (a poke after it would wait for a leader in vain).
+		if failed = tc.call(api.MethodBatchRemove, &api.KeysRequest{Keys: keys}, &api.BatchRemoveResponse{}) != nil; !failed {
+			poke()
+		}
+	}
+}
 
 func (f *tmpfsFault) filler() string { return filepath.Join(filepath.Dir(f.dir), "filler") }
 
@@ -167,6 +218,7 @@ func (s *faultyStore) SetUint64(k []byte, v uint64) error {
 // cannot mount one).
 func forEachDiskFault(t *testing.T, withLogWritesOnly bool, run func(t *testing.T, fault diskFault)) {
 	t.Run("tmpfs", func(t *testing.T) { run(t, newTmpfsFault(t)) })
+	t.Run("tmpfs-wal", func(t *testing.T) { run(t, newTmpfsWALFault(t)) })
 	if withLogWritesOnly {
 		t.Run("injected-log-writes", func(t *testing.T) { run(t, &injectedFault{}) })
 	}
@@ -220,7 +272,7 @@ func TestFullSingleMasterStaysCalmAndRecovers(t *testing.T) {
 
 		fault.fill(t)
 		// Commits fail now; keep trying one until the node reports it.
-		waitCannotWriteReported(t, n, func() { _ = tc.remove(keys[0]) })
+		waitCannotWriteReported(t, n, padded(t, tc, fault, func() { _ = tc.remove(keys[0]) }))
 		term0 := n.raft.CurrentTerm()
 		// Campaigning would raise the term every election (0.5–1 s: some
 		// 3–6 terms in 3 s; the issue saw 800 within seconds); a calm node
@@ -314,7 +366,7 @@ func TestFullFollowerDoesNotDisruptCluster(t *testing.T) {
 			}
 			keys = keys[1:]
 		}
-		waitCannotWriteReported(t, full, removeNext)
+		waitCannotWriteReported(t, full, padded(t, tc, fault, removeNext))
 		leaderTerm, fullTerm := leader.raft.CurrentTerm(), full.raft.CurrentTerm()
 		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			removeNext()
@@ -369,9 +421,11 @@ func TestFullLeaderStepsAsideForGood(t *testing.T) {
 		full := tc.node(2)
 
 		fault.fill(t)
+		pad := padded(t, tc, fault, func() {})
 		// A remove m3 took as leader may end OUTCOME_UNKNOWN; once the
 		// others lead, every remove must succeed.
 		waitFor(t, 10*time.Second, "a healthy node to lead and commit removes", func() bool {
+			pad()
 			if len(keys) == 0 {
 				t.Fatalf("no keys left to remove")
 			}
@@ -394,7 +448,7 @@ func TestFullLeaderStepsAsideForGood(t *testing.T) {
 			}
 			keys = keys[1:]
 		}
-		waitCannotWriteReported(t, full, removeNext)
+		waitCannotWriteReported(t, full, padded(t, tc, fault, removeNext))
 		li := tc.leaderIndex(t)
 		leader := tc.node(li)
 		leaderTerm := leader.raft.CurrentTerm()

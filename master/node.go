@@ -135,7 +135,7 @@ func (n *Node) startRaft() error {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	rc := RaftConfig(cfg)
-	store, err := OpenLogStore(cfg.DataDir, cfg.LogStore, n.log.Named("wal"))
+	store, err := OpenLogStore(cfg.DataDir, LogStoreOptions{Kind: cfg.LogStore, WALSegmentSize: cfg.WALSegmentSize}, n.log.Named("wal"))
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	raftwal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 	"go.etcd.io/bbolt"
 
 	"sexton/holder/fsys"
@@ -66,32 +64,43 @@ type LogStore struct {
 	Close  func() error
 }
 
-// OpenLogStore opens (creating if needed) the log store of kind in dir. A
-// nil logger leaves the store's own default.
-func OpenLogStore(dir, kind string, logger hclog.Logger) (*LogStore, error) {
-	if err := checkNoOtherLogStore(dir, kind); err != nil {
+// LogStoreOptions say which log store to open and how.
+type LogStoreOptions struct {
+	Kind string // LogStoreBoltDB (also "") or LogStoreWAL
+	// WALSegmentSize is the size of raft-wal's segment files in bytes;
+	// 0 takes raft-wal's default, DefaultWALSegmentSize. Each segment is
+	// preallocated whole, so a data dir needs room for two of them.
+	WALSegmentSize int
+}
+
+// raft-wal segment sizes a master accepts (--raft-wal-segment-size).
+// raft-wal addresses a segment with 32-bit offsets; below a few entries a
+// segment would rotate at every append.
+const (
+	DefaultWALSegmentSize = 64 << 20 // raft-wal's DefaultSegmentSize
+	MinWALSegmentSize     = 64 << 10
+	MaxWALSegmentSize     = 1 << 30
+)
+
+// OpenLogStore opens (creating if needed) the log store opts name in
+// dir. A nil logger leaves the store's own default.
+func OpenLogStore(dir string, opts LogStoreOptions, logger hclog.Logger) (*LogStore, error) {
+	if err := checkNoOtherLogStore(dir, opts.Kind); err != nil {
 		return nil, err
 	}
-	switch kind {
+	switch opts.Kind {
 	case LogStoreWAL:
-		walDir := filepath.Join(dir, "raft-wal")
-		if err := os.MkdirAll(walDir, 0o755); err != nil {
-			return nil, fmt.Errorf("raft-wal dir: %w", err)
+		if n := opts.WALSegmentSize; n != 0 && (n < MinWALSegmentSize || n > MaxWALSegmentSize) {
+			return nil, fmt.Errorf("raft-wal segment size %d outside [%d, %d]", n, MinWALSegmentSize, MaxWALSegmentSize)
 		}
 		if logger == nil {
 			logger = hclog.Default().Named("wal") // raft-wal's own default
 		}
-		// raft-wal v0.4.0's Close leaves its metadata db (a bbolt file)
-		// open, and with it bbolt's file lock: a second Open in the same
-		// process waited on that lock forever. The store is passed in so
-		// Close can close it after the WAL.
-		meta := &metadb.BoltMetaDB{}
-		w, err := raftwal.Open(walDir, raftwal.WithLogger(logger), raftwal.WithMetaStore(meta))
+		w, err := openWALStore(filepath.Join(dir, "raft-wal"), opts.WALSegmentSize, logger)
 		if err != nil {
-			_ = meta.Close()
-			return nil, fmt.Errorf("open raft-wal: %w", err)
+			return nil, err
 		}
-		return &LogStore{Logs: w, Stable: w, Close: func() error { return errors.Join(w.Close(), meta.Close()) }}, nil
+		return &LogStore{Logs: w, Stable: w, Close: w.Close}, nil
 	case LogStoreBoltDB, "":
 		b, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), BoltOptions: boltOptions()})
 		if err != nil {
@@ -99,7 +108,7 @@ func OpenLogStore(dir, kind string, logger hclog.Logger) (*LogStore, error) {
 		}
 		return &LogStore{Logs: b, Stable: b, Close: b.Close}, nil
 	}
-	return nil, fmt.Errorf("--raft-log-store %q: want %s or %s", kind, LogStoreBoltDB, LogStoreWAL)
+	return nil, fmt.Errorf("--raft-log-store %q: want %s or %s", opts.Kind, LogStoreBoltDB, LogStoreWAL)
 }
 
 // checkNoOtherLogStore refuses to open a log store of kind in dir when dir

@@ -18,7 +18,7 @@ func openWithin(t *testing.T, dir, kind string, d time.Duration) (*LogStore, err
 	}
 	done := make(chan opened, 1)
 	go func() {
-		st, err := OpenLogStore(dir, kind, nil)
+		st, err := OpenLogStore(dir, LogStoreOptions{Kind: kind}, nil)
 		done <- opened{st, err}
 	}()
 	select {
@@ -41,7 +41,7 @@ func TestOpenLogStoreRefusesTheOtherKind(t *testing.T) {
 	} {
 		t.Run(tc.first+"-then-"+tc.second, func(t *testing.T) {
 			dir := t.TempDir()
-			st, err := OpenLogStore(dir, tc.first, nil)
+			st, err := OpenLogStore(dir, LogStoreOptions{Kind: tc.first}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +51,7 @@ func TestOpenLogStoreRefusesTheOtherKind(t *testing.T) {
 			if err := st.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := OpenLogStore(dir, tc.second, nil); !errors.Is(err, ErrOtherLogStore) {
+			if _, err := OpenLogStore(dir, LogStoreOptions{Kind: tc.second}, nil); !errors.Is(err, ErrOtherLogStore) {
 				t.Fatalf("opened a %s store over a %s one: err = %v", tc.second, tc.first, err)
 			}
 			// In the same process: raft-wal's own Close left its metadata
@@ -72,7 +72,7 @@ func TestOpenLogStoreRefusesTheOtherKind(t *testing.T) {
 		if err := os.Mkdir(filepath.Join(dir, "raft-wal"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		st, err := OpenLogStore(dir, LogStoreBoltDB, nil)
+		st, err := OpenLogStore(dir, LogStoreOptions{Kind: LogStoreBoltDB}, nil)
 		if err != nil {
 			t.Fatalf("an empty raft-wal/ refused boltdb: %v", err)
 		}

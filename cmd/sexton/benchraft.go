@@ -147,7 +147,7 @@ func startBareNode(dir, id, addr, peers, storeKind string, follower bool) (*bare
 		c.HeartbeatTimeout, c.ElectionTimeout = 10*time.Second, 10*time.Second
 	}
 	b := &bareNode{}
-	store, err := master.OpenLogStore(dir, storeKind, quiet)
+	store, err := master.OpenLogStore(dir, master.LogStoreOptions{Kind: storeKind}, quiet)
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func debugRaftAppend(args []string) error {
 	if err != nil || *dir == "" {
 		return usagef("--data-dir DIR and --hex BYTES are required")
 	}
-	store, err := master.OpenLogStore(*dir, *storeKind, nil)
+	store, err := master.OpenLogStore(*dir, master.LogStoreOptions{Kind: *storeKind}, nil)
 	if err != nil {
 		return err
 	}

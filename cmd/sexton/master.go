@@ -41,6 +41,7 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 	boot := fs.Bool("bootstrap", envBool("SEXTON_BOOTSTRAP", false), "bootstrap a new cluster from --peers if this node has no state; safe on every node (env SEXTON_BOOTSTRAP)")
 	fs.StringVar(&cfg.ClusterToken, "cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "shared secret every connection must prove (env SEXTON_CLUSTER_TOKEN)")
 	fs.StringVar(&cfg.LogStore, "raft-log-store", envString("SEXTON_RAFT_LOG_STORE", "boltdb"), "raft log store: boltdb or wal (env SEXTON_RAFT_LOG_STORE)")
+	walSegment := fs.String("raft-wal-segment-size", envString("SEXTON_RAFT_WAL_SEGMENT_SIZE", "64MiB"), "size of each raft-wal segment file, preallocated whole: the data dir needs room for two (with --raft-log-store wal; env SEXTON_RAFT_WAL_SEGMENT_SIZE)")
 	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", envDuration("SEXTON_RAFT_HEARTBEAT_TIMEOUT", 0), "raft heartbeat timeout (default 500ms)")
 	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", envDuration("SEXTON_RAFT_ELECTION_TIMEOUT", 0), "raft election timeout (default 500ms)")
 	fs.DurationVar(&cfg.LeaderLeaseTimeout, "raft-leader-lease-timeout", envDuration("SEXTON_RAFT_LEADER_LEASE_TIMEOUT", 0), "raft leader lease timeout (default 250ms)")
@@ -100,6 +101,11 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 			return fmt.Errorf("--raft-snapshot-log-bytes %q: want a positive size such as 64MiB", *snapLogBytes)
 		}
 		cfg.SnapshotLogBytes = uint64(logBytes)
+		seg, err := parseSize(*walSegment)
+		if err != nil || seg < master.MinWALSegmentSize || seg > master.MaxWALSegmentSize {
+			return usagef("--raft-wal-segment-size %q: want a size from 64KiB to 1GiB", *walSegment)
+		}
+		cfg.WALSegmentSize = int(seg)
 		rate, err := parseSize(*snapRate)
 		if err != nil || rate < 0 {
 			return fmt.Errorf("--raft-snapshot-write-rate %q: want a size a second such as 256MiB, or 0", *snapRate)

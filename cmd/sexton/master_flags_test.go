@@ -37,3 +37,34 @@ func TestMasterHeapFloorFlag(t *testing.T) {
 		}
 	}
 }
+
+// --raft-wal-segment-size defaults to raft-wal's 64MiB, takes a size from
+// 64KiB to 1GiB, and refuses anything else with a usage error naming the
+// flag (a segment past 4 GiB overflows raft-wal's 32-bit offsets).
+func TestMasterWALSegmentSizeFlag(t *testing.T) {
+	t.Setenv("SEXTON_RAFT_WAL_SEGMENT_SIZE", "")
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 64 << 20},
+		{[]string{"--raft-wal-segment-size", "64KiB"}, 64 << 10},
+		{[]string{"--raft-wal-segment-size", "1GiB"}, 1 << 30},
+	} {
+		opts, parse := masterFlags("master")
+		if err := parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if opts.WALSegmentSize != tc.want {
+			t.Errorf("%v: segment size %d, want %d", tc.args, opts.WALSegmentSize, tc.want)
+		}
+	}
+	for _, bad := range []string{"big", "0", "32KiB", "5GiB"} {
+		_, parse := masterFlags("master")
+		err := parse([]string{"--raft-wal-segment-size", bad})
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--raft-wal-segment-size") {
+			t.Errorf("%q: got %v, want a usage error naming --raft-wal-segment-size", bad, err)
+		}
+	}
+}

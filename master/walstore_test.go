@@ -1,0 +1,134 @@
+package master
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+)
+
+// walEntry is entry i of the tests' logs: 8 KiB that name their index.
+func walEntry(i uint64) *raft.Log {
+	data := bytes.Repeat([]byte{byte(i)}, 8<<10)
+	binary.BigEndian.PutUint64(data, i)
+	return &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: data}
+}
+
+// checkWALHolds fails unless logs holds exactly entries 1..last, each
+// with its own bytes, and the term stored before the disk filled.
+func checkWALHolds(t *testing.T, st *LogStore, last uint64) {
+	t.Helper()
+	if got, err := st.Logs.LastIndex(); err != nil || got != last {
+		t.Fatalf("LastIndex = %d, %v; want %d", got, err, last)
+	}
+	for i := uint64(1); i <= last; i++ {
+		var l raft.Log
+		if err := st.Logs.GetLog(i, &l); err != nil {
+			t.Fatalf("GetLog(%d): %v", i, err)
+		}
+		if !bytes.Equal(l.Data, walEntry(i).Data) {
+			t.Fatalf("entry %d holds other bytes", i)
+		}
+	}
+	if term, err := st.Stable.GetUint64(keyCurrentTerm); err != nil || term != 7 {
+		t.Fatalf("term = %d, %v; want 7", term, err)
+	}
+}
+
+// TestWALRecoversFromAFullDisk: raft-wal on a file system that fills up
+// refuses appends, and once space returns appends again without a
+// restart, every acknowledged entry still there. Unwrapped, raft-wal
+// v0.4.0 answers "segment is sealed" to every append after the failed
+// one, for good (walStore says why). Two ways to fail: the disk is full
+// to the last byte, so the write that seals a segment fails; or 64 KiB
+// are left, so that write works and the rotation to a new 256 KiB
+// segment fails.
+func TestWALRecoversFromAFullDisk(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		left int64
+	}{{"seal write fails", 0}, {"rotation fails", 64 << 10}} {
+		t.Run(tc.name, func(t *testing.T) { testWALRecoversFromAFullDisk(t, tc.left) })
+	}
+}
+
+func testWALRecoversFromAFullDisk(t *testing.T, left int64) {
+	fault := newTmpfsFault(t) // 8 MiB; skips unless root
+	if err := os.MkdirAll(fault.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const segment = 256 << 10 // ~31 entries a segment
+	st, err := OpenLogStore(fault.dir, LogStoreOptions{Kind: LogStoreWAL, WALSegmentSize: segment}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	if err := st.Stable.SetUint64(keyCurrentTerm, 7); err != nil {
+		t.Fatal(err)
+	}
+	var last uint64 // the last acknowledged entry
+	appendNext := func() error {
+		err := st.Logs.StoreLogs([]*raft.Log{walEntry(last + 1)})
+		if err == nil {
+			last++
+		}
+		return err
+	}
+	for range 10 {
+		if err := appendNext(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	fault.fill(t)
+	if left > 0 {
+		fi, err := os.Stat(fault.filler())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(fault.filler(), fi.Size()-left); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var full error
+	for range 200 {
+		if full = appendNext(); full != nil {
+			break
+		}
+	}
+	if full == nil {
+		t.Fatalf("200 appends of 8 KiB on a full 8 MiB tmpfs all succeeded (last %d)", last)
+	}
+	t.Logf("full after entry %d: %v", last, full)
+	// Still full: the append is refused again (no reopen without room for
+	// a segment), and what was written can still be read.
+	if err := appendNext(); err == nil {
+		t.Fatalf("entry %d appended on a full disk", last)
+	} else if !strings.Contains(err.Error(), "bytes free") {
+		t.Fatalf("append on a still full disk: %v; want a reopen refused for too few bytes free", err)
+	}
+	checkWALHolds(t, st, last)
+
+	fault.release(t)
+	before := last
+	// Across at least two more segment rotations.
+	for range 80 {
+		if err := appendNext(); err != nil {
+			t.Fatalf("append of entry %d after space returned: %v", last+1, err)
+		}
+	}
+	t.Logf("after space returned: entries %d..%d appended", before+1, last)
+	checkWALHolds(t, st, last)
+
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = OpenLogStore(fault.dir, LogStoreOptions{Kind: LogStoreWAL, WALSegmentSize: segment}, nil)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	checkWALHolds(t, st, last)
+}
