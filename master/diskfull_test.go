@@ -5,10 +5,10 @@ package master
 // the metrics, keeps out of the other masters' way and rejoins by itself
 // once space returns.
 //
-// Each scenario runs twice: on a real small file system (a tmpfs the test
-// mounts, as root; skipped otherwise) and with an injected fault (every
-// write to the log and stable store fails with ENOSPC), which runs
-// anywhere.
+// Each scenario runs on a real small file system (a tmpfs the test
+// mounts, as root; skipped otherwise), once with the log in raft-boltdb
+// and once in raft-wal, and with an injected fault (every write to the
+// log and stable store fails with ENOSPC), which runs anywhere.
 
 import (
 	"bufio"

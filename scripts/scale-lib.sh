@@ -82,7 +82,7 @@ print("m%s applies %d, over 50 ms %d; snapshot pauses %d, over 50 ms %d, total %
 	done
 }
 removes() {
-	"$bin" bench remove --clients 16 --keys "${1:-40000}" ${2:+--batch $2} 2>&1 | tail -4
+	"$bin" bench remove --clients 16 --keys "${1:-40000}" ${2:+--batch $2} 2>&1 | grep -v "^setup put"
 }
 
 # snapshot_during_removes I: 16 clients remove 40,000 keys (the registry
@@ -108,7 +108,7 @@ snapshot_during_removes() {
 	pauses
 	curl -fsS -X POST "127.0.0.1:720$1/debug/snapshot"
 	wait "$rp"; wait
-	tail -4 "$out"
+	grep -v "^setup put" "$out"
 	echo "pauses after the snapshot and the removes:"
 	pauses
 }
