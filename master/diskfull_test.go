@@ -310,6 +310,12 @@ func TestFullSingleMasterStaysCalmAndRecovers(t *testing.T) {
 		if v := metricValue(t, n, "sexton_raft_log_store_cannot_write"); v != "0" {
 			t.Fatalf("sexton_raft_log_store_cannot_write after recovery = %s", v)
 		}
+		// raft-wal came back by a reopen (walStore), and says so.
+		if f, ok := fault.(*tmpfsFault); ok && f.walSegment > 0 {
+			if v := metricValue(t, n, "sexton_raft_log_store_reopens_total"); v == "" || v == "0" {
+				t.Fatalf("sexton_raft_log_store_reopens_total after recovery on raft-wal = %q, want at least 1", v)
+			}
+		}
 		t.Logf("recovered: term %d", n.raft.CurrentTerm())
 	})
 }

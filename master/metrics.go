@@ -115,13 +115,14 @@ var (
 	descHeartbeatAge = prometheus.NewDesc("sexton_holder_heartbeat_age_seconds",
 		"Leader only: seconds since the holder of a mounted segment last heartbeated (a holder mounted when this term began counts from then).", []string{"segment"}, nil)
 	descCannotWrite = prometheus.NewDesc("sexton_raft_log_store_cannot_write", "1 while this node's Raft log store cannot write (a write failed and no probe write or log append has succeeded since); the node does not campaign meanwhile.", nil, nil)
+	descReopens     = prometheus.NewDesc("sexton_raft_log_store_reopens_total", "Times this node's Raft log store was opened anew while running: raft-wal, after an append met a segment left sealed by a failed write or rotation (a full disk).", nil, nil)
 	descDirFree     = prometheus.NewDesc("sexton_data_dir_free_bytes", "Bytes free for an unprivileged writer in the file system of the data dir (statfs).", nil, nil)
 	descDirSize     = prometheus.NewDesc("sexton_data_dir_size_bytes", "Size of the file system of the data dir (statfs).", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRaftState, descRaftIndex, descObjects, descTasks, descRegistryOcc, descEpoch, descSettings, descSessions,
-		descLeaderKnown, descIsLeader, descTerm, descHalted, descOldestTask, descHeartbeatAge, descCannotWrite, descDirFree, descDirSize} {
+		descLeaderKnown, descIsLeader, descTerm, descHalted, descOldestTask, descHeartbeatAge, descCannotWrite, descReopens, descDirFree, descDirSize} {
 		ch <- d
 	}
 }
@@ -145,6 +146,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(descCannotWrite, prometheus.GaugeValue, v)
+	}
+	if n.logStoreReopens != nil {
+		ch <- prometheus.MustNewConstMetric(descReopens, prometheus.CounterValue, float64(n.logStoreReopens()))
 	}
 	if free, size, err := dirSpace(n.cfg.DataDir); err == nil {
 		ch <- prometheus.MustNewConstMetric(descDirFree, prometheus.GaugeValue, float64(free))

@@ -27,6 +27,9 @@ type Node struct {
 	rfsm    *raftFSM
 	raft    *raft.Raft
 	guard   *storeGuard // between raft and its log store (storeguard.go)
+	// logStoreReopens counts the log store's reopens (LogStore.Reopens;
+	// nil for boltdb): sexton_raft_log_store_reopens_total.
+	logStoreReopens func() int64
 	wake    *wakeups    // long polls waiting for entries that concern them
 	closers []func() error
 
@@ -140,6 +143,7 @@ func (n *Node) startRaft() error {
 		return err
 	}
 	n.closers = append(n.closers, store.Close)
+	n.logStoreReopens = store.Reopens
 	logs, stable := store.Logs, store.Stable
 	snaps, err := OpenSnapshotStore(cfg.DataDir, n.log.Named("snapshots"))
 	if err != nil {

@@ -62,6 +62,9 @@ type LogStore struct {
 	Logs   raft.LogStore
 	Stable raft.StableStore
 	Close  func() error
+	// Reopens counts the times the store was opened anew while running
+	// (raft-wal after a full disk, walStore); nil for boltdb.
+	Reopens func() int64
 }
 
 // LogStoreOptions say which log store to open and how.
@@ -100,7 +103,7 @@ func OpenLogStore(dir string, opts LogStoreOptions, logger hclog.Logger) (*LogSt
 		if err != nil {
 			return nil, err
 		}
-		return &LogStore{Logs: w, Stable: w, Close: w.Close}, nil
+		return &LogStore{Logs: w, Stable: w, Close: w.Close, Reopens: w.reopens.Load}, nil
 	case LogStoreBoltDB, "":
 		b, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), BoltOptions: boltOptions()})
 		if err != nil {
