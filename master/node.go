@@ -23,15 +23,16 @@ type Node struct {
 	cfg Config
 	log hclog.Logger
 
-	fsm   *fsm.FSM
-	rfsm  *raftFSM
-	raft  *raft.Raft
-	guard *storeGuard // between raft and its log store (storeguard.go)
+	fsm     *fsm.FSM
+	rfsm    *raftFSM
+	raft    *raft.Raft
+	guard   *storeGuard // between raft and its log store (storeguard.go)
+	wake    *wakeups    // long polls waiting for entries that concern them
+	closers []func() error
+
 	// logStoreReopens counts the log store's reopens (LogStore.Reopens;
 	// nil for boltdb): sexton_raft_log_store_reopens_total.
 	logStoreReopens func() int64
-	wake            *wakeups // long polls waiting for entries that concern them
-	closers         []func() error
 
 	segCache segmentCache // the segment list placement reads (rpc_objects.go)
 
