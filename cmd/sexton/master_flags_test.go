@@ -6,65 +6,61 @@ import (
 	"testing"
 )
 
-// --gc-heap-floor defaults to 0 (off), takes a size or 0, and refuses what
-// is not a size or is past 1TiB with a usage error naming the flag.
-func TestMasterHeapFloorFlag(t *testing.T) {
-	t.Setenv("SEXTON_GC_HEAP_FLOOR", "")
-	for _, tc := range []struct {
-		args []string
-		want uint64
-	}{
-		{nil, 0},
-		{[]string{"--gc-heap-floor", "512MiB"}, 512 << 20},
-		{[]string{"--gc-heap-floor", "0"}, 0},
-		{[]string{"--gc-heap-floor", "64MiB"}, 64 << 20},
-		{[]string{"--gc-heap-floor", "1TiB"}, 1 << 40},
-	} {
-		opts, parse := masterFlags("master")
-		if err := parse(tc.args); err != nil {
-			t.Fatalf("%v: %v", tc.args, err)
+// sizeFlagCase is one size flag of `sexton master`: what it parses to
+// with no argument and with good ones, and values it must refuse with a
+// usage error naming it.
+type sizeFlagCase struct {
+	flag, env string
+	get       func(*masterOptions) int64
+	want      map[string]int64 // argument ("" for none) → value
+	bad       []string
+}
+
+func testSizeFlag(t *testing.T, c sizeFlagCase) {
+	t.Helper()
+	t.Setenv(c.env, "")
+	for arg, want := range c.want {
+		var args []string
+		if arg != "" {
+			args = []string{"--" + c.flag, arg}
 		}
-		if opts.HeapFloor != tc.want {
-			t.Errorf("%v: floor %d, want %d", tc.args, opts.HeapFloor, tc.want)
+		opts, parse := masterFlags("master")
+		if err := parse(args); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if got := c.get(opts); got != want {
+			t.Errorf("%v: %d, want %d", args, got, want)
 		}
 	}
-	for _, bad := range []string{"lots", "-1MiB", "2TiB", "NaNMiB"} {
+	for _, bad := range c.bad {
 		_, parse := masterFlags("master")
-		err := parse([]string{"--gc-heap-floor", bad})
+		err := parse([]string{"--" + c.flag, bad})
 		var ue usageError
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--gc-heap-floor") {
-			t.Errorf("%q: got %v, want a usage error naming --gc-heap-floor", bad, err)
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--"+c.flag) {
+			t.Errorf("%q: got %v, want a usage error naming --%s", bad, err, c.flag)
 		}
 	}
 }
 
+// --gc-heap-floor defaults to 0 (off), takes a size or 0, and refuses what
+// is not a size or is past 1TiB.
+func TestMasterHeapFloorFlag(t *testing.T) {
+	testSizeFlag(t, sizeFlagCase{
+		flag: "gc-heap-floor", env: "SEXTON_GC_HEAP_FLOOR",
+		get:  func(o *masterOptions) int64 { return int64(o.HeapFloor) },
+		want: map[string]int64{"": 0, "512MiB": 512 << 20, "0": 0, "64MiB": 64 << 20, "1TiB": 1 << 40},
+		bad:  []string{"lots", "-1MiB", "2TiB", "NaNMiB"},
+	})
+}
+
 // --raft-wal-segment-size defaults to raft-wal's 64MiB, takes a size from
-// 64KiB to 1GiB, and refuses anything else with a usage error naming the
-// flag (a segment past 4 GiB overflows raft-wal's 32-bit offsets).
+// 64KiB to 1GiB, and refuses anything else (a segment past 4 GiB would
+// overflow raft-wal's 32-bit offsets).
 func TestMasterWALSegmentSizeFlag(t *testing.T) {
-	t.Setenv("SEXTON_RAFT_WAL_SEGMENT_SIZE", "")
-	for _, tc := range []struct {
-		args []string
-		want int
-	}{
-		{nil, 64 << 20},
-		{[]string{"--raft-wal-segment-size", "64KiB"}, 64 << 10},
-		{[]string{"--raft-wal-segment-size", "1GiB"}, 1 << 30},
-	} {
-		opts, parse := masterFlags("master")
-		if err := parse(tc.args); err != nil {
-			t.Fatalf("%v: %v", tc.args, err)
-		}
-		if opts.WALSegmentSize != tc.want {
-			t.Errorf("%v: segment size %d, want %d", tc.args, opts.WALSegmentSize, tc.want)
-		}
-	}
-	for _, bad := range []string{"big", "0", "32KiB", "5GiB"} {
-		_, parse := masterFlags("master")
-		err := parse([]string{"--raft-wal-segment-size", bad})
-		var ue usageError
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--raft-wal-segment-size") {
-			t.Errorf("%q: got %v, want a usage error naming --raft-wal-segment-size", bad, err)
-		}
-	}
+	testSizeFlag(t, sizeFlagCase{
+		flag: "raft-wal-segment-size", env: "SEXTON_RAFT_WAL_SEGMENT_SIZE",
+		get:  func(o *masterOptions) int64 { return int64(o.WALSegmentSize) },
+		want: map[string]int64{"": 64 << 20, "64KiB": 64 << 10, "1GiB": 1 << 30},
+		bad:  []string{"big", "0", "32KiB", "5GiB"},
+	})
 }
