@@ -56,6 +56,9 @@ type walStore struct {
 // reopen whose open failed; the next append tries the open again.
 var errWALReopening = errors.New("raft-wal is closed: reopening it after a sealed segment failed")
 
+// errWALClosed answers every call after Close.
+var errWALClosed = errors.New("raft-wal closed")
+
 func openWALStore(dir string, segmentSize int, logger hclog.Logger) (*walStore, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("raft-wal dir: %w", err)
@@ -95,7 +98,7 @@ func (s *walStore) Close() error {
 		return nil
 	}
 	err := errors.Join(s.wal.Close(), s.meta.Close())
-	s.wal, s.meta, s.down, s.closed = nil, nil, errors.New("raft-wal closed"), true
+	s.wal, s.meta, s.closed = nil, nil, true
 	return err
 }
 
@@ -104,6 +107,9 @@ func (s *walStore) Close() error {
 func (s *walStore) current(f func(w *raftwal.WAL) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return errWALClosed
+	}
 	if s.wal == nil {
 		return fmt.Errorf("%w: %v", errWALReopening, s.down)
 	}
@@ -132,7 +138,7 @@ func (s *walStore) reopen(stale *raftwal.WAL) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return errors.New("raft-wal closed")
+		return errWALClosed
 	}
 	if s.wal != stale {
 		return nil

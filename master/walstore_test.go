@@ -3,6 +3,7 @@ package master
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -131,4 +132,28 @@ func testWALRecoversFromAFullDisk(t *testing.T, left int64) {
 		t.Fatalf("reopen: %v", err)
 	}
 	checkWALHolds(t, st, last)
+}
+
+// TestWALStoreStaysClosed: after Close every call answers that the WAL is
+// closed, and an append does not reopen it.
+func TestWALStoreStaysClosed(t *testing.T) {
+	st, err := OpenLogStore(t.TempDir(), LogStoreOptions{Kind: LogStoreWAL, WALSegmentSize: MinWALSegmentSize}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Logs.StoreLogs([]*raft.Log{walEntry(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Logs.StoreLogs([]*raft.Log{walEntry(2)}); !errors.Is(err, errWALClosed) {
+		t.Fatalf("append after Close: %v, want %v", err, errWALClosed)
+	}
+	if _, err := st.Logs.LastIndex(); !errors.Is(err, errWALClosed) {
+		t.Fatalf("LastIndex after Close: %v, want %v", err, errWALClosed)
+	}
+	if n := st.Reopens(); n != 0 {
+		t.Fatalf("%d reopens after Close", n)
+	}
 }
