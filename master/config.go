@@ -226,8 +226,8 @@ func (c *Config) validate() error {
 	default:
 		return fmt.Errorf("--raft-log-store %q: want %s or %s", c.LogStore, LogStoreBoltDB, LogStoreWAL)
 	}
-	if n := c.WALSegmentSize; n != 0 && (n < MinWALSegmentSize || n > MaxWALSegmentSize) {
-		return fmt.Errorf("--raft-wal-segment-size %d outside [%d, %d]", n, MinWALSegmentSize, MaxWALSegmentSize)
+	if err := checkWALSegmentSize(c.WALSegmentSize); err != nil {
+		return err
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		return fmt.Errorf("leader lease timeout %v exceeds heartbeat timeout %v", c.LeaderLeaseTimeout, c.HeartbeatTimeout)

@@ -85,6 +85,15 @@ const (
 	MaxWALSegmentSize     = 1 << 30
 )
 
+// checkWALSegmentSize refuses a segment size outside the bounds (0 is
+// the default).
+func checkWALSegmentSize(n int) error {
+	if n != 0 && (n < MinWALSegmentSize || n > MaxWALSegmentSize) {
+		return fmt.Errorf("--raft-wal-segment-size %d outside [%d, %d]", n, MinWALSegmentSize, MaxWALSegmentSize)
+	}
+	return nil
+}
+
 // OpenLogStore opens (creating if needed) the log store opts name in
 // dir. A nil logger leaves the store's own default.
 func OpenLogStore(dir string, opts LogStoreOptions, logger hclog.Logger) (*LogStore, error) {
@@ -93,8 +102,8 @@ func OpenLogStore(dir string, opts LogStoreOptions, logger hclog.Logger) (*LogSt
 	}
 	switch opts.Kind {
 	case LogStoreWAL:
-		if n := opts.WALSegmentSize; n != 0 && (n < MinWALSegmentSize || n > MaxWALSegmentSize) {
-			return nil, fmt.Errorf("raft-wal segment size %d outside [%d, %d]", n, MinWALSegmentSize, MaxWALSegmentSize)
+		if err := checkWALSegmentSize(opts.WALSegmentSize); err != nil {
+			return nil, err
 		}
 		if logger == nil {
 			logger = hclog.Default().Named("wal") // raft-wal's own default

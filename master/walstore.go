@@ -39,9 +39,6 @@ type walStore struct {
 	dir         string
 	segmentSize int
 	logger      hclog.Logger
-	// space reports the free bytes of the file system holding dir
-	// (dirSpace; a test's stand-in in tests).
-	space func(dir string) (free uint64, err error)
 
 	mu     sync.RWMutex
 	wal    *raftwal.WAL       // nil after Close, or after a reopen whose open failed
@@ -66,7 +63,7 @@ func openWALStore(dir string, segmentSize int, logger hclog.Logger) (*walStore, 
 	if segmentSize == 0 {
 		segmentSize = DefaultWALSegmentSize
 	}
-	s := &walStore{dir: dir, segmentSize: segmentSize, logger: logger, space: freeSpace}
+	s := &walStore{dir: dir, segmentSize: segmentSize, logger: logger}
 	w, meta, err := s.openWAL()
 	if err != nil {
 		return nil, err
@@ -143,14 +140,13 @@ func (s *walStore) reopen(stale *raftwal.WAL) error {
 	if s.wal != stale {
 		return nil
 	}
-	seg := s.segmentSize
-	free, err := s.space(s.dir)
+	free, _, err := dirSpace(s.dir)
 	if err != nil {
 		return fmt.Errorf("free space of %s: %w", s.dir, err)
 	}
-	if free < 2*uint64(seg) {
+	if free < 2*uint64(s.segmentSize) {
 		// ENOSPC, so that the store guard counts it as the full disk it is.
-		return fmt.Errorf("%s has %d bytes free, less than two segments of %d: %w", s.dir, free, seg, syscall.ENOSPC)
+		return fmt.Errorf("%s has %d bytes free, less than two segments of %d: %w", s.dir, free, s.segmentSize, syscall.ENOSPC)
 	}
 	if s.wal != nil {
 		if err := errors.Join(s.wal.Close(), s.meta.Close()); err != nil {
@@ -168,11 +164,6 @@ func (s *walStore) reopen(stale *raftwal.WAL) error {
 	n := s.reopens.Add(1)
 	s.logger.Warn("raft-wal reopened after an append met a sealed segment (a write or rotation failed earlier)", "reopens", n)
 	return nil
-}
-
-func freeSpace(dir string) (uint64, error) {
-	free, _, err := dirSpace(dir)
-	return free, err
 }
 
 // --- raft.LogStore ---
