@@ -153,6 +153,7 @@ func benchRemove(e *env, keys, batch, clients int, drain, sessions bool, masterH
 	// Where the timed removes' commits go, from the masters' own
 	// histograms read before and after them (--master-http).
 	before := probe.readHistograms()
+	start := time.Now()
 	_, err = runParallel(fmt.Sprintf("remove (batch %d)", batch), ops, clients, batch, func(i int) error {
 		ctx, c := e.ctx()
 		defer c()
@@ -182,8 +183,9 @@ func benchRemove(e *env, keys, batch, clients int, drain, sessions bool, masterH
 		}
 		return nil
 	})
+	elapsed := time.Since(start)
 	fmt.Printf("per-key errors: %d\n", keyErrs.Load())
-	probe.printCommitParts(before, probe.readHistograms())
+	probe.printCommitParts(before, probe.readHistograms(), elapsed)
 	// What a holder coming back to this backlog would see: the drain the
 	// stop does (fetch a page, ack it, again) until no task is left.
 	ackedBefore := seg.acked.Load()
