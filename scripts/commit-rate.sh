@@ -14,13 +14,20 @@ N="${1:-10000000}"
 rounds="${2:-5}"
 . "$root/scripts/scale-lib.sh"
 
-# rate_runs FILE: ROUNDS runs of 16 x 1 removes, their keys/s to FILE.
+# rate_runs FILE: ROUNDS runs of 16 x 1 removes, their keys/s to FILE and
+# their commit cycles' two log writes and rest (ms) to FILE.writes and
+# FILE.rest: a rate that falls with the state while the writes hold and
+# the rest grows is sexton's; one whose writes grew is the disk's.
 rate_runs() {
-	local line
+	local out line
 	for _ in $(seq "$rounds"); do
-		line=$(removes 40000 | grep '^remove')
+		out=$(removes 40000)
+		line=$(grep '^remove' <<<"$out")
 		echo "$line"
+		grep '^commit cycle' <<<"$out" || true
 		sed -n 's/.*s: \([0-9]*\) \/s.*/\1/p' <<<"$line" >>"$1"
+		sed -n 's/.*in a row \([0-9.]*\) ms.*/\1/p' <<<"$out" >>"$1.writes"
+		sed -n 's/.*the rest \([0-9.]*\) ms.*/\1/p' <<<"$out" >>"$1.rest"
 	done
 }
 
@@ -37,10 +44,22 @@ rate_runs "$SEXTON_LOCAL_DIR/rate-n"
 step "summary"
 python3 - "$SEXTON_LOCAL_DIR/rate-10k" "$SEXTON_LOCAL_DIR/rate-n" "$N" <<'PY'
 import statistics, sys
-small = [int(x) for x in open(sys.argv[1])]
-big = [int(x) for x in open(sys.argv[2])]
+def read(path, kind=float):
+    try:
+        return [kind(x) for x in open(path)]
+    except FileNotFoundError:
+        return []
+small, big, n = read(sys.argv[1], int), read(sys.argv[2], int), sys.argv[3]
 print("keys/s at 10 k: %s  median %d" % (" ".join(map(str, small)), statistics.median(small)))
-print("keys/s at %s: %s  median %d" % (sys.argv[3], " ".join(map(str, big)), statistics.median(big)))
-print("median at %s / median at 10 k: %.0f %% (target >= 90 %%)" % (sys.argv[3], 100 * statistics.median(big) / statistics.median(small)))
+print("keys/s at %s: %s  median %d" % (n, " ".join(map(str, big)), statistics.median(big)))
+print("median at %s / median at 10 k: %.0f %% (target >= 90 %%)" % (n, 100 * statistics.median(big) / statistics.median(small)))
+# Where the difference went (bench remove's commit cycle, when every run
+# printed one): the two log writes in a row are the disk's, the rest is
+# transport, apply and answers.
+for part in ("writes", "rest"):
+    a, b = read(sys.argv[1] + "." + part), read(sys.argv[2] + "." + part)
+    if len(a) == len(small) and len(b) == len(big):
+        print("commit cycle, %s: median %.3f ms at 10 k, %.3f ms at %s" % (
+            "the two log writes in a row" if part == "writes" else "the rest", statistics.median(a), statistics.median(b), n))
 PY
 step "down"
