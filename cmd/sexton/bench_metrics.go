@@ -289,7 +289,8 @@ func histogramMean(before, after map[string]float64, name, labels string) (mean 
 // Then, given the timed run's elapsed time, it prints the commit cycle:
 // the time per leader entry, split into the two log writes that lie in a
 // row on it (hashicorp/raft writes the leader's log before it sends the
-// entry, and the entry commits when the fastest follower has written it)
+// entry, and the entry commits when the fastest follower has written it;
+// the follower's part is the lower of the followers' mean writes)
 // and the rest (transport, hand-offs, apply, answers, the clients' round
 // trips). With one Remove entry in flight, the log store can only shorten
 // the first part: docs/SCALING.md reads the 16 × 1 target off this line.
