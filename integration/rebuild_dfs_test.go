@@ -89,7 +89,7 @@ func TestRebuildReportsDFSFilesItCannotAdopt(t *testing.T) {
 		t.Fatalf("rebuild with --dfs-drop: %+v %v\n%s\n%s", rep, err, stdout, stderr)
 	}
 	c.waitHolderMounted(t, h)
-	if got, _, err := lib.Get(ctx, "local"); err != nil || !bytes.Equal(got, local) {
+	if got, err := getAfterMount(ctx, lib, "local"); err != nil || !bytes.Equal(got, local) {
 		t.Fatalf("get local after the rebuild: %d bytes, %v", len(got), err)
 	}
 	if _, _, err := lib.Get(ctx, "dfs/only"); api.CodeOf(err) != api.CodeObjectNotFound {

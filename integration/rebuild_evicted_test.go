@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"strings"
@@ -111,12 +112,25 @@ func TestRebuildAdoptsCopyEvictedElsewhere(t *testing.T) {
 	}
 	c.waitHolderMounted(t, big)
 	c.waitHolderMounted(t, small)
-	got, _, err := lib.Get(ctx, "evicted")
+	got, err := getAfterMount(ctx, lib, "evicted")
 	if err != nil || !bytes.Equal(got, value) {
 		t.Fatalf("get evicted after the rebuild: %d bytes, %v; want the acknowledged %d bytes", len(got), err, len(value))
 	}
 	if _, _, err := lib.Get(ctx, "removed"); api.CodeOf(err) != api.CodeObjectNotFound {
 		t.Fatalf("get removed after the rebuild: %v, want OBJECT_NOT_FOUND", err)
+	}
+}
+
+// getAfterMount reads key, waiting out UNAVAILABLE while the master has
+// not yet seen a just-mounted holder alive.
+func getAfterMount(ctx context.Context, lib *client.Client, key string) ([]byte, error) {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, _, err := lib.Get(ctx, key)
+		if api.CodeOf(err) != api.CodeUnavailable || time.Now().After(deadline) {
+			return got, err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
