@@ -500,7 +500,11 @@ type HolderListRecordsRequest struct {
 
 // HolderRecord is one (key, incarnation) a holder keeps. A tombstoned
 // record (or one its tombstone floor names) is dead on this holder: its
-// size and checksum are zero when GC already reclaimed it.
+// size and checksum are zero when GC already reclaimed it. Evicted (only
+// with Tombstoned) says the holder gave the copy up under disk pressure
+// after the master dropped the replica: it is no evidence that the
+// incarnation was removed. A holder that does not send it reports every
+// dead record as removed, the safe reading.
 type HolderRecord struct {
 	Key         string            `msgpack:"k"`
 	Tenant      string            `msgpack:"t,omitempty"`
@@ -508,6 +512,7 @@ type HolderRecord struct {
 	Size        int64             `msgpack:"s"`
 	CRC32C      uint32            `msgpack:"c"`
 	Tombstoned  bool              `msgpack:"x,omitempty"`
+	Evicted     bool              `msgpack:"e,omitempty"`
 }
 
 // HolderListRecordsResponse is one page, with the holder's identity (its

@@ -1,7 +1,9 @@
 // Package holder owns one LOCAL_DISK directory of a sexton holder: its
 // identity marker and exclusive lock, the append-only bucket files and
 // their metadata, the live index rebuilt from that metadata at start, and
-// durable tombstones (BatchMarkDeleted) and the watermarked bucket GC
+// durable tombstones (BatchMarkDeleted; BatchMarkEvicted marks the ones
+// eviction made, so a rebuild tells them from removals) and the
+// watermarked bucket GC
 // that reclaims dead bytes with crash-safe intents (gc_*.go). The
 // master-follow loop and the data RPC build on this store.
 //
@@ -12,7 +14,7 @@
 //	<20-digit id>.bucket             value bytes, appended
 //	<20-digit id>.meta               BucketMetadata (msgpack, CRC-32C trailer): the commit point
 //	.bucket_gc_intent                a GC round's {v, state, sources, target} (msgpack, CRC-32C), only during a round
-//	.tombstone_floor                 per key, the highest incarnation tombstoned here {v, floors[{k, inc, at}]} (msgpack, CRC-32C)
+//	.tombstone_floor                 per key, the highest incarnation tombstoned here {v, floors[{k, inc, at, ev?}]} (msgpack, CRC-32C)
 //
 // All file access goes through holder/fsys, and every step of a put or a
 // tombstone persistence and of a GC round has a named crash point

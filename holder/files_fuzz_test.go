@@ -133,6 +133,7 @@ func FuzzDecodeFloors(f *testing.F) {
 		{},
 		{"a": {inc: api.ObjectIncarnation{High: 1, Low: 2}, at: 1700000000000000000}},
 		{"k1": {inc: api.ObjectIncarnation{Low: 1}, at: 1}, "k2/x": {inc: api.ObjectIncarnation{High: 1 << 60, Low: 1 << 63}, at: -1}},
+		{"ev": {inc: api.ObjectIncarnation{High: 1, Low: 3}, at: 5, evicted: true}, "rm": {inc: api.ObjectIncarnation{High: 1, Low: 4}, at: 6}},
 	} {
 		b, err := encodeFloors(floors)
 		if err != nil {

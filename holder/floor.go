@@ -24,6 +24,9 @@ const (
 	FloorFileName = ".tombstone_floor"
 	floorTmpName  = FloorFileName + ".tmp"
 	floorVersion  = 1
+	// floorVersionEvicted is version 1 plus the evicted mark of an entry,
+	// written only while some entry carries it (like metaVersionEvicted).
+	floorVersionEvicted = 2
 	// MaxFloorFileSize bounds the floor file read from disk (and written:
 	// a change that would exceed it fails retryably, nothing acked).
 	MaxFloorFileSize = 256 << 20
@@ -57,6 +60,15 @@ const (
 type floorEntry struct {
 	inc api.ObjectIncarnation
 	at  int64 // holder clock (unix ns) when inc was recorded
+	// evicted: inc itself died here by eviction, not removal (what the
+	// reclaimed tombstone said), so a rebuild does not read it as removed.
+	evicted bool
+}
+
+// deadKey is an incarnation a floor is raised for, with how it died.
+type deadKey struct {
+	objectKey
+	evicted bool
 }
 
 type floorFile struct {
@@ -69,6 +81,7 @@ type floorFileItem struct {
 	Key string                `msgpack:"k"`
 	Inc api.ObjectIncarnation `msgpack:"inc"`
 	At  int64                 `msgpack:"at"`
+	Ev  bool                  `msgpack:"ev,omitempty"`
 }
 
 // covers reports whether the floor makes (key, inc) dead: inc ≤ floor.
@@ -80,7 +93,10 @@ func covers(floors map[string]floorEntry, k objectKey) bool {
 func encodeFloors(floors map[string]floorEntry) ([]byte, error) {
 	ff := floorFile{V: floorVersion, Floors: make([]floorFileItem, 0, len(floors))}
 	for k, f := range floors {
-		ff.Floors = append(ff.Floors, floorFileItem{Key: k, Inc: f.inc, At: f.at})
+		ff.Floors = append(ff.Floors, floorFileItem{Key: k, Inc: f.inc, At: f.at, Ev: f.evicted})
+		if f.evicted {
+			ff.V = floorVersionEvicted
+		}
 	}
 	sort.Slice(ff.Floors, func(i, j int) bool { return ff.Floors[i].Key < ff.Floors[j].Key })
 	b, err := sealChecksum(&ff)
@@ -100,8 +116,8 @@ func decodeFloors(name string, b []byte) (map[string]floorEntry, error) {
 	if err := decodeChecked(b, "a tombstone floor", MaxFloorFileSize, msgpackscan.Limits{MaxItems: maxFloorEntries}, &ff); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
-	if ff.V != floorVersion {
-		return nil, fmt.Errorf("%w: %s: tombstone floor version %d (this build reads %d)", ErrUnknownVersion, name, ff.V, floorVersion)
+	if ff.V != floorVersion && ff.V != floorVersionEvicted {
+		return nil, fmt.Errorf("%w: %s: tombstone floor version %d (this build reads %d and %d)", ErrUnknownVersion, name, ff.V, floorVersion, floorVersionEvicted)
 	}
 	out := make(map[string]floorEntry, len(ff.Floors))
 	for i, it := range ff.Floors {
@@ -111,7 +127,10 @@ func decodeFloors(name string, b []byte) (map[string]floorEntry, error) {
 		if _, dup := out[it.Key]; dup {
 			return nil, fmt.Errorf("%w: %s: key %q listed twice", ErrCorrupt, name, it.Key)
 		}
-		out[it.Key] = floorEntry{inc: it.Inc, at: it.At}
+		if it.Ev && ff.V == floorVersion {
+			return nil, fmt.Errorf("%w: %s: entry %d: version-1 floor carries the version-2 evicted mark", ErrCorrupt, name, i)
+		}
+		out[it.Key] = floorEntry{inc: it.Inc, at: it.At, evicted: it.Ev}
 	}
 	return out, nil
 }
@@ -130,12 +149,14 @@ func readFloors(fs fsys.FS, dir string) (map[string]floorEntry, error) {
 }
 
 // raiseFloors durably records that every key in dead is dead at its
-// incarnation (and below), then shows the new floors in memory. Entries
+// incarnation (and below), then shows the new floors in memory. An entry
+// keeps the evicted mark only while every death recorded at its
+// incarnation was an eviction: a removal at the same incarnation clears it. Entries
 // past the retention are dropped on the way. Nothing changes, on disk or
 // in memory, unless the new file was renamed in place; a failed directory
 // fsync after the rename is an error too (the caller must not answer a
 // terminal outcome), and the next change rewrites the file anyway.
-func (s *Store) raiseFloors(dead []objectKey, pts persistPoints) error {
+func (s *Store) raiseFloors(dead []deadKey, pts persistPoints) error {
 	s.floorMu.Lock()
 	defer s.floorMu.Unlock()
 	now := s.opts.Now().UnixNano()
@@ -151,9 +172,14 @@ func (s *Store) raiseFloors(dead []objectKey, pts persistPoints) error {
 	}
 	for _, k := range dead {
 		if f, ok := next[k.key]; ok && !f.inc.Less(k.inc) {
+			if f.inc == k.inc && f.evicted && !k.evicted {
+				f.evicted = false
+				next[k.key] = f
+				changed = true
+			}
 			continue
 		}
-		next[k.key] = floorEntry{inc: k.inc, at: now}
+		next[k.key] = floorEntry{inc: k.inc, at: now, evicted: k.evicted}
 		changed = true
 	}
 	s.mu.Unlock()

@@ -53,7 +53,7 @@ func (w *gcWorker) evictOldest(tried map[uint64]bool) (int, error) {
 		}
 	}
 	n := 0
-	for _, res := range s.BatchMarkDeleted(tasks) {
+	for _, res := range s.BatchMarkEvicted(tasks) {
 		if res.Outcome == api.AckRemoved {
 			n++
 		}

@@ -72,6 +72,7 @@ func (w *gcWorker) runRound(p *gcPlan) error {
 		for i, r := range p.records {
 			if r.src.states[r.slot] != stateLive {
 				tmeta.Objects[i].Tombstoned = true
+				tmeta.Objects[i].Evicted = s.diedByEvictionLocked(objectKey{r.obj.Key, r.obj.Incarnation}, &r.src.meta.Objects[r.slot])
 			}
 		}
 	}
@@ -123,10 +124,10 @@ func (w *gcWorker) runRound(p *gcPlan) error {
 // deadInSources lists the dead incarnations the round's sources hold:
 // tombstoned records, and duplicates a tombstone elsewhere hides. A live
 // duplicate hidden only by a newer live copy is not dead and not listed.
-func (s *Store) deadInSources(p *gcPlan) []objectKey {
+func (s *Store) deadInSources(p *gcPlan) []deadKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []objectKey
+	var out []deadKey
 	for _, b := range p.sources {
 		for slot, st := range b.states {
 			if st == stateLive {
@@ -135,11 +136,31 @@ func (s *Store) deadInSources(p *gcPlan) []objectKey {
 			o := &b.meta.Objects[slot]
 			k := objectKey{o.Key, o.Incarnation}
 			if _, dead := s.idx.dead[k]; st == stateTombstoned || dead || atFloor(s.floors, k) {
-				out = append(out, k)
+				out = append(out, deadKey{k, s.diedByEvictionLocked(k, o)})
 			}
 		}
 	}
 	return out
+}
+
+// diedByEvictionLocked reports whether every record of k's death here is
+// an eviction: its tombstones in the index, a floor entry at exactly its
+// incarnation, and own (the record in hand, nil for none) when it is a
+// tombstone. No record of a death at all reads as a removal, the safe
+// default. Called with s.mu held.
+func (s *Store) diedByEvictionLocked(k objectKey, own *ObjectMeta) bool {
+	evicted, seen := true, false
+	if _, dead := s.idx.dead[k]; dead {
+		_, ev := s.idx.evicted[k]
+		evicted, seen = evicted && ev, true
+	}
+	if f, ok := s.floors[k.key]; ok && f.inc == k.inc {
+		evicted, seen = evicted && f.evicted, true
+	}
+	if own != nil && own.Tombstoned {
+		evicted, seen = evicted && own.Evicted, true
+	}
+	return evicted && seen
 }
 
 // writeTarget creates the target, streams every planned record into it
@@ -196,7 +217,7 @@ func (w *gcWorker) copyRecords(p *gcPlan, tb *bucket) ([]ObjectMeta, int64, erro
 				}
 				o := r.obj
 				o.Offset = toff + (r.obj.Offset - start)
-				o.Tombstoned = false
+				o.Tombstoned, o.Evicted = false, false
 				objs = append(objs, o)
 				s.testHook(hookGCCopiedRecord)
 				cur++
@@ -261,7 +282,7 @@ func (s *Store) switchIndex(p *gcPlan, tb *bucket, tmeta *BucketMetadata, metaSi
 			k := objectKey{o.Key, o.Incarnation}
 			if o.Tombstoned {
 				tb.states[i] = stateTombstoned
-				s.idx.dead[k] = tb.id
+				s.idx.markDead(k, tb.id, o.Evicted)
 				delete(s.idx.live, k)
 				continue
 			}
@@ -279,7 +300,7 @@ func (s *Store) switchIndex(p *gcPlan, tb *bucket, tmeta *BucketMetadata, metaSi
 			o := &b.meta.Objects[slot]
 			k := objectKey{o.Key, o.Incarnation}
 			if b.states[slot] == stateTombstoned && s.idx.dead[k] == b.id {
-				delete(s.idx.dead, k) // the tombstone is reclaimed with its bytes
+				s.idx.forget(k) // the tombstone is reclaimed with its bytes
 			}
 		}
 		b.retired = true

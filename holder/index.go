@@ -32,10 +32,32 @@ type location struct {
 type index struct {
 	live map[objectKey]location
 	dead map[objectKey]uint64 // → bucket id holding the tombstone
+	// evicted holds the dead incarnations every tombstone of which is an
+	// eviction (a subset of dead's keys): what Records reports as evicted.
+	evicted map[objectKey]struct{}
 }
 
 func newIndex() index {
-	return index{live: make(map[objectKey]location), dead: make(map[objectKey]uint64)}
+	return index{live: make(map[objectKey]location), dead: make(map[objectKey]uint64), evicted: make(map[objectKey]struct{})}
+}
+
+// markDead records a tombstone of k in bucket id; evicted says how it
+// died. A removal anywhere outweighs any number of evictions.
+func (idx *index) markDead(k objectKey, id uint64, evicted bool) {
+	_, wasDead := idx.dead[k]
+	_, wasEvicted := idx.evicted[k]
+	idx.dead[k] = id
+	if evicted && (!wasDead || wasEvicted) {
+		idx.evicted[k] = struct{}{}
+	} else {
+		delete(idx.evicted, k)
+	}
+}
+
+// forget drops k's tombstone, reclaimed with its bytes.
+func (idx *index) forget(k objectKey) {
+	delete(idx.dead, k)
+	delete(idx.evicted, k)
 }
 
 // recordState is what loading decided for one metadata slot.
@@ -63,7 +85,7 @@ func buildIndex(metas map[uint64]*BucketMetadata, ids []uint64, floors map[strin
 		for i := range m.Objects {
 			o := &m.Objects[i]
 			if o.Tombstoned {
-				idx.dead[objectKey{o.Key, o.Incarnation}] = id
+				idx.markDead(objectKey{o.Key, o.Incarnation}, id, o.Evicted)
 			}
 		}
 		states[id] = make([]recordState, len(m.Objects))

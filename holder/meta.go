@@ -13,10 +13,15 @@ import (
 )
 
 // Metadata versions. Version 0 is the legacy shape (no "v", no incarnation,
-// no tombstone); version 1 is what this build writes.
+// no tombstone); version 1 is what this build writes for a bucket without
+// an evicted record; version 2 is version 1 plus the evicted mark, written
+// only by a bucket that holds one. A build that reads 0 and 1 refuses a
+// version-2 file instead of reading an eviction as a removal and losing
+// the mark on its next rewrite.
 const (
 	metaVersionLegacy  = 0
 	metaVersionCurrent = 1
+	metaVersionEvicted = 2
 )
 
 // MaxMetaFileSize bounds a .meta file read from disk. A full bucket of
@@ -54,6 +59,11 @@ type ObjectMeta struct {
 	Size        int64                 `msgpack:"size"`
 	CRC32C      uint32                `msgpack:"crc"`
 	Tombstoned  bool                  `msgpack:"tomb"`
+	// Evicted qualifies a tombstone: the record died because the holder
+	// evicted it under disk pressure (the master dropped the replica), not
+	// because its incarnation was removed. A rebuild may adopt the
+	// incarnation from another holder's live copy; a removal it never may.
+	Evicted bool `msgpack:"evicted,omitempty"`
 }
 
 // legacyBucketMetadata is the version-0 shape, as written before
@@ -97,9 +107,20 @@ func sealChecksum(v any) ([]byte, error) {
 
 func encodeMeta(m *BucketMetadata) ([]byte, error) {
 	c := *m
-	c.V = metaVersionCurrent
+	c.V = metaVersionFor(m)
 	c.Checksum = 0
 	return sealChecksum(&c)
+}
+
+// metaVersionFor is the version m is written in: 2 only when a record
+// carries the evicted mark, so a bucket without one stays version 1.
+func metaVersionFor(m *BucketMetadata) uint32 {
+	for i := range m.Objects {
+		if m.Objects[i].Evicted {
+			return metaVersionEvicted
+		}
+	}
+	return metaVersionCurrent
 }
 
 func encodeLegacyMeta(m *legacyBucketMetadata) ([]byte, error) {
@@ -119,17 +140,24 @@ func decodeMeta(name string, id uint64, b []byte) (*BucketMetadata, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
 	switch m.V {
+	case metaVersionEvicted:
 	case metaVersionCurrent:
+		// Version 1 has no evicted mark: a writer that set one wrote 2.
+		for i := range m.Objects {
+			if m.Objects[i].Evicted {
+				return nil, fmt.Errorf("%w: %s: version-1 metadata carries the version-2 evicted mark", ErrCorrupt, name)
+			}
+		}
 	case metaVersionLegacy:
 		// The legacy shape has no incarnation and no tombstone; a "legacy"
 		// file carrying them is not one this build knows how to read.
 		for i := range m.Objects {
-			if !m.Objects[i].Incarnation.IsZero() || m.Objects[i].Tombstoned {
+			if !m.Objects[i].Incarnation.IsZero() || m.Objects[i].Tombstoned || m.Objects[i].Evicted {
 				return nil, fmt.Errorf("%w: %s: version-0 metadata carries version-1 fields", ErrCorrupt, name)
 			}
 		}
 	default:
-		return nil, fmt.Errorf("%w: %s: metadata version %d (this build reads 0 and 1)", ErrUnknownVersion, name, m.V)
+		return nil, fmt.Errorf("%w: %s: metadata version %d (this build reads 0, 1 and 2)", ErrUnknownVersion, name, m.V)
 	}
 	if err := m.validate(id); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
@@ -150,6 +178,9 @@ func (m *BucketMetadata) validate(id uint64) error {
 		o := &m.Objects[i]
 		if err := api.ValidKey(o.Key); err != nil {
 			return fmt.Errorf("record %d: %v", i, err)
+		}
+		if o.Evicted && !o.Tombstoned {
+			return fmt.Errorf("record %d (%q): evicted but not tombstoned", i, o.Key)
 		}
 		if len(o.Tenant) > api.MaxTenantLen {
 			return fmt.Errorf("record %d: tenant of %d bytes", i, len(o.Tenant))

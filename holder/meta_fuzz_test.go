@@ -24,7 +24,15 @@ func FuzzDecodeMeta(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	evicted, err := encodeMeta(&BucketMetadata{BucketID: 3, DataSize: 10, Objects: []ObjectMeta{
+		{Key: "k", Incarnation: api.ObjectIncarnation{High: 1, Low: 2}, Size: 10, Tombstoned: true, Evicted: true},
+		{Key: "j", Incarnation: api.ObjectIncarnation{High: 1, Low: 3}, Size: 0, Tombstoned: true},
+	}})
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Add(good)
+	f.Add(evicted)
 	f.Add(legacy)
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {

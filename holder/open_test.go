@@ -147,7 +147,7 @@ func TestCorruptMetadataFailsClosedAndPreservesBucketFiles(t *testing.T) {
 	t.Run("unknown version", func(t *testing.T) {
 		dir := twoBuckets(t)
 		m := readMetaFile(t, dir, 1)
-		m.V = 2
+		m.V = metaVersionEvicted + 1
 		m.Checksum = 0
 		raw, err := sealChecksum(m) // a well-formed file of a future version
 		if err != nil {

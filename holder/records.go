@@ -15,7 +15,9 @@ import (
 // key's tombstone floor after GC reclaimed it) with Tombstoned set. It is
 // what `operator rebuild` merges into a new object table, so a dead
 // incarnation is reported dead even where another copy of it would read
-// as live: the rebuild must never bring it back.
+// as live: the rebuild must never bring it back. A dead incarnation every
+// record of whose death here is an eviction is reported Evicted too, so
+// the rebuild may adopt it from another holder's live copy.
 func (s *Store) Records() []api.HolderRecord {
 	s.mu.Lock()
 	recs := make(map[objectKey]api.HolderRecord, len(s.idx.live)+len(s.idx.dead))
@@ -24,11 +26,11 @@ func (s *Store) Records() []api.HolderRecord {
 		recs[k] = api.HolderRecord{Key: k.key, Tenant: o.Tenant, Incarnation: k.inc, Size: loc.size, CRC32C: loc.crc}
 	}
 	for k := range s.idx.dead {
-		recs[k] = api.HolderRecord{Key: k.key, Incarnation: k.inc, Tombstoned: true}
+		recs[k] = api.HolderRecord{Key: k.key, Incarnation: k.inc, Tombstoned: true, Evicted: s.diedByEvictionLocked(k, nil)}
 	}
 	for key, f := range s.floors {
 		k := objectKey{key, f.inc}
-		recs[k] = api.HolderRecord{Key: key, Incarnation: f.inc, Tombstoned: true}
+		recs[k] = api.HolderRecord{Key: key, Incarnation: f.inc, Tombstoned: true, Evicted: s.diedByEvictionLocked(k, nil)}
 	}
 	s.mu.Unlock()
 	out := make([]api.HolderRecord, 0, len(recs))

@@ -32,6 +32,18 @@ const maxResolveRounds = 4
 //
 // One task's outcome never depends on another bucket's failure.
 func (s *Store) BatchMarkDeleted(tasks []api.LocalDeleteTask) []api.TaskResult {
+	return s.markDead(tasks, false)
+}
+
+// BatchMarkEvicted is BatchMarkDeleted for records the master agreed to
+// drop under disk pressure: the same durable tombstone, marked evicted in
+// the same metadata write, so a rebuild can tell the copy was given up for
+// space and not removed. A record already dead keeps the mark it has.
+func (s *Store) BatchMarkEvicted(tasks []api.LocalDeleteTask) []api.TaskResult {
+	return s.markDead(tasks, true)
+}
+
+func (s *Store) markDead(tasks []api.LocalDeleteTask, evicted bool) []api.TaskResult {
 	results := make([]api.TaskResult, len(tasks))
 	for i, t := range tasks {
 		results[i] = api.TaskResult{TaskID: t.ID, Key: t.Key, Incarnation: t.Incarnation}
@@ -85,10 +97,10 @@ func (s *Store) BatchMarkDeleted(tasks []api.LocalDeleteTask) []api.TaskResult {
 		sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
 		pending = pending[:0]
 		for _, id := range ids {
-			pending = append(pending, s.tombstoneBucket(id, tasks, results, groups[id])...)
+			pending = append(pending, s.tombstoneBucket(id, tasks, results, groups[id], evicted)...)
 		}
 		if len(absent) > 0 {
-			pending = append(pending, s.recordAbsent(tasks, results, absent)...)
+			pending = append(pending, s.recordAbsent(tasks, results, absent, evicted)...)
 		}
 	}
 	return results
@@ -136,13 +148,13 @@ func (s *Store) resolve(tasks []api.LocalDeleteTask, results []api.TaskResult, i
 // either committed before the check (the task is returned to be
 // tombstoned like any live record) or is planned after the floor is
 // raised (and refused). A floor that cannot be persisted leaves the tasks
-// RetryableFailure.
-func (s *Store) recordAbsent(tasks []api.LocalDeleteTask, results []api.TaskResult, idxs []int) []int {
+// RetryableFailure. evicted marks the floors as evictions.
+func (s *Store) recordAbsent(tasks []api.LocalDeleteTask, results []api.TaskResult, idxs []int, evicted bool) []int {
 	s.testHook(hookTombstoneFloorWait)
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	var live, need []int
-	var dead []objectKey
+	var dead []deadKey
 	s.mu.Lock()
 	for _, i := range idxs {
 		k := objectKey{tasks[i].Key, tasks[i].Incarnation}
@@ -152,7 +164,7 @@ func (s *Store) recordAbsent(tasks []api.LocalDeleteTask, results []api.TaskResu
 			results[i].Outcome = api.AckAlreadyRemoved
 		} else {
 			need = append(need, i)
-			dead = append(dead, k)
+			dead = append(dead, deadKey{k, evicted})
 		}
 	}
 	s.mu.Unlock()
@@ -183,8 +195,8 @@ func (s *Store) recordAbsent(tasks []api.LocalDeleteTask, results []api.TaskResu
 
 // tombstoneBucket persists the tombstones of one bucket's tasks. It returns
 // the tasks whose record is no longer in this bucket (moved meanwhile), to
-// be re-resolved by the caller.
-func (s *Store) tombstoneBucket(id uint64, tasks []api.LocalDeleteTask, results []api.TaskResult, idxs []int) []int {
+// be re-resolved by the caller. evicted marks the tombstones as evictions.
+func (s *Store) tombstoneBucket(id uint64, tasks []api.LocalDeleteTask, results []api.TaskResult, idxs []int, evicted bool) []int {
 	s.mu.Lock()
 	b := s.buckets[id]
 	s.mu.Unlock()
@@ -220,7 +232,7 @@ func (s *Store) tombstoneBucket(id uint64, tasks []api.LocalDeleteTask, results 
 				s.log.Error("index and metadata disagree", "bucket", id, "slot", loc.slot, "key", k.key)
 				continue
 			}
-			o.Tombstoned = true
+			o.Tombstoned, o.Evicted = true, evicted
 			hits[loc.slot] = append(hits[loc.slot], i)
 		case ok:
 			moved = append(moved, i)
@@ -236,6 +248,7 @@ func (s *Store) tombstoneBucket(id uint64, tasks []api.LocalDeleteTask, results 
 	if len(hits) == 0 {
 		return moved
 	}
+	next.V = metaVersionFor(next)
 
 	start := time.Now()
 	n, err := s.persistMeta(id, next, tombstonePoints)
@@ -266,7 +279,7 @@ func (s *Store) tombstoneBucket(id uint64, tasks []api.LocalDeleteTask, results 
 		o := &next.Objects[slot]
 		k := objectKey{o.Key, o.Incarnation}
 		delete(s.idx.live, k)
-		s.idx.dead[k] = id
+		s.idx.markDead(k, id, o.Evicted)
 		b.states[slot] = stateTombstoned
 		b.liveBytes -= o.Size
 		b.deadBytes += o.Size

@@ -12,6 +12,9 @@
 //   - per key the newest incarnation that is live on some holder and
 //     tombstoned on none wins; a tombstoned (key, incarnation) never comes
 //     back, wherever else it still reads as live;
+//   - a tombstone a holder marks evicted (the copy was given up for space
+//     after the master dropped that replica) is no tombstone for that
+//     rule: it neither blocks the incarnation nor is adopted or deleted;
 //   - every other live copy (an older incarnation, one tombstoned
 //     elsewhere) becomes a delete task, not a place in the table;
 //   - copies of the winning incarnation that differ in size or checksum

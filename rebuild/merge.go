@@ -164,7 +164,7 @@ func (m *merger) key(key string, recs []held) {
 	dead := map[api.ObjectIncarnation]bool{}
 	for _, h := range recs {
 		p.IncFloor = max(p.IncFloor, h.rec.Incarnation.Low)
-		if h.rec.Tombstoned {
+		if removed(h.rec) {
 			dead[h.rec.Incarnation] = true
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/dfsio"
 	"sexton/fsm"
 	"sexton/rebuild"
 	"sexton/transport"
@@ -30,11 +31,13 @@ func setupRebuild(fs *flag.FlagSet) runFunc {
 	dryRun := fs.Bool("dry-run", false, "print what would be adopted, dropped and deleted; change nothing")
 	allowMissing := fs.Bool("allow-missing", false, "go on when a holder does not answer: its copies are reconciled when it mounts, but an incarnation only it holds is not adopted")
 	batch := fs.Int("batch", 512, fmt.Sprintf("items per Raft entry (1 to %d)", fsm.MaxRebuildItems))
+	dfsRoot := fs.String("dfs-root", envString(dfsio.EnvRoot, ""), "the lost cluster's DFS root, to report the DFS files no rebuild can adopt (env "+dfsio.EnvRoot+")")
+	dfsDrop := fs.Bool("dfs-drop", false, "rebuild although the DFS root holds files: objects that had only DFS replicas are lost")
 	return func(e *env, _ []string) error {
 		if *batch < 1 || *batch > fsm.MaxRebuildItems {
 			return fmt.Errorf("rebuild: --batch %d is outside 1..%d", *batch, fsm.MaxRebuildItems)
 		}
-		rep, err := runRebuild(e, rebuildOptions{holders: splitList(*holders), dryRun: *dryRun, allowMissing: *allowMissing, batch: *batch})
+		rep, err := runRebuild(e, rebuildOptions{holders: splitList(*holders), dryRun: *dryRun, allowMissing: *allowMissing, batch: *batch, dfsRoot: *dfsRoot, dfsDrop: *dfsDrop})
 		if rep != nil {
 			if oerr := e.output(rep, func() error { printRebuild(rep); return nil }); oerr != nil && err == nil {
 				err = oerr
@@ -55,6 +58,8 @@ type rebuildOptions struct {
 	dryRun       bool
 	allowMissing bool
 	batch        int
+	dfsRoot      string
+	dfsDrop      bool
 }
 
 // rebuildReport is the verb's answer (--json: this object on stdout).
@@ -82,6 +87,8 @@ type rebuildReport struct {
 	Adopt          []rebuildAdoptOut   `json:"adopt,omitempty"`  // --dry-run
 	Delete         []rebuildDeleteOut  `json:"delete,omitempty"` // --dry-run
 	Drop           []rebuildDroppedOut `json:"drop,omitempty"`   // --dry-run
+	DFSRoot        string              `json:"dfs_root,omitempty"`
+	DFSFiles       []rebuildDFSFile    `json:"dfs_files,omitempty"`
 }
 
 type rebuildConflict struct {
@@ -178,6 +185,9 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 		return nil, err
 	}
 	rep.ClusterID = fmt.Sprintf("%016x", plan.ClusterID)
+	if err := checkRebuildDFS(o, plan.ClusterID, rep); err != nil {
+		return nil, err
+	}
 	rep.IncFloor, rep.Records, rep.Keys, rep.Bytes = plan.IncFloor, plan.Records, len(plan.Objects), plan.Bytes
 	rep.Deletes, rep.Dropped, rep.LegacyRecords = len(plan.Deletes), len(plan.Dropped), plan.Legacy
 	for _, c := range plan.Conflicts {
@@ -382,6 +392,7 @@ func dedupe(s []string) []string {
 }
 
 func printRebuild(r *rebuildReport) {
+	printRebuildDFS(r)
 	for _, a := range r.Adopt {
 		fmt.Printf("adopt  %s %s size=%d replicas=%s\n", a.Key, a.Incarnation, a.Size, strings.Join(a.Segments, ","))
 	}
