@@ -46,7 +46,30 @@ type JobInfo struct {
 	// that started the job and of the last one that changed it.
 	Created int64 `msgpack:"created"`
 	Updated int64 `msgpack:"updated"`
+	// Kept lists, in key order, the keys after the cursor whose put
+	// started before the job and was acknowledged (PutEnd applied) after
+	// it: their incarnation is older than Start, yet the job leaves them.
+	// Only snapshots carry it; the job queries leave it empty.
+	Kept []JobKept `msgpack:"kept,omitempty"`
 }
+
+// JobKept is one key a job leaves although its incarnation is older than
+// the job's start: the put of that incarnation completed after the job
+// started.
+type JobKept struct {
+	Key         string            `msgpack:"key"`
+	Incarnation ObjectIncarnation `msgpack:"inc"`
+}
+
+// MaxJobKeptBytes bounds a job's Kept list, counted with JobKeptCost, so
+// a job record fits a snapshot chunk (1 MiB) with room for its prefix and
+// cursor. A job starts only if the puts in progress under its prefix fit
+// it: only they can complete after the start with an older incarnation.
+const MaxJobKeptBytes = 768 << 10
+
+// JobKeptCost is what one Kept key counts against MaxJobKeptBytes: the
+// key and a generous bound on its entry's encoding around it.
+func JobKeptCost(key string) int { return len(key) + 64 }
 
 // Active reports whether the leader still advances the job.
 func (j JobInfo) Active() bool { return j.State == JobRunning || j.State == JobPausedRegistryFull }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/fsm"
 )
 
 // TestPrefixDeleteJobSurvivesLeaderKill: a prefix delete over many more
@@ -68,7 +69,7 @@ func TestPrefixDeleteJobSurvivesLeaderKill(t *testing.T) {
 	st := tc.waitLeader(t).fsm.Stats()
 	// +1: the overwrite above queued its old copy's task, maybe after the
 	// job had filled its share.
-	if st.PendingTasks > capacity-capacity/jobReserveFraction+1 {
+	if st.PendingTasks > capacity-fsm.JobRegistryReserve(capacity)+1 {
 		t.Fatalf("job filled %d of %d slots, past the clients' reserve", st.PendingTasks, capacity)
 	}
 	// A client's Remove still finds room.
