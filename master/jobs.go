@@ -135,6 +135,11 @@ func (n *Node) advanceJobs(ctx context.Context, scans map[uint64]*jobScan) bool 
 		if r.Stale {
 			continue
 		}
+		if last && r.Job.Active() {
+			// Apply found a key the job owns that the scan did not list
+			// (jobHasMore): scan again rather than repeat the last step.
+			delete(scans, j.ID)
+		}
 		moved = moved || r.Removed+r.Skipped > 0 || r.Job.State != j.State
 		if r.Job.State == api.JobDone {
 			n.log.Info("bulk-delete job done", "job", j.ID, "prefix", j.Prefix, "removed", r.Job.Removed, "skipped", r.Job.Skipped, "steps", r.Job.Steps)
