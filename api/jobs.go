@@ -31,14 +31,14 @@ type JobInfo struct {
 	Prefix string `msgpack:"prefix"`
 	// Start is the newest incarnation the job removes: a key whose
 	// COMPLETE incarnation is newer was put after the job started and is
-	// left alone.
+	// left alone, and so is one listed in Kept.
 	Start ObjectIncarnation `msgpack:"start"`
 	// Cursor is the last key the job has dealt with, in byte order; every
 	// key up to it under the prefix is done.
 	Cursor  string `msgpack:"cursor"`
 	Removed int64  `msgpack:"removed"`
-	// Skipped counts keys the job looked at and left: put after its start,
-	// or already gone when their step applied.
+	// Skipped counts keys the job looked at and left: put after its start
+	// or acknowledged after it, or already gone when their step applied.
 	Skipped int64  `msgpack:"skipped"`
 	State   string `msgpack:"state"`
 	Steps   int64  `msgpack:"steps"`
