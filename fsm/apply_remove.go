@@ -95,7 +95,9 @@ func (st *state) removeKey(key string, want api.ObjectIncarnation, now int64) (i
 }
 
 // removeKeyWithin is removeKey filling the registry to at most limit
-// tasks: a job step leaves the clients' reserve (JobRegistryReserve).
+// tasks: a job step leaves the clients' reserve (JobRegistryReserve). A
+// key that needs no task (no replica on a segment that takes tasks) is
+// removed even while clients fill the reserve past the limit.
 func (st *state) removeKeyWithin(key string, want api.ObjectIncarnation, now int64, limit int) (int, *api.Error) {
 	if err := api.ValidKey(key); err != nil {
 		return 0, api.AsError(err)
@@ -109,7 +111,7 @@ func (st *state) removeKeyWithin(key string, want api.ObjectIncarnation, now int
 		return 0, api.Errorf(api.CodeIncarnationMismatch, "key %q holds %s, not %s", key, e.complete.inc, want)
 	}
 	plan := st.planTasks(key, e, e.complete)
-	if st.reg.len()+len(plan) > limit {
+	if len(plan) > 0 && st.reg.len()+len(plan) > limit {
 		st.objects.putBack(key, e.complete)
 		return 0, registryFull(key, len(plan), st.reg.len(), limit)
 	}

@@ -101,3 +101,30 @@ func TestJobStartRepeatAnswersALegacyStoredResult(t *testing.T) {
 		t.Fatalf("repeat answered job %d (dup %v), want %d", again.Job.ID, again.Duplicate, first.Job.ID)
 	}
 }
+
+// TestJobRemovesATasklessKeyWhileClientsFillTheReserve: a key that needs
+// no delete task (its replica's segment takes none) is removed by a job
+// step even while clients' Removes hold the registry past the job's limit;
+// a key that needs a task pauses the job.
+func TestJobRemovesATasklessKeyWhileClientsFillTheReserve(t *testing.T) {
+	h := newHarness(t, 10)
+	h.epoch(7)
+	h.mustMount("c1", "s1", tombstoneCaps...)
+	h.mustMount("c2", "s2")
+	h.put("a/1", "s2")
+	h.put("a/2", "s1")
+	var fill []string
+	for i := range 10 {
+		k := fmt.Sprintf("c/%d", i)
+		h.put(k, "s1")
+		fill = append(fill, k)
+	}
+	if r := h.remove(fill...); r.TasksCreated != 10 {
+		t.Fatalf("client removes created %d tasks, want the registry's 10", r.TasksCreated)
+	}
+	j := h.apply(&JobStart{Prefix: "a/", Now: h.now}).(*JobResult)
+	step := h.apply(&JobAdvance{Job: j.Job.ID, Keys: []string{"a/1", "a/2"}, Last: true, Now: h.now}).(*JobAdvanceResult)
+	if step.Err != nil || step.Removed != 1 || step.Job.Cursor != "a/1" || step.Job.State != api.JobPausedRegistryFull {
+		t.Fatalf("step: %+v", step)
+	}
+}
