@@ -133,7 +133,8 @@ func (t *jobTable) keptList(id uint64) []api.JobKept {
 // start) and has not yet passed key keeps key, so an acknowledged put is
 // never taken by a job that started while it was in progress. The puts a
 // job can keep are the ones in progress under its prefix at its start,
-// which applyJobStart checked fit api.MaxJobKeptBytes. O(jobs kept).
+// which applyJobStart checked fit api.MaxJobKeptBytes. O(job records:
+// at most MaxActiveJobs + MaxFinishedJobs).
 func (t *jobTable) notePutEnd(key string, inc api.ObjectIncarnation) {
 	for _, j := range t.jobs {
 		if j.Active() && inc.Less(j.Start) && key > j.Cursor && strings.HasPrefix(key, j.Prefix) {
