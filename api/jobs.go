@@ -31,14 +31,14 @@ type JobInfo struct {
 	Prefix string `msgpack:"prefix"`
 	// Start is the newest incarnation the job removes: a key whose
 	// COMPLETE incarnation is newer was put after the job started and is
-	// left alone.
+	// left alone, and so is one listed in Kept.
 	Start ObjectIncarnation `msgpack:"start"`
 	// Cursor is the last key the job has dealt with, in byte order; every
 	// key up to it under the prefix is done.
 	Cursor  string `msgpack:"cursor"`
 	Removed int64  `msgpack:"removed"`
-	// Skipped counts keys the job looked at and left: put after its start,
-	// or already gone when their step applied.
+	// Skipped counts keys the job looked at and left: put after its start
+	// or acknowledged after it, or already gone when their step applied.
 	Skipped int64  `msgpack:"skipped"`
 	State   string `msgpack:"state"`
 	Steps   int64  `msgpack:"steps"`
@@ -46,7 +46,30 @@ type JobInfo struct {
 	// that started the job and of the last one that changed it.
 	Created int64 `msgpack:"created"`
 	Updated int64 `msgpack:"updated"`
+	// Kept lists, in key order, the keys after the cursor whose put
+	// started before the job and was acknowledged (PutEnd applied) after
+	// it: their incarnation is older than Start, yet the job leaves them.
+	// Only snapshots carry it; the job queries leave it empty.
+	Kept []JobKept `msgpack:"kept,omitempty"`
 }
+
+// JobKept is one key a job leaves although its incarnation is older than
+// the job's start: the put of that incarnation completed after the job
+// started.
+type JobKept struct {
+	Key         string            `msgpack:"key"`
+	Incarnation ObjectIncarnation `msgpack:"inc"`
+}
+
+// MaxJobKeptBytes bounds a job's Kept list, counted with JobKeptCost, so
+// a job record fits a snapshot chunk (1 MiB) with room for its prefix and
+// cursor. A job starts only if the puts in progress under its prefix fit
+// it: only they can complete after the start with an older incarnation.
+const MaxJobKeptBytes = 768 << 10
+
+// JobKeptCost is what one Kept key counts against MaxJobKeptBytes: the
+// key and a generous bound on its entry's encoding around it.
+func JobKeptCost(key string) int { return len(key) + 64 }
 
 // Active reports whether the leader still advances the job.
 func (j JobInfo) Active() bool { return j.State == JobRunning || j.State == JobPausedRegistryFull }

@@ -9,8 +9,11 @@ import (
 )
 
 // StartPrefixDelete starts a bulk delete of every key under prefix that
-// exists now (keys put later stay). An empty prefix needs all, which
-// deletes every key.
+// exists now: whose put was acknowledged before the job started. A key
+// whose put is acknowledged later stays, even if that put began before
+// the job. An empty prefix needs all, which deletes every key. The start
+// is refused (UNAVAILABLE) while more puts are in progress under prefix
+// than the job can track (api.MaxJobKeptBytes); retry later.
 func (c *Client) StartPrefixDelete(ctx context.Context, prefix string, all bool) (api.JobInfo, error) {
 	req := api.JobStartRequest{Prefix: prefix, All: all}
 	var resp api.JobStartResponse

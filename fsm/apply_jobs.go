@@ -12,6 +12,19 @@ import (
 // MaxActiveJobs active and MaxFinishedJobs finished jobs.
 type jobTable struct {
 	jobs []*api.JobInfo
+	// kept holds, per active job id, the keys the job leaves although
+	// their incarnation is at most its start: their put started before
+	// the job and completed after it (notePutEnd). A job with none has no
+	// entry. The records in jobs never carry Kept; a snapshot view fills
+	// it in from here.
+	kept map[uint64]*keptSet
+}
+
+// keptSet is one job's kept keys after its cursor, with their cost
+// (api.JobKeptCost) against api.MaxJobKeptBytes.
+type keptSet struct {
+	inc   map[string]api.ObjectIncarnation
+	bytes int
 }
 
 func (t *jobTable) find(id uint64) *api.JobInfo {
@@ -45,13 +58,119 @@ func (t *jobTable) pruneFinished() {
 	}
 }
 
+// finish ends job j in state (done or cancelled): it forgets j's kept
+// keys, which only an active job reads, and the oldest finished jobs
+// beyond the bound.
+func (t *jobTable) finish(j *api.JobInfo, state string, now int64) {
+	j.State, j.Updated = state, now
+	delete(t.kept, j.ID)
+	t.pruneFinished()
+}
+
+// keeps reports whether job j leaves key's COMPLETE incarnation inc
+// although inc is at most its start: its put completed after the start.
+func (t *jobTable) keeps(j *api.JobInfo, key string, inc api.ObjectIncarnation) bool {
+	ks := t.kept[j.ID]
+	if ks == nil {
+		return false
+	}
+	k, ok := ks.inc[key]
+	return ok && k == inc
+}
+
+// addKept records that job j leaves key at inc.
+func (t *jobTable) addKept(j *api.JobInfo, key string, inc api.ObjectIncarnation) {
+	if t.kept == nil {
+		t.kept = make(map[uint64]*keptSet)
+	}
+	ks := t.kept[j.ID]
+	if ks == nil {
+		ks = &keptSet{inc: make(map[string]api.ObjectIncarnation)}
+		t.kept[j.ID] = ks
+	}
+	if _, had := ks.inc[key]; !had {
+		key = strings.Clone(key)
+		ks.bytes += api.JobKeptCost(key)
+	}
+	ks.inc[key] = inc
+}
+
+// dropKeptThrough forgets job j's kept keys up to its cursor: the job
+// never looks at them again. O(kept keys); a job has kept keys only while
+// puts it found in progress complete ahead of its cursor.
+func (t *jobTable) dropKeptThrough(j *api.JobInfo) {
+	ks := t.kept[j.ID]
+	if ks == nil {
+		return
+	}
+	for k := range ks.inc {
+		if k <= j.Cursor {
+			delete(ks.inc, k)
+			ks.bytes -= api.JobKeptCost(k)
+		}
+	}
+	if len(ks.inc) == 0 {
+		delete(t.kept, j.ID)
+	}
+}
+
+// keptList is job id's kept keys in key order, for a snapshot record.
+func (t *jobTable) keptList(id uint64) []api.JobKept {
+	ks := t.kept[id]
+	if ks == nil {
+		return nil
+	}
+	out := make([]api.JobKept, 0, len(ks.inc))
+	for k, inc := range ks.inc {
+		out = append(out, api.JobKept{Key: k, Incarnation: inc})
+	}
+	slices.SortFunc(out, func(a, b api.JobKept) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// notePutEnd is called when key's put of incarnation inc completes: every
+// active job that started after that put did (inc is older than its
+// start) and has not yet passed key keeps key, so an acknowledged put is
+// never taken by a job that started while it was in progress. The puts a
+// job can keep are the ones in progress under its prefix at its start,
+// which applyJobStart checked fit api.MaxJobKeptBytes. O(job records:
+// at most MaxActiveJobs + MaxFinishedJobs).
+func (t *jobTable) notePutEnd(key string, inc api.ObjectIncarnation) {
+	for _, j := range t.jobs {
+		if j.Active() && inc.Less(j.Start) && key > j.Cursor && strings.HasPrefix(key, j.Prefix) {
+			t.addKept(j, key, inc)
+		}
+	}
+}
+
+// pendingUnder is the cost (api.JobKeptCost) of the puts in progress
+// under prefix: a bound on what a job over prefix started now can keep.
+// O(puts in progress).
+func (st *state) pendingUnder(prefix string) (n, bytes int) {
+	for k := range st.objects.pending {
+		if strings.HasPrefix(k, prefix) {
+			n++
+			bytes += api.JobKeptCost(k)
+		}
+	}
+	return n, bytes
+}
+
 // applyJobStart records a new prefix-delete job. Its start incarnation is
-// the one a PutStart at this entry would get: every key whose COMPLETE
-// incarnation is at most that was put before the job and is the job's to
-// remove.
+// the one a PutStart at this entry would get: a key whose COMPLETE
+// incarnation is at most that was put before the job, or its put was in
+// progress at the job's start. The job removes the former and keeps the
+// latter (notePutEnd): it removes exactly the keys whose COMPLETE
+// incarnation existed at its start. The puts in progress under the prefix
+// must fit the bound on what a job keeps, or the job is refused.
 func (st *state) applyJobStart(index uint64, c *JobStart) *JobResult {
 	if n := st.jobs.active(); n >= MaxActiveJobs {
 		return &JobResult{Err: api.Errorf(api.CodeUnavailable, "%d bulk-delete jobs are active, at most %d; cancel one or wait", n, MaxActiveJobs)}
+	}
+	if n, bytes := st.pendingUnder(c.Prefix); bytes > api.MaxJobKeptBytes {
+		return &JobResult{Err: api.Errorf(api.CodeUnavailable,
+			"%d puts are in progress under prefix %q (%d bytes of keys to track, at most %d): the job could not keep those acknowledged after its start; retry when fewer puts are in flight, or narrow the prefix",
+			n, c.Prefix, bytes, api.MaxJobKeptBytes)}
 	}
 	j := &api.JobInfo{
 		ID: index, Kind: api.JobKindPrefixDelete, Prefix: strings.Clone(c.Prefix),
@@ -63,13 +182,15 @@ func (st *state) applyJobStart(index uint64, c *JobStart) *JobResult {
 }
 
 // applyJobStartSessioned is applyJobStart answered once per session: the
-// stored answer is the job's start incarnation, whose Low is its id.
+// stored answer is the job's id (jobStartAnswer), which is not its start
+// incarnation's Low on a rebuilt cluster (that adds the rebuild's
+// incarnation base).
 func (st *state) applyJobStartSessioned(index uint64, c *JobStart) *JobResult {
 	g := st.sessionBegin(CmdJobStart, c.Session, c.Now)
 	if g.prev != nil {
 		out := &JobResult{Err: g.prev.err, Duplicate: true}
 		if g.prev.err == nil {
-			out.Job = st.jobInfo(g.prev.inc.Low)
+			out.Job = st.jobInfo(st.storedJobID(g.prev.inc))
 		}
 		return out
 	}
@@ -81,11 +202,37 @@ func (st *state) applyJobStartSessioned(index uint64, c *JobStart) *JobResult {
 		res.Err = storedErr(res.Err)
 		r := sessResult{kind: CmdJobStart, err: res.Err}
 		if res.Err == nil {
-			r.inc = res.Job.Start
+			r.inc = jobStartAnswer(res.Job.ID)
 		}
 		st.sessionEnd(&g, r)
 	}
 	return res
+}
+
+// jobStartAnswer is how a JobStart's session result keeps the job's id:
+// in an incarnation (the result's one field wide enough) whose High is 0.
+// A result with a non-zero High holds the job's start incarnation instead
+// (storedJobID).
+func jobStartAnswer(id uint64) api.ObjectIncarnation { return api.ObjectIncarnation{Low: id} }
+
+// storedJobID is the job id a JobStart's stored result names. A result
+// holding the job's start incarnation (High, the cluster id, non-zero:
+// snapshots written before results kept the id) names the job with that
+// start; if that job was dropped from the finished list, the start less
+// the cluster's incarnation base.
+func (st *state) storedJobID(inc api.ObjectIncarnation) uint64 {
+	if inc.High == 0 {
+		return inc.Low
+	}
+	for _, j := range st.jobs.jobs {
+		if j.Start == inc {
+			return j.ID
+		}
+	}
+	if inc.Low > st.incBase {
+		return inc.Low - st.incBase
+	}
+	return inc.Low
 }
 
 // jobInfo is a copy of job id, or a record naming only the id when the job
@@ -109,8 +256,7 @@ func (st *state) applyJobCancel(c *JobCancel) *JobResult {
 		return &JobResult{Err: unknownJob(c.Job)}
 	}
 	if j.Active() {
-		j.State, j.Updated = api.JobCancelled, c.Now
-		st.jobs.pruneFinished()
+		st.jobs.finish(j, api.JobCancelled, c.Now)
 	}
 	return &JobResult{Job: *j}
 }
@@ -138,12 +284,14 @@ func (st *state) applyJobCancelSessioned(c *JobCancel) *JobResult {
 // strictly increasing (the leader lists them so); otherwise the step is
 // refused whole.
 //
-// Each key whose COMPLETE incarnation is at most the job's start is
-// removed exactly as Remove removes it (tasks reserved first). The first
-// key that does not fit the registry pauses the job and ends the step:
-// the cursor stays before it, so the key is neither skipped nor failed —
-// the next step retries it. A key with no COMPLETE incarnation under the
-// start (put after the job started, or already gone) is skipped.
+// Each key the job owns (owns: its COMPLETE incarnation existed at the
+// job's start) is removed exactly as Remove removes it (tasks reserved
+// first), but a step fills the registry only up to its capacity less the
+// clients' reserve (JobRegistryReserve), counted in task slots. The first
+// key that does not fit pauses the job and ends the step: the cursor stays
+// before it, so the key is neither skipped nor failed — the next step
+// retries it. A key the job does not own (put after the job started, its
+// put completed after the start, or already gone) is skipped.
 func (st *state) applyJobAdvance(c *JobAdvance) *JobAdvanceResult {
 	j := st.jobs.find(c.Job)
 	if j == nil {
@@ -167,15 +315,16 @@ func (st *state) applyJobAdvance(c *JobAdvance) *JobAdvanceResult {
 		return res
 	}
 	j.State = api.JobRunning
+	limit := st.reg.capacity - JobRegistryReserve(st.reg.capacity)
 	paused := false
 	for _, k := range c.Keys {
 		e := st.objects.get(k)
-		if e.complete == nil || j.Start.Less(e.complete.inc) {
+		if e.complete == nil || !st.jobs.owns(j, k, e.complete) {
 			res.Skipped++
 			j.Cursor = strings.Clone(k)
 			continue
 		}
-		_, err := st.removeKey(k, e.complete.inc, c.Now)
+		_, err := st.removeKeyWithin(k, e.complete.inc, c.Now, limit)
 		switch {
 		case err == nil:
 			res.Removed++
@@ -193,16 +342,22 @@ func (st *state) applyJobAdvance(c *JobAdvance) *JobAdvanceResult {
 	j.Skipped += int64(res.Skipped)
 	j.Steps++
 	j.Updated = c.Now
+	st.jobs.dropKeptThrough(j)
 	switch {
 	case paused:
 		j.State = api.JobPausedRegistryFull
 	case c.Last && !st.jobHasMore(j):
-		j.State = api.JobDone
-		st.jobs.pruneFinished()
+		st.jobs.finish(j, api.JobDone, c.Now)
 	}
 	res.Job = *j
 	return res
 }
+
+// JobRegistryReserve is the share of a registry of capacity task slots
+// that bulk-delete jobs leave to clients' own Removes and overwrites: a
+// job step never fills the registry past capacity less this, so a job
+// never makes a client's Remove fail closed for lack of room.
+func JobRegistryReserve(capacity int) int { return capacity / 10 }
 
 // jobHasMore reports whether a key the job must still remove lies after
 // its cursor, so a leader that missed a key cannot end a job early. It
@@ -210,39 +365,56 @@ func (st *state) applyJobAdvance(c *JobAdvance) *JobAdvanceResult {
 // the first such key: O(log objects + keys put after the job started).
 func (st *state) jobHasMore(j *api.JobInfo) bool {
 	more := false
-	st.objects.ascendComplete(j.Prefix, j.Cursor, func(_ string, o *object) bool {
-		more = jobOwns(j, o)
+	st.objects.ascendComplete(j.Prefix, j.Cursor, func(k string, o *object) bool {
+		more = st.jobs.owns(j, k, o)
 		return !more
 	})
 	return more
 }
 
-// jobOwns reports whether a key's COMPLETE incarnation c is one job j is
-// to remove: it is no newer than the job's start.
-func jobOwns(j *api.JobInfo, c *object) bool {
-	return !j.Start.Less(c.inc)
+// owns reports whether key's COMPLETE incarnation c is one job j is to
+// remove: it existed at the job's start, i.e. it is no newer than the
+// start and its put did not complete after the start (keeps).
+func (t *jobTable) owns(j *api.JobInfo, key string, c *object) bool {
+	return !j.Start.Less(c.inc) && !t.keeps(j, key, c.inc)
+}
+
+// jobTasks is an upper bound on the task slots removing o takes: its
+// LOCAL_DISK replicas on segments that take tasks (planTasks, which also
+// leaves out tasks already pending, is not safe under the read lock).
+func (st *state) jobTasks(o *object) int {
+	n := 0
+	for _, r := range o.replicas() {
+		if r.Kind != api.ReplicaLocalDisk {
+			continue
+		}
+		if seg := st.segments[r.Segment]; seg != nil && !seg.retired && seg.capable() {
+			n++
+		}
+	}
+	return n
 }
 
 // jobCandidates lists, in key order, up to limit keys after j's cursor
-// under its prefix whose COMPLETE incarnation is at most its start, and
-// whether they are all there are. It walks the ordered index from the
-// cursor: O(log objects + keys visited), the visited keys being the ones
-// returned plus those put after the job started.
-func (st *state) jobCandidates(j *api.JobInfo, limit int) ([]string, bool) {
-	var keys []string
+// under its prefix that the job owns, with the task slots each takes
+// (jobTasks), and whether they are all there are. It walks the ordered
+// index from the cursor: O(log objects + keys visited), the visited keys
+// being the ones returned plus those the job does not own.
+func (st *state) jobCandidates(j *api.JobInfo, limit int) ([]JobCandidate, bool) {
+	var out []JobCandidate
 	last := true
 	st.objects.ascendComplete(j.Prefix, j.Cursor, func(k string, o *object) bool {
-		if !jobOwns(j, o) {
+		if !st.jobs.owns(j, k, o) {
 			return true
 		}
-		if len(keys) == limit {
+		if len(out) == limit {
 			last = false
 			return false
 		}
-		keys = append(keys, k)
+		out = append(out, JobCandidate{Key: k, Tasks: st.jobTasks(o)})
 		return true
 	})
-	return keys, last
+	return out, last
 }
 
 // Jobs returns every job the state keeps, by id.
@@ -270,12 +442,20 @@ func (f *FSM) Job(id uint64) (api.JobInfo, bool) {
 // MaxJobScanKeys bounds the keys one JobCandidates call lists.
 const MaxJobScanKeys = 1 << 20
 
+// JobCandidate is a key a job is to remove and the task slots removing
+// it takes at most.
+type JobCandidate struct {
+	Key   string
+	Tasks int
+}
+
 // JobCandidates lists the keys after job id's cursor that the job is to
 // remove (at most limit, in key order) and whether they are all there
-// are. The leader proposes them, at most MaxJobStepKeys per step, with
+// are. The leader proposes them, at most MaxJobStepKeys per step and no
+// more task slots than the registry has above the clients' reserve, with
 // the job's cursor as After. It walks the ordered index under the read
 // lock (O(log objects + keys listed)).
-func (f *FSM) JobCandidates(id uint64, limit int) (job api.JobInfo, keys []string, last bool, ok bool) {
+func (f *FSM) JobCandidates(id uint64, limit int) (job api.JobInfo, keys []JobCandidate, last bool, ok bool) {
 	limit = max(1, min(limit, MaxJobScanKeys))
 	f.mu.RLock()
 	defer f.mu.RUnlock()

@@ -94,7 +94,8 @@ func (st *state) recordPending(index uint64, c *PutStartItem, replicas []api.Rep
 
 // applyPutEnd makes the pending incarnation visible. The incarnation it
 // supersedes gets delete tasks first; if they do not fit, nothing changes
-// and the put stays pending.
+// and the put stays pending. A prefix-delete job that started while the
+// put was in progress keeps the key (jobTable.notePutEnd).
 func (st *state) applyPutEnd(c *PutEnd) *PutEndResult {
 	old := st.objects.get(c.Key)
 	e := old
@@ -119,6 +120,7 @@ func (st *state) applyPutEnd(c *PutEnd) *PutEndResult {
 	}
 	e.complete, e.pending = e.pending, nil
 	st.objects.set(c.Key, old, e)
+	st.jobs.notePutEnd(c.Key, c.Incarnation)
 	return &PutEndResult{TasksCreated: created}
 }
 

@@ -91,6 +91,14 @@ func (st *state) removeSpan(c *Remove, from, to int, s api.Session, res *RemoveR
 // removeKey removes one key's COMPLETE incarnation (which must be want
 // unless want is zero) and returns the tasks it created.
 func (st *state) removeKey(key string, want api.ObjectIncarnation, now int64) (int, *api.Error) {
+	return st.removeKeyWithin(key, want, now, st.reg.capacity)
+}
+
+// removeKeyWithin is removeKey filling the registry to at most limit
+// tasks: a job step leaves the clients' reserve (JobRegistryReserve). A
+// key that needs no task (no replica on a segment that takes tasks) is
+// removed even while clients fill the reserve past the limit.
+func (st *state) removeKeyWithin(key string, want api.ObjectIncarnation, now int64, limit int) (int, *api.Error) {
 	if err := api.ValidKey(key); err != nil {
 		return 0, api.AsError(err)
 	}
@@ -103,9 +111,9 @@ func (st *state) removeKey(key string, want api.ObjectIncarnation, now int64) (i
 		return 0, api.Errorf(api.CodeIncarnationMismatch, "key %q holds %s, not %s", key, e.complete.inc, want)
 	}
 	plan := st.planTasks(key, e, e.complete)
-	if !st.reg.fits(len(plan)) {
+	if len(plan) > 0 && st.reg.len()+len(plan) > limit {
 		st.objects.putBack(key, e.complete)
-		return 0, registryFull(key, len(plan), st.reg.len(), st.reg.capacity)
+		return 0, registryFull(key, len(plan), st.reg.len(), limit)
 	}
 	old := e
 	old.complete = nil // taken out of the tree already

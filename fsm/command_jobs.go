@@ -31,9 +31,12 @@ const (
 )
 
 // JobStart starts a prefix delete of every key under Prefix whose COMPLETE
-// incarnation is at most the job's start incarnation, {cluster id, this
-// entry's index}: a key put (or overwritten) after the job started has a
-// newer incarnation and stays. The job's id is this entry's index.
+// incarnation existed at this entry: at most the job's start incarnation
+// (the one a PutStart here would get), and not completed by a PutEnd
+// applied after this entry. A key put (or overwritten) after the job
+// started has a newer incarnation and stays; one whose put was in
+// progress here stays once that put completes. The job's id is this
+// entry's index.
 type JobStart struct {
 	V       uint8       `msgpack:"v"`
 	Prefix  string      `msgpack:"prefix"`
@@ -42,13 +45,13 @@ type JobStart struct {
 }
 
 // JobAdvance is one step of a job, proposed by the leader: it removes the
-// listed keys (those still under the job's start) and moves the cursor to
+// listed keys the job owns (applyJobAdvance) and moves the cursor to
 // the last one dealt with. It names the cursor it expects (After), so a
 // retried or duplicate step finds the cursor moved and changes nothing.
 // Pause with no keys records that the leader holds the job back because
 // the registry is full; a step with keys sets it running again. Last says
 // the leader saw no key after these; the job is then done, after Apply has
-// checked that no key under the job's start remains after the cursor.
+// checked that no key the job owns remains after the cursor.
 type JobAdvance struct {
 	V     uint8    `msgpack:"v"`
 	Job   uint64   `msgpack:"job"`

@@ -13,6 +13,14 @@ func fmtJob(j api.JobInfo) string {
 		j.ID, j.Prefix, j.Start.Low, j.State, j.Cursor, j.Removed, j.Skipped, j.Steps)
 }
 
+func candidateKeys(cs []JobCandidate) []string {
+	keys := make([]string, len(cs))
+	for i, c := range cs {
+		keys[i] = c.Key
+	}
+	return keys
+}
+
 // runJobs runs the bulk-delete job verbs:
 //
 //	job-start prefix=P [sess=c:s]
@@ -30,11 +38,11 @@ func (d *ddRunner) runJobs(t *testing.T, verb string, a ddArgs) (string, bool) {
 		id := a.u64(t, "job")
 		step := &JobAdvance{Job: id, After: a["after"], Keys: a.list("keys"), Last: a.has("last"), Pause: a.has("pause"), Now: h.now}
 		if a.has("auto") {
-			j, keys, last, ok := h.f.JobCandidates(id, int(a.i64(t, "auto")))
+			j, cands, last, ok := h.f.JobCandidates(id, int(a.i64(t, "auto")))
 			if !ok {
 				t.Fatalf("job-step auto: no job %d", id)
 			}
-			step.After, step.Keys, step.Last = j.Cursor, keys, last
+			step.After, step.Keys, step.Last = j.Cursor, candidateKeys(cands), last
 		}
 		r := h.apply(step).(*JobAdvanceResult)
 		stale := ""

@@ -177,7 +177,8 @@ func (g *cmdGen) job(f *FSM, now int64) Command {
 		return g.sessioned(&JobCancel{Job: jobs[g.pick(len(jobs))].ID + uint64(g.pick(2)), Now: now})
 	}
 	j := jobs[g.pick(len(jobs))]
-	cur, keys, last, _ := f.JobCandidates(j.ID, 1+g.pick(3))
+	cur, cands, last, _ := f.JobCandidates(j.ID, 1+g.pick(3))
+	keys := candidateKeys(cands)
 	step := &JobAdvance{Job: j.ID, After: cur.Cursor, Keys: keys, Last: last, Now: now}
 	switch g.pick(6) {
 	case 0:

@@ -154,6 +154,25 @@ func (st *state) checkJobs() error {
 		if j.Removed < 0 || j.Skipped < 0 {
 			return fmt.Errorf("job %d: negative count", j.ID)
 		}
+		if len(j.Kept) != 0 {
+			return fmt.Errorf("job %d: the state's record carries kept keys", j.ID)
+		}
+	}
+	for id, ks := range t.kept {
+		j := t.find(id)
+		if j == nil || !j.Active() {
+			return fmt.Errorf("kept keys of job %d, which is not active", id)
+		}
+		bytes := 0
+		for k, inc := range ks.inc {
+			if k <= j.Cursor || !strings.HasPrefix(k, j.Prefix) || !inc.Less(j.Start) {
+				return fmt.Errorf("job %d keeps %q@%s: not under prefix %q after cursor %q, or not older than %s", id, k, inc, j.Prefix, j.Cursor, j.Start)
+			}
+			bytes += api.JobKeptCost(k)
+		}
+		if len(ks.inc) == 0 || bytes != ks.bytes || bytes > api.MaxJobKeptBytes {
+			return fmt.Errorf("job %d keeps %d keys of %d bytes, counted %d (at most %d)", id, len(ks.inc), bytes, ks.bytes, api.MaxJobKeptBytes)
+		}
 	}
 	return nil
 }

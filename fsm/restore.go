@@ -270,9 +270,15 @@ func (b *restoreSink) Job(j *snapshot.Job) error {
 		return corrupt("job %d out of order after job %d", j.ID, t.jobs[n-1].ID)
 	}
 	cp := *j
+	cp.Kept = nil
 	t.jobs = append(t.jobs, &cp)
 	if active := t.active(); active > MaxActiveJobs || len(t.jobs)-active > MaxFinishedJobs {
 		return corrupt("more jobs than the state keeps (%d active, %d finished)", active, len(t.jobs)-active)
+	}
+	// The snapshot package checked the kept keys (under the prefix, after
+	// the cursor, in order, within api.MaxJobKeptBytes, an active job's).
+	for _, k := range j.Kept {
+		t.addKept(&cp, k.Key, k.Incarnation)
 	}
 	return nil
 }

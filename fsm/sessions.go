@@ -51,7 +51,7 @@ type clientSession struct {
 // the request again. Which fields are used depends on kind.
 type sessResult struct {
 	seq   uint64
-	inc   api.ObjectIncarnation   // PutStart, PutStartBatch (every started item)
+	inc   api.ObjectIncarnation   // PutStart, PutStartBatch (every started item); JobStart: the job id (jobStartAnswer)
 	err   *api.Error              // the whole request's error
 	reps  []api.ReplicaDescriptor // PutStart; shared with the object, immutable
 	extra *resultExtra            // per-item results, settings; nil when not needed

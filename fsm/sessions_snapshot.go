@@ -160,8 +160,9 @@ func resultOf(cs *clientSession, r *snapshot.SessionResult) (sessResult, error) 
 			return bad("items or a count in a %s result", kind)
 		}
 	case CmdJobStart, CmdJobCancel:
-		// JobStart keeps the job's start incarnation (its Low is the id);
-		// JobCancel only its error.
+		// JobStart keeps the job's id (jobStartAnswer; or, in older
+		// snapshots, its start incarnation: storedJobID); JobCancel only
+		// its error.
 		if len(r.Items) != 0 || r.Count != 0 || (kind == CmdJobStart && (r.Inc.IsZero() != (r.Err != nil))) {
 			return bad("items, a count or a missing job in a %s result", kind)
 		}

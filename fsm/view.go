@@ -55,7 +55,9 @@ func (f *FSM) Snapshot() *View {
 	}
 	v.complete, v.pending = st.objects.clone()
 	for _, j := range st.jobs.jobs {
-		v.jobs = append(v.jobs, *j)
+		rec := *j
+		rec.Kept = st.jobs.keptList(j.ID)
+		v.jobs = append(v.jobs, rec)
 	}
 	if st.settingsSet {
 		set := st.settings

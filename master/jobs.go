@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"sexton/internal/ctxsleep"
@@ -15,11 +16,6 @@ import (
 // Raft entry applied on every node under the fsm's lock, so it stays small
 // (~0.5 ms of Apply, a few tens of KB).
 const jobStepKeys = 512
-
-// jobReserveFraction keeps this share of the registry for clients' own
-// Removes: a bulk delete fills the registry only up to the rest, so it
-// never makes a client's Remove fail closed for lack of room.
-const jobReserveFraction = 10
 
 // jobIdle is how long the job duty sleeps when no job could advance.
 const jobIdle = 100 * time.Millisecond
@@ -35,23 +31,30 @@ const jobScanKeys = 8 * jobStepKeys
 // soft state: a new leader (or this one after a restart of the duty)
 // scans again from the replicated cursor.
 type jobScan struct {
-	keys []string // in key order
-	last bool     // no key after keys[len-1] was found
+	keys []fsm.JobCandidate // in key order
+	last bool               // no key after keys[len-1] was found
 }
 
-// take returns up to n keys of the scan after cursor and whether they are
+// take returns the keys of the scan after cursor that one step carries —
+// at most n keys taking at most room task slots — and whether they are
 // the job's last; ok is false when the scan cannot say (it ran out before
-// n keys and was not the last), so a new scan is needed.
-func (s *jobScan) take(cursor string, n int) (keys []string, last, ok bool) {
-	i, found := slices.BinarySearch(s.keys, cursor)
+// either bound and was not the last), so a new scan is needed. No keys
+// with ok and not last: the next key does not fit room.
+func (s *jobScan) take(cursor string, n, room int) (keys []string, last, ok bool) {
+	i, found := slices.BinarySearchFunc(s.keys, cursor, func(c fsm.JobCandidate, k string) int { return strings.Compare(c.Key, k) })
 	if found {
 		i++
 	}
 	rest := s.keys[i:]
-	if len(rest) >= n {
-		return rest[:n], s.last && len(rest) == n, true
+	used := 0
+	for _, c := range rest {
+		if len(keys) == n || used+c.Tasks > room {
+			return keys, false, true
+		}
+		keys = append(keys, c.Key)
+		used += c.Tasks
 	}
-	return rest, true, s.last
+	return keys, s.last, s.last
 }
 
 // jobsLeader advances the bulk-delete jobs while this node leads. All of a
@@ -67,14 +70,17 @@ func (n *Node) jobsLeader(ctx context.Context) {
 }
 
 // jobRoom is how many more tasks a job step may create now: the registry's
-// free slots above the clients' reserve.
+// free slots above the clients' reserve (fsm.JobRegistryReserve, which
+// Apply enforces).
 func jobRoom(st fsm.Stats) int {
-	return st.RegistryCapacity - st.PendingTasks - st.RegistryCapacity/jobReserveFraction
+	return st.RegistryCapacity - st.PendingTasks - fsm.JobRegistryReserve(st.RegistryCapacity)
 }
 
 // advanceJobs proposes one step of every active job and reports whether
-// any of them moved. A job is held back (and marked paused, visibly) while
-// the registry has no room above the reserve; it resumes when acks free
+// any of them moved. A step carries keys whose removal takes at most the
+// registry's room above the clients' reserve, counted in task slots (a
+// key takes one per replica). A job is held back (and marked paused,
+// visibly) while its next key does not fit; it resumes when acks free
 // slots.
 func (n *Node) advanceJobs(ctx context.Context, scans map[uint64]*jobScan) bool {
 	moved := false
@@ -92,7 +98,25 @@ func (n *Node) advanceJobs(ctx context.Context, scans map[uint64]*jobScan) bool 
 			continue
 		}
 		room := jobRoom(n.fsm.Stats())
-		if room <= 0 {
+		var keys []string
+		last, ok := false, false
+		if room > 0 {
+			if s := scans[j.ID]; s != nil {
+				keys, last, ok = s.take(j.Cursor, jobStepKeys, room)
+			}
+			if !ok {
+				cur, scanned, scannedLast, found := n.fsm.JobCandidates(j.ID, jobScanKeys)
+				if !found || !cur.Active() {
+					continue
+				}
+				j = cur
+				s := &jobScan{keys: scanned, last: scannedLast}
+				scans[j.ID] = s
+				keys, last, _ = s.take(j.Cursor, jobStepKeys, room)
+			}
+		}
+		if len(keys) == 0 && !last {
+			// No room, or the next key takes more slots than there are.
 			if j.State == api.JobRunning {
 				_, err := proposeFor[fsm.JobAdvanceResult](n, &fsm.JobAdvance{V: fsm.JobAdvanceV1, Job: j.ID, After: j.Cursor, Pause: true})
 				if err != nil {
@@ -103,22 +127,6 @@ func (n *Node) advanceJobs(ctx context.Context, scans map[uint64]*jobScan) bool 
 			}
 			continue
 		}
-		want := min(room, jobStepKeys)
-		var keys []string
-		last, ok := false, false
-		if s := scans[j.ID]; s != nil {
-			keys, last, ok = s.take(j.Cursor, want)
-		}
-		if !ok {
-			cur, scanned, scannedLast, found := n.fsm.JobCandidates(j.ID, jobScanKeys)
-			if !found || !cur.Active() {
-				continue
-			}
-			j = cur
-			s := &jobScan{keys: scanned, last: scannedLast}
-			scans[j.ID] = s
-			keys, last, _ = s.take(j.Cursor, want)
-		}
 		r, err := proposeFor[fsm.JobAdvanceResult](n, &fsm.JobAdvance{V: fsm.JobAdvanceV1, Job: j.ID, After: j.Cursor, Keys: keys, Last: last})
 		if err != nil {
 			n.log.Warn("bulk-delete job step failed; retrying", "job", j.ID, "error", err)
@@ -126,6 +134,11 @@ func (n *Node) advanceJobs(ctx context.Context, scans map[uint64]*jobScan) bool 
 		}
 		if r.Stale {
 			continue
+		}
+		if last && r.Job.Active() {
+			// Apply found a key the job owns that the scan did not list
+			// (jobHasMore): scan again rather than repeat the last step.
+			delete(scans, j.ID)
 		}
 		moved = moved || r.Removed+r.Skipped > 0 || r.Job.State != j.State
 		if r.Job.State == api.JobDone {

@@ -2,11 +2,13 @@ package master
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"sexton/api"
+	"sexton/fsm"
 )
 
 // TestPrefixDeleteJobSurvivesLeaderKill: a prefix delete over many more
@@ -68,7 +70,7 @@ func TestPrefixDeleteJobSurvivesLeaderKill(t *testing.T) {
 	st := tc.waitLeader(t).fsm.Stats()
 	// +1: the overwrite above queued its old copy's task, maybe after the
 	// job had filled its share.
-	if st.PendingTasks > capacity-capacity/jobReserveFraction+1 {
+	if st.PendingTasks > capacity-fsm.JobRegistryReserve(capacity)+1 {
 		t.Fatalf("job filled %d of %d slots, past the clients' reserve", st.PendingTasks, capacity)
 	}
 	// A client's Remove still finds room.
@@ -144,6 +146,105 @@ func TestPrefixDeleteJobCancel(t *testing.T) {
 	}
 	if j, err := tc.cancelJob(all.ID); err != nil || j.State != api.JobCancelled {
 		t.Fatalf("cancel: %+v %v", j, err)
+	}
+}
+
+// TestPrefixDeleteKeepsAPutAcknowledgedAfterItsStart: puts started before
+// the job (a new key and an overwrite of a key under the prefix) and
+// acknowledged after it, while the leader drives the job (paused at the
+// registry's reserve, its cursor before them), survive it; every key
+// complete at the start goes.
+func TestPrefixDeleteKeepsAPutAcknowledgedAfterItsStart(t *testing.T) {
+	tc := startCluster(t, 1)
+	h := tc.mountHolder(t, "seg-a", "")
+	tc.setSettings(t, api.Settings{RegistryCapacity: 100})
+	var keys []string
+	for i := range 300 {
+		keys = append(keys, fmt.Sprintf("race/%04d", i))
+	}
+	tc.fill(t, keys)
+	newKey, overwritten := "race/zzz", keys[len(keys)-1]
+	var started []*api.PutStartResponse
+	for _, k := range []string{newKey, overwritten} {
+		ps, err := tc.putStart(&api.PutStartRequest{Key: k, Size: 10, ReplicaNum: 1})
+		if err != nil {
+			t.Fatalf("PutStart %s: %v", k, err)
+		}
+		started = append(started, ps)
+	}
+	job, err := tc.startJob("race/", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range started {
+		if !ps.Incarnation.Less(job.Start) {
+			t.Fatalf("put %s is not older than the job's start %s", ps.Incarnation, job.Start)
+		}
+	}
+	// The leader has scanned and removed up to the reserve; the puts'
+	// keys lie after its cursor.
+	eventually(t, 20*time.Second, "job paused", func() bool {
+		j, _ := tc.waitLeader(t).fsm.Job(job.ID)
+		return j.State == api.JobPausedRegistryFull
+	})
+	for i, k := range []string{newKey, overwritten} {
+		if err := tc.call(api.MethodPutEnd, &api.PutEndRequest{Key: k, Incarnation: started[i].Incarnation}, &api.Empty{}); err != nil {
+			t.Fatalf("PutEnd %s: %v", k, err)
+		}
+	}
+	h.follow(t, ackAll(api.AckRemoved))
+	eventually(t, 30*time.Second, "job done", func() bool {
+		j, _ := tc.waitLeader(t).fsm.Job(job.ID)
+		return j.State == api.JobDone
+	})
+	for i, k := range []string{newKey, overwritten} {
+		o, err := tc.get(k)
+		if err != nil || o.Incarnation != started[i].Incarnation {
+			t.Fatalf("get %s after the job: %+v %v, want the put acknowledged after its start (%s)", k, o, err, started[i].Incarnation)
+		}
+	}
+	for _, k := range keys[:len(keys)-1] {
+		if _, err := tc.get(k); api.CodeOf(err) != api.CodeObjectNotFound {
+			t.Fatalf("get %s after the job: %v, want OBJECT_NOT_FOUND", k, err)
+		}
+	}
+	if j, _ := tc.waitLeader(t).fsm.Job(job.ID); j.Removed != int64(len(keys)-1) {
+		t.Fatalf("job removed %d, want %d", j.Removed, len(keys)-1)
+	}
+}
+
+// TestPrefixDeleteLeavesTheReserveWithReplicatedKeys: with three-replica
+// keys the job fills the registry only up to the clients' reserve,
+// counted in task slots, and a client's Remove of a three-replica key
+// succeeds while the job is paused.
+func TestPrefixDeleteLeavesTheReserveWithReplicatedKeys(t *testing.T) {
+	tc := startCluster(t, 1)
+	for _, s := range []string{"seg-a", "seg-b", "seg-c"} {
+		tc.mountHolder(t, s, "")
+	}
+	const capacity = 30
+	tc.setSettings(t, api.Settings{RegistryCapacity: capacity})
+	for i := range 20 {
+		tc.put(t, fmt.Sprintf("rep/%02d", i), 10, 3)
+	}
+	tc.put(t, "other", 10, 3)
+	job, err := tc.startJob("rep/", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "job paused", func() bool {
+		j, _ := tc.waitLeader(t).fsm.Job(job.ID)
+		return j.State == api.JobPausedRegistryFull
+	})
+	st := tc.waitLeader(t).fsm.Stats()
+	if limit := capacity - fsm.JobRegistryReserve(capacity); st.PendingTasks > limit {
+		t.Fatalf("job filled %d of %d slots, past the clients' reserve (%d)", st.PendingTasks, capacity, limit)
+	}
+	if err := tc.remove("other"); err != nil {
+		t.Fatalf("client remove of a three-replica key during the job: %v", err)
+	}
+	if j, _ := tc.waitLeader(t).fsm.Job(job.ID); j.Removed != 9 {
+		t.Fatalf("job removed %d keys, want the 9 whose 27 tasks fit above the reserve", j.Removed)
 	}
 }
 
@@ -244,5 +345,38 @@ func (tc *testCluster) fill(t testing.TB, keys []string, overwrite ...bool) {
 		if !done(k) {
 			t.Fatalf("fill: %s not put after 10 attempts", k)
 		}
+	}
+}
+
+// TestJobScanTakeCountsTaskSlots: a step takes keys while their task
+// slots fit the room, at most n of them, and says when the scan cannot
+// tell what follows.
+func TestJobScanTakeCountsTaskSlots(t *testing.T) {
+	c := func(k string, tasks int) fsm.JobCandidate { return fsm.JobCandidate{Key: k, Tasks: tasks} }
+	s := &jobScan{keys: []fsm.JobCandidate{c("a", 3), c("b", 3), c("c", 1), c("d", 3)}, last: true}
+	for _, tc := range []struct {
+		cursor   string
+		n, room  int
+		want     string
+		last, ok bool
+	}{
+		{"", 10, 6, "a,b", false, true},     // 6 slots: a and b
+		{"", 10, 7, "a,b,c", false, true},   // 7 slots: a, b and c
+		{"", 10, 2, "", false, true},        // a needs 3: nothing fits
+		{"", 2, 100, "a,b", false, true},    // at most n keys
+		{"b", 10, 4, "c,d", true, true},     // after the cursor, to the end
+		{"d", 10, 4, "", true, true},        // nothing after the last key
+		{"", 10, 10, "a,b,c,d", true, true}, // all of them, exactly
+		{"a", 10, 100, "b,c,d", true, true}, // the scan was the last
+	} {
+		keys, last, ok := s.take(tc.cursor, tc.n, tc.room)
+		if got := strings.Join(keys, ","); got != tc.want || last != tc.last || ok != tc.ok {
+			t.Errorf("take(%q, %d, %d) = %q last=%v ok=%v, want %q last=%v ok=%v", tc.cursor, tc.n, tc.room, got, last, ok, tc.want, tc.last, tc.ok)
+		}
+	}
+	// A scan that was not the last cannot say what follows its keys.
+	s.last = false
+	if keys, _, ok := s.take("b", 10, 100); ok || strings.Join(keys, ",") != "c,d" {
+		t.Errorf("take past a partial scan: %v ok=%v, want c,d and not ok", keys, ok)
 	}
 }

@@ -195,7 +195,38 @@ func validateJob(j *Job) error {
 	}
 	switch j.State {
 	case api.JobRunning, api.JobPausedRegistryFull, api.JobCancelled, api.JobDone:
+	default:
+		return fmt.Errorf("job %d: unknown state %q", j.ID, j.State)
+	}
+	return validateJobKept(j)
+}
+
+// validateJobKept checks a job's kept keys: an active job's only, each a
+// valid key under the prefix after the cursor, in strictly increasing
+// order, of an incarnation older than the job's start, all within
+// api.MaxJobKeptBytes.
+func validateJobKept(j *Job) error {
+	if len(j.Kept) == 0 {
 		return nil
 	}
-	return fmt.Errorf("job %d: unknown state %q", j.ID, j.State)
+	if !j.Active() {
+		return fmt.Errorf("job %d: kept keys in a %s job", j.ID, j.State)
+	}
+	bytes, prev := 0, j.Cursor
+	for _, k := range j.Kept {
+		if err := api.ValidKey(k.Key); err != nil {
+			return fmt.Errorf("job %d: kept key: %v", j.ID, err)
+		}
+		if k.Key <= prev || !strings.HasPrefix(k.Key, j.Prefix) {
+			return fmt.Errorf("job %d: kept key %q is not under prefix %q in order after %q", j.ID, k.Key, j.Prefix, prev)
+		}
+		if k.Incarnation.IsZero() || !k.Incarnation.Less(j.Start) {
+			return fmt.Errorf("job %d: kept key %q at %s, not older than the start %s", j.ID, k.Key, k.Incarnation, j.Start)
+		}
+		if bytes += api.JobKeptCost(k.Key); bytes > api.MaxJobKeptBytes {
+			return fmt.Errorf("job %d: kept keys exceed %d bytes", j.ID, api.MaxJobKeptBytes)
+		}
+		prev = k.Key
+	}
+	return nil
 }

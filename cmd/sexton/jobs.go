@@ -30,7 +30,7 @@ type rmPrefixFlags struct {
 
 func addRmPrefixFlags(fs *flag.FlagSet) rmPrefixFlags {
 	return rmPrefixFlags{
-		prefix:  fs.String("prefix", "", "remove every key under this prefix that exists now, as a replicated job (keys put later stay); prints the job id"),
+		prefix:  fs.String("prefix", "", "remove every key under this prefix that exists now, as a replicated job (keys whose put is acknowledged later stay); prints the job id"),
 		all:     fs.Bool("all", false, "remove every key that exists now (the prefix \"\"); needs --"+confirmAllFlag),
 		confirm: fs.Bool(confirmAllFlag, false, "confirm rm --all"),
 	}
@@ -62,11 +62,11 @@ func runRmPrefix(e *env, f rmPrefixFlags, keys []string, wait time.Duration) err
 		if e.json {
 			return printJSON(rmJobJSON(job))
 		}
-		fmt.Printf("job %d: removing keys under %q put before it started\n", job.ID, job.Prefix)
+		fmt.Printf("job %d: removing keys under %q acknowledged before it started\n", job.ID, job.Prefix)
 		return nil
 	}
 	if !e.json {
-		fmt.Printf("job %d: removing keys under %q put before it started\n", job.ID, job.Prefix)
+		fmt.Printf("job %d: removing keys under %q acknowledged before it started\n", job.ID, job.Prefix)
 	}
 	j, err := waitJob(cl, job.ID, wait, !e.json)
 	if e.json && j.ID != 0 {
