@@ -478,6 +478,11 @@ type SnapshotChunk struct {
 	Data   []byte `msgpack:"data"`
 	Total  int64  `msgpack:"total"`
 	EOF    bool   `msgpack:"eof"`
+	// AllowRollback, on a restore's last chunk, lets the leader install a
+	// file whose index is below its applied index: the removes and puts
+	// made after the file's index are undone. Without it such a restore
+	// is refused.
+	AllowRollback bool `msgpack:"allow_rollback,omitempty"`
 }
 
 // SnapshotChunkSize bounds one chunk of a snapshot transfer.

@@ -7,6 +7,25 @@ import (
 	"sexton/api"
 )
 
+// saveSnapshot fetches the leader's snapshot the way `operator snapshot
+// save` does, in chunks.
+func (tc *testCluster) saveSnapshot(t *testing.T) []byte {
+	t.Helper()
+	var data []byte
+	req := &api.SnapshotChunkRequest{}
+	for {
+		var c api.SnapshotChunk
+		if err := tc.call(api.MethodSnapshotSave, req, &c); err != nil {
+			t.Fatalf("snapshot save: %v", err)
+		}
+		data = append(data, c.Data...)
+		if c.EOF {
+			return data
+		}
+		req = &api.SnapshotChunkRequest{ID: c.ID, Offset: c.Offset + int64(len(c.Data))}
+	}
+}
+
 // listReplicas asks, as the holder's ghost check does, for every replica
 // the table places on the segment.
 func (h *fakeHolder) listReplicas(t *testing.T) []api.ObjectRef {
@@ -39,6 +58,46 @@ func segmentsOf(o *api.ObjectInfo) []string {
 		out = append(out, string(r.Segment))
 	}
 	return out
+}
+
+// TestRestoreOfAnOlderFileNeedsAllowRollback: a file whose index is below
+// the leader's applied index (saved before a remove) is refused without
+// AllowRollback, naming the flag and what would be undone, and nothing
+// changes; a file saved at the applied index restores without it; with
+// the flag the older file is installed and the removed key is listed again
+// (until the holders' ghost check, which this fake holder does not run).
+func TestRestoreOfAnOlderFileNeedsAllowRollback(t *testing.T) {
+	tc := startCluster(t, 1)
+	tc.mountHolder(t, "seg-a", "")
+	k := tc.put(t, "k", 1, 1)
+	old := tc.saveSnapshot(t)
+	if err := tc.remove("k"); err != nil {
+		t.Fatal(err)
+	}
+	leader := tc.waitLeader(t)
+	before := stateOf(leader)
+	_, err := tc.restoreUpload(t, "old", old, false)
+	if api.CodeOf(err) != api.CodeInvalidParams || !strings.Contains(err.Error(), "--allow-rollback") || !strings.Contains(err.Error(), "undone") {
+		t.Fatalf("restore of an older file without allow-rollback: %v, want INVALID_PARAMS naming --allow-rollback and what is undone", err)
+	}
+	if got := stateOf(leader); got != before {
+		t.Fatalf("a refused restore changed the state: %+v, was %+v", got, before)
+	}
+	if _, err := tc.get("k"); api.CodeOf(err) != api.CodeObjectNotFound {
+		t.Fatalf("get of the removed key after a refused restore: %v", err)
+	}
+
+	current := tc.saveSnapshot(t)
+	if _, err := tc.restoreUpload(t, "current", current, false); err != nil {
+		t.Fatalf("restore of a file at the applied index: %v", err)
+	}
+	if _, err := tc.restoreUpload(t, "old-allowed", old, true); err != nil {
+		t.Fatalf("restore of an older file with allow-rollback: %v", err)
+	}
+	eventually(t, harnessTimeout, "the restored table lists k again", func() bool {
+		o, err := tc.get("k")
+		return err == nil && o.Incarnation == k.Incarnation
+	})
 }
 
 // TestGhostCheckDropsOnlyTheReportedReplicas: of an object on two
