@@ -271,12 +271,16 @@ func (n *Node) restoreFile(path string, allowRollback bool) (*api.SnapshotRestor
 	if err != nil {
 		return nil, api.Errorf(api.CodeCorrupt, "refusing snapshot: %v", err)
 	}
-	if applied := n.fsm.Stats().AppliedIndex; hdr.LastIndex < applied && !allowRollback {
-		return nil, api.Errorf(api.CodeInvalidParams,
-			"refusing to roll the cluster back: the snapshot's index %d is below the applied index %d, so every put and remove made after index %d would be undone "+
-				"(puts lost; removes turned into keys whose copies the holders keep tombstoned, which the holders' ghost check then drops again); "+
-				"restore it with --allow-rollback if that is what you want, or save a current snapshot first",
-			hdr.LastIndex, applied, hdr.LastIndex)
+	if applied := n.fsm.Stats().AppliedIndex; hdr.LastIndex < applied {
+		if !allowRollback {
+			return nil, api.Errorf(api.CodeInvalidParams,
+				"refusing to roll the cluster back: the snapshot's index %d is below the applied index %d, so every put and remove made after index %d would be undone "+
+					"(puts lost; removes turned into keys whose copies the holders keep tombstoned, which the holders' ghost check then drops again); "+
+					"restore it with --allow-rollback if that is what you want, or save a current snapshot first",
+				hdr.LastIndex, applied, hdr.LastIndex)
+		}
+		n.log.Warn("rolling the cluster back by an operator's restore (--allow-rollback): puts and removes after the snapshot's index are undone",
+			"snapshot_index", hdr.LastIndex, "applied_index", applied)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, api.Errorf(api.CodeInternal, "restore: %v", err)
