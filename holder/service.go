@@ -291,8 +291,10 @@ func (s *Service) followLoop() {
 	defer s.wg.Done()
 	lastReconcile := time.Time{}
 	// ghostCheck: a ghost check (checkGhosts) is due after the next
-	// reconcile; set by every mount and master epoch change.
+	// reconcile; set by every mount and master epoch change. A failed one
+	// is tried again from ghostRetry on, between fetches.
 	ghostCheck := false
+	var ghostRetry time.Time
 	for !s.stopped() {
 		s.followTurn.Store(time.Now().UnixNano())
 		if mounted, _, _ := s.mountState(); !mounted {
@@ -327,7 +329,7 @@ func (s *Service) followLoop() {
 			s.replayed = s.mounted
 			s.mu.Unlock()
 		}
-		if ghostCheck {
+		if ghostCheck && !time.Now().Before(ghostRetry) {
 			unsupported, err := s.checkGhosts()
 			switch {
 			case err == nil:
@@ -340,9 +342,10 @@ func (s *Service) followLoop() {
 			case s.handleStale(err):
 				continue
 			default:
-				s.log.Warn("ghost check failed; retrying", "error", err)
-				s.sleep(500 * time.Millisecond)
-				continue
+				// Retried between fetches: a check that keeps failing
+				// must not stop deletes.
+				s.log.Warn("ghost check failed; retrying in a second, between fetches", "error", err)
+				ghostRetry = time.Now().Add(time.Second)
 			}
 		}
 		if err := s.fetchOnce(); err != nil {

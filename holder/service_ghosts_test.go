@@ -2,6 +2,7 @@ package holder
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"sexton/api"
@@ -80,4 +81,25 @@ func TestGhostCheckAgainstAnOldMasterGoesOn(t *testing.T) {
 	if n := svc.ghostsDropped.Load(); n != 0 {
 		t.Fatalf("%d ghosts dropped against an old master", n)
 	}
+}
+
+// A ghost check that keeps failing (the master answers INTERNAL) is
+// retried between fetches and never stops the follow loop's deletes.
+func TestGhostCheckThatKeepsFailingDoesNotStopDeletes(t *testing.T) {
+	s := openT(t, t.TempDir(), StoreOptions{})
+	defer s.Close()
+	mustPut(t, s, "k", incN(1), []byte("v"))
+	var asked atomic.Int64
+	m := startFakeMaster(t, grant.NewKey(), func(m *fakeMaster) {
+		transport.Register(m.srv, api.MethodListLocalDiskReplicas, func(_ context.Context, _ *api.ListReplicasRequest) (*api.ListReplicasResponse, error) {
+			asked.Add(1)
+			return nil, api.Errorf(api.CodeInternal, "cannot list")
+		})
+	})
+	m.tasks = []api.LocalDeleteTask{task(s, 7, "k", incN(1))}
+	close(m.hold)
+	svc := startTestService(t, s, m)
+	defer svc.Close()
+	waitFor(t, "the task acked", func() bool { return m.ackedCount() == 1 })
+	waitFor(t, "the check retried", func() bool { return asked.Load() >= 2 })
 }
