@@ -21,6 +21,8 @@ const (
 	MethodFetchLocalDeleteTasks     = "FetchLocalDeleteTasks"
 	MethodAckLocalDeleteTasks       = "AckLocalDeleteTasks"
 	MethodReconcileLocalDiskObjects = "ReconcileLocalDiskObjects"
+	MethodListLocalDiskReplicas     = "ListLocalDiskReplicas"
+	MethodDropTombstonedReplicas    = "DropTombstonedReplicas"
 	MethodStatus                    = "Status"
 	MethodListTasks                 = "ListTasks"
 	MethodListSegments              = "ListSegments"
@@ -320,6 +322,45 @@ type ReconcileResponse struct {
 	NotLive []ObjectRef `msgpack:"not_live"`
 }
 
+// ListReplicasRequest pages through the COMPLETE incarnations the
+// master's table places on the segment, in key order, for keys strictly
+// after After. A holder checks each against its store (the ghost check
+// that follows a reconcile after a mount or a master epoch change).
+type ListReplicasRequest struct {
+	Segment    SegmentID `msgpack:"seg"`
+	MountEpoch uint64    `msgpack:"epoch"`
+	After      string    `msgpack:"after,omitempty"`
+	Limit      int       `msgpack:"limit,omitempty"`
+}
+
+// ListReplicasResponse is one page: at most MaxReconcilePage refs (fewer,
+// even none, when the master's scan budget ran out first), the cursor to
+// go on from and whether keys remain.
+type ListReplicasResponse struct {
+	Refs []ObjectRef `msgpack:"refs"`
+	Next string      `msgpack:"next,omitempty"`
+	More bool        `msgpack:"more,omitempty"`
+}
+
+// DropTombstonedRequest names refs of a ListReplicas page that the holder
+// holds tombstoned, by record or by its key's tombstone floor: copies that
+// can never be read again. The master drops the segment's replica of each,
+// only while the key's COMPLETE incarnation is still the named one. A ref
+// the holder has no record of, and no floor for, is not evidence of a
+// delete and is never sent.
+type DropTombstonedRequest struct {
+	Segment    SegmentID   `msgpack:"seg"`
+	MountEpoch uint64      `msgpack:"epoch"`
+	Refs       []ObjectRef `msgpack:"refs"`
+}
+
+// DropTombstonedResponse names the refs whose replica was dropped and
+// counts the objects that, left with no replica, left the table.
+type DropTombstonedResponse struct {
+	Dropped []ObjectRef `msgpack:"dropped"`
+	Objects int         `msgpack:"objects"`
+}
+
 // RetireStorageRequest force-drops a permanently lost segment's tasks.
 type RetireStorageRequest struct {
 	Segment SegmentID `msgpack:"seg"`
@@ -437,6 +478,11 @@ type SnapshotChunk struct {
 	Data   []byte `msgpack:"data"`
 	Total  int64  `msgpack:"total"`
 	EOF    bool   `msgpack:"eof"`
+	// AllowRollback, on a restore's last chunk, lets the leader install a
+	// file whose index is below its applied index: the removes and puts
+	// made after the file's index are undone. Without it such a restore
+	// is refused.
+	AllowRollback bool `msgpack:"allow_rollback,omitempty"`
 }
 
 // SnapshotChunkSize bounds one chunk of a snapshot transfer.

@@ -231,6 +231,7 @@ func sampleCommands() []Command {
 		&JobAdvance{Job: 40, After: "logs/a", Keys: []string{"logs/b", "logs/c"}, Last: true, Now: 20},
 		&JobAdvance{Job: 40, After: "logs/c", Pause: true, Now: 21},
 		&JobCancel{Job: 40, Session: sess, Now: 22},
+		&DropTombstoned{Segment: "s1", Epoch: 2, Refs: []api.ObjectRef{{Key: "k", Incarnation: inc}}, Now: 23},
 		&RebuildBegin{ClusterID: 7, IncFloor: 900, Segments: []RebuildSegment{{Segment: "s1", Pool: "p", Capabilities: tombstoneCaps}}, Finish: true, Now: 20},
 		&RebuildAdopt{ClusterID: 7, Objects: []RebuildObject{{Key: "k", Tenant: "t", Size: 3, Incarnation: inc, Replicas: localReplicas("s1")}},
 			Deletes: []RebuildDelete{{Segment: "s2", Key: "k", Tenant: "t", Incarnation: api.ObjectIncarnation{High: 7, Low: 40}}}, Now: 21},

@@ -36,6 +36,7 @@ var commands = [...]*commandSpec{
 	CmdJobStart:         spec[JobStart]("JobStart", JobStartV1, boundsJobStart),
 	CmdJobAdvance:       spec[JobAdvance]("JobAdvance", JobAdvanceV1, boundsJobAdvance),
 	CmdJobCancel:        spec[JobCancel]("JobCancel", JobCancelV1, boundsJobCancel),
+	CmdDropTombstoned:   spec[DropTombstoned]("DropTombstoned", DropTombstonedV1, boundsDropTombstoned),
 }
 
 // commandSpec describes one command type.

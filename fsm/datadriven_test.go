@@ -355,6 +355,31 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 			parts = append(parts, x.Key+"@"+fmtInc(x.Incarnation))
 		}
 		return "dropped=[" + strings.Join(parts, " ") + "]"
+	case "droptomb":
+		r := h.apply(&DropTombstoned{Segment: api.SegmentID(a["seg"]), Epoch: a.u64(t, "epoch"), Refs: d.refs(a.list("refs")), Now: h.now}).(*DropTombstonedResult)
+		if r.Err != nil {
+			return fmtErr(r.Err)
+		}
+		var parts []string
+		for _, x := range r.Dropped {
+			parts = append(parts, x.Key+"@"+fmtInc(x.Incarnation))
+		}
+		return fmt.Sprintf("dropped=[%s] objects=%d", strings.Join(parts, " "), r.Objects)
+	case "replicas":
+		// The COMPLETE incarnations the table places on seg (ReplicasOn).
+		limit := 0
+		if a.has("limit") {
+			limit = int(a.u64(t, "limit"))
+		}
+		out, next, more, err := h.f.ReplicasOn(api.SegmentID(a["seg"]), a.u64(t, "epoch"), a["after"], limit)
+		if err != nil {
+			return fmtErr(api.AsError(err))
+		}
+		var parts []string
+		for _, r := range out {
+			parts = append(parts, r.Key+"@"+fmtInc(r.Incarnation))
+		}
+		return fmt.Sprintf("refs=[%s] next=%s more=%v", strings.Join(parts, " "), next, more)
 	case "notlive":
 		refs := d.refs(a.list("refs"))
 		out, err := h.f.NotLive(api.SegmentID(a["seg"]), a.u64(t, "epoch"), refs)

@@ -75,6 +75,8 @@ func (f *FSM) ApplyWake(index, term uint64, data []byte) (any, Wake, error) {
 		res = st.applyRetire(index, c)
 	case *DropReplicas:
 		res = st.applyDropReplicas(c)
+	case *DropTombstoned:
+		res = st.applyDropTombstoned(c)
 	case *DFSConfigure:
 		res = st.applyDFSConfigure(c)
 	case *DFSTouch:

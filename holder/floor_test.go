@@ -173,3 +173,36 @@ func TestFloorPersistFailureIsRetryable(t *testing.T) {
 	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "k", incN(5))}), api.AckStaleVersion)
 	wantRefused(t, s, "k", incN(5))
 }
+
+// Tombstoned, what a holder reports to the master's ghost check, names a
+// ref tombstoned by record, or absent and at or below its key's floor;
+// never a live record (not even one below a floor a revoked newer put
+// raised) and never a ref the store has no trace of.
+func TestTombstonedNamesOnlyRefsWithEvidence(t *testing.T) {
+	s := openT(t, t.TempDir(), StoreOptions{})
+	defer s.Close()
+	mustPut(t, s, "live", incN(1), []byte("live"))
+	mustPut(t, s, "dead", incN(2), []byte("dead"))
+	mustPut(t, s, "below", incN(3), []byte("below a revoked put's floor"))
+	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "dead", incN(2)), task(s, 2, "below", incN(9)), task(s, 3, "floor", incN(8))}),
+		api.AckRemoved, api.AckStaleVersion, api.AckStaleVersion)
+	refs := []api.ObjectRef{
+		{Key: "live", Incarnation: incN(1)},
+		{Key: "dead", Incarnation: incN(2)},
+		{Key: "below", Incarnation: incN(3)},
+		{Key: "floor", Incarnation: incN(7)},
+		{Key: "floor", Incarnation: incN(8)},
+		{Key: "absent", Incarnation: incN(4)},
+		{Key: "floor", Incarnation: incN(10)},
+	}
+	got := s.Tombstoned(refs)
+	want := []api.ObjectRef{refs[1], refs[3], refs[4]}
+	if len(got) != len(want) {
+		t.Fatalf("Tombstoned = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("Tombstoned = %+v, want %+v", got, want)
+		}
+	}
+}

@@ -111,12 +111,13 @@ var (
 	descMountEpoch = prometheus.NewDesc("sexton_holder_mount_epoch", "The mount epoch of the last successful mount.", nil, nil)
 	descReplayed   = prometheus.NewDesc("sexton_holder_replayed", "1 once the current mount's replay (fetch everything pending, reconcile) is done: /readyz.", nil, nil)
 	descReconciled = prometheus.NewDesc("sexton_holder_reconciled_records_total", "Records reconcile tombstoned because the master did not know them as live.", nil, nil)
+	descGhosts     = prometheus.NewDesc("sexton_holder_ghost_replicas_dropped_total", "Replicas the master dropped from its table because this holder holds them tombstoned (the ghost check after a restore).", nil, nil)
 )
 
 var storeDescs = []*prometheus.Desc{descLiveBytes, descDeadBytes, descUsedBytes, descCapacity, descUsageRatio, descWatermark,
 	descBuckets, descObjects, descTombBatches, descTombFailures, descGCEnabled, descGCPasses, descGCRounds, descGCCopied,
 	descGCReclaimed, descGCBuckets, descGCEvicted, descGCCleanup, descGCLastError, descGCRecovered,
-	descMounted, descMountEpoch, descReplayed, descReconciled}
+	descMounted, descMountEpoch, descReplayed, descReconciled, descGhosts}
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range storeDescs {
@@ -179,6 +180,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descMountEpoch, float64(epoch))
 	gauge(descReplayed, boolGauge(c.svc.replayDone()))
 	counter(descReconciled, float64(c.svc.reconciled.Load()))
+	counter(descGhosts, float64(c.svc.ghostsDropped.Load()))
 }
 
 func boolGauge(b bool) float64 {

@@ -102,7 +102,10 @@ type Service struct {
 	tasksRetried atomic.Int64
 	tasksStale   atomic.Int64
 	reconciled   atomic.Int64
-	gcStatus     func() api.GCStatus
+	// ghostsDropped counts replicas the master dropped from its table on
+	// this holder's report that they are tombstoned here (checkGhosts).
+	ghostsDropped atomic.Int64
+	gcStatus      func() api.GCStatus
 
 	metrics *serviceMetrics
 	reg     *prometheus.Registry
@@ -287,6 +290,11 @@ func (s *Service) markUnmounted(why error) {
 func (s *Service) followLoop() {
 	defer s.wg.Done()
 	lastReconcile := time.Time{}
+	// ghostCheck: a ghost check (checkGhosts) is due after the next
+	// reconcile; set by every mount and master epoch change. A failed one
+	// is tried again from ghostRetry on, between fetches.
+	ghostCheck := false
+	var ghostRetry time.Time
 	for !s.stopped() {
 		s.followTurn.Store(time.Now().UnixNano())
 		if mounted, _, _ := s.mountState(); !mounted {
@@ -296,10 +304,12 @@ func (s *Service) followLoop() {
 				continue
 			}
 			lastReconcile = time.Time{}
+			ghostCheck = true
 		}
 		select {
 		case <-s.replay:
 			lastReconcile = time.Time{}
+			ghostCheck = true
 		case <-s.remount:
 			s.markUnmounted(errors.New("heartbeat asked for a remount"))
 			continue
@@ -318,6 +328,25 @@ func (s *Service) followLoop() {
 			s.mu.Lock()
 			s.replayed = s.mounted
 			s.mu.Unlock()
+		}
+		if ghostCheck && !time.Now().Before(ghostRetry) {
+			unsupported, err := s.checkGhosts()
+			switch {
+			case err == nil:
+				ghostCheck = false
+			case unsupported:
+				// An older master: no evidence is asked for, so nothing
+				// is dropped; deletes go on as before.
+				s.log.Info("the master has no ghost check; copies it lists that are tombstoned here stay listed", "error", err)
+				ghostCheck = false
+			case s.handleStale(err):
+				continue
+			default:
+				// Retried between fetches: a check that keeps failing
+				// must not stop deletes.
+				s.log.Warn("ghost check failed; retrying in a second, between fetches", "error", err)
+				ghostRetry = time.Now().Add(time.Second)
+			}
 		}
 		if err := s.fetchOnce(); err != nil {
 			if s.handleStale(err) {

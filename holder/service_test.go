@@ -26,12 +26,18 @@ type fakeMaster struct {
 	remount bool
 	tasks   []api.LocalDeleteTask // handed out by the next fetch
 	acked   []api.TaskResult
+	// reported collects the refs of DropTombstonedReplicas calls, when
+	// the fake knows the ghost check (withGhostCheck).
+	reported []api.ObjectRef
 }
 
-func startFakeMaster(t *testing.T, key []byte) *fakeMaster {
+func startFakeMaster(t *testing.T, key []byte, opts ...func(*fakeMaster)) *fakeMaster {
 	t.Helper()
 	m := &fakeMaster{key: key, hold: make(chan struct{})}
 	m.srv = transport.NewServer(transport.ServerConfig{})
+	for _, o := range opts {
+		o(m)
+	}
 	transport.Register(m.srv, api.MethodMountLocalDisk, func(ctx context.Context, req *api.MountLocalDiskRequest) (*api.MountLocalDiskResponse, error) {
 		select {
 		case <-m.hold:

@@ -113,3 +113,26 @@ func (s *Store) Scan() []ScanEntry {
 	})
 	return out
 }
+
+// Tombstoned returns the refs of refs this store holds dead: tombstoned
+// (or shadowed by a tombstone), or absent and at or below their key's
+// tombstone floor. A live record is never among them, whatever the floor
+// (an older complete incarnation stays live when a newer put of its key is
+// revoked), and neither is a ref the store has no trace of: absence alone
+// is what a lost disk or a reclaimed record past the floor's retention
+// looks like, not evidence of a delete.
+func (s *Store) Tombstoned(refs []api.ObjectRef) []api.ObjectRef {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []api.ObjectRef
+	for _, r := range refs {
+		k := objectKey{r.Key, r.Incarnation}
+		if _, live := s.idx.live[k]; live {
+			continue
+		}
+		if _, dead := s.idx.dead[k]; dead || covers(s.floors, k) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

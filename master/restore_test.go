@@ -9,13 +9,15 @@ import (
 )
 
 // restoreUpload sends a snapshot file to the leader the way `operator
-// restore` does, in chunks, and returns the final answer.
-func (tc *testCluster) restoreUpload(t *testing.T, id string, data []byte) (*api.SnapshotRestoreResponse, error) {
+// restore` does, in chunks (the last one carrying allowRollback), and
+// returns the final answer.
+func (tc *testCluster) restoreUpload(t *testing.T, id string, data []byte, allowRollback bool) (*api.SnapshotRestoreResponse, error) {
 	t.Helper()
 	var resp api.SnapshotRestoreResponse
 	for off := 0; ; off += api.SnapshotChunkSize {
 		end := min(off+api.SnapshotChunkSize, len(data))
 		chunk := &api.SnapshotChunk{ID: id, Offset: int64(off), Data: data[off:end], Total: int64(len(data)), EOF: end == len(data)}
+		chunk.AllowRollback = chunk.EOF && allowRollback
 		if err := tc.call(api.MethodSnapshotRestore, chunk, &resp); err != nil {
 			return nil, err
 		}
@@ -79,7 +81,7 @@ func TestRestoreOfAFileTheFSMRefusesChangesNothing(t *testing.T) {
 		{"over-capacity", data, "capacity"},
 		{"inconsistent", inconsistent, "retired segment"},
 	} {
-		_, err = tc.restoreUpload(t, c.name, c.data)
+		_, err = tc.restoreUpload(t, c.name, c.data, true)
 		if code := api.CodeOf(err); code != api.CodeCorrupt && code != api.CodeInvalidParams {
 			t.Fatalf("restore of the %s file: %v, want CORRUPT or INVALID_PARAMS", c.name, err)
 		}
@@ -112,7 +114,7 @@ func TestRestoreOfAFileTheFSMRefusesChangesNothing(t *testing.T) {
 	if err := tc.call(api.MethodSettingsSet, &api.SettingsSetRequest{Settings: api.Settings{RegistryCapacity: 10}}, &set); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := tc.restoreUpload(t, "accepted", data)
+	resp, err := tc.restoreUpload(t, "accepted", data, true)
 	if err != nil {
 		t.Fatalf("restore under a registry capacity of 10: %v", err)
 	}

@@ -37,6 +37,8 @@ func (n *Node) startRPC() error {
 	transport.Register(s, api.MethodFetchLocalDeleteTasks, n.handleFetchTasks)
 	transport.Register(s, api.MethodAckLocalDeleteTasks, n.handleAckTasks)
 	transport.Register(s, api.MethodReconcileLocalDiskObjects, n.handleReconcile)
+	transport.Register(s, api.MethodListLocalDiskReplicas, n.handleListReplicas)
+	transport.Register(s, api.MethodDropTombstonedReplicas, n.handleDropTombstoned)
 	transport.Register(s, api.MethodRetireStorage, n.handleRetire)
 	transport.Register(s, api.MethodEvictLocalDiskObjects, n.handleEvict)
 	transport.Register(s, api.MethodListTasks, n.handleListTasks)

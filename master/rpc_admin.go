@@ -239,7 +239,7 @@ func (n *Node) handleSnapshotRestore(_ context.Context, req *api.SnapshotChunk) 
 		return &api.SnapshotRestoreResponse{}, nil
 	}
 	defer os.Remove(path)
-	return n.restoreFile(path)
+	return n.restoreFile(path, req.AllowRollback)
 }
 
 // restoreFile restores the operator's snapshot at path on every node.
@@ -254,7 +254,14 @@ func (n *Node) handleSnapshotRestore(_ context.Context, req *api.SnapshotChunk) 
 // build's fsm writes and therefore reads, with the settings it was checked
 // under. Then a fresh EpochBegin makes every holder replay against the
 // restored state.
-func (n *Node) restoreFile(path string) (*api.SnapshotRestoreResponse, error) {
+//
+// A file whose index is below the leader's applied index rolls the
+// cluster back, and is refused unless allowRollback: the puts made after
+// the file's index are lost (their holders tombstone the copies the
+// restored table does not know), and the removes made after it come back
+// as keys whose copies their holders hold tombstoned, which the holders'
+// ghost check then drops from the table again.
+func (n *Node) restoreFile(path string, allowRollback bool) (*api.SnapshotRestoreResponse, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, api.Errorf(api.CodeInternal, "restore: %v", err)
@@ -263,6 +270,17 @@ func (n *Node) restoreFile(path string) (*api.SnapshotRestoreResponse, error) {
 	hdr, counts, err := snapshot.Inspect(f)
 	if err != nil {
 		return nil, api.Errorf(api.CodeCorrupt, "refusing snapshot: %v", err)
+	}
+	if applied := n.fsm.Stats().AppliedIndex; hdr.LastIndex < applied {
+		if !allowRollback {
+			return nil, api.Errorf(api.CodeInvalidParams,
+				"refusing to roll the cluster back: the snapshot's index %d is below the applied index %d, so every put and remove made after index %d would be undone "+
+					"(puts lost; removes turned into keys whose copies the holders keep tombstoned, which the holders' ghost check then drops again); "+
+					"restore it with --allow-rollback if that is what you want, or save a current snapshot first",
+				hdr.LastIndex, applied, hdr.LastIndex)
+		}
+		n.log.Warn("rolling the cluster back by an operator's restore (--allow-rollback): puts and removes after the snapshot's index are undone",
+			"snapshot_index", hdr.LastIndex, "applied_index", applied)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, api.Errorf(api.CodeInternal, "restore: %v", err)

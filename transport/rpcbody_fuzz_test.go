@@ -57,6 +57,8 @@ var rpcBodies = []rpcBody{
 	{method: api.MethodFetchLocalDeleteTasks, newBody: func() any { return new(api.FetchTasksRequest) }},
 	{method: api.MethodAckLocalDeleteTasks, newBody: func() any { return new(api.AckTasksRequest) }},
 	{method: api.MethodReconcileLocalDiskObjects, newBody: func() any { return new(api.ReconcileRequest) }},
+	{method: api.MethodListLocalDiskReplicas, newBody: func() any { return new(api.ListReplicasRequest) }},
+	{method: api.MethodDropTombstonedReplicas, newBody: func() any { return new(api.DropTombstonedRequest) }},
 	{method: api.MethodRetireStorage, newBody: func() any { return new(api.RetireStorageRequest) }},
 	{method: api.MethodEvictLocalDiskObjects, newBody: func() any { return new(api.EvictRequest) }},
 	{method: api.MethodListTasks, newBody: func() any { return new(api.ListTasksRequest) }},

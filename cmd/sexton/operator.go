@@ -115,8 +115,11 @@ func setupSnapshotSave(*flag.FlagSet) runFunc {
 }
 
 // setupSnapshotRestore checks FILE, then sends it in chunks; each chunk
-// may take up to five minutes (the last one installs the state).
-func setupSnapshotRestore(*flag.FlagSet) runFunc {
+// may take up to five minutes (the last one installs the state). The last
+// chunk carries --allow-rollback: the leader refuses a file older than its
+// applied index without it.
+func setupSnapshotRestore(fs *flag.FlagSet) runFunc {
+	allowRollback := fs.Bool("allow-rollback", false, "install FILE even when its index is below the cluster's applied index: puts made after it are lost, removes made after it are undone until the holders' ghost check drops those keys again")
 	return func(e *env, args []string) error {
 		file := args[0]
 		f, err := os.Open(file)
@@ -153,7 +156,7 @@ func setupSnapshotRestore(*flag.FlagSet) runFunc {
 			}
 			var resp api.SnapshotRestoreResponse
 			ctx, cancel := context.WithTimeout(context.Background(), max(e.timeout, 5*time.Minute)+time.Second)
-			err := cl.Call(ctx, api.MethodSnapshotRestore, &api.SnapshotChunk{ID: id, Offset: off, Data: buf[:nr], EOF: eof}, &resp)
+			err := cl.Call(ctx, api.MethodSnapshotRestore, &api.SnapshotChunk{ID: id, Offset: off, Data: buf[:nr], EOF: eof, AllowRollback: eof && *allowRollback}, &resp)
 			cancel()
 			if err != nil {
 				prog.abort()

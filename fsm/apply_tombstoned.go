@@ -1,0 +1,34 @@
+package fsm
+
+import "sexton/api"
+
+// applyDropTombstoned drops seg's replicas of the named incarnations, which
+// its holder reported tombstoned. Only the segment's current owner may
+// report: a stale mount epoch changes nothing.
+func (st *state) applyDropTombstoned(c *DropTombstoned) *DropTombstonedResult {
+	seg := st.segments[c.Segment]
+	if seg == nil {
+		return &DropTombstonedResult{Err: api.Errorf(api.CodeSegmentNotFound, "drop tombstoned replicas: unknown segment %s", c.Segment)}
+	}
+	if !seg.mounted || seg.epoch != c.Epoch {
+		return &DropTombstonedResult{Err: staleEpoch(seg, c.Epoch)}
+	}
+	out := &DropTombstonedResult{Dropped: []api.ObjectRef{}}
+	for _, r := range c.Refs {
+		old := st.objects.get(r.Key)
+		// Conditional on the incarnation the holder checked: a newer put
+		// of the key is never touched.
+		if !liveOn(old.complete, r.Incarnation, seg.id) {
+			continue
+		}
+		e := old
+		e.complete = st.withoutSegment(old.complete, seg.id)
+		if len(e.complete.replicas()) == 0 {
+			e.complete = nil
+			out.Objects++
+		}
+		st.objects.set(r.Key, old, e)
+		out.Dropped = append(out.Dropped, r)
+	}
+	return out
+}
