@@ -32,9 +32,13 @@ import (
 // check fails. That is how "every exit status tells the truth" is checked.
 
 type regOp struct {
-	Kind  string // "put", "get", "rm"
+	Kind  string // "put", "get", "rm", "jobrm" (a prefix job's removal of Key)
 	Key   string
 	Value string // put: the value written
+	// JobCall and JobStarted (jobrm only) are when the job's JobStart was
+	// called and when it returned, in the history's nanoseconds
+	// (JobStarted 1<<62 when its outcome was unknown).
+	JobCall, JobStarted int64
 }
 
 type regOut struct {
@@ -96,6 +100,9 @@ var registerModel = porcupine.Model{
 			}
 			return fmt.Sprintf("get(%s) → %s", in.Key, out.Value)
 		}
+		if in.Kind == "jobrm" {
+			return fmt.Sprintf("prefix job removes %s? → %s", in.Key, out.Outcome)
+		}
 		return fmt.Sprintf("rm(%s) → %s", in.Key, out.Outcome)
 	},
 	DescribeState: func(state any) string {
@@ -122,6 +129,10 @@ func newHistory() *history { return &history{start: time.Now(), counts: map[stri
 func (h *history) record(clientID int, in regOp, call time.Time, out regOut) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.recordLocked(clientID, in, call, out)
+}
+
+func (h *history) recordLocked(clientID int, in regOp, call time.Time, out regOut) {
 	h.counts[in.Kind+"/"+out.Outcome]++
 	if out.Outcome == "" {
 		return
@@ -143,7 +154,8 @@ func (h *history) checkWithin(t *testing.T, seed uint64, limit time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t.Logf("history: %d operations recorded; outcomes %v", len(h.ops), h.counts)
-	res, info := porcupine.CheckOperationsVerbose(registerModel, h.ops, limit)
+	model := modelFor(h.ops)
+	res, info := porcupine.CheckOperationsVerbose(model, h.ops, limit)
 	switch res {
 	case porcupine.Ok:
 		return
@@ -155,7 +167,7 @@ func (h *history) checkWithin(t *testing.T, seed uint64, limit time.Duration) {
 		dir = t.TempDir()
 	}
 	path := filepath.Join(dir, fmt.Sprintf("%s-seed%d.html", strings.ReplaceAll(t.Name(), "/", "_"), seed))
-	if err := porcupine.VisualizePath(registerModel, info, path); err != nil {
+	if err := porcupine.VisualizePath(model, info, path); err != nil {
 		t.Logf("visualization: %v", err)
 	}
 	t.Fatalf("history is not linearizable (seed %d); visualization in %s", seed, path)

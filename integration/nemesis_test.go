@@ -31,6 +31,10 @@ import (
 // the tasks drain (holder inspect on copies of the directories, operator
 // fsck), and the live keys read back byte-identical.
 //
+// Beside the clients, prefix-delete jobs run in rounds on keys of their
+// own (SEXTON_NEMESIS_JOBS=off leaves them out); their removals are part
+// of the checked history (jobmodel_test.go).
+//
 // SEXTON_NEMESIS_SEED replays a schedule, SEXTON_NEMESIS_DURATION sets
 // how long faults run (make jepsen: 10m), SEXTON_NEMESIS_FAULTS limits
 // the kinds (comma-separated names from nemesisKinds).
@@ -47,6 +51,8 @@ var nemesisKinds = []string{
 	"kill-holder",        // SIGKILL a holder, restart it
 	"cut-holder",         // clients cannot reach a holder
 	"disk-freeze",        // a holder's files made immutable (chattr +i), then restored
+	"restore-old",        // operator snapshot save, clients go on, then a restore of that older file without --allow-rollback: refused
+	"rebuild-live",       // operator rebuild against the serving cluster: refused (its state is not fresh)
 }
 
 type nemesisCluster struct {
@@ -381,6 +387,8 @@ func (r *nemesisRun) run(stop <-chan struct{}) {
 			r.note(kind, fmt.Sprintf("chattr +i on holder %s's files for %v", h.name, hold))
 			sleep(hold)
 			unfreeze(h.dir)
+		case "restore-old", "rebuild-live":
+			r.operatorFault(kind, hold, sleep)
 		}
 		// A holder may exit on a refused write, by design: fail closed.
 		// Whatever died is started again before the next fault.
@@ -558,6 +566,10 @@ func TestNemesisLinearizable(t *testing.T) {
 	h := newHistory()
 	stopWork := make(chan struct{})
 	corrupt, waitWork := nemesisWorkload(t, nc, h, 5, keys, seed, stopWork)
+	waitJobs := func() {}
+	if os.Getenv("SEXTON_NEMESIS_JOBS") != "off" {
+		waitJobs = nemesisPrefixJobs(t, nc, h, seed, stopWork)
+	}
 	stopNemesis := make(chan struct{})
 	nemesisDone := make(chan struct{})
 	go func() { defer close(nemesisDone); run.run(stopNemesis) }()
@@ -570,6 +582,7 @@ func TestNemesisLinearizable(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	close(stopWork)
 	waitWork()
+	waitJobs()
 	t.Logf("faults: %v", run.events)
 	nc.waitLeader(60 * time.Second)
 	for _, hn := range nc.holders {
@@ -583,7 +596,7 @@ func TestNemesisLinearizable(t *testing.T) {
 	}
 	defer final.Close()
 	live := map[string]string{}
-	for _, k := range keys {
+	for _, k := range append(slices.Clone(keys), nemesisJobKeys...) {
 		for attempt := 0; ; attempt++ {
 			ctx, cancel := ctxT(20 * time.Second)
 			call := time.Now()
@@ -611,7 +624,7 @@ func TestNemesisLinearizable(t *testing.T) {
 
 	verdict := "linearizable"
 	defer func() {
-		t.Logf("NEMESIS SUMMARY seed=%d duration=%v\n  operations: %d recorded (outcomes %v)\n  indeterminate: %d\n  faults injected: %v\n  corrupt reads: %d\n  checker: %s\n  acknowledged removes checked on disk: %d",
+		t.Logf("NEMESIS SUMMARY seed=%d duration=%v\n  operations: %d recorded (outcomes %v; jobrm: a prefix job's removal of one key)\n  indeterminate: %d\n  faults injected: %v\n  corrupt reads: %d\n  checker: %s\n  acknowledged removes checked on disk: %d",
 			seed, duration, len(h.ops), h.counts, h.counts["put/unknown"]+h.counts["rm/unknown"], run.counts, corrupt.Load(), verdict, h.counts["rm/ok"])
 	}()
 	verdict = "NOT linearizable (or check timed out)"

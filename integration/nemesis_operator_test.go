@@ -1,0 +1,143 @@
+package integration
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sexton/api"
+	"sexton/client"
+)
+
+// The operator's paths under the nemesis: a prefix-delete job runs beside
+// the clients (its removals are part of the checked history, jobmodel_test.go),
+// and two faults try what must be refused on a serving cluster. A refusal
+// changes nothing, which the history's linearizability and the disk check
+// then prove; an acceptance is reported at once.
+
+// operatorFault runs one operator fault; it is called with every other
+// fault healed.
+func (r *nemesisRun) operatorFault(kind string, hold time.Duration, sleep func(time.Duration) bool) {
+	nc := r.nc
+	masters := "--masters=" + strings.Join(nc.proxiedMasters(), ",")
+	switch kind {
+	case "restore-old":
+		file := filepath.Join(nc.t.TempDir(), fmt.Sprintf("old-%d.snap", time.Now().UnixNano()))
+		if out, err := runCLIErr("operator", "snapshot", "save", file, masters, "--timeout=10s"); err != nil {
+			r.note(kind+"-skipped", fmt.Sprintf("restore-old: save failed (%v): %s", err, tail(out, 200)))
+			return
+		}
+		sleep(hold) // the clients move the cluster past the file
+		out, err := runCLIErr("operator", "snapshot", "restore", file, masters, "--timeout=10s")
+		os.Remove(file)
+		if err == nil {
+			nc.t.Errorf("restore-old: a snapshot older than the cluster was restored without --allow-rollback: %s", tail(out, 400))
+			r.note(kind+"-ACCEPTED", "restore of an older snapshot accepted")
+			return
+		}
+		r.note(kind, fmt.Sprintf("restore of a snapshot %v old refused: %s", hold, firstLine(out)))
+	case "rebuild-live":
+		out, err := runCLIErr("operator", "rebuild", masters, "--timeout=10s")
+		if err == nil {
+			nc.t.Errorf("rebuild-live: operator rebuild ran on a serving cluster: %s", tail(out, 400))
+			r.note(kind+"-ACCEPTED", "rebuild on a serving cluster accepted")
+			return
+		}
+		r.note(kind, "rebuild on the serving cluster refused: "+firstLine(out))
+	}
+}
+
+// nemesisJobKeys are the keys the prefix jobs work on: quiet keys of
+// their own, so the check can tell what a job removed.
+var nemesisJobKeys = []string{"nem/job/a", "nem/job/b", "nem/job/c", "nem/job/d"}
+
+// nemesisPrefixJobs runs rounds until stop closes: put every job key, start
+// a prefix-delete job over them, put half of them again as soon as the
+// JobStart returned, wait for the job, read every key. Every call is in the
+// history, the job as one removal per key (jobmodel_test.go): the keys put
+// only before the job must read absent, the keys put after it must read
+// their new value.
+func nemesisPrefixJobs(t *testing.T, nc *nemesisCluster, h *history, seed uint64, stop <-chan struct{}) (wait func()) {
+	cl, err := client.New(client.Config{Masters: nc.proxiedMasters(), Timeout: 15 * time.Second, AttemptTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = 500 // the history's client id of these calls
+	put := func(key, v string) {
+		ctx, cancel := ctxT(20 * time.Second)
+		defer cancel()
+		call := time.Now()
+		_, err := cl.Put(ctx, key, nemesisValue(v), client.PutOptions{Pool: "nem"})
+		out := clientOutcome(err)
+		if out == "absent" {
+			out = ""
+		}
+		h.record(id, regOp{Kind: "put", Key: key, Value: v}, call, regOut{Outcome: out})
+	}
+	get := func(key string) {
+		ctx, cancel := ctxT(20 * time.Second)
+		defer cancel()
+		call := time.Now()
+		body, _, err := cl.Get(ctx, key)
+		out := clientOutcome(err)
+		if out == "unknown" {
+			out = ""
+		}
+		v := ""
+		if out == "ok" {
+			v, _, _ = strings.Cut(string(body), ";")
+			if string(nemesisValue(v)) != string(body) {
+				t.Errorf("get %s: %d bytes that no put wrote", key, len(body))
+			}
+		}
+		h.record(id, regOp{Kind: "get", Key: key}, call, regOut{Outcome: out, Value: v})
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer cl.Close()
+		rng := rand.New(rand.NewPCG(seed, 999))
+		for round := 0; ; round++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(2+rng.IntN(4)) * time.Second):
+			}
+			for _, k := range nemesisJobKeys {
+				put(k, fmt.Sprintf("j%d-%s", round, k[len(k)-1:]))
+			}
+			ctx, cancel := ctxT(60 * time.Second)
+			call := time.Now()
+			job, err := cl.StartPrefixDelete(ctx, "nem/job/", false)
+			var started, done time.Time
+			switch clientOutcome(err) {
+			case "ok":
+				started = time.Now()
+				for i, k := range nemesisJobKeys {
+					if i%2 == round%2 {
+						put(k, fmt.Sprintf("j%d-%s-after", round, k[len(k)-1:]))
+					}
+				}
+				if fin, err := cl.WaitJob(ctx, job.ID, nil); err == nil && fin.State == api.JobDone {
+					done = time.Now()
+				}
+			case "unknown":
+			default:
+				cancel()
+				continue // refused: it did nothing
+			}
+			cancel()
+			h.recordJob(id, nemesisJobKeys, call, started, done)
+			for _, k := range nemesisJobKeys {
+				get(k)
+			}
+		}
+	}()
+	return wg.Wait
+}
