@@ -48,7 +48,7 @@ func (r *nemesisRun) operatorFault(kind string, hold time.Duration, sleep func(t
 			r.note(kind+"-ACCEPTED", "rebuild on a serving cluster accepted")
 			return
 		}
-		r.note(kind, "rebuild on the serving cluster refused: "+firstLine(out))
+		r.note(kind, "rebuild on the serving cluster refused: "+lastLine(out))
 	}
 }
 
@@ -140,4 +140,11 @@ func nemesisPrefixJobs(t *testing.T, nc *nemesisCluster, h *history, seed uint64
 		}
 	}()
 	return wg.Wait
+}
+
+// lastLine is the last non-empty line of s: the CLI's verdict after its
+// progress lines.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
