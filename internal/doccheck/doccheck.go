@@ -8,7 +8,9 @@
 // §). A citation that names no document is resolved in the file itself when
 // that file is a document with numbered sections (docs/PROTOCOL.md cites
 // its own §8), and is refused elsewhere: a reader of a Go comment cannot
-// tell which DESIGN.md a bare § means.
+// tell which DESIGN.md a bare § means. A document cited by a quoted
+// heading (master/DESIGN.md, "Halting") must have a heading or a bold
+// title containing the quote.
 package doccheck
 
 import (
@@ -52,6 +54,11 @@ var (
 	// "invariants 2, 3, 4, 5 and 7", "invariants 1–12".
 	invariantRef = regexp.MustCompile(`(?i)\binvariants?\s+(\d+(?:\s*(?:,\s*and|,|and|or|[–-])\s*\d+)*)\b`)
 	number       = regexp.MustCompile(`\d+`)
+	// headingRef is a document cited by a quoted heading:
+	// master/DESIGN.md, "Writes and group commit"; DESIGN.md ("Halting").
+	headingRef = regexp.MustCompile(`([A-Za-z0-9_][A-Za-z0-9_./-]*\.md),?\s+\(?"([^"]{1,120})"`)
+	boldPhrase = regexp.MustCompile(`\*\*([^*]+)\*\*`)
+	spaces     = regexp.MustCompile(`\s+`)
 	// docName is a Markdown document named in running text.
 	docName = regexp.MustCompile(`[A-Za-z0-9_][A-Za-z0-9_./-]*\.md\b`)
 	// docBefore and docAfter name the document right next to a citation:
@@ -72,6 +79,10 @@ var (
 type outline struct {
 	sections   map[int]bool
 	invariants map[int]bool
+	// anchors are the headings and the bold run-in titles ("**Done.**"),
+	// lower-cased, that a quoted citation ("fsm/DESIGN.md \"Rebuild\"")
+	// may name.
+	anchors []string
 }
 
 func parseOutline(text string) outline {
@@ -84,6 +95,12 @@ func parseOutline(text string) outline {
 		}
 		if inCode {
 			continue
+		}
+		if strings.HasPrefix(l, "#") {
+			o.anchors = append(o.anchors, strings.ToLower(strings.TrimLeft(l, "# ")))
+		}
+		for _, m := range boldPhrase.FindAllStringSubmatch(l, -1) {
+			o.anchors = append(o.anchors, strings.ToLower(m[1]))
 		}
 		if strings.HasPrefix(l, "## ") {
 			inInvariants = strings.Contains(strings.ToLower(l), "invariants")
@@ -99,6 +116,18 @@ func parseOutline(text string) outline {
 		}
 	}
 	return o
+}
+
+// hasAnchor reports whether a heading or bold title contains quote
+// (case and spacing aside; a quote may stop short of a heading's tail).
+func (o *outline) hasAnchor(quote string) bool {
+	q := strings.ToLower(strings.TrimRight(quote, ".,;: "))
+	for _, a := range o.anchors {
+		if strings.Contains(spaces.ReplaceAllString(a, " "), q) {
+			return true
+		}
+	}
+	return false
 }
 
 // checker holds the documents read so far.
@@ -190,7 +219,7 @@ func Check(fsys fs.FS) ([]Problem, error) {
 // scan checks the citations of one file. Its lines are joined into one
 // text (comment marks dropped) so that a citation may span a line break.
 func (c *checker) scan(file, text string) {
-	if !strings.Contains(text, "§") && !strings.Contains(strings.ToLower(text), "invariant") {
+	if !strings.Contains(text, "§") && !strings.Contains(text, ".md") && !strings.Contains(strings.ToLower(text), "invariant") {
 		return
 	}
 	lines := strings.Split(text, "\n")
@@ -258,6 +287,19 @@ func (c *checker) scan(file, text string) {
 			if !o.sections[n] {
 				c.add(file, line, "%s: %s has no section %d", cite, target, n)
 			}
+		}
+	}
+
+	for _, m := range headingRef.FindAllStringSubmatchIndex(joined, -1) {
+		line := lineOf(m[0])
+		name, quote := joined[m[2]:m[3]], spaces.ReplaceAllString(joined[m[4]:m[5]], " ")
+		target, ok := c.resolve(file, name)
+		if !ok {
+			c.add(file, line, "%s %q: no document %s here or at the repository root", name, quote, name)
+			continue
+		}
+		if !c.outline(target).hasAnchor(quote) {
+			c.add(file, line, "%s %q: %s has no heading or bold title containing %q", name, quote, target, quote)
 		}
 	}
 

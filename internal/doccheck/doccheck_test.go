@@ -62,12 +62,17 @@ func TestCheckFindsBrokenCitations(t *testing.T) {
 		{"invariant of the spec", "a/x.go", "// docs/DESIGN.md invariant 2", ""},
 		{"invariant of another document", "a/x.go", "// DESIGN.md invariant 2", "the invariants are numbered in docs/DESIGN.md"},
 		{"invariant of, after", "a/x.md", "Invariants 1 and 2 of DESIGN.md hold.", "the invariants are numbered in docs/DESIGN.md"},
+		{"heading", "a/x.go", `// DESIGN.md "Why it is so"`, ""},
+		{"heading over a line break", "b/x.go", "// (a/DESIGN.md, \"Why\n// it\")", ""},
+		{"bold title", "a/x.go", `// (DESIGN.md, "Done")`, ""},
+		{"missing heading", "a/x.go", `// DESIGN.md ("How")`, "has no heading or bold title"},
+		{"heading of no document", "b/x.go", `// DESIGN.md "Why"`, "no document DESIGN.md here"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			fsys := fstest.MapFS{
 				"docs/DESIGN.md": {Data: []byte(fakeSpec)},
-				"a/DESIGN.md":    {Data: []byte("# a\n\n## Why\n")},
+				"a/DESIGN.md":    {Data: []byte("# a\n\n## Why it is so\n\n* **Done.** text\n")},
 				tc.file:          {Data: []byte(tc.text)},
 			}
 			problems, err := Check(fsys)
