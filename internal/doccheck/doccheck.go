@@ -10,7 +10,8 @@
 // its own §8), and is refused elsewhere: a reader of a Go comment cannot
 // tell which DESIGN.md a bare § means. A document cited by a quoted
 // heading (master/DESIGN.md, "Halting") must have a heading or a bold
-// title containing the quote.
+// title containing the quote, and a document named by its path must
+// exist.
 package doccheck
 
 import (
@@ -287,6 +288,18 @@ func (c *checker) scan(file, text string) {
 			if !o.sections[n] {
 				c.add(file, line, "%s: %s has no section %d", cite, target, n)
 			}
+		}
+	}
+
+	// A document named by its path must exist: a moved or renamed page
+	// leaves no citation pointing nowhere.
+	for _, m := range docName.FindAllStringIndex(joined, -1) {
+		name := joined[m[0]:m[1]]
+		if !strings.Contains(name, "/") || strings.Contains(name, "://") || m[0] > 0 && joined[m[0]-1] == '/' {
+			continue
+		}
+		if _, ok := c.resolve(file, name); !ok {
+			c.add(file, lineOf(m[0]), "%s: no such document here or at the repository root", name)
 		}
 	}
 

@@ -67,6 +67,9 @@ func TestCheckFindsBrokenCitations(t *testing.T) {
 		{"bold title", "a/x.go", `// (DESIGN.md, "Done")`, ""},
 		{"missing heading", "a/x.go", `// DESIGN.md ("How")`, "has no heading or bold title"},
 		{"heading of no document", "b/x.go", `// DESIGN.md "Why"`, "no document DESIGN.md here"},
+		{"path of a document", "b/x.go", "// see a/DESIGN.md and docs/DESIGN.md", ""},
+		{"path of no document", "b/x.go", "// see b/DESIGN.md", "b/DESIGN.md: no such document"},
+		{"a link is not a path here", "b/x.go", "// https://example.com/x/DESIGN.md", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
