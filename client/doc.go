@@ -7,7 +7,7 @@
 // request (api.Session). A mutation is retried with the same sequence
 // number after any failure, so a retry can never act twice — a retried
 // Remove can never delete a newer object that another client put in the
-// meantime (DESIGN.md invariant 10). When the client gives up without
+// meantime (docs/DESIGN.md invariant 10). When the client gives up without
 // knowing whether a mutation ran, the error is OUTCOME_UNKNOWN, never a
 // plain "not done".
 //

@@ -5,7 +5,7 @@ import (
 	"sexton/fsm/dfsalloc"
 )
 
-// DFS command types (DESIGN.md §9, fsm/dfsalloc/DESIGN.md "Wiring"). The
+// DFS command types (docs/DESIGN.md §9, fsm/dfsalloc/DESIGN.md "Wiring"). The
 // allocator is replicated state, so everything that changes it is a
 // command; the leader fills in every time and every plan.
 const (

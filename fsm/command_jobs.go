@@ -2,7 +2,7 @@ package fsm
 
 import "sexton/api"
 
-// Bulk-delete job command types (DESIGN.md §11): a prefix delete is a job
+// Bulk-delete job command types (docs/DESIGN.md §12): a prefix delete is a job
 // in the replicated state whose cursor the leader advances in bounded
 // steps, each one entry that removes keys exactly as Remove does.
 const (

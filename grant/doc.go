@@ -5,6 +5,6 @@
 // holder checks it with the cluster's grant key (replicated state, handed
 // to holders at mount) without a round trip to the master. A holder
 // therefore stores bytes only for incarnations the leader placed on it
-// (DESIGN.md invariant 11). Grants are not secret: a grant lets its bearer
+// (docs/DESIGN.md invariant 11). Grants are not secret: a grant lets its bearer
 // write one value under one incarnation to one segment until it expires.
 package grant

@@ -14,7 +14,7 @@ type persistPoints struct {
 	tmpSync, dirSync *syncSite
 }
 
-// Crash points of BatchMarkDeleted, one between every step of DESIGN.md §5.
+// Crash points of BatchMarkDeleted, one between every step of docs/DESIGN.md §5.
 var tombstonePoints = persistPoints{
 	beforeTmpWrite: crashpoint.New("tombstone.before-tmp-write"),
 	afterTmpWrite:  crashpoint.New("tombstone.after-tmp-write"),
@@ -85,7 +85,7 @@ var (
 	}
 )
 
-// Crash points of a GC round (DESIGN.md §6), one between every step.
+// Crash points of a GC round (docs/DESIGN.md §6), one between every step.
 var (
 	gcAfterPrepareTmp      = crashpoint.New("gc.after-prepare-tmp")
 	gcAfterPrepare         = crashpoint.New("gc.after-prepare")

@@ -7,7 +7,7 @@
 // that reclaims dead bytes with crash-safe intents (gc_*.go). The
 // master-follow loop and the data RPC build on this store.
 //
-// Layout of a directory (DESIGN.md §5 of the project):
+// Layout of a directory (docs/DESIGN.md §5):
 //
 //	.mooncake_local_disk_segment_id  identity {v, segment_id, cluster_id, created} (JSON)
 //	.lock                            flock(LOCK_EX|LOCK_NB) for the Store's life

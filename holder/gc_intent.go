@@ -18,7 +18,7 @@ const gcIntentVersion = 1
 // (8 sources) is under 200 bytes.
 const maxGCIntentFileSize = 4 << 10
 
-// maxGCSources is the most source buckets one round merges (DESIGN.md §6).
+// maxGCSources is the most source buckets one round merges (docs/DESIGN.md §6).
 const maxGCSources = 8
 
 const gcIntentTmpName = GCIntentFileName + ".tmp"

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Environment variables read by GCOptionsFromEnv (DESIGN.md §6).
+// Environment variables read by GCOptionsFromEnv (docs/DESIGN.md §6).
 const (
 	EnvGCEnable          = "MOONCAKE_OFFLOAD_BUCKET_GC_ENABLE"
 	EnvGCIntervalSeconds = "MOONCAKE_OFFLOAD_BUCKET_GC_INTERVAL_SECONDS"
@@ -57,7 +57,7 @@ type GCOptions struct {
 	AgeAware bool
 }
 
-// DefaultGCOptions is the policy of DESIGN.md §6 with capacity unknown.
+// DefaultGCOptions is the policy of docs/DESIGN.md §6 with capacity unknown.
 func DefaultGCOptions() GCOptions {
 	return GCOptions{Enabled: true, Interval: DefaultGCInterval, DeletedRatio: DefaultGCDeletedRatio,
 		HighWatermark: DefaultGCHighWatermark, LowWatermark: DefaultGCLowWatermark, DrainTimeout: DefaultGCDrainTimeout,

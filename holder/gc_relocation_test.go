@@ -9,7 +9,7 @@ import (
 	"sexton/api"
 )
 
-// The relocation race (DESIGN.md §6): a tombstone for a record GC is
+// The relocation race (docs/DESIGN.md §6): a tombstone for a record GC is
 // moving lands on the record wherever it lives when the round commits.
 // Each test drives one interleaving through the store's step hooks and
 // checks, after a reopen, that the record is tombstoned in the

@@ -7,7 +7,7 @@ import (
 	"os"
 )
 
-// runRound executes one planned round (DESIGN.md §6):
+// runRound executes one planned round (docs/DESIGN.md §6):
 //
 //	PREPARED{sources, target} → copy live records → fsync target data and
 //	meta → COMMITTED → switch the index → drain readers → unlink sources →

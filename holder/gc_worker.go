@@ -51,7 +51,7 @@ func newGCWorker(s *Store, opts GCOptions, ev Evictor) *gcWorker {
 		skip: map[uint64]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// StartGC starts the store's GC worker (DESIGN.md §6). ev may be nil: the
+// StartGC starts the store's GC worker (docs/DESIGN.md §6). ev may be nil: the
 // worker then never evicts live data. With opts.Enabled false nothing
 // runs and GCStats says so. Close stops the worker.
 func (s *Store) StartGC(opts GCOptions, ev Evictor) error {

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Fixed names in a store directory (DESIGN.md §5).
+// Fixed names in a store directory (docs/DESIGN.md §5).
 const (
 	MarkerFileName   = ".mooncake_local_disk_segment_id"
 	LockFileName     = ".lock"

@@ -155,7 +155,7 @@ func (s *Store) recover() error {
 		// Someone filled the directory between the first look and the lock.
 		return fmt.Errorf("%w: %s is not empty and has no %s", ErrUnmarkedDirectory, s.dir, MarkerFileName)
 	}
-	// A pending GC round is resolved first (DESIGN.md §6): the buckets it
+	// A pending GC round is resolved first (docs/DESIGN.md §6): the buckets it
 	// gives up are left out of loading, everything else is verified, and
 	// only then is anything removed.
 	var gr gcRecovery

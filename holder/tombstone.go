@@ -12,7 +12,7 @@ import (
 const maxResolveRounds = 4
 
 // BatchMarkDeleted durably tombstones the records the tasks name
-// (DESIGN.md §5). Tasks are grouped by bucket and each affected bucket gets
+// (docs/DESIGN.md §5). Tasks are grouped by bucket and each affected bucket gets
 // at most one metadata persistence: copy the committed metadata, set
 // tombstoned on the entries whose key and incarnation match, write
 // <id>.meta.tmp, fsync, rename over <id>.meta, fsync the directory, and only

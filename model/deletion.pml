@@ -1,5 +1,5 @@
 /*
- * deletion.pml — a Promela model of sexton's deletion protocol (DESIGN.md §4–§6),
+ * deletion.pml — a Promela model of sexton's deletion protocol (docs/DESIGN.md §4–§6),
  * checked with spin. model/README.md says what each part stands for in the Go
  * code, which invariant each assertion checks, and which code change breaks
  * which property. scripts/model.sh runs it.

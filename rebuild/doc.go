@@ -1,5 +1,5 @@
 // Package rebuild decides what a rebuilt cluster adopts from the records
-// of the lost cluster's holders (`sexton operator rebuild`, DESIGN.md §11).
+// of the lost cluster's holders (`sexton operator rebuild`, docs/DESIGN.md §11).
 //
 // It is pure: Merge takes every holder's scan (api.HolderRecord pages,
 // sorted by key and incarnation) and returns a Plan — the cluster id the

@@ -21,7 +21,7 @@ import (
 
 // setupRebuild is `operator rebuild`: a freshly bootstrapped, empty
 // cluster takes over the cluster whose masters all lost their state,
-// from the records its holders keep (DESIGN.md §11; package rebuild has
+// from the records its holders keep (docs/DESIGN.md §11; package rebuild has
 // the rules). Holders are the ones named by --holders plus every segment
 // endpoint this cluster knows (a holder of the lost cluster pointed at
 // the new masters tries to mount, which registers it, and refuses to

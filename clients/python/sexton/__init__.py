@@ -8,7 +8,7 @@ Pure Python plus ``msgpack``, written from ``docs/PROTOCOL.md``::
         assert store.get("hello") == b"world"
         store.remove("hello")
 
-What it does for you (PROTOCOL.md §7-9): follows the Raft leader (its
+What it does for you (docs/PROTOCOL.md §7-9): follows the Raft leader (its
 NOT_LEADER hint, else the next address, with capped jittered backoff),
 proves the cluster token in the handshake without sending it, gives every
 mutation a session (client id, sequence number, floor) so that its retries

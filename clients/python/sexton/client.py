@@ -34,7 +34,7 @@ _T = TypeVar("_T")
 
 
 class _Sessions:
-    """Session numbering (PROTOCOL.md §7): a random client id, sequence
+    """Session numbering (docs/PROTOCOL.md §7): a random client id, sequence
     numbers from 1, and the floor = the oldest request still in flight."""
 
     def __init__(self, client_id: str) -> None:
@@ -156,11 +156,11 @@ class Client:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    # -- leader following (PROTOCOL.md §8) ------------------------------
+    # -- leader following (docs/PROTOCOL.md §8) -------------------------
 
     def call(self, method: str, body: Dict[str, Any], *, mutation: bool = False, timeout: Optional[float] = None) -> Any:
         """Call ``method`` on the leader, following it; return the response
-        body (a dict, keys as in PROTOCOL.md §5). The low-level way to any
+        body (a dict, keys as in docs/PROTOCOL.md §5). The low-level way to any
         master method. ``mutation`` marks a request whose body carries a
         session (``"sess"``, which the caller provides): it is also repeated
         after OUTCOME_UNKNOWN, and giving up after an attempt that may have
@@ -228,7 +228,7 @@ class Client:
         finally:
             self._sessions.end(sess["seq"])
 
-    # -- put (PROTOCOL.md §9) -------------------------------------------
+    # -- put (docs/PROTOCOL.md §9) --------------------------------------
 
     def put(self, key: str, value: Union[bytes, bytearray, memoryview], *, replicas: int = 1, tenant: str = "",
             if_absent: bool = False, pool: str = "") -> Incarnation:
@@ -267,7 +267,7 @@ class Client:
                     time.sleep(0.05)
                     continue
                 # Right after a failover the new leader has not yet heard the
-                # holders' heartbeats (PROTOCOL.md §5): wait a moment.
+                # holders' heartbeats (docs/PROTOCOL.md §5): wait a moment.
                 if time.monotonic() < placement_deadline:
                     time.sleep(0.1)
                     continue
@@ -421,7 +421,7 @@ class Client:
                 return
 
     def status(self) -> Dict[str, Any]:
-        """The status map of the master that answers (PROTOCOL.md §5)."""
+        """The status map of the master that answers (docs/PROTOCOL.md §5)."""
         return dict(self.call("Status", {}))
 
     # -- removes ---------------------------------------------------------

@@ -163,7 +163,7 @@ class Connection:
         self._sock.settimeout(max(deadline - time.monotonic(), 0.001))
         self._sock.sendall(frame)
 
-    # -- handshake (PROTOCOL.md §3) -------------------------------------
+    # -- handshake (docs/PROTOCOL.md §3) --------------------------------
 
     def _handshake(self, token: str, deadline: float) -> None:
         kind, _, _, _, err, hello = decode_envelope(self._read_frame(HANDSHAKE_MAX_FRAME, deadline))

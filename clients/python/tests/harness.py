@@ -185,7 +185,7 @@ class Cluster:
 
 
 # ---------------------------------------------------------------------------
-# A scripted server speaking the transport (PROTOCOL.md §1-3), for the rules
+# A scripted server speaking the transport (docs/PROTOCOL.md §1-3), for the rules
 # a real cluster cannot show on demand.
 
 Handler = Callable[[str, Any], Tuple[str, Any]]
@@ -243,7 +243,7 @@ class FakeServer:
             assert auth is not None
             self.auths.append(auth[5])
             mac = auth[5].get("mac")
-            # The proof as PROTOCOL.md §3 defines it, not the client's own
+            # The proof as docs/PROTOCOL.md §3 defines it, not the client's own
             # function, so a wrong client is caught here too.
             want = hmac.new(self.token.encode(), b"sexton transport auth v1\x00" + nonce, hashlib.sha256).digest()
             if self.token and mac != want:
