@@ -65,8 +65,8 @@ type LegacyCapacityError struct {
 }
 
 func (e *LegacyCapacityError) Error() string {
-	return fmt.Sprintf("%s snapshot holds %d tasks, more than the registry capacity %d it is restored under: "+
-		"the build that wrote it ran with a capacity of at least %d; restore it under that build's capacity",
+	return fmt.Sprintf("%s snapshot holds %d tasks, more than the registry capacity %d it is restored under "+
+		"(the build that wrote it ran with at least %d; restore it under that build's capacity)",
 		e.Format, e.Tasks, e.Capacity, e.Tasks)
 }
 
