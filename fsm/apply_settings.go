@@ -25,19 +25,18 @@ func (st *state) applySettings(c *Settings) *SettingsResult {
 		}
 		return r
 	}
-	refuse := result
 	if c.Legacy != nil {
 		if err := CheckSettings(*c.Legacy); err != nil {
-			return refuse(api.Errorf(api.CodeInvalidParams, "legacy %s", err.Message))
+			return result(api.Errorf(api.CodeInvalidParams, "legacy %s", err.Message))
 		}
 	}
 	if err := CheckSettings(c.Settings); err != nil {
-		return refuse(err)
+		return result(err)
 	}
 	next := merged(base, c.Settings)
 	capacity := withDefaults(next).RegistryCapacity
 	if pending := st.reg.len(); capacity < pending {
-		return refuse(api.Errorf(api.CodeInvalidParams, "settings: registry capacity %d is below the %d tasks pending now", capacity, pending))
+		return result(api.Errorf(api.CodeInvalidParams, "settings: registry capacity %d is below the %d tasks pending now", capacity, pending))
 	}
 	res := result(nil)
 	st.settings, st.settingsSet = next, true
