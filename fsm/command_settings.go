@@ -7,17 +7,28 @@ import "sexton/api"
 // never taken from a node's own configuration.
 const CmdSettings CommandType = 19
 
-// SettingsV1 is the Settings command's schema version.
-const SettingsV1 uint8 = 1
+// Settings schema versions. v2 adds Legacy.
+const (
+	SettingsV1 uint8 = 1
+	SettingsV2 uint8 = 2
+)
 
 // Settings sets the cluster's replicated settings. A zero field leaves that
 // setting as it is. A registry capacity below the tasks pending now is
 // refused (INVALID_PARAMS), as is any value outside the bounds below.
+//
+// The first Settings entry of a state changes the settings it applied
+// under before: with Legacy (v2), the legacy settings of the leader that
+// proposed it, which every node takes as the base, so all nodes agree
+// afterwards even if their own legacy settings differed (the result says
+// so on such a node); without it (v1), the defaults, as the builds that
+// wrote v1 entries applied them.
 type Settings struct {
-	V        uint8        `msgpack:"v"`
-	Settings api.Settings `msgpack:"settings"`
-	Session  api.Session  `msgpack:"sess,omitempty"`
-	Now      int64        `msgpack:"now"`
+	V        uint8         `msgpack:"v"`
+	Settings api.Settings  `msgpack:"settings"`
+	Session  api.Session   `msgpack:"sess,omitempty"`
+	Legacy   *api.Settings `msgpack:"legacy,omitempty"`
+	Now      int64         `msgpack:"now"`
 }
 
 func (*Settings) Type() CommandType { return CmdSettings }
@@ -28,6 +39,12 @@ type SettingsResult struct {
 	Err       *api.Error
 	Settings  api.Settings
 	Duplicate bool
+	// LegacyDiffers: the entry carried the proposing leader's legacy
+	// settings and they are not the ones this state applied under until
+	// now (OwnLegacy, defaults filled in). The entries before it may
+	// have been applied differently here than on the leader.
+	LegacyDiffers bool
+	OwnLegacy     api.Settings
 }
 
 // Defaults of the replicated settings, in force until a Settings entry

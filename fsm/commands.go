@@ -30,7 +30,7 @@ var commands = [...]*commandSpec{
 	CmdDFSMarkLost:      spec[DFSMarkLost]("DFSMarkLost", DFSMarkLostV1, nil),
 	CmdPutStartBatch:    spec[PutStartBatch]("PutStartBatch", PutStartBatchV2, boundsPutStartBatch, "sess"),
 	CmdPutEndBatch:      spec[PutEndBatch]("PutEndBatch", PutEndBatchV2, boundsPutEndBatch, "sess"),
-	CmdSettings:         spec[Settings]("Settings", SettingsV1, boundsSettings),
+	CmdSettings:         spec[Settings]("Settings", SettingsV2, boundsSettings, "legacy"),
 	CmdRebuildBegin:     spec[RebuildBegin]("RebuildBegin", RebuildBeginV1, boundsRebuildBegin),
 	CmdRebuildAdopt:     spec[RebuildAdopt]("RebuildAdopt", RebuildAdoptV1, boundsRebuildAdopt),
 	CmdJobStart:         spec[JobStart]("JobStart", JobStartV1, boundsJobStart),

@@ -7,24 +7,42 @@ import (
 	"sexton/api"
 )
 
-// Config is what a node may choose about its FSM. It holds nothing that
-// changes what Apply does: every such setting (registry capacity, session
-// bounds, ...) is replicated state, set through the log by a Settings
-// command (invariant 12), so nodes configured differently still agree.
-type Config struct{}
+// Config is what a node may choose about its FSM. Every setting that
+// changes what Apply does (registry capacity, session bounds, ...) is
+// replicated state, set through the log by a Settings command (invariant
+// 12), so nodes configured differently still agree; Legacy is the one
+// exception, and every master of a cluster must be given the same.
+type Config struct {
+	// Legacy are the settings a state without replicated settings applies
+	// under: the empty state and one restored from a snapshot older than
+	// 1.2.0. They are what the build that wrote such a state took from
+	// its flags (the registry capacity), so its log replays as it
+	// applied. The first Settings entry replaces them and a snapshot of a
+	// state still under them carries them. Zero fields are the defaults;
+	// a value outside CheckSettings' bounds is ignored (the master
+	// refuses such a flag before it builds its FSM).
+	Legacy api.Settings
+}
 
 // FSM is sexton's replicated state machine. Apply must be called from one
 // goroutine; queries may be called from any number concurrently.
 type FSM struct {
 	mu sync.RWMutex
 	st *state
+	// legacy is Config.Legacy, for the states Restore builds from
+	// snapshots older than 1.2.0.
+	legacy api.Settings
 	// restores counts the states Restore swapped in (SegmentsVersion).
 	restores uint64
 }
 
-// New returns an empty FSM with the default settings.
-func New(Config) *FSM {
-	return &FSM{st: newState(api.Settings{}, false)}
+// New returns an empty FSM under cfg.Legacy (zero: the defaults).
+func New(cfg Config) *FSM {
+	legacy := cfg.Legacy
+	if CheckSettings(legacy) != nil {
+		legacy = api.Settings{}
+	}
+	return &FSM{st: newState(legacy, false), legacy: legacy}
 }
 
 // Apply decodes and applies the log entry at (index, term). The error is

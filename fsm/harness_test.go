@@ -153,7 +153,7 @@ func snapshot110(t testing.TB, f *FSM) []byte {
 	t.Helper()
 	v := f.Snapshot()
 	defer v.Release()
-	v.state.Settings, v.state.GrantKey, v.state.SessionClock = nil, nil, 0
+	v.state.Settings, v.state.Legacy, v.state.GrantKey, v.state.SessionClock = nil, nil, nil, 0
 	var buf bytes.Buffer
 	if _, err := v.writeFormat(&buf, snapshot.Format110); err != nil {
 		t.Fatalf("1.1.0 snapshot write: %v", err)

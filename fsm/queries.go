@@ -364,6 +364,19 @@ func (f *FSM) Settings() (api.Settings, bool) {
 	return f.st.effectiveSettings(), f.st.settingsSet
 }
 
+// LegacySettings returns the legacy settings the state applies under
+// (Config.Legacy, or a restored snapshot's), defaults not filled in, and
+// true, until a Settings entry replaces them; then the zero Settings and
+// false. The leader puts them in the first Settings entry it proposes.
+func (f *FSM) LegacySettings() (api.Settings, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.st.settingsSet {
+		return api.Settings{}, false
+	}
+	return f.st.settings, true
+}
+
 // GrantKey returns a copy of the cluster's grant key, nil until an
 // EpochBegin carried one.
 func (f *FSM) GrantKey() []byte {

@@ -11,12 +11,15 @@ import (
 
 // Restore replaces the state with the snapshot read from r. It is all or
 // nothing: a new state is built aside and swapped in only if the whole
-// stream reads and is consistent. The result depends on the snapshot
-// alone: a 1.2.0 snapshot carries the replicated settings, grant key and
-// session table; an older one (1.1.0, or 1.0.0 whose objects carry
-// incarnation zero, segments epoch zero and no capabilities, and which has
-// no tasks) restores with the default settings.
-func (f *FSM) Restore(r io.Reader) error { return f.RestoreWith(r, api.Settings{}) }
+// stream reads and is consistent. A 1.2.0 or later snapshot carries its
+// settings (replicated, or the legacy ones it applies under; neither: the
+// defaults), grant key and session table; an older one (1.1.0, or 1.0.0
+// whose objects carry incarnation zero, segments epoch zero and no
+// capabilities, and which has no tasks) was written by a build that took
+// its registry capacity from a flag, and restores under the FSM's legacy
+// settings (Config.Legacy). One holding more tasks than their capacity is
+// refused with a *LegacyCapacityError.
+func (f *FSM) Restore(r io.Reader) error { return f.restore(r, f.legacy, false) }
 
 // RestoreWith is Restore, except that a snapshot older than 1.2.0 (which
 // carries no settings) is restored under fallback (zero fields: defaults)
@@ -28,7 +31,13 @@ func (f *FSM) RestoreWith(r io.Reader, fallback api.Settings) error {
 	if err := CheckSettings(fallback); err != nil {
 		return fmt.Errorf("fsm: restore: fallback %w", err)
 	}
-	b := &restoreSink{st: newState(fallback, fallback != (api.Settings{}))}
+	return f.restore(r, fallback, fallback != (api.Settings{}))
+}
+
+// restore builds a state from r under settings (replicated if set, else
+// legacy) for a snapshot that carries none, and swaps it in.
+func (f *FSM) restore(r io.Reader, settings api.Settings, set bool) error {
+	b := &restoreSink{st: newState(settings, set)}
 	h, err := snapshot.Read(r, b)
 	if err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
@@ -43,23 +52,45 @@ func (f *FSM) RestoreWith(r io.Reader, fallback api.Settings) error {
 	return nil
 }
 
+// LegacyCapacityError refuses a snapshot older than 1.2.0 (it carries no
+// settings) that holds more tasks than the registry capacity it was
+// restored under. The build that wrote it ran with a capacity of at least
+// Tasks, taken from its flag; the file does not say which. Restore it
+// under exactly that capacity (Config.Legacy, or RestoreWith's fallback):
+// any other makes the log written after it replay differently.
+type LegacyCapacityError struct {
+	Format   string
+	Tasks    int // the tasks the snapshot holds
+	Capacity int // the registry capacity it was restored under
+}
+
+func (e *LegacyCapacityError) Error() string {
+	return fmt.Sprintf("%s snapshot holds %d tasks, more than the registry capacity %d it is restored under "+
+		"(the build that wrote it ran with at least %d; restore it under that build's capacity)",
+		e.Format, e.Tasks, e.Capacity, e.Tasks)
+}
+
 // restoreSink builds a state from snapshot records, checking as it goes
 // that they describe a state Apply could have produced.
 type restoreSink struct {
-	st         *state
-	format     string
-	lastKey    string
-	lastState  snapshot.ObjectState
-	lastInc    api.ObjectIncarnation
-	tasks      []*task // task records, linked in after the objects
-	taskIdents map[taskIdent]struct{}
-	nObjects   int
-	lastSeg    api.SegmentID
-	lastTask   uint64
-	haveState  bool
-	dfs        *dfsState
-	dfsRecs    []dfsalloc.Record
-	sessions   sessionRestore
+	st        *state
+	format    string
+	lastKey   string
+	lastState snapshot.ObjectState
+	lastInc   api.ObjectIncarnation
+	tasks     []*task // task records, linked in after the objects
+	// overCapacity counts the tasks of a snapshot older than 1.2.0 past
+	// the registry capacity: read to the end, kept nowhere, so the
+	// refusal can say how many the snapshot holds.
+	overCapacity int
+	taskIdents   map[taskIdent]struct{}
+	nObjects     int
+	lastSeg      api.SegmentID
+	lastTask     uint64
+	haveState    bool
+	dfs          *dfsState
+	dfsRecs      []dfsalloc.Record
+	sessions     sessionRestore
 }
 
 func corrupt(format string, args ...any) error {
@@ -197,7 +228,12 @@ func (b *restoreSink) Task(t *snapshot.Task) error {
 		return corrupt("task %d duplicates (segment %s, key %q, incarnation %s)", t.ID, t.Segment, t.Key, t.Incarnation)
 	}
 	if len(b.tasks) >= b.st.reg.capacity {
-		return corrupt("more than %d tasks, the registry capacity of the snapshot's settings (a snapshot older than %s is restored under the settings given to RestoreWith)", b.st.reg.capacity, snapshot.Format120)
+		if hasSessions(b.format) {
+			return corrupt("more than %d tasks, the registry capacity of the snapshot's own settings", b.st.reg.capacity)
+		}
+		b.lastTask = t.ID
+		b.overCapacity++
+		return nil
 	}
 	b.lastTask = t.ID
 	if b.taskIdents == nil {
@@ -232,14 +268,23 @@ func (b *restoreSink) State(s *snapshot.State) error {
 	if !hasSessions(b.format) {
 		return nil
 	}
-	// 1.2.0 and later carry the replicated settings (absent: never set, defaults)
-	// and comes before the tasks, so the capacity check below uses them.
+	// 1.2.0 and later carry the replicated settings, or the legacy ones the
+	// state applies under (neither: the defaults), and come before the
+	// tasks, so the capacity check below uses them.
 	st.settings, st.settingsSet = api.Settings{}, false
-	if s.Settings != nil {
+	switch {
+	case s.Settings != nil && s.Legacy != nil:
+		return corrupt("state has both replicated and legacy settings")
+	case s.Settings != nil:
 		if err := CheckSettings(*s.Settings); err != nil {
 			return corrupt("state settings: %v", err)
 		}
 		st.settings, st.settingsSet = *s.Settings, true
+	case s.Legacy != nil:
+		if err := CheckSettings(*s.Legacy); err != nil {
+			return corrupt("state legacy settings: %v", err)
+		}
+		st.settings = *s.Legacy
 	}
 	st.reg.capacity = st.effectiveSettings().RegistryCapacity
 	if len(s.GrantKey) != 0 {
@@ -316,11 +361,14 @@ func (b *restoreSink) finish(h snapshot.Header) error {
 	if err := b.checkObjects(); err != nil {
 		return err
 	}
-	st.reg.insertRestored(b.tasks)
-	b.tasks, b.taskIdents = nil, nil
 	if b.format == "" {
 		b.format = h.Format
 	}
+	if b.overCapacity > 0 {
+		return &LegacyCapacityError{Format: b.format, Tasks: len(b.tasks) + b.overCapacity, Capacity: st.reg.capacity}
+	}
+	st.reg.insertRestored(b.tasks)
+	b.tasks, b.taskIdents = nil, nil
 	b.finishSessions()
 	if b.format != snapshot.Format100 {
 		if !b.haveState {

@@ -14,16 +14,18 @@ import (
 )
 
 // TestConfigCannotChangeApply: fsm.Config has nothing that could make two
-// nodes apply one log differently (invariant 12; issue 9 fault 4: the
-// registry capacity was a per-process flag). The capacity is a Settings
-// entry, so two FSMs applying the same log, changing it midway, agree on
-// every result and write the same snapshot.
+// nodes apply one log differently once it has settings (invariant 12;
+// issue 9 fault 4: the registry capacity was a per-process flag). Its one
+// field, Legacy, is for a state from before replicated settings and ends
+// with the first Settings entry. The capacity is a Settings entry, so two
+// FSMs applying the same log, changing it midway, agree on every result
+// and write the same snapshot, whatever their Legacy.
 func TestConfigCannotChangeApply(t *testing.T) {
-	if n := reflect.TypeOf(Config{}).NumField(); n != 0 {
-		t.Fatalf("fsm.Config has %d fields; a setting that changes Apply belongs in the replicated settings", n)
+	if rt := reflect.TypeOf(Config{}); rt.NumField() != 1 || rt.Field(0).Name != "Legacy" {
+		t.Fatalf("fsm.Config has %d fields; a setting that changes Apply belongs in the replicated settings", rt.NumField())
 	}
 	a, b := newHarness(t, 0), newHarness(t, 0)
-	b.f = New(Config{})
+	b.f = New(Config{Legacy: api.Settings{RegistryCapacity: 7}})
 	for _, h := range []*harness{a, b} {
 		h.epoch(7)
 		h.mustMount("c1", "s1", tombstoneCaps...)

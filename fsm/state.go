@@ -67,7 +67,9 @@ type state struct {
 
 	// settings are the replicated settings as set through the log (zero
 	// fields mean the default); settingsSet says a Settings entry was
-	// ever applied (or restored).
+	// ever applied (or restored). Before that, settings are the legacy
+	// settings the state applies under (Config.Legacy, or a snapshot's
+	// legacy_settings).
 	settings    api.Settings
 	settingsSet bool
 	// grantKey signs write grants; set once by an EpochBegin.

@@ -62,6 +62,11 @@ func (f *FSM) Snapshot() *View {
 	if st.settingsSet {
 		set := st.settings
 		v.state.Settings = &set
+	} else if st.settings != (api.Settings{}) {
+		// Legacy settings travel with the state, so a node restoring it
+		// applies what follows as the node that wrote it did.
+		legacy := st.settings
+		v.state.Legacy = &legacy
 	}
 	for _, s := range st.segments {
 		v.segments = append(v.segments, snapshot.Segment{

@@ -99,6 +99,16 @@ type Config struct {
 	SessionTTL        time.Duration
 	MaxSessions       int
 	MaxSessionResults int
+	// LegacyRegistryCapacity is the registry capacity the build from
+	// before replicated settings ran with (its --registry-capacity), for
+	// a state that has no replicated settings yet: the fsm restores a
+	// 1.0.0/1.1.0 snapshot and replays the old log under it, and the
+	// first leader proposes it as the replicated capacity (unless
+	// RegistryCapacity is given). Every master must be given the same.
+	// Not consulted once the state has settings, or when the snapshot
+	// restored carries its own. Zero: the fsm's default, what the old
+	// build ran with without the flag.
+	LegacyRegistryCapacity int
 
 	ApplyTimeout   time.Duration
 	DiscardTimeout time.Duration // PutStarts older than this are revoked
@@ -241,6 +251,9 @@ func (c *Config) validate() error {
 	if err := fsm.CheckSettings(c.settingsFlags()); err != nil {
 		return fmt.Errorf("settings flags: %v", err)
 	}
+	if err := fsm.CheckSettings(c.legacySettings()); err != nil {
+		return fmt.Errorf("--legacy-registry-capacity: %v", err)
+	}
 	if c.Bootstrap && len(c.Peers) > 0 {
 		found := false
 		for _, p := range c.Peers {
@@ -253,6 +266,13 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// legacySettings are the settings a state without replicated settings
+// applies under (fsm.Config.Legacy): older builds took only the registry
+// capacity from a flag.
+func (c *Config) legacySettings() api.Settings {
+	return api.Settings{RegistryCapacity: c.LegacyRegistryCapacity}
 }
 
 // settingsFlags are the settings flags as a Settings change (zero: not

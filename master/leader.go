@@ -217,15 +217,18 @@ func (n *Node) epochBegin(term uint64) (*fsm.EpochBeginResult, error) {
 // bootstrapSettings proposes this node's settings flags when the cluster
 // has never applied a Settings entry (a new cluster, or one that ran before
 // settings were replicated), before the leader serves anything, so no
-// request is applied under settings that then change. It returns false
-// when the duties were stopped meanwhile.
+// request is applied under settings that then change. The entry carries
+// the legacy settings the state applied under so far: a flag not given
+// keeps their value (an upgraded cluster keeps the old build's capacity),
+// and a node that applied under other ones is told (raftFSM). It returns
+// false when the duties were stopped meanwhile.
 func (n *Node) bootstrapSettings(ctx context.Context) bool {
 	for ctx.Err() == nil {
 		if _, ok := n.fsm.Settings(); ok {
 			return true
 		}
 		want := n.cfg.settingsFlags()
-		r, err := proposeFor[fsm.SettingsResult](n, &fsm.Settings{V: fsm.SettingsV1, Settings: want})
+		r, err := proposeFor[fsm.SettingsResult](n, n.settingsCommand(want, api.Session{}))
 		if r == nil && api.CodeOf(err) == api.CodeInvalidParams {
 			n.log.Error("this node's settings flags cannot be proposed as the initial settings", "settings", want, "error", err)
 			return true
@@ -247,6 +250,17 @@ func (n *Node) bootstrapSettings(ctx context.Context) bool {
 		return true
 	}
 	return false
+}
+
+// settingsCommand is the Settings entry that makes change: while the
+// state has no settings yet it carries the legacy settings the state
+// applies under, which the change is merged into.
+func (n *Node) settingsCommand(change api.Settings, sess api.Session) *fsm.Settings {
+	c := &fsm.Settings{V: fsm.SettingsV2, Settings: change, Session: sess}
+	if legacy, ok := n.fsm.LegacySettings(); ok {
+		c.Legacy = &legacy
+	}
+	return c
 }
 
 // settingsFlagConflicts names every settings flag given to this node that
@@ -277,6 +291,10 @@ func (n *Node) warnSettingsFlags() {
 		if set, ok := n.fsm.Settings(); ok {
 			for _, c := range settingsFlagConflicts(n.cfg.settingsFlags(), set) {
 				n.log.Warn("settings flag disagrees with the replicated settings and is ignored; change it with operator settings set", "setting", c)
+			}
+			if n.cfg.LegacyRegistryCapacity != 0 {
+				n.log.Info("--legacy-registry-capacity is no longer consulted: the cluster's settings are replicated; the flag can be dropped",
+					"flag", n.cfg.LegacyRegistryCapacity, "replicated_registry_capacity", set.RegistryCapacity)
 			}
 			return
 		}

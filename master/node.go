@@ -90,10 +90,12 @@ func New(cfg Config) (*Node, error) {
 			os.Exit(3)
 		}
 	}
+	// Settings come from the log (bootstrapSettings); until then a state
+	// written by an older build applies under that build's capacity.
 	n := &Node{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		fsm:     fsm.New(fsm.Config{}), // settings come from the log (bootstrapSettings)
+		fsm:     fsm.New(fsm.Config{Legacy: cfg.legacySettings()}),
 		wake:    newWakeups(),
 		stopped: make(chan struct{}),
 	}
@@ -197,8 +199,13 @@ func (n *Node) startRaft() error {
 	r, err := raft.NewRaft(rc, n.rfsm, CachedLogs(n.guard), n.guard, snaps, preVoteGate{NetworkTransport: trans, g: n.guard})
 	if err != nil {
 		n.guard.close()
+		if refused := n.rfsm.legacyRefusal(); refused != nil {
+			// hashicorp/raft says only that no snapshot loaded.
+			return fmt.Errorf("start raft: %w", refused)
+		}
 		return fmt.Errorf("start raft: %w", err)
 	}
+	n.rfsm.started.Store(true)
 	n.guard.attach(r)
 	n.raft = r
 	return nil

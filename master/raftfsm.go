@@ -1,8 +1,10 @@
 package master
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -31,6 +33,11 @@ type raftFSM struct {
 	// applied tells a proposer waiting on this node its entry's result
 	// as soon as it is applied (applied.go).
 	applied *appliedHooks
+	// refused is the first refusal, while raft starts, of a snapshot older
+	// than 1.2.0 for --legacy-registry-capacity (legacyRefusal); started
+	// is set once raft has started.
+	refused atomic.Pointer[error]
+	started atomic.Bool
 }
 
 func (r *raftFSM) Apply(l *raft.Log) any {
@@ -53,9 +60,32 @@ func (r *raftFSM) Apply(l *raft.Log) any {
 	if r.obs != nil {
 		r.obs(time.Since(start))
 	}
+	if sr, ok := res.(*fsm.SettingsResult); ok && sr.LegacyDiffers {
+		r.warnLegacyDiffers(l.Index, l.Data, sr)
+	}
 	r.applied.fire(l.Data, res)
 	r.wake.wake(wake)
 	return res
+}
+
+// warnLegacyDiffers logs that the cluster's first Settings entry carries
+// legacy settings other than the ones this node applied the log before it
+// under: the operator gave the masters different --legacy-registry-capacity
+// values, and entries before index may have applied differently here.
+func (r *raftFSM) warnLegacyDiffers(index uint64, data []byte, sr *fsm.SettingsResult) {
+	leader := 0
+	if c, err := fsm.Decode(data); err == nil {
+		if s, ok := c.(*fsm.Settings); ok && s.Legacy != nil {
+			leader = s.Legacy.RegistryCapacity
+			if leader == 0 {
+				leader = fsm.DefaultRegistryCapacity
+			}
+		}
+	}
+	r.log.Error("this master applied the log before the cluster's first Settings entry under another --legacy-registry-capacity than the leader that proposed it; "+
+		"removes before that entry may have been answered differently here, so this master's state may differ from the leader's: "+
+		"stop it, give it the leader's value and let it catch up from an empty data dir",
+		"index", index, "legacy_registry_capacity", sr.OwnLegacy.RegistryCapacity, "leader_legacy_registry_capacity", leader)
 }
 
 func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
@@ -72,8 +102,22 @@ func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 
 func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	if refused := r.legacyRefusal(); refused != nil && !r.started.Load() {
+		// An older snapshot would restore under the same wrong capacity
+		// and replay the log after it under it, or find that log
+		// compacted away: hashicorp/raft falls back to one when the
+		// newest is refused at start-up, so refuse them all.
+		return refused
+	}
 	cr := &countingReader{r: rc}
 	if err := r.f.Restore(cr); err != nil {
+		var lc *fsm.LegacyCapacityError
+		if errors.As(err, &lc) {
+			err = fmt.Errorf("%w: start every master with --legacy-registry-capacity set to the --registry-capacity that build ran with "+
+				"(at least %d, and exactly that build's value: the log after the snapshot replays as it was applied only under it)", err, lc.Tasks)
+			r.refused.CompareAndSwap(nil, &err)
+			r.log.Error("refusing snapshot", "error", err)
+		}
 		return err
 	}
 	// To the snapshot triggers, the snapshot restored is this node's last
@@ -83,6 +127,15 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	r.meter.lastSnapBytes.Store(cr.n)
 	r.meter.appliedAtSnap.Store(r.meter.appliedBytes.Load())
 	r.wake.all() // a restored state may differ anywhere
+	return nil
+}
+
+// legacyRefusal returns the refusal of a snapshot older than 1.2.0 that
+// holds more tasks than --legacy-registry-capacity allows, or nil.
+func (r *raftFSM) legacyRefusal() error {
+	if p := r.refused.Load(); p != nil {
+		return *p
+	}
 	return nil
 }
 

@@ -78,7 +78,7 @@ func TestRestoreOfAFileTheFSMRefusesChangesNothing(t *testing.T) {
 		data []byte
 		why  string
 	}{
-		{"over-capacity", data, "capacity"},
+		{"over-capacity", data, "operator settings set --registry-capacity"}, // the decision, not only the problem
 		{"inconsistent", inconsistent, "retired segment"},
 	} {
 		_, err = tc.restoreUpload(t, c.name, c.data, true)

@@ -3,6 +3,7 @@ package master
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -288,6 +289,14 @@ func (n *Node) restoreFile(path string, allowRollback bool) (*api.SnapshotRestor
 	current, _ := n.fsm.Settings()
 	scratch := fsm.New(fsm.Config{})
 	if err := scratch.RestoreWith(f, current); err != nil {
+		var lc *fsm.LegacyCapacityError
+		if errors.As(err, &lc) {
+			// The decision is the operator's: the file cannot say what
+			// capacity the build that wrote it ran with.
+			return nil, api.Errorf(api.CodeCorrupt, "refusing snapshot (%s, %d tasks) under this cluster's settings (registry capacity %d): %v; "+
+				"a file older than %s restores under the cluster's replicated settings: raise the registry capacity to the one the build that wrote it ran with (at least %d) with `sexton operator settings set --registry-capacity N`, then restore it again",
+				hdr.Format, counts.Tasks, current.RegistryCapacity, err, snapshot.Format120, lc.Tasks)
+		}
 		return nil, api.Errorf(api.CodeCorrupt, "refusing snapshot (%s, %d tasks) under this cluster's settings (registry capacity %d): %v",
 			hdr.Format, counts.Tasks, current.RegistryCapacity, err)
 	}
@@ -358,7 +367,7 @@ func (n *Node) handleSettingsSet(_ context.Context, req *api.SettingsSetRequest)
 	if err := fsm.CheckSettings(req.Settings); err != nil {
 		return nil, err
 	}
-	r, err := proposeFor[fsm.SettingsResult](n, &fsm.Settings{V: fsm.SettingsV1, Settings: req.Settings, Session: req.Session})
+	r, err := proposeFor[fsm.SettingsResult](n, n.settingsCommand(req.Settings, req.Session))
 	if err != nil {
 		return nil, err
 	}

@@ -145,13 +145,15 @@ func decodeState(r *mpReader, s *State, v120 bool) error {
 			s.LastNow, err = r.int("state last_now")
 		case "audit":
 			s.Audit, err = decodeAudit(r)
-		case "settings", "grant_key", "session_clock", "inc_base", "rebuild_cluster":
+		case "settings", "grant_key", "session_clock", "inc_base", "rebuild_cluster", "legacy_settings":
 			if !v120 {
 				return errUnknownField(rec, name)
 			}
 			switch string(name) {
 			case "settings":
 				s.Settings, err = decodeSettings(r)
+			case "legacy_settings":
+				s.Legacy, err = decodeSettings(r)
 			case "grant_key":
 				s.GrantKey, err = r.binBytes("state grant_key", api.GrantKeyLen)
 			case "inc_base":

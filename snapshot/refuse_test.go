@@ -434,13 +434,14 @@ func TestRefuses120FieldsIn110(t *testing.T) {
 	withKey := map[string]any{"master_epoch": 1, "grant_key": make([]byte, api.GrantKeyLen)}
 	withIncBase := map[string]any{"master_epoch": 1, "inc_base": 900}
 	withRebuild := map[string]any{"master_epoch": 1, "rebuild_cluster": 7}
+	withLegacy := map[string]any{"master_epoch": 1, "legacy_settings": map[string]any{"registry_cap": 60000}}
 
 	b := newStream(t, fixtureHeader)
 	b.section(SectionMetadata, 0).section(SectionSegments, 1, b.records(withProcess))
 	_, err := readAll(b.done())
 	wantErr(t, err, ErrCorrupt)
 
-	for _, st := range []any{withSettings, withKey, withIncBase, withRebuild} {
+	for _, st := range []any{withSettings, withKey, withIncBase, withRebuild, withLegacy} {
 		b = newStream(t, fixtureHeader)
 		b.section(SectionMetadata, 0).section(SectionSegments, 0).section(SectionTasks, 0).section(SectionState, 1, b.records(st))
 		_, err = readAll(b.done())
@@ -458,6 +459,19 @@ func TestRefuses120FieldsIn110(t *testing.T) {
 		section(SectionTasks, 0).section(SectionSessions, 0)
 	_, err = readAll(b.done())
 	must(t, err)
+	b = newStream(t, header120)
+	b.section(SectionMetadata, 0).section(SectionSegments, 0).section(SectionState, 1, b.records(withLegacy)).
+		section(SectionTasks, 0).section(SectionSessions, 0)
+	_, err = readAll(b.done())
+	must(t, err)
+
+	// A state is either in legacy settings or in replicated ones, never both.
+	both := map[string]any{"master_epoch": 1, "settings": map[string]any{"registry_cap": 5}, "legacy_settings": map[string]any{"registry_cap": 6}}
+	b = newStream(t, header120)
+	b.section(SectionMetadata, 0).section(SectionSegments, 0).section(SectionState, 1, b.records(both)).
+		section(SectionTasks, 0).section(SectionSessions, 0)
+	_, err = readAll(b.done())
+	wantErr(t, err, ErrCorrupt)
 }
 
 func TestRefuses120SectionOrder(t *testing.T) {

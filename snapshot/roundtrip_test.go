@@ -123,6 +123,9 @@ func genState(v120 bool) *rapid.Generator[State] {
 					MaxSessions: rapid.Int().Draw(t, "max sessions"), MaxSessionResults: rapid.Int().Draw(t, "max results"),
 				}
 			}
+			if s.Settings == nil && rapid.Bool().Draw(t, "legacy settings") {
+				s.Legacy = &api.Settings{RegistryCapacity: rapid.IntRange(0, 1<<30).Draw(t, "legacy cap")}
+			}
 			if rapid.Bool().Draw(t, "grant key") {
 				s.GrantKey = rapid.SliceOfN(rapid.Byte(), api.GrantKeyLen, api.GrantKeyLen).Draw(t, "key")
 			}

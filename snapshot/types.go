@@ -111,6 +111,12 @@ type State struct {
 	// RebuildCluster is the cluster id a rebuild in progress (or done)
 	// adopts; zero for a cluster that was never rebuilt.
 	RebuildCluster uint64 `msgpack:"rebuild_cluster,omitempty"`
+	// Legacy are the settings a state without replicated settings (Settings
+	// nil) applies under: what the build before replicated settings took
+	// from its flags (the registry capacity), kept until the first
+	// Settings entry makes settings replicated. Absent: the defaults.
+	// Never present together with Settings.
+	Legacy *api.Settings `msgpack:"legacy_settings,omitempty"`
 }
 
 // SessionRecord (1.2.0, section sessions) is one stored result of one

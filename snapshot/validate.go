@@ -112,6 +112,9 @@ func validateState(s *State) error {
 			return fmt.Errorf("state: audit entry %d: field too long", i)
 		}
 	}
+	if s.Settings != nil && s.Legacy != nil {
+		return errors.New("state: both replicated and legacy settings")
+	}
 	if n := len(s.GrantKey); n != 0 && n != api.GrantKeyLen {
 		return fmt.Errorf("state: grant key of %d bytes, want %d", n, api.GrantKeyLen)
 	}
@@ -121,7 +124,7 @@ func validateState(s *State) error {
 // hasV120Fields reports whether a state or segment record uses a field
 // that only format 1.2.0 has.
 func (s *State) hasV120Fields() bool {
-	return s.Settings != nil || len(s.GrantKey) != 0 || s.SessionClock != 0 || s.IncBase != 0 || s.RebuildCluster != 0
+	return s.Settings != nil || len(s.GrantKey) != 0 || s.SessionClock != 0 || s.IncBase != 0 || s.RebuildCluster != 0 || s.Legacy != nil
 }
 
 func validateSession(s *SessionRecord) error {
