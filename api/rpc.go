@@ -227,6 +227,12 @@ type MountLocalDiskRequest struct {
 	// starts a new mount epoch, so a restarted holder, or a second process
 	// on a copy of the directory, fences the one before it.
 	Process string `msgpack:"proc,omitempty"`
+	// MarkerCluster is the cluster id the holder's marker names at mount
+	// time (a pointer to zero for a directory never bound to a cluster).
+	// Nil is an older holder build that does not say: a rebuilt cluster
+	// refuses such a mount of a segment it does not know, since it cannot
+	// tell a late holder of the lost cluster from a new one.
+	MarkerCluster *uint64 `msgpack:"marker,omitempty"`
 }
 
 // MountLocalDiskResponse gives the mount epoch the holder must present from

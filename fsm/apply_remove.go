@@ -113,5 +113,6 @@ func (st *state) removeKey(key string, want api.ObjectIncarnation, now int64) (i
 	st.freeDFS(key, e.complete, now)
 	e.complete = nil
 	st.objects.set(key, old, e)
+	st.rememberRemoved(key)
 	return created, nil
 }
