@@ -37,21 +37,27 @@ func (st *state) applyRebuildBegin(c *RebuildBegin) *RebuildBeginResult {
 	case !repeat && c.Finish:
 		return fail("rebuild finish: no rebuild has begun")
 	}
+	// A scanned segment's holder may mount once the cluster id is the
+	// lost one's: before the first finish the id itself keeps it out, but
+	// on a cluster that already serves the rebuilt table (a rerun adopting
+	// a late holder) only the finishing begin, sent after its copies were
+	// adopted, admits it, so it never reconciles against a table that
+	// lacks them.
+	member := c.Finish || st.clusterID != c.ClusterID
 	st.rebuildCluster = c.ClusterID
 	st.incBase = max(st.incBase, c.IncFloor)
 	added := 0
 	for _, s := range c.Segments {
 		if seg := st.segments[s.Segment]; seg != nil {
 			// Known: mounted already, or registered by an earlier begin.
-			// Scanned now, so its holder may mount the rebuilt cluster.
-			if !seg.retired && !seg.rebuildMember {
+			if member && !seg.retired && !seg.rebuildMember {
 				seg.rebuildMember = true
 				st.segGen++
 			}
 			continue
 		}
 		id := api.SegmentID(st.intern(string(s.Segment)))
-		st.segments[id] = &segment{id: id, pool: st.intern(s.Pool), caps: normalizeCaps(s.Capabilities), rebuildMember: true}
+		st.segments[id] = &segment{id: id, pool: st.intern(s.Pool), caps: normalizeCaps(s.Capabilities), rebuildMember: member}
 		st.segGen++
 		added++
 	}
