@@ -277,6 +277,9 @@ type HeartbeatResponse struct {
 	// rebuild after the masters are lost learns from any holder which
 	// segments exist (api/rebuild.go).
 	Segments []SegmentID `msgpack:"segs,omitempty"`
+	// ClusterID is the answering cluster's id, sent with Segments: the
+	// holder records them only when it names the cluster its marker does.
+	ClusterID uint64 `msgpack:"cluster,omitempty"`
 }
 
 // FetchTasksRequest asks for pending tasks of a segment. WaitMillis > 0

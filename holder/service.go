@@ -488,7 +488,7 @@ func (s *Service) heartbeatLoop() {
 			continue
 		}
 		if len(hr.Segments) > 0 && !hr.Remount {
-			s.noteSegments(hr.Segments)
+			s.noteSegments(hr.ClusterID, hr.Segments)
 		}
 		if hr.Remount {
 			signal(s.remount)
@@ -498,14 +498,16 @@ func (s *Service) heartbeatLoop() {
 }
 
 // noteSegments records the cluster's segment ids the master sent, for a
-// rebuild after the masters are lost. Only while mounted, so only ids of
-// the cluster the marker names; a failed write is tried again on the
-// next heartbeat (the digests still differ).
-func (s *Service) noteSegments(ids []api.SegmentID) {
+// rebuild after the masters are lost. Only while mounted and only from
+// the cluster the holder mounted (a heartbeat can reach the masters of
+// another cluster that reuse the addresses, after the old ones were
+// lost); a failed write is tried again on the next heartbeat (the
+// digests still differ).
+func (s *Service) noteSegments(from uint64, ids []api.SegmentID) {
 	s.mu.Lock()
 	mounted, cluster := s.mounted, s.clusterID
 	s.mu.Unlock()
-	if !mounted || cluster == 0 {
+	if !mounted || cluster == 0 || from != cluster {
 		return
 	}
 	if err := s.store.SetKnownSegments(cluster, ids); err != nil {

@@ -106,6 +106,7 @@ func testRebuild(t *testing.T, missing bool) {
 		staleInc[k] = put(k, "b", 1, old)
 		dead[k] = append(dead[k], old)
 	}
+	waitKnownSegment(t, c, []*holderNode{h1, h2}, h3seg)
 	h3.kill()
 	var maxLow uint64
 	for _, k := range staleKeys {
@@ -154,7 +155,6 @@ func testRebuild(t *testing.T, missing bool) {
 	holders := strings.Join([]string{h1.addr, h2.addr, h3.addr}, ",")
 	base := []string{"operator", "rebuild", "--masters", strings.Join(c.addrs(), ","), "--holders", holders}
 	if missing {
-		waitKnownSegment(t, c, []*holderNode{h1, h2}, h3seg)
 		base = append(base, "--allow-missing", "--allow-missing-segments", string(h3seg))
 	}
 	out, err := runCLIErr(base...)
@@ -231,12 +231,12 @@ func testRebuild(t *testing.T, missing bool) {
 		waitRefused(t, c, h3seg)
 		stdout, _ = runRebuildCLI(t, append(base, "--json")...)
 		var adopt struct {
-			Rerun      bool `json:"rerun"`
-			Superseded int  `json:"superseded"`
-			Failed     int  `json:"failed"`
+			Rerun  bool `json:"rerun"`
+			Tasks  int  `json:"tasks_created"`
+			Failed int  `json:"failed"`
 		}
-		if err := json.Unmarshal(stdout, &adopt); err != nil || !adopt.Rerun || adopt.Superseded != len(staleKeys) || adopt.Failed != 0 {
-			t.Fatalf("adopting the late holder: %+v %v; want a rerun superseding its %d old copies\n%s", adopt, err, len(staleKeys), stdout)
+		if err := json.Unmarshal(stdout, &adopt); err != nil || !adopt.Rerun || adopt.Tasks != len(staleKeys) || adopt.Failed != 0 {
+			t.Fatalf("adopting the late holder: %+v %v; want a rerun deleting its %d old copies\n%s", adopt, err, len(staleKeys), stdout)
 		}
 	}
 	c.waitHolderMounted(t, h3)
