@@ -30,7 +30,8 @@ import (
 //   - a rerun adopts it: every acknowledged object reads back
 //     byte-identical, and the removed key's older copy on it does not
 //     come back;
-//   - a key removed after that stays removed through another rerun.
+//   - a key removed after that stays removed through another rerun;
+//   - `operator rebuild --close` ends the window: a rerun is refused.
 func TestRebuildLateHolderIsAdoptedNeverReconciled(t *testing.T) {
 	c := startCluster(t, 3)
 	h1 := c.startHolder(t, "h1", "a")
@@ -231,6 +232,18 @@ func TestRebuildLateHolderIsAdoptedNeverReconciled(t *testing.T) {
 		}
 	}
 	fsckClean(t, c)
+
+	// Closing the adoption window ends reruns for good.
+	closed, err := runCLIErr("operator", "rebuild", "--close", "--json", "--masters", masters)
+	if err != nil || !strings.Contains(closed, `"closed": true`) {
+		t.Fatalf("rebuild --close: %v\n%s", err, closed)
+	}
+	if st, err := c.status(c.leader()); err != nil || st.Rebuild == nil || !st.Rebuild.Closed || st.Rebuild.RemovedKeys != 0 {
+		t.Fatalf("status after the close: %+v %v", st.Rebuild, err)
+	}
+	if out, err := runCLIErr("operator", "rebuild", "--masters", masters); err == nil || !strings.Contains(out, "closed") {
+		t.Fatalf("a rerun after the close: %v, want a refusal\n%s", err, out)
+	}
 }
 
 // holderRecords reads every record of h.

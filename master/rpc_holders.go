@@ -69,7 +69,7 @@ func (n *Node) handleHeartbeat(_ context.Context, req *api.HeartbeatRequest) (*a
 	}
 	// The segment ids go only to a holder whose recorded set differs: the
 	// holder keeps them for a rebuild after the masters are lost.
-	if ids, digest := n.segmentSet(); digest != req.KnownSegments {
+	if ids, digest := n.segmentSet(); digest != req.KnownSegments && len(ids) <= api.MaxRebuildSegmentsKnown {
 		out.Segments, out.ClusterID = ids, n.fsm.Stats().ClusterID
 	}
 	n.soft.heartbeat(req.Segment, req.Used, req.Capacity, req.DeadBytes, time.Now())
