@@ -25,7 +25,10 @@
 //     never wins over a newer tombstoned one — the table there decides
 //     what is live, and a newer tombstone is a removal or an overwrite
 //     whose delete reached some holder; the fsm's removal memory refuses
-//     such a key as well;
+//     such a key as well. Such a copy is withheld (Plan.Withheld), not
+//     deleted: the table may hold it already (adopted by the first
+//     rebuild below a revoked put), and if it does not, its holder's
+//     reconcile tombstones it;
 //   - every other live copy (an older incarnation, one tombstoned
 //     elsewhere) becomes a delete task, not a place in the table;
 //   - copies of the winning incarnation that differ in size or checksum

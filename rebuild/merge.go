@@ -98,10 +98,13 @@ type Plan struct {
 	Scanned []ScannedHolder
 	// Missing are segments the holders' records name that were not
 	// scanned and that Options.AllowMissing allowed.
-	Missing   []api.SegmentID
-	Segments  []api.RebuildSegment
-	Objects   []api.RebuildObject
-	Deletes   []api.RebuildDelete
+	Missing  []api.SegmentID
+	Segments []api.RebuildSegment
+	Objects  []api.RebuildObject
+	Deletes  []api.RebuildDelete
+	// Withheld are live copies a rerun neither adopts nor deletes: older
+	// than a tombstoned incarnation of their key (Options.Rerun).
+	Withheld  []api.RebuildDelete
 	Dropped   []Dropped
 	Conflicts []Conflict
 	// Records counts every record scanned; Bytes the adopted objects' sizes.
@@ -280,6 +283,12 @@ func (m *merger) key(key string, recs []held) {
 		case h.rec.Tombstoned || h.rec.Incarnation.IsZero():
 		case found && h.rec.Incarnation == winner:
 			copies = append(copies, h)
+		case m.rerun && !dead[h.rec.Incarnation] && h.rec.Incarnation.Less(newestDead) && (!found || winner.Less(h.rec.Incarnation)):
+			// It lost only to the rerun's rule. The serving table may hold
+			// it (a first rebuild adopted it below a revoked put), so it is
+			// not a delete the table would refuse; if the table does not
+			// hold it, its holder's reconcile tombstones it.
+			p.Withheld = append(p.Withheld, deleteOf(h))
 		default:
 			// An older incarnation, or one tombstoned on another holder.
 			p.Deletes = append(p.Deletes, deleteOf(h))

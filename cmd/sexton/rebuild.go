@@ -106,31 +106,34 @@ type rebuildReport struct {
 	ClusterID string `json:"cluster_id"`
 	// Rerun: the cluster already serves the rebuilt table (a late
 	// holder's adoption): an older copy never wins over a newer tombstone.
-	Rerun           bool                `json:"rerun"`
-	IncMaxSeen      uint64              `json:"incarnation_max_seen"`
-	IncFloor        uint64              `json:"incarnation_floor"`
-	IncBase         uint64              `json:"incarnation_base"`
-	HoldersScanned  int                 `json:"holders_scanned"`
-	Scanned         []rebuildHolderOut  `json:"scanned"`
-	HoldersMissing  []string            `json:"holders_missing"`
-	SegmentsMissing []string            `json:"segments_missing"`
-	Records         int                 `json:"records"`
-	Keys            int                 `json:"keys"`
-	Bytes           int64               `json:"bytes"`
-	Deletes         int                 `json:"deletes"`
-	Dropped         int                 `json:"dropped"`
-	LegacyRecords   int                 `json:"legacy_records"`
-	Conflicts       []rebuildConflict   `json:"conflicts"`
-	Adopted         int                 `json:"adopted"`
-	Already         int                 `json:"already"`
-	Superseded      int                 `json:"superseded"`
-	TasksCreated    int                 `json:"tasks_created"`
-	Failed          int                 `json:"failed"`
-	Failures        []rebuildFailure    `json:"failures"`
-	Seconds         float64             `json:"seconds"`
-	Adopt           []rebuildAdoptOut   `json:"adopt,omitempty"`  // --dry-run
-	Delete          []rebuildDeleteOut  `json:"delete,omitempty"` // --dry-run
-	Drop            []rebuildDroppedOut `json:"drop,omitempty"`   // --dry-run
+	Rerun           bool               `json:"rerun"`
+	IncMaxSeen      uint64             `json:"incarnation_max_seen"`
+	IncFloor        uint64             `json:"incarnation_floor"`
+	IncBase         uint64             `json:"incarnation_base"`
+	HoldersScanned  int                `json:"holders_scanned"`
+	Scanned         []rebuildHolderOut `json:"scanned"`
+	HoldersMissing  []string           `json:"holders_missing"`
+	SegmentsMissing []string           `json:"segments_missing"`
+	Records         int                `json:"records"`
+	Keys            int                `json:"keys"`
+	Bytes           int64              `json:"bytes"`
+	Deletes         int                `json:"deletes"`
+	// Withheld counts live copies a rerun neither adopts nor deletes
+	// (older than a tombstone of their key; package rebuild).
+	Withheld      int                 `json:"withheld"`
+	Dropped       int                 `json:"dropped"`
+	LegacyRecords int                 `json:"legacy_records"`
+	Conflicts     []rebuildConflict   `json:"conflicts"`
+	Adopted       int                 `json:"adopted"`
+	Already       int                 `json:"already"`
+	Superseded    int                 `json:"superseded"`
+	TasksCreated  int                 `json:"tasks_created"`
+	Failed        int                 `json:"failed"`
+	Failures      []rebuildFailure    `json:"failures"`
+	Seconds       float64             `json:"seconds"`
+	Adopt         []rebuildAdoptOut   `json:"adopt,omitempty"`  // --dry-run
+	Delete        []rebuildDeleteOut  `json:"delete,omitempty"` // --dry-run
+	Drop          []rebuildDroppedOut `json:"drop,omitempty"`   // --dry-run
 }
 
 // rebuildHolderOut is one scanned holder.
@@ -261,6 +264,7 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 	rep.IncMaxSeen = plan.MaxSeen
 	rep.IncFloor, rep.Records, rep.Keys, rep.Bytes = plan.IncFloor, plan.Records, len(plan.Objects), plan.Bytes
 	rep.Deletes, rep.Dropped, rep.LegacyRecords = len(plan.Deletes), len(plan.Dropped), plan.Legacy
+	rep.Withheld = len(plan.Withheld)
 	for _, c := range plan.Conflicts {
 		var all []api.SegmentID
 		for _, cp := range c.Copies {
@@ -498,6 +502,9 @@ func printRebuild(r *rebuildReport) {
 	}
 	fmt.Printf("%s cluster %s from %d holders: %d records, %d keys (%d bytes), %d deletes, %d dropped, %d conflicts, incarnations above %d, in %.1fs\n",
 		what, r.ClusterID, r.HoldersScanned, r.Records, r.Keys, r.Bytes, r.Deletes, r.Dropped, len(r.Conflicts), r.IncFloor, r.Seconds)
+	if r.Withheld > 0 {
+		fmt.Printf("withheld %d live copies older than a tombstone of their key: neither adopted nor deleted (their holders' reconcile tombstones those the table does not hold)\n", r.Withheld)
+	}
 	if !r.DryRun {
 		fmt.Printf("adopted %d, already there %d, superseded %d, failed %d; %d delete tasks created\n", r.Adopted, r.Already, r.Superseded, r.Failed, r.TasksCreated)
 	}
