@@ -62,7 +62,6 @@ func (st *state) applyMount(c *MountLocalDisk) *MountResult {
 		}
 		return res
 	}
-
 	if seg != nil && seg.mounted && seg.client == c.ClientID && seg.process == c.Process {
 		res.MountEpoch = seg.epoch
 		if seg.pool == c.Pool && seg.capacity == c.Capacity && seg.endpoint == c.Endpoint && slices.Equal(seg.caps, caps) {

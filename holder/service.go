@@ -348,11 +348,11 @@ func (s *Service) followLoop() {
 	}
 }
 
-// handleStale reacts to answers that say our mount is no longer current.
 // maxAdoptionWait bounds the wait between the mounts of a holder a
 // rebuilt cluster refuses until it is adopted.
 const maxAdoptionWait = 10 * time.Second
 
+// handleStale reacts to answers that say our mount is no longer current.
 func (s *Service) handleStale(err error) bool {
 	switch api.CodeOf(err) {
 	case api.CodeStaleMountEpoch, api.CodeSegmentNotFound, api.CodeCapabilityRequired:

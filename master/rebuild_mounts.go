@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -16,8 +17,8 @@ import (
 // again).
 const maxRefusedMounts = 1024
 
-// refusedMountTTL forgets a refused holder that stopped trying (a holder
-// retries at least every maxMountBackoff).
+// refusedMountTTL forgets a refused holder that stopped trying (a refused
+// holder asks again at least every 10 s).
 const refusedMountTTL = 10 * time.Minute
 
 // refusedMounts is leader soft state: the holders whose mounts the fsm
@@ -71,15 +72,7 @@ func (r *refusedMounts) list(now time.Time) []api.RefusedMount {
 		}
 		out = append(out, x)
 	}
-	slices.SortFunc(out, func(a, b api.RefusedMount) int {
-		switch {
-		case a.Segment < b.Segment:
-			return -1
-		case a.Segment > b.Segment:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b api.RefusedMount) int { return cmp.Compare(a.Segment, b.Segment) })
 	return out
 }
 
