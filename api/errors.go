@@ -39,6 +39,11 @@ const (
 	// missing, forged, expired, for another segment, or for an
 	// incarnation it has already tombstoned.
 	CodeGrantRefused Code = "GRANT_REFUSED"
+	// CodeSegmentNeedsAdoption: a rebuilt cluster refused the mount of a
+	// holder of the lost cluster that the rebuild did not scan; mounting
+	// it would reconcile (tombstone) every copy only it holds. The
+	// operator adopts it (a rebuild rerun that scans it) or retires it.
+	CodeSegmentNeedsAdoption Code = "SEGMENT_NEEDS_ADOPTION"
 )
 
 // Error is sexton's typed error. It crosses the wire as is. Leader is set on
@@ -88,6 +93,7 @@ var (
 	ErrOutcomeUnknown          = &Error{Code: CodeOutcomeUnknown}
 	ErrIncarnationMismatch     = &Error{Code: CodeIncarnationMismatch}
 	ErrGrantRefused            = &Error{Code: CodeGrantRefused}
+	ErrSegmentNeedsAdoption    = &Error{Code: CodeSegmentNeedsAdoption}
 )
 
 // Errorf returns a new *Error with the given code and a formatted message.

@@ -1,5 +1,10 @@
 package api
 
+import (
+	"hash/fnv"
+	"slices"
+)
+
 // Rebuild (`sexton operator rebuild`): a freshly bootstrapped cluster
 // takes over the cluster id of one whose masters all lost their state and
 // rebuilds its object table from the holders' records. The CLI scans the
@@ -9,6 +14,7 @@ package api
 const (
 	MethodRebuildBegin = "RebuildBegin"
 	MethodRebuildAdopt = "RebuildAdopt"
+	MethodRebuildClose = "RebuildClose"
 )
 
 // RebuildSegment is a scanned holder segment, registered (unmounted) so
@@ -86,4 +92,54 @@ type RebuildItemResult struct {
 type RebuildAdoptResponse struct {
 	Objects []RebuildItemResult `msgpack:"objs"`
 	Deletes []RebuildItemResult `msgpack:"dels"`
+}
+
+// RebuildCloseRequest ends the adoption window of the finished rebuild of
+// ClusterID (`sexton operator rebuild --close`): from then on a late
+// holder of the lost cluster can only be retired or wiped.
+type RebuildCloseRequest struct {
+	ClusterID uint64 `msgpack:"cluster"`
+}
+
+// RebuildCloseResponse says whether the window was closed already.
+type RebuildCloseResponse struct {
+	Already bool `msgpack:"already"`
+}
+
+// RebuildStatus is a rebuilt cluster's rebuild state.
+type RebuildStatus struct {
+	// Cluster is the lost cluster's id the rebuild adopts.
+	Cluster  uint64 `msgpack:"cluster" json:"cluster_id"`
+	Finished bool   `msgpack:"finished" json:"finished"`
+	// Closed: `operator rebuild --close` ended the adoption window.
+	Closed bool `msgpack:"closed" json:"closed"`
+	// RemovedKeys counts the keys removed since the rebuild began that an
+	// adoption may not bring back; Overflowed says there were too many
+	// to remember and every adoption of a key absent from the table is
+	// refused.
+	RemovedKeys int  `msgpack:"removed" json:"removed_keys"`
+	Overflowed  bool `msgpack:"overflowed" json:"overflowed"`
+}
+
+// MaxRebuildSegmentsKnown bounds the segment ids a holder records and
+// reports (HolderListRecordsResponse.KnownSegments): a rebuild registers
+// at most this many.
+const MaxRebuildSegmentsKnown = 4096
+
+// SegmentSetDigest is a digest of a set of segment ids (order and
+// duplicates do not matter): a holder sends the one of the set it has
+// recorded, and the master sends the set again only when its own differs.
+func SegmentSetDigest(ids []SegmentID) uint64 {
+	sorted := append([]SegmentID(nil), ids...)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	h := fnv.New64a()
+	for _, id := range sorted {
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+	}
+	if d := h.Sum64(); d != 0 {
+		return d
+	}
+	return 1 // zero means "none recorded"
 }

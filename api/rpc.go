@@ -229,6 +229,12 @@ type MountLocalDiskRequest struct {
 	// starts a new mount epoch, so a restarted holder, or a second process
 	// on a copy of the directory, fences the one before it.
 	Process string `msgpack:"proc,omitempty"`
+	// MarkerCluster is the cluster id the holder's marker names at mount
+	// time (a pointer to zero for a directory never bound to a cluster).
+	// Nil is an older holder build that does not say: a rebuilt cluster
+	// refuses such a mount of a segment it does not know, since it cannot
+	// tell a late holder of the lost cluster from a new one.
+	MarkerCluster *uint64 `msgpack:"marker,omitempty"`
 }
 
 // MountLocalDiskResponse gives the mount epoch the holder must present from
@@ -257,6 +263,9 @@ type HeartbeatRequest struct {
 	Used       int64     `msgpack:"used"`
 	Capacity   int64     `msgpack:"cap"`
 	DeadBytes  int64     `msgpack:"dead"`
+	// KnownSegments is SegmentSetDigest of the segment ids the holder has
+	// recorded for its cluster (zero: none yet, or an older build).
+	KnownSegments uint64 `msgpack:"known_segs,omitempty"`
 }
 
 // HeartbeatResponse tells the holder the master epoch (a change means
@@ -264,6 +273,15 @@ type HeartbeatRequest struct {
 type HeartbeatResponse struct {
 	MasterEpoch uint64 `msgpack:"master_epoch"`
 	Remount     bool   `msgpack:"remount"`
+	// Segments, sent when the holder's KnownSegments digest differs from
+	// the cluster's, are the ids of every segment the cluster knows and
+	// has not retired, sorted. The holder records them durably, so a
+	// rebuild after the masters are lost learns from any holder which
+	// segments exist (api/rebuild.go).
+	Segments []SegmentID `msgpack:"segs,omitempty"`
+	// ClusterID is the answering cluster's id, sent with Segments: the
+	// holder records them only when it names the cluster its marker does.
+	ClusterID uint64 `msgpack:"cluster,omitempty"`
 }
 
 // FetchTasksRequest asks for pending tasks of a segment. WaitMillis > 0
@@ -416,6 +434,26 @@ type TaskProgress struct {
 // ListSegmentsResponse lists every segment the master knows.
 type ListSegmentsResponse struct {
 	Segments []SegmentInfo `msgpack:"segments"`
+	// Refused are the mounts the leader refused because their holder is a
+	// late holder of a rebuilt cluster's lost cluster (leader soft state).
+	Refused []RefusedMount `msgpack:"refused,omitempty"`
+}
+
+// RefusedMount is a holder whose mount the leader refused with
+// SEGMENT_NEEDS_ADOPTION: the operator adopts it (a rebuild rerun that
+// scans it) or retires it.
+type RefusedMount struct {
+	Segment  SegmentID `msgpack:"seg" json:"segment"`
+	Endpoint string    `msgpack:"ep" json:"endpoint"`
+	Pool     string    `msgpack:"pool" json:"pool"`
+	ClientID string    `msgpack:"client" json:"client_id"`
+	// MarkerCluster is the cluster the holder's marker names; nil when the
+	// holder did not say (an older build).
+	MarkerCluster *uint64 `msgpack:"marker,omitempty" json:"marker_cluster,omitempty"`
+	Reason        string  `msgpack:"reason" json:"reason"`
+	// LastAttempt is the last refused attempt (unix nanoseconds).
+	LastAttempt int64 `msgpack:"last" json:"last_attempt_unix_nano"`
+	Attempts    int   `msgpack:"attempts" json:"attempts"`
 }
 
 // StatusResponse is a master node's view of itself and the cluster.
@@ -441,6 +479,11 @@ type StatusResponse struct {
 	// DataDirFreeBytes is statfs of the data dir: bytes an unprivileged
 	// writer may still use (-1: statfs failed).
 	DataDirFreeBytes int64 `msgpack:"data_dir_free_bytes" json:"data_dir_free_bytes"`
+	// Rebuild is the state of a rebuild of a lost cluster; nil for a
+	// cluster that was never rebuilt.
+	Rebuild *RebuildStatus `msgpack:"rebuild,omitempty" json:"rebuild,omitempty"`
+	// RefusedMounts are the late holders the leader refused (leader only).
+	RefusedMounts []RefusedMount `msgpack:"refused_mounts,omitempty" json:"refused_mounts,omitempty"`
 }
 
 // RaftPeer is one member of the Raft configuration.
@@ -571,6 +614,10 @@ type HolderListRecordsResponse struct {
 	Capabilities []Capability   `msgpack:"caps"`
 	Records      []HolderRecord `msgpack:"recs"`
 	More         bool           `msgpack:"more"`
+	// KnownSegments are the segment ids of its cluster the holder last
+	// heard of from a master (HeartbeatResponse.Segments), on the first
+	// page only; nil from an older build or before the first heartbeat.
+	KnownSegments []SegmentID `msgpack:"known_segs,omitempty"`
 }
 
 // HolderStatusResponse is a holder's view of its segment.

@@ -22,6 +22,7 @@ func (st *state) applyDropReplicas(c *DropReplicas) *DropResult {
 		e.complete = st.withoutSegment(old.complete, seg.id)
 		if len(e.complete.replicas()) == 0 {
 			e.complete = nil // no copy left anywhere: the object is evicted
+			st.rememberRemoved(r.Key)
 		}
 		st.objects.set(r.Key, old, e)
 		out.Dropped = append(out.Dropped, r)

@@ -55,6 +55,13 @@ func (st *state) applyMount(c *MountLocalDisk) *MountResult {
 		res.MountEpoch = seg.epoch
 		return res
 	}
+	if err := st.lateHolder(c, seg); err != nil {
+		res.Err = err
+		if seg != nil {
+			res.MountEpoch = seg.epoch
+		}
+		return res
+	}
 	if seg != nil && seg.mounted && seg.client == c.ClientID && seg.process == c.Process {
 		res.MountEpoch = seg.epoch
 		if seg.pool == c.Pool && seg.capacity == c.Capacity && seg.endpoint == c.Endpoint && slices.Equal(seg.caps, caps) {
@@ -82,6 +89,11 @@ func (st *state) applyMount(c *MountLocalDisk) *MountResult {
 	seg.client, seg.process = st.intern(c.ClientID), c.Process
 	seg.pool, seg.capacity, seg.endpoint, seg.caps = st.intern(c.Pool), c.Capacity, st.intern(c.Endpoint), caps
 	seg.mounted = true
+	if st.rebuildCluster != 0 && c.MarkerCluster != nil && *c.MarkerCluster == 0 {
+		// A never-bound directory joins the rebuilt cluster: its later
+		// mounts, with a marker naming this cluster, are its own.
+		seg.rebuildMember = true
+	}
 	st.clients[seg.client] = seg.id
 	st.wake.segment(seg.id) // a poll at the fenced epoch learns it at once
 	res.MountEpoch = seg.epoch
@@ -110,4 +122,28 @@ func staleEpoch(seg *segment, epoch uint64) *api.Error {
 		return api.Errorf(api.CodeStaleMountEpoch, "segment %s is not mounted (epoch %d presented, last mount epoch %d)", seg.id, epoch, seg.epoch)
 	}
 	return api.Errorf(api.CodeStaleMountEpoch, "segment %s is mounted at epoch %d, not %d", seg.id, seg.epoch, epoch)
+}
+
+// lateHolder refuses, on a cluster that rebuilt (or is rebuilding) a lost
+// cluster, the mount of a segment the rebuild never scanned whose holder's
+// marker names the lost cluster: mounted, it would reconcile against a
+// table that lacks its copies and tombstone every one only it holds. A
+// holder that does not report its marker (an older build) is refused the
+// same way unless the segment is a member, since it cannot be told apart.
+// A never-bound directory (marker zero) and a holder of any other cluster
+// (which refuses to follow on its own) mount as everywhere.
+func (st *state) lateHolder(c *MountLocalDisk, seg *segment) *api.Error {
+	if st.rebuildCluster == 0 || (seg != nil && seg.rebuildMember) {
+		return nil
+	}
+	switch {
+	case c.MarkerCluster == nil:
+		return api.Errorf(api.CodeSegmentNeedsAdoption, "mount: segment %s is not known to this cluster, which rebuilt cluster %016x, and its holder does not report the cluster its marker names (an older build): upgrade the holder so it can be told apart from a late holder of the lost cluster, or retire the segment", c.Segment, st.rebuildCluster)
+	case *c.MarkerCluster != st.rebuildCluster:
+		return nil
+	case st.rebuildClosed:
+		return api.Errorf(api.CodeSegmentNeedsAdoption, "mount: segment %s is a holder of lost cluster %016x that the rebuild never scanned, and the adoption window is closed (operator rebuild --close): its copies can no longer be adopted; retire it (operator retire) or wipe its directory", c.Segment, st.rebuildCluster)
+	default:
+		return api.Errorf(api.CodeSegmentNeedsAdoption, "mount: segment %s is a holder of lost cluster %016x that the rebuild did not scan; mounting it would tombstone every copy only it holds: adopt it (rerun `sexton operator rebuild` with this holder up and reachable) or retire it (operator retire) and wipe it", c.Segment, st.rebuildCluster)
+	}
 }

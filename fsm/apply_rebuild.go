@@ -27,6 +27,8 @@ func (st *state) applyRebuildBegin(c *RebuildBegin) *RebuildBeginResult {
 	}
 	repeat := st.rebuildCluster != 0
 	switch {
+	case st.rebuildClosed:
+		return &RebuildBeginResult{Err: st.windowClosedErr("rebuild begin"), ClusterID: st.clusterID, IncBase: st.incBase, Repeat: true, Finished: true}
 	case repeat && c.ClusterID != st.rebuildCluster:
 		return fail("rebuild begin: this cluster rebuilds cluster %016x, not %016x", st.rebuildCluster, c.ClusterID)
 	case !repeat && (st.objects.completeCount() != 0 || st.objects.pendingCount() != 0 || st.reg.len() != 0):
@@ -35,15 +37,27 @@ func (st *state) applyRebuildBegin(c *RebuildBegin) *RebuildBeginResult {
 	case !repeat && c.Finish:
 		return fail("rebuild finish: no rebuild has begun")
 	}
+	// A scanned segment's holder may mount once the cluster id is the
+	// lost one's: before the first finish the id itself keeps it out, but
+	// on a cluster that already serves the rebuilt table (a rerun adopting
+	// a late holder) only the finishing begin, sent after its copies were
+	// adopted, admits it, so it never reconciles against a table that
+	// lacks them.
+	member := c.Finish || st.clusterID != c.ClusterID
 	st.rebuildCluster = c.ClusterID
 	st.incBase = max(st.incBase, c.IncFloor)
 	added := 0
 	for _, s := range c.Segments {
-		if st.segments[s.Segment] != nil {
-			continue // known: mounted already, or registered by an earlier begin
+		if seg := st.segments[s.Segment]; seg != nil {
+			// Known: mounted already, or registered by an earlier begin.
+			if member && !seg.retired && !seg.rebuildMember {
+				seg.rebuildMember = true
+				st.segGen++
+			}
+			continue
 		}
 		id := api.SegmentID(st.intern(string(s.Segment)))
-		st.segments[id] = &segment{id: id, pool: st.intern(s.Pool), caps: normalizeCaps(s.Capabilities)}
+		st.segments[id] = &segment{id: id, pool: st.intern(s.Pool), caps: normalizeCaps(s.Capabilities), rebuildMember: member}
 		st.segGen++
 		added++
 	}
@@ -60,6 +74,9 @@ func (st *state) applyRebuildAdopt(c *RebuildAdopt) *RebuildAdoptResult {
 	}
 	if c.ClusterID != st.rebuildCluster {
 		return &RebuildAdoptResult{Err: api.Errorf(api.CodeInvalidParams, "rebuild adopt: entry is for cluster %016x, this cluster rebuilds %016x", c.ClusterID, st.rebuildCluster)}
+	}
+	if st.rebuildClosed {
+		return &RebuildAdoptResult{Err: st.windowClosedErr("rebuild adopt")}
 	}
 	res := &RebuildAdoptResult{
 		Objects: make([]RebuildItemResult, len(c.Objects)),
@@ -104,6 +121,10 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 	adopted := st.newObject(o.Tenant, "", o.Replicas, o.Size, now, o.Incarnation)
 	old := st.objects.get(o.Key)
 	e := old
+	absent := e.complete == nil && e.pending == nil
+	if absent && st.rebuildOverflow {
+		return failed(api.Errorf(api.CodeInvalidParams, "rebuild %q: more than %d keys were removed since the rebuild began, so this cluster no longer knows whether %q was one of them; the copy is not adopted: retire the late holder (operator retire) or wipe it", o.Key, maxRebuildRemoved, o.Key))
+	}
 	switch {
 	case e.complete != nil && e.complete.inc == o.Incarnation:
 		merged := mergeReplicas(e.complete.replicas(), o.Replicas)
@@ -118,11 +139,13 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 		return RebuildItemResult{Outcome: RebuildAlready}
 	case e.pending != nil && !e.pending.inc.Less(o.Incarnation),
 		e.complete != nil && o.Incarnation.Less(e.complete.inc),
-		taskAtOrAbove(e.tasks, o.Incarnation):
+		taskAtOrAbove(e.tasks, o.Incarnation),
+		e.complete == nil && st.removedSinceRebuild(o.Key):
 		// A newer incarnation is in the table (or being put), or this one
 		// or a newer one was removed or overwritten and its delete has not
-		// reached every holder yet (a rerun on a serving cluster): this
-		// copy must go, never become visible again.
+		// reached every holder yet (a rerun on a serving cluster), or the
+		// key was removed since the rebuild began and its deletes are
+		// done: this copy must go, never become visible again.
 		plan := st.planTasks(o.Key, e, adopted)
 		if !st.reg.fits(len(plan)) {
 			return failed(registryFull(o.Key, len(plan), st.reg.len(), st.reg.capacity))

@@ -121,5 +121,6 @@ func (st *state) removeKeyWithin(key string, want api.ObjectIncarnation, now int
 	st.freeDFS(key, e.complete, now)
 	e.complete = nil
 	st.objects.set(key, old, e)
+	st.rememberRemoved(key)
 	return created, nil
 }

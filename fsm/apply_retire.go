@@ -15,6 +15,13 @@ import (
 func (st *state) applyRetire(index uint64, c *RetireStorage) *RetireResult {
 	st.segGen++
 	seg := st.segments[c.Segment]
+	if seg == nil && st.rebuildCluster != 0 && c.Segment != "" {
+		// A late holder of a rebuilt cluster's lost cluster is refused
+		// before it is ever known: retiring it records the decision, so
+		// its mounts are refused as retired from then on.
+		seg = &segment{id: api.SegmentID(st.intern(string(c.Segment)))}
+		st.segments[seg.id] = seg
+	}
 	if seg == nil {
 		return &RetireResult{Err: api.Errorf(api.CodeSegmentNotFound, "retire: unknown segment %s", c.Segment)}
 	}

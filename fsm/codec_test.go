@@ -166,6 +166,7 @@ func TestEncodeRefusesFieldsOfALaterVersion(t *testing.T) {
 		&PutStart{V: PutStartV1, Key: "a", Session: api.Session{ClientID: "c", Seq: 1}},
 		&EpochBegin{V: EpochBeginV1, GrantKey: make([]byte, api.GrantKeyLen)},
 		&MountLocalDisk{V: MountLocalDiskV1, ClientID: "c", Process: "p"},
+		&MountLocalDisk{V: MountLocalDiskV1, ClientID: "c", MarkerCluster: new(uint64)},
 	} {
 		if _, err := Encode(c); !errors.Is(err, ErrCorruptCommand) {
 			t.Errorf("Encode(%s v1 with a v2 field) = %v", c.Type(), err)
@@ -235,9 +236,11 @@ func sampleCommands() []Command {
 		&RebuildBegin{ClusterID: 7, IncFloor: 900, Segments: []RebuildSegment{{Segment: "s1", Pool: "p", Capabilities: tombstoneCaps}}, Finish: true, Now: 20},
 		&RebuildAdopt{ClusterID: 7, Objects: []RebuildObject{{Key: "k", Tenant: "t", Size: 3, Incarnation: inc, Replicas: localReplicas("s1")}},
 			Deletes: []RebuildDelete{{Segment: "s2", Key: "k", Tenant: "t", Incarnation: api.ObjectIncarnation{High: 7, Low: 40}}}, Now: 21},
+		&RebuildClose{ClusterID: 7, Now: 22},
 		// Version 2 fields, and version 1 bodies, which still decode.
 		&EpochBegin{Term: 3, LeaderID: "m1", ClusterID: 7, GrantKey: bytes.Repeat([]byte{7}, api.GrantKeyLen), Now: 19},
 		&MountLocalDisk{ClientID: "c1", Segment: "s1", Process: "proc-1", Now: 20},
+		&MountLocalDisk{ClientID: "c1", Segment: "s1", Process: "proc-1", MarkerCluster: new(uint64), Now: 20},
 		&PutStart{Key: "k", Size: 5, Replicas: localReplicas("s1"), Session: sess, Now: 21},
 		&PutEnd{Key: "k", Incarnation: inc, Session: sess, Now: 22},
 		&PutRevoke{Key: "k", Incarnation: inc, Session: sess, Now: 23},

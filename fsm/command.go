@@ -92,7 +92,12 @@ type MountLocalDisk struct {
 	// by the segment's owner from another process starts a new epoch, so
 	// a restarted or second process always fences the previous one.
 	Process string `msgpack:"process,omitempty"`
-	Now     int64  `msgpack:"now"`
+	// MarkerCluster (v2, optional) is the cluster id the holder's marker
+	// named when it asked to mount; nil when the holder did not say (an
+	// older build). A rebuilt cluster decides with it whether the segment
+	// is a late holder of the lost cluster (apply_mount.go).
+	MarkerCluster *uint64 `msgpack:"marker,omitempty"`
+	Now           int64   `msgpack:"now"`
 }
 
 // UnmountLocalDisk releases a segment; its pending tasks stay.

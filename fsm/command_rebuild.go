@@ -11,12 +11,14 @@ import "sexton/api"
 const (
 	CmdRebuildBegin CommandType = 20
 	CmdRebuildAdopt CommandType = 21
+	CmdRebuildClose CommandType = 26
 )
 
 // Schema versions of the rebuild commands.
 const (
 	RebuildBeginV1 uint8 = 1
 	RebuildAdoptV1 uint8 = 1
+	RebuildCloseV1 uint8 = 1
 )
 
 // Bounds of the rebuild commands.
@@ -197,4 +199,23 @@ func boundsRebuildAdopt(c *RebuildAdopt, b bounder) error {
 		}
 	}
 	return nil
+}
+
+// RebuildClose (`operator rebuild --close`) ends the adoption window of a
+// finished rebuild of ClusterID: the removal memory is dropped, and from
+// then on no begin or adoption is accepted and a late holder of the lost
+// cluster can only be retired or wiped.
+type RebuildClose struct {
+	V         uint8  `msgpack:"v"`
+	ClusterID uint64 `msgpack:"cluster"`
+	Now       int64  `msgpack:"now"`
+}
+
+func (*RebuildClose) Type() CommandType { return CmdRebuildClose }
+
+// RebuildCloseResult answers RebuildClose; Already says the window was
+// closed before.
+type RebuildCloseResult struct {
+	Err     *api.Error
+	Already bool
 }

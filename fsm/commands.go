@@ -13,7 +13,7 @@ import (
 // DESIGN.md "How to add a command".
 var commands = [...]*commandSpec{
 	CmdEpochBegin:       spec[EpochBegin]("EpochBegin", EpochBeginV2, boundsEpochBegin, "grant_key"),
-	CmdMountLocalDisk:   spec[MountLocalDisk]("MountLocalDisk", MountLocalDiskV2, boundsMountLocalDisk, "process"),
+	CmdMountLocalDisk:   spec[MountLocalDisk]("MountLocalDisk", MountLocalDiskV2, boundsMountLocalDisk, "process", "marker"),
 	CmdUnmountLocalDisk: spec[UnmountLocalDisk]("UnmountLocalDisk", UnmountLocalDiskV1, boundsUnmountLocalDisk),
 	CmdPutStart:         spec[PutStart]("PutStart", PutStartV2, boundsPutStart, "sess"),
 	CmdPutEnd:           spec[PutEnd]("PutEnd", PutEndV2, boundsPutEnd, "sess"),
@@ -37,6 +37,7 @@ var commands = [...]*commandSpec{
 	CmdJobAdvance:       spec[JobAdvance]("JobAdvance", JobAdvanceV1, boundsJobAdvance),
 	CmdJobCancel:        spec[JobCancel]("JobCancel", JobCancelV1, boundsJobCancel),
 	CmdDropTombstoned:   spec[DropTombstoned]("DropTombstoned", DropTombstonedV1, boundsDropTombstoned),
+	CmdRebuildClose:     spec[RebuildClose]("RebuildClose", RebuildCloseV1, nil),
 }
 
 // commandSpec describes one command type.

@@ -13,6 +13,9 @@ import (
 //
 //	rebuild-begin cluster=N floor=F segs=s1,s2[:nocaps] [finish]
 //	rebuild-adopt [cluster=N] objs=key@low:seg+seg,... dels=seg/key@low,...
+//	rebuild-close cluster=N
+//	rebuild-status
+//	rebuild-memory-bound n=N (lowers the removal memory's bound for the test)
 //
 // Incarnations name the rebuild's cluster (the harness's cluster follows
 // a successful begin).
@@ -65,6 +68,17 @@ func (d *ddRunner) runRebuild(t *testing.T, verb string, a ddArgs) (string, bool
 			fmt.Fprintf(&b, "del %s %s@%s: %s tasks=%d %s\n", cmd.Deletes[i].Segment, cmd.Deletes[i].Key, fmtInc(cmd.Deletes[i].Incarnation), x.Outcome, x.Tasks, fmtErr(x.Err))
 		}
 		return strings.TrimRight(b.String(), "\n"), true
+	case "rebuild-close":
+		r := h.apply(&RebuildClose{ClusterID: a.u64(t, "cluster"), Now: h.now}).(*RebuildCloseResult)
+		return fmt.Sprintf("%s already=%v", fmtErr(r.Err), r.Already), true
+	case "rebuild-memory-bound":
+		prev := maxRebuildRemoved
+		maxRebuildRemoved = int(a.u64(t, "n"))
+		t.Cleanup(func() { maxRebuildRemoved = prev })
+		return "ok", true
+	case "rebuild-status":
+		s := h.f.Rebuild()
+		return fmt.Sprintf("cluster=%d finished=%v closed=%v removed=%d overflowed=%v", s.Cluster, s.Finished, s.Closed, s.Removed, s.Overflowed), true
 	}
 	return "", false
 }

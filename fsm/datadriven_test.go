@@ -226,6 +226,10 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 			cmd.Endpoint = a["ep"]
 		}
 		cmd.Process = a["process"]
+		if a.has("marker") {
+			m := a.u64(t, "marker")
+			cmd.MarkerCluster = &m
+		}
 		r := h.apply(cmd).(*MountResult)
 		if r.Err != nil {
 			return fmt.Sprintf("%s epoch=%d", fmtErr(r.Err), r.MountEpoch)

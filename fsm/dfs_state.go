@@ -123,6 +123,7 @@ func (st *state) dropDFSEntries(refs []dfsalloc.EntryRef) int {
 		if e.complete != nil && len(e.complete.replicas()) == 0 {
 			e.complete = nil
 			gone++
+			st.rememberRemoved(ref.Key)
 		}
 		if e.pending != nil && len(e.pending.replicas()) == 0 {
 			e.pending = nil

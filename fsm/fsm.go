@@ -123,6 +123,8 @@ func (f *FSM) ApplyWake(index, term uint64, data []byte) (any, Wake, error) {
 		res = st.applyRebuildBegin(c)
 	case *RebuildAdopt:
 		res = st.applyRebuildAdopt(c)
+	case *RebuildClose:
+		res = st.applyRebuildClose(c)
 	default:
 		return nil, Wake{}, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
 	}

@@ -21,6 +21,11 @@ const InvariantsEnabled = invariantsEnabled
 // invariants or -race (the way pebble guards its expensive checks): every
 // race-detector run, `make test` included, checks them.
 func (st *state) checkInvariants() error {
+	// The removal memory exists only in an open, not overflowed window,
+	// within its bound.
+	if len(st.rebuildRemoved) > 0 && (!st.rebuildWindowOpen() || st.rebuildOverflow || len(st.rebuildRemoved) > maxRebuildRemoved) {
+		return fmt.Errorf("rebuild removal memory of %d keys (bound %d) with window open=%v overflowed=%v", len(st.rebuildRemoved), maxRebuildRemoved, st.rebuildWindowOpen(), st.rebuildOverflow)
+	}
 	r := st.reg
 	if r.len() > r.capacity {
 		return fmt.Errorf("registry holds %d tasks, capacity %d", r.len(), r.capacity)

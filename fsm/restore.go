@@ -184,7 +184,7 @@ func (b *restoreSink) Segment(s *snapshot.Segment) error {
 	seg := &segment{
 		id: api.SegmentID(st.intern(string(s.ID))), client: st.intern(s.ClientID), pool: st.intern(s.Pool),
 		capacity: s.Capacity, caps: normalizeCaps(s.Capabilities), endpoint: st.intern(s.Endpoint),
-		epoch: s.MountEpoch, mounted: s.Mounted, retired: s.Retired, process: s.Process,
+		epoch: s.MountEpoch, mounted: s.Mounted, retired: s.Retired, process: s.Process, rebuildMember: s.RebuildMember,
 	}
 	if b.format == snapshot.Format100 {
 		seg.epoch, seg.caps = 0, nil
@@ -295,6 +295,8 @@ func (b *restoreSink) State(s *snapshot.State) error {
 	}
 	st.sess.clock = s.SessionClock
 	st.incBase, st.rebuildCluster = s.IncBase, s.RebuildCluster
+	st.rebuildClosed, st.rebuildOverflow = s.RebuildClosed, s.RebuildOverflow
+	st.rebuildRemoved = restoreRemoved(s.RebuildRemoved)
 	return nil
 }
 

@@ -28,6 +28,11 @@ type segment struct {
 	epoch    uint64
 	mounted  bool
 	retired  bool
+	// rebuildMember says the segment belongs to a rebuilt cluster: a
+	// RebuildBegin registered it (its holder was scanned), or it first
+	// mounted with a never-bound marker. A holder whose marker names the
+	// lost cluster mounts only a member segment (apply_mount.go).
+	rebuildMember bool
 }
 
 // capable reports whether the segment advertises durable tombstones, the
@@ -85,6 +90,14 @@ type state struct {
 	// rebuildCluster is the lost cluster's id a rebuild adopts: set by the
 	// first RebuildBegin, made the cluster id by the finishing one.
 	rebuildCluster uint64
+	// rebuildClosed says `operator rebuild --close` ended the adoption
+	// window: no more adoption, late holders can only be retired.
+	rebuildClosed bool
+	// rebuildRemoved is the digest of every key dropped from the table
+	// since the rebuild began, while the window is open (rebuild_window.go);
+	// rebuildOverflow says it outgrew maxRebuildRemoved and was dropped.
+	rebuildRemoved  map[removedDigest]struct{}
+	rebuildOverflow bool
 
 	// segGen counts the Applies that may have changed a segment's mount
 	// state, owner, pool or capacity (mount, unmount, retire, a rebuild's

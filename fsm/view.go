@@ -50,6 +50,7 @@ func (f *FSM) Snapshot() *View {
 			Audit:    slices.Clone(st.audit),
 			GrantKey: slices.Clone(st.grantKey), SessionClock: st.sess.clock,
 			IncBase: st.incBase, RebuildCluster: st.rebuildCluster,
+			RebuildClosed: st.rebuildClosed, RebuildRemoved: st.removedBytes(), RebuildOverflow: st.rebuildOverflow,
 		},
 		sessions: st.sess.views(),
 	}
@@ -72,7 +73,7 @@ func (f *FSM) Snapshot() *View {
 		v.segments = append(v.segments, snapshot.Segment{
 			ID: s.id, ClientID: s.client, Pool: s.pool, Capacity: s.capacity,
 			Capabilities: s.caps, Endpoint: s.endpoint, MountEpoch: s.epoch,
-			Mounted: s.mounted, Retired: s.retired, Process: s.process,
+			Mounted: s.mounted, Retired: s.retired, Process: s.process, RebuildMember: s.rebuildMember,
 		})
 	}
 	st.reg.byID.ascend(func(t *task) bool { v.tasks = append(v.tasks, t); return true })

@@ -42,6 +42,8 @@ var durabilityAudit = map[string]struct{ protects, test string }{
 	"open.cleanup-dir":        {"an orphan's removal before its bucket id is used again", "^TestPowerLossReorderedPutAfterOrphan$"},
 	"identity.tmp":            {"the content of the identity marker", "^TestPowerLossIdentity$"},
 	"identity.dir":            {"the identity marker's rename (the segment id)", "^TestPowerLossIdentity$"},
+	"segments.tmp":            {"the content of the recorded cluster segment ids", "^TestPowerLossKnownSegments$"},
+	"segments.dir":            {"the rename of the recorded cluster segment ids", "^TestPowerLossKnownSegments$"},
 	"space.reserve-data":      {"the space reserve's allocated bytes", "^TestPowerLossReserve$"},
 	"space.reserve-dir":       {"the space reserve's entry", "^TestPowerLossReserve$"},
 }

@@ -43,7 +43,7 @@ func scanDir(fs fsys.FS, dir string) (dirScan, error) {
 		case gcIntentTmpName:
 			sc.hasGCTmp = true
 			continue
-		case FloorFileName, SpaceReserveFileName:
+		case FloorFileName, SpaceReserveFileName, KnownSegmentsFileName, knownSegmentsTmpName:
 			continue
 		case floorTmpName:
 			sc.hasFloorTmp = true

@@ -254,3 +254,27 @@ func TestPowerLossReserve(t *testing.T) {
 		t.Fatalf("after the cut on a full disk the reserve is %+v, want %d bytes held", st, reserve)
 	}
 }
+
+// The segment ids a holder recorded for its cluster survive a power cut
+// right after SetKnownSegments returned: a rebuild after the masters are
+// lost reads them to find holders nobody named.
+func TestPowerLossKnownSegments(t *testing.T) {
+	dir := t.TempDir()
+	pl := newPowerLoss(t, dir)
+	s := openT(t, dir, StoreOptions{FS: pl})
+	if err := s.BindCluster(7); err != nil {
+		t.Fatal(err)
+	}
+	want := []api.SegmentID{"seg-a", "seg-b", s.SegmentID()}
+	if err := s.SetKnownSegments(7, want); err != nil {
+		t.Fatal(err)
+	}
+	powerCut(t, s, pl)
+	s = openT(t, dir, StoreOptions{})
+	defer s.Close()
+	got := s.KnownSegments()
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("known segments after the cut: %v, want %v", got, want)
+	}
+}

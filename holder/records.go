@@ -93,9 +93,13 @@ func (s *Service) handleListRecords(_ context.Context, req *api.HolderListRecord
 		end++
 	}
 	id := s.store.Identity()
-	return &api.HolderListRecordsResponse{
+	resp := &api.HolderListRecordsResponse{
 		Segment: id.SegmentID, ClusterID: id.ClusterID, Pool: s.cfg.Pool,
 		Capabilities: []api.Capability{api.CapObjectTombstoneV1},
 		Records:      recs[i:end:end], More: end < len(recs),
-	}, nil
+	}
+	if req.After == (api.ObjectRef{}) {
+		resp.KnownSegments = s.store.KnownSegments()
+	}
+	return resp, nil
 }

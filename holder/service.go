@@ -245,9 +245,13 @@ func (s *Service) mount() error {
 	ctx, cancel := s.ctx(20 * time.Second)
 	defer cancel()
 	var resp api.MountLocalDiskResponse
+	// The marker's cluster lets a rebuilt cluster tell a late holder of
+	// the lost cluster (refused until adopted) from a new one.
+	marker := s.store.Identity().ClusterID
 	err := s.cl.Call(ctx, api.MethodMountLocalDisk, &api.MountLocalDiskRequest{
 		ClientID: s.cfg.ClientID, Segment: s.store.SegmentID(), Pool: s.cfg.Pool, Capacity: s.store.EffectiveCapacity(),
 		Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: s.advertise(), Process: s.process,
+		MarkerCluster: &marker,
 	}, &resp)
 	if err != nil {
 		return err
@@ -295,14 +299,27 @@ func (s *Service) followLoop() {
 	// is tried again from ghostRetry on, between fetches.
 	ghostCheck := false
 	var ghostRetry time.Time
+	adoptWait := time.Duration(0)
 	for !s.stopped() {
 		s.followTurn.Store(time.Now().UnixNano())
 		if mounted, _, _ := s.mountState(); !mounted {
 			if err := s.mount(); err != nil {
+				if api.CodeOf(err) == api.CodeSegmentNeedsAdoption {
+					// A rebuilt cluster that has not adopted this holder:
+					// nothing is bound, reconciled or tombstoned until
+					// the operator adopts or retires it; ask again, more
+					// slowly the longer it takes.
+					adoptWait = min(max(2*adoptWait, time.Second), maxAdoptionWait)
+					s.log.Error("the rebuilt cluster refuses this holder until an operator adopts it (operator rebuild) or retires it; changing nothing and asking again",
+						"segment", s.store.SegmentID(), "retry_in", adoptWait, "error", err)
+					s.sleep(adoptWait)
+					continue
+				}
 				s.log.Warn("mount failed; retrying", "error", err)
 				s.sleep(500 * time.Millisecond)
 				continue
 			}
+			adoptWait = 0
 			lastReconcile = time.Time{}
 			ghostCheck = true
 		}
@@ -359,6 +376,10 @@ func (s *Service) followLoop() {
 		}
 	}
 }
+
+// maxAdoptionWait bounds the wait between the mounts of a holder a
+// rebuilt cluster refuses until it is adopted.
+const maxAdoptionWait = 10 * time.Second
 
 // handleStale reacts to answers that say our mount is no longer current.
 func (s *Service) handleStale(err error) bool {
@@ -489,15 +510,37 @@ func (s *Service) heartbeatLoop() {
 		ctx, cancel := s.ctx(5 * time.Second)
 		var hr api.HeartbeatResponse
 		err := s.cl.Call(ctx, api.MethodHeartbeat, &api.HeartbeatRequest{ClientID: s.cfg.ClientID, Segment: s.store.SegmentID(),
-			MountEpoch: epoch, Used: u.UsedBytes, Capacity: s.store.EffectiveCapacity(), DeadBytes: u.DeadBytes}, &hr)
+			MountEpoch: epoch, Used: u.UsedBytes, Capacity: s.store.EffectiveCapacity(), DeadBytes: u.DeadBytes,
+			KnownSegments: s.store.KnownSegmentsDigest()}, &hr)
 		cancel()
 		if err != nil {
 			continue
+		}
+		if len(hr.Segments) > 0 && !hr.Remount {
+			s.noteSegments(hr.ClusterID, hr.Segments)
 		}
 		if hr.Remount {
 			signal(s.remount)
 		}
 		s.noteMasterEpoch(hr.MasterEpoch)
+	}
+}
+
+// noteSegments records the cluster's segment ids the master sent, for a
+// rebuild after the masters are lost. Only while mounted and only from
+// the cluster the holder mounted (a heartbeat can reach the masters of
+// another cluster that reuse the addresses, after the old ones were
+// lost); a failed write is tried again on the next heartbeat (the
+// digests still differ).
+func (s *Service) noteSegments(from uint64, ids []api.SegmentID) {
+	s.mu.Lock()
+	mounted, cluster := s.mounted, s.clusterID
+	s.mu.Unlock()
+	if !mounted || cluster == 0 || from != cluster {
+		return
+	}
+	if err := s.store.SetKnownSegments(cluster, ids); err != nil {
+		s.log.Warn("could not record the cluster's segments", "count", len(ids), "error", err)
 	}
 }
 

@@ -25,6 +25,9 @@ type Store struct {
 	lock io.Closer
 	id   Identity
 	rep  OpenReport
+	// known is the segment ids of its cluster the holder last recorded
+	// (segments.go); guarded by mu.
+	known knownSegments
 
 	putCh      chan *putReq
 	committerD chan struct{}
@@ -170,6 +173,9 @@ func (s *Store) recover() error {
 		return err
 	}
 	if s.floors, err = readFloors(s.fs, s.dir); err != nil {
+		return err
+	}
+	if s.known, err = readKnownSegments(s.fs, s.dir); err != nil {
 		return err
 	}
 	if gr.intent != nil {

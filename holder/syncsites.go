@@ -85,6 +85,8 @@ var (
 	syncOpenCleanupDir       = newSyncSite("open.cleanup-dir")
 	syncIdentityTmp          = newSyncSite("identity.tmp")
 	syncIdentityDir          = newSyncSite("identity.dir")
+	syncKnownSegmentsTmp     = newSyncSite("segments.tmp")
+	syncKnownSegmentsDir     = newSyncSite("segments.dir")
 	syncReserveData          = newSyncSite("space.reserve-data")
 	syncReserveDir           = newSyncSite("space.reserve-dir")
 )

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +28,10 @@ import (
 func TestRebuildFromHolders(t *testing.T) { testRebuild(t, false) }
 
 // TestRebuildWithHolderMissing is the same with the holder of the old
-// copies down during the rebuild (--allow-missing): it is reconciled
-// against the rebuilt table when it comes back.
+// copies down during the rebuild (--allow-missing, and its segment, which
+// the other holders know of, allowed missing): when it comes back its
+// mount is refused until a rerun adopts it, and only then are its old
+// copies deleted.
 func TestRebuildWithHolderMissing(t *testing.T) { testRebuild(t, true) }
 
 func randomValue(t *testing.T, n int) []byte {
@@ -45,6 +48,7 @@ func testRebuild(t *testing.T, missing bool) {
 	h1 := c.startHolder(t, "h1", "a")
 	h2 := c.startHolder(t, "h2", "a")
 	h3 := c.startHolder(t, "h3", "b")
+	h3seg := c.waitHolderMounted(t, h3).Segment
 	lib := c.lib()
 	ctx, cancel := ctxT(60 * time.Second)
 	defer cancel()
@@ -102,6 +106,7 @@ func testRebuild(t *testing.T, missing bool) {
 		staleInc[k] = put(k, "b", 1, old)
 		dead[k] = append(dead[k], old)
 	}
+	waitKnownSegment(t, c, []*holderNode{h1, h2}, h3seg)
 	h3.kill()
 	var maxLow uint64
 	for _, k := range staleKeys {
@@ -150,7 +155,7 @@ func testRebuild(t *testing.T, missing bool) {
 	holders := strings.Join([]string{h1.addr, h2.addr, h3.addr}, ",")
 	base := []string{"operator", "rebuild", "--masters", strings.Join(c.addrs(), ","), "--holders", holders}
 	if missing {
-		base = append(base, "--allow-missing")
+		base = append(base, "--allow-missing", "--allow-missing-segments", string(h3seg))
 	}
 	out, err := runCLIErr(base...)
 	if err == nil || !strings.Contains(out, "disagree") {
@@ -221,7 +226,18 @@ func testRebuild(t *testing.T, missing bool) {
 	c.waitHolderMounted(t, h1)
 	c.waitHolderMounted(t, h2)
 	if missing {
-		h3.proc.start() // back after the rebuild: reconciled against the table
+		// Back after the rebuild: refused until a rerun adopts it.
+		h3.proc.start()
+		waitRefused(t, c, h3seg)
+		stdout, _ = runRebuildCLI(t, append(base, "--json")...)
+		var adopt struct {
+			Rerun  bool `json:"rerun"`
+			Tasks  int  `json:"tasks_created"`
+			Failed int  `json:"failed"`
+		}
+		if err := json.Unmarshal(stdout, &adopt); err != nil || !adopt.Rerun || adopt.Tasks != len(staleKeys) || adopt.Failed != 0 {
+			t.Fatalf("adopting the late holder: %+v %v; want a rerun deleting its %d old copies\n%s", adopt, err, len(staleKeys), stdout)
+		}
 	}
 	c.waitHolderMounted(t, h3)
 
@@ -294,4 +310,46 @@ func runRebuildCLI(t *testing.T, args ...string) ([]byte, []byte) {
 		t.Fatalf("sexton %s: %v\n%s\n%s", strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
 	}
 	return stdout.Bytes(), stderr.Bytes()
+}
+
+// waitKnownSegment waits until every holder of hs reports seg among the
+// segment ids of its cluster it recorded from the master's heartbeats.
+func waitKnownSegment(t *testing.T, c *cluster, hs []*holderNode, seg api.SegmentID) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, h := range hs {
+		for {
+			ctx, cancel := ctxT(5 * time.Second)
+			var page api.HolderListRecordsResponse
+			err := holderCall(ctx, h.addr, c.token, api.MethodHolderListRecords, &api.HolderListRecordsRequest{Limit: 1}, &page)
+			cancel()
+			if err == nil && slices.Contains(page.KnownSegments, seg) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("holder %s does not know segment %s: %v %v", h.name, seg, page.KnownSegments, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// waitRefused waits until the leader lists seg's mount as refused (a late
+// holder waiting for adoption) and returns what it says.
+func waitRefused(t *testing.T, c *cluster, seg api.SegmentID) api.RefusedMount {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if st, err := c.status(c.leader()); err == nil {
+			for _, r := range st.RefusedMounts {
+				if r.Segment == seg {
+					return r
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader never refused the mount of %s", seg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

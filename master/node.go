@@ -47,6 +47,8 @@ type Node struct {
 	httpLn    net.Listener
 	metrics   *metrics
 	soft      *softState
+	refused   refusedMounts // late holders' refused mounts (rebuild_mounts.go)
+	segSet    segmentSetCache
 	dfs       *dfsNode // nil when MOONCAKE_DFS_ROOT_DIR is unset
 	removes   *removeBatcher
 	transfers snapshotTransfers

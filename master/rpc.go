@@ -60,6 +60,7 @@ func (n *Node) startRPC() error {
 	transport.Register(s, api.MethodJobCancel, n.handleJobCancel)
 	transport.Register(s, api.MethodRebuildBegin, n.handleRebuildBegin)
 	transport.Register(s, api.MethodRebuildAdopt, n.handleRebuildAdopt)
+	transport.Register(s, api.MethodRebuildClose, n.handleRebuildClose)
 	ln, err := net.Listen("tcp", n.cfg.RPCAddr)
 	if err != nil {
 		return err

@@ -39,6 +39,8 @@ func (n *Node) status() api.StatusResponse {
 		}
 	}
 	out.DataDirFreeBytes = dirFreeBytes(n.cfg.DataDir)
+	out.Rebuild = n.rebuildStatus()
+	out.RefusedMounts = n.refusedIfLeader()
 	if string(id) == st.LeaderID {
 		out.LeaderRPC = st.LeaderAddr
 	}

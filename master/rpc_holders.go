@@ -22,12 +22,21 @@ func (n *Node) handleMount(_ context.Context, req *api.MountLocalDiskRequest) (*
 		return nil, api.Errorf(api.CodeInvalidParams, "mount needs a client id and a segment id")
 	}
 	r, err := proposeFor[fsm.MountResult](n, &fsm.MountLocalDisk{V: fsm.MountLocalDiskV2, ClientID: req.ClientID, Segment: req.Segment,
-		Pool: req.Pool, Capacity: req.Capacity, Capabilities: req.Capabilities, Endpoint: req.Endpoint, Process: req.Process})
+		Pool: req.Pool, Capacity: req.Capacity, Capabilities: req.Capabilities, Endpoint: req.Endpoint, Process: req.Process,
+		MarkerCluster: req.MarkerCluster})
 	// An identical repeat is answered with the current epoch, not refused.
 	already := r != nil && api.CodeOf(err) == api.CodeSegmentAlreadyExists
+	if api.CodeOf(err) == api.CodeSegmentNeedsAdoption {
+		// A late holder of a rebuilt cluster's lost cluster: remembered so
+		// the operator sees it waiting for adoption or retirement.
+		n.refused.note(req, err.Error(), time.Now())
+		n.log.Warn("refused the mount of a late holder of the rebuilt cluster", "segment", req.Segment, "endpoint", req.Endpoint, "error", err)
+		return nil, err
+	}
 	if err != nil && !already {
 		return nil, err
 	}
+	n.refused.forget(req.Segment)
 	n.soft.heartbeat(req.Segment, 0, req.Capacity, 0, time.Now())
 	// The grant key lets the holder check write grants without asking
 	// (invariant 11); every leader of the cluster signs with this one.
@@ -57,6 +66,11 @@ func (n *Node) handleHeartbeat(_ context.Context, req *api.HeartbeatRequest) (*a
 	if !ok || !seg.Mounted || seg.MountEpoch != req.MountEpoch || seg.ClientID != req.ClientID {
 		out.Remount = true
 		return out, nil
+	}
+	// The segment ids go only to a holder whose recorded set differs: the
+	// holder keeps them for a rebuild after the masters are lost.
+	if ids, digest := n.segmentSet(); digest != req.KnownSegments && len(ids) <= api.MaxRebuildSegmentsKnown {
+		out.Segments, out.ClusterID = ids, n.fsm.Stats().ClusterID
 	}
 	n.soft.heartbeat(req.Segment, req.Used, req.Capacity, req.DeadBytes, time.Now())
 	return out, nil
@@ -340,5 +354,5 @@ func (n *Node) handleListSegments(_ context.Context, _ *api.Empty) (*api.ListSeg
 	if err := n.linearizable(); err != nil {
 		return nil, err
 	}
-	return &api.ListSegmentsResponse{Segments: n.fsm.Segments()}, nil
+	return &api.ListSegmentsResponse{Segments: n.fsm.Segments(), Refused: n.refused.list(time.Now())}, nil
 }

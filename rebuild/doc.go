@@ -15,11 +15,33 @@
 //   - a tombstone a holder marks evicted (the copy was given up for space
 //     after the master dropped that replica) is no tombstone for that
 //     rule: it neither blocks the incarnation nor is adopted or deleted;
+//   - on the first rebuild of a lost cluster an older live incarnation
+//     still wins over a newer tombstoned one: a put that was revoked (its
+//     client gave up) leaves exactly that, and the older incarnation is
+//     the acknowledged value. The same picture also arises when a key
+//     was overwritten while the old copy's holder was down and the new
+//     incarnation then removed: the old value comes back. The scan cannot
+//     tell the two apart, and losing an acknowledged value is the worse
+//     error, so the first rebuild keeps the older one;
+//   - on a rerun into a cluster that serves the rebuilt table
+//     (Options.Rerun: adopting a late holder) an older live incarnation
+//     never wins over a newer tombstoned one — the table there decides
+//     what is live, and a newer tombstone is a removal or an overwrite
+//     whose delete reached some holder; the fsm's removal memory refuses
+//     such a key as well. Such a copy is withheld (Plan.Withheld), not
+//     deleted: the table may hold it already (adopted by the first
+//     rebuild below a revoked put), and if it does not, its holder's
+//     reconcile tombstones it;
 //   - every other live copy (an older incarnation, one tombstoned
 //     elsewhere) becomes a delete task, not a place in the table;
 //   - copies of the winning incarnation that differ in size or checksum
 //     are reported and only the verified ones (read back and matching
 //     their own record) kept, the most common verified version winning;
 //   - the floor is the largest incarnation index seen on any holder, live
-//     or dead, so the rebuilt cluster never issues one at or below it.
+//     or dead, plus IncMargin (2³²), so the rebuilt cluster never issues
+//     one at or below a copy of a holder that was not scanned;
+//   - every segment id a scanned holder recorded for its cluster (the
+//     master sends them in heartbeats) must be scanned or named by
+//     Options.AllowMissing, else the merge refuses: a forgotten holder
+//     would otherwise join later with copies the plan never saw.
 package rebuild

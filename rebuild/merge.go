@@ -17,6 +17,40 @@ type Scan struct {
 	Capabilities []api.Capability
 	// Records are sorted by (key, incarnation), as the holder pages them.
 	Records []api.HolderRecord
+	// KnownSegments are the segment ids of its cluster the holder heard
+	// of from a master before the masters were lost (nil: an older build
+	// or a holder that never heartbeated).
+	KnownSegments []api.SegmentID
+}
+
+// Options change how Merge decides.
+type Options struct {
+	// Verify reads back copies of a winning incarnation that disagree.
+	Verify Verifier
+	// Rerun says the plan is for a cluster that already serves the
+	// rebuilt table (a rerun, or the adoption of a late holder): an
+	// older live incarnation never wins over a newer tombstoned one.
+	Rerun bool
+	// AllowMissing names segments the holders' records name that the
+	// operator knows are not scanned (a holder lost for good, or one to
+	// adopt later); any other unscanned one makes Merge refuse.
+	AllowMissing []api.SegmentID
+}
+
+// IncMargin is added to the largest incarnation the scan saw to make the
+// plan's IncFloor: a holder that was not scanned (down, forgotten, adopted
+// later) may hold copies written after the newest one scanned, and the
+// rebuilt cluster must never issue an incarnation at or below one of
+// them. 2³² puts past the newest scanned one is more than any cluster
+// writes between a holder's last contact and the loss of every master.
+const IncMargin = 1 << 32
+
+// ScannedHolder is one holder the plan was built from.
+type ScannedHolder struct {
+	Endpoint string
+	Segment  api.SegmentID
+	Pool     string
+	Records  int
 }
 
 // Copy is one holder's live copy of a (key, incarnation).
@@ -54,12 +88,23 @@ type Dropped struct {
 // Plan is what the rebuild adopts.
 type Plan struct {
 	ClusterID uint64
-	// IncFloor is the largest incarnation index any holder reported
-	// (at least 1): the rebuilt cluster's incarnations start above it.
-	IncFloor  uint64
-	Segments  []api.RebuildSegment
-	Objects   []api.RebuildObject
-	Deletes   []api.RebuildDelete
+	// MaxSeen is the largest incarnation index any holder reported.
+	MaxSeen uint64
+	// IncFloor is MaxSeen plus IncMargin: the rebuilt cluster's
+	// incarnations start above it, so above every copy a holder that was
+	// not scanned can hold.
+	IncFloor uint64
+	// Scanned are the holders the plan was built from, by segment.
+	Scanned []ScannedHolder
+	// Missing are segments the holders' records name that were not
+	// scanned and that Options.AllowMissing allowed.
+	Missing  []api.SegmentID
+	Segments []api.RebuildSegment
+	Objects  []api.RebuildObject
+	Deletes  []api.RebuildDelete
+	// Withheld are live copies a rerun neither adopts nor deletes: older
+	// than a tombstoned incarnation of their key (Options.Rerun).
+	Withheld  []api.RebuildDelete
 	Dropped   []Dropped
 	Conflicts []Conflict
 	// Records counts every record scanned; Bytes the adopted objects' sizes.
@@ -70,10 +115,16 @@ type Plan struct {
 	Legacy int
 }
 
-// Merge builds the plan from every scanned holder. It refuses holders
-// whose markers name different clusters, two holders with one segment id,
-// and records out of order.
+// Merge builds the plan of a first rebuild; MergeWith says more.
 func Merge(scans []Scan, verify Verifier) (*Plan, error) {
+	return MergeWith(scans, Options{Verify: verify})
+}
+
+// MergeWith builds the plan from every scanned holder. It refuses holders
+// whose markers name different clusters, two holders with one segment id,
+// records out of order, and a segment some holder knows of that was
+// neither scanned nor allowed missing.
+func MergeWith(scans []Scan, o Options) (*Plan, error) {
 	p := &Plan{}
 	var used []*Scan
 	for i := range scans {
@@ -107,16 +158,53 @@ func Merge(scans []Scan, verify Verifier) (*Plan, error) {
 			caps = []api.Capability{}
 		}
 		p.Segments = append(p.Segments, api.RebuildSegment{Segment: s.Segment, Pool: s.Pool, Capabilities: caps})
+		p.Scanned = append(p.Scanned, ScannedHolder{Endpoint: s.Endpoint, Segment: s.Segment, Pool: s.Pool, Records: len(s.Records)})
 		p.Records += len(s.Records)
 	}
 	if p.ClusterID == 0 {
 		return nil, fmt.Errorf("no scanned holder belongs to a cluster (every marker names cluster 0): nothing to rebuild")
 	}
 	slices.SortFunc(p.Segments, func(a, b api.RebuildSegment) int { return strings.Compare(string(a.Segment), string(b.Segment)) })
-	m := merger{p: p, scans: used, pos: make([]int, len(used)), verify: verify}
+	slices.SortFunc(p.Scanned, func(a, b ScannedHolder) int { return strings.Compare(string(a.Segment), string(b.Segment)) })
+	if err := p.account(used, o.AllowMissing); err != nil {
+		return nil, err
+	}
+	m := merger{p: p, scans: used, pos: make([]int, len(used)), verify: o.Verify, rerun: o.Rerun}
 	m.run()
-	p.IncFloor = max(p.IncFloor, 1)
+	p.IncFloor = p.MaxSeen + IncMargin
 	return p, nil
+}
+
+// account checks that every segment a scanned holder knows of was
+// scanned or is allowed missing: a holder nobody named would otherwise
+// mount the rebuilt cluster later holding copies the plan never saw.
+func (p *Plan) account(used []*Scan, allow []api.SegmentID) error {
+	scanned := map[api.SegmentID]bool{}
+	for _, s := range used {
+		scanned[s.Segment] = true
+	}
+	var unaccounted []string
+	seen := map[api.SegmentID]bool{}
+	for _, s := range used {
+		for _, id := range s.KnownSegments {
+			if scanned[id] || seen[id] {
+				continue
+			}
+			seen[id] = true
+			if slices.Contains(allow, id) {
+				p.Missing = append(p.Missing, id)
+				continue
+			}
+			unaccounted = append(unaccounted, string(id))
+		}
+	}
+	slices.Sort(p.Missing)
+	if len(unaccounted) > 0 {
+		slices.Sort(unaccounted)
+		return fmt.Errorf("the holders' records name %d segments that were not scanned: %s; start their holders and name them (--holders), or, if they are lost for good or are to be adopted later, pass --allow-missing-segments %s (their copies are not adopted now)",
+			len(unaccounted), strings.Join(unaccounted, ", "), strings.Join(unaccounted, ","))
+	}
+	return nil
 }
 
 type merger struct {
@@ -124,6 +212,7 @@ type merger struct {
 	scans  []*Scan
 	pos    []int
 	verify Verifier
+	rerun  bool
 }
 
 // held is one record with the holder it came from.
@@ -162,10 +251,14 @@ func (m *merger) run() {
 func (m *merger) key(key string, recs []held) {
 	p := m.p
 	dead := map[api.ObjectIncarnation]bool{}
+	var newestDead api.ObjectIncarnation
 	for _, h := range recs {
-		p.IncFloor = max(p.IncFloor, h.rec.Incarnation.Low)
+		p.MaxSeen = max(p.MaxSeen, h.rec.Incarnation.Low)
 		if removed(h.rec) {
 			dead[h.rec.Incarnation] = true
+			if newestDead.Less(h.rec.Incarnation) {
+				newestDead = h.rec.Incarnation
+			}
 		}
 	}
 	var winner api.ObjectIncarnation
@@ -177,6 +270,9 @@ func (m *merger) key(key string, recs []held) {
 		case inc.IsZero():
 			p.Legacy++
 		case dead[inc]:
+		case m.rerun && inc.Less(newestDead):
+			// On a serving cluster a newer tombstone means the key was
+			// overwritten or removed after this copy: it stays dead.
 		case !found || winner.Less(inc):
 			winner, found = inc, true
 		}
@@ -187,6 +283,12 @@ func (m *merger) key(key string, recs []held) {
 		case h.rec.Tombstoned || h.rec.Incarnation.IsZero():
 		case found && h.rec.Incarnation == winner:
 			copies = append(copies, h)
+		case m.rerun && !dead[h.rec.Incarnation] && h.rec.Incarnation.Less(newestDead) && (!found || winner.Less(h.rec.Incarnation)):
+			// It lost only to the rerun's rule. The serving table may hold
+			// it (a first rebuild adopted it below a revoked put), so it is
+			// not a delete the table would refuse; if the table does not
+			// hold it, its holder's reconcile tombstones it.
+			p.Withheld = append(p.Withheld, deleteOf(h))
 		default:
 			// An older incarnation, or one tombstoned on another holder.
 			p.Deletes = append(p.Deletes, deleteOf(h))

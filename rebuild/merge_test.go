@@ -66,8 +66,8 @@ func TestMergeRules(t *testing.T) {
 	if len(p.Dropped) != 2 || p.Dropped[0].Key != "b" || p.Dropped[1].Key != "d" {
 		t.Errorf("dropped %+v, want b and d", p.Dropped)
 	}
-	if p.IncFloor != 900 || p.ClusterID != 7 || p.Records != 8 || p.Bytes != 14 {
-		t.Errorf("floor %d cluster %x records %d bytes %d, want 900 7 8 14", p.IncFloor, p.ClusterID, p.Records, p.Bytes)
+	if p.MaxSeen != 900 || p.IncFloor != 900+IncMargin || p.ClusterID != 7 || p.Records != 8 || p.Bytes != 14 {
+		t.Errorf("max seen %d floor %d cluster %x records %d bytes %d, want 900 900+margin 7 8 14", p.MaxSeen, p.IncFloor, p.ClusterID, p.Records, p.Bytes)
 	}
 	if len(p.Segments) != 3 || p.Segments[2].Pool != "p-s3" {
 		t.Errorf("segments %+v", p.Segments)
@@ -121,5 +121,77 @@ func TestMergeRefusesMixedClusters(t *testing.T) {
 	empty.ClusterID = 0
 	if _, err := Merge([]Scan{scan("s1", live("a", 5, 1, 1)), empty}, nil); err != nil {
 		t.Fatalf("empty unbound holder: %v", err)
+	}
+}
+
+// On a first rebuild an older live incarnation wins over a newer one that
+// is tombstoned (a revoked put leaves exactly that, and the older one is
+// the acknowledged value); on a rerun into a serving cluster it never
+// does: there the newer tombstone is a removal or an overwrite whose
+// delete reached some holder, and the older copy must stay dead.
+func TestMergeRerunNeverRevivesBelowANewerTombstone(t *testing.T) {
+	scans := []Scan{
+		scan("s1", dead("k", 500), live("kept", 20, 1, 1)),
+		scan("s3", live("k", 400, 9, 9), live("only", 30, 2, 2)),
+	}
+	first, err := Merge(scans, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := objects(first), "k@400:s3 kept@20:s1 only@30:s3"; got != want {
+		t.Errorf("first rebuild: objects %q, want %q", got, want)
+	}
+	again, err := MergeWith(scans, Options{Rerun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := objects(again), "kept@20:s1 only@30:s3"; got != want {
+		t.Errorf("rerun: objects %q, want %q", got, want)
+	}
+	if got, want := deletes(again), ""; got != want {
+		t.Errorf("rerun: deletes %q, want %q", got, want)
+	}
+	// Neither adopted nor deleted: the serving table decides (it may hold
+	// k@400 from the first rebuild; if not, reconcile tombstones the copy).
+	if len(again.Withheld) != 1 || again.Withheld[0].Key != "k" || again.Withheld[0].Segment != "s3" {
+		t.Errorf("rerun: withheld %+v, want s3/k@400", again.Withheld)
+	}
+}
+
+// The floor leaves room above the newest scanned incarnation for the
+// copies of holders that were not scanned.
+func TestMergeIncarnationFloorHasAMargin(t *testing.T) {
+	p, err := Merge([]Scan{scan("s1", live("a", 77, 1, 1), dead("b", 90))}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.MaxSeen != 90 || p.IncFloor != 90+IncMargin || IncMargin < 1<<32 {
+		t.Fatalf("max seen %d, floor %d; want 90 and 90+%d", p.MaxSeen, p.IncFloor, uint64(IncMargin))
+	}
+	// A copy a missing holder wrote after every scanned one, even 2^31
+	// puts later, is below the floor: the rebuilt cluster's incarnations
+	// (floor + Raft index) never meet it.
+	if late := p.MaxSeen + 1<<31; late >= p.IncFloor {
+		t.Fatalf("a late copy %d is not below the floor %d", late, p.IncFloor)
+	}
+}
+
+// A segment the holders know of that was neither scanned nor allowed
+// missing stops the merge, naming it and the flag; allowed, it is listed.
+func TestMergeRefusesAnUnaccountedSegment(t *testing.T) {
+	s1 := scan("s1", live("a", 5, 1, 1))
+	s1.KnownSegments = []api.SegmentID{"s1", "s2", "s3"}
+	s2 := scan("s2")
+	s2.KnownSegments = []api.SegmentID{"s1", "s2"}
+	_, err := Merge([]Scan{s1, s2}, nil)
+	if err == nil || !strings.Contains(err.Error(), "s3") || !strings.Contains(err.Error(), "--allow-missing-segments s3") {
+		t.Fatalf("unscanned s3: %v, want a refusal naming it and the flag", err)
+	}
+	p, err := MergeWith([]Scan{s1, s2}, Options{AllowMissing: []api.SegmentID{"s3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.Missing, []api.SegmentID{"s3"}) || len(p.Scanned) != 2 || p.Scanned[0].Records != 1 || p.Scanned[1].Segment != "s2" {
+		t.Fatalf("missing %v, scanned %+v", p.Missing, p.Scanned)
 	}
 }

@@ -48,6 +48,11 @@ func decodeSegment(r *mpReader, s *Segment, v120 bool) error {
 				return errUnknownField(rec, name)
 			}
 			s.Process, err = r.str("segment process", api.MaxIDLen)
+		case "rebuild_member":
+			if !v120 {
+				return errUnknownField(rec, name)
+			}
+			s.RebuildMember, err = r.bool("segment rebuild_member")
 		default:
 			return errUnknownField(rec, name)
 		}
@@ -145,7 +150,8 @@ func decodeState(r *mpReader, s *State, v120 bool) error {
 			s.LastNow, err = r.int("state last_now")
 		case "audit":
 			s.Audit, err = decodeAudit(r)
-		case "settings", "grant_key", "session_clock", "inc_base", "rebuild_cluster", "legacy_settings":
+		case "settings", "grant_key", "session_clock", "inc_base", "rebuild_cluster", "legacy_settings",
+			"rebuild_closed", "rebuild_removed", "rebuild_overflow":
 			if !v120 {
 				return errUnknownField(rec, name)
 			}
@@ -160,6 +166,12 @@ func decodeState(r *mpReader, s *State, v120 bool) error {
 				s.IncBase, err = r.uint("state inc_base")
 			case "rebuild_cluster":
 				s.RebuildCluster, err = r.uint("state rebuild_cluster")
+			case "rebuild_closed":
+				s.RebuildClosed, err = r.bool("state rebuild_closed")
+			case "rebuild_removed":
+				s.RebuildRemoved, err = r.binBytes("state rebuild_removed", MaxRebuildRemoved*RebuildRemovedDigestLen)
+			case "rebuild_overflow":
+				s.RebuildOverflow, err = r.bool("state rebuild_overflow")
 			default:
 				s.SessionClock, err = r.int("state session_clock")
 			}

@@ -71,6 +71,11 @@ type Segment struct {
 	Retired      bool             `msgpack:"retired"`
 	// Process (1.2.0) is the owner process's id; absent when empty.
 	Process string `msgpack:"process,omitempty"`
+	// RebuildMember says a rebuilt cluster counts the segment as its own
+	// (scanned by the rebuild, or joined never bound): a holder whose
+	// marker names the lost cluster mounts only such a segment. Absent
+	// when false.
+	RebuildMember bool `msgpack:"rebuild_member,omitempty"`
 }
 
 // Task is one pending local-delete task.
@@ -117,7 +122,29 @@ type State struct {
 	// Settings entry makes settings replicated. Absent: the defaults.
 	// Never present together with Settings.
 	Legacy *api.Settings `msgpack:"legacy_settings,omitempty"`
+	// RebuildClosed says `operator rebuild --close` ended the rebuild's
+	// adoption window. Absent when false.
+	RebuildClosed bool `msgpack:"rebuild_closed,omitempty"`
+	// RebuildRemoved is the removal memory of an open adoption window:
+	// the RebuildRemovedDigestLen-byte digests of the keys removed since
+	// the rebuild began, sorted ascending, concatenated; at most
+	// MaxRebuildRemoved of them. Absent when empty.
+	RebuildRemoved []byte `msgpack:"rebuild_removed,omitempty"`
+	// RebuildOverflow says the removal memory outgrew MaxRebuildRemoved
+	// and was dropped. Absent when false.
+	RebuildOverflow bool `msgpack:"rebuild_overflow,omitempty"`
 }
+
+// Bounds of the rebuild's removal memory (State.RebuildRemoved).
+const (
+	// RebuildRemovedDigestLen is one removed key's digest (SHA-256
+	// prefix): fixed, so the memory's size does not depend on key lengths.
+	RebuildRemovedDigestLen = 16
+	// MaxRebuildRemoved bounds the digests: the state record must fit one
+	// chunk (MaxChunkLen, 1 MiB) beside up to 100 audit entries of up to
+	// 4 KiB reasons, and 32,768 digests are 512 KiB.
+	MaxRebuildRemoved = 32768
+)
 
 // SessionRecord (1.2.0, section sessions) is one stored result of one
 // client session, or, with Result nil, a session that keeps no result

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -118,13 +119,35 @@ func validateState(s *State) error {
 	if n := len(s.GrantKey); n != 0 && n != api.GrantKeyLen {
 		return fmt.Errorf("state: grant key of %d bytes, want %d", n, api.GrantKeyLen)
 	}
+	return validateRebuildRemoved(s)
+}
+
+// validateRebuildRemoved checks the removal memory: whole digests, at most
+// MaxRebuildRemoved, strictly ascending, and only in an open window.
+func validateRebuildRemoved(s *State) error {
+	b := s.RebuildRemoved
+	if len(b) == 0 {
+		return nil
+	}
+	if len(b)%RebuildRemovedDigestLen != 0 || len(b)/RebuildRemovedDigestLen > MaxRebuildRemoved {
+		return fmt.Errorf("state: rebuild_removed of %d bytes is not at most %d digests of %d bytes", len(b), MaxRebuildRemoved, RebuildRemovedDigestLen)
+	}
+	if s.RebuildCluster == 0 || s.RebuildClosed || s.RebuildOverflow {
+		return errors.New("state: rebuild_removed without an open, not overflowed rebuild window")
+	}
+	for i := RebuildRemovedDigestLen; i < len(b); i += RebuildRemovedDigestLen {
+		if bytes.Compare(b[i-RebuildRemovedDigestLen:i], b[i:i+RebuildRemovedDigestLen]) >= 0 {
+			return fmt.Errorf("state: rebuild_removed digests not strictly ascending at %d", i/RebuildRemovedDigestLen)
+		}
+	}
 	return nil
 }
 
 // hasV120Fields reports whether a state or segment record uses a field
 // that only format 1.2.0 has.
 func (s *State) hasV120Fields() bool {
-	return s.Settings != nil || len(s.GrantKey) != 0 || s.SessionClock != 0 || s.IncBase != 0 || s.RebuildCluster != 0 || s.Legacy != nil
+	return s.Settings != nil || len(s.GrantKey) != 0 || s.SessionClock != 0 || s.IncBase != 0 || s.RebuildCluster != 0 || s.Legacy != nil ||
+		s.RebuildClosed || len(s.RebuildRemoved) != 0 || s.RebuildOverflow
 }
 
 func validateSession(s *SessionRecord) error {

@@ -233,7 +233,7 @@ func (w *Writer) segmentOf(v any) (any, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: segments takes snapshot.Segment records, not %T", ErrWriterUsage, v)
 	}
-	if !atLeast120(w.format) && s.Process != "" {
+	if !atLeast120(w.format) && (s.Process != "" || s.RebuildMember) {
 		return nil, fmt.Errorf("%w: segment %q: a process id needs format %s", ErrWriterUsage, s.ID, Format120)
 	}
 	return s, validateSegment(s)

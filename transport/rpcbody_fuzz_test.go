@@ -80,6 +80,7 @@ var rpcBodies = []rpcBody{
 	{method: api.MethodJobCancel, newBody: func() any { return new(api.JobCancelRequest) }},
 	{method: api.MethodRebuildBegin, newBody: func() any { return new(api.RebuildBeginRequest) }},
 	{method: api.MethodRebuildAdopt, newBody: func() any { return new(api.RebuildAdoptRequest) }},
+	{method: api.MethodRebuildClose, newBody: func() any { return new(api.RebuildCloseRequest) }},
 	// The holder's data server.
 	{method: api.MethodHolderWrite, newBody: func() any { return new(api.HolderWriteRequest) }},
 	{method: api.MethodHolderRead, newBody: func() any { return new(api.HolderReadRequest) }},

@@ -197,9 +197,30 @@ type segmentOut struct {
 	Mounted      bool     `json:"mounted"`
 	Retired      bool     `json:"retired"`
 	PendingTasks int      `json:"pending_tasks"`
+	// Refused is set for a late holder of a rebuilt cluster's lost
+	// cluster whose mount the leader refused (it is not a segment of this
+	// cluster until adopted).
+	Refused *refusedOut `json:"refused,omitempty"`
 }
 
-func segmentsJSON(segs []api.SegmentInfo) []segmentOut {
+// refusedOut is why and when a late holder's mount was refused.
+type refusedOut struct {
+	MarkerCluster *string `json:"marker_cluster"` // 16 hex digits; null: the holder did not say
+	Reason        string  `json:"reason"`
+	LastAttempt   string  `json:"last_attempt"` // RFC 3339
+	Attempts      int     `json:"attempts"`
+}
+
+func refusedJSON(r api.RefusedMount) segmentOut {
+	ro := &refusedOut{Reason: r.Reason, LastAttempt: time.Unix(0, r.LastAttempt).UTC().Format(time.RFC3339Nano), Attempts: r.Attempts}
+	if r.MarkerCluster != nil {
+		m := fmt.Sprintf("%016x", *r.MarkerCluster)
+		ro.MarkerCluster = &m
+	}
+	return segmentOut{ID: string(r.Segment), ClientID: r.ClientID, Pool: r.Pool, Capabilities: []string{}, Endpoint: r.Endpoint, Refused: ro}
+}
+
+func segmentsJSON(segs []api.SegmentInfo, refused []api.RefusedMount) []segmentOut {
 	out := []segmentOut{}
 	for _, s := range segs {
 		so := segmentOut{ID: string(s.ID), ClientID: s.ClientID, Pool: s.Pool, Capacity: s.Capacity, Capabilities: []string{},
@@ -208,6 +229,9 @@ func segmentsJSON(segs []api.SegmentInfo) []segmentOut {
 			so.Capabilities = append(so.Capabilities, string(c))
 		}
 		out = append(out, so)
+	}
+	for _, r := range refused {
+		out = append(out, refusedJSON(r))
 	}
 	return out
 }

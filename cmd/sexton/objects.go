@@ -283,6 +283,21 @@ func setupStatus(*flag.FlagSet) runFunc {
 					fmt.Fprintf(os.Stderr, "status: %s: log store cannot write (the node does not campaign until a write works again): %s\n", s.NodeID, s.LogStoreError)
 				}
 			}
+			for _, s := range rows {
+				if s.Rebuild == nil || s.RaftState != "Leader" {
+					continue
+				}
+				r := s.Rebuild
+				window := "open"
+				switch {
+				case r.Closed:
+					window = "closed"
+				case r.Overflowed:
+					window = "open, removal memory overflowed: adoption of keys absent from the table is refused"
+				}
+				fmt.Printf("rebuild of cluster %016x: finished=%v, adoption window %s, %d removed keys remembered\n", r.Cluster, r.Finished, window, r.RemovedKeys)
+				printRefusedMounts(s.RefusedMounts)
+			}
 			return nil
 		}); err != nil {
 			return err

@@ -222,13 +222,20 @@ func setupSegments(*flag.FlagSet) runFunc {
 		if err := e.call(api.MethodListSegments, &api.Empty{}, &resp); err != nil {
 			return fmt.Errorf("segments: %w", err)
 		}
-		return e.output(segmentsJSON(resp.Segments), func() error {
+		return e.output(segmentsJSON(resp.Segments, resp.Refused), func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SEGMENT\tCLIENT\tPOOL\tEPOCH\tMOUNTED\tRETIRED\tENDPOINT\tTASKS")
 			for _, s := range resp.Segments {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%v\t%s\t%d\n", s.ID, s.ClientID, s.Pool, s.MountEpoch, s.Mounted, s.Retired, s.Endpoint, s.PendingTasks)
 			}
-			return tw.Flush()
+			for _, r := range resp.Refused {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t-\tREFUSED\t-\t%s\t-\n", r.Segment, r.ClientID, r.Pool, r.Endpoint)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			printRefusedMounts(resp.Refused)
+			return nil
 		})
 	}
 }
@@ -244,5 +251,18 @@ func setupRetire(fs *flag.FlagSet) runFunc {
 		}
 		fmt.Printf("retired %s: %d pending tasks dropped\n", seg, resp.Dropped)
 		return nil
+	}
+}
+
+// printRefusedMounts explains, below a table, each late holder the
+// leader refused: it waits for an operator's decision.
+func printRefusedMounts(refused []api.RefusedMount) {
+	for _, r := range refused {
+		marker := "not reported (an older holder build)"
+		if r.MarkerCluster != nil {
+			marker = fmt.Sprintf("%016x", *r.MarkerCluster)
+		}
+		fmt.Printf("refused mount: segment %s at %s (pool %s, marker cluster %s), %d attempts, last %s: %s\n",
+			r.Segment, r.Endpoint, r.Pool, marker, r.Attempts, time.Unix(0, r.LastAttempt).UTC().Format(time.RFC3339), r.Reason)
 	}
 }

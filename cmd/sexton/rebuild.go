@@ -25,19 +25,30 @@ import (
 // the rules). Holders are the ones named by --holders plus every segment
 // endpoint this cluster knows (a holder of the lost cluster pointed at
 // the new masters tries to mount, which registers it, and refuses to
-// follow until the cluster id is adopted).
+// follow until the cluster id is adopted) and every late holder whose
+// mount the rebuilt cluster refused. Run again on the rebuilt cluster it
+// adopts late holders; --close ends that window.
 func setupRebuild(fs *flag.FlagSet) runFunc {
 	holders := fs.String("holders", "", "holder data addresses A,B,C to scan, besides the holders that tried to mount this cluster")
 	dryRun := fs.Bool("dry-run", false, "print what would be adopted, dropped and deleted; change nothing")
-	allowMissing := fs.Bool("allow-missing", false, "go on when a holder does not answer: its copies are reconciled when it mounts, but an incarnation only it holds is not adopted")
+	allowMissing := fs.Bool("allow-missing", false, "go on when a holder address does not answer (its segment must then be named by --allow-missing-segments if other holders know it)")
+	allowSegs := fs.String("allow-missing-segments", "", "segment ids S1,S2 the holders' records name that are not scanned: lost for good, or to be adopted later by a rerun; their copies are not adopted now")
+	closeWindow := fs.Bool("close", false, "end the adoption window of a finished rebuild: late holders of the lost cluster can then only be retired or wiped")
 	batch := fs.Int("batch", 512, fmt.Sprintf("items per Raft entry (1 to %d)", fsm.MaxRebuildItems))
 	dfsRoot := fs.String("dfs-root", envString(dfsio.EnvRoot, ""), "the lost cluster's DFS root, to report the DFS files no rebuild can adopt (env "+dfsio.EnvRoot+")")
 	dfsDrop := fs.Bool("dfs-drop", false, "rebuild although the DFS root holds files: objects that had only DFS replicas are lost")
 	return func(e *env, _ []string) error {
+		if *closeWindow {
+			return closeRebuild(e)
+		}
 		if *batch < 1 || *batch > fsm.MaxRebuildItems {
 			return fmt.Errorf("rebuild: --batch %d is outside 1..%d", *batch, fsm.MaxRebuildItems)
 		}
-		rep, err := runRebuild(e, rebuildOptions{holders: splitList(*holders), dryRun: *dryRun, allowMissing: *allowMissing, batch: *batch, dfsRoot: *dfsRoot, dfsDrop: *dfsDrop})
+		var allow []api.SegmentID
+		for _, s := range splitList(*allowSegs) {
+			allow = append(allow, api.SegmentID(s))
+		}
+		rep, err := runRebuild(e, rebuildOptions{holders: splitList(*holders), dryRun: *dryRun, allowMissing: *allowMissing, allowSegments: allow, batch: *batch, dfsRoot: *dfsRoot, dfsDrop: *dfsDrop})
 		if rep != nil {
 			if oerr := e.output(rep, func() error { printRebuild(rep); return nil }); oerr != nil && err == nil {
 				err = oerr
@@ -54,41 +65,90 @@ func setupRebuild(fs *flag.FlagSet) runFunc {
 }
 
 type rebuildOptions struct {
-	holders      []string
-	dryRun       bool
-	allowMissing bool
-	batch        int
-	dfsRoot      string
-	dfsDrop      bool
+	holders       []string
+	dryRun        bool
+	allowMissing  bool
+	allowSegments []api.SegmentID
+	batch         int
+	dfsRoot       string
+	dfsDrop       bool
+}
+
+// closeRebuild is `operator rebuild --close`.
+func closeRebuild(e *env) error {
+	var st api.StatusResponse
+	if err := e.call(api.MethodStatus, &api.Empty{}, &st); err != nil {
+		return fmt.Errorf("rebuild --close: status: %w", err)
+	}
+	if st.Rebuild == nil {
+		return errors.New("rebuild --close: this cluster was never rebuilt; nothing to close")
+	}
+	var resp api.RebuildCloseResponse
+	if err := callRetrying(e, api.MethodRebuildClose, &api.RebuildCloseRequest{ClusterID: st.Rebuild.Cluster}, &resp); err != nil {
+		return fmt.Errorf("rebuild --close: %w", err)
+	}
+	out := rebuildCloseOut{ClusterID: fmt.Sprintf("%016x", st.Rebuild.Cluster), Closed: true, Already: resp.Already}
+	return e.output(out, func() error {
+		what := "closed"
+		if resp.Already {
+			what = "was already closed"
+		}
+		fmt.Printf("the adoption window of the rebuild of cluster %s %s: late holders of the lost cluster can now only be retired or wiped\n", out.ClusterID, what)
+		return nil
+	})
+}
+
+// rebuildCloseOut is `operator rebuild --close --json`.
+type rebuildCloseOut struct {
+	ClusterID string `json:"cluster_id"`
+	Closed    bool   `json:"closed"`
+	Already   bool   `json:"already"`
 }
 
 // rebuildReport is the verb's answer (--json: this object on stdout).
 type rebuildReport struct {
-	DryRun         bool                `json:"dry_run"`
-	ClusterID      string              `json:"cluster_id"`
-	IncFloor       uint64              `json:"incarnation_floor"`
-	IncBase        uint64              `json:"incarnation_base"`
-	HoldersScanned int                 `json:"holders_scanned"`
-	HoldersMissing []string            `json:"holders_missing"`
-	Records        int                 `json:"records"`
-	Keys           int                 `json:"keys"`
-	Bytes          int64               `json:"bytes"`
-	Deletes        int                 `json:"deletes"`
-	Dropped        int                 `json:"dropped"`
-	LegacyRecords  int                 `json:"legacy_records"`
-	Conflicts      []rebuildConflict   `json:"conflicts"`
-	Adopted        int                 `json:"adopted"`
-	Already        int                 `json:"already"`
-	Superseded     int                 `json:"superseded"`
-	TasksCreated   int                 `json:"tasks_created"`
-	Failed         int                 `json:"failed"`
-	Failures       []rebuildFailure    `json:"failures"`
-	Seconds        float64             `json:"seconds"`
-	Adopt          []rebuildAdoptOut   `json:"adopt,omitempty"`  // --dry-run
-	Delete         []rebuildDeleteOut  `json:"delete,omitempty"` // --dry-run
-	Drop           []rebuildDroppedOut `json:"drop,omitempty"`   // --dry-run
-	DFSRoot        string              `json:"dfs_root,omitempty"`
-	DFSFiles       []rebuildDFSFile    `json:"dfs_files,omitempty"`
+	DryRun    bool   `json:"dry_run"`
+	ClusterID string `json:"cluster_id"`
+	// Rerun: the cluster already serves the rebuilt table (a late
+	// holder's adoption): an older copy never wins over a newer tombstone.
+	Rerun           bool               `json:"rerun"`
+	IncMaxSeen      uint64             `json:"incarnation_max_seen"`
+	IncFloor        uint64             `json:"incarnation_floor"`
+	IncBase         uint64             `json:"incarnation_base"`
+	HoldersScanned  int                `json:"holders_scanned"`
+	Scanned         []rebuildHolderOut `json:"scanned"`
+	HoldersMissing  []string           `json:"holders_missing"`
+	SegmentsMissing []string           `json:"segments_missing"`
+	Records         int                `json:"records"`
+	Keys            int                `json:"keys"`
+	Bytes           int64              `json:"bytes"`
+	Deletes         int                `json:"deletes"`
+	// Withheld counts live copies a rerun neither adopts nor deletes
+	// (older than a tombstone of their key; package rebuild).
+	Withheld      int                 `json:"withheld"`
+	Dropped       int                 `json:"dropped"`
+	LegacyRecords int                 `json:"legacy_records"`
+	Conflicts     []rebuildConflict   `json:"conflicts"`
+	Adopted       int                 `json:"adopted"`
+	Already       int                 `json:"already"`
+	Superseded    int                 `json:"superseded"`
+	TasksCreated  int                 `json:"tasks_created"`
+	Failed        int                 `json:"failed"`
+	Failures      []rebuildFailure    `json:"failures"`
+	Seconds       float64             `json:"seconds"`
+	Adopt         []rebuildAdoptOut   `json:"adopt,omitempty"`  // --dry-run
+	Delete        []rebuildDeleteOut  `json:"delete,omitempty"` // --dry-run
+	Drop          []rebuildDroppedOut `json:"drop,omitempty"`   // --dry-run
+	DFSRoot       string              `json:"dfs_root,omitempty"`
+	DFSFiles      []rebuildDFSFile    `json:"dfs_files,omitempty"`
+}
+
+// rebuildHolderOut is one scanned holder.
+type rebuildHolderOut struct {
+	Endpoint string `json:"endpoint"`
+	Segment  string `json:"segment"`
+	Pool     string `json:"pool"`
+	Records  int    `json:"records"`
 }
 
 type rebuildConflict struct {
@@ -144,6 +204,20 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 			endpoints = append(endpoints, s.Endpoint)
 		}
 	}
+	// Late holders the rebuilt cluster refused are the ones a rerun adopts.
+	for _, r := range segs.Refused {
+		if r.Endpoint != "" {
+			endpoints = append(endpoints, r.Endpoint)
+		}
+	}
+	var st api.StatusResponse
+	if err := e.call(api.MethodStatus, &api.Empty{}, &st); err != nil {
+		return nil, fmt.Errorf("status of this cluster: %w", err)
+	}
+	rerun := st.Rebuild != nil && st.Rebuild.Finished
+	if st.Rebuild != nil && st.Rebuild.Closed {
+		return nil, fmt.Errorf("the adoption window of the rebuild of cluster %016x is closed (operator rebuild --close): nothing more can be adopted; retire late holders (operator retire) or wipe them", st.Rebuild.Cluster)
+	}
 	endpoints = dedupe(endpoints)
 	if len(endpoints) == 0 {
 		return nil, errors.New("no holder to scan: name them with --holders, or start the lost cluster's holders against this cluster's masters")
@@ -157,7 +231,8 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 	defer pool.Close()
 
 	prog := newRebuildProgress(e.json)
-	rep := &rebuildReport{DryRun: o.dryRun, HoldersMissing: []string{}, Conflicts: []rebuildConflict{}, Failures: []rebuildFailure{}}
+	rep := &rebuildReport{DryRun: o.dryRun, Rerun: rerun, HoldersMissing: []string{}, SegmentsMissing: []string{}, Scanned: []rebuildHolderOut{},
+		Conflicts: []rebuildConflict{}, Failures: []rebuildFailure{}}
 	var scans []rebuild.Scan
 	records := 0
 	prog.scan(0, len(endpoints), 0)
@@ -178,8 +253,12 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 	}
 	prog.done()
 	rep.HoldersScanned = len(scans)
-	plan, err := rebuild.Merge(scans, func(key string, inc api.ObjectIncarnation, c rebuild.Copy) bool {
-		return verifyCopy(pool, key, inc, c, e.timeout)
+	plan, err := rebuild.MergeWith(scans, rebuild.Options{
+		Verify: func(key string, inc api.ObjectIncarnation, c rebuild.Copy) bool {
+			return verifyCopy(pool, key, inc, c, e.timeout)
+		},
+		Rerun:        rerun,
+		AllowMissing: o.allowSegments,
 	})
 	if err != nil {
 		return nil, err
@@ -188,8 +267,14 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 	if err := checkRebuildDFS(o, plan.ClusterID, rep); err != nil {
 		return nil, err
 	}
+	for _, h := range plan.Scanned {
+		rep.Scanned = append(rep.Scanned, rebuildHolderOut{Endpoint: h.Endpoint, Segment: string(h.Segment), Pool: h.Pool, Records: h.Records})
+	}
+	rep.SegmentsMissing = append(rep.SegmentsMissing, segStrings(plan.Missing)...)
+	rep.IncMaxSeen = plan.MaxSeen
 	rep.IncFloor, rep.Records, rep.Keys, rep.Bytes = plan.IncFloor, plan.Records, len(plan.Objects), plan.Bytes
 	rep.Deletes, rep.Dropped, rep.LegacyRecords = len(plan.Deletes), len(plan.Dropped), plan.Legacy
+	rep.Withheld = len(plan.Withheld)
 	for _, c := range plan.Conflicts {
 		var all []api.SegmentID
 		for _, cp := range c.Copies {
@@ -250,7 +335,7 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 	// Only now may the lost cluster's holders mount: none reconciles
 	// against a table that is still being filled.
 	var fin api.RebuildBeginResponse
-	if err := callRetrying(e, api.MethodRebuildBegin, &api.RebuildBeginRequest{ClusterID: plan.ClusterID, IncFloor: plan.IncFloor, Finish: true}, &fin); err != nil {
+	if err := callRetrying(e, api.MethodRebuildBegin, &api.RebuildBeginRequest{ClusterID: plan.ClusterID, IncFloor: plan.IncFloor, Segments: plan.Segments, Finish: true}, &fin); err != nil {
 		return rep, fmt.Errorf("take over cluster id %016x (every item was adopted; rerun to finish): %w", plan.ClusterID, err)
 	}
 	rep.IncBase = fin.IncBase
@@ -353,6 +438,7 @@ func scanRecords(pool *transport.Pool, ep string, timeout time.Duration) (rebuil
 		}
 		if s.Segment == "" {
 			s.Segment, s.ClusterID, s.Pool, s.Capabilities = page.Segment, page.ClusterID, page.Pool, page.Capabilities
+			s.KnownSegments = page.KnownSegments
 		} else if page.Segment != s.Segment || page.ClusterID != s.ClusterID {
 			return s, fmt.Errorf("the holder changed identity during the scan (segment %s → %s)", s.Segment, page.Segment)
 		}
@@ -409,15 +495,27 @@ func printRebuild(r *rebuildReport) {
 	for _, f := range r.Failures {
 		fmt.Printf("failed %s %s %s: %s\n", f.Key, f.Incarnation, f.Segment, f.Error)
 	}
+	for _, h := range r.Scanned {
+		fmt.Printf("scanned holder %s segment %s pool %s: %d records\n", h.Endpoint, h.Segment, h.Pool, h.Records)
+	}
 	for _, h := range r.HoldersMissing {
-		fmt.Printf("missing holder %s (reconciled when it mounts)\n", h)
+		fmt.Printf("missing holder %s (did not answer)\n", h)
+	}
+	for _, s := range r.SegmentsMissing {
+		fmt.Printf("missing segment %s (allowed; its holder's mount is refused until a rerun adopts it, or retire it)\n", s)
 	}
 	what := "rebuilt"
+	if r.Rerun {
+		what = "adopted into rebuilt"
+	}
 	if r.DryRun {
 		what = "dry run, nothing changed:"
 	}
 	fmt.Printf("%s cluster %s from %d holders: %d records, %d keys (%d bytes), %d deletes, %d dropped, %d conflicts, incarnations above %d, in %.1fs\n",
 		what, r.ClusterID, r.HoldersScanned, r.Records, r.Keys, r.Bytes, r.Deletes, r.Dropped, len(r.Conflicts), r.IncFloor, r.Seconds)
+	if r.Withheld > 0 {
+		fmt.Printf("withheld %d live copies older than a tombstone of their key: neither adopted nor deleted (their holders' reconcile tombstones those the table does not hold)\n", r.Withheld)
+	}
 	if !r.DryRun {
 		fmt.Printf("adopted %d, already there %d, superseded %d, failed %d; %d delete tasks created\n", r.Adopted, r.Already, r.Superseded, r.Failed, r.TasksCreated)
 	}

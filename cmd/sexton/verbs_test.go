@@ -229,8 +229,10 @@ func TestJSONKeysAreSnakeCase(t *testing.T) {
 	checkKeys(t, "ls empty", objectsJSON(nil))
 	checkKeys(t, "operator tasks", tasksJSON(tasks, now))
 	checkKeys(t, "operator tasks empty", tasksJSON(api.ListTasksResponse{}, now))
-	checkKeys(t, "operator segments", segmentsJSON([]api.SegmentInfo{{ID: "s", Capabilities: []api.Capability{api.CapObjectTombstoneV1}}}))
-	checkKeys(t, "operator segments empty", segmentsJSON(nil))
+	marker := uint64(7)
+	checkKeys(t, "operator segments", segmentsJSON([]api.SegmentInfo{{ID: "s", Capabilities: []api.Capability{api.CapObjectTombstoneV1}}},
+		[]api.RefusedMount{{Segment: "late", Endpoint: "h:1", MarkerCluster: &marker, Reason: "SEGMENT_NEEDS_ADOPTION: x", LastAttempt: 1, Attempts: 2}}))
+	checkKeys(t, "operator segments empty", segmentsJSON(nil, nil))
 	checkKeys(t, "status", []api.StatusResponse{{}})
 	checkKeys(t, "list-peers", []api.RaftPeer{{}})
 	checkKeys(t, "settings", api.SettingsResponse{})
