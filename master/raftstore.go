@@ -205,7 +205,7 @@ func NewRaftTransport(addr string, logger hclog.Logger) (*raft.NetworkTransport,
 // raftstream.go) before hashicorp/raft's own RPC format flows over it.
 //
 // Pipelined replication is off (MaxRPCsInFlight 1), a workaround for a
-// hang: in hashicorp/raft v1.8 a follower answering Success=false (a log
+// hang: in hashicorp/raft v1.7 and v1.8 a follower answering Success=false (a log
 // mismatch, as after a leader change or a user restore) can end the
 // pipeline's decoder while its sender parks on an unbuffered channel
 // forever. Replication to that follower then stops for good while

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -41,22 +42,24 @@ func checkWALHolds(t *testing.T, st *LogStore, last uint64) {
 
 // TestWALRecoversFromAFullDisk: raft-wal on a file system that fills up
 // refuses appends, and once space returns appends again without a
-// restart, every acknowledged entry still there. Unwrapped, raft-wal
-// v0.4.0 answers "segment is sealed" to every append after the failed
-// one, for good (walStore says why). Two ways to fail: the disk is full
-// to the last byte, so the write that seals a segment fails; or 64 KiB
-// are left, so that write works and the rotation to a new 256 KiB
-// segment fails.
+// restart, every acknowledged entry still there. Two ways to fail: the
+// disk is full to the last byte, so the write that seals a segment fails;
+// raft-wal rolls that write back and appends again once there is room, no
+// reopen needed. Or 64 KiB are left, so that write works and the rotation
+// to a new 256 KiB segment fails: unwrapped, raft-wal then answers
+// "segment is sealed" to every append, for good, and walStore reopens it
+// (walStore says why).
 func TestWALRecoversFromAFullDisk(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		left int64
-	}{{"seal write fails", 0}, {"rotation fails", 64 << 10}} {
-		t.Run(tc.name, func(t *testing.T) { testWALRecoversFromAFullDisk(t, tc.left) })
+		name   string
+		left   int64
+		reopen bool
+	}{{"seal write fails", 0, false}, {"rotation fails", 64 << 10, true}} {
+		t.Run(tc.name, func(t *testing.T) { testWALRecoversFromAFullDisk(t, tc.left, tc.reopen) })
 	}
 }
 
-func testWALRecoversFromAFullDisk(t *testing.T, left int64) {
+func testWALRecoversFromAFullDisk(t *testing.T, left int64, reopen bool) {
 	fault := newTmpfsFault(t) // 8 MiB; skips unless root
 	if err := os.MkdirAll(fault.dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -108,7 +111,9 @@ func testWALRecoversFromAFullDisk(t *testing.T, left int64) {
 	// a segment), and what was written can still be read.
 	if err := appendNext(); err == nil {
 		t.Fatalf("entry %d appended on a full disk", last)
-	} else if !strings.Contains(err.Error(), "bytes free") {
+	} else if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append on a still full disk: %v; want ENOSPC", err)
+	} else if reopen && !strings.Contains(err.Error(), "bytes free") {
 		t.Fatalf("append on a still full disk: %v; want a reopen refused for too few bytes free", err)
 	}
 	checkWALHolds(t, st, last)
@@ -123,6 +128,9 @@ func testWALRecoversFromAFullDisk(t *testing.T, left int64) {
 	}
 	t.Logf("after space returned: entries %d..%d appended", before+1, last)
 	checkWALHolds(t, st, last)
+	if n := st.Reopens(); reopen != (n > 0) {
+		t.Fatalf("%d reopens; want a reopen: %v", n, reopen)
+	}
 
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
