@@ -165,3 +165,82 @@ func TestWALStoreStaysClosed(t *testing.T) {
 		t.Fatalf("%d reopens after Close", n)
 	}
 }
+
+// TestWALRestartsAfterTailTruncation: a follower whose log tail conflicts
+// with a new leader's deletes that tail (DeleteRange to its last index)
+// and appends the leader's entries; its raft-wal must open again after a
+// restart, with the leader's entries, and hashicorp/raft must start on
+// it. raft-wal v0.4.0 marked the truncated tail segment sealed without
+// writing its index block, and the reopen failed ("sealed segment has no
+// index block"; NewRaft panics on such a store).
+func TestWALRestartsAfterTailTruncation(t *testing.T) {
+	dir := t.TempDir()
+	st, err := OpenLogStore(dir, LogStoreOptions{Kind: LogStoreWAL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: "m1", Address: "m1"}}}
+	entry := func(i, term uint64) *raft.Log {
+		e := walEntry(i)
+		e.Term = term
+		return e
+	}
+	first := []*raft.Log{{Index: 1, Term: 1, Type: raft.LogConfiguration, Data: raft.EncodeConfiguration(conf)}}
+	for i := uint64(2); i <= 10; i++ {
+		first = append(first, entry(i, 1))
+	}
+	if err := st.Logs.StoreLogs(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Stable.SetUint64(keyCurrentTerm, 2); err != nil {
+		t.Fatal(err)
+	}
+	// The leader of term 2 has only 1..5 in common with this log.
+	if err := st.Logs.DeleteRange(6, 10); err != nil {
+		t.Fatal(err)
+	}
+	var second []*raft.Log
+	for i := uint64(6); i <= 12; i++ {
+		second = append(second, entry(i, 2))
+	}
+	if err := st.Logs.StoreLogs(second); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st, err = OpenLogStore(dir, LogStoreOptions{}, nil)
+	if err != nil {
+		t.Fatalf("reopen after a tail truncation: %v", err)
+	}
+	defer st.Close()
+	if last, err := st.Logs.LastIndex(); err != nil || last != 12 {
+		t.Fatalf("last index after reopen %d, %v; want 12", last, err)
+	}
+	for i := uint64(2); i <= 12; i++ {
+		var l raft.Log
+		if err := st.Logs.GetLog(i, &l); err != nil {
+			t.Fatalf("entry %d after reopen: %v", i, err)
+		}
+		want := entry(i, 1)
+		if i >= 6 {
+			want = entry(i, 2)
+		}
+		if l.Term != want.Term || !bytes.Equal(l.Data, want.Data) {
+			t.Fatalf("entry %d after reopen: term %d, want %d (or its data differs)", i, l.Term, want.Term)
+		}
+	}
+
+	_, trans := raft.NewInmemTransport("m1")
+	rc := RaftConfig(Config{ID: "m1"})
+	rc.Logger = nil
+	r, err := raft.NewRaft(rc, &raft.MockFSM{}, st.Logs, st.Stable, raft.NewInmemSnapshotStore(), trans)
+	if err != nil {
+		t.Fatalf("raft on the reopened WAL: %v", err)
+	}
+	defer func() { _ = r.Shutdown().Error() }()
+	if got := r.LastIndex(); got != 12 {
+		t.Fatalf("raft's last index %d, want 12", got)
+	}
+}
