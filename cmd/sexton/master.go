@@ -41,7 +41,7 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 	boot := fs.Bool("bootstrap", envBool("SEXTON_BOOTSTRAP", false), "bootstrap a new cluster from --peers if this node has no state; safe on every node (env SEXTON_BOOTSTRAP)")
 	fs.StringVar(&cfg.ClusterToken, "cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "shared secret every connection must prove (env SEXTON_CLUSTER_TOKEN)")
 	fs.StringVar(&cfg.LogStore, "raft-log-store", envString("SEXTON_RAFT_LOG_STORE", ""), "raft log store: boltdb or wal; unset, the kind the data dir holds (raft.db: boltdb, raft-wal/: wal) and wal for a new data dir. One that contradicts the data dir is refused: sexton operator raft migrate-log-store moves a stopped node's log (env SEXTON_RAFT_LOG_STORE)")
-	walSegment := fs.String("raft-wal-segment-size", envString("SEXTON_RAFT_WAL_SEGMENT_SIZE", "64MiB"), "size of each raft-wal segment file, preallocated whole: the data dir needs room for two (with --raft-log-store wal; env SEXTON_RAFT_WAL_SEGMENT_SIZE)")
+	walSegment := fs.String("raft-wal-segment-size", envString("SEXTON_RAFT_WAL_SEGMENT_SIZE", "64MiB"), "size of each raft-wal segment file, preallocated whole: the data dir needs room for two (on raft-wal; env SEXTON_RAFT_WAL_SEGMENT_SIZE)")
 	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", envDuration("SEXTON_RAFT_HEARTBEAT_TIMEOUT", 0), "raft heartbeat timeout (default 500ms)")
 	fs.DurationVar(&cfg.ElectionTimeout, "raft-election-timeout", envDuration("SEXTON_RAFT_ELECTION_TIMEOUT", 0), "raft election timeout (default 500ms)")
 	fs.DurationVar(&cfg.LeaderLeaseTimeout, "raft-leader-lease-timeout", envDuration("SEXTON_RAFT_LEADER_LEASE_TIMEOUT", 0), "raft leader lease timeout (default 250ms)")
