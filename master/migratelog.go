@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/hashicorp/raft-wal/metadb"
 	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"sexton/holder/crashpoint"
 )
@@ -247,7 +248,7 @@ func stableKeys(dir, kind string) ([]string, error) {
 		file, bucket = filepath.Join(storePath(dir, LogStoreWAL), metadb.FileName), []byte(metadb.StableBucket)
 	}
 	db, err := bbolt.Open(file, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType})
-	if errors.Is(err, bbolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%s is locked by another process: stop the node on %s before migrating its log store", file, dir)
 	}
 	if err != nil {
