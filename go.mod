@@ -3,7 +3,7 @@ module sexton
 go 1.26.0
 
 // raft-boltdb/v2 v2.3.1 imports github.com/hashicorp/go-metrics/compat, which
-// go-metrics v0.7.0 removed; pin v0.6.1 so raft v1.8.0 and raft-boltdb build.
+// go-metrics v0.7.0 removed; pin v0.6.1 so raft v1.7.2 and raft-boltdb build.
 replace github.com/hashicorp/go-metrics => github.com/hashicorp/go-metrics v0.6.1
 
 require (
@@ -11,9 +11,9 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-metrics v0.7.0
-	github.com/hashicorp/raft v1.8.0
+	github.com/hashicorp/raft v1.7.2
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1
-	github.com/hashicorp/raft-wal v0.4.0
+	github.com/hashicorp/raft-wal v0.4.2
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/schollz/progressbar/v3 v3.19.1

@@ -59,7 +59,7 @@ type Config struct {
 	Bootstrap bool
 
 	ClusterToken string
-	LogStore     string // "boltdb" (default) or "wal"
+	LogStore     string // "boltdb", "wal", or "" for what the data dir holds (ChooseLogStore)
 	// WALSegmentSize is raft-wal's segment size in bytes (--raft-wal-
 	// segment-size); 0: DefaultWALSegmentSize. Only with LogStore "wal".
 	WALSegmentSize int
@@ -170,9 +170,6 @@ func (c *Config) setDefaults() {
 	if c.RPCAddr == "" {
 		c.RPCAddr = "127.0.0.1:7101"
 	}
-	if c.LogStore == "" {
-		c.LogStore = LogStoreBoltDB
-	}
 	if c.HeartbeatTimeout == 0 {
 		c.HeartbeatTimeout = 500 * time.Millisecond
 	}
@@ -232,7 +229,7 @@ func (c *Config) setDefaults() {
 
 func (c *Config) validate() error {
 	switch c.LogStore {
-	case LogStoreBoltDB, LogStoreWAL:
+	case "", LogStoreBoltDB, LogStoreWAL:
 	default:
 		return fmt.Errorf("--raft-log-store %q: want %s or %s", c.LogStore, LogStoreBoltDB, LogStoreWAL)
 	}

@@ -149,6 +149,11 @@ func (n *Node) startRaft() error {
 	}
 	n.closers = append(n.closers, store.Close)
 	n.logStoreReopens = store.Reopens
+	if cfg.LogStore == "" && store.Kind == LogStoreBoltDB {
+		n.log.Info("data dir has " + BoltDBFileName + ": keeping the boltdb log store; `" + MigrateLogStoreCommand + "` moves it")
+	} else {
+		n.log.Info("raft log store", "kind", store.Kind, "flag", cfg.LogStore)
+	}
 	logs, stable := store.Logs, store.Stable
 	snaps, err := OpenSnapshotStore(cfg.DataDir, n.log.Named("snapshots"))
 	if err != nil {

@@ -54,11 +54,22 @@ const (
 	LogStoreWAL    = "wal"
 )
 
+// Where each kind keeps its log in a data dir.
+const (
+	BoltDBFileName = "raft.db"
+	WALDirName     = "raft-wal"
+)
+
+// MigrateLogStoreCommand is the verb that moves a stopped node's log from
+// one kind of store to the other; errors about the kind name it.
+const MigrateLogStoreCommand = "sexton operator raft migrate-log-store"
+
 // LogStore is a master's Raft log and stable store, kept in its data dir:
 // raft.db for boltdb, raft-wal/ for wal. The master, `sexton bench raft`
 // and `sexton debug raft-append` all open it here, so they agree on the
 // layout of a data dir.
 type LogStore struct {
+	Kind   string // the kind opened: LogStoreBoltDB or LogStoreWAL
 	Logs   raft.LogStore
 	Stable raft.StableStore
 	Close  func() error
@@ -69,7 +80,9 @@ type LogStore struct {
 
 // LogStoreOptions say which log store to open and how.
 type LogStoreOptions struct {
-	Kind string // LogStoreBoltDB (also "") or LogStoreWAL
+	// Kind is LogStoreBoltDB, LogStoreWAL, or "": the kind the data dir
+	// holds, and raft-wal for a data dir that holds neither (ChooseLogStore).
+	Kind string
 	// WALSegmentSize is the size of raft-wal's segment files in bytes;
 	// 0 takes raft-wal's default, DefaultWALSegmentSize. Each segment is
 	// preallocated whole, so a data dir needs room for two of them.
@@ -95,60 +108,120 @@ func checkWALSegmentSize(n int) error {
 }
 
 // OpenLogStore opens (creating if needed) the log store opts name in
-// dir. A nil logger leaves the store's own default.
+// dir (ChooseLogStore). A nil logger leaves the store's own default.
 func OpenLogStore(dir string, opts LogStoreOptions, logger hclog.Logger) (*LogStore, error) {
-	if err := checkNoOtherLogStore(dir, opts.Kind); err != nil {
+	kind, _, err := ChooseLogStore(dir, opts.Kind)
+	if err != nil {
 		return nil, err
 	}
-	switch opts.Kind {
+	return openLogStoreAt(kind, storePath(dir, kind), opts.WALSegmentSize, logger)
+}
+
+// storePath is where a log store of kind lives in dir.
+func storePath(dir, kind string) string {
+	if kind == LogStoreWAL {
+		return filepath.Join(dir, WALDirName)
+	}
+	return filepath.Join(dir, BoltDBFileName)
+}
+
+// openLogStoreAt opens (creating if needed) a log store of kind at path:
+// raft.db's file or raft-wal's directory, or a migration's temporary one.
+func openLogStoreAt(kind, path string, walSegmentSize int, logger hclog.Logger) (*LogStore, error) {
+	switch kind {
 	case LogStoreWAL:
-		if err := checkWALSegmentSize(opts.WALSegmentSize); err != nil {
+		if err := checkWALSegmentSize(walSegmentSize); err != nil {
 			return nil, err
 		}
 		if logger == nil {
 			logger = hclog.Default().Named("wal") // raft-wal's own default
 		}
-		w, err := openWALStore(filepath.Join(dir, "raft-wal"), opts.WALSegmentSize, logger)
+		w, err := openWALStore(path, walSegmentSize, logger)
 		if err != nil {
 			return nil, err
 		}
-		return &LogStore{Logs: w, Stable: w, Close: w.Close, Reopens: w.reopens.Load}, nil
-	case LogStoreBoltDB, "":
-		b, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), BoltOptions: boltOptions()})
+		return &LogStore{Kind: kind, Logs: w, Stable: w, Close: w.Close, Reopens: w.reopens.Load}, nil
+	case LogStoreBoltDB:
+		b, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: boltOptions()})
 		if err != nil {
 			return nil, fmt.Errorf("open raft-boltdb: %w", err)
 		}
-		return &LogStore{Logs: b, Stable: b, Close: b.Close}, nil
+		return &LogStore{Kind: kind, Logs: b, Stable: b, Close: b.Close}, nil
 	}
-	return nil, fmt.Errorf("--raft-log-store %q: want %s or %s", opts.Kind, LogStoreBoltDB, LogStoreWAL)
+	return nil, fmt.Errorf("--raft-log-store %q: want %s or %s", kind, LogStoreBoltDB, LogStoreWAL)
 }
 
-// checkNoOtherLogStore refuses to open a log store of kind in dir when dir
-// already holds the other kind's log. Opening it anyway would start this
-// node with an empty log beside its real one: its term, vote and entries
-// forgotten, which in a cluster can undo an election this node voted in
-// and, bootstrapped alone, starts a new cluster on an old data dir.
-func checkNoOtherLogStore(dir, kind string) error {
-	other, otherKind := filepath.Join(dir, "raft-wal"), LogStoreWAL
-	if kind == LogStoreWAL {
-		other, otherKind = filepath.Join(dir, "raft.db"), LogStoreBoltDB
+// ChooseLogStore says which kind of log store to open in dir for the
+// kind asked (--raft-log-store; "" when not given), and which kind dir
+// already holds ("" for none). Not given, it is the kind on disk, and
+// raft-wal for a data dir without a log. A kind given that contradicts
+// the log on disk is refused: opening it would start this node with an
+// empty log beside its real one, its term, vote and entries forgotten,
+// which in a cluster can undo an election this node voted in and,
+// bootstrapped alone, starts a new cluster on an old data dir.
+func ChooseLogStore(dir, kind string) (chosen, onDisk string, err error) {
+	switch kind {
+	case "", LogStoreBoltDB, LogStoreWAL:
+	default:
+		return "", "", fmt.Errorf("--raft-log-store %q: want %s or %s", kind, LogStoreBoltDB, LogStoreWAL)
 	}
-	switch fi, err := os.Stat(other); {
+	onDisk, err = DetectLogStore(dir)
+	if err != nil {
+		return "", "", err
+	}
+	switch {
+	case kind == "" && onDisk == "":
+		return LogStoreWAL, "", nil
+	case kind == "":
+		return onDisk, onDisk, nil
+	case onDisk != "" && onDisk != kind:
+		return "", onDisk, fmt.Errorf("%w: %s holds a %s log (%s) and --raft-log-store is %s: start without the flag or with --raft-log-store %s to keep it, or stop the node and run `%s --data-dir %s --to %s` to move it, or move the data dir away to start this node empty",
+			ErrOtherLogStore, dir, onDisk, storePath(dir, onDisk), kind, onDisk, MigrateLogStoreCommand, dir, kind)
+	}
+	return kind, onDisk, nil
+}
+
+// DetectLogStore says which kind of log store dir holds: LogStoreBoltDB
+// (raft.db), LogStoreWAL (a raft-wal/ with anything in it), or "" for
+// neither. Both is refused: only a migration that stopped between
+// putting the new store in place and moving the old one aside leaves
+// that, and migrate-log-store finishes it.
+func DetectLogStore(dir string) (string, error) {
+	bolt, err := exists(filepath.Join(dir, BoltDBFileName))
+	if err != nil {
+		return "", fmt.Errorf("raft log store: %w", err)
+	}
+	wal := false
+	switch ents, err := os.ReadDir(filepath.Join(dir, WALDirName)); {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil
 	case err != nil:
-		return fmt.Errorf("raft log store: %w", err)
-	case fi.IsDir():
-		if ents, err := os.ReadDir(other); err != nil {
-			return fmt.Errorf("raft log store: %w", err)
-		} else if len(ents) == 0 {
-			return nil // an empty raft-wal/ holds no log
-		}
+		return "", fmt.Errorf("raft log store: %w", err)
+	default:
+		wal = len(ents) > 0 // an empty raft-wal/ holds no log
 	}
-	return fmt.Errorf("%w: %s holds a %s log (%s); start with --raft-log-store %s, or move the data dir away to start this node empty", ErrOtherLogStore, dir, otherKind, other, otherKind)
+	switch {
+	case bolt && wal:
+		return "", fmt.Errorf("%w: %s holds both a boltdb log (%s) and a raft-wal log (%s/), as a log store migration that stopped before its end leaves it; with the node stopped, run `%s --data-dir %s --to KIND` again with the kind it was moving to: it checks that both hold the same log and moves the other aside",
+			ErrOtherLogStore, dir, BoltDBFileName, WALDirName, MigrateLogStoreCommand, dir)
+	case bolt:
+		return LogStoreBoltDB, nil
+	case wal:
+		return LogStoreWAL, nil
+	}
+	return "", nil
 }
 
-// ErrOtherLogStore: the data dir holds the log of the other store kind.
+// exists says whether name exists.
+func exists(name string) (bool, error) {
+	_, err := os.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ErrOtherLogStore: the data dir holds the log of another store kind than
+// the one asked for, or of both kinds.
 var ErrOtherLogStore = errors.New("raft log store of another kind in the data dir")
 
 // boltOptions are bbolt's options for raft.db. bbolt's defaults keep the
@@ -205,7 +278,7 @@ func NewRaftTransport(addr string, logger hclog.Logger) (*raft.NetworkTransport,
 // raftstream.go) before hashicorp/raft's own RPC format flows over it.
 //
 // Pipelined replication is off (MaxRPCsInFlight 1), a workaround for a
-// hang: in hashicorp/raft v1.8 a follower answering Success=false (a log
+// hang: in hashicorp/raft v1.7 and v1.8 a follower answering Success=false (a log
 // mismatch, as after a leader change or a user restore) can end the
 // pipeline's decoder while its sender parks on an unbuffered channel
 // forever. Replication to that follower then stops for good while

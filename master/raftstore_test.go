@@ -4,8 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // openWithin is OpenLogStore failing the test if it has not returned
@@ -77,5 +80,79 @@ func TestOpenLogStoreRefusesTheOtherKind(t *testing.T) {
 			t.Fatalf("an empty raft-wal/ refused boltdb: %v", err)
 		}
 		st.Close()
+	})
+}
+
+// TestOpenLogStoreDefault: without --raft-log-store a new data dir gets
+// raft-wal, one holding raft.db keeps boltdb and one holding raft-wal/
+// keeps wal, with the log found there; a kind given that contradicts the
+// data dir, or a data dir holding both, is refused naming the migration,
+// and nothing is created beside the log.
+func TestOpenLogStoreDefault(t *testing.T) {
+	newDir := t.TempDir()
+	st, err := OpenLogStore(newDir, LogStoreOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Kind != LogStoreWAL {
+		t.Fatalf("new data dir opened as %q, want %s", st.Kind, LogStoreWAL)
+	}
+	st.Close()
+	if _, err := os.Stat(filepath.Join(newDir, BoltDBFileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a new data dir on raft-wal has %s: %v", BoltDBFileName, err)
+	}
+
+	for _, kind := range []string{LogStoreBoltDB, LogStoreWAL} {
+		t.Run("existing-"+kind, func(t *testing.T) {
+			dir := t.TempDir()
+			st, err := OpenLogStore(dir, LogStoreOptions{Kind: kind}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Logs.StoreLogs([]*raft.Log{walEntry(1), walEntry(2)}); err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+
+			st, err = OpenLogStore(dir, LogStoreOptions{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Kind != kind {
+				t.Fatalf("data dir holding %s opened as %q without the flag", kind, st.Kind)
+			}
+			if last, err := st.Logs.LastIndex(); err != nil || last != 2 {
+				t.Fatalf("last index %d, %v; want 2: not the log on disk", last, err)
+			}
+			st.Close()
+
+			other := LogStoreWAL
+			if kind == LogStoreWAL {
+				other = LogStoreBoltDB
+			}
+			_, err = OpenLogStore(dir, LogStoreOptions{Kind: other}, nil)
+			if !errors.Is(err, ErrOtherLogStore) || !strings.Contains(err.Error(), MigrateLogStoreCommand) {
+				t.Fatalf("--raft-log-store %s over a %s log: err = %v; want ErrOtherLogStore naming %q", other, kind, err, MigrateLogStoreCommand)
+			}
+			if got, err := DetectLogStore(dir); err != nil || got != kind {
+				t.Fatalf("after the refusal the data dir holds %q (%v), want only %s", got, err, kind)
+			}
+		})
+	}
+
+	t.Run("both", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, kind := range []string{LogStoreBoltDB, LogStoreWAL} {
+			st, err := openLogStoreAt(kind, storePath(dir, kind), 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+		}
+		for _, kind := range []string{"", LogStoreBoltDB, LogStoreWAL} {
+			if _, err := OpenLogStore(dir, LogStoreOptions{Kind: kind}, nil); !errors.Is(err, ErrOtherLogStore) || !strings.Contains(err.Error(), MigrateLogStoreCommand) {
+				t.Fatalf("kind %q on a data dir holding both: err = %v", kind, err)
+			}
+		}
 	})
 }

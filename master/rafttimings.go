@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sync"
 
-	gometrics "github.com/hashicorp/go-metrics"
+	gometrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -27,7 +27,10 @@ import (
 // nothing that names the node, so the timings of every node in a process
 // land here together: install it (InstallRaftTimings) only in a process
 // that runs one master, as `sexton master` and `sexton dev` do; tests with
-// several nodes leave it out.
+// several nodes leave it out. The sink is installed through go-metrics'
+// compat package, the one hashicorp/raft v1.7 reports through: it forwards
+// to armon/go-metrics unless built with the hashicorpmetrics tag, and a
+// sink installed in hashicorp/go-metrics itself would receive nothing.
 type RaftTimings struct {
 	logWrite      *prometheus.HistogramVec
 	appendEntries *prometheus.HistogramVec

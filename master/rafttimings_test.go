@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	gometrics "github.com/hashicorp/go-metrics"
+	gometrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

@@ -18,16 +18,16 @@ import (
 // walStore is raft-wal (--raft-log-store wal) behind a lock that lets it
 // be opened anew while the node runs.
 //
-// Why: raft-wal v0.4.0 wedges after a full disk. An append that fills its
-// tail segment writes the segment's index frame (sealing it) before the
-// commit frame; when that commit write fails (ENOSPC), or when the
-// rotation to a new segment that follows a seal fails (creating and
-// preallocating the next file, or the metadata commit), the tail stays
-// sealed and no rotation is tried again. Every later append answers
+// Why: raft-wal (v0.4.2) wedges after a full disk. An append that fills
+// its tail segment writes the segment's index frame (sealing it) and its
+// commit frame, and rotates to a new segment afterwards. A failed write
+// of those frames is rolled back, but when the rotation fails (creating
+// and preallocating the next file, or the metadata commit), the tail
+// stays sealed and no rotation is tried again. Every later append answers
 // "segment is sealed", even once the disk has room: the node could never
 // append again until restarted, and a cluster whose masters share a disk
 // that filled up would stay without a leader (TestWALRecoversFromAFullDisk
-// showed it). Opening the WAL again runs its recovery, which finishes the
+// shows it). Opening the WAL again runs its recovery, which finishes the
 // rotation; nothing acknowledged is lost, since an append whose commit
 // frame was not written was never acknowledged, and recovery ignores it.
 //
@@ -72,10 +72,10 @@ func openWALStore(dir string, segmentSize int, logger hclog.Logger) (*walStore, 
 	return s, nil
 }
 
-// openWAL opens raft-wal in s.dir. raft-wal v0.4.0's Close leaves its
-// metadata db (a bbolt file) open, and with it bbolt's file lock: a second
-// Open in the same process waited on that lock forever. The metadata
-// store is passed in so that it can be closed after the WAL.
+// openWAL opens raft-wal in s.dir. The metadata store (a bbolt file, with
+// bbolt's file lock) is passed in and closed after the WAL, so that the
+// lock is gone before a reopen in the same process whatever the WAL's own
+// Close does with it; a second close of it is a no-op.
 func (s *walStore) openWAL() (*raftwal.WAL, *metadb.BoltMetaDB, error) {
 	meta := &metadb.BoltMetaDB{}
 	w, err := raftwal.Open(s.dir, raftwal.WithLogger(s.logger), raftwal.WithMetaStore(meta), raftwal.WithSegmentSize(s.segmentSize))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -41,22 +42,24 @@ func checkWALHolds(t *testing.T, st *LogStore, last uint64) {
 
 // TestWALRecoversFromAFullDisk: raft-wal on a file system that fills up
 // refuses appends, and once space returns appends again without a
-// restart, every acknowledged entry still there. Unwrapped, raft-wal
-// v0.4.0 answers "segment is sealed" to every append after the failed
-// one, for good (walStore says why). Two ways to fail: the disk is full
-// to the last byte, so the write that seals a segment fails; or 64 KiB
-// are left, so that write works and the rotation to a new 256 KiB
-// segment fails.
+// restart, every acknowledged entry still there. Two ways to fail: the
+// disk is full to the last byte, so the write that seals a segment fails;
+// raft-wal rolls that write back and appends again once there is room, no
+// reopen needed. Or 64 KiB are left, so that write works and the rotation
+// to a new 256 KiB segment fails: unwrapped, raft-wal then answers
+// "segment is sealed" to every append, for good, and walStore reopens it
+// (walStore says why).
 func TestWALRecoversFromAFullDisk(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		left int64
-	}{{"seal write fails", 0}, {"rotation fails", 64 << 10}} {
-		t.Run(tc.name, func(t *testing.T) { testWALRecoversFromAFullDisk(t, tc.left) })
+		name   string
+		left   int64
+		reopen bool
+	}{{"seal write fails", 0, false}, {"rotation fails", 64 << 10, true}} {
+		t.Run(tc.name, func(t *testing.T) { testWALRecoversFromAFullDisk(t, tc.left, tc.reopen) })
 	}
 }
 
-func testWALRecoversFromAFullDisk(t *testing.T, left int64) {
+func testWALRecoversFromAFullDisk(t *testing.T, left int64, reopen bool) {
 	fault := newTmpfsFault(t) // 8 MiB; skips unless root
 	if err := os.MkdirAll(fault.dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -108,7 +111,9 @@ func testWALRecoversFromAFullDisk(t *testing.T, left int64) {
 	// a segment), and what was written can still be read.
 	if err := appendNext(); err == nil {
 		t.Fatalf("entry %d appended on a full disk", last)
-	} else if !strings.Contains(err.Error(), "bytes free") {
+	} else if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append on a still full disk: %v; want ENOSPC", err)
+	} else if reopen && !strings.Contains(err.Error(), "bytes free") {
 		t.Fatalf("append on a still full disk: %v; want a reopen refused for too few bytes free", err)
 	}
 	checkWALHolds(t, st, last)
@@ -123,6 +128,9 @@ func testWALRecoversFromAFullDisk(t *testing.T, left int64) {
 	}
 	t.Logf("after space returned: entries %d..%d appended", before+1, last)
 	checkWALHolds(t, st, last)
+	if n := st.Reopens(); reopen != (n > 0) {
+		t.Fatalf("%d reopens; want a reopen: %v", n, reopen)
+	}
 
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
@@ -155,5 +163,84 @@ func TestWALStoreStaysClosed(t *testing.T) {
 	}
 	if n := st.Reopens(); n != 0 {
 		t.Fatalf("%d reopens after Close", n)
+	}
+}
+
+// TestWALRestartsAfterTailTruncation: a follower whose log tail conflicts
+// with a new leader's deletes that tail (DeleteRange to its last index)
+// and appends the leader's entries; its raft-wal must open again after a
+// restart, with the leader's entries, and hashicorp/raft must start on
+// it. raft-wal v0.4.0 marked the truncated tail segment sealed without
+// writing its index block, and the reopen failed ("sealed segment has no
+// index block"; NewRaft panics on such a store).
+func TestWALRestartsAfterTailTruncation(t *testing.T) {
+	dir := t.TempDir()
+	st, err := OpenLogStore(dir, LogStoreOptions{Kind: LogStoreWAL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: "m1", Address: "m1"}}}
+	entry := func(i, term uint64) *raft.Log {
+		e := walEntry(i)
+		e.Term = term
+		return e
+	}
+	first := []*raft.Log{{Index: 1, Term: 1, Type: raft.LogConfiguration, Data: raft.EncodeConfiguration(conf)}}
+	for i := uint64(2); i <= 10; i++ {
+		first = append(first, entry(i, 1))
+	}
+	if err := st.Logs.StoreLogs(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Stable.SetUint64(keyCurrentTerm, 2); err != nil {
+		t.Fatal(err)
+	}
+	// The leader of term 2 has only 1..5 in common with this log.
+	if err := st.Logs.DeleteRange(6, 10); err != nil {
+		t.Fatal(err)
+	}
+	var second []*raft.Log
+	for i := uint64(6); i <= 12; i++ {
+		second = append(second, entry(i, 2))
+	}
+	if err := st.Logs.StoreLogs(second); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st, err = OpenLogStore(dir, LogStoreOptions{}, nil)
+	if err != nil {
+		t.Fatalf("reopen after a tail truncation: %v", err)
+	}
+	defer st.Close()
+	if last, err := st.Logs.LastIndex(); err != nil || last != 12 {
+		t.Fatalf("last index after reopen %d, %v; want 12", last, err)
+	}
+	for i := uint64(2); i <= 12; i++ {
+		var l raft.Log
+		if err := st.Logs.GetLog(i, &l); err != nil {
+			t.Fatalf("entry %d after reopen: %v", i, err)
+		}
+		want := entry(i, 1)
+		if i >= 6 {
+			want = entry(i, 2)
+		}
+		if l.Term != want.Term || !bytes.Equal(l.Data, want.Data) {
+			t.Fatalf("entry %d after reopen: term %d, want %d (or its data differs)", i, l.Term, want.Term)
+		}
+	}
+
+	_, trans := raft.NewInmemTransport("m1")
+	rc := RaftConfig(Config{ID: "m1"})
+	rc.Logger = nil
+	r, err := raft.NewRaft(rc, &raft.MockFSM{}, st.Logs, st.Stable, raft.NewInmemSnapshotStore(), trans)
+	if err != nil {
+		t.Fatalf("raft on the reopened WAL: %v", err)
+	}
+	defer func() { _ = r.Shutdown().Error() }()
+	if got := r.LastIndex(); got != 12 {
+		t.Fatalf("raft's last index %d, want 12", got)
 	}
 }

@@ -27,10 +27,13 @@ func benchRaft(args []string) error {
 	n := fs.Int("n", 5000, "entries")
 	clients := fs.Int("clients", 1, "concurrent proposers")
 	size := fs.Int("size", 64, "entry size in bytes")
-	store := fs.String("raft-log-store", "boltdb", "boltdb or wal")
+	store := fs.String("raft-log-store", "", "boltdb or wal; unset, what a master picks for a new data dir (wal)")
 	inProcess := fs.Bool("in-process", false, "run all three nodes in this process instead of one process each")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *store == "" {
+		*store = master.LogStoreWAL // the nodes' data dirs are new: a master would pick wal
 	}
 	dir, err := os.MkdirTemp("", "sexton-bench-raft-")
 	if err != nil {
@@ -106,7 +109,7 @@ func benchRaftNode(args []string) error {
 	dir := fs.String("dir", "", "data dir")
 	addr := fs.String("raft-addr", "", "raft address")
 	peers := fs.String("peers", "", "ID=ADDR,...")
-	store := fs.String("raft-log-store", "boltdb", "boltdb or wal")
+	store := fs.String("raft-log-store", "", "boltdb or wal; unset, what a master picks for a new data dir (wal)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

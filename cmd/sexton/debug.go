@@ -28,7 +28,7 @@ func debugRaftAppend(args []string) error {
 	fs := newFlags("debug raft-append")
 	dir := fs.String("data-dir", "", "a stopped master's data dir")
 	hexData := fs.String("hex", "", "entry bytes in hex (type byte + body)")
-	storeKind := fs.String("raft-log-store", master.LogStoreBoltDB, "boltdb or wal")
+	storeKind := fs.String("raft-log-store", "", "boltdb or wal; unset, the kind the data dir holds")
 	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}

@@ -77,6 +77,7 @@ func init() {
 		{path: "operator raft add-voter", args: "ID RAFT_ADDR", summary: "add a voter", group: "operator", takes: clusterFlags, nargs: argc{2, 2}, setup: setupRaftAddVoter},
 		{path: "operator raft remove-peer", args: "ID", summary: "remove a peer", group: "operator", takes: clusterFlags, nargs: one, setup: setupRaftRemovePeer},
 		{path: "operator raft transfer-leader", args: "[ID]", summary: "hand leadership to ID (any other voter if none)", group: "operator", takes: clusterFlags, nargs: argc{0, 1}, setup: setupRaftTransfer},
+		{path: "operator raft migrate-log-store", args: "--data-dir DIR --to wal|boltdb", summary: "move a stopped master's Raft log to the other log store, keeping the old one aside", group: "operator", setup: setupRaftMigrateLogStore},
 		{path: "operator snapshot save", args: "FILE", summary: "save the leader's state to FILE", group: "operator", takes: clusterFlags, nargs: one, setup: setupSnapshotSave},
 		{path: "operator snapshot restore", args: "FILE", summary: "replace the cluster's state with FILE", group: "operator", takes: clusterFlags, nargs: one, setup: setupSnapshotRestore},
 		// inspect reads a file only; it keeps accepting the cluster flags it always did.

@@ -13,7 +13,6 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 bin="${SEXTON_BIN:-$root/bin/sexton}"
 dir="${SEXTON_LOCAL_DIR:-$root/sexton-local}"
-store="${SEXTON_RAFT_LOG_STORE:-boltdb}"
 peers="m1=127.0.0.1:7001,m2=127.0.0.1:7002,m3=127.0.0.1:7003"
 masters="127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103"
 export SEXTON_MASTERS="$masters"
@@ -25,7 +24,7 @@ start_master() {
 	mkdir -p "$dir/$id"
 	nohup "$bin" master --id "$id" --data-dir "$dir/$id" \
 		--raft-addr "127.0.0.1:700$i" --rpc-addr "127.0.0.1:710$i" --http-addr "127.0.0.1:720$i" \
-		--peers "$peers" --bootstrap --raft-log-store "$store" ${SEXTON_MASTER_FLAGS:-} >>"$dir/$id.log" 2>&1 &
+		--peers "$peers" --bootstrap ${SEXTON_MASTER_FLAGS:-} >>"$dir/$id.log" 2>&1 &
 	echo $! >"$dir/$id.pid"
 	echo "started $id (pid $!, rpc 127.0.0.1:710$i, log $dir/$id.log)"
 }
