@@ -80,6 +80,17 @@ func (s *Store) StartGC(opts GCOptions, ev Evictor) error {
 // WakeGC asks the worker for a pass now (as a new tombstone does).
 func (s *Store) WakeGC() { signal(s.gcWake) }
 
+// wantSpace is called when puts are refused for lack of space (the
+// metadata reserve check, or ENOSPC on a put's write): it wakes the worker
+// for a pass that reclaims dead bytes of any ratio, whatever the
+// watermarks say. On a small disk the reserve refuses puts long before
+// usage reaches the high watermark, and without a capacity there are no
+// watermarks; dead bytes must not sit on a disk that refuses puts.
+func (s *Store) wantSpace() {
+	s.gcSpaceWanted.Store(true)
+	signal(s.gcWake)
+}
+
 func (w *gcWorker) loop() {
 	defer close(w.done)
 	t := time.NewTicker(w.opts.Interval)
@@ -105,9 +116,11 @@ func (w *gcWorker) stopped() bool {
 }
 
 // pass finishes an unfinished committed cleanup, then runs rounds until
-// nothing qualifies: ratio-driven normally; under disk pressure dead bytes
-// of any ratio, and only once no dead bytes remain, eviction of the oldest
-// live buckets. A round that fails ends the pass; the next wake retries.
+// nothing qualifies: ratio-driven normally; when puts were refused for
+// space since the last pass, or under disk pressure, dead bytes of any
+// ratio; and only under disk pressure, once no dead bytes remain,
+// eviction of the oldest live buckets. A round that fails ends the pass;
+// the next wake retries.
 func (w *gcWorker) pass() {
 	s := w.s
 	s.gcMu.Lock()
@@ -115,8 +128,14 @@ func (w *gcWorker) pass() {
 	// Space a pass freed goes back into the reserve first (once there is
 	// twice its size free), before puts can take it.
 	defer s.maybeRecreateReserve()
+	// Taken before any round, so a refusal during this pass wakes the
+	// next one.
+	wanted := s.gcSpaceWanted.Swap(false)
 	s.mu.Lock()
 	s.gcStats.Passes++
+	if wanted {
+		s.gcStats.PutsRefusedPasses++
+	}
 	s.mu.Unlock()
 	if s.gcPending != nil {
 		if err := s.finishCleanup(w.opts.DrainTimeout); err != nil {
@@ -137,10 +156,13 @@ func (w *gcWorker) pass() {
 			s.mu.Unlock()
 			return
 		}
-		p := s.planRoundLocked(gcPolicy{ratio: w.opts.DeletedRatio, bypass: pressure, ageAware: w.opts.AgeAware, maxLive: budget}, w.skip)
+		p := s.planRoundLocked(gcPolicy{ratio: w.opts.DeletedRatio, bypass: pressure || wanted, ageAware: w.opts.AgeAware, maxLive: budget}, w.skip)
 		dead := s.hasDeadRecordsLocked(w.skip)
 		s.mu.Unlock()
 		if p == nil {
+			if wanted && dead {
+				w.warnStuck(budget)
+			}
 			if !pressure || dead || evictions == maxEvictionsPerPass {
 				return
 			}
@@ -166,6 +188,16 @@ func (w *gcWorker) pass() {
 			return // cleanup is left to the next pass
 		}
 	}
+}
+
+// warnStuck says that puts are refused for space while dead bytes remain
+// that no round can reclaim now: every merge that would free them copies
+// more live bytes than the free space allows (a bucket larger than the
+// free space of a small disk).
+func (w *gcWorker) warnStuck(budget int64) {
+	u := w.s.Usage()
+	w.s.warnLimited("gc-stuck", "puts are refused for space, but no GC round that reclaims the dead bytes fits the free space: a merge must copy its buckets' live bytes first; free space by deleting more, or use a smaller bucket size limit on a disk this small",
+		"dead_bytes", u.DeadBytes, "live_bytes", u.LiveBytes, "merge_budget_bytes", budget, "bucket_size_limit", w.s.opts.BucketSizeLimit)
 }
 
 // underPressure applies the watermarks with hysteresis; off without a

@@ -594,3 +594,139 @@ func TestFullDiskGCUnlinksFirstAndMergesOnlyWhatFits(t *testing.T) {
 		mustGet(t, s, fmt.Sprintf("k%02d", i), incN(uint64(i)), valueOf("k", fullValueSize))
 	}
 }
+
+// A small disk refuses puts at the metadata reserve while usage is far
+// from any watermark (here there is no capacity, so no watermarks at all)
+// and while every bucket's dead share is below the deleted ratio: nothing
+// started GC, and with 3 of every 8 objects removed no put ever
+// succeeded. The refusal itself must start GC: the worker, woken by it,
+// reclaims dead bytes of any ratio, and puts are taken again. The
+// periodic wake is an hour, so only the refusal can start it.
+func TestRefusedPutsStartGCWhateverTheWatermarks(t *testing.T) {
+	const valueSize, keys = 8 << 10, 8
+	ff := fsys.NewFaulty(fsys.OS{})
+	ff.SetSpace(1<<20, 1<<20)
+	logs := &syncBuffer{}
+	s := openT(t, t.TempDir(), StoreOptions{FS: ff, BucketKeysLimit: keys, BucketSizeLimit: keys * valueSize,
+		MetadataReserve: fullReserve, Logger: newTestLogger(logs)})
+	defer s.Close()
+	gc := testGCOptions()
+	gc.Interval = time.Hour
+	gc.DeletedRatio = 0.5
+	gc.Capacity = 0
+	if err := s.StartGC(gc, nil); err != nil {
+		t.Fatal(err)
+	}
+	n := uint64(0)
+	put := func() error {
+		n++
+		return s.Put(fmt.Sprintf("k%03d", n), "t", incN(n), valueOf("k", valueSize))
+	}
+	for {
+		err := put()
+		if err == nil {
+			continue
+		}
+		if api.CodeOf(storeError(err)) != api.CodeNoSpace {
+			t.Fatalf("put %d: %v, want NO_SPACE once the disk is full", n, err)
+		}
+		break
+	}
+	stored := n - 1
+	if stored < 4*keys {
+		t.Fatalf("NO_SPACE after only %d puts", stored)
+	}
+	// That refusal woke a pass, which had no dead bytes to reclaim yet.
+	waitFor(t, "the pass the refusal woke", func() bool { return s.GCStats().PutsRefusedPasses > 0 })
+	passes := s.GCStats().Passes
+	// 3 of every 8 records dead: 37.5 % of every bucket, below the ratio.
+	var tasks []api.LocalDeleteTask
+	dead := map[uint64]bool{}
+	for i := uint64(1); i <= stored; i++ {
+		if i%keys < 3 {
+			tasks = append(tasks, task(s, i, fmt.Sprintf("k%03d", i), incN(i)))
+			dead[i] = true
+		}
+	}
+	for _, r := range s.BatchMarkDeleted(tasks) {
+		if r.Outcome != api.AckRemoved {
+			t.Fatalf("%s: %s", r.Key, r.Outcome)
+		}
+	}
+	// The tombstones' own wake finds nothing that qualifies.
+	waitFor(t, "the pass the tombstones woke", func() bool { return s.GCStats().Passes > passes })
+	if st, u := s.GCStats(), s.Usage(); st.Rounds != 0 || u.DeadBytes == 0 {
+		t.Fatalf("GC ran before any put was refused (the scenario needs it not to): %+v %+v", st, u)
+	}
+	deadBefore := s.Usage().DeadBytes
+
+	// A refused put wakes GC, which reclaims the dead bytes; puts are
+	// taken again.
+	waitFor(t, "a put to succeed after refusals", func() bool {
+		if err := put(); err != nil {
+			if api.CodeOf(storeError(err)) != api.CodeNoSpace {
+				t.Fatalf("put %d: %v", n, err)
+			}
+			return false
+		}
+		return true
+	})
+	waitFor(t, "every dead byte reclaimed", func() bool { return s.Usage().DeadBytes == 0 })
+	if st := s.GCStats(); st.PutsRefusedPasses == 0 || st.Rounds == 0 || st.LastError != "" {
+		t.Fatalf("after the refusal: %+v, want rounds started by refused puts reclaiming the %d dead bytes", st, deadBefore)
+	}
+	for i := uint64(1); i <= stored; i++ {
+		key := fmt.Sprintf("k%03d", i)
+		if dead[i] {
+			wantRefused(t, s, key, incN(i))
+			continue
+		}
+		mustGet(t, s, key, incN(i), valueOf("k", valueSize))
+	}
+	mustGet(t, s, fmt.Sprintf("k%03d", n), incN(n), valueOf("k", valueSize))
+}
+
+// When puts are refused and dead bytes remain but no round fits the free
+// space (one bucket holds everything, and its live bytes exceed what a
+// merge may copy), the refusal's pass says so, naming the dead bytes and
+// the remedy, instead of leaving the operator with NO_SPACE alone.
+func TestRefusedPutsWithNoRoundThatFitsAreLogged(t *testing.T) {
+	const valueSize = 32 << 10
+	ff := fsys.NewFaulty(fsys.OS{})
+	ff.SetSpace(1<<20, 1<<20)
+	logs := &syncBuffer{}
+	s := openT(t, t.TempDir(), StoreOptions{FS: ff, BucketKeysLimit: 64, BucketSizeLimit: 4 << 20,
+		MetadataReserve: fullReserve, Logger: newTestLogger(logs)})
+	defer s.Close()
+	gc := testGCOptions()
+	gc.Interval = time.Hour
+	if err := s.StartGC(gc, nil); err != nil {
+		t.Fatal(err)
+	}
+	n := uint64(0)
+	for ; ; n++ {
+		if err := s.Put(fmt.Sprintf("k%03d", n+1), "t", incN(n+1), valueOf("k", valueSize)); err != nil {
+			break
+		}
+	}
+	if b := s.BucketStats(); len(b) != 1 || n < 8 {
+		t.Fatalf("%d objects in %d buckets, want one bucket of at least 8", n, len(b))
+	}
+	var tasks []api.LocalDeleteTask
+	for i := uint64(1); i <= n; i += 2 {
+		tasks = append(tasks, task(s, i, fmt.Sprintf("k%03d", i), incN(i)))
+	}
+	s.BatchMarkDeleted(tasks)
+	if err := s.Put("more", "t", incN(1000), valueOf("k", valueSize)); api.CodeOf(storeError(err)) != api.CodeNoSpace {
+		t.Fatalf("put with half the bucket dead and no merge that fits: %v, want NO_SPACE", err)
+	}
+	waitFor(t, "the stuck GC to be logged", func() bool {
+		return logs.count("no GC round that reclaims the dead bytes fits the free space") == 1
+	})
+	if l := logs.lines("no GC round")[0]; !strings.Contains(l, "dead_bytes=") || !strings.Contains(l, "merge_budget_bytes=") {
+		t.Fatalf("the warning does not name the dead bytes and the merge budget: %s", l)
+	}
+	if st := s.GCStats(); st.Rounds != 0 || st.LastError != "" {
+		t.Fatalf("a round ran or failed: %+v", st)
+	}
+}
