@@ -41,6 +41,8 @@ type gcWorker struct {
 	skip map[uint64]bool
 	stop chan struct{}
 	done chan struct{}
+	// noPunch: the filesystem cannot punch holes (punchDead).
+	noPunch bool
 }
 
 func newGCWorker(s *Store, opts GCOptions, ev Evictor) *gcWorker {
@@ -161,6 +163,9 @@ func (w *gcWorker) pass() {
 		s.mu.Unlock()
 		if p == nil {
 			if wanted && dead {
+				if w.punchDead() > 0 {
+					continue // the free space grew: a merge may fit now
+				}
 				w.warnStuck(budget)
 			}
 			if !pressure || dead || evictions == maxEvictionsPerPass {

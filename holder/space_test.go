@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -671,7 +672,11 @@ func TestRefusedPutsStartGCWhateverTheWatermarks(t *testing.T) {
 		}
 		return true
 	})
-	waitFor(t, "every dead byte reclaimed", func() bool { return s.Usage().DeadBytes == 0 })
+	// CleanupPending is set with the index switch that drops the dead
+	// bytes and cleared once the sources are unlinked.
+	waitFor(t, "every dead byte reclaimed and its files gone", func() bool {
+		return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
+	})
 	if st := s.GCStats(); st.PutsRefusedPasses == 0 || st.Rounds == 0 || st.LastError != "" {
 		t.Fatalf("after the refusal: %+v, want rounds started by refused puts reclaiming the %d dead bytes", st, deadBefore)
 	}
@@ -728,5 +733,121 @@ func TestRefusedPutsWithNoRoundThatFitsAreLogged(t *testing.T) {
 	}
 	if st := s.GCStats(); st.Rounds != 0 || st.LastError != "" {
 		t.Fatalf("a round ran or failed: %+v", st)
+	}
+}
+
+// The small disk with the default bucket limits: a 32 MiB
+// filesystem, the default metadata reserve, 20 objects of 1 MB (all in one
+// bucket) and 10 of them removed. The merge that would reclaim them must
+// copy 10 MB of live bytes, more than the free space allows, so no round
+// fits; the refusal's pass punches the dead records' bytes out of the
+// bucket instead, after which the merge fits and puts are taken again.
+// Needs root (it mounts the tmpfs).
+func TestRefusedPutsOnASmallDiskPunchDeadBytes(t *testing.T) {
+	dir := mountTmpfs(t, "32m")
+	logs := &syncBuffer{}
+	s := openT(t, dir, StoreOptions{MetadataReserve: MetadataReserveFor(DefaultBucketKeysLimit), Logger: newTestLogger(logs)})
+	defer s.Close()
+	gc := testGCOptions()
+	gc.Interval = time.Hour
+	gc.Capacity = 32 << 20
+	if err := s.StartGC(gc, nil); err != nil {
+		t.Fatal(err)
+	}
+	const objects, size = 20, 1_000_000
+	for i := uint64(1); i <= objects; i++ {
+		mustPut(t, s, fmt.Sprintf("k%02d", i), incN(i), valueOf("k", size))
+	}
+	var tasks []api.LocalDeleteTask
+	for i := uint64(1); i <= objects; i += 2 {
+		tasks = append(tasks, task(s, i, fmt.Sprintf("k%02d", i), incN(i)))
+	}
+	wantOutcomes(t, s.BatchMarkDeleted(tasks), slices.Repeat([]api.AckOutcome{api.AckRemoved}, len(tasks))...)
+	if b := s.BucketStats(); len(b) != 1 {
+		t.Fatalf("%d buckets, want the one default-sized bucket", len(b))
+	}
+	n := uint64(100)
+	waitFor(t, "a put to succeed after refusals", func() bool {
+		n++
+		if err := s.Put(fmt.Sprintf("new%d", n), "t", incN(n), valueOf("k", size)); err != nil {
+			if api.CodeOf(storeError(err)) != api.CodeNoSpace {
+				t.Fatalf("put: %v", err)
+			}
+			return false
+		}
+		return true
+	})
+	// CleanupPending is set with the index switch that drops the dead
+	// bytes and cleared once the sources are unlinked.
+	waitFor(t, "every dead byte reclaimed and its files gone", func() bool {
+		return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
+	})
+	st := s.GCStats()
+	if st.BytesPunched < (objects/2)*size || st.Rounds == 0 || st.LastError != "" {
+		t.Fatalf("want the dead bytes punched and then merged away: %+v", st)
+	}
+	for i := uint64(1); i <= objects; i++ {
+		key := fmt.Sprintf("k%02d", i)
+		if i%2 == 1 {
+			wantRefused(t, s, key, incN(i))
+			continue
+		}
+		mustGet(t, s, key, incN(i), valueOf("k", size))
+	}
+	t.Logf("gc %+v; space %+v", st, s.SpaceStats())
+}
+
+// Recovery's check of a committed GC target reads live records only: a
+// tombstoned record's bytes may have been punched out after the round's
+// cleanup, and a cut can bring the unsynced intent removal back. A live
+// record's damage is still found.
+func TestGCTargetValidationSkipsTombstonedRecords(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, StoreOptions{BucketKeysLimit: 4})
+	for i := uint64(1); i <= 4; i++ {
+		mustPut(t, s, fmt.Sprintf("k%d", i), incN(i), valueOf("k", 5000))
+	}
+	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "k2", incN(2))}), api.AckRemoved)
+	id := s.BucketStats()[0].ID
+	var dead, live ObjectMeta
+	s.mu.Lock()
+	for _, o := range s.buckets[id].meta.Objects {
+		switch o.Key {
+		case "k2":
+			dead = o
+		case "k3":
+			live = o
+		}
+	}
+	s.mu.Unlock()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	zero := func(o ObjectMeta) {
+		t.Helper()
+		f, err := os.OpenFile(filepath.Join(dir, bucketName(id)), os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteAt(make([]byte, o.Size), o.Offset); err != nil {
+			t.Fatal(err)
+		}
+	}
+	validate := func() error {
+		t.Helper()
+		sc, err := scanDir(fsys.OS{}, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return validateGCTarget(fsys.OS{}, dir, sc, id)
+	}
+	zero(dead)
+	if err := validate(); err != nil {
+		t.Fatalf("a target whose tombstoned record was punched out refused: %v", err)
+	}
+	zero(live)
+	if err := validate(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a target with a damaged live record: %v, want CORRUPT", err)
 	}
 }
