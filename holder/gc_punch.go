@@ -15,14 +15,15 @@ type punchItem struct {
 	off, size int64
 }
 
-// punchDead frees, in place, the data blocks of every tombstoned record
-// not freed yet (PunchHole; the files keep their sizes) and returns the
-// bytes punched. The worker uses it only when puts are refused for space,
-// dead bytes remain and no round fits the free space: a merge must copy
-// its sources' live bytes before it frees anything, which a bucket larger
-// than the free space cannot do, while a hole needs no space at all.
-// The freed space lets puts in again and lets the merges fit that then
-// reclaim the buckets for good.
+// punchDead frees, in place, the data blocks of every tombstoned record of
+// buckets not freed yet (PunchHole; the files keep their sizes) and
+// returns the bytes punched. The worker calls it with the buckets that
+// qualify for a round (by the ratio, or any dead record when puts were
+// refused or usage is at the high watermark) when no round fits the free
+// space: a merge must copy its sources' live bytes before it frees
+// anything, which a bucket larger than the free space cannot do, while a
+// hole needs no space at all. The freed space lets puts in again and lets
+// the merges fit that then reclaim the buckets for good.
 //
 // Only tombstoned records are punched: their tombstone is durable (the
 // state changes only after the .meta rename), nothing reads their bytes
@@ -31,7 +32,7 @@ type punchItem struct {
 // only brings dead bytes back, so no fsync is needed. Shadowed duplicates
 // are left alone, and so is everything while a committed round's cleanup
 // is pending. Runs under gcMu, so no round can retire a bucket meanwhile.
-func (w *gcWorker) punchDead() int64 {
+func (w *gcWorker) punchDead(buckets []*bucket) int64 {
 	s := w.s
 	if w.noPunch {
 		return 0
@@ -42,8 +43,8 @@ func (w *gcWorker) punchDead() int64 {
 		return 0
 	}
 	var items []punchItem
-	for _, b := range s.buckets {
-		if w.skip[b.id] {
+	for _, b := range buckets {
+		if b.retired || w.skip[b.id] {
 			continue
 		}
 		for slot, st := range b.states {
@@ -102,7 +103,7 @@ func (w *gcWorker) punchDead() int64 {
 		s.mu.Unlock()
 	}
 	if punched > 0 {
-		s.log.Info("bucket GC: puts were refused and no merge fit the free space; punched the tombstoned records' bytes out of their buckets",
+		s.log.Info("bucket GC: no merge fits the free space; punched the tombstoned records' bytes out of their buckets",
 			"bytes", punched, "records", len(items))
 	}
 	return punched

@@ -158,12 +158,20 @@ func (w *gcWorker) pass() {
 			s.mu.Unlock()
 			return
 		}
-		p := s.planRoundLocked(gcPolicy{ratio: w.opts.DeletedRatio, bypass: pressure || wanted, ageAware: w.opts.AgeAware, maxLive: budget}, w.skip)
+		pol := gcPolicy{ratio: w.opts.DeletedRatio, bypass: pressure || wanted, ageAware: w.opts.AgeAware, maxLive: budget}
+		p := s.planRoundLocked(pol, w.skip)
 		dead := s.hasDeadRecordsLocked(w.skip)
+		// Buckets that qualify but that no round fits the free space.
+		var blocked []*bucket
+		if p == nil {
+			for _, c := range s.gcCandidatesLocked(pol, w.skip) {
+				blocked = append(blocked, c.b)
+			}
+		}
 		s.mu.Unlock()
 		if p == nil {
-			if wanted && dead {
-				if w.punchDead() > 0 {
+			if len(blocked) > 0 {
+				if w.punchDead(blocked) > 0 {
 					continue // the free space grew: a merge may fit now
 				}
 				w.warnStuck(budget)
@@ -195,13 +203,13 @@ func (w *gcWorker) pass() {
 	}
 }
 
-// warnStuck says that puts are refused for space while dead bytes remain
-// that no round can reclaim now: every merge that would free them copies
-// more live bytes than the free space allows (a bucket larger than the
-// free space of a small disk).
+// warnStuck says that buckets qualify for a round but no round fits the
+// free space: every merge that would reclaim them copies more live bytes
+// than the free space allows (a bucket larger than the free space of a
+// small disk), and punching their dead records out freed nothing more.
 func (w *gcWorker) warnStuck(budget int64) {
 	u := w.s.Usage()
-	w.s.warnLimited("gc-stuck", "puts are refused for space, but no GC round that reclaims the dead bytes fits the free space: a merge must copy its buckets' live bytes first; free space by deleting more, or use a smaller bucket size limit on a disk this small",
+	w.s.warnLimited("gc-stuck", "dead bytes wait: no GC round that reclaims the dead bytes fits the free space, and their records are already punched out: a merge must copy its buckets' live bytes first; free space by deleting more, or use a smaller bucket size limit on a disk this small",
 		"dead_bytes", u.DeadBytes, "live_bytes", u.LiveBytes, "merge_budget_bytes", budget, "bucket_size_limit", w.s.opts.BucketSizeLimit)
 }
 

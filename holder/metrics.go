@@ -98,7 +98,7 @@ var (
 	descTombFailures = prometheus.NewDesc("sexton_holder_tombstone_persist_failures_total", "Bucket tombstone persistences that failed (their tasks stay pending).", nil, nil)
 	descGCEnabled    = prometheus.NewDesc("sexton_holder_gc_enabled", "1 when the bucket GC worker runs.", nil, nil)
 	descGCPasses     = prometheus.NewDesc("sexton_holder_gc_passes_total", "GC wakes that looked for work.", nil, nil)
-	descGCPunched    = prometheus.NewDesc("sexton_holder_gc_bytes_punched_total", "Tombstoned record bytes punched out of their buckets in place because puts were refused and no merge fit the free space.", nil, nil)
+	descGCPunched    = prometheus.NewDesc("sexton_holder_gc_bytes_punched_total", "Tombstoned record bytes punched out of their buckets in place because no merge that would reclaim them fit the free space.", nil, nil)
 	descGCRefused    = prometheus.NewDesc("sexton_holder_gc_refused_put_passes_total", "GC passes that reclaimed dead bytes of any ratio because puts had been refused for lack of space.", nil, nil)
 	descGCRounds     = prometheus.NewDesc("sexton_holder_gc_rounds_total", "GC rounds by result (committed, aborted).", []string{"result"}, nil)
 	descGCCopied     = prometheus.NewDesc("sexton_holder_gc_bytes_copied_total", "Live value bytes GC copied into merge targets.", nil, nil)

@@ -851,3 +851,41 @@ func TestGCTargetValidationSkipsTombstonedRecords(t *testing.T) {
 		t.Fatalf("a target with a damaged live record: %v, want CORRUPT", err)
 	}
 }
+
+// The same disk when no put is refused: a merge that qualifies but does
+// not fit the free space punches its dead records out first, then runs,
+// and the next put is taken at the first try. With a capacity, usage is at
+// the high watermark (where the master stops placing puts on the holder,
+// so none reaches it to be refused); without one, the bucket qualifies by
+// its dead ratio alone. Needs root (it mounts the tmpfs).
+func TestMergeThatDoesNotFitPunchesDeadBytesFirst(t *testing.T) {
+	for _, capacity := range []int64{32 << 20, 0} {
+		t.Run(fmt.Sprintf("capacity-%d", capacity), func(t *testing.T) {
+			dir := mountTmpfs(t, "32m")
+			s := openT(t, dir, StoreOptions{MetadataReserve: MetadataReserveFor(DefaultBucketKeysLimit)})
+			defer s.Close()
+			gc := testGCOptions()
+			gc.Interval = time.Hour
+			gc.Capacity = capacity
+			if err := s.StartGC(gc, nil); err != nil {
+				t.Fatal(err)
+			}
+			const objects, size = 20, 1_000_000
+			for i := uint64(1); i <= objects; i++ {
+				mustPut(t, s, fmt.Sprintf("k%02d", i), incN(i), valueOf("k", size))
+			}
+			var tasks []api.LocalDeleteTask
+			for i := uint64(1); i <= objects; i += 2 {
+				tasks = append(tasks, task(s, i, fmt.Sprintf("k%02d", i), incN(i)))
+			}
+			wantOutcomes(t, s.BatchMarkDeleted(tasks), slices.Repeat([]api.AckOutcome{api.AckRemoved}, len(tasks))...)
+			waitFor(t, "every dead byte reclaimed and its files gone", func() bool {
+				return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
+			})
+			if st := s.GCStats(); st.PutsRefusedPasses != 0 || st.BytesPunched < (objects/2)*size || st.Rounds == 0 {
+				t.Fatalf("want the dead bytes punched, then merged, with no put refused: %+v", st)
+			}
+			mustPut(t, s, "next", incN(100), valueOf("k", size))
+		})
+	}
+}
