@@ -4,12 +4,26 @@ import (
 	"sexton/api"
 )
 
+// noReplicasMessage is the refusal of a PutStart without replicas. The
+// leader proposes a sessioned put it could not place that way, so this
+// refusal, stored in the session table, means "the leader could not place
+// it" (see IsUnplaced).
+const noReplicasMessage = "put: no replicas"
+
+// IsUnplaced reports whether e is the refusal of a PutStart (or a
+// PutStartBatch item) proposed without replicas: the leader found no
+// placement for it. The leader answers it, first time and repeat alike,
+// with its placement error, which depends on the request only.
+func IsUnplaced(e *api.Error) bool {
+	return e != nil && e.Code == api.CodeInvalidParams && e.Message == noReplicasMessage
+}
+
 // validReplicas checks a PutStart's placement: 1..MaxReplicas replicas,
 // LOCAL_DISK ones on known, mounted, non-retired segments with no segment
 // twice, DFS ones with a descriptor.
 func (st *state) validReplicas(rs []api.ReplicaDescriptor) *api.Error {
 	if len(rs) == 0 {
-		return api.Errorf(api.CodeInvalidParams, "put: no replicas")
+		return &api.Error{Code: api.CodeInvalidParams, Message: noReplicasMessage}
 	}
 	for i, r := range rs {
 		switch r.Kind {

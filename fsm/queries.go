@@ -86,6 +86,15 @@ func (f *FSM) Stat(key string) (obj ObjectView, pending *api.ObjectIncarnation, 
 	return viewOf(key, e.complete), pending, pendingDeletes, nil
 }
 
+// IsPending reports whether inc is key's PENDING incarnation: a put the
+// leader may still sign write grants for (not ended, not revoked).
+func (f *FSM) IsPending(key string, inc api.ObjectIncarnation) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	p := f.st.objects.get(key).pending
+	return p != nil && p.inc == inc
+}
+
 // Exists reports whether key has a COMPLETE incarnation.
 func (f *FSM) Exists(key string) bool {
 	f.mu.RLock()

@@ -34,6 +34,9 @@ type bucket struct {
 	// Store.buckets and its files go once its readers drain. A put planned
 	// for it before it was sealed must not append to it.
 	retired bool
+	// punched holds the tombstoned slots whose bytes punchDead gave back
+	// to the filesystem (in memory only: punching again is harmless).
+	punched map[int]bool
 }
 
 // recount recomputes the byte and record counters from meta and states.

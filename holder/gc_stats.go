@@ -22,6 +22,13 @@ type GCStats struct {
 	LastError       string
 	LastErrorAt     time.Time
 
+	// PutsRefusedPasses counts the passes that reclaimed dead bytes of
+	// any ratio because puts had been refused for lack of space.
+	PutsRefusedPasses int64
+	// BytesPunched counts tombstoned record bytes punched out of their
+	// buckets in place because no merge fit the free space (punchDead).
+	BytesPunched int64
+
 	// The watermark settings StartGC was given (also when GC is off), so
 	// usage can be shown against them; Capacity 0 means unknown.
 	Capacity                    int64

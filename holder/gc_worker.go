@@ -41,6 +41,8 @@ type gcWorker struct {
 	skip map[uint64]bool
 	stop chan struct{}
 	done chan struct{}
+	// noPunch: the filesystem cannot punch holes (punchDead).
+	noPunch bool
 }
 
 func newGCWorker(s *Store, opts GCOptions, ev Evictor) *gcWorker {
@@ -80,6 +82,17 @@ func (s *Store) StartGC(opts GCOptions, ev Evictor) error {
 // WakeGC asks the worker for a pass now (as a new tombstone does).
 func (s *Store) WakeGC() { signal(s.gcWake) }
 
+// wantSpace is called when puts are refused for lack of space (the
+// metadata reserve check, or ENOSPC on a put's write): it wakes the worker
+// for a pass that reclaims dead bytes of any ratio, whatever the
+// watermarks say. On a small disk the reserve refuses puts long before
+// usage reaches the high watermark, and without a capacity there are no
+// watermarks; dead bytes must not sit on a disk that refuses puts.
+func (s *Store) wantSpace() {
+	s.gcSpaceWanted.Store(true)
+	signal(s.gcWake)
+}
+
 func (w *gcWorker) loop() {
 	defer close(w.done)
 	t := time.NewTicker(w.opts.Interval)
@@ -105,9 +118,11 @@ func (w *gcWorker) stopped() bool {
 }
 
 // pass finishes an unfinished committed cleanup, then runs rounds until
-// nothing qualifies: ratio-driven normally; under disk pressure dead bytes
-// of any ratio, and only once no dead bytes remain, eviction of the oldest
-// live buckets. A round that fails ends the pass; the next wake retries.
+// nothing qualifies: ratio-driven normally; when puts were refused for
+// space since the last pass, or under disk pressure, dead bytes of any
+// ratio; and only under disk pressure, once no dead bytes remain,
+// eviction of the oldest live buckets. A round that fails ends the pass;
+// the next wake retries.
 func (w *gcWorker) pass() {
 	s := w.s
 	s.gcMu.Lock()
@@ -115,8 +130,14 @@ func (w *gcWorker) pass() {
 	// Space a pass freed goes back into the reserve first (once there is
 	// twice its size free), before puts can take it.
 	defer s.maybeRecreateReserve()
+	// Taken before any round, so a refusal during this pass wakes the
+	// next one.
+	wanted := s.gcSpaceWanted.Swap(false)
 	s.mu.Lock()
 	s.gcStats.Passes++
+	if wanted {
+		s.gcStats.PutsRefusedPasses++
+	}
 	s.mu.Unlock()
 	if s.gcPending != nil {
 		if err := s.finishCleanup(w.opts.DrainTimeout); err != nil {
@@ -137,10 +158,24 @@ func (w *gcWorker) pass() {
 			s.mu.Unlock()
 			return
 		}
-		p := s.planRoundLocked(gcPolicy{ratio: w.opts.DeletedRatio, bypass: pressure, ageAware: w.opts.AgeAware, maxLive: budget}, w.skip)
+		pol := gcPolicy{ratio: w.opts.DeletedRatio, bypass: pressure || wanted, ageAware: w.opts.AgeAware, maxLive: budget}
+		p := s.planRoundLocked(pol, w.skip)
 		dead := s.hasDeadRecordsLocked(w.skip)
+		// Buckets that qualify but that no round fits the free space.
+		var blocked []*bucket
+		if p == nil {
+			for _, c := range s.gcCandidatesLocked(pol, w.skip) {
+				blocked = append(blocked, c.b)
+			}
+		}
 		s.mu.Unlock()
 		if p == nil {
+			if len(blocked) > 0 {
+				if w.punchDead(blocked) > 0 {
+					continue // the free space grew: a merge may fit now
+				}
+				w.warnStuck(budget)
+			}
 			if !pressure || dead || evictions == maxEvictionsPerPass {
 				return
 			}
@@ -166,6 +201,16 @@ func (w *gcWorker) pass() {
 			return // cleanup is left to the next pass
 		}
 	}
+}
+
+// warnStuck says that buckets qualify for a round but no round fits the
+// free space: every merge that would reclaim them copies more live bytes
+// than the free space allows (a bucket larger than the free space of a
+// small disk), and punching their dead records out freed nothing more.
+func (w *gcWorker) warnStuck(budget int64) {
+	u := w.s.Usage()
+	w.s.warnLimited("gc-stuck", "dead bytes wait: no GC round that reclaims the dead bytes fits the free space, and their records are already punched out: a merge must copy its buckets' live bytes first; free space by deleting more, or use a smaller bucket size limit on a disk this small",
+		"dead_bytes", u.DeadBytes, "live_bytes", u.LiveBytes, "merge_budget_bytes", budget, "bucket_size_limit", w.s.opts.BucketSizeLimit)
 }
 
 // underPressure applies the watermarks with hysteresis; off without a

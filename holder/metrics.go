@@ -98,6 +98,8 @@ var (
 	descTombFailures = prometheus.NewDesc("sexton_holder_tombstone_persist_failures_total", "Bucket tombstone persistences that failed (their tasks stay pending).", nil, nil)
 	descGCEnabled    = prometheus.NewDesc("sexton_holder_gc_enabled", "1 when the bucket GC worker runs.", nil, nil)
 	descGCPasses     = prometheus.NewDesc("sexton_holder_gc_passes_total", "GC wakes that looked for work.", nil, nil)
+	descGCPunched    = prometheus.NewDesc("sexton_holder_gc_bytes_punched_total", "Tombstoned record bytes punched out of their buckets in place because no merge that would reclaim them fit the free space.", nil, nil)
+	descGCRefused    = prometheus.NewDesc("sexton_holder_gc_refused_put_passes_total", "GC passes that reclaimed dead bytes of any ratio because puts had been refused for lack of space.", nil, nil)
 	descGCRounds     = prometheus.NewDesc("sexton_holder_gc_rounds_total", "GC rounds by result (committed, aborted).", []string{"result"}, nil)
 	descGCCopied     = prometheus.NewDesc("sexton_holder_gc_bytes_copied_total", "Live value bytes GC copied into merge targets.", nil, nil)
 	descGCReclaimed  = prometheus.NewDesc("sexton_holder_gc_bytes_reclaimed_total", "Bytes GC freed: source files removed minus targets written.", nil, nil)
@@ -115,7 +117,7 @@ var (
 )
 
 var storeDescs = []*prometheus.Desc{descLiveBytes, descDeadBytes, descUsedBytes, descCapacity, descUsageRatio, descWatermark,
-	descBuckets, descObjects, descTombBatches, descTombFailures, descGCEnabled, descGCPasses, descGCRounds, descGCCopied,
+	descBuckets, descObjects, descTombBatches, descTombFailures, descGCEnabled, descGCPasses, descGCRefused, descGCPunched, descGCRounds, descGCCopied,
 	descGCReclaimed, descGCBuckets, descGCEvicted, descGCCleanup, descGCLastError, descGCRecovered,
 	descMounted, descMountEpoch, descReplayed, descReconciled, descGhosts}
 
@@ -159,6 +161,8 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descTombFailures, float64(s.events.tombstonePersistFailures.Load()))
 	gauge(descGCEnabled, boolGauge(g.Enabled))
 	counter(descGCPasses, float64(g.Passes))
+	counter(descGCRefused, float64(g.PutsRefusedPasses))
+	counter(descGCPunched, float64(g.BytesPunched))
 	counter(descGCRounds, float64(g.Rounds), "committed")
 	counter(descGCRounds, float64(g.Aborted), "aborted")
 	counter(descGCCopied, float64(g.BytesCopied))

@@ -128,6 +128,7 @@ func (s *Store) commitGroups(groups []*commitGroup, replans int) {
 		if isNoSpace(err) {
 			s.noteNoSpace(spacePathPut)
 			s.warnLimited("put-enospc", "disk full: put commit failed (NO_SPACE)", "bucket", g.b.id, "records", len(g.reqs), "err", err)
+			s.wantSpace()
 		} else {
 			s.log.Error("put commit failed", "bucket", g.b.id, "records", len(g.reqs), "err", err)
 		}

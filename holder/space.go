@@ -417,6 +417,7 @@ func (s *Store) admitPuts(batch []*putReq) []*putReq {
 		s.space.mu.Unlock()
 		s.warnLimited("puts", "disk full: refusing puts that would eat into the metadata reserve (NO_SPACE)",
 			"refused", refused, "fs_free_bytes", sp.Free, "metadata_reserve_bytes", r)
+		s.wantSpace()
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -592,5 +593,299 @@ func TestFullDiskGCUnlinksFirstAndMergesOnlyWhatFits(t *testing.T) {
 	}
 	for i := 7; i <= 12; i++ {
 		mustGet(t, s, fmt.Sprintf("k%02d", i), incN(uint64(i)), valueOf("k", fullValueSize))
+	}
+}
+
+// A small disk refuses puts at the metadata reserve while usage is far
+// from any watermark (here there is no capacity, so no watermarks at all)
+// and while every bucket's dead share is below the deleted ratio: nothing
+// started GC, and with 3 of every 8 objects removed no put ever
+// succeeded. The refusal itself must start GC: the worker, woken by it,
+// reclaims dead bytes of any ratio, and puts are taken again. The
+// periodic wake is an hour, so only the refusal can start it.
+func TestRefusedPutsStartGCWhateverTheWatermarks(t *testing.T) {
+	const valueSize, keys = 8 << 10, 8
+	ff := fsys.NewFaulty(fsys.OS{})
+	ff.SetSpace(1<<20, 1<<20)
+	logs := &syncBuffer{}
+	s := openT(t, t.TempDir(), StoreOptions{FS: ff, BucketKeysLimit: keys, BucketSizeLimit: keys * valueSize,
+		MetadataReserve: fullReserve, Logger: newTestLogger(logs)})
+	defer s.Close()
+	gc := testGCOptions()
+	gc.Interval = time.Hour
+	gc.DeletedRatio = 0.5
+	gc.Capacity = 0
+	if err := s.StartGC(gc, nil); err != nil {
+		t.Fatal(err)
+	}
+	n := uint64(0)
+	put := func() error {
+		n++
+		return s.Put(fmt.Sprintf("k%03d", n), "t", incN(n), valueOf("k", valueSize))
+	}
+	for {
+		err := put()
+		if err == nil {
+			continue
+		}
+		if api.CodeOf(storeError(err)) != api.CodeNoSpace {
+			t.Fatalf("put %d: %v, want NO_SPACE once the disk is full", n, err)
+		}
+		break
+	}
+	stored := n - 1
+	if stored < 4*keys {
+		t.Fatalf("NO_SPACE after only %d puts", stored)
+	}
+	// That refusal woke a pass, which had no dead bytes to reclaim yet.
+	waitFor(t, "the pass the refusal woke", func() bool { return s.GCStats().PutsRefusedPasses > 0 })
+	passes := s.GCStats().Passes
+	// 3 of every 8 records dead: 37.5 % of every bucket, below the ratio.
+	var tasks []api.LocalDeleteTask
+	dead := map[uint64]bool{}
+	for i := uint64(1); i <= stored; i++ {
+		if i%keys < 3 {
+			tasks = append(tasks, task(s, i, fmt.Sprintf("k%03d", i), incN(i)))
+			dead[i] = true
+		}
+	}
+	for _, r := range s.BatchMarkDeleted(tasks) {
+		if r.Outcome != api.AckRemoved {
+			t.Fatalf("%s: %s", r.Key, r.Outcome)
+		}
+	}
+	// The tombstones' own wake finds nothing that qualifies.
+	waitFor(t, "the pass the tombstones woke", func() bool { return s.GCStats().Passes > passes })
+	if st, u := s.GCStats(), s.Usage(); st.Rounds != 0 || u.DeadBytes == 0 {
+		t.Fatalf("GC ran before any put was refused (the scenario needs it not to): %+v %+v", st, u)
+	}
+	deadBefore := s.Usage().DeadBytes
+
+	// A refused put wakes GC, which reclaims the dead bytes; puts are
+	// taken again.
+	waitFor(t, "a put to succeed after refusals", func() bool {
+		if err := put(); err != nil {
+			if api.CodeOf(storeError(err)) != api.CodeNoSpace {
+				t.Fatalf("put %d: %v", n, err)
+			}
+			return false
+		}
+		return true
+	})
+	// CleanupPending is set with the index switch that drops the dead
+	// bytes and cleared once the sources are unlinked.
+	waitFor(t, "every dead byte reclaimed and its files gone", func() bool {
+		return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
+	})
+	if st := s.GCStats(); st.PutsRefusedPasses == 0 || st.Rounds == 0 || st.LastError != "" {
+		t.Fatalf("after the refusal: %+v, want rounds started by refused puts reclaiming the %d dead bytes", st, deadBefore)
+	}
+	for i := uint64(1); i <= stored; i++ {
+		key := fmt.Sprintf("k%03d", i)
+		if dead[i] {
+			wantRefused(t, s, key, incN(i))
+			continue
+		}
+		mustGet(t, s, key, incN(i), valueOf("k", valueSize))
+	}
+	mustGet(t, s, fmt.Sprintf("k%03d", n), incN(n), valueOf("k", valueSize))
+}
+
+// When puts are refused and dead bytes remain but no round fits the free
+// space (one bucket holds everything, and its live bytes exceed what a
+// merge may copy), the refusal's pass says so, naming the dead bytes and
+// the remedy, instead of leaving the operator with NO_SPACE alone.
+func TestRefusedPutsWithNoRoundThatFitsAreLogged(t *testing.T) {
+	const valueSize = 32 << 10
+	ff := fsys.NewFaulty(fsys.OS{})
+	ff.SetSpace(1<<20, 1<<20)
+	logs := &syncBuffer{}
+	s := openT(t, t.TempDir(), StoreOptions{FS: ff, BucketKeysLimit: 64, BucketSizeLimit: 4 << 20,
+		MetadataReserve: fullReserve, Logger: newTestLogger(logs)})
+	defer s.Close()
+	gc := testGCOptions()
+	gc.Interval = time.Hour
+	if err := s.StartGC(gc, nil); err != nil {
+		t.Fatal(err)
+	}
+	n := uint64(0)
+	for ; ; n++ {
+		if err := s.Put(fmt.Sprintf("k%03d", n+1), "t", incN(n+1), valueOf("k", valueSize)); err != nil {
+			break
+		}
+	}
+	if b := s.BucketStats(); len(b) != 1 || n < 8 {
+		t.Fatalf("%d objects in %d buckets, want one bucket of at least 8", n, len(b))
+	}
+	var tasks []api.LocalDeleteTask
+	for i := uint64(1); i <= n; i += 2 {
+		tasks = append(tasks, task(s, i, fmt.Sprintf("k%03d", i), incN(i)))
+	}
+	s.BatchMarkDeleted(tasks)
+	if err := s.Put("more", "t", incN(1000), valueOf("k", valueSize)); api.CodeOf(storeError(err)) != api.CodeNoSpace {
+		t.Fatalf("put with half the bucket dead and no merge that fits: %v, want NO_SPACE", err)
+	}
+	waitFor(t, "the stuck GC to be logged", func() bool {
+		return logs.count("no GC round that reclaims the dead bytes fits the free space") == 1
+	})
+	if l := logs.lines("no GC round")[0]; !strings.Contains(l, "dead_bytes=") || !strings.Contains(l, "merge_budget_bytes=") {
+		t.Fatalf("the warning does not name the dead bytes and the merge budget: %s", l)
+	}
+	if st := s.GCStats(); st.Rounds != 0 || st.LastError != "" {
+		t.Fatalf("a round ran or failed: %+v", st)
+	}
+}
+
+// The small disk with the default bucket limits: a 32 MiB
+// filesystem, the default metadata reserve, 20 objects of 1 MB (all in one
+// bucket) and 10 of them removed. The merge that would reclaim them must
+// copy 10 MB of live bytes, more than the free space allows, so no round
+// fits; the refusal's pass punches the dead records' bytes out of the
+// bucket instead, after which the merge fits and puts are taken again.
+// Needs root (it mounts the tmpfs).
+func TestRefusedPutsOnASmallDiskPunchDeadBytes(t *testing.T) {
+	dir := mountTmpfs(t, "32m")
+	logs := &syncBuffer{}
+	s := openT(t, dir, StoreOptions{MetadataReserve: MetadataReserveFor(DefaultBucketKeysLimit), Logger: newTestLogger(logs)})
+	defer s.Close()
+	gc := testGCOptions()
+	gc.Interval = time.Hour
+	gc.Capacity = 32 << 20
+	if err := s.StartGC(gc, nil); err != nil {
+		t.Fatal(err)
+	}
+	const objects, size = 20, 1_000_000
+	for i := uint64(1); i <= objects; i++ {
+		mustPut(t, s, fmt.Sprintf("k%02d", i), incN(i), valueOf("k", size))
+	}
+	var tasks []api.LocalDeleteTask
+	for i := uint64(1); i <= objects; i += 2 {
+		tasks = append(tasks, task(s, i, fmt.Sprintf("k%02d", i), incN(i)))
+	}
+	wantOutcomes(t, s.BatchMarkDeleted(tasks), slices.Repeat([]api.AckOutcome{api.AckRemoved}, len(tasks))...)
+	if b := s.BucketStats(); len(b) != 1 {
+		t.Fatalf("%d buckets, want the one default-sized bucket", len(b))
+	}
+	n := uint64(100)
+	waitFor(t, "a put to succeed after refusals", func() bool {
+		n++
+		if err := s.Put(fmt.Sprintf("new%d", n), "t", incN(n), valueOf("k", size)); err != nil {
+			if api.CodeOf(storeError(err)) != api.CodeNoSpace {
+				t.Fatalf("put: %v", err)
+			}
+			return false
+		}
+		return true
+	})
+	// CleanupPending is set with the index switch that drops the dead
+	// bytes and cleared once the sources are unlinked.
+	waitFor(t, "every dead byte reclaimed and its files gone", func() bool {
+		return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
+	})
+	st := s.GCStats()
+	if st.BytesPunched < (objects/2)*size || st.Rounds == 0 || st.LastError != "" {
+		t.Fatalf("want the dead bytes punched and then merged away: %+v", st)
+	}
+	for i := uint64(1); i <= objects; i++ {
+		key := fmt.Sprintf("k%02d", i)
+		if i%2 == 1 {
+			wantRefused(t, s, key, incN(i))
+			continue
+		}
+		mustGet(t, s, key, incN(i), valueOf("k", size))
+	}
+	t.Logf("gc %+v; space %+v", st, s.SpaceStats())
+}
+
+// Recovery's check of a committed GC target reads live records only: a
+// tombstoned record's bytes may have been punched out after the round's
+// cleanup, and a cut can bring the unsynced intent removal back. A live
+// record's damage is still found.
+func TestGCTargetValidationSkipsTombstonedRecords(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, StoreOptions{BucketKeysLimit: 4})
+	for i := uint64(1); i <= 4; i++ {
+		mustPut(t, s, fmt.Sprintf("k%d", i), incN(i), valueOf("k", 5000))
+	}
+	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "k2", incN(2))}), api.AckRemoved)
+	id := s.BucketStats()[0].ID
+	var dead, live ObjectMeta
+	s.mu.Lock()
+	for _, o := range s.buckets[id].meta.Objects {
+		switch o.Key {
+		case "k2":
+			dead = o
+		case "k3":
+			live = o
+		}
+	}
+	s.mu.Unlock()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	zero := func(o ObjectMeta) {
+		t.Helper()
+		f, err := os.OpenFile(filepath.Join(dir, bucketName(id)), os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteAt(make([]byte, o.Size), o.Offset); err != nil {
+			t.Fatal(err)
+		}
+	}
+	validate := func() error {
+		t.Helper()
+		sc, err := scanDir(fsys.OS{}, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return validateGCTarget(fsys.OS{}, dir, sc, id)
+	}
+	zero(dead)
+	if err := validate(); err != nil {
+		t.Fatalf("a target whose tombstoned record was punched out refused: %v", err)
+	}
+	zero(live)
+	if err := validate(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a target with a damaged live record: %v, want CORRUPT", err)
+	}
+}
+
+// The same disk when no put is refused: a merge that qualifies but does
+// not fit the free space punches its dead records out first, then runs,
+// and the next put is taken at the first try. With a capacity, usage is at
+// the high watermark (where the master stops placing puts on the holder,
+// so none reaches it to be refused); without one, the bucket qualifies by
+// its dead ratio alone. Needs root (it mounts the tmpfs).
+func TestMergeThatDoesNotFitPunchesDeadBytesFirst(t *testing.T) {
+	for _, capacity := range []int64{32 << 20, 0} {
+		t.Run(fmt.Sprintf("capacity-%d", capacity), func(t *testing.T) {
+			dir := mountTmpfs(t, "32m")
+			s := openT(t, dir, StoreOptions{MetadataReserve: MetadataReserveFor(DefaultBucketKeysLimit)})
+			defer s.Close()
+			gc := testGCOptions()
+			gc.Interval = time.Hour
+			gc.Capacity = capacity
+			if err := s.StartGC(gc, nil); err != nil {
+				t.Fatal(err)
+			}
+			const objects, size = 20, 1_000_000
+			for i := uint64(1); i <= objects; i++ {
+				mustPut(t, s, fmt.Sprintf("k%02d", i), incN(i), valueOf("k", size))
+			}
+			var tasks []api.LocalDeleteTask
+			for i := uint64(1); i <= objects; i += 2 {
+				tasks = append(tasks, task(s, i, fmt.Sprintf("k%02d", i), incN(i)))
+			}
+			wantOutcomes(t, s.BatchMarkDeleted(tasks), slices.Repeat([]api.AckOutcome{api.AckRemoved}, len(tasks))...)
+			waitFor(t, "every dead byte reclaimed and its files gone", func() bool {
+				return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
+			})
+			if st := s.GCStats(); st.PutsRefusedPasses != 0 || st.BytesPunched < (objects/2)*size || st.Rounds == 0 {
+				t.Fatalf("want the dead bytes punched, then merged, with no put refused: %+v", st)
+			}
+			mustPut(t, s, "next", incN(100), valueOf("k", size))
+		})
 	}
 }

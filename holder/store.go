@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -46,10 +47,14 @@ type Store struct {
 	// is guarded by mu.
 	gcMu      sync.Mutex
 	gcPending *gcCleanup    // a round whose cleanup has not finished
-	gcWake    chan struct{} // new tombstones wake the worker
+	gcWake    chan struct{} // new tombstones and refused puts wake the worker
 	gcWorker  *gcWorker
 	gcStats   GCStats
 	retired   []*bucket // replaced by a committed round, files not yet removed
+	// gcSpaceWanted: puts were refused for lack of space since the last
+	// pass began; the next pass reclaims dead bytes whatever the ratio and
+	// the watermarks say (wantSpace).
+	gcSpaceWanted atomic.Bool
 
 	// events counts what stats cannot recompute (metrics.go).
 	events *storeEvents

@@ -18,7 +18,10 @@ import (
 // one they are proposed without replicas (the fsm refuses them), so the
 // entry's items depend on the request alone and a repeat's answer from
 // the session table lines up item by item with the request, whatever
-// placement says this time.
+// placement says this time; such an item, first time or repeat, is
+// answered with the placement error, which depends on the item alone. An
+// item whose put is no longer pending (a repeat after a revoke) gets no
+// grants (checkStillPending).
 func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRequest) (*api.BatchPutStartResponse, error) {
 	if err := checkBatchLen(len(req.Items), api.MaxBatchPutItems, "items"); err != nil {
 		return nil, err
@@ -66,11 +69,19 @@ func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRe
 	if err := items.checkAnswers(len(br.Items), "put batch"); err != nil {
 		return nil, err
 	}
+	// An item no longer pending (a repeat of a put revoked or ended since)
+	// gets no grants and no DFS wait.
+	gone := make([]*api.Error, len(br.Items))
+	for j, r := range br.Items {
+		if r.Err == nil {
+			gone[j] = n.checkStillPending(items.items[j].Key, r.Incarnation)
+		}
+	}
 	// Every DFS unit of the batch must have its file before a client
 	// writes; one wait covers them all.
 	var dfsReps []api.ReplicaDescriptor
-	for _, r := range br.Items {
-		if r.Err == nil && hasDFS(r.Replicas) {
+	for j, r := range br.Items {
+		if r.Err == nil && gone[j] == nil && hasDFS(r.Replicas) {
 			dfsReps = append(dfsReps, r.Replicas...)
 		}
 	}
@@ -81,11 +92,16 @@ func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRe
 	answered := time.Now()
 	for j, r := range br.Items {
 		i := items.at[j]
+		it := &items.items[j]
 		switch {
-		case r.Err != nil && placeErrs[j] != nil:
-			out.Results[i].Err = api.AsError(placeErrs[j])
+		case fsm.IsUnplaced(r.Err):
+			// Unplaced, the first time or in the answer a repeat gets
+			// from the session table: the same placement error.
+			out.Results[i].Err = noPlacement(req.Items[i].ReplicaNum, it.Size)
 		case r.Err != nil:
 			out.Results[i].Err = r.Err
+		case gone[j] != nil:
+			out.Results[i].Err = gone[j]
 		case waitErr != nil && hasDFS(r.Replicas):
 			if !br.Duplicate {
 				n.revokeLeader(items.items[j].Key, r.Incarnation)

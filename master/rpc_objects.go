@@ -48,14 +48,19 @@ func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*a
 	// A sessioned put that cannot be placed is still proposed, without
 	// replicas: if it repeats a request that was executed, the session
 	// table answers with the first result (the put is not started twice
-	// and not reported failed); if not, the fsm refuses it and the
-	// placement error is the answer.
+	// and not reported failed); if not, the fsm refuses it, stores that
+	// refusal, and the placement error is the answer. A repeat answered
+	// with that stored refusal gets the same placement error, even when
+	// placement would succeed now: exactly once means the same answer.
 	r, err := proposeFor[fsm.PutStartResult](n, &fsm.PutStart{V: fsm.PutStartV2, Key: req.Key, Tenant: req.Tenant, Size: req.Size,
 		Replicas: reps, PutID: req.PutID, IfAbsent: req.IfAbsent, Session: req.Session, Now: now.UnixNano()})
-	if r != nil && err != nil && placeErr != nil {
-		return nil, placeErr
+	if r != nil && fsm.IsUnplaced(r.Err) {
+		return nil, noPlacement(req.ReplicaNum, req.Size)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := n.checkStillPending(req.Key, r.Incarnation); err != nil {
 		return nil, err
 	}
 	if hasDFS(r.Replicas) {
@@ -69,6 +74,20 @@ func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*a
 		}
 	}
 	return &api.PutStartResponse{Incarnation: r.Incarnation, Replicas: n.putLocations(req.Key, r.Incarnation, r.Replicas, time.Now())}, nil
+}
+
+// checkStillPending refuses to answer a started put with write grants
+// once its incarnation is no longer the key's pending one. A repeated
+// PutStart is answered from the session table with the first incarnation
+// even after the put was revoked (the leader discards abandoned puts) or
+// ended; grants for it would let a client write bytes for an incarnation
+// whose delete tasks may already have tombstoned it, and a DFS range the
+// revoke freed may belong to another object by now.
+func (n *Node) checkStillPending(key string, inc api.ObjectIncarnation) *api.Error {
+	if n.fsm.IsPending(key, inc) {
+		return nil
+	}
+	return api.Errorf(api.CodeObjectNotFound, "put %q %s is no longer in progress (abandoned and revoked, or already ended): no write grants; start the put again with a new request", key, inc)
 }
 
 // revokeLeader revokes a pending put on the leader's own initiative (its
@@ -89,7 +108,7 @@ func hasDFS(reps []api.ReplicaDescriptor) bool {
 // putLocations is locations plus, for every LOCAL_DISK replica, the write
 // grant the holder checks before storing the bytes (invariant 11). A
 // repeated PutStart gets fresh grants for the same incarnation and
-// segments.
+// segments while that incarnation is still pending (checkStillPending).
 func (n *Node) putLocations(key string, inc api.ObjectIncarnation, reps []api.ReplicaDescriptor, now time.Time) []api.ReplicaLocation {
 	out := n.locations(reps)
 	gk := n.fsm.GrantKey()

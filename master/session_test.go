@@ -333,3 +333,95 @@ func TestRetriedPutEndsAndRevokesAnswerTheFirstResult(t *testing.T) {
 		t.Fatal("an unsessioned second revoke of the same put succeeded; the check above proves nothing")
 	}
 }
+
+// TestRetriedPutStartAfterRevokeGetsNoGrants: a sessioned PutStart (and a
+// BatchPutStart) is abandoned and the leader's discard revokes it; the
+// client's repeat is answered OBJECT_NOT_FOUND with no incarnation and no
+// write grant, instead of fresh grants for an incarnation whose delete
+// tasks may already have tombstoned it.
+func TestRetriedPutStartAfterRevokeGetsNoGrants(t *testing.T) {
+	tc := startCluster(t, 1, func(c *Config) { c.DiscardTimeout = 100 * time.Millisecond })
+	tc.mountHolder(t, "seg-a", "")
+	req := &api.PutStartRequest{Key: "k", Size: 1, ReplicaNum: 1, Session: sess("client-a", 1)}
+	first, err := tc.putStart(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := &api.BatchPutStartRequest{Session: sess("client-a", 2), Items: []api.PutStartRequest{{Key: "b", Size: 1, ReplicaNum: 1}}}
+	var bs api.BatchPutStartResponse
+	if err := tc.call(api.MethodBatchPutStart, batch, &bs); err != nil || bs.Results[0].Err != nil {
+		t.Fatalf("batch put start: %v %+v", err, bs.Results)
+	}
+	leader := tc.waitLeader(t)
+	eventually(t, harnessTimeout, "the leader to discard both abandoned puts", func() bool {
+		return leader.fsm.Stats().PendingPuts == 0
+	})
+	for _, key := range []string{"k", "b"} {
+		if len(leader.fsm.TasksOfKey(key)) == 0 {
+			t.Fatalf("the revoke of %q queued no delete task for its replica", key)
+		}
+	}
+
+	again, err := tc.putStart(req)
+	if api.CodeOf(err) != api.CodeObjectNotFound || again != nil {
+		t.Fatalf("repeat of PutStart %s after its revoke: %+v %v, want OBJECT_NOT_FOUND and no grants", first.Incarnation, again, err)
+	}
+	if !strings.Contains(err.Error(), "revoked") || !strings.Contains(err.Error(), "start the put again") {
+		t.Fatalf("the refusal does not say the put was revoked and must be started again: %v", err)
+	}
+	var rb api.BatchPutStartResponse
+	if err := tc.call(api.MethodBatchPutStart, batch, &rb); err != nil {
+		t.Fatal(err)
+	}
+	if r := rb.Results[0]; api.CodeOf(r.Err) != api.CodeObjectNotFound || len(r.Replicas) != 0 {
+		t.Fatalf("repeat of BatchPutStart after its revoke answered %+v, want OBJECT_NOT_FOUND and no grants", r)
+	}
+	if st := leader.fsm.Stats(); st.PendingPuts != 0 {
+		t.Fatalf("%d puts pending after the repeats: a repeat started one", st.PendingPuts)
+	}
+	// A new request puts the key.
+	if _, err := tc.putStart(&api.PutStartRequest{Key: "k", Size: 1, ReplicaNum: 1, Session: sess("client-a", 3)}); err != nil {
+		t.Fatalf("a new put of the key: %v", err)
+	}
+}
+
+// TestRetriedPutStartFirstAnsweredNoSpace: a sessioned PutStart (and a
+// BatchPutStart item) that could not be placed is answered NO_SPACE; its
+// repeat, after a holder has mounted so placement would now succeed, gets
+// the same answer and starts nothing.
+func TestRetriedPutStartFirstAnsweredNoSpace(t *testing.T) {
+	tc := startCluster(t, 1)
+	req := &api.PutStartRequest{Key: "k", Size: 1, ReplicaNum: 1, Session: sess("client-a", 1)}
+	_, first := tc.putStart(req)
+	if api.CodeOf(first) != api.CodeNoSpace {
+		t.Fatalf("PutStart with no holder: %v, want NO_SPACE", first)
+	}
+	batch := &api.BatchPutStartRequest{Session: sess("client-a", 2), Items: []api.PutStartRequest{{Key: "b", Size: 1, ReplicaNum: 1}}}
+	var fb api.BatchPutStartResponse
+	if err := tc.call(api.MethodBatchPutStart, batch, &fb); err != nil {
+		t.Fatal(err)
+	}
+	if api.CodeOf(fb.Results[0].Err) != api.CodeNoSpace {
+		t.Fatalf("BatchPutStart item with no holder: %+v, want NO_SPACE", fb.Results[0])
+	}
+	tc.mountHolder(t, "seg-a", "")
+	if _, err := tc.putStart(&api.PutStartRequest{Key: "probe", Size: 1, ReplicaNum: 1}); err != nil {
+		t.Fatalf("a new put once the holder is mounted: %v", err)
+	}
+	for i := 0; i < 2; i++ {
+		again, err := tc.putStart(req)
+		if again != nil || err == nil || err.Error() != first.Error() {
+			t.Fatalf("repeat %d answered %+v %v, first answer %v", i, again, err, first)
+		}
+		var rb api.BatchPutStartResponse
+		if err := tc.call(api.MethodBatchPutStart, batch, &rb); err != nil {
+			t.Fatal(err)
+		}
+		if r := rb.Results[0]; r.Err == nil || r.Err.Error() != fb.Results[0].Err.Error() || len(r.Replicas) != 0 {
+			t.Fatalf("batch repeat %d answered %+v, first answer %+v", i, r, fb.Results[0])
+		}
+	}
+	if st := tc.waitLeader(t).fsm.Stats(); st.PendingPuts != 1 {
+		t.Fatalf("%d puts pending, want only the probe's: a repeat started a put", st.PendingPuts)
+	}
+}

@@ -406,6 +406,13 @@ type candidate struct {
 	free int64
 }
 
+// noPlacement is place's one error. It depends on the request alone, so a
+// repeated sessioned PutStart whose first attempt could not be placed is
+// answered with the same error whatever placement says this time.
+func noPlacement(replicaNum int, size int64) *api.Error {
+	return api.Errorf(api.CodeNoSpace, "no pool has %d live holders with %d free bytes", replicaNum, size)
+}
+
 // place picks replicaNum distinct live segments of one pool. The pool is
 // drawn with probability proportional to its free capacity among pools
 // that have enough live segments; within it, segments are drawn weighted by
@@ -442,7 +449,7 @@ func place(segs []api.SegmentInfo, s *softState, ttl time.Duration, now time.Tim
 		names = append(names, name)
 	}
 	if len(names) == 0 {
-		return nil, api.Errorf(api.CodeNoSpace, "no pool has %d live holders with %d free bytes", replicaNum, size)
+		return nil, noPlacement(replicaNum, size)
 	}
 	sort.Strings(names)
 	weights := make([]float64, len(names))

@@ -27,6 +27,7 @@ const (
 	OpLock     Op = "lock"
 	OpStatfs   Op = "statfs"
 	OpFalloc   Op = "fallocate"
+	OpPunch    Op = "punch" // PunchHole
 )
 
 // Rule makes operations fail or run a hook. A rule matches an operation of
@@ -316,6 +317,18 @@ func (f *Faulty) Fallocate(file File, size int64) error {
 		return nil
 	}
 	return f.inner.Fallocate(file, size)
+}
+
+// PunchHole implements FS. The space model counts file sizes, which a
+// punched hole does not change, so under SetSpace nothing is given back.
+func (f *Faulty) PunchHole(file File, off, size int64) error {
+	if err := f.check(OpPunch, file.Name()); err != nil {
+		return err
+	}
+	if ff, ok := file.(*faultyFile); ok {
+		file = ff.File
+	}
+	return f.inner.PunchHole(file, off, size)
 }
 
 // ReadDir implements FS.

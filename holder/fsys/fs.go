@@ -57,6 +57,12 @@ type FS interface {
 	// into them cannot fail for lack of space. The file grows to size if
 	// it is shorter. It fails with ENOSPC when the space is not there.
 	Fallocate(f File, size int64) error
+	// PunchHole deallocates size bytes of f at off (fallocate(2)
+	// FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE): the file keeps its
+	// size, the range reads as zeros, and the whole blocks inside it go
+	// back to the filesystem. A filesystem that cannot punch holes fails
+	// with an error wrapping ENOTSUP or EOPNOTSUPP.
+	PunchHole(f File, off, size int64) error
 }
 
 // Space is what statfs(2) says about a filesystem.

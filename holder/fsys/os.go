@@ -102,3 +102,25 @@ func (OS) Fallocate(f File, size int64) error {
 		return nil
 	}
 }
+
+// PunchHole implements FS with fallocate(2) FALLOC_FL_PUNCH_HOLE |
+// FALLOC_FL_KEEP_SIZE on the file's descriptor.
+func (OS) PunchHole(f File, off, size int64) error {
+	x, ok := f.(interface{ Fd() uintptr })
+	if !ok {
+		return &fs.PathError{Op: "punch hole", Path: f.Name(), Err: unix.ENOTSUP}
+	}
+	if size <= 0 {
+		return nil
+	}
+	for {
+		err := unix.Fallocate(int(x.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, size)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &fs.PathError{Op: "punch hole", Path: f.Name(), Err: err}
+		}
+		return nil
+	}
+}

@@ -330,6 +330,22 @@ func (p *PowerLoss) Fallocate(f File, size int64) error {
 	return p.inner.Fallocate(f, size)
 }
 
+// PunchHole implements FS. It is a mutation like a write; the holder
+// punches only bytes nothing reads again, so whether a cut keeps or
+// undoes the hole does not matter to it.
+func (p *PowerLoss) PunchHole(f File, off, size int64) error {
+	p.mu.Lock()
+	err := p.mutating()
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if pf, ok := f.(*plFile); ok {
+		f = pf.File
+	}
+	return p.inner.PunchHole(f, off, size)
+}
+
 // Lock implements FS. A lock file it creates is a new entry like any
 // other: it survives a cut only after a directory fsync.
 func (p *PowerLoss) Lock(name string) (io.Closer, error) {
