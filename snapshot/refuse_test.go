@@ -255,7 +255,7 @@ func TestRefusesTrailingData(t *testing.T) {
 // goldens returns every checked-in golden file.
 func goldens(t *testing.T) map[string][]byte {
 	out := map[string][]byte{}
-	for _, p := range []string{golden130, golden120, golden110, golden100} {
+	for _, p := range []string{golden140, golden140Closed, golden130, golden120, golden110, golden100} {
 		data, err := os.ReadFile(p)
 		must(t, err)
 		out[p] = data
