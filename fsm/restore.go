@@ -12,8 +12,8 @@ import (
 // Restore replaces the state with the snapshot read from r. It is all or
 // nothing: a new state is built aside and swapped in only if the whole
 // stream reads and is consistent. A 1.2.0 or later snapshot carries its
-// settings (replicated, or the legacy ones it applies under; neither: the
-// defaults), grant key and session table; an older one (1.1.0, or 1.0.0
+// settings (replicated, or from 1.4.0 the legacy ones it applies under;
+// neither: the defaults), grant key and session table; an older one (1.1.0, or 1.0.0
 // whose objects carry incarnation zero, segments epoch zero and no
 // capabilities, and which has no tasks) was written by a build that took
 // its registry capacity from a flag, and restores under the FSM's legacy
@@ -98,7 +98,9 @@ func corrupt(format string, args ...any) error {
 }
 
 func (b *restoreSink) Header(h snapshot.Header) error {
-	if h.Format != snapshot.Format130 && h.Format != snapshot.Format120 && h.Format != snapshot.Format110 && h.Format != snapshot.Format100 {
+	switch h.Format {
+	case snapshot.Format140, snapshot.Format130, snapshot.Format120, snapshot.Format110, snapshot.Format100:
+	default:
 		return corrupt("unknown format %q", h.Format)
 	}
 	b.format = h.Format
@@ -268,8 +270,8 @@ func (b *restoreSink) State(s *snapshot.State) error {
 	if !hasSessions(b.format) {
 		return nil
 	}
-	// 1.2.0 and later carry the replicated settings, or the legacy ones the
-	// state applies under (neither: the defaults), and come before the
+	// 1.2.0 and later carry the replicated settings, or (1.4.0) the legacy
+	// ones the state applies under (neither: the defaults), and come before the
 	// tasks, so the capacity check below uses them.
 	st.settings, st.settingsSet = api.Settings{}, false
 	switch {
@@ -303,13 +305,19 @@ func (b *restoreSink) State(s *snapshot.State) error {
 // hasSessions reports whether a snapshot of format carries 1.2.0's
 // sessions, settings and grant key.
 func hasSessions(format string) bool {
-	return format == snapshot.Format120 || format == snapshot.Format130
+	return format == snapshot.Format120 || hasJobs(format)
 }
 
-// Job restores one bulk-delete job (1.3.0): ids strictly increasing, as
-// Apply appends them, within the bounds Apply keeps.
+// hasJobs reports whether a snapshot of format carries 1.3.0's jobs
+// section.
+func hasJobs(format string) bool {
+	return format == snapshot.Format130 || format == snapshot.Format140
+}
+
+// Job restores one bulk-delete job (1.3.0 and later): ids strictly
+// increasing, as Apply appends them, within the bounds Apply keeps.
 func (b *restoreSink) Job(j *snapshot.Job) error {
-	if b.format != snapshot.Format130 {
+	if !hasJobs(b.format) {
 		return corrupt("job record in a %s snapshot", b.format)
 	}
 	t := &b.st.jobs

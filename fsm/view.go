@@ -39,7 +39,7 @@ func (f *FSM) Snapshot() *View {
 	st := f.st
 	v := &View{
 		header: snapshot.Header{
-			Format: snapshot.Format130, ClusterID: st.clusterID,
+			Format: snapshot.Format140, ClusterID: st.clusterID,
 			LastIndex: st.appliedIndex, LastTerm: st.appliedTerm, Created: st.lastNow,
 		},
 		segments: make([]snapshot.Segment, 0, len(st.segments)),
@@ -94,15 +94,15 @@ func (v *View) Release() {
 	v.segments, v.tasks, v.sessions, v.dfsRecs, v.jobs = nil, nil, nil, nil, nil
 }
 
-// WriteTo writes the view as a 1.3.0 snapshot stream. Equal states give
+// WriteTo writes the view as a 1.4.0 snapshot stream. Equal states give
 // equal bytes: objects by key (a key's COMPLETE before its PENDING),
 // segments by id, the one State record, tasks by id, session records by
 // (client id, seq), jobs by id.
-func (v *View) WriteTo(w io.Writer) (int64, error) { return v.writeFormat(w, snapshot.Format130) }
+func (v *View) WriteTo(w io.Writer) (int64, error) { return v.writeFormat(w, snapshot.Format140) }
 
-// writeFormat writes the view in format (1.3.0, or 1.2.0 or 1.1.0 for
-// tests of older snapshots: then the state must hold nothing that format
-// cannot carry).
+// writeFormat writes the view in format (1.4.0, or 1.3.0, 1.2.0 or 1.1.0
+// for tests of older snapshots: then the state must hold nothing that
+// format cannot carry, which the snapshot writer refuses).
 func (v *View) writeFormat(w io.Writer, format string) (int64, error) {
 	if v.complete == nil {
 		return 0, fmt.Errorf("fsm: write of a released snapshot view")
@@ -138,7 +138,7 @@ func (v *View) writeFormat(w io.Writer, format string) (int64, error) {
 	} else if err := writeSection(sw, snapshot.SectionState, 1, func(int) any { return &v.state }); err != nil {
 		return cw.n, err
 	}
-	if format == snapshot.Format130 {
+	if hasJobs(format) {
 		if err := writeSection(sw, snapshot.SectionJobs, len(v.jobs), func(i int) any { return &v.jobs[i] }); err != nil {
 			return cw.n, err
 		}

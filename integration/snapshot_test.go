@@ -11,6 +11,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/snapshot"
 )
 
 func runCLI(t *testing.T, args ...string) string {
@@ -32,7 +33,7 @@ func taskSet(tasks []api.LocalDeleteTask) []string {
 }
 
 // snapshot save on one cluster, restore into a fresh one: objects, mounts
-// and pending tasks come back; inspect reads both a 1.3.0 and a 1.0.0 file.
+// and pending tasks come back; inspect reads both a 1.4.0 and a 1.0.0 file.
 func TestSnapshotSaveRestoreIntoFreshCluster(t *testing.T) {
 	a := startCluster(t, 3)
 	cl := a.client(0)
@@ -69,7 +70,7 @@ func TestSnapshotSaveRestoreIntoFreshCluster(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "a.snap")
 	runCLI(t, "operator", "snapshot", "save", file, "--masters", strings.Join(a.addrs(), ","))
 	out := runCLI(t, "operator", "snapshot", "inspect", file)
-	for _, want := range []string{"format:     1.3.0", "objects:    30", "segments:   1", "tasks:      10"} {
+	for _, want := range []string{"format:     " + snapshot.Format140, "objects:    30", "segments:   1", "tasks:      10"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("inspect of the saved file lacks %q:\n%s", want, out)
 		}

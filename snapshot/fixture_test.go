@@ -323,3 +323,87 @@ func writeFixture130(t fataler) []byte {
 	must(t, w.Close())
 	return buf.Bytes()
 }
+
+// The 1.4.0 fixture: 1.3.0's sections with every field 1.4.0 added — a
+// rebuild member segment, a state under legacy settings with an open
+// rebuild window's removal memory, and a running job's kept keys. An open
+// window's memory excludes a closed or overflowed one, so those two flags
+// are in a second state (fixtureState140Closed, testdata/v140_closed.snap).
+
+var fixtureHeader140 = Header{Format: Format140, ClusterID: fixtureCluster, LastIndex: 7171, LastTerm: 9, Created: 1_700_000_700_000_000_000}
+
+func fixtureSegments140() []*Segment {
+	segs := fixtureSegments120()
+	segs[0].RebuildMember = true
+	return segs
+}
+
+func fixtureState140() *State {
+	s := fixtureState120()
+	s.Settings = nil
+	s.Legacy = &api.Settings{RegistryCapacity: 60000}
+	s.IncBase = 1 << 40
+	s.RebuildCluster = fixtureCluster + 1
+	for _, b := range []byte{0x01, 0x7f, 0xfe} {
+		s.RebuildRemoved = append(s.RebuildRemoved, bytes.Repeat([]byte{b}, RebuildRemovedDigestLen)...)
+	}
+	return s
+}
+
+func fixtureState140Closed() *State {
+	s := fixtureState140()
+	s.RebuildRemoved = nil
+	s.RebuildClosed, s.RebuildOverflow = true, true
+	return s
+}
+
+func fixtureJobs140() []*Job {
+	jobs := fixtureJobs130()
+	jobs[0].Kept = []api.JobKept{
+		{Key: "logs/2024/09/a", Incarnation: api.ObjectIncarnation{High: fixtureCluster, Low: 5990}},
+		{Key: "logs/2025/01", Incarnation: api.ObjectIncarnation{High: fixtureCluster, Low: 5999}},
+	}
+	return jobs
+}
+
+// writeFixture140 writes the 1.4.0 fixture with state as its state record.
+func writeFixture140(t fataler, state *State) []byte {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, fixtureHeader140)
+	must(t, err)
+	must(t, w.BeginSection(SectionMetadata))
+	for _, o := range fixtureObjects() {
+		must(t, w.WriteRecord(o))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionSegments))
+	for _, s := range fixtureSegments140() {
+		must(t, w.WriteRecord(s))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionState))
+	must(t, w.WriteRecord(state))
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionTasks))
+	for _, task := range fixtureTasks() {
+		must(t, w.WriteRecord(task))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionSessions))
+	for _, s := range fixtureSessions120() {
+		must(t, w.WriteRecord(s))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionJobs))
+	for _, j := range fixtureJobs140() {
+		must(t, w.WriteRecord(j))
+	}
+	must(t, w.EndSection())
+	must(t, w.BeginSection(SectionDFSBuckets))
+	for _, raw := range fixtureDFS(t) {
+		must(t, w.WriteRecord(msgpack.RawMessage(raw)))
+	}
+	must(t, w.EndSection())
+	must(t, w.Close())
+	return buf.Bytes()
+}

@@ -44,6 +44,17 @@ type sectionSpec struct {
 // formatSpecs lists, per readable format, its sections in the only order
 // they may appear.
 var formatSpecs = map[string][]sectionSpec{
+	// 1.4.0 has 1.3.0's sections; what it adds are record fields
+	// (atLeast140).
+	Format140: {
+		{name: SectionMetadata, required: true},
+		{name: SectionSegments, required: true},
+		{name: SectionState, required: true, singleton: true},
+		{name: SectionTasks, required: true},
+		{name: SectionSessions, required: true},
+		{name: SectionJobs, required: true},
+		{name: SectionDFSBuckets},
+	},
 	// 1.3.0 adds the bulk-delete jobs after the sessions.
 	Format130: {
 		{name: SectionMetadata, required: true},

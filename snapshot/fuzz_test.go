@@ -12,7 +12,7 @@ import (
 // catch a slip); Inspect agrees with Read; and whatever reads cleanly
 // writes back and reads again as the same contents.
 func FuzzRead(f *testing.F) {
-	for _, p := range []string{golden130, golden120, golden110, golden100} {
+	for _, p := range []string{golden140, golden140Closed, golden130, golden120, golden110, golden100} {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
@@ -69,13 +69,17 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(encodeRec(f, fixtureState()))
 	f.Add(encodeRec(f, fixtureState120()))
 	f.Add(encodeRec(f, fixtureSegments120()[0]))
+	f.Add(encodeRec(f, fixtureState140()))
+	f.Add(encodeRec(f, fixtureState140Closed()))
+	f.Add(encodeRec(f, fixtureSegments140()[0]))
+	f.Add(encodeRec(f, fixtureJobs140()[0]))
 	for _, s := range fixtureSessions120() {
 		f.Add(encodeRec(f, s))
 	}
 	f.Add(encodeRec(f, fixtureObjects100()[1]))
 	f.Add(encodeRec(f, fixtureSegments100()[0]))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, format := range []string{Format120, Format110, Format100} {
+		for _, format := range []string{Format140, Format130, Format120, Format110, Format100} {
 			for _, s := range formatSpecs[format] {
 				mr := &mpReader{b: data, in: &interner{}}
 				for mr.remaining() > 0 {

@@ -11,11 +11,11 @@ import (
 	"sexton/api"
 )
 
-// jobStream writes a 1.3.0 snapshot whose jobs section holds j.
+// jobStream writes a 1.4.0 snapshot whose jobs section holds j.
 func jobStream(t *testing.T, j *Job) ([]byte, error) {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, fixtureHeader130)
+	w, err := NewWriter(&buf, fixtureHeader140)
 	must(t, err)
 	for _, s := range []string{SectionMetadata, SectionSegments} {
 		must(t, w.BeginSection(s))

@@ -30,11 +30,13 @@ type Sink interface {
 	DFSRecord(raw []byte) error
 }
 
-// Read decodes a snapshot of format 1.2.0, 1.1.0 or 1.0.0 from r, handing
-// its contents to sink. It returns nil only if the whole stream, trailer
-// included, is intact and nothing follows it; any damage is an error
-// wrapping one of the package's sentinels, with the section and the byte
-// offset. A 1.1.0 snapshot has no session records and no 1.2.0 fields. A
+// Read decodes a snapshot of format 1.4.0, 1.3.0, 1.2.0, 1.1.0 or 1.0.0
+// from r, handing its contents to sink. It returns nil only if the whole
+// stream, trailer included, is intact and nothing follows it; any damage
+// is an error wrapping one of the package's sentinels, with the section and
+// the byte offset. A record of an older format carrying a field a later
+// format added is refused, never read with the field dropped. A 1.2.0
+// snapshot has no job records; a 1.1.0 one no session records. A
 // 1.0.0 snapshot reaches the sink converted to 1.1.0 records (incarnation
 // zero, COMPLETE, LOCAL_DISK replicas, mount epoch zero, no capabilities)
 // and without tasks, state, session or DFS records.
@@ -245,20 +247,19 @@ func recordDecoder(format, section string) recordDecode {
 			return decodeSegment100Record
 		}
 	}
-	v120 := atLeast120(format)
 	switch section {
 	case SectionMetadata:
 		return decodeObjectRecord
 	case SectionSegments:
-		return func(mr *mpReader, sink Sink) error { return decodeSegmentRecord(mr, sink, v120) }
+		return func(mr *mpReader, sink Sink) error { return decodeSegmentRecord(mr, sink, format) }
 	case SectionTasks:
 		return decodeTaskRecord
 	case SectionState:
-		return func(mr *mpReader, sink Sink) error { return decodeStateRecord(mr, sink, v120) }
+		return func(mr *mpReader, sink Sink) error { return decodeStateRecord(mr, sink, format) }
 	case SectionSessions:
 		return decodeSessionRec
 	case SectionJobs:
-		return decodeJobRec
+		return func(mr *mpReader, sink Sink) error { return decodeJobRec(mr, sink, format) }
 	default:
 		return decodeDFSRecord
 	}
@@ -295,9 +296,9 @@ func decodeObject100Record(mr *mpReader, sink Sink) error {
 	return sinkErr(sink.Object(o))
 }
 
-func decodeSegmentRecord(mr *mpReader, sink Sink, v120 bool) error {
+func decodeSegmentRecord(mr *mpReader, sink Sink, format string) error {
 	s := new(Segment)
-	if err := decodeSegment(mr, s, v120); err != nil {
+	if err := decodeSegment(mr, s, format); err != nil {
 		return err
 	}
 	if err := validateSegment(s); err != nil {
@@ -328,9 +329,9 @@ func decodeTaskRecord(mr *mpReader, sink Sink) error {
 	return sinkErr(sink.Task(t))
 }
 
-func decodeStateRecord(mr *mpReader, sink Sink, v120 bool) error {
+func decodeStateRecord(mr *mpReader, sink Sink, format string) error {
 	s := new(State)
-	if err := decodeState(mr, s, v120); err != nil {
+	if err := decodeState(mr, s, format); err != nil {
 		return err
 	}
 	if err := validateState(s); err != nil {
@@ -350,16 +351,23 @@ func decodeSessionRec(mr *mpReader, sink Sink) error {
 	return sinkErr(sink.Session(s))
 }
 
-// decodeJobRec decodes a job record strictly: the bounded walk first (no
-// claimed length beyond the bytes at hand), then the fields, refusing any
-// this build does not know, then the job's own bounds.
-func decodeJobRec(mr *mpReader, sink Sink) error {
+// decodeJobRec decodes a job record of format strictly: the bounded walk
+// first (no claimed length beyond the bytes at hand), then the fields,
+// refusing any this build or the format does not know, then the job's own
+// bounds.
+func decodeJobRec(mr *mpReader, sink Sink, format string) error {
 	start := mr.off
 	if err := mr.skip(); err != nil {
 		return err
 	}
+	raw := mr.b[start:mr.off]
+	if !atLeast140(format) {
+		if err := refuseJobField(raw, "kept", format, Format140); err != nil {
+			return err
+		}
+	}
 	j := new(Job)
-	dec := msgpack.NewDecoder(bytes.NewReader(mr.b[start:mr.off]))
+	dec := msgpack.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields(true)
 	if err := dec.Decode(j); err != nil {
 		return corrupt(err)
@@ -368,6 +376,30 @@ func decodeJobRec(mr *mpReader, sink Sink) error {
 		return corrupt(err)
 	}
 	return sinkErr(sink.Job(j))
+}
+
+// refuseJobField refuses a job record (already walked by skip) that names
+// the field a later format (since) added: the reflection decoder would
+// take it whatever the stream's format.
+func refuseJobField(raw []byte, field, format, since string) error {
+	r := &mpReader{b: raw}
+	n, err := r.recordMap("job")
+	if err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		name, err := r.strBytes("job field name")
+		if err != nil {
+			return err
+		}
+		if string(name) == field {
+			return errNewerField("job", name, format, since)
+		}
+		if err := r.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func decodeDFSRecord(mr *mpReader, sink Sink) error {

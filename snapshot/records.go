@@ -17,9 +17,9 @@ const maxAuditEntries = 1 << 16
 // maxReasonLen bounds free text in an audit entry.
 const maxReasonLen = 4096
 
-// decodeSegment decodes a segment record; v120 admits the fields 1.2.0
-// added.
-func decodeSegment(r *mpReader, s *Segment, v120 bool) error {
+// decodeSegment decodes a segment record of format, admitting the fields
+// that format has.
+func decodeSegment(r *mpReader, s *Segment, format string) error {
 	const rec = "segment"
 	return r.eachField(rec, func(name []byte) (err error) {
 		var str string
@@ -44,13 +44,13 @@ func decodeSegment(r *mpReader, s *Segment, v120 bool) error {
 		case "retired":
 			s.Retired, err = r.bool("segment retired")
 		case "process":
-			if !v120 {
-				return errUnknownField(rec, name)
+			if !atLeast120(format) {
+				return errNewerField(rec, name, format, Format120)
 			}
 			s.Process, err = r.str("segment process", api.MaxIDLen)
 		case "rebuild_member":
-			if !v120 {
-				return errUnknownField(rec, name)
+			if !atLeast140(format) {
+				return errNewerField(rec, name, format, Format140)
 			}
 			s.RebuildMember, err = r.bool("segment rebuild_member")
 		default:
@@ -58,6 +58,13 @@ func decodeSegment(r *mpReader, s *Segment, v120 bool) error {
 		}
 		return err
 	})
+}
+
+// errNewerField refuses a field that format does not have because a later
+// format (since) added it: reading on without it would drop what the
+// writer recorded.
+func errNewerField(record string, name []byte, format, since string) error {
+	return fmt.Errorf("%w: %s: unknown field %q in a format %s snapshot (the field is format %s's)", ErrCorrupt, record, name, format, since)
 }
 
 func decodeCapabilities(r *mpReader) ([]api.Capability, error) {
@@ -132,9 +139,9 @@ func decodeTask(r *mpReader, t *Task) error {
 	})
 }
 
-// decodeState decodes the state record; v120 admits the fields 1.2.0
-// added.
-func decodeState(r *mpReader, s *State, v120 bool) error {
+// decodeState decodes the state record of format, admitting the fields
+// that format has.
+func decodeState(r *mpReader, s *State, format string) error {
 	const rec = "state"
 	return r.eachField(rec, func(name []byte) (err error) {
 		switch string(name) {
@@ -150,30 +157,35 @@ func decodeState(r *mpReader, s *State, v120 bool) error {
 			s.LastNow, err = r.int("state last_now")
 		case "audit":
 			s.Audit, err = decodeAudit(r)
-		case "settings", "grant_key", "session_clock", "inc_base", "rebuild_cluster", "legacy_settings",
-			"rebuild_closed", "rebuild_removed", "rebuild_overflow":
-			if !v120 {
-				return errUnknownField(rec, name)
+		case "settings", "grant_key", "session_clock", "inc_base", "rebuild_cluster":
+			if !atLeast120(format) {
+				return errNewerField(rec, name, format, Format120)
 			}
 			switch string(name) {
 			case "settings":
 				s.Settings, err = decodeSettings(r)
-			case "legacy_settings":
-				s.Legacy, err = decodeSettings(r)
 			case "grant_key":
 				s.GrantKey, err = r.binBytes("state grant_key", api.GrantKeyLen)
 			case "inc_base":
 				s.IncBase, err = r.uint("state inc_base")
 			case "rebuild_cluster":
 				s.RebuildCluster, err = r.uint("state rebuild_cluster")
+			default:
+				s.SessionClock, err = r.int("state session_clock")
+			}
+		case "legacy_settings", "rebuild_closed", "rebuild_removed", "rebuild_overflow":
+			if !atLeast140(format) {
+				return errNewerField(rec, name, format, Format140)
+			}
+			switch string(name) {
+			case "legacy_settings":
+				s.Legacy, err = decodeSettings(r)
 			case "rebuild_closed":
 				s.RebuildClosed, err = r.bool("state rebuild_closed")
 			case "rebuild_removed":
 				s.RebuildRemoved, err = r.binBytes("state rebuild_removed", MaxRebuildRemoved*RebuildRemovedDigestLen)
-			case "rebuild_overflow":
-				s.RebuildOverflow, err = r.bool("state rebuild_overflow")
 			default:
-				s.SessionClock, err = r.int("state session_clock")
+				s.RebuildOverflow, err = r.bool("state rebuild_overflow")
 			}
 		default:
 			return errUnknownField(rec, name)
@@ -396,7 +408,7 @@ func decodeHeader(b []byte) (Header, error) {
 		return h, err
 	}
 	if _, ok := formatSpecs[format]; !ok {
-		return h, fmt.Errorf("%w: %q (this build reads %s, %s, %s and %s)", ErrUnknownFormat, format, Format130, Format120, Format110, Format100)
+		return h, fmt.Errorf("%w: %q (this build reads %s, %s, %s, %s and %s)", ErrUnknownFormat, format, Format140, Format130, Format120, Format110, Format100)
 	}
 	r := &mpReader{b: b}
 	const rec = "header"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 
 	"sexton/api"
@@ -45,7 +46,7 @@ func TestRefusesBadMagic(t *testing.T) {
 }
 
 func TestRefusesUnknownFormat(t *testing.T) {
-	for _, format := range []string{"1.4.0", "2.0.0", "", "1.1", "1.2"} {
+	for _, format := range []string{"1.5.0", "2.0.0", "", "1.1", "1.4"} {
 		h := fixtureHeader
 		h.Format = format
 		_, err := readAll(sections110(newStream(t, h)).done())
@@ -53,7 +54,7 @@ func TestRefusesUnknownFormat(t *testing.T) {
 	}
 	// A future header with fields this build lacks still says "unknown
 	// format", not "unknown field".
-	future := map[string]any{"format": "1.4.0", "shiny": true}
+	future := map[string]any{"format": "1.5.0", "shiny": true}
 	_, err := readAll(sections110(newStream(t, future)).done())
 	wantErr(t, err, ErrUnknownFormat)
 }
@@ -254,7 +255,7 @@ func TestRefusesTrailingData(t *testing.T) {
 // goldens returns every checked-in golden file.
 func goldens(t *testing.T) map[string][]byte {
 	out := map[string][]byte{}
-	for _, p := range []string{golden130, golden120, golden110, golden100} {
+	for _, p := range []string{golden140, golden140Closed, golden130, golden120, golden110, golden100} {
 		data, err := os.ReadFile(p)
 		must(t, err)
 		out[p] = data
@@ -416,7 +417,10 @@ func sections120(b *streamBuilder, sessions ...any) *streamBuilder {
 	return b.section(SectionSessions, uint64(len(sessions)), b.records(sessions...))
 }
 
-var header120 = Header{Format: Format120, ClusterID: 1}
+var (
+	header120 = Header{Format: Format120, ClusterID: 1}
+	header140 = Header{Format: Format140, ClusterID: 1}
+)
 
 func TestBuilderBaseline120IsAccepted(t *testing.T) {
 	got, err := readAll(sections120(newStream(t, header120), SessionRecord{ClientID: "c", Floor: 1}).done())
@@ -453,25 +457,28 @@ func TestRefuses120FieldsIn110(t *testing.T) {
 	_, err = readAll(b.done())
 	wantErr(t, err, ErrUnknownSection)
 
-	// The same fields in 1.2.0 read.
+	// The same fields read in 1.2.0 (legacy settings, a 1.4.0 field, in 1.4.0).
 	b = newStream(t, header120)
 	b.section(SectionMetadata, 0).section(SectionSegments, 1, b.records(withProcess)).section(SectionState, 1, b.records(withSettings)).
 		section(SectionTasks, 0).section(SectionSessions, 0)
 	_, err = readAll(b.done())
 	must(t, err)
-	b = newStream(t, header120)
+	b = newStream(t, header140)
 	b.section(SectionMetadata, 0).section(SectionSegments, 0).section(SectionState, 1, b.records(withLegacy)).
-		section(SectionTasks, 0).section(SectionSessions, 0)
+		section(SectionTasks, 0).section(SectionSessions, 0).section(SectionJobs, 0)
 	_, err = readAll(b.done())
 	must(t, err)
 
 	// A state is either in legacy settings or in replicated ones, never both.
 	both := map[string]any{"master_epoch": 1, "settings": map[string]any{"registry_cap": 5}, "legacy_settings": map[string]any{"registry_cap": 6}}
-	b = newStream(t, header120)
+	b = newStream(t, header140)
 	b.section(SectionMetadata, 0).section(SectionSegments, 0).section(SectionState, 1, b.records(both)).
-		section(SectionTasks, 0).section(SectionSessions, 0)
+		section(SectionTasks, 0).section(SectionSessions, 0).section(SectionJobs, 0)
 	_, err = readAll(b.done())
 	wantErr(t, err, ErrCorrupt)
+	if !strings.Contains(err.Error(), "both replicated and legacy settings") {
+		t.Fatalf("refused for another reason: %v", err)
+	}
 }
 
 func TestRefuses120SectionOrder(t *testing.T) {

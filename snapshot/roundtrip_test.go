@@ -65,7 +65,7 @@ func genObject() *rapid.Generator[Object] {
 	})
 }
 
-func genSegment(v120 bool) *rapid.Generator[Segment] {
+func genSegment(v120, v140 bool) *rapid.Generator[Segment] {
 	return rapid.Custom(func(t *rapid.T) Segment {
 		s := Segment{
 			ID:         api.SegmentID(genName(64).Draw(t, "id")),
@@ -82,6 +82,9 @@ func genSegment(v120 bool) *rapid.Generator[Segment] {
 		}
 		if v120 && rapid.Bool().Draw(t, "has process") {
 			s.Process = genName(64).Draw(t, "process")
+		}
+		if v140 {
+			s.RebuildMember = rapid.Bool().Draw(t, "rebuild member")
 		}
 		return s
 	})
@@ -100,7 +103,7 @@ func genTask() *rapid.Generator[Task] {
 	})
 }
 
-func genState(v120 bool) *rapid.Generator[State] {
+func genState(v120, v140 bool) *rapid.Generator[State] {
 	return rapid.Custom(func(t *rapid.T) State {
 		s := State{
 			MasterEpoch: rapid.Uint64().Draw(t, "epoch"),
@@ -123,15 +126,27 @@ func genState(v120 bool) *rapid.Generator[State] {
 					MaxSessions: rapid.Int().Draw(t, "max sessions"), MaxSessionResults: rapid.Int().Draw(t, "max results"),
 				}
 			}
-			if s.Settings == nil && rapid.Bool().Draw(t, "legacy settings") {
-				s.Legacy = &api.Settings{RegistryCapacity: rapid.IntRange(0, 1<<30).Draw(t, "legacy cap")}
-			}
 			if rapid.Bool().Draw(t, "grant key") {
 				s.GrantKey = rapid.SliceOfN(rapid.Byte(), api.GrantKeyLen, api.GrantKeyLen).Draw(t, "key")
 			}
 			s.SessionClock = rapid.Int64().Draw(t, "clock")
 			s.IncBase = rapid.Uint64().Draw(t, "inc base")
 			s.RebuildCluster = rapid.Uint64().Draw(t, "rebuild cluster")
+		}
+		if v140 {
+			if s.Settings == nil && rapid.Bool().Draw(t, "legacy settings") {
+				s.Legacy = &api.Settings{RegistryCapacity: rapid.IntRange(0, 1<<30).Draw(t, "legacy cap")}
+			}
+			s.RebuildClosed = rapid.Bool().Draw(t, "rebuild closed")
+			s.RebuildOverflow = rapid.Bool().Draw(t, "rebuild overflow")
+			if s.RebuildCluster != 0 && !s.RebuildClosed && !s.RebuildOverflow {
+				n := rapid.IntRange(0, 50).Draw(t, "removed")
+				for i := 0; i < n; i++ {
+					d := make([]byte, RebuildRemovedDigestLen)
+					d[0], d[1] = byte(i>>8), byte(i) // strictly ascending
+					s.RebuildRemoved = append(s.RebuildRemoved, d...)
+				}
+			}
 		}
 		return s
 	})
@@ -182,13 +197,14 @@ type contents struct {
 	segments []Segment
 	tasks    []Task
 	state    State
-	sessions []SessionRecord // 1.2.0 and 1.3.0 only
-	jobs     []Job           // 1.3.0 only
+	sessions []SessionRecord // 1.2.0 and later
+	jobs     []Job           // 1.3.0 and later
 	dfs      [][]byte
 }
 
 // writeContents writes c in the format its header names (1.1.0, or else
-// 1.2.0, whose state section comes before the tasks).
+// 1.2.0 or later, whose state section comes before the tasks; jobs from
+// 1.3.0).
 func writeContents(t fataler, c *contents) []byte {
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, c.header)
@@ -251,8 +267,9 @@ func writeContents(t fataler, c *contents) []byte {
 func TestRoundTrip110(t *testing.T) { testRoundTrip(t, Format110) }
 func TestRoundTrip120(t *testing.T) { testRoundTrip(t, Format120) }
 func TestRoundTrip130(t *testing.T) { testRoundTrip(t, Format130) }
+func TestRoundTrip140(t *testing.T) { testRoundTrip(t, Format140) }
 
-func genJob() *rapid.Generator[Job] {
+func genJob(v140 bool) *rapid.Generator[Job] {
 	return rapid.Custom(func(t *rapid.T) Job {
 		prefix := rapid.StringN(0, 8, 16).Draw(t, "prefix")
 		j := Job{
@@ -266,27 +283,37 @@ func genJob() *rapid.Generator[Job] {
 		if rapid.Bool().Draw(t, "cursor") {
 			j.Cursor = prefix + rapid.StringN(1, 8, 16).Draw(t, "rest")
 		}
+		// A kept key: under the prefix after the cursor, of an incarnation
+		// older than the start, in an active job.
+		base := j.Cursor
+		if base == "" {
+			base = prefix
+		}
+		if k := base + "~"; v140 && j.Active() && j.Start.Low > 1 && api.ValidKey(k) == nil && rapid.Bool().Draw(t, "kept") {
+			j.Kept = []api.JobKept{{Key: k, Incarnation: api.ObjectIncarnation{High: j.Start.High, Low: j.Start.Low - 1}}}
+		}
 		return j
 	})
 }
 
 func testRoundTrip(t *testing.T, format string) {
 	v120 := format != Format110
+	v140 := format == Format140
 	rapid.Check(t, func(t *rapid.T) {
 		c := &contents{
 			header: Header{Format: format, ClusterID: rapid.Uint64().Draw(t, "cluster"),
 				LastIndex: rapid.Uint64().Draw(t, "index"), LastTerm: rapid.Uint64().Draw(t, "term"),
 				Created: rapid.Int64().Draw(t, "created")},
 			objects:  rapid.SliceOfN(genObject(), 0, 20).Draw(t, "objects"),
-			segments: rapid.SliceOfN(genSegment(v120), 0, 5).Draw(t, "segments"),
+			segments: rapid.SliceOfN(genSegment(v120, v140), 0, 5).Draw(t, "segments"),
 			tasks:    rapid.SliceOfN(genTask(), 0, 20).Draw(t, "tasks"),
-			state:    genState(v120).Draw(t, "state"),
+			state:    genState(v120, v140).Draw(t, "state"),
 		}
-		if format == Format130 {
-			if rapid.Bool().Draw(t, "forced") {
-				c.header.Format = "ignored" // anything but 1.1.0 and 1.2.0 writes 1.3.0
-			}
-			c.jobs = rapid.SliceOfN(genJob(), 0, 5).Draw(t, "jobs")
+		if format == Format140 && rapid.Bool().Draw(t, "forced") {
+			c.header.Format = "ignored" // anything but 1.1.0, 1.2.0 and 1.3.0 writes 1.4.0
+		}
+		if format == Format130 || format == Format140 {
+			c.jobs = rapid.SliceOfN(genJob(v140), 0, 5).Draw(t, "jobs")
 		}
 		if v120 {
 			c.sessions = rapid.SliceOfN(genSessionRecord(), 0, 10).Draw(t, "sessions")
@@ -363,9 +390,9 @@ func TestFastTaskEncodingMatchesReflection(t *testing.T) {
 func TestDecodersAcceptAnyIntegerWidth(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		o := genObject().Draw(t, "object")
-		s := genSegment(true).Draw(t, "segment")
+		s := genSegment(true, true).Draw(t, "segment")
 		task := genTask().Draw(t, "task")
-		st := genState(true).Draw(t, "state")
+		st := genState(true, true).Draw(t, "state")
 		sess := genSessionRecord().Draw(t, "session")
 		for _, v := range []any{o, s, task, st, sess} {
 			raw, err := msgpack.Marshal(v)
@@ -396,7 +423,7 @@ func decodeInto(v any, r *mpReader) (any, error) {
 		return x, err
 	case Segment:
 		var x Segment
-		err := decodeSegment(r, &x, true)
+		err := decodeSegment(r, &x, Format140)
 		return x, err
 	case Task:
 		var x Task
@@ -404,7 +431,7 @@ func decodeInto(v any, r *mpReader) (any, error) {
 		return x, err
 	case State:
 		var x State
-		err := decodeState(r, &x, true)
+		err := decodeState(r, &x, Format140)
 		return x, err
 	case SessionRecord:
 		var x SessionRecord

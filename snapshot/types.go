@@ -4,14 +4,16 @@ import "sexton/api"
 
 // Format versions.
 const (
-	Format130 = "1.3.0" // written and read
+	Format140 = "1.4.0" // written and read
+	Format130 = "1.3.0" // read; written only when asked for by name
 	Format120 = "1.2.0" // read; written only when asked for by name
 	Format110 = "1.1.0" // read; written only when asked for by name
 	Format100 = "1.0.0" // read only
 )
 
 // Section names. 1.0.0 has only metadata and segments; 1.1.0 adds tasks,
-// state and dfs_buckets; 1.2.0 adds sessions; 1.3.0 adds jobs.
+// state and dfs_buckets; 1.2.0 adds sessions; 1.3.0 adds jobs; 1.4.0
+// adds no section.
 const (
 	SectionMetadata   = "metadata"
 	SectionSegments   = "segments"
@@ -22,11 +24,18 @@ const (
 	SectionJobs       = "jobs"
 )
 
-// Job is one bulk-delete job (1.3.0).
+// Job is one bulk-delete job (1.3.0; its Kept keys 1.4.0).
 type Job = api.JobInfo
 
 // atLeast120 reports whether format has 1.2.0's sessions and fields.
-func atLeast120(format string) bool { return format == Format120 || format == Format130 }
+func atLeast120(format string) bool {
+	return format == Format120 || format == Format130 || format == Format140
+}
+
+// atLeast140 reports whether format has 1.4.0's fields (the legacy
+// settings, the rebuild window's, a segment's rebuild membership and a
+// job's kept keys).
+func atLeast140(format string) bool { return format == Format140 }
 
 // Header opens every snapshot stream.
 type Header struct {
@@ -71,7 +80,7 @@ type Segment struct {
 	Retired      bool             `msgpack:"retired"`
 	// Process (1.2.0) is the owner process's id; absent when empty.
 	Process string `msgpack:"process,omitempty"`
-	// RebuildMember says a rebuilt cluster counts the segment as its own
+	// RebuildMember (1.4.0) says a rebuilt cluster counts the segment as its own
 	// (scanned by the rebuild, or joined never bound): a holder whose
 	// marker names the lost cluster mounts only such a segment. Absent
 	// when false.
@@ -100,7 +109,7 @@ type State struct {
 	LastNow     int64        `msgpack:"last_now"`
 	Audit       []AuditEntry `msgpack:"audit"`
 
-	// 1.2.0 only, each absent when zero:
+	// 1.2.0 and later, each absent when zero:
 	// Settings are the replicated settings, present once a Settings entry
 	// was applied (zero fields: defaults).
 	Settings *api.Settings `msgpack:"settings,omitempty"`
@@ -116,6 +125,7 @@ type State struct {
 	// RebuildCluster is the cluster id a rebuild in progress (or done)
 	// adopts; zero for a cluster that was never rebuilt.
 	RebuildCluster uint64 `msgpack:"rebuild_cluster,omitempty"`
+	// 1.4.0 and later, each absent when zero:
 	// Legacy are the settings a state without replicated settings (Settings
 	// nil) applies under: what the build before replicated settings took
 	// from its flags (the registry capacity), kept until the first

@@ -143,11 +143,16 @@ func validateRebuildRemoved(s *State) error {
 	return nil
 }
 
-// hasV120Fields reports whether a state or segment record uses a field
-// that only format 1.2.0 has.
+// hasV120Fields reports whether a state record uses a field that format
+// 1.2.0 added.
 func (s *State) hasV120Fields() bool {
-	return s.Settings != nil || len(s.GrantKey) != 0 || s.SessionClock != 0 || s.IncBase != 0 || s.RebuildCluster != 0 || s.Legacy != nil ||
-		s.RebuildClosed || len(s.RebuildRemoved) != 0 || s.RebuildOverflow
+	return s.Settings != nil || len(s.GrantKey) != 0 || s.SessionClock != 0 || s.IncBase != 0 || s.RebuildCluster != 0
+}
+
+// hasV140Fields reports whether a state record uses a field that format
+// 1.4.0 added.
+func (s *State) hasV140Fields() bool {
+	return s.Legacy != nil || s.RebuildClosed || len(s.RebuildRemoved) != 0 || s.RebuildOverflow
 }
 
 func validateSession(s *SessionRecord) error {

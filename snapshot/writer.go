@@ -8,8 +8,9 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// Writer streams a format 1.2.0 snapshot (or, asked for by name, 1.1.0,
-// which has no sessions section and none of 1.2.0's fields). Records are encoded straight into
+// Writer streams a format 1.4.0 snapshot (or, asked for by name, 1.3.0,
+// 1.2.0 or 1.1.0, each without the sections and fields later formats
+// added). Records are encoded straight into
 // one reused chunk buffer of at most MaxChunkLen bytes, which goes out in a
 // single Write when the next record would not fit, so memory stays constant
 // whatever the number of records.
@@ -41,12 +42,15 @@ func (a *appendWriter) Write(p []byte) (int, error) { a.b = append(a.b, p...); r
 func (a *appendWriter) WriteByte(c byte) error      { a.b = append(a.b, c); return nil }
 
 // NewWriter writes the magic and the header to w. h.Format is forced to
-// Format130, the format this build writes, unless it is Format120 or
-// Format110: then that previous format is written (for compatibility
-// tests and tools), and records or sections it cannot carry are refused.
+// Format140, the format this build writes, unless it is Format130,
+// Format120 or Format110: then that previous format is written (for
+// compatibility tests and tools), and records or sections it cannot carry
+// are refused.
 func NewWriter(w io.Writer, h Header) (*Writer, error) {
-	if h.Format != Format110 && h.Format != Format120 {
-		h.Format = Format130
+	switch h.Format {
+	case Format130, Format120, Format110:
+	default:
+		h.Format = Format140
 	}
 	sw := &Writer{
 		f:      frameWriter{w: w},
@@ -128,7 +132,7 @@ func (w *Writer) BeginSection(name string) error {
 // WriteRecord encodes v as the next record of the open section. The type
 // must match the section: Object in metadata, Segment in segments, Task in
 // local_delete_tasks, exactly one State in state, SessionRecord in
-// sessions (each by value or pointer); any msgpack-encodable value in
+// sessions, Job in jobs (each by value or pointer); any msgpack-encodable value in
 // dfs_buckets, where a
 // msgpack.RawMessage is written as is after checking it is exactly one
 // well-formed value. Records are checked against the bounds the reader
@@ -158,7 +162,7 @@ func (w *Writer) WriteRecord(v any) error {
 	case SectionSessions:
 		err = w.appendTyped(v, sessionOf)
 	case SectionJobs:
-		err = w.appendTyped(v, jobOf)
+		err = w.appendTyped(v, w.jobOf)
 	default: // dfs_buckets: opaque
 		err = w.appendOpaque(v)
 	}
@@ -233,8 +237,11 @@ func (w *Writer) segmentOf(v any) (any, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: segments takes snapshot.Segment records, not %T", ErrWriterUsage, v)
 	}
-	if !atLeast120(w.format) && (s.Process != "" || s.RebuildMember) {
-		return nil, fmt.Errorf("%w: segment %q: a process id needs format %s", ErrWriterUsage, s.ID, Format120)
+	if !atLeast140(w.format) && s.RebuildMember {
+		return nil, fmt.Errorf("%w: segment %q: rebuild membership needs format %s, not %s", ErrWriterUsage, s.ID, Format140, w.format)
+	}
+	if !atLeast120(w.format) && s.Process != "" {
+		return nil, fmt.Errorf("%w: segment %q: a process id needs format %s, not %s", ErrWriterUsage, s.ID, Format120, w.format)
 	}
 	return s, validateSegment(s)
 }
@@ -264,8 +271,11 @@ func (w *Writer) stateOf(v any) (any, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: state takes one snapshot.State record, not %T", ErrWriterUsage, v)
 	}
+	if !atLeast140(w.format) && s.hasV140Fields() {
+		return nil, fmt.Errorf("%w: legacy settings and the rebuild window (closed, removed, overflow) need format %s, not %s", ErrWriterUsage, Format140, w.format)
+	}
 	if !atLeast120(w.format) && s.hasV120Fields() {
-		return nil, fmt.Errorf("%w: settings, grant key and session clock need format %s", ErrWriterUsage, Format120)
+		return nil, fmt.Errorf("%w: settings, grant key, session clock and the rebuild's incarnation base and cluster need format %s, not %s", ErrWriterUsage, Format120, w.format)
 	}
 	return s, validateState(s)
 }
@@ -284,7 +294,7 @@ func sessionOf(v any) (any, error) {
 	return s, validateSession(s)
 }
 
-func jobOf(v any) (any, error) {
+func (w *Writer) jobOf(v any) (any, error) {
 	var j *Job
 	switch x := v.(type) {
 	case *Job:
@@ -294,6 +304,9 @@ func jobOf(v any) (any, error) {
 	}
 	if j == nil {
 		return nil, fmt.Errorf("%w: jobs takes snapshot.Job records, not %T", ErrWriterUsage, v)
+	}
+	if !atLeast140(w.format) && len(j.Kept) != 0 {
+		return nil, fmt.Errorf("%w: job %d: kept keys need format %s, not %s", ErrWriterUsage, j.ID, Format140, w.format)
 	}
 	return j, validateJob(j)
 }

@@ -21,8 +21,9 @@ func newTestWriter(t *testing.T) (*Writer, *bytes.Buffer) {
 	return w, &buf
 }
 
-func TestWriterForcesFormat130UnlessAskedFor120Or110(t *testing.T) {
-	for in, want := range map[string]string{"1.0.0": Format130, "9.9.9": Format130, "": Format130, Format130: Format130, Format120: Format120, Format110: Format110} {
+func TestWriterForcesFormat140UnlessAskedForAnOlderOne(t *testing.T) {
+	for in, want := range map[string]string{"1.0.0": Format140, "9.9.9": Format140, "": Format140, Format140: Format140,
+		Format130: Format130, Format120: Format120, Format110: Format110} {
 		data := writeContents(t, &contents{header: Header{Format: in}, state: validState()})
 		h, _, err := Inspect(bytes.NewReader(data))
 		must(t, err)
