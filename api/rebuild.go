@@ -119,6 +119,9 @@ type RebuildStatus struct {
 	// refused.
 	RemovedKeys int  `msgpack:"removed" json:"removed_keys"`
 	Overflowed  bool `msgpack:"overflowed" json:"overflowed"`
+	// IncBase is the rebuilt cluster's incarnation base: the lost
+	// cluster's copies are at or below it, this cluster's own above it.
+	IncBase uint64 `msgpack:"inc_base,omitempty" json:"incarnation_base"`
 }
 
 // MaxRebuildSegmentsKnown bounds the segment ids a holder records and

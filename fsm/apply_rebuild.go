@@ -44,8 +44,15 @@ func (st *state) applyRebuildBegin(c *RebuildBegin) *RebuildBeginResult {
 	// adopted, admits it, so it never reconciles against a table that
 	// lacks them.
 	member := c.Finish || st.clusterID != c.ClusterID
+	serving := repeat && st.clusterID == st.rebuildCluster
 	st.rebuildCluster = c.ClusterID
-	st.incBase = max(st.incBase, c.IncFloor)
+	if !serving {
+		// Once the table is served, the base stays: the first rebuild's
+		// margin already covers every copy of the lost cluster, and a
+		// copy above the base is one this cluster issued, whose fate its
+		// own table decides, never a rerun's scan.
+		st.incBase = max(st.incBase, c.IncFloor)
+	}
 	added := 0
 	for _, s := range c.Segments {
 		if seg := st.segments[s.Segment]; seg != nil {
@@ -137,15 +144,18 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 		// A put in flight (a rebuild rerun on a serving cluster): its
 		// copies are the put's own, never delete them.
 		return RebuildItemResult{Outcome: RebuildAlready}
-	case e.pending != nil && !e.pending.inc.Less(o.Incarnation),
-		e.complete != nil && o.Incarnation.Less(e.complete.inc),
-		taskAtOrAbove(e.tasks, o.Incarnation),
+	case e.complete != nil && o.Incarnation.Less(e.complete.inc),
+		taskAt(e.tasks, o.Incarnation),
 		e.complete == nil && st.removedSinceRebuild(o.Key):
-		// A newer incarnation is in the table (or being put), or this one
-		// or a newer one was removed or overwritten and its delete has not
-		// reached every holder yet (a rerun on a serving cluster), or the
-		// key was removed since the rebuild began and its deletes are
-		// done: this copy must go, never become visible again.
+		// A newer incarnation is the table's value, or this very
+		// incarnation must go (the rebuild found it tombstoned elsewhere
+		// or older than the winner, and its delete has not reached every
+		// holder yet), or the key was removed since the rebuild began:
+		// this copy must go, never become visible again. A newer put in
+		// flight, or a task of a newer incarnation, is no such evidence: the
+		// put may be revoked, and a revoked put's task must not cost an
+		// acknowledged value; a put that ends supersedes this copy as any
+		// PutEnd does.
 		plan := st.planTasks(o.Key, e, adopted)
 		if !st.reg.fits(len(plan)) {
 			return failed(registryFull(o.Key, len(plan), st.reg.len(), st.reg.capacity))
@@ -156,7 +166,7 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 			return RebuildItemResult{Outcome: RebuildAlready}
 		}
 		return RebuildItemResult{Outcome: RebuildSuperseded, Tasks: n}
-	case e.pending != nil:
+	case e.pending != nil && e.pending.inc.Less(o.Incarnation):
 		return failed(api.Errorf(api.CodeObjectAlreadyExists, "rebuild %q: put %s in progress is older than %s", o.Key, e.pending.inc, o.Incarnation))
 	}
 	created := 0
@@ -253,11 +263,10 @@ func (st *state) adoptDelete(d *RebuildDelete, now int64) RebuildItemResult {
 	return RebuildItemResult{Outcome: RebuildAdopted, Tasks: n}
 }
 
-// taskAtOrAbove reports whether any pending task of the key names inc or
-// a newer incarnation.
-func taskAtOrAbove(head *task, inc api.ObjectIncarnation) bool {
+// taskAt reports whether any pending task of the key names inc.
+func taskAt(head *task, inc api.ObjectIncarnation) bool {
 	for t := head; t != nil; t = t.keyNext {
-		if !t.inc.Less(inc) {
+		if t.inc == inc {
 			return true
 		}
 	}

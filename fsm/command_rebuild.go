@@ -46,8 +46,9 @@ type RebuildSegment = api.RebuildSegment
 // The first one is accepted only while the state has no object and no
 // task (a freshly bootstrapped cluster); it records ClusterID as the
 // cluster being rebuilt. Later ones must name the same cluster (a resumed
-// rebuild): they raise the base if IncFloor is larger and register
-// segments not yet known. Finish, sent after the last RebuildAdopt, makes
+// rebuild): before the finish they raise the base if IncFloor is larger;
+// once the cluster serves the rebuilt table the base stays (a copy above
+// it is this cluster's own); they register segments not yet known. Finish, sent after the last RebuildAdopt, makes
 // ClusterID the cluster id: only then can the lost cluster's holders
 // mount (their markers name it) and reconcile, so none of them
 // reconciles against a half-built table.

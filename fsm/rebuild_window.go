@@ -132,6 +132,9 @@ type RebuildStatus struct {
 	// outgrew its bound and adoption of absent keys is refused.
 	Removed    int
 	Overflowed bool
+	// IncBase is the incarnation base: every copy of the lost cluster is
+	// at or below it, every copy this cluster issued above it.
+	IncBase uint64
 }
 
 // Rebuild reports the rebuild's state.
@@ -140,5 +143,5 @@ func (f *FSM) Rebuild() RebuildStatus {
 	defer f.mu.RUnlock()
 	st := f.st
 	return RebuildStatus{Cluster: st.rebuildCluster, Finished: st.rebuildCluster != 0 && st.clusterID == st.rebuildCluster,
-		Closed: st.rebuildClosed, Removed: len(st.rebuildRemoved), Overflowed: st.rebuildOverflow}
+		Closed: st.rebuildClosed, Removed: len(st.rebuildRemoved), Overflowed: st.rebuildOverflow, IncBase: st.incBase}
 }

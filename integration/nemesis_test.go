@@ -33,7 +33,9 @@ import (
 //
 // Beside the clients, prefix-delete jobs run in rounds on keys of their
 // own (SEXTON_NEMESIS_JOBS=off leaves them out); their removals are part
-// of the checked history (jobmodel_test.go).
+// of the checked history (jobmodel_test.go). Half the seeds first rebuild
+// the cluster from its holders (nemesis_operator_test.go), so the
+// operator faults then rerun that rebuild under the clients.
 //
 // SEXTON_NEMESIS_SEED replays a schedule, SEXTON_NEMESIS_DURATION sets
 // how long faults run (make jepsen: 10m), SEXTON_NEMESIS_FAULTS limits
@@ -63,6 +65,9 @@ type nemesisCluster struct {
 	holderRPC []*faultProxy // in front of each holder's data address
 
 	chattrOK bool
+	// rebuilt: the cluster was rebuilt from its holders before the run
+	// (rebuildUnderNemesis), so rebuild-live is a rerun, not a refusal.
+	rebuilt bool
 }
 
 // startNemesisCluster starts the masters, each with its own peers list:
@@ -564,6 +569,20 @@ func TestNemesisLinearizable(t *testing.T) {
 
 	keys := []string{"nem/a", "nem/b", "nem/c", "nem/d", "nem/e"}
 	h := newHistory()
+	// Half the seeds run on a cluster rebuilt from its holders first;
+	// SEXTON_NEMESIS_REBUILD=on|off chooses.
+	rebuild := seed%2 == 0
+	switch os.Getenv("SEXTON_NEMESIS_REBUILD") {
+	case "on":
+		rebuild = true
+	case "off":
+		rebuild = false
+	}
+	var preKeys []string
+	if rebuild {
+		nc.rebuildUnderNemesis(t, h)
+		preKeys = nemesisPreKeys
+	}
 	stopWork := make(chan struct{})
 	corrupt, waitWork := nemesisWorkload(t, nc, h, 5, keys, seed, stopWork)
 	waitJobs := func() {}
@@ -596,7 +615,7 @@ func TestNemesisLinearizable(t *testing.T) {
 	}
 	defer final.Close()
 	live := map[string]string{}
-	for _, k := range append(slices.Clone(keys), nemesisJobKeys...) {
+	for _, k := range slices.Concat(keys, nemesisJobKeys, preKeys) {
 		for attempt := 0; ; attempt++ {
 			ctx, cancel := ctxT(20 * time.Second)
 			call := time.Now()
@@ -624,8 +643,8 @@ func TestNemesisLinearizable(t *testing.T) {
 
 	verdict := "linearizable"
 	defer func() {
-		t.Logf("NEMESIS SUMMARY seed=%d duration=%v\n  operations: %d recorded (outcomes %v; jobrm: a prefix job's removal of one key)\n  indeterminate: %d\n  faults injected: %v\n  corrupt reads: %d\n  checker: %s\n  acknowledged removes checked on disk: %d",
-			seed, duration, len(h.ops), h.counts, h.counts["put/unknown"]+h.counts["rm/unknown"], run.counts, corrupt.Load(), verdict, h.counts["rm/ok"])
+		t.Logf("NEMESIS SUMMARY seed=%d duration=%v rebuilt=%v\n  operations: %d recorded (outcomes %v; jobrm: a prefix job's removal of one key)\n  indeterminate: %d\n  faults injected: %v\n  corrupt reads: %d\n  checker: %s\n  acknowledged removes checked on disk: %d",
+			seed, duration, rebuild, len(h.ops), h.counts, h.counts["put/unknown"]+h.counts["rm/unknown"], run.counts, corrupt.Load(), verdict, h.counts["rm/ok"])
 	}()
 	verdict = "NOT linearizable (or check timed out)"
 	h.checkWithin(t, seed, envDuration(t, "SEXTON_NEMESIS_CHECK_TIMEOUT", 5*time.Minute))

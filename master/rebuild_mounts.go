@@ -92,7 +92,7 @@ func (n *Node) rebuildStatus() *api.RebuildStatus {
 	if r.Cluster == 0 {
 		return nil
 	}
-	return &api.RebuildStatus{Cluster: r.Cluster, Finished: r.Finished, Closed: r.Closed, RemovedKeys: r.Removed, Overflowed: r.Overflowed}
+	return &api.RebuildStatus{Cluster: r.Cluster, Finished: r.Finished, Closed: r.Closed, RemovedKeys: r.Removed, Overflowed: r.Overflowed, IncBase: r.IncBase}
 }
 
 // segmentSetCache keeps the ids of the cluster's non-retired segments and

@@ -23,15 +23,14 @@
 //     incarnation then removed: the old value comes back. The scan cannot
 //     tell the two apart, and losing an acknowledged value is the worse
 //     error, so the first rebuild keeps the older one;
-//   - on a rerun into a cluster that serves the rebuilt table
-//     (Options.Rerun: adopting a late holder) an older live incarnation
-//     never wins over a newer tombstoned one — the table there decides
-//     what is live, and a newer tombstone is a removal or an overwrite
-//     whose delete reached some holder; the fsm's removal memory refuses
-//     such a key as well. Such a copy is withheld (Plan.Withheld), not
-//     deleted: the table may hold it already (adopted by the first
-//     rebuild below a revoked put), and if it does not, its holder's
-//     reconcile tombstones it;
+//   - a rerun into a cluster that serves the rebuilt table (a late
+//     holder's adoption) decides the lost cluster's copies the same way,
+//     as if that holder had been there the first time; the copies the
+//     serving cluster issued itself (above Options.OwnAbove, its
+//     incarnation base) are neither adopted nor deleted: its table alone
+//     decides them (a revoked put's copy must not win over the value it
+//     serves), and keys removed since the rebuild are the fsm's removal
+//     memory's to refuse;
 //   - every other live copy (an older incarnation, one tombstoned
 //     elsewhere) becomes a delete task, not a place in the table;
 //   - copies of the winning incarnation that differ in size or checksum

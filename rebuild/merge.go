@@ -27,10 +27,12 @@ type Scan struct {
 type Options struct {
 	// Verify reads back copies of a winning incarnation that disagree.
 	Verify Verifier
-	// Rerun says the plan is for a cluster that already serves the
-	// rebuilt table (a rerun, or the adoption of a late holder): an
-	// older live incarnation never wins over a newer tombstoned one.
-	Rerun bool
+	// OwnAbove, on a rerun, is the serving cluster's incarnation base:
+	// a copy above it was issued by the serving cluster itself, whose
+	// table alone decides its fate (a revoked or overwritten put's copy
+	// must not be adopted over the value the table serves), so the merge
+	// neither adopts nor deletes it and leaves it out of MaxSeen.
+	OwnAbove uint64
 	// AllowMissing names segments the holders' records name that the
 	// operator knows are not scanned (a holder lost for good, or one to
 	// adopt later); any other unscanned one makes Merge refuse.
@@ -88,8 +90,12 @@ type Dropped struct {
 // Plan is what the rebuild adopts.
 type Plan struct {
 	ClusterID uint64
-	// MaxSeen is the largest incarnation index any holder reported.
+	// MaxSeen is the largest incarnation index any holder reported
+	// (on a rerun: of the lost cluster's copies).
 	MaxSeen uint64
+	// Own counts the keys a rerun left alone because every record of
+	// them is the serving cluster's own (Options.OwnAbove).
+	Own int
 	// IncFloor is MaxSeen plus IncMargin: the rebuilt cluster's
 	// incarnations start above it, so above every copy a holder that was
 	// not scanned can hold.
@@ -98,13 +104,10 @@ type Plan struct {
 	Scanned []ScannedHolder
 	// Missing are segments the holders' records name that were not
 	// scanned and that Options.AllowMissing allowed.
-	Missing  []api.SegmentID
-	Segments []api.RebuildSegment
-	Objects  []api.RebuildObject
-	Deletes  []api.RebuildDelete
-	// Withheld are live copies a rerun neither adopts nor deletes: older
-	// than a tombstoned incarnation of their key (Options.Rerun).
-	Withheld  []api.RebuildDelete
+	Missing   []api.SegmentID
+	Segments  []api.RebuildSegment
+	Objects   []api.RebuildObject
+	Deletes   []api.RebuildDelete
 	Dropped   []Dropped
 	Conflicts []Conflict
 	// Records counts every record scanned; Bytes the adopted objects' sizes.
@@ -169,7 +172,7 @@ func MergeWith(scans []Scan, o Options) (*Plan, error) {
 	if err := p.account(used, o.AllowMissing); err != nil {
 		return nil, err
 	}
-	m := merger{p: p, scans: used, pos: make([]int, len(used)), verify: o.Verify, rerun: o.Rerun}
+	m := merger{p: p, scans: used, pos: make([]int, len(used)), verify: o.Verify, ownAbove: o.OwnAbove}
 	m.run()
 	p.IncFloor = p.MaxSeen + IncMargin
 	return p, nil
@@ -212,7 +215,13 @@ type merger struct {
 	scans  []*Scan
 	pos    []int
 	verify Verifier
-	rerun  bool
+	// ownAbove is Options.OwnAbove.
+	ownAbove uint64
+}
+
+// own reports whether inc was issued by the serving cluster of a rerun.
+func (m *merger) own(inc api.ObjectIncarnation) bool {
+	return m.ownAbove != 0 && inc.Low > m.ownAbove
 }
 
 // held is one record with the holder it came from.
@@ -251,16 +260,22 @@ func (m *merger) run() {
 func (m *merger) key(key string, recs []held) {
 	p := m.p
 	dead := map[api.ObjectIncarnation]bool{}
-	var newestDead api.ObjectIncarnation
+	lost := recs[:0:0]
 	for _, h := range recs {
-		p.MaxSeen = max(p.MaxSeen, h.rec.Incarnation.Low)
 		if removed(h.rec) {
 			dead[h.rec.Incarnation] = true
-			if newestDead.Less(h.rec.Incarnation) {
-				newestDead = h.rec.Incarnation
-			}
 		}
+		if m.own(h.rec.Incarnation) {
+			continue // the serving cluster's own copy: only its tombstone counts
+		}
+		p.MaxSeen = max(p.MaxSeen, h.rec.Incarnation.Low)
+		lost = append(lost, h)
 	}
+	if len(lost) == 0 {
+		p.Own++
+		return
+	}
+	recs = lost
 	var winner api.ObjectIncarnation
 	found := false
 	for _, h := range recs {
@@ -270,9 +285,6 @@ func (m *merger) key(key string, recs []held) {
 		case inc.IsZero():
 			p.Legacy++
 		case dead[inc]:
-		case m.rerun && inc.Less(newestDead):
-			// On a serving cluster a newer tombstone means the key was
-			// overwritten or removed after this copy: it stays dead.
 		case !found || winner.Less(inc):
 			winner, found = inc, true
 		}
@@ -283,12 +295,6 @@ func (m *merger) key(key string, recs []held) {
 		case h.rec.Tombstoned || h.rec.Incarnation.IsZero():
 		case found && h.rec.Incarnation == winner:
 			copies = append(copies, h)
-		case m.rerun && !dead[h.rec.Incarnation] && h.rec.Incarnation.Less(newestDead) && (!found || winner.Less(h.rec.Incarnation)):
-			// It lost only to the rerun's rule. The serving table may hold
-			// it (a first rebuild adopted it below a revoked put), so it is
-			// not a delete the table would refuse; if the table does not
-			// hold it, its holder's reconcile tombstones it.
-			p.Withheld = append(p.Withheld, deleteOf(h))
 		default:
 			// An older incarnation, or one tombstoned on another holder.
 			p.Deletes = append(p.Deletes, deleteOf(h))

@@ -124,12 +124,12 @@ func TestMergeRefusesMixedClusters(t *testing.T) {
 	}
 }
 
-// On a first rebuild an older live incarnation wins over a newer one that
-// is tombstoned (a revoked put leaves exactly that, and the older one is
-// the acknowledged value); on a rerun into a serving cluster it never
-// does: there the newer tombstone is a removal or an overwrite whose
-// delete reached some holder, and the older copy must stay dead.
-func TestMergeRerunNeverRevivesBelowANewerTombstone(t *testing.T) {
+// A rerun (a late holder's adoption) decides the lost cluster's copies
+// as the first rebuild would have with that holder present: an older live
+// copy below a newer tombstone is the same ambiguity (a revoked put, or an
+// overwrite that was then removed) and keeps the acknowledged older value;
+// keys removed since the rebuild are the fsm's removal memory's to refuse.
+func TestMergeRerunDecidesLikeTheFirstRebuild(t *testing.T) {
 	scans := []Scan{
 		scan("s1", dead("k", 500), live("kept", 20, 1, 1)),
 		scan("s3", live("k", 400, 9, 9), live("only", 30, 2, 2)),
@@ -138,23 +138,38 @@ func TestMergeRerunNeverRevivesBelowANewerTombstone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := objects(first), "k@400:s3 kept@20:s1 only@30:s3"; got != want {
-		t.Errorf("first rebuild: objects %q, want %q", got, want)
-	}
-	again, err := MergeWith(scans, Options{Rerun: true})
+	again, err := MergeWith(scans, Options{OwnAbove: 1 << 40})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := objects(again), "kept@20:s1 only@30:s3"; got != want {
-		t.Errorf("rerun: objects %q, want %q", got, want)
+	want := "k@400:s3 kept@20:s1 only@30:s3"
+	if objects(first) != want || objects(again) != want || deletes(again) != "" {
+		t.Errorf("first %q, rerun %q (deletes %q); want both %q and no deletes", objects(first), objects(again), deletes(again), want)
 	}
-	if got, want := deletes(again), ""; got != want {
-		t.Errorf("rerun: deletes %q, want %q", got, want)
+}
+
+// On a rerun the serving cluster's own copies (above its incarnation
+// base) are neither adopted nor deleted: a revoked put's copy, newer than
+// the value the table serves, must not win over it; the lost cluster's
+// copies still merge as before.
+func TestMergeRerunLeavesTheServingClustersOwnCopies(t *testing.T) {
+	const base = 1000
+	scans := []Scan{
+		scan("s1", live("k", 5, 1, 1), live("mine", base+7, 3, 3), live("revoked", base+9, 4, 4)),
+		scan("s2", live("old", 3, 2, 2), dead("old", base+2), live("revoked", base+4, 5, 5)),
 	}
-	// Neither adopted nor deleted: the serving table decides (it may hold
-	// k@400 from the first rebuild; if not, reconcile tombstones the copy).
-	if len(again.Withheld) != 1 || again.Withheld[0].Key != "k" || again.Withheld[0].Segment != "s3" {
-		t.Errorf("rerun: withheld %+v, want s3/k@400", again.Withheld)
+	p, err := MergeWith(scans, Options{OwnAbove: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := objects(p), "k@5:s1 old@3:s2"; got != want {
+		t.Errorf("objects %q, want %q", got, want)
+	}
+	if got, want := deletes(p), ""; got != want {
+		t.Errorf("deletes %q, want %q", got, want)
+	}
+	if len(p.Dropped) != 0 || p.Own != 2 || p.MaxSeen != 5 {
+		t.Errorf("dropped %+v, own %d, max seen %d; want none, 2 and 5", p.Dropped, p.Own, p.MaxSeen)
 	}
 }
 

@@ -110,7 +110,7 @@ type rebuildReport struct {
 	DryRun    bool   `json:"dry_run"`
 	ClusterID string `json:"cluster_id"`
 	// Rerun: the cluster already serves the rebuilt table (a late
-	// holder's adoption): an older copy never wins over a newer tombstone.
+	// holder's adoption): its own copies are left to its table.
 	Rerun           bool               `json:"rerun"`
 	IncMaxSeen      uint64             `json:"incarnation_max_seen"`
 	IncFloor        uint64             `json:"incarnation_floor"`
@@ -123,9 +123,9 @@ type rebuildReport struct {
 	Keys            int                `json:"keys"`
 	Bytes           int64              `json:"bytes"`
 	Deletes         int                `json:"deletes"`
-	// Withheld counts live copies a rerun neither adopts nor deletes
-	// (older than a tombstone of their key; package rebuild).
-	Withheld      int                 `json:"withheld"`
+	// Own counts the keys a rerun left to the serving cluster: every copy
+	// of them is one it issued itself (package rebuild, Options.OwnAbove).
+	Own           int                 `json:"own_keys"`
 	Dropped       int                 `json:"dropped"`
 	LegacyRecords int                 `json:"legacy_records"`
 	Conflicts     []rebuildConflict   `json:"conflicts"`
@@ -215,6 +215,13 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 		return nil, fmt.Errorf("status of this cluster: %w", err)
 	}
 	rerun := st.Rebuild != nil && st.Rebuild.Finished
+	var ownAbove uint64
+	if rerun {
+		if st.Rebuild.IncBase == 0 {
+			return nil, errors.New("this cluster serves a rebuilt table but its leader reports no incarnation base (an older master): upgrade every master before a rerun")
+		}
+		ownAbove = st.Rebuild.IncBase
+	}
 	if st.Rebuild != nil && st.Rebuild.Closed {
 		return nil, fmt.Errorf("the adoption window of the rebuild of cluster %016x is closed (operator rebuild --close): nothing more can be adopted; retire late holders (operator retire) or wipe them", st.Rebuild.Cluster)
 	}
@@ -257,7 +264,7 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 		Verify: func(key string, inc api.ObjectIncarnation, c rebuild.Copy) bool {
 			return verifyCopy(pool, key, inc, c, e.timeout)
 		},
-		Rerun:        rerun,
+		OwnAbove:     ownAbove,
 		AllowMissing: o.allowSegments,
 	})
 	if err != nil {
@@ -274,7 +281,7 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 	rep.IncMaxSeen = plan.MaxSeen
 	rep.IncFloor, rep.Records, rep.Keys, rep.Bytes = plan.IncFloor, plan.Records, len(plan.Objects), plan.Bytes
 	rep.Deletes, rep.Dropped, rep.LegacyRecords = len(plan.Deletes), len(plan.Dropped), plan.Legacy
-	rep.Withheld = len(plan.Withheld)
+	rep.Own = plan.Own
 	for _, c := range plan.Conflicts {
 		var all []api.SegmentID
 		for _, cp := range c.Copies {
@@ -513,8 +520,8 @@ func printRebuild(r *rebuildReport) {
 	}
 	fmt.Printf("%s cluster %s from %d holders: %d records, %d keys (%d bytes), %d deletes, %d dropped, %d conflicts, incarnations above %d, in %.1fs\n",
 		what, r.ClusterID, r.HoldersScanned, r.Records, r.Keys, r.Bytes, r.Deletes, r.Dropped, len(r.Conflicts), r.IncFloor, r.Seconds)
-	if r.Withheld > 0 {
-		fmt.Printf("withheld %d live copies older than a tombstone of their key: neither adopted nor deleted (their holders' reconcile tombstones those the table does not hold)\n", r.Withheld)
+	if r.Own > 0 {
+		fmt.Printf("left %d keys to the serving cluster: every copy of them is one it issued itself\n", r.Own)
 	}
 	if !r.DryRun {
 		fmt.Printf("adopted %d, already there %d, superseded %d, failed %d; %d delete tasks created\n", r.Adopted, r.Already, r.Superseded, r.Failed, r.TasksCreated)
