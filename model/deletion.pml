@@ -697,13 +697,13 @@ end:
 	do
 	:: atomic { !rebuilt ->
 		if :: op = 1 :: op = 2 :: op = 3 fi;
-		printf("STEP Operator: every master lost its state; rebuild ops holders %d (bitmask; the others are late)\n", op);
+		printf("STEP Operator: every master lost its state; rebuild scans holders %d (bitmask; the others are late)\n", op);
 		lossAndRebuild(op); checkInvariants() }
-	/* a rerun (operator rebuild again), opning one holder: a late one that
+	/* a rerun (operator rebuild again), scanning one holder: a late one that
 	 * is back, or one already known */
 	:: atomic { rebuilt && !closed && (!retired[0] || !retired[1]) ->
 		if :: !retired[0] -> op = 0 :: !retired[1] -> op = 1 fi;
-		printf("STEP Operator: rebuild (rerun) ops holder %d\n", op);
+		printf("STEP Operator: rebuild (rerun) scans holder %d\n", op);
 		adoptHolder(op); checkInvariants() }
 	:: atomic { rebuilt && (late[0] || late[1]) ->
 		if :: late[0] -> op = 0 :: late[1] -> op = 1 fi;
@@ -862,7 +862,11 @@ end:
 		if :: complete == gInc -> x = 1 :: else -> x = 0 fi;
 #endif
 		if
-		:: x && gTomb == gReps -> printf("STEP Leader: ghost drop applied: inc %d leaves the table\n", complete); complete = 0; compReps = 0
+		:: x && gTomb == gReps ->
+			printf("STEP Leader: ghost drop applied: inc %d leaves the table\n", complete);
+			/* from here inv1 and inv2 hold for it again, without exception */
+			restInc = restInc & ~B(complete);
+			complete = 0; compReps = 0
 		:: x && gTomb != gReps -> printf("STEP Leader: ghost drop applied: replicas %d of inc %d dropped\n", gTomb, complete); compReps = compReps & ~gTomb
 		:: else -> printf("STEP Leader: ghost drop refused: the table no longer holds inc %d\n", gInc)
 		fi;
