@@ -236,21 +236,16 @@ inline checkInvariants() {
 	ch = 0;
 	do
 	:: ch < NH ->
-		/* never lost: the owed put is live on a replica the table lists, or
-		 * on a late holder awaiting adoption (REBUILD) */
-		if
-		:: ackPut != 0 ->
-			recoveredLive(ch, ackPut, cl);
-			if :: cl && complete == ackPut && (compReps & REP(ch)) -> cn = 1 :: else -> skip fi;
-#ifdef REBUILD
-			if :: cl && late[ch] -> ca = 1 :: else -> skip fi;
-#endif
-		:: else -> skip
-		fi;
 		ci = 1;
 		do
 		:: ci <= NINC ->
 			recoveredLive(ch, ci, cl);
+			/* never lost: the owed put is live on a replica the table lists,
+			 * or on a late holder awaiting adoption (REBUILD) */
+			if :: cl && ci == ackPut && complete == ackPut && (compReps & REP(ch)) -> cn = 1 :: else -> skip fi;
+#ifdef REBUILD
+			if :: cl && ci == ackPut && late[ch] -> ca = 1 :: else -> skip fi;
+#endif
 			/* 1: a removed incarnation is never visible again, and a copy once
 			 * tombstoned never reads as live again (restart, GC, late write). */
 			if :: (tombstoned[ch] & B(ci)) && cl -> inv1_no_resurrection = 0 :: else -> skip fi;
