@@ -43,6 +43,8 @@
  *   WEAK_NO_REMOVAL_MEMORY   (REBUILD) adoption ignores the removal memory
  *   WEAK_TASK_RULE           (REBUILD) adoption takes a task of the key at or
  *                            above the copy for a remove, instead of the memory
+ *   WEAK_ADOPT_ABSENT_ONLY   (REBUILD) adoption takes a copy only if the key is
+ *                            absent: an older incarnation in the table wins
  *   WEAK_NO_INC_MARGIN       (REBUILD) the incarnation base covers only the
  *                            scanned holders' records
  *   WEAK_JOB_BY_PUTSTART     (JOBS) the job removes a key whose incarnation
@@ -546,6 +548,11 @@ inline openStore(h) {
 /* ========================================================================= */
 
 #ifdef REBUILD
+#ifdef WEAK_ADOPT_ABSENT_ONLY
+#define OLDER (complete == 0)
+#else
+#define OLDER (complete < ai)
+#endif
 /* adoptObject's rule for one live copy (ah, ai) of the key, in the rebuilt
  * table. ar: 0 adopt, 1 already (merge the replica), 2 a delete task, 3
  * refused (nothing changes: the holder stays unadopted), 4 left alone (an
@@ -560,28 +567,52 @@ inline adoptRule() {
 		if
 		/* a newer incarnation is in the table */
 		:: complete > ai -> ar = 2
+#ifdef WEAK_ADOPT_ABSENT_ONLY
+		/* an older incarnation in the table makes the copy a task too */
+		:: complete != 0 && complete < ai -> ar = 2
+#endif
+		/* (below, OLDER: the key is absent or at an older incarnation) */
 #if !defined(WEAK_NO_REMOVAL_MEMORY) && !defined(WEAK_TASK_RULE)
 		/* the key left the table since the rebuild began */
-		:: complete < ai && remKey -> ar = 2
+		:: OLDER && remKey -> ar = 2
 		/* overflowed memory cannot tell whether an absent key was removed */
-		:: complete < ai && !remKey && remOverflow && complete == 0 -> ar = 3
-		:: complete < ai && !remKey && !(remOverflow && complete == 0) -> ar = 0
+		:: OLDER && !remKey && remOverflow && complete == 0 -> ar = 3
+		:: OLDER && !remKey && !(remOverflow && complete == 0) -> ar = 0
 #elif defined(WEAK_TASK_RULE)
 		/* instead of the memory, a task of the key at or above the copy's
 		 * incarnation stands for a remove (its tombstone not yet everywhere) */
-		:: complete < ai && ((tasks[0] | tasks[1]) & ~(B(ai) - 1)) -> ar = 2
-		:: complete < ai && !((tasks[0] | tasks[1]) & ~(B(ai) - 1)) -> ar = 0
+		:: OLDER && ((tasks[0] | tasks[1]) & ~(B(ai) - 1)) -> ar = 2
+		:: OLDER && !((tasks[0] | tasks[1]) & ~(B(ai) - 1)) -> ar = 0
 #else
-		:: complete < ai -> ar = 0
+		:: OLDER -> ar = 0
 #endif
 		fi
 	fi
 }
 
+/* adoptObject for the live copy (ah, ai), by adoptRule's answer. */
+inline adoptCopy() {
+	adoptRule();
+	if
+	:: ar == 0 ->
+		if :: complete != 0 -> createTasks(compReps, complete) :: else -> skip fi;
+		complete = ai; compReps = REP(ah);
+		if :: ai > maxCompleted -> maxCompleted = ai :: else -> skip fi;
+		/* an outcome-unknown put that took effect overwrites the owed one */
+		if :: ackPut != 0 && ackPut < ai -> ackPut = 0 :: else -> skip fi;
+		printf("STEP Operator:   adopt inc %d from holder %d\n", ai, ah)
+	:: ar == 1 -> compReps = compReps | REP(ah); printf("STEP Operator:   inc %d on holder %d: already\n", ai, ah)
+	:: ar == 2 ->
+		tasks[ah] = tasks[ah] | B(ai);
+		if :: late[ah] -> lateDel[ah] = lateDel[ah] | B(ai) :: else -> skip fi;
+		printf("STEP Operator:   inc %d on holder %d: delete task\n", ai, ah)
+	:: ar == 4 -> skip
+	fi
+}
+
 /* applyRebuildBegin (registers the scanned segment) + adoptObject for every
- * live copy on holder ah, in incarnation order (the newest wins, the older
- * ones get tasks, as a per-key merge would decide). Refused as a whole if one
- * copy is refused. */
+ * live copy on holder h, newest first (as the per-key merge orders them).
+ * Refused as a whole if one copy is refused. */
 inline adoptHolder(h) {
 	ah = h;
 	x = 0;
@@ -596,30 +627,11 @@ inline adoptHolder(h) {
 	:: x ->
 		printf("STEP Operator: rebuild scanning holder %d refused: the removal memory overflowed and the key is absent\n", ah)
 	:: else ->
-		ai = 1;
+		ai = NINC;
 		do
-		:: ai <= NINC ->
-			if
-			:: idx[ah].st[ai] == ILIVE ->
-				adoptRule();
-				if
-				:: ar == 0 ->
-					if :: complete != 0 -> createTasks(compReps, complete) :: else -> skip fi;
-					complete = ai; compReps = REP(ah);
-					if :: ai > maxCompleted -> maxCompleted = ai :: else -> skip fi;
-					/* an outcome-unknown put that took effect overwrites the owed one */
-					if :: ackPut != 0 && ackPut < ai -> ackPut = 0 :: else -> skip fi;
-					printf("STEP Operator:   adopt inc %d from holder %d\n", ai, ah)
-				:: ar == 1 -> compReps = compReps | REP(ah); printf("STEP Operator:   inc %d on holder %d: already\n", ai, ah)
-				:: ar == 2 ->
-					tasks[ah] = tasks[ah] | B(ai);
-					if :: late[ah] -> lateDel[ah] = lateDel[ah] | B(ai) :: else -> skip fi;
-					printf("STEP Operator:   inc %d on holder %d: delete task\n", ai, ah)
-				:: ar == 4 -> skip
-				fi
-			:: else -> skip
-			fi;
-			ai++
+		:: ai >= 1 ->
+			if :: idx[ah].st[ai] == ILIVE -> adoptCopy() :: else -> skip fi;
+			ai--
 		:: else -> break
 		od;
 		known[ah] = 1;
@@ -667,11 +679,21 @@ inline lossAndRebuild(scan) {
 	 * lost cluster issued) */
 	incBase = nextInc - 1;
 	rebuilt = 1;
-	j = 0;
+	/* Merge: every scanned holder's live copies, newest first */
+	ai = NINC;
 	do
-	:: j < NH -> if :: scan & REP(j) -> adoptHolder(j) :: else -> skip fi; j++
+	:: ai >= 1 ->
+		ah = 0;
+		do
+		:: ah < NH ->
+			if :: (scan & REP(ah)) && idx[ah].st[ai] == ILIVE -> adoptCopy() :: else -> skip fi;
+			ah++
+		:: else -> break
+		od;
+		ai--
 	:: else -> break
 	od;
+	known[0] = !late[0]; known[1] = !late[1];
 	/* ghost: inv7 is the rebuilt cluster's from here */
 	maxCompleted = complete
 }
