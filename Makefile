@@ -86,8 +86,9 @@ fuzz-short:
 fuzz:
 	@scripts/fuzz.sh $(FUZZ_LONG) $(FUZZ_TARGETS)
 
-# The Promela model of the deletion protocol (model/README.md), checked with
-# spin: exhaustively at a small bound in `make test`, at a bigger one here;
+# The Promela model of the deletion protocol and of the operator procedures
+# (rebuild, prefix jobs, restore; model/README.md), checked with spin:
+# exhaustively at a small bound in `make test`, at a bigger one here;
 # both also prove that each weakened variant is caught. Skipped, saying so,
 # when spin or gcc is missing.
 model-short:

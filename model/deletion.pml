@@ -28,6 +28,29 @@
  *                     source while it was being copied into the target
  *   WEAK_KEY_ONLY     BatchMarkDeleted matches a task's record by key alone,
  *                     not key and incarnation
+ *
+ * Configurations (each a separate run of scripts/model.sh; the bounds there
+ * switch GC and crashes down to keep each one small):
+ *   REBUILD   every master loses its state; `operator rebuild` adopts from the
+ *             holders it scans; late holders, reruns, retire, --close, the
+ *             removal memory and its overflow
+ *   JOBS      one prefix-delete job (JobStart, then its step for the key)
+ *   RESTORE   `operator snapshot restore` of a saved older table (the flagged
+ *             path) and the leader's ghost check
+ * and their weakened variants:
+ *   WEAK_LATE_MOUNT          (REBUILD) a late holder's mount is accepted and
+ *                            reconciled against the rebuilt table
+ *   WEAK_NO_REMOVAL_MEMORY   (REBUILD) adoption ignores the removal memory
+ *   WEAK_TASK_RULE           (REBUILD) adoption takes a task of the key at or
+ *                            above the copy for a remove, instead of the memory
+ *   WEAK_ADOPT_ABSENT_ONLY   (REBUILD) adoption takes a copy only if the key is
+ *                            absent: an older incarnation in the table wins
+ *   WEAK_NO_INC_MARGIN       (REBUILD) the incarnation base covers only the
+ *                            scanned holders' records
+ *   WEAK_JOB_BY_PUTSTART     (JOBS) the job removes a key whose incarnation
+ *                            (PutStart position) is below the job's start
+ *   WEAK_GHOST_UNCONDITIONAL (RESTORE) the ghost drop does not check that the
+ *                            table still holds the incarnation it checked
  */
 
 #ifndef NINC
@@ -129,6 +152,35 @@ byte maxCompleted;        /* newest incarnation that ever became COMPLETE */
 byte grant[NH];           /* write grants the leader issued (PutStart), never expiring */
 byte wok[NH];             /* writes the holder answered OK */
 
+byte ackPut;              /* the acknowledged put still owed: PutEnd returned, not since removed or overwritten */
+byte remMax;              /* newest incarnation an acknowledged remove (or job step) removed, or that was owed then */
+
+#ifdef REBUILD
+/* The rebuilt cluster (fsm state after RebuildBegin/RebuildAdopt). */
+bit  rebuilt;             /* every master lost its state; this is the rebuilt cluster */
+bit  known[NH];           /* the rebuilt table knows the segment: a rebuild scanned it */
+bit  remKey;              /* removal memory: the key left the table since the rebuild began */
+bit  remOverflow;         /* the memory overflowed (other keys filled its bound) */
+bit  closed;              /* rebuild --close: memory dropped, no more adoption */
+byte incBase;             /* the incarnation base: this cluster issues incarnations above it */
+/* ghost */
+bit  late[NH];            /* a lost-cluster holder no rebuild scanned yet, not retired */
+bit  retired[NH];         /* retired by the operator: its records are no longer promised */
+byte lateDel[NH];         /* copies of a late holder its adoption made delete tasks (inv7 exempt) */
+#endif
+#ifdef JOBS
+byte jobState;            /* 0 none, 1 started (its step for the key still to come), 2 past the key */
+byte jobInc;              /* WEAK_JOB_BY_PUTSTART: the first incarnation a PutStart after JobStart gets */
+bit  compPre;             /* the COMPLETE incarnation's PutEnd applied before JobStart (completion index < job id) */
+#endif
+#ifdef RESTORE
+bit  saved, restored;     /* operator snapshot save / restore (once each) */
+byte sComplete, sCompReps, sTasks[NH]; /* the saved table */
+byte gState, gInc, gReps, gTomb; /* the leader's ghost check: read holders (1), then propose the drop */
+byte restInc;             /* ghost: incarnations the restore listed again that the log had removed or superseded */
+byte restOrphan;          /* ghost: incarnations issued before the restore that the restored table neither lists nor has tasks for (inv7 exempt) */
+#endif
+
 /* bounds */
 byte crashLeft = NCRASH;
 byte leadLeft = NLEAD;
@@ -136,9 +188,10 @@ byte gcLeft[NH];
 
 /* named results of the invariant check: spin prints the name of the one that fails */
 hidden byte inv1_no_resurrection, inv2_no_wrong_victim, inv3_no_lost_intent,
-           inv7_latest_copy_last, inv8_gc_keeps_visible;
+           inv7_latest_copy_last, inv8_gc_keeps_visible, inv_never_lost,
+           inv_job_spares_later_puts, inv_inc_above_every_copy;
 /* scratch (not part of the state) */
-hidden byte ch, ci, cm, rk0, rk1, x, j;
+hidden byte ch, ci, cm, rk0, rk1, x, j, cn, ca, ai, ah, ar, op;
 hidden byte cl;
 
 /* ========================================================================= */
@@ -169,12 +222,19 @@ inline setBucket(h, s, i, v) {
 	if :: s == 0 -> bk0[h].st[i] = v :: else -> bk1[h].st[i] = v fi
 }
 
+#ifdef RESTORE
+#define RESTORED(i) (restInc & B(i))
+#else
+#define RESTORED(i) 0
+#endif
+
 /* The invariants, checked after every step (every step is atomic). */
 inline checkInvariants() {
 	d_step {
 	inv1_no_resurrection = 1; inv2_no_wrong_victim = 1; inv3_no_lost_intent = 1;
 	inv7_latest_copy_last = 1; inv8_gc_keeps_visible = 1;
-	cm = 0;
+	inv_never_lost = 1;
+	cm = 0; cn = 0; ca = 0;
 	ch = 0;
 	do
 	:: ch < NH ->
@@ -182,6 +242,12 @@ inline checkInvariants() {
 		do
 		:: ci <= NINC ->
 			recoveredLive(ch, ci, cl);
+			/* never lost: the owed put is live on a replica the table lists,
+			 * or on a late holder awaiting adoption (REBUILD) */
+			if :: cl && ci == ackPut && complete == ackPut && (compReps & REP(ch)) -> cn = 1 :: else -> skip fi;
+#ifdef REBUILD
+			if :: cl && ci == ackPut && late[ch] -> ca = 1 :: else -> skip fi;
+#endif
 			/* 1: a removed incarnation is never visible again, and a copy once
 			 * tombstoned never reads as live again (restart, GC, late write). */
 			if :: (tombstoned[ch] & B(ci)) && cl -> inv1_no_resurrection = 0 :: else -> skip fi;
@@ -191,30 +257,52 @@ inline checkInvariants() {
 			 * GC loses none and revives none; the memory index agrees. */
 			if :: cl != (logical[ch].st[ci] == LIVE) -> inv8_gc_keeps_visible = 0 :: else -> skip fi;
 			if :: (idx[ch].st[ci] == ILIVE) != (logical[ch].st[ci] == LIVE) -> inv8_gc_keeps_visible = 0 :: else -> skip fi;
+#ifdef REBUILD
+			/* 7 is not claimed for the copies of a late holder, nor for those
+			 * its adoption made tasks: the rebuilt cluster cannot order the
+			 * tasks of copies it does not know yet behind the newer
+			 * incarnation's (a second loss of every master before they ran
+			 * could adopt them) */
+			if :: cl && ci > cm && !late[ch] && !retired[ch] && !(lateDel[ch] & B(ci)) -> cm = ci :: else -> skip fi;
+#elif defined(RESTORE)
+			/* nor for copies the restored table does not know: only
+			 * reconciliation deletes them, in no order with other tasks */
+			if :: cl && ci > cm && !(restOrphan & B(ci)) -> cm = ci :: else -> skip fi;
+#else
 			if :: cl && ci > cm -> cm = ci :: else -> skip fi;
+#endif
 			ci++
 		:: else -> break
 		od;
 		/* 2: the COMPLETE incarnation's copies are never the victim, so a Get
 		 * is always served. */
 		if
-		:: complete != 0 && (compReps & REP(ch)) && logical[ch].st[complete] != LIVE -> inv2_no_wrong_victim = 0
+		:: complete != 0 && (compReps & REP(ch)) && logical[ch].st[complete] != LIVE && !RESTORED(complete) -> inv2_no_wrong_victim = 0
+		:: else -> skip
+		fi;
+		/* 1: a Get never serves the bytes of a removed incarnation */
+		if
+		:: complete != 0 && (compReps & REP(ch)) && (removed & B(complete)) && idx[ch].st[complete] == ILIVE -> inv1_no_resurrection = 0
 		:: else -> skip
 		fi;
 		ch++
 	:: else -> break
 	od;
-	/* 1: the master never shows a removed incarnation. */
-	if :: complete != 0 && (removed & B(complete)) -> inv1_no_resurrection = 0 :: else -> skip fi;
+	/* 1: the master never shows a removed incarnation, nor one older than
+	 * what an acknowledged remove removed (a restore lists such ghosts
+	 * until the ghost check drops them). */
+	if :: complete != 0 && ((removed & B(complete)) || complete <= remMax) && !RESTORED(complete) -> inv1_no_resurrection = 0 :: else -> skip fi;
+	if :: ackPut != 0 && !cn && !ca -> inv_never_lost = 0 :: else -> skip fi;
 	/* 7: the newest copy that survives on any disk is never an overwritten
 	 * value (cm = newest incarnation a restart of some holder would serve). */
 	if :: cm != 0 && cm < maxCompleted -> inv7_latest_copy_last = 0 :: else -> skip fi;
 	};
+	assert(inv_never_lost);
 	assert(inv8_gc_keeps_visible);
 	assert(inv3_no_lost_intent);
 	assert(inv2_no_wrong_victim);
-	assert(inv7_latest_copy_last);
-	assert(inv1_no_resurrection)
+	assert(inv1_no_resurrection);
+	assert(inv7_latest_copy_last)
 }
 
 /* ========================================================================= */
@@ -239,6 +327,30 @@ inline applyPutStart() {
 	fi;
 	pending = nextInc;
 	nextInc++;
+#ifdef REBUILD
+	/* the incarnation base: a new incarnation is above every copy of the lost
+	 * cluster, on scanned and late holders alike */
+	if
+	:: rebuilt ->
+		inv_inc_above_every_copy = 1;
+		ah = 0;
+		do
+		:: ah < NH ->
+			ai = pending;
+			do
+			:: ai <= NINC ->
+				if :: !retired[ah] && (bk0[ah].st[ai] != ABSENT || bk1[ah].st[ai] != ABSENT) -> inv_inc_above_every_copy = 0 :: else -> skip fi;
+				ai++
+			:: else -> break
+			od;
+			ah++
+		:: else -> break
+		od;
+		if :: !inv_inc_above_every_copy -> printf("STEP Client: PutStart inc %d, but a holder has a record of inc %d or above\n", pending, pending) :: else -> skip fi;
+		assert(inv_inc_above_every_copy)
+	:: else -> skip
+	fi;
+#endif
 	if :: pendReps & REP(0) -> grant[0] = grant[0] | B(pending) :: else -> skip fi;
 	if :: pendReps & REP(1) -> grant[1] = grant[1] | B(pending) :: else -> skip fi
 }
@@ -249,7 +361,11 @@ inline applyPutEnd() {
 	if :: complete != 0 -> createTasks(compReps, complete) :: else -> skip fi;
 	complete = pending; compReps = pendReps;
 	pending = 0; pendReps = 0;
-	maxCompleted = complete
+	maxCompleted = complete;
+	ackPut = complete;
+#ifdef JOBS
+	compPre = 0 /* completed after any job that started so far */
+#endif
 }
 
 /* applyPutRevoke (discardAbandonedPuts): the pending incarnation is dropped;
@@ -259,10 +375,26 @@ inline applyPutRevoke() {
 	pending = 0; pendReps = 0
 }
 
+#ifdef REBUILD
+/* The removal memory (fsm/apply_remove.go → the rebuilt cluster's bounded
+ * set of keys removed since RebuildBegin): one key here, and a flag once
+ * other keys filled the bound. Dropped by rebuild --close. */
+inline rememberRemoval() {
+	if :: rebuilt && !closed && !remOverflow -> remKey = 1 :: else -> skip fi
+}
+#endif
+
 /* applyRemove / removeKey: logical delete + tasks, then Remove returns OK. */
 inline applyRemove() {
 	createTasks(compReps, complete);
 	removed = removed | B(complete);
+	/* ghost: what the remove covers, the owed put included (REBUILD: one
+	 * still awaiting adoption on a late holder) */
+	if :: ackPut > complete -> remMax = ackPut :: else -> remMax = complete fi;
+	ackPut = 0;
+#ifdef REBUILD
+	rememberRemoval();
+#endif
 	complete = 0; compReps = 0
 }
 
@@ -358,7 +490,9 @@ inline handleWrite(h, i) {
  * entry whose key and incarnation match, tmp → fsync → rename → dir fsync,
  * then drop it from the live index. */
 inline persistTombstone(h, i) {
-	inv2_no_wrong_victim = !liveInFSM(h, i);
+	/* (a restore may list again an incarnation whose tombstone was already
+	 * under way: that is a ghost, RESTORED) */
+	inv2_no_wrong_victim = !liveInFSM(h, i) || RESTORED(i);
 	assert(inv2_no_wrong_victim); /* never a live incarnation */
 	setBucket(h, cur[h], i, TOMB);
 	printf("STEP Holder %d:   inc %d durably tombstoned (bucket slot %d)\n", h, i, cur[h]);
@@ -409,6 +543,273 @@ inline openStore(h) {
 }
 
 /* ========================================================================= */
+/* Operator procedures: rebuild (REBUILD), prefix jobs (JOBS), restore        */
+/* (RESTORE)                                                                  */
+/* ========================================================================= */
+
+#ifdef REBUILD
+#ifdef WEAK_ADOPT_ABSENT_ONLY
+#define OLDER (complete == 0)
+#else
+#define OLDER (complete < ai)
+#endif
+/* adoptObject's rule for one live copy (ah, ai) of the key, in the rebuilt
+ * table. ar: 0 adopt, 1 already (merge the replica), 2 a delete task, 3
+ * refused (nothing changes: the holder stays unadopted), 4 left alone (an
+ * incarnation above the base is this cluster's own: its tasks and
+ * reconciliation govern it). */
+inline adoptRule() {
+	if
+	:: ai > incBase -> ar = 4 /* this cluster's own copy, not the lost one's */
+	:: ai <= incBase && complete == ai -> ar = 1
+	:: ai <= incBase && complete != ai && pending == ai -> ar = 4
+	:: ai <= incBase && complete != ai && pending != ai ->
+		if
+		/* a newer incarnation is in the table */
+		:: complete > ai -> ar = 2
+#ifdef WEAK_ADOPT_ABSENT_ONLY
+		/* an older incarnation in the table makes the copy a task too */
+		:: complete != 0 && complete < ai -> ar = 2
+#endif
+		/* (below, OLDER: the key is absent or at an older incarnation) */
+#if !defined(WEAK_NO_REMOVAL_MEMORY) && !defined(WEAK_TASK_RULE)
+		/* the key left the table since the rebuild began */
+		:: OLDER && remKey -> ar = 2
+		/* overflowed memory cannot tell whether an absent key was removed */
+		:: OLDER && !remKey && remOverflow && complete == 0 -> ar = 3
+		:: OLDER && !remKey && !(remOverflow && complete == 0) -> ar = 0
+#elif defined(WEAK_TASK_RULE)
+		/* instead of the memory, a task of the key at or above the copy's
+		 * incarnation stands for a remove (its tombstone not yet everywhere) */
+		:: OLDER && ((tasks[0] | tasks[1]) & ~(B(ai) - 1)) -> ar = 2
+		:: OLDER && !((tasks[0] | tasks[1]) & ~(B(ai) - 1)) -> ar = 0
+#else
+		:: OLDER -> ar = 0
+#endif
+		fi
+	fi
+}
+
+/* adoptObject for the live copy (ah, ai), by adoptRule's answer. */
+inline adoptCopy() {
+	adoptRule();
+	if
+	:: ar == 0 ->
+		if :: complete != 0 -> createTasks(compReps, complete) :: else -> skip fi;
+		complete = ai; compReps = REP(ah);
+		if :: ai > maxCompleted -> maxCompleted = ai :: else -> skip fi;
+		/* an outcome-unknown put that took effect overwrites the owed one */
+		if :: ackPut != 0 && ackPut < ai -> ackPut = 0 :: else -> skip fi;
+		printf("STEP Operator:   adopt inc %d from holder %d\n", ai, ah)
+	:: ar == 1 -> compReps = compReps | REP(ah); printf("STEP Operator:   inc %d on holder %d: already\n", ai, ah)
+	:: ar == 2 ->
+		tasks[ah] = tasks[ah] | B(ai);
+		if :: late[ah] -> lateDel[ah] = lateDel[ah] | B(ai) :: else -> skip fi;
+		printf("STEP Operator:   inc %d on holder %d: delete task\n", ai, ah)
+	:: ar == 4 -> skip
+	fi
+}
+
+/* applyRebuildBegin (registers the scanned segment) + adoptObject for every
+ * live copy on holder h, newest first (as the per-key merge orders them).
+ * Refused as a whole if one copy is refused. */
+inline adoptHolder(h) {
+	ah = h;
+	x = 0;
+	ai = 1;
+	do
+	:: ai <= NINC ->
+		if :: idx[ah].st[ai] == ILIVE -> adoptRule(); if :: ar == 3 -> x = 1 :: else -> skip fi :: else -> skip fi;
+		ai++
+	:: else -> break
+	od;
+	if
+	:: x ->
+		printf("STEP Operator: rebuild scanning holder %d refused: the removal memory overflowed and the key is absent\n", ah)
+	:: else ->
+		ai = NINC;
+		do
+		:: ai >= 1 ->
+			if :: idx[ah].st[ai] == ILIVE -> adoptCopy() :: else -> skip fi;
+			ai--
+		:: else -> break
+		od;
+		known[ah] = 1;
+		late[ah] = 0
+	fi
+}
+
+/* Every master lost its state; a fresh cluster is bootstrapped and the
+ * lost cluster's holders are pointed at it (restarted). operator rebuild
+ * scans the holders in scan (a bitmask; the others are down: late), then
+ * RebuildBegin (incarnation base, segments) and the adoptions, then the
+ * Finish begin. No holder mounts before it ends, so it is one step. */
+inline lossAndRebuild(scan) {
+	openStore(0); openStore(1);
+	complete = 0; compReps = 0; pending = 0; pendReps = 0;
+	tasks[0] = 0; tasks[1] = 0;
+	segMounted[0] = 0; segMounted[1] = 0; segEpoch[0] = 0; segEpoch[1] = 0;
+	masterEpoch++;
+	/* a new grant key: the lost cluster's grants no longer verify */
+	grant[0] = 0; grant[1] = 0; wok[0] = 0; wok[1] = 0;
+	pipe[0] = 0; pipe[1] = 0; pipeEpoch[0] = 0; pipeEpoch[1] = 0;
+	/* ghost: the rebuilt cluster's promises start here (a remove the lost
+	 * log acknowledged but no holder tombstoned yet is beyond a loss of
+	 * every master) */
+	removed = 0; remMax = 0;
+	late[0] = ((scan & REP(0)) == 0); late[1] = ((scan & REP(1)) == 0);
+#ifdef WEAK_NO_INC_MARGIN
+	/* the base covers the records of the scanned holders only */
+	nextInc = 1;
+	ah = 0;
+	do
+	:: ah < NH ->
+		ai = 1;
+		do
+		:: ai <= NINC ->
+			if :: (scan & REP(ah)) && (bk0[ah].st[ai] != ABSENT || bk1[ah].st[ai] != ABSENT) && ai >= nextInc -> nextInc = ai + 1 :: else -> skip fi;
+			ai++
+		:: else -> break
+		od;
+		ah++
+	:: else -> break
+	od;
+#endif
+	/* (otherwise nextInc goes on: the base covers every incarnation the
+	 * lost cluster issued) */
+	incBase = nextInc - 1;
+	rebuilt = 1;
+	/* Merge: every scanned holder's live copies, newest first */
+	ai = NINC;
+	do
+	:: ai >= 1 ->
+		ah = 0;
+		do
+		:: ah < NH ->
+			if :: (scan & REP(ah)) && idx[ah].st[ai] == ILIVE -> adoptCopy() :: else -> skip fi;
+			ah++
+		:: else -> break
+		od;
+		ai--
+	:: else -> break
+	od;
+	known[0] = !late[0]; known[1] = !late[1];
+	/* ghost: inv7 is the rebuilt cluster's from here */
+	maxCompleted = complete
+}
+
+/* operator retire of a late holder: its data is abandoned by the operator's
+ * decision, so its copies are no longer promised. */
+inline retireHolder(h) {
+	late[h] = 0; retired[h] = 1;
+	if
+	:: ackPut != 0 && !(complete == ackPut) -> ackPut = 0
+	:: else -> skip
+	fi
+}
+
+/* The operator's rebuild events. */
+active proctype Operator() {
+end:
+	do
+	:: atomic { !rebuilt ->
+		if :: op = 1 :: op = 2 :: op = 3 fi;
+		printf("STEP Operator: every master lost its state; rebuild scans holders %d (bitmask; the others are late)\n", op);
+		lossAndRebuild(op); checkInvariants() }
+	/* a rerun (operator rebuild again), scanning one holder: a late one that
+	 * is back, or one already known */
+	:: atomic { rebuilt && !closed && (!retired[0] || !retired[1]) ->
+		if :: !retired[0] -> op = 0 :: !retired[1] -> op = 1 fi;
+		printf("STEP Operator: rebuild (rerun) scans holder %d\n", op);
+		adoptHolder(op); checkInvariants() }
+	:: atomic { rebuilt && (late[0] || late[1]) ->
+		if :: late[0] -> op = 0 :: late[1] -> op = 1 fi;
+		printf("STEP Operator: retire holder %d\n", op);
+		retireHolder(op); checkInvariants() }
+	:: atomic { rebuilt && !closed -> printf("STEP Operator: rebuild --close (removal memory dropped)\n"); closed = 1; remKey = 0; remOverflow = 0; checkInvariants() }
+	:: atomic { rebuilt && !closed && !remOverflow -> printf("STEP Operator: other keys' removals overflow the removal memory\n"); remOverflow = 1; checkInvariants() }
+	od
+}
+#endif
+
+#ifdef JOBS
+/* JobStart{prefix} (the key is under the prefix) and the job's step for the
+ * key (JobAdvance, fsm/apply_jobs.go): the step removes the key only if its
+ * COMPLETE incarnation's PutEnd applied before JobStart. */
+active proctype Operator() {
+end:
+	do
+	:: atomic { jobState == 0 ->
+		jobState = 1; jobInc = nextInc; compPre = 1;
+		printf("STEP Operator: JobStart (puts started from inc %d on are after it)\n", jobInc); checkInvariants() }
+	:: atomic { jobState == 1 ->
+		jobState = 2;
+#ifdef WEAK_JOB_BY_PUTSTART
+		if :: complete != 0 && complete < jobInc -> x = 1 :: else -> x = 0 fi;
+#else
+		if :: complete != 0 && compPre -> x = 1 :: else -> x = 0 fi;
+#endif
+		if
+		:: x ->
+			printf("STEP Operator: job step removes inc %d\n", complete);
+			inv_job_spares_later_puts = compPre;
+			assert(inv_job_spares_later_puts); /* a put that completed after JobStart survives */
+			applyRemove()
+		:: else -> printf("STEP Operator: job step passes the key (inc %d kept)\n", complete)
+		fi;
+		checkInvariants() }
+	od
+}
+#endif
+
+#ifdef RESTORE
+/* operator snapshot save, and operator snapshot restore of it later (an
+ * older state: the flagged path), replacing the table (fsm/restore.go)
+ * through the log (incarnations go on growing); a fresh EpochBegin makes
+ * holders replay. The restore abandons, by the operator's decision, the
+ * puts acknowledged after the save and the removes whose copies were still
+ * live. */
+active proctype Operator() {
+end:
+	do
+	:: atomic { !saved && pending == 0 && tasks[0] == 0 && tasks[1] == 0 ->
+		saved = 1; sComplete = complete; sCompReps = compReps; sTasks[0] = tasks[0]; sTasks[1] = tasks[1];
+		printf("STEP Operator: snapshot save (inc %d complete)\n", complete); checkInvariants() }
+	:: atomic { saved && !restored ->
+		restored = 1;
+		if
+		:: sComplete != 0 && sComplete != complete ->
+			restInc = B(sComplete);
+			/* a remove undone while a copy was still live: the operator's choice */
+			if
+			:: (removed & B(sComplete)) &&
+			   (((sCompReps & REP(0)) && idx[0].st[sComplete] != IDEAD) || ((sCompReps & REP(1)) && idx[1].st[sComplete] != IDEAD)) ->
+				removed = removed & ~B(sComplete)
+			:: else -> skip
+			fi
+		:: else -> skip
+		fi;
+		if :: complete != sComplete -> ackPut = 0 :: else -> skip fi;
+		/* (the saved table had no put in flight; one in flight now is dropped
+		 * with the table, its copy left to reconciliation) */
+		complete = sComplete; compReps = sCompReps; pending = 0; pendReps = 0;
+		tasks[0] = sTasks[0]; tasks[1] = sTasks[1];
+		maxCompleted = complete;
+		restOrphan = 0;
+		ai = 1;
+		do
+		:: ai < nextInc && ai <= NINC ->
+			if :: ai != complete && !((tasks[0] | tasks[1]) & B(ai)) -> restOrphan = restOrphan | B(ai) :: else -> skip fi;
+			ai++
+		:: else -> break
+		od;
+		masterEpoch++;
+		printf("STEP Operator: snapshot restore (inc %d complete again), EpochBegin\n", complete); checkInvariants() }
+	od
+}
+#endif
+
+/* ========================================================================= */
 /* Processes                                                                  */
 /* ========================================================================= */
 
@@ -433,8 +834,10 @@ end:
 	:: WRITE(1, 1)
 	:: WRITE(0, 2)
 	:: WRITE(1, 2)
+#if NINC >= 3
 	:: WRITE(0, 3)
 	:: WRITE(1, 3)
+#endif
 	/* the client ends its put once every replica answered OK */
 	:: atomic { pending != 0 && ((pendReps & REP(0)) == 0 || (wok[0] & B(pending))) &&
 	                            ((pendReps & REP(1)) == 0 || (wok[1] & B(pending))) ->
@@ -455,8 +858,49 @@ end:
 	:: atomic { leadLeft > 0 -> leadLeft--; masterEpoch++; printf("STEP Leader: EpochBegin, master epoch %d\n", masterEpoch); checkInvariants() }
 	:: atomic { pipe[0] != 0 -> applyAck(0, pipeEpoch[0], pipe[0], stale); pipe[0] = 0; checkInvariants() }
 	:: atomic { pipe[1] != 0 -> applyAck(1, pipeEpoch[1], pipe[1], stale); pipe[1] = 0; checkInvariants() }
+#ifdef RESTORE
+	/* the ghost check after a restore: read what the replicas' holders hold
+	 * of the COMPLETE incarnation (a tombstone is evidence, absent is not)... */
+	:: atomic { restored && gState == 0 && complete != 0 ->
+		gInc = complete; gReps = compReps; gTomb = 0;
+		if :: (compReps & REP(0)) && idx[0].st[complete] == IDEAD -> gTomb = gTomb | REP(0) :: else -> skip fi;
+		if :: (compReps & REP(1)) && idx[1].st[complete] == IDEAD -> gTomb = gTomb | REP(1) :: else -> skip fi;
+		if :: gTomb != 0 -> gState = 1 :: else -> skip fi;
+		printf("STEP Leader: ghost check of inc %d: tombstoned on replicas %d of %d\n", gInc, gTomb, gReps);
+		checkInvariants() }
+	/* ...then propose the drop: applied only if the table still holds that
+	 * incarnation; the object goes if every replica is tombstoned, else the
+	 * tombstoned replicas alone */
+	:: atomic { gState == 1 ->
+		gState = 0;
+#ifdef WEAK_GHOST_UNCONDITIONAL
+		if :: complete != 0 -> x = 1 :: else -> x = 0 fi;
+#else
+		if :: complete == gInc -> x = 1 :: else -> x = 0 fi;
+#endif
+		if
+		:: x && gTomb == gReps ->
+			printf("STEP Leader: ghost drop applied: inc %d leaves the table\n", complete);
+			/* from here inv1 and inv2 hold for it again, without exception */
+			restInc = restInc & ~B(complete);
+			complete = 0; compReps = 0
+		:: x && gTomb != gReps -> printf("STEP Leader: ghost drop applied: replicas %d of inc %d dropped\n", gTomb, complete); compReps = compReps & ~gTomb
+		:: else -> printf("STEP Leader: ghost drop refused: the table no longer holds inc %d\n", gInc)
+		fi;
+		checkInvariants() }
+#endif
 	od
 }
+
+/* applyMount refuses a holder whose marker names the lost cluster while the
+ * rebuilt table does not know its segment (a late holder): it must be
+ * adopted by a rebuild that scans it, or retired. WEAK_LATE_MOUNT accepts
+ * it (the mount registers the segment) and it reconciles. */
+#if defined(REBUILD) && !defined(WEAK_LATE_MOUNT)
+#define MOUNTABLE(h) (!rebuilt || known[h])
+#else
+#define MOUNTABLE(h) 1
+#endif
 
 /* One holder process and its GC worker, as steps of one proctype; each step
  * is atomic. A crash may come between any two steps. */
@@ -466,7 +910,7 @@ proctype Holder(bit h) {
 end:
 	do
 	/* ---- Service.mount ------------------------------------------------- */
-	:: atomic { !hmounted[h] && mode[h] == IDLE ->
+	:: atomic { !hmounted[h] && mode[h] == IDLE && MOUNTABLE(h) ->
 		applyMount(h);
 		hmounted[h] = 1; hepoch[h] = segEpoch[h]; hmaster[h] = masterEpoch;
 		needRec[h] = 1; /* replay after every mount */
