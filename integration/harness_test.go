@@ -426,3 +426,20 @@ func allTasks(t *testing.T, cl *transport.ClusterClient) []api.LocalDeleteTask {
 }
 
 var execCommand = exec.Command
+
+// loseEveryMaster kills every master, deletes its data dir and starts it
+// again on the same addresses: a fresh cluster bootstraps there, as after
+// the loss of every master's state that a rebuild recovers from.
+func (c *cluster) loseEveryMaster(t *testing.T) {
+	t.Helper()
+	for _, m := range c.nodes {
+		m.kill()
+	}
+	for _, m := range c.nodes {
+		if err := os.RemoveAll(m.dir); err != nil {
+			t.Fatal(err)
+		}
+		m.proc.start()
+	}
+	c.waitLeader(30 * time.Second)
+}

@@ -225,16 +225,7 @@ func (nc *nemesisCluster) rebuildUnderNemesis(t *testing.T, h *history) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	for _, m := range nc.nodes {
-		m.kill()
-	}
-	for _, m := range nc.nodes {
-		if err := os.RemoveAll(m.dir); err != nil {
-			t.Fatal(err)
-		}
-		m.proc.start()
-	}
-	nc.waitLeader(30 * time.Second)
+	nc.loseEveryMaster(t)
 	out, err := runCLIErr("operator", "rebuild", "--masters="+strings.Join(nc.proxiedMasters(), ","), "--holders="+nc.holderAddrs(), "--timeout=30s")
 	if err != nil {
 		t.Fatalf("operator rebuild of the nemesis cluster: %v\n%s", err, out)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -67,18 +66,7 @@ func TestRebuildAdoptsCopyEvictedElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, m := range c.nodes {
-		m.kill()
-	}
-	for _, m := range c.nodes {
-		if err := os.RemoveAll(m.dir); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, m := range c.nodes {
-		m.proc.start()
-	}
-	c.waitLeader(30 * time.Second)
+	c.loseEveryMaster(t)
 
 	base := []string{"operator", "rebuild", "--masters", strings.Join(c.addrs(), ","), "--holders", big.addr + "," + small.addr}
 	var dry struct {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -85,18 +84,7 @@ func TestRebuildLateHolderIsAdoptedNeverReconciled(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, m := range c.nodes {
-		m.kill()
-	}
-	for _, m := range c.nodes {
-		if err := os.RemoveAll(m.dir); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, m := range c.nodes {
-		m.proc.start()
-	}
-	c.waitLeader(30 * time.Second)
+	c.loseEveryMaster(t)
 	masters := strings.Join(c.addrs(), ",")
 	base := []string{"operator", "rebuild", "--masters", masters, "--holders", h1.addr + "," + h2.addr}
 

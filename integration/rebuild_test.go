@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -125,18 +124,7 @@ func testRebuild(t *testing.T, missing bool) {
 
 	// Every master loses its state; a new cluster is bootstrapped on the
 	// same addresses (the holders keep their --masters).
-	for _, m := range c.nodes {
-		m.kill()
-	}
-	for _, m := range c.nodes {
-		if err := os.RemoveAll(m.dir); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, m := range c.nodes {
-		m.proc.start()
-	}
-	c.waitLeader(30 * time.Second)
+	c.loseEveryMaster(t)
 	fresh, err := c.status(c.leader())
 	if err != nil {
 		t.Fatal(err)
