@@ -152,7 +152,33 @@ func nemesisPrefixJobs(t *testing.T, nc *nemesisCluster, h *history, seed uint64
 			}
 		}
 	}()
-	return wg.Wait
+	return func() {
+		wg.Wait()
+		// A job whose wait gave up under a fault still runs in the
+		// cluster: the final reads come after it ended, or they race it.
+		cl, err := client.New(client.Config{Masters: nc.proxiedMasters(), Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			ctx, cancel := ctxT(20 * time.Second)
+			jobs, err := cl.Jobs(ctx)
+			cancel()
+			active := err != nil
+			for _, j := range jobs.Jobs {
+				active = active || j.Active()
+			}
+			if !active {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a prefix job is still active 2 minutes after the last one started: %+v %v", jobs.Jobs, err)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
 }
 
 // lastLine is the last non-empty line of s: the CLI's verdict after its
