@@ -159,8 +159,9 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return fmt.Errorf("snapshot store: %w", err)
 	}
+	peers := NewRaftPeers(cfg.ID)
 	auth := RaftAuth{
-		Token: cfg.ClusterToken, TLS: cfg.TLS,
+		Token: cfg.ClusterToken, TLS: cfg.TLS, Peers: peers,
 		Refused: func(side, reason string) { n.metrics.raftRefused.WithLabelValues(side, reason).Inc() },
 	}
 	if auth.Open() {
@@ -213,6 +214,10 @@ func (n *Node) startRaft() error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	n.rfsm.started.Store(true)
+	peers.Follow(func() (raft.Configuration, error) {
+		f := r.GetConfiguration()
+		return f.Configuration(), f.Error()
+	})
 	n.guard.attach(r)
 	n.raft = r
 	return nil
