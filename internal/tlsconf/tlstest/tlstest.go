@@ -1,7 +1,9 @@
 // Package tlstest makes throwaway certificate authorities and node
 // certificates for tests: ECDSA P-256, valid for an hour, with 127.0.0.1,
 // ::1 and localhost as subject alternative names and both server and client
-// usage, so one certificate serves a node's listeners and its dialers.
+// usage, so one certificate serves a node's listeners and its dialers
+// (IssueMaster adds the master names the Raft port requires; IssueClient
+// makes a client-only one).
 package tlstest
 
 import (
