@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"sexton/api"
@@ -543,4 +545,41 @@ func TestRaftTLSRefusesNonMasterCertificates(t *testing.T) {
 		t.Errorf("leadership changed: %s term %d → %s term %d", leader.cfg.ID, leaderBefore.term, leaderNow.cfg.ID, viewOf(t, leaderNow).term)
 	}
 	tc.commitOn(t, 1001, 0, 1, 2)
+}
+
+// TestRaftJoinWithTokenAndTLS: a master started without a configuration
+// (waiting to be added) accepts the leader's dials although the leader is
+// in no configuration it has, and once added it replicates: the handshake
+// checks the ids of the configuration the leader holds, the added
+// server's included.
+func TestRaftJoinWithTokenAndTLS(t *testing.T) {
+	ca, err := tlstest.NewCA(t.TempDir(), "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := startCluster(t, 3, func(c *Config) {
+		c.ClusterToken = "s3cret"
+		c.TLS = issueMasterTLS(t, ca, c.ID)
+	})
+	cfg := tc.cfgs[0]
+	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.RPCAddr = "m4", filepath.Join(t.TempDir(), "m4"), freeAddr(t), freeAddr(t)
+	cfg.Peers, cfg.Bootstrap = nil, false
+	cfg.TLS = issueMasterTLS(t, ca, "m4")
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "master-m4", Level: hclog.Info, Output: tc.logs})
+	m4, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m4.Shutdown)
+	leader := tc.waitLeader(t)
+	if err := leader.raft.AddVoter("m4", raft.ServerAddress(cfg.RaftAddr), 0, harnessTimeout).Error(); err != nil {
+		t.Fatalf("add m4: %v", err)
+	}
+	want := tc.commitOn(t, 1000, 0, 1, 2)
+	eventually(t, harnessTimeout, "m4 applies the cluster's entries", func() bool { return m4.raft.AppliedIndex() >= want })
+	for _, n := range append([]*Node{m4}, tc.nodes...) {
+		if got := refusedCount(t, n, "accept", refuseIdentity) + refusedCount(t, n, "dial", refuseIdentity); got != 0 {
+			t.Errorf("%s refused %v connections for their ids", n.cfg.ID, got)
+		}
+	}
 }
