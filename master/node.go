@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/fsm"
+	"sexton/internal/tlsconf"
 	"sexton/transport"
 )
 
@@ -158,6 +160,17 @@ func (n *Node) startRaft() error {
 	snaps, err := OpenSnapshotStore(cfg.DataDir, n.log.Named("snapshots"))
 	if err != nil {
 		return fmt.Errorf("snapshot store: %w", err)
+	}
+	if cfg.TLS != nil {
+		// The other masters refuse a Raft certificate that does not name
+		// this master: say so at start rather than as refusals later.
+		ids, err := cfg.TLS.MasterIDs()
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(ids, cfg.ID) {
+			return fmt.Errorf("--tls-cert %s does not name this master: it needs the URI subject alternative name %s (it names masters %q); reissue it, or the other masters refuse its Raft connections", cfg.TLS.Files().Cert, tlsconf.MasterURI(cfg.ID), ids)
+		}
 	}
 	peers := NewRaftPeers(cfg.ID)
 	auth := RaftAuth{

@@ -583,3 +583,25 @@ func TestRaftJoinWithTokenAndTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestMasterRefusesToStartWithoutAMasterCertificate: a master whose TLS
+// certificate does not name its id (a holder's, another master's) does
+// not start, and says which name the certificate needs.
+func TestMasterRefusesToStartWithoutAMasterCertificate(t *testing.T) {
+	ca, err := tlstest.NewCA(t.TempDir(), "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range map[string]*tlsconf.Source{"holder": issueTLS(t, ca, "h1"), "other master": issueMasterTLS(t, ca, "m2")} {
+		cfg := Config{ID: "m1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), RPCAddr: freeAddr(t), Bootstrap: true, TLS: src, Logger: hclog.NewNullLogger()}
+		n, err := New(cfg)
+		if err == nil {
+			n.Shutdown()
+			t.Errorf("%s certificate: the master started", name)
+			continue
+		}
+		if !strings.Contains(err.Error(), "sexton://master/m1") {
+			t.Errorf("%s certificate: %v, want it to name sexton://master/m1", name, err)
+		}
+	}
+}

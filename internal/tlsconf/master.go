@@ -2,6 +2,7 @@ package tlsconf
 
 import (
 	"crypto/x509"
+	"fmt"
 	"net/url"
 	"strings"
 )
@@ -19,6 +20,20 @@ const (
 // master with Raft server id id.
 func MasterURI(id string) *url.URL {
 	return &url.URL{Scheme: masterURIScheme, Host: masterURIHost, Path: "/" + id}
+}
+
+// MasterIDs are the Raft server ids the current certificate of s names
+// as a master of.
+func (s *Source) MasterIDs() ([]string, error) {
+	cert := s.cur.Load().cert
+	leaf := cert.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return nil, fmt.Errorf("tlsconf: certificate %s: %w", s.files.Cert, err)
+		}
+	}
+	return MasterIDs(leaf), nil
 }
 
 // MasterIDs are the Raft server ids cert names as a master of (none for a
