@@ -92,7 +92,8 @@ const (
 // Raft configuration lists at the dialed address), id(x) a length byte and
 // x. MAC(role) is transport.TokenMAC over raftAuthDomain, role, id(D),
 // id(T), nA and nD. The acceptor checks the dialer's proof, that T is its
-// own id and that D is a server of its configuration; the dialer checks
+// own id and that D is a server of its configuration (any server while
+// that is empty: a server waiting to be added); the dialer checks
 // the acceptor's proof before Raft sends anything. Both proofs name both
 // ends and the direction, so a proof made for A→B is no proof for B→A,
 // A→C or C→B: a relay of one master's dial to another master (or back to
@@ -115,8 +116,9 @@ var (
 	roleDialer   = []byte{'D'}
 )
 
-// RaftPeers is what the token handshake checks server ids against: this
-// server's id and its current Raft configuration (hashicorp/raft's latest,
+// RaftPeers is what the Raft handshakes (the token proofs, the master
+// names of certificates) check server ids against: this server's id and
+// its current Raft configuration (hashicorp/raft's latest,
 // which includes uncommitted changes), read afresh at every handshake.
 type RaftPeers struct {
 	self  string
