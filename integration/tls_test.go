@@ -73,7 +73,10 @@ func TestMutualTLSEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	master := issue(t, ca, "master")
+	master, err := ca.IssueMaster("master", "m1", "m2", "m3")
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := startCluster(t, 3, append(tlsArgs(master), "--tls-client-auth", "require")...)
 	c.holderExtra = func(name string) []string {
 		return append(tlsArgs(issue(t, ca, name)), "--tls-client-auth", "require")
@@ -153,7 +156,10 @@ func TestMutualTLSEverywhere(t *testing.T) {
 	m1 := c.nodes[0]
 	established := dialTLS(t, m1.rpcAddr, c.cc())
 	before := serverSerial(t, m1.rpcAddr, c.tlsClient)
-	next := issue(t, ca, "master")
+	next, err := ca.IssueMaster("master", "m1", "m2", "m3")
+	if err != nil {
+		t.Fatal(err)
+	}
 	copyFile(t, next.Cert, master.Cert)
 	copyFile(t, next.Key, master.Key)
 	for _, m := range c.nodes {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/fsm"
+	"sexton/internal/tlsconf"
 	"sexton/transport"
 )
 
@@ -159,8 +161,20 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return fmt.Errorf("snapshot store: %w", err)
 	}
+	if cfg.TLS != nil {
+		// The other masters refuse a Raft certificate that does not name
+		// this master: say so at start rather than as refusals later.
+		ids, err := cfg.TLS.MasterIDs()
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(ids, cfg.ID) {
+			return fmt.Errorf("--tls-cert %s does not name this master: it needs the URI subject alternative name %s (it names masters %q); reissue it, or the other masters refuse its Raft connections", cfg.TLS.Files().Cert, tlsconf.MasterURI(cfg.ID), ids)
+		}
+	}
+	peers := NewRaftPeers(cfg.ID)
 	auth := RaftAuth{
-		Token: cfg.ClusterToken, TLS: cfg.TLS,
+		Token: cfg.ClusterToken, TLS: cfg.TLS, Peers: peers,
 		Refused: func(side, reason string) { n.metrics.raftRefused.WithLabelValues(side, reason).Inc() },
 	}
 	if auth.Open() {
@@ -213,6 +227,10 @@ func (n *Node) startRaft() error {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	n.rfsm.started.Store(true)
+	peers.Follow(func() (raft.Configuration, error) {
+		f := r.GetConfiguration()
+		return f.Configuration(), f.Error()
+	})
 	n.guard.attach(r)
 	n.raft = r
 	return nil

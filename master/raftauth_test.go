@@ -2,8 +2,11 @@ package master
 
 import (
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/api"
+	"sexton/internal/tlsconf"
 	"sexton/internal/tlsconf/tlstest"
 )
 
@@ -213,7 +217,7 @@ func TestRaftTLSCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := startCluster(t, 3, slowElections, func(c *Config) { c.TLS = issueTLS(t, ca, c.ID) })
+	tc := startCluster(t, 3, slowElections, func(c *Config) { c.TLS = issueMasterTLS(t, ca, c.ID) })
 	tc.commitOn(t, 1000, 0, 1, 2)
 
 	li := tc.leaderIndex(t)
@@ -237,11 +241,15 @@ func TestRaftTLSCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign.CA = ca.CAFile
-	tr, err := NewRaftTransportWithAuth(ports.Addr(t), RaftAuth{TLS: loadTLS(t, foreign)}, hclog.NewNullLogger())
+	foreignCert, err := tls.LoadX509KeyPair(foreign.Cert, foreign.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := raft.NewNetworkTransport(certDialer{ln, foreignCert}, 1, 2*time.Second, io.Discard)
 	t.Cleanup(func() { _ = tr.Close() })
 	aeErr, rvErr = injectHigherTerm(t, tr, raft.ServerAddress(tc.cfgs[fi].RaftAddr), tc.cfgs[(li+2)%3].ID, before)
 	if aeErr == nil || rvErr == nil {
@@ -306,5 +314,294 @@ func TestOpenRaftPortIsWarnedAbout(t *testing.T) {
 	i := strings.Index(logs, openRaftWarning)
 	if i < 0 || !strings.Contains(logs[max(0, i-40):i], "[WARN]") {
 		t.Fatalf("no WARN %q in the logs", openRaftWarning)
+	}
+}
+
+// relayLayer is the stream layer of an intruder who receives a master's
+// own Raft dials (its address is in the master's configuration) and
+// relays them: each Dial connects to the target, passes the target's
+// challenge to a fresh dial of the victim's, and passes the victim's
+// proof back to the target, ids swapped when swap is set.
+type relayLayer struct {
+	net.Listener // the intruder transport's own, unused
+	dials        chan relayedDial
+	swap         bool
+}
+
+type relayedDial struct {
+	c  net.Conn
+	at time.Time
+}
+
+// newRelayLayer receives the victim's dials on ghost.
+func newRelayLayer(t *testing.T, ghost net.Listener, swap bool) *relayLayer {
+	t.Helper()
+	own, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &relayLayer{Listener: own, dials: make(chan relayedDial, 64), swap: swap}
+	go func() {
+		for {
+			c, err := ghost.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case r.dials <- relayedDial{c, time.Now()}:
+			default:
+				_ = c.Close()
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = ghost.Close() })
+	return r
+}
+
+// victimDial is a dial of the victim's fresh enough that its handshake
+// has time left.
+func (r *relayLayer) victimDial(timeout time.Duration) (net.Conn, error) {
+	deadline := time.After(timeout)
+	for {
+		select {
+		case d := <-r.dials:
+			if time.Since(d.at) < time.Second {
+				return d.c, nil
+			}
+			_ = d.c.Close()
+		case <-deadline:
+			return nil, errors.New("the victim did not dial the relay")
+		}
+	}
+}
+
+func (r *relayLayer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout("tcp", string(a), timeout)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = c.Close()
+		}
+	}()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	hello := make([]byte, len(raftAuthMagic)+raftNonceLen)
+	if _, err := io.ReadFull(c, hello); err != nil {
+		return nil, err
+	}
+	v, err := r.victimDial(10 * time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer v.Close()
+	_ = v.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := v.Write(hello); err != nil {
+		return nil, err
+	}
+	head := make([]byte, len(raftAuthMagic)+raftNonceLen)
+	if _, err := io.ReadFull(v, head); err != nil {
+		return nil, err
+	}
+	dialer, err := readID(v)
+	if err != nil {
+		return nil, err
+	}
+	target, err := readID(v)
+	if err != nil {
+		return nil, err
+	}
+	mac := make([]byte, raftMACLen)
+	if _, err := io.ReadFull(v, mac); err != nil {
+		return nil, err
+	}
+	if r.swap {
+		dialer, target = target, dialer
+	}
+	msg := append(head, byte(len(dialer)))
+	msg = append(append(msg, dialer...), byte(len(target)))
+	msg = append(append(msg, target...), mac...)
+	if _, err := c.Write(msg); err != nil {
+		return nil, err
+	}
+	if _, err := io.ReadFull(c, make([]byte, raftMACLen)); err != nil {
+		return nil, fmt.Errorf("the target refused the relayed proof: %w", err)
+	}
+	_ = c.SetDeadline(time.Time{})
+	ok = true
+	return c, nil
+}
+
+// TestRaftHandshakeRelayIsRefused: an intruder at an address the leader's
+// Raft configuration lists (a non-voter "ghost") receives the leader's
+// own dials and relays the leader's token proof to a follower and back
+// to the leader, then sends a higher-term AppendEntries and RequestVote:
+// both masters refuse (the proof names the ghost as its target), and no
+// term, leader or state moves.
+func TestRaftHandshakeRelayIsRefused(t *testing.T) {
+	tc := startCluster(t, 3, slowElections, func(c *Config) { c.ClusterToken = "s3cret" })
+	tc.commitOn(t, 1000, 0, 1, 2)
+	li := tc.leaderIndex(t)
+	fi := (li + 1) % 3
+	leader, victim := tc.node(li), tc.node(fi)
+	ghost, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := newRelayLayer(t, ghost, false)
+	if err := leader.raft.AddNonvoter("ghost", raft.ServerAddress(ghost.Addr().String()), 0, 10*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	tc.commitOn(t, 1001, 0, 1, 2)
+	before, leaderBefore := viewOf(t, victim), viewOf(t, leader)
+	tr := raft.NewNetworkTransport(relay, 1, 5*time.Second, io.Discard)
+	t.Cleanup(func() { _ = tr.Close() })
+
+	aeErr, rvErr := injectHigherTerm(t, tr, raft.ServerAddress(tc.cfgs[fi].RaftAddr), leader.cfg.ID, before)
+	if aeErr == nil || rvErr == nil {
+		t.Errorf("the follower answered RPCs over a relayed handshake: AppendEntries err=%v, RequestVote err=%v", aeErr, rvErr)
+	}
+	aeErr, rvErr = injectHigherTerm(t, tr, raft.ServerAddress(tc.cfgs[li].RaftAddr), victim.cfg.ID, leaderBefore)
+	if aeErr == nil || rvErr == nil {
+		t.Errorf("the leader answered RPCs over its own relayed handshake: AppendEntries err=%v, RequestVote err=%v", aeErr, rvErr)
+	}
+	waitRefused(t, victim, "accept", refuseIdentity, 2)
+	waitRefused(t, leader, "accept", refuseIdentity, 2)
+	time.Sleep(time.Second) // give any effect time to show
+	leaderNow := tc.waitLeader(t)
+	if after := viewOf(t, victim); after != before {
+		t.Errorf("follower changed: before %+v after %+v", before, after)
+	}
+	if leaderNow != leader || viewOf(t, leaderNow).term != leaderBefore.term {
+		t.Errorf("leadership changed: %s term %d → %s term %d", leader.cfg.ID, leaderBefore.term, leaderNow.cfg.ID, viewOf(t, leaderNow).term)
+	}
+}
+
+// certDialer dials TLS with a client certificate (and without checking
+// the server's).
+type certDialer struct {
+	net.Listener
+	cert tls.Certificate
+}
+
+func (d certDialer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(a), &tls.Config{Certificates: []tls.Certificate{d.cert}, InsecureSkipVerify: true})
+}
+
+// TestRaftTLSRefusesNonMasterCertificates: with TLS, a certificate of the
+// cluster's own CA that does not name a master of the configuration — a
+// client-only one, a holder's — cannot send a follower a TimeoutNow or a
+// higher-term RequestVote: refused before a Raft byte is read, and the
+// leader, the term and the state stay.
+func TestRaftTLSRefusesNonMasterCertificates(t *testing.T) {
+	ca, err := tlstest.NewCA(t.TempDir(), "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := startCluster(t, 3, slowElections, func(c *Config) { c.TLS = issueMasterTLS(t, ca, c.ID) })
+	tc.commitOn(t, 1000, 0, 1, 2)
+	li := tc.leaderIndex(t)
+	fi := (li + 1) % 3
+	leader, victim := tc.node(li), tc.node(fi)
+	before, leaderBefore := viewOf(t, victim), viewOf(t, leader)
+	target := raft.ServerAddress(tc.cfgs[fi].RaftAddr)
+
+	clientOnly, err := ca.IssueClient("client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, err := ca.Issue("h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []tlsconf.Files{clientOnly, holder} {
+		cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := raft.NewNetworkTransport(certDialer{ln, cert}, 1, 2*time.Second, io.Discard)
+		t.Cleanup(func() { _ = tr.Close() })
+		hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(leader.cfg.ID), Addr: []byte(tc.cfgs[li].RaftAddr)}
+		var tnResp raft.TimeoutNowResponse
+		tnErr := tr.TimeoutNow(raft.ServerID(victim.cfg.ID), target, &raft.TimeoutNowRequest{RPCHeader: hdr}, &tnResp)
+		t.Logf("TimeoutNow with %s: err=%v resp=%+v", f.Cert, tnErr, tnResp)
+		_, rvErr := injectHigherTerm(t, tr, target, leader.cfg.ID, before)
+		if tnErr == nil || rvErr == nil {
+			t.Errorf("certificate %s without a master id was answered: TimeoutNow err=%v, RequestVote err=%v", f.Cert, tnErr, rvErr)
+		}
+	}
+	waitRefused(t, victim, "accept", refuseIdentity, 6)
+	time.Sleep(time.Second) // give any effect time to show
+	leaderNow := tc.waitLeader(t)
+	if after := viewOf(t, victim); after != before {
+		t.Errorf("follower changed: before %+v after %+v", before, after)
+	}
+	if leaderNow != leader || viewOf(t, leaderNow).term != leaderBefore.term {
+		t.Errorf("leadership changed: %s term %d → %s term %d", leader.cfg.ID, leaderBefore.term, leaderNow.cfg.ID, viewOf(t, leaderNow).term)
+	}
+	tc.commitOn(t, 1001, 0, 1, 2)
+}
+
+// TestRaftJoinWithTokenAndTLS: a master started without a configuration
+// (waiting to be added) accepts the leader's dials although the leader is
+// in no configuration it has, and once added it replicates: the handshake
+// checks the ids of the configuration the leader holds, the added
+// server's included.
+func TestRaftJoinWithTokenAndTLS(t *testing.T) {
+	ca, err := tlstest.NewCA(t.TempDir(), "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := startCluster(t, 3, func(c *Config) {
+		c.ClusterToken = "s3cret"
+		c.TLS = issueMasterTLS(t, ca, c.ID)
+	})
+	cfg := tc.cfgs[0]
+	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.RPCAddr = "m4", filepath.Join(t.TempDir(), "m4"), freeAddr(t), freeAddr(t)
+	cfg.Peers, cfg.Bootstrap = nil, false
+	cfg.TLS = issueMasterTLS(t, ca, "m4")
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "master-m4", Level: hclog.Info, Output: tc.logs})
+	m4, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m4.Shutdown)
+	leader := tc.waitLeader(t)
+	if err := leader.raft.AddVoter("m4", raft.ServerAddress(cfg.RaftAddr), 0, harnessTimeout).Error(); err != nil {
+		t.Fatalf("add m4: %v", err)
+	}
+	want := tc.commitOn(t, 1000, 0, 1, 2)
+	eventually(t, harnessTimeout, "m4 applies the cluster's entries", func() bool { return m4.raft.AppliedIndex() >= want })
+	for _, n := range append([]*Node{m4}, tc.nodes...) {
+		if got := refusedCount(t, n, "accept", refuseIdentity) + refusedCount(t, n, "dial", refuseIdentity); got != 0 {
+			t.Errorf("%s refused %v connections for their ids", n.cfg.ID, got)
+		}
+	}
+}
+
+// TestMasterRefusesToStartWithoutAMasterCertificate: a master whose TLS
+// certificate does not name its id (a holder's, another master's) does
+// not start, and says which name the certificate needs.
+func TestMasterRefusesToStartWithoutAMasterCertificate(t *testing.T) {
+	ca, err := tlstest.NewCA(t.TempDir(), "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range map[string]*tlsconf.Source{"holder": issueTLS(t, ca, "h1"), "other master": issueMasterTLS(t, ca, "m2")} {
+		cfg := Config{ID: "m1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), RPCAddr: freeAddr(t), Bootstrap: true, TLS: src, Logger: hclog.NewNullLogger()}
+		n, err := New(cfg)
+		if err == nil {
+			n.Shutdown()
+			t.Errorf("%s certificate: the master started", name)
+			continue
+		}
+		if !strings.Contains(err.Error(), "sexton://master/m1") {
+			t.Errorf("%s certificate: %v, want it to name sexton://master/m1", name, err)
+		}
 	}
 }

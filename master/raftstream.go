@@ -26,11 +26,16 @@ import (
 type RaftAuth struct {
 	// Token is the cluster token. When set, both ends of every Raft
 	// connection prove it (challenge-response, below the Raft RPCs) —
-	// inside TLS when TLS is on as well.
+	// inside TLS when TLS is on as well — and the proofs name both ends'
+	// server ids, which Peers must then supply.
 	Token string
+	// Peers is this server's Raft id and the Raft configuration the
+	// handshake checks the ids against; required with Token or TLS.
+	Peers *RaftPeers
 	// TLS, when set, runs every Raft connection over mutual TLS: the
 	// acceptor requires a client certificate chained to the CA and the
-	// dialer verifies the acceptor's.
+	// dialer verifies the acceptor's, and each requires the other's to
+	// name it a master of the Raft configuration (tlsconf.MasterURI).
 	TLS *tlsconf.Source
 	// HandshakeTimeout bounds a connection's TLS and token handshake, on
 	// both sides (default raftHandshakeTimeout); a dial, connect included,
@@ -57,6 +62,8 @@ const (
 	refuseTimeout  = "timeout"  // the handshake did not finish in time
 	refuseClosed   = "closed"   // the peer hung up or the connection broke mid-handshake
 	refuseBusy     = "busy"     // too many handshakes already pending
+	refuseVersion  = "version"  // the peer speaks another version of the handshake
+	refuseIdentity = "identity" // the server ids named in the handshake or the certificate do not fit the Raft configuration
 )
 
 const (
@@ -77,28 +84,112 @@ const (
 // The token handshake, run on the raw TCP connection (no TLS) or inside
 // TLS, before hashicorp/raft reads or writes a byte:
 //
-//	acceptor → dialer: raftAuthMagic ‖ nonceA                 (40 bytes)
-//	dialer → acceptor: raftAuthMagic ‖ nonceD ‖ MAC(D, nA, nD) (72 bytes)
-//	acceptor → dialer: MAC(A, nA, nD)                          (32 bytes)
+//	acceptor → dialer: raftAuthMagic ‖ nA                          (40 bytes)
+//	dialer → acceptor: raftAuthMagic ‖ nD ‖ id(D) ‖ id(T) ‖ MAC("D") (74 + ids)
+//	acceptor → dialer: MAC("A")                                    (32 bytes)
 //
-// MAC is transport.TokenMAC with raftAuthDomain and a one-byte role. The
-// dialer proves first, so an unauthenticated acceptor never holds a proof
-// it could attack offline; the acceptor proves back before the dialer
-// sends a Raft RPC, so an impostor cannot answer one (a higher term in a
-// response deposes a leader as surely as one in a request). Both nonces
-// are in both proofs and the roles differ, so no proof can be replayed or
-// reflected. A refusal is a closed connection.
+// D is the dialer's server id, T the id it means to reach (the server its
+// Raft configuration lists at the dialed address), id(x) a length byte and
+// x. MAC(role) is transport.TokenMAC over raftAuthDomain, role, id(D),
+// id(T), nA and nD. The acceptor checks the dialer's proof, that T is its
+// own id and that D is a server of its configuration (any server while
+// that is empty: a server waiting to be added); the dialer checks
+// the acceptor's proof before Raft sends anything. Both proofs name both
+// ends and the direction, so a proof made for A→B is no proof for B→A,
+// A→C or C→B: a relay of one master's dial to another master (or back to
+// itself) is refused. The dialer proves first, so a stranger who merely
+// reaches the port gets no proof to attack offline; the acceptor proves
+// back because an impostor acceptor could depose a leader with a higher
+// term in a response. A refusal is a closed connection.
 const (
-	raftAuthMagic  = "SXRAFT\x00\x01" // 8 bytes; the last is the version
-	raftAuthDomain = "sexton raft stream auth v1\x00"
-	raftNonceLen   = 32
-	raftMACLen     = 32 // HMAC-SHA256
+	raftAuthPrefix  = "SXRAFT\x00"
+	raftAuthVersion = 2
+	raftAuthMagic   = raftAuthPrefix + "\x02" // 8 bytes; the last is raftAuthVersion
+	raftAuthDomain  = "sexton raft stream auth v2\x00"
+	raftNonceLen    = 32
+	raftMACLen      = 32 // HMAC-SHA256
+	raftMaxIDLen    = 255
 )
 
 var (
 	roleAcceptor = []byte{'A'}
 	roleDialer   = []byte{'D'}
 )
+
+// RaftPeers is what the Raft handshakes (the token proofs, the master
+// names of certificates) check server ids against: this server's id and
+// its current Raft configuration (hashicorp/raft's latest,
+// which includes uncommitted changes), read afresh at every handshake.
+type RaftPeers struct {
+	self  string
+	once  sync.Once
+	ready chan struct{}
+	conf  atomic.Pointer[func() (raft.Configuration, error)]
+}
+
+// NewRaftPeers is the peers of server self, with no configuration yet:
+// handshakes wait (within their timeout) until Follow supplies one.
+func NewRaftPeers(self string) *RaftPeers {
+	return &RaftPeers{self: self, ready: make(chan struct{})}
+}
+
+// Follow makes conf the source of the Raft configuration (a node passes
+// its raft's GetConfiguration, which reads an atomic value).
+func (p *RaftPeers) Follow(conf func() (raft.Configuration, error)) {
+	p.conf.Store(&conf)
+	p.once.Do(func() { close(p.ready) })
+}
+
+// configuration waits until Follow was called, or until deadline.
+func (p *RaftPeers) configuration(deadline time.Time) (raft.Configuration, error) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-p.ready:
+		conf, err := (*p.conf.Load())()
+		if err != nil {
+			return raft.Configuration{}, &refusal{refuseIdentity, fmt.Errorf("this node's Raft configuration: %w", err)}
+		}
+		return conf, nil
+	case <-t.C:
+		return raft.Configuration{}, &refusal{refuseTimeout, errors.New("this node's Raft configuration is not loaded yet")}
+	}
+}
+
+// idAt is the id of the server of conf at address.
+func idAt(conf raft.Configuration, address string) (string, bool) {
+	for _, s := range conf.Servers {
+		if string(s.Address) == address {
+			return string(s.ID), true
+		}
+	}
+	return "", false
+}
+
+// hasID reports whether id is a server of conf.
+func hasID(conf raft.Configuration, id string) bool {
+	for _, s := range conf.Servers {
+		if string(s.ID) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// proofMAC is one side's proof for a connection from dialer to target.
+func proofMAC(token string, role []byte, dialer, target string, nonceA, nonceD []byte) []byte {
+	return transport.TokenMAC(token, raftAuthDomain, role,
+		[]byte{byte(len(dialer))}, []byte(dialer), []byte{byte(len(target))}, []byte(target), nonceA, nonceD)
+}
+
+// versionRefusal is the refusal of a magic of another version of this
+// handshake, nil for anything else.
+func versionRefusal(magic []byte, who string) *refusal {
+	if len(magic) == len(raftAuthMagic) && string(magic[:len(raftAuthPrefix)]) == raftAuthPrefix {
+		return &refusal{refuseVersion, fmt.Errorf("%s speaks raft handshake version %d, this master version %d: masters of different versions cannot speak Raft with a cluster token; run one version on every master", who, magic[len(raftAuthPrefix)], raftAuthVersion)}
+	}
+	return nil
+}
 
 // refusal is a failed handshake with its reason label.
 type refusal struct {
@@ -160,6 +251,14 @@ func newRaftStream(addr string, auth RaftAuth, logger hclog.Logger) (*raftStream
 	}
 	if tcp.IP == nil || tcp.IP.IsUnspecified() {
 		return nil, fmt.Errorf("--raft-addr %q: not an address peers can dial (it is also the advertised address)", addr)
+	}
+	if !auth.Open() {
+		if auth.Peers == nil || auth.Peers.self == "" {
+			return nil, errors.New("raft transport: a cluster token or TLS needs this server's Raft id and configuration (RaftAuth.Peers)")
+		}
+		if len(auth.Peers.self) > raftMaxIDLen {
+			return nil, fmt.Errorf("raft server id %q is longer than %d bytes, more than the Raft handshake can name", auth.Peers.self, raftMaxIDLen)
+		}
 	}
 	if auth.HandshakeTimeout <= 0 {
 		auth.HandshakeTimeout = raftHandshakeTimeout
@@ -288,7 +387,10 @@ func (s *raftStream) acceptAuth(c net.Conn) (net.Conn, error) {
 	if s.serverTLS != nil {
 		wrap = func(c net.Conn) *tls.Conn { return tls.Server(c, s.serverTLS) }
 	}
-	return s.authenticate(c, time.Now().Add(s.auth.HandshakeTimeout), wrap, acceptToken)
+	deadline := time.Now().Add(s.auth.HandshakeTimeout)
+	return s.authenticate(c, deadline, wrap,
+		func(tc *tls.Conn) error { return s.checkDialerCert(tc, deadline) },
+		func(c net.Conn) error { return s.acceptToken(c, deadline) })
 }
 
 // Dial connects to a peer and authenticates it (and this node to it)
@@ -322,13 +424,16 @@ func (s *raftStream) dialAuth(c net.Conn, address string, deadline time.Time) (n
 	if s.auth.TLS != nil {
 		wrap = func(c net.Conn) *tls.Conn { return tls.Client(c, s.auth.TLS.ClientConfigFor(address)) }
 	}
-	return s.authenticate(c, deadline, wrap, dialToken)
+	return s.authenticate(c, deadline, wrap,
+		func(tc *tls.Conn) error { return s.checkAcceptorCert(tc, address, deadline) },
+		func(c net.Conn) error { return s.dialToken(c, address, deadline) })
 }
 
 // authenticate is one side's authentication of c before deadline: the TLS
-// handshake of wrap's connection when TLS is on, then that side's token
-// proof when a token is set. It returns the connection Raft is to use.
-func (s *raftStream) authenticate(c net.Conn, deadline time.Time, wrap func(net.Conn) *tls.Conn, proveToken func(net.Conn, string) error) (net.Conn, error) {
+// handshake of wrap's connection and checkCert's check of the peer's
+// certificate when TLS is on, then that side's token proof when a token
+// is set. It returns the connection Raft is to use.
+func (s *raftStream) authenticate(c net.Conn, deadline time.Time, wrap func(net.Conn) *tls.Conn, checkCert func(*tls.Conn) error, proveToken func(net.Conn) error) (net.Conn, error) {
 	if err := c.SetDeadline(deadline); err != nil {
 		return nil, ioRefusal("set handshake deadline", err)
 	}
@@ -341,10 +446,13 @@ func (s *raftStream) authenticate(c net.Conn, deadline time.Time, wrap func(net.
 			}
 			return nil, &refusal{refuseTLS, err}
 		}
+		if err := checkCert(tc); err != nil {
+			return nil, err
+		}
 		conn = tc
 	}
 	if s.auth.Token != "" {
-		if err := proveToken(conn, s.auth.Token); err != nil {
+		if err := proveToken(conn); err != nil {
 			return nil, err
 		}
 	}
@@ -354,8 +462,61 @@ func (s *raftStream) authenticate(c net.Conn, deadline time.Time, wrap func(net.
 	return conn, nil
 }
 
+// peerMasterIDs are the master ids the peer's certificate names.
+func peerMasterIDs(tc *tls.Conn) []string {
+	certs := tc.ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		return nil
+	}
+	return tlsconf.MasterIDs(certs[0])
+}
+
+// checkDialerCert refuses a dialer whose certificate does not name it a
+// master of this node's Raft configuration (any master while the
+// configuration is empty: the leader adding this node is not in it yet).
+func (s *raftStream) checkDialerCert(tc *tls.Conn, deadline time.Time) error {
+	ids := peerMasterIDs(tc)
+	if len(ids) == 0 {
+		return &refusal{refuseIdentity, errors.New("the dialer's certificate names no master (no URI SAN sexton://master/<id>): a client's or a holder's certificate cannot speak Raft")}
+	}
+	conf, err := s.auth.Peers.configuration(deadline)
+	if err != nil {
+		return err
+	}
+	if len(conf.Servers) == 0 {
+		return nil
+	}
+	for _, id := range ids {
+		if hasID(conf, id) {
+			return nil
+		}
+	}
+	return &refusal{refuseIdentity, fmt.Errorf("the dialer's certificate names masters %q, none a server of this node's Raft configuration", ids)}
+}
+
+// checkAcceptorCert refuses an acceptor whose certificate does not name
+// it the master this node's Raft configuration lists at address.
+func (s *raftStream) checkAcceptorCert(tc *tls.Conn, address string, deadline time.Time) error {
+	conf, err := s.auth.Peers.configuration(deadline)
+	if err != nil {
+		return err
+	}
+	target, ok := idAt(conf, address)
+	if !ok {
+		return &refusal{refuseIdentity, fmt.Errorf("no server of this node's Raft configuration has address %s", address)}
+	}
+	ids := peerMasterIDs(tc)
+	for _, id := range ids {
+		if id == target {
+			return nil
+		}
+	}
+	return &refusal{refuseIdentity, fmt.Errorf("the peer at %s presents a certificate for masters %q, not for %q, the server this node's Raft configuration lists there", address, ids, target)}
+}
+
 // acceptToken is the acceptor's side of the token handshake.
-func acceptToken(c net.Conn, token string) error {
+func (s *raftStream) acceptToken(c net.Conn, deadline time.Time) error {
+	token, self := s.auth.Token, s.auth.Peers.self
 	nonceA, err := raftNonce()
 	if err != nil {
 		return &refusal{refuseClosed, err}
@@ -368,24 +529,66 @@ func acceptToken(c net.Conn, token string) error {
 		return ioRefusal("read the dialer's hello", err)
 	}
 	if string(magic) != raftAuthMagic {
+		if r := versionRefusal(magic, "the dialer"); r != nil {
+			return r
+		}
 		return &refusal{refuseProtocol, fmt.Errorf("the dialer sent %q, not the sexton raft handshake (a Raft transport without the cluster token?)", magic)}
 	}
-	answer := make([]byte, raftNonceLen+raftMACLen)
-	if _, err := io.ReadFull(c, answer); err != nil {
+	nonceD := make([]byte, raftNonceLen)
+	if _, err := io.ReadFull(c, nonceD); err != nil {
+		return ioRefusal("read the dialer's nonce", err)
+	}
+	dialer, err := readID(c)
+	if err != nil {
+		return ioRefusal("read the dialer's id", err)
+	}
+	target, err := readID(c)
+	if err != nil {
+		return ioRefusal("read the dialer's target id", err)
+	}
+	macD := make([]byte, raftMACLen)
+	if _, err := io.ReadFull(c, macD); err != nil {
 		return ioRefusal("read the dialer's proof", err)
 	}
-	nonceD, macD := answer[:raftNonceLen], answer[raftNonceLen:]
-	if !hmac.Equal(macD, transport.TokenMAC(token, raftAuthDomain, roleDialer, nonceA, nonceD)) {
+	if !hmac.Equal(macD, proofMAC(token, roleDialer, dialer, target, nonceA, nonceD)) {
 		return &refusal{refuseToken, errors.New("cluster token mismatch: the dialer's proof is wrong")}
 	}
-	if _, err := c.Write(transport.TokenMAC(token, raftAuthDomain, roleAcceptor, nonceA, nonceD)); err != nil {
+	if target != self {
+		return &refusal{refuseIdentity, fmt.Errorf("the dialer %q means to reach server %q, this is %q: a relayed connection, or the dialer's Raft configuration lists this address for another server", dialer, target, self)}
+	}
+	if dialer == self {
+		return &refusal{refuseIdentity, fmt.Errorf("the dialer claims to be this server %q: a reflected connection", self)}
+	}
+	conf, err := s.auth.Peers.configuration(deadline)
+	if err != nil {
+		return err
+	}
+	// A server with an empty configuration waits to be added: the leader
+	// adding it is not in its configuration yet, and only it dials.
+	if len(conf.Servers) > 0 && !hasID(conf, dialer) {
+		return &refusal{refuseIdentity, fmt.Errorf("the dialer %q is not a server of this node's Raft configuration (removed, or not added yet)", dialer)}
+	}
+	if _, err := c.Write(proofMAC(token, roleAcceptor, dialer, target, nonceA, nonceD)); err != nil {
 		return ioRefusal("send proof", err)
 	}
 	return nil
 }
 
-// dialToken is the dialer's side of the token handshake.
-func dialToken(c net.Conn, token string) error {
+// dialToken is the dialer's side of the token handshake with the server
+// at address.
+func (s *raftStream) dialToken(c net.Conn, address string, deadline time.Time) error {
+	token, self := s.auth.Token, s.auth.Peers.self
+	conf, err := s.auth.Peers.configuration(deadline)
+	if err != nil {
+		return err
+	}
+	target, ok := idAt(conf, address)
+	if !ok {
+		return &refusal{refuseIdentity, fmt.Errorf("no server of this node's Raft configuration has address %s, so the handshake cannot name whom it dials", address)}
+	}
+	if len(target) > raftMaxIDLen {
+		return &refusal{refuseIdentity, fmt.Errorf("the server id at %s is longer than %d bytes, more than the Raft handshake can name", address, raftMaxIDLen)}
+	}
 	hello := make([]byte, len(raftAuthMagic)+raftNonceLen)
 	if _, err := io.ReadFull(c, hello); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -393,8 +596,11 @@ func dialToken(c net.Conn, token string) error {
 		}
 		return ioRefusal("read the peer's challenge", err)
 	}
-	if string(hello[:len(raftAuthMagic)]) != raftAuthMagic {
-		return &refusal{refuseProtocol, fmt.Errorf("the peer sent %q, not the sexton raft handshake", hello[:len(raftAuthMagic)])}
+	if magic := hello[:len(raftAuthMagic)]; string(magic) != raftAuthMagic {
+		if r := versionRefusal(magic, "the peer"); r != nil {
+			return r
+		}
+		return &refusal{refuseProtocol, fmt.Errorf("the peer sent %q, not the sexton raft handshake", magic)}
 	}
 	nonceA := hello[len(raftAuthMagic):]
 	nonceD, err := raftNonce()
@@ -402,21 +608,36 @@ func dialToken(c net.Conn, token string) error {
 		return &refusal{refuseClosed, err}
 	}
 	msg := append([]byte(raftAuthMagic), nonceD...)
-	msg = append(msg, transport.TokenMAC(token, raftAuthDomain, roleDialer, nonceA, nonceD)...)
+	msg = append(append(msg, byte(len(self))), self...)
+	msg = append(append(msg, byte(len(target))), target...)
+	msg = append(msg, proofMAC(token, roleDialer, self, target, nonceA, nonceD)...)
 	if _, err := c.Write(msg); err != nil {
 		return ioRefusal("send proof", err)
 	}
 	macA := make([]byte, raftMACLen)
 	if _, err := io.ReadFull(c, macA); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return &refusal{refuseToken, errors.New("cluster token mismatch: the peer closed the connection after our proof")}
+			return &refusal{refuseToken, fmt.Errorf("the peer closed the connection after our proof: a cluster token mismatch, or it refuses this server %q or does not take itself for %q", self, target)}
 		}
 		return ioRefusal("read the peer's proof", err)
 	}
-	if !hmac.Equal(macA, transport.TokenMAC(token, raftAuthDomain, roleAcceptor, nonceA, nonceD)) {
+	if !hmac.Equal(macA, proofMAC(token, roleAcceptor, self, target, nonceA, nonceD)) {
 		return &refusal{refuseToken, errors.New("cluster token mismatch: the peer's proof is wrong")}
 	}
 	return nil
+}
+
+// readID reads a length byte and that many bytes of server id.
+func readID(c net.Conn) (string, error) {
+	var n [1]byte
+	if _, err := io.ReadFull(c, n[:]); err != nil {
+		return "", err
+	}
+	id := make([]byte, n[0])
+	if _, err := io.ReadFull(c, id); err != nil {
+		return "", err
+	}
+	return string(id), nil
 }
 
 func raftNonce() ([]byte, error) {

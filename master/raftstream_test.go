@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,16 +49,20 @@ func (r *refusals) total() int {
 }
 
 // testRaftEnd is one end of a Raft connection: a NetworkTransport on a
-// raftStream with auth, answering every AppendEntries with success.
+// raftStream with auth, answering every AppendEntries with success, as
+// Raft server id.
 type testRaftEnd struct {
+	id    string
 	trans *raft.NetworkTransport
 	ref   *refusals
+	peers *RaftPeers
 }
 
-func newTestRaftEnd(t *testing.T, auth RaftAuth) *testRaftEnd {
+func newTestRaftEnd(t *testing.T, id string, auth RaftAuth) *testRaftEnd {
 	t.Helper()
-	e := &testRaftEnd{ref: &refusals{}}
+	e := &testRaftEnd{id: id, ref: &refusals{}, peers: NewRaftPeers(id)}
 	auth.Refused = e.ref.note
+	auth.Peers = e.peers
 	tr, err := NewRaftTransportWithAuth(ports.Addr(t), auth, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +90,26 @@ func newTestRaftEnd(t *testing.T, auth RaftAuth) *testRaftEnd {
 	return e
 }
 
+// staticConf is a Raft configuration of voters, id → address.
+func staticConf(servers map[string]string) func() (raft.Configuration, error) {
+	var c raft.Configuration
+	for id, addr := range servers {
+		c.Servers = append(c.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(addr)})
+	}
+	return func() (raft.Configuration, error) { return c, nil }
+}
+
+// meet gives every end the Raft configuration made of all of them.
+func meet(ends ...*testRaftEnd) {
+	servers := map[string]string{}
+	for _, e := range ends {
+		servers[e.id] = string(e.trans.LocalAddr())
+	}
+	for _, e := range ends {
+		e.peers.Follow(staticConf(servers))
+	}
+}
+
 // appendTo sends one AppendEntries from e to target.
 func (e *testRaftEnd) appendTo(target *testRaftEnd) error {
 	var resp raft.AppendEntriesResponse
@@ -95,10 +120,21 @@ func (e *testRaftEnd) appendTo(target *testRaftEnd) error {
 	return err
 }
 
-// issueTLS is a node's TLS source with a certificate of ca.
+// issueTLS is a node's TLS source with a certificate of ca that names
+// no master (a holder's or a client's).
 func issueTLS(t testing.TB, ca *tlstest.CA, name string) *tlsconf.Source {
 	t.Helper()
 	f, err := ca.Issue(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loadTLS(t, f)
+}
+
+// issueMasterTLS is master id's TLS source with a certificate of ca.
+func issueMasterTLS(t testing.TB, ca *tlstest.CA, id string) *tlsconf.Source {
+	t.Helper()
+	f, err := ca.IssueMaster(id, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +164,11 @@ func TestRaftStreamAuthMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srvTLS, peerTLS := issueTLS(t, ca, "m1"), issueTLS(t, ca, "m2")
+	srvTLS, peerTLS := issueMasterTLS(t, ca, "m1"), issueMasterTLS(t, ca, "m2")
+	// Certificates of the cluster's CA that do not name the dialer a
+	// master of the configuration: a holder's, and a master's of
+	// another id.
+	holderTLS, strangerTLS := issueTLS(t, ca, "h1"), issueMasterTLS(t, ca, "m9")
 	// A certificate of another CA, from a dialer that trusts the
 	// cluster's CA: only the acceptor's check of the client certificate
 	// can refuse it.
@@ -157,6 +197,10 @@ func TestRaftStreamAuthMatrix(t *testing.T) {
 		// the alert on its first read, Raft's, not in Dial.
 		{name: "foreign CA", srv: RaftAuth{TLS: srvTLS}, cli: RaftAuth{TLS: foreignTLS}, acceptWhy: refuseTLS},
 		{name: "foreign CA with token", srv: RaftAuth{TLS: srvTLS, Token: "t"}, cli: RaftAuth{TLS: foreignTLS, Token: "t"}, acceptWhy: refuseTLS, dialWhy: refuseTLS},
+		{name: "holder certificate", srv: RaftAuth{TLS: srvTLS}, cli: RaftAuth{TLS: holderTLS}, acceptWhy: refuseIdentity},
+		{name: "holder certificate with token", srv: RaftAuth{TLS: srvTLS, Token: "t"}, cli: RaftAuth{TLS: holderTLS, Token: "t"}, acceptWhy: refuseIdentity, dialWhy: refuseClosed},
+		{name: "master certificate of another id", srv: RaftAuth{TLS: srvTLS}, cli: RaftAuth{TLS: strangerTLS}, acceptWhy: refuseIdentity},
+		{name: "acceptor with a holder certificate", srv: RaftAuth{TLS: holderTLS}, cli: RaftAuth{TLS: peerTLS}, dialWhy: refuseIdentity},
 		{name: "no TLS dialer", srv: RaftAuth{TLS: srvTLS}, cli: RaftAuth{}, acceptWhy: refuseTLS},
 		{name: "same CA and token", srv: RaftAuth{TLS: srvTLS, Token: "t"}, cli: RaftAuth{TLS: peerTLS, Token: "t"}, getThrough: true},
 		{name: "same CA other token", srv: RaftAuth{TLS: srvTLS, Token: "t"}, cli: RaftAuth{TLS: peerTLS, Token: "u"}, acceptWhy: refuseToken, dialWhy: refuseToken},
@@ -164,7 +208,8 @@ func TestRaftStreamAuthMatrix(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			srv, cli := newTestRaftEnd(t, c.srv), newTestRaftEnd(t, c.cli)
+			srv, cli := newTestRaftEnd(t, "m1", c.srv), newTestRaftEnd(t, "m2", c.cli)
+			meet(srv, cli)
 			err := cli.appendTo(srv)
 			if c.getThrough != (err == nil) {
 				t.Fatalf("AppendEntries: err=%v, want getting through=%v", err, c.getThrough)
@@ -186,8 +231,9 @@ func TestRaftStreamAuthMatrix(t *testing.T) {
 // delays no other connection, and is cut off after the handshake timeout.
 func TestRaftStreamSilentDialer(t *testing.T) {
 	const timeout = time.Second
-	srv := newTestRaftEnd(t, RaftAuth{Token: "t", HandshakeTimeout: timeout})
-	cli := newTestRaftEnd(t, RaftAuth{Token: "t"})
+	srv := newTestRaftEnd(t, "m1", RaftAuth{Token: "t", HandshakeTimeout: timeout})
+	cli := newTestRaftEnd(t, "m2", RaftAuth{Token: "t"})
+	meet(srv, cli)
 	silent, err := net.Dial("tcp", string(srv.trans.LocalAddr()))
 	if err != nil {
 		t.Fatal(err)
@@ -227,16 +273,18 @@ func TestRaftStreamDialerChecksAcceptorProof(t *testing.T) {
 		}
 		defer c.Close()
 		_, _ = c.Write(append([]byte(raftAuthMagic), make([]byte, raftNonceLen)...))
-		_, _ = io.ReadFull(c, make([]byte, len(raftAuthMagic)+raftNonceLen+raftMACLen))
+		_, _ = io.ReadFull(c, make([]byte, len(raftAuthMagic)+raftNonceLen+1+len("m1")+1+len("m2")+raftMACLen))
 		_, _ = c.Write(make([]byte, raftMACLen)) // not the proof
 		rest, _ := io.ReadAll(c)                 // whatever the dialer sends after
 		got <- rest
 	}()
 	ref := &refusals{}
-	s, err := newRaftStream(ports.Addr(t), RaftAuth{Token: "t", Refused: ref.note}, hclog.NewNullLogger())
+	peers := NewRaftPeers("m1")
+	s, err := newRaftStream(ports.Addr(t), RaftAuth{Token: "t", Refused: ref.note, Peers: peers}, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
+	peers.Follow(staticConf(map[string]string{"m1": s.Addr().String(), "m2": ln.Addr().String()}))
 	defer s.Close()
 	if c, err := s.Dial(raft.ServerAddress(ln.Addr().String()), 2*time.Second); err == nil {
 		c.Close()
@@ -254,7 +302,8 @@ func TestRaftStreamDialerChecksAcceptorProof(t *testing.T) {
 // silent dialers, a new connection is closed at once (counted busy)
 // rather than holding one more goroutine.
 func TestRaftStreamBoundsPendingHandshakes(t *testing.T) {
-	srv := newTestRaftEnd(t, RaftAuth{Token: "t", HandshakeTimeout: 10 * time.Second})
+	srv := newTestRaftEnd(t, "m1", RaftAuth{Token: "t", HandshakeTimeout: 10 * time.Second})
+	meet(srv)
 	addr := string(srv.trans.LocalAddr())
 	var silent []net.Conn
 	defer func() {
@@ -291,4 +340,98 @@ func TestRaftStreamBoundsPendingHandshakes(t *testing.T) {
 	if got := srv.ref.get("accept/" + refuseBusy); got != 1 {
 		t.Errorf("busy refusals %d, want 1", got)
 	}
+}
+
+// TestRaftStreamProofIsBoundToItsDirection: m1's proof for a connection
+// m1→m2, relayed by whoever m1's configuration sends it to, is no proof
+// of a connection m2→m1 (the ids swapped: the MAC covers them) nor of
+// m1→m1 (the ids as sent: m1 is not the target named).
+func TestRaftStreamProofIsBoundToItsDirection(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		swap bool
+		why  string
+	}{
+		{"ids swapped", true, refuseToken},
+		{"ids as sent", false, refuseIdentity},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m1 := newTestRaftEnd(t, "m1", RaftAuth{Token: "t"})
+			m2 := newTestRaftEnd(t, "m2", RaftAuth{Token: "t"})
+			ghost, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			relay := newRelayLayer(t, ghost, c.swap)
+			a1, a2 := string(m1.trans.LocalAddr()), string(m2.trans.LocalAddr())
+			m1.peers.Follow(staticConf(map[string]string{"m1": a1, "m2": ghost.Addr().String()}))
+			m2.peers.Follow(staticConf(map[string]string{"m1": a1, "m2": a2}))
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() { // m1 keeps dialing "m2" at the relay's address
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					var resp raft.AppendEntriesResponse
+					_ = m1.trans.AppendEntries("m2", raft.ServerAddress(ghost.Addr().String()), &raft.AppendEntriesRequest{Term: 7}, &resp)
+					time.Sleep(20 * time.Millisecond)
+				}
+			}()
+			if conn, err := relay.Dial(raft.ServerAddress(a1), 5*time.Second); err == nil {
+				conn.Close()
+				t.Fatal("m1 accepted its own proof for m1→m2, relayed back to it")
+			} else {
+				t.Logf("relay refused: %v", err)
+			}
+			eventually(t, 5*time.Second, "m1 counts refusal "+c.why, func() bool { return m1.ref.get("accept/"+c.why) > 0 })
+		})
+	}
+}
+
+// TestRaftStreamRefusesOtherHandshakeVersion: a master speaking another
+// version of the token handshake is refused as such on either side, not
+// as a stranger or a token mismatch.
+func TestRaftStreamRefusesOtherHandshakeVersion(t *testing.T) {
+	old := raftAuthPrefix + "\x01"
+	// An old acceptor: the new dialer refuses its challenge.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = c.Write(append([]byte(old), make([]byte, raftNonceLen)...))
+		_, _ = io.ReadAll(c)
+	}()
+	ref := &refusals{}
+	peers := NewRaftPeers("m1")
+	s, err := newRaftStream(ports.Addr(t), RaftAuth{Token: "t", Refused: ref.note, Peers: peers}, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	peers.Follow(staticConf(map[string]string{"m1": s.Addr().String(), "m2": ln.Addr().String()}))
+	_, err = s.Dial(raft.ServerAddress(ln.Addr().String()), 2*time.Second)
+	if err == nil || ref.get("dial/"+refuseVersion) != 1 || !strings.Contains(err.Error(), "handshake version 1") {
+		t.Errorf("dial to an old acceptor: err=%v refusals %v, want one dial/version naming version 1", err, ref.n)
+	}
+	// An old dialer: the new acceptor refuses its hello.
+	c, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.ReadFull(c, make([]byte, len(raftAuthMagic)+raftNonceLen)); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.Write(append([]byte(old), make([]byte, raftNonceLen+raftMACLen)...))
+	eventually(t, 5*time.Second, "the acceptor counts accept/version", func() bool { return ref.get("accept/"+refuseVersion) == 1 })
 }

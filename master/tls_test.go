@@ -21,7 +21,14 @@ import (
 // certificate of ca.
 func tlsNode(t *testing.T, ca *tlstest.CA, opts ...func(*Config)) (*testCluster, *tlsconf.Source) {
 	t.Helper()
-	src := loadSource(t, ca, "master")
+	files, err := ca.IssueMaster("master", "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := tlsconf.Load(files)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tc := startCluster(t, 1, append([]func(*Config){func(c *Config) {
 		c.TLS = src
 		c.HTTPAddr = freeAddr(t)

@@ -1,7 +1,9 @@
 // Package tlstest makes throwaway certificate authorities and node
 // certificates for tests: ECDSA P-256, valid for an hour, with 127.0.0.1,
 // ::1 and localhost as subject alternative names and both server and client
-// usage, so one certificate serves a node's listeners and its dialers.
+// usage, so one certificate serves a node's listeners and its dialers
+// (IssueMaster adds the master names the Raft port requires; IssueClient
+// makes a client-only one).
 package tlstest
 
 import (
@@ -14,6 +16,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -63,6 +66,26 @@ func NewCA(dir, name string) (*CA, error) {
 // Issue makes a certificate for name signed by the CA and returns the
 // files of a node that uses it (its CA is this CA).
 func (ca *CA) Issue(name string) (tlsconf.Files, error) {
+	return ca.issue(name, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, nil)
+}
+
+// IssueMaster is Issue for a master: the certificate also names it as
+// the master of each of the Raft server ids (tlsconf.MasterURI), which
+// the Raft port requires.
+func (ca *CA) IssueMaster(name string, ids ...string) (tlsconf.Files, error) {
+	var uris []*url.URL
+	for _, id := range ids {
+		uris = append(uris, tlsconf.MasterURI(id))
+	}
+	return ca.issue(name, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, uris)
+}
+
+// IssueClient is Issue for a client only: client usage, no master id.
+func (ca *CA) IssueClient(name string) (tlsconf.Files, error) {
+	return ca.issue(name, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, nil)
+}
+
+func (ca *CA) issue(name string, usage []x509.ExtKeyUsage, uris []*url.URL) (tlsconf.Files, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tlsconf.Files{}, err
@@ -74,9 +97,10 @@ func (ca *CA) Issue(name string) (tlsconf.Files, error) {
 		NotBefore:    time.Now().Add(-time.Minute),
 		NotAfter:     time.Now().Add(time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		ExtKeyUsage:  usage,
 		DNSNames:     []string{"localhost", name},
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
+		URIs:         uris,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {

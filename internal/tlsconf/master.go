@@ -1,0 +1,54 @@
+package tlsconf
+
+import (
+	"crypto/x509"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// A master's certificate names the Raft server ids it may act as with
+// URI subject alternative names sexton://master/<id>. The Raft port
+// requires one that fits its Raft configuration, so a client's or a
+// holder's certificate of the same CA cannot speak Raft.
+const (
+	masterURIScheme = "sexton"
+	masterURIHost   = "master"
+)
+
+// MasterURI is the subject alternative name that names a certificate the
+// master with Raft server id id.
+func MasterURI(id string) *url.URL {
+	return &url.URL{Scheme: masterURIScheme, Host: masterURIHost, Path: "/" + id}
+}
+
+// MasterIDs are the Raft server ids the current certificate of s names
+// as a master of.
+func (s *Source) MasterIDs() ([]string, error) {
+	cert := s.cur.Load().cert
+	leaf := cert.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return nil, fmt.Errorf("tlsconf: certificate %s: %w", s.files.Cert, err)
+		}
+	}
+	return MasterIDs(leaf), nil
+}
+
+// MasterIDs are the Raft server ids cert names as a master of (none for a
+// client's or a holder's certificate).
+func MasterIDs(cert *x509.Certificate) []string {
+	var ids []string
+	for _, u := range cert.URIs {
+		if u.Scheme != masterURIScheme || u.Host != masterURIHost || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			continue
+		}
+		id, ok := strings.CutPrefix(u.Path, "/")
+		if !ok || id == "" || strings.Contains(id, "/") {
+			continue
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
