@@ -26,6 +26,7 @@ func (st *state) applyDropTombstoned(c *DropTombstoned) *DropTombstonedResult {
 		if len(e.complete.replicas()) == 0 {
 			e.complete = nil
 			out.Objects++
+			st.rememberRemoved(r.Key) // a removal: no late copy may bring it back
 		}
 		st.objects.set(r.Key, old, e)
 		out.Dropped = append(out.Dropped, r)
