@@ -207,8 +207,12 @@ func TestBenchRemovePrintsCommitParts(t *testing.T) {
 	entries, _ := strconv.Atoi(m[1])
 	keysPer, _ := strconv.ParseFloat(m[2], 64)
 	write, _ := strconv.ParseFloat(m[3], 64)
-	if entries < 200/4 || entries > 200+10 || keysPer < 1 || keysPer > 4 || write <= 0 {
-		t.Errorf("commit parts: %d entries, %.1f keys an entry, log write %.3f ms; want 50–210 entries of 1–4 keys and a log write over 0", entries, keysPer, write)
+	// The last entry's timing may reach the master's histograms just after
+	// its callers were answered and the bench read them (answers go out as
+	// the leader applies, before raft records the commit): one entry fewer
+	// than the removes need, and its keys counted on the others.
+	if entries < 200/4-1 || entries > 200+10 || keysPer < 1 || keysPer > 4 || write <= 0 {
+		t.Errorf("commit parts: %d entries, %.1f keys an entry, log write %.3f ms; want 49–210 entries of 1–4 keys (one entry may be missed) and a log write over 0", entries, keysPer, write)
 	}
 }
 
