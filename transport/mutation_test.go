@@ -50,15 +50,29 @@ func TestMutationGiveUpSaysOutcomeUnknown(t *testing.T) {
 	defer dead.Close()
 	requireCode(t, dead.Call(context.Background(), "Op", nil, nil, Mutation()), api.CodeUnavailable)
 
-	// UNAVAILABLE answered (leader not ready): the node did not act.
+	// UNAVAILABLE answered (leader not ready): the node did not act. The
+	// client gives up while it waits between attempts, not while one is
+	// on the wire (that one may have run, which would rightly make it
+	// OUTCOME_UNKNOWN): long waits around quick answers, so a slow,
+	// loaded machine cannot stretch an attempt over the deadline.
 	busy := startNode(t, func() error { return api.Errorf(api.CodeUnavailable, "leader not ready") })
-	bc := fastCluster([]string{busy.addr}, 150*time.Millisecond)
+	bc := answeredCluster(busy.addr)
 	defer bc.Close()
 	requireCode(t, bc.Call(context.Background(), "Op", nil, nil, Mutation()), api.CodeUnavailable)
 
 	// NOT_LEADER everywhere: the nodes did not act.
 	follower := startNode(t, func() error { return &api.Error{Code: api.CodeNotLeader} })
-	fc := fastCluster([]string{follower.addr}, 150*time.Millisecond)
+	fc := answeredCluster(follower.addr)
 	defer fc.Close()
 	requireCode(t, fc.Call(context.Background(), "Op", nil, nil, Mutation()), api.CodeUnavailable)
+}
+
+// answeredCluster waits 400 ms between attempts and gives up after one
+// second: its attempts (a node that answers at once) end far from the
+// deadline.
+func answeredCluster(addr string) *ClusterClient {
+	return NewClusterClient([]string{addr}, ClusterConfig{
+		ClientConfig: ClientConfig{DialTimeout: time.Second, CallTimeout: 2 * time.Second},
+		MaxWait:      time.Second, BackoffMin: 400 * time.Millisecond, BackoffMax: 400 * time.Millisecond,
+	})
 }
