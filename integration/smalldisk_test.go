@@ -20,18 +20,7 @@ import (
 // so only the refused puts can start GC; once they do, the dead bytes are
 // reclaimed and puts are taken again. Needs root (it mounts the tmpfs).
 func TestRefusedPutsStartGCOnASmallDisk(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root; holder's TestRefusedPutsStartGCWhateverTheWatermarks covers the same on a model disk")
-	}
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (%v: %s)", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", mnt, err, out)
-		}
-	})
+	mnt := mountSmallDisk(t, "mounting a tmpfs needs root; holder's TestRefusedPutsStartGCWhateverTheWatermarks covers the same on a model disk")
 	c := startCluster(t, 1)
 	c.holderExtra = func(string) []string {
 		return []string{"--capacity", "0", "--metadata-reserve", "8MiB", "--gc-deleted-ratio", "0.5", "--gc-interval", "1h"}
@@ -112,18 +101,7 @@ func TestRefusedPutsStartGCOnASmallDisk(t *testing.T) {
 // free space, so the refused puts' GC punches the dead records out of the
 // bucket, then merges it; puts are taken again. Needs root.
 func TestRefusedPutsOnASmallDiskWithDefaultBuckets(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root; holder's TestRefusedPutsOnASmallDiskPunchDeadBytes is the same without a process")
-	}
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (%v: %s)", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", mnt, err, out)
-		}
-	})
+	mnt := mountSmallDisk(t, "mounting a tmpfs needs root; holder's TestRefusedPutsOnASmallDiskPunchDeadBytes is the same without a process")
 	c := startCluster(t, 1)
 	c.holderExtra = func(string) []string { return []string{"--capacity", "32MiB"} }
 	h := &holderNode{name: "small", dir: filepath.Join(mnt, "small"), addr: freePort(t), pool: "small"}
@@ -176,4 +154,24 @@ func TestRefusedPutsOnASmallDiskWithDefaultBuckets(t *testing.T) {
 			t.Fatalf("small/%03d after GC: %v (%d bytes)", i, err, len(got))
 		}
 	}
+}
+
+// mountSmallDisk mounts a 32 MiB tmpfs for the test and unmounts it after;
+// without root, or where mounting fails, the test is skipped saying why
+// (notRoot names the test that covers the same without a mount).
+func mountSmallDisk(t *testing.T, notRoot string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip(notRoot)
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (%v: %s)", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", mnt, err, out)
+		}
+	})
+	return mnt
 }
