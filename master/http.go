@@ -67,7 +67,7 @@ func (n *Node) startHTTP() error {
 // readiness: a leader is known and this node has applied everything it
 // knows to be committed.
 func (n *Node) readiness() (bool, string) {
-	if cannot, since, err := n.guard.state(); cannot {
+	if cannot, since, err := n.guard.State(); cannot {
 		return false, fmt.Sprintf("log store cannot write for %v (not campaigning until a write works again): %v\n", time.Since(since).Round(time.Second), err)
 	}
 	if _, id := n.raft.LeaderWithID(); id == "" {

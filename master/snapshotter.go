@@ -23,7 +23,7 @@ import (
 // bytes written, whatever the state's size, and a restart replays at most
 // a quarter of a snapshot's worth of log after restoring the snapshot.
 // The ratio was 1/2 while a 10 M-object snapshot took 12–50 s; written
-// behind (writebehind.go) it takes 3–4 s, and the log between snapshots
+// behind (raftio/writebehind.go) it takes 3–4 s, and the log between snapshots
 // is what raft.db grows to, which bbolt's mmap keeps in the master's RSS
 // (~0.84 GB at 10 M objects with 1/2; docs/SCALING.md). Raft's own count
 // trigger stays on as a backstop for logs of tiny entries, and rises with

@@ -1,4 +1,4 @@
-package master
+package raftio
 
 import (
 	"slices"
@@ -66,15 +66,15 @@ var (
 func InstallRaftTimings() *RaftTimings {
 	installOnce.Do(func() {
 		installedTimings = NewRaftTimings()
-		installedTimings.install()
+		installedTimings.Install()
 	})
 	return installedTimings
 }
 
-// install makes t go-metrics' global sink. No service prefix, hostname or
+// Install makes t go-metrics' global sink. No service prefix, hostname or
 // runtime sampler: keys arrive as raft names them, and go-metrics starts
 // no goroutine of its own.
-func (t *RaftTimings) install() {
+func (t *RaftTimings) Install() {
 	cfg := gometrics.DefaultConfig("")
 	cfg.EnableHostname = false
 	cfg.EnableHostnameLabel = false
