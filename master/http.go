@@ -37,7 +37,7 @@ func (n *Node) startHTTP() error {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		// A snapshot now, for measuring what one costs (a remove bench
-		// running across it; docs/SCALING.md). POST only.
+		// running across it; docs/SCALING.md, "How to reproduce"). POST only.
 		mux.HandleFunc("/debug/snapshot", n.serveSnapshotNow)
 	}
 	mux.HandleFunc("/v1/status", func(w http.ResponseWriter, _ *http.Request) {

@@ -19,8 +19,8 @@ import (
 //
 // With sexton_raft_commit_seconds (a proposal to its applied result) they
 // say where a slow commit went: the leader's disk, a follower's disk, or
-// the network and scheduling between them (docs/SCALING.md, sixteenth
-// section, took 16 × 1 apart with them). Every other key raft reports is
+// the network and scheduling between them (docs/SCALING.md, "The 16 × 1
+// commit cycle", takes 16 × 1 apart with them). Every other key raft reports is
 // dropped.
 //
 // hashicorp/raft reports through go-metrics' one process-wide sink, with

@@ -14,8 +14,8 @@ import (
 // 1.7 GB, written in ~3 s at ~550 MB/s while it takes most of a core,
 // and the removes' p99 during it was 10–14 ms (1.4–2.7× idle); at 200
 // MiB/s it takes ~8 s and the p99 was 6.9–17.4 ms over three runs, 9.4
-// by the median against 12.3 unpaced: better, not always (docs/
-// SCALING.md, 2026-12-03, fifth). Only snapshots this master takes are paced (in
+// by the median against 12.3 unpaced: better, not always
+// (docs/SCALING.md, "Snapshots"). Only snapshots this master takes are paced (in
 // fsmSnapshot.Persist), not one a leader sends it: a follower catching
 // up is of no use until it has it. TiKV paces its snapshots the same way
 // (snap-io-max-bytes-per-sec). Once the master is stopping it paces no
@@ -101,7 +101,7 @@ const SnapshotWriterNice = 19
 //     and yields before each one.
 //
 // Measured at 10 M objects, the masters restarted into each build on
-// one cluster (docs/SCALING.md, "2026-12-03, sixth"): the removes' p99
+// one cluster (docs/SCALING.md, "Snapshots"): the removes' p99
 // during snapshots by the median went from 9.6–10.6 ms to 8.4 in one
 // comparison and from 12.4 to 11.4 in another; a modest gain, kept
 // because it costs nothing.
