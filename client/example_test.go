@@ -10,7 +10,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
-	"sexton/internal/devcluster"
+	"sexton/devcluster"
 )
 
 // masters is the address of the one-process cluster the examples run

@@ -351,7 +351,7 @@ func BenchmarkSnapshotPause(b *testing.B) {
 // BenchmarkGCLargeState times one full garbage collection with the large
 // state live: the mark work a master's heap costs the collector each
 // cycle, which at ten million objects is what a busy leader spends most
-// of its CPU on (docs/SCALING.md).
+// of its CPU on (docs/SCALING.md, "The fsm's memory and CPU").
 func BenchmarkGCLargeState(b *testing.B) {
 	bf := largeState(b)
 	runtime.GC()

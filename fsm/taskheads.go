@@ -13,8 +13,8 @@ import (
 // key, and a Go map that grows rehashes every key it holds, reading each
 // key's bytes from wherever that string lives: cache misses, one a key.
 // Under 16 clients × 64-key removes the string-keyed map's growth was 13 %
-// of the leader's CPU and the lookups another 7 % (docs/SCALING.md,
-// thirteenth section); a map of hashes rehashes 8-byte integers it holds
+// of the leader's CPU and the lookups another 7 % (docs/SCALING.md, "The
+// fsm's memory and CPU"); a map of hashes rehashes 8-byte integers it holds
 // in place, at half the cost an insert (BenchmarkTaskHeads), and its slots
 // are 16 bytes, not 24.
 //

@@ -62,7 +62,7 @@ func TestTaskHeadsModel(t *testing.T) {
 
 // BenchmarkTaskHeads fills the heads of a backlog of removed keys, each
 // key's task allocated as a remove allocates it, beside the string-keyed
-// map this replaced (docs/SCALING.md, thirteenth section).
+// map the heads replace (docs/SCALING.md, "The fsm's memory and CPU").
 func BenchmarkTaskHeads(b *testing.B) {
 	const n = 1_000_000
 	tasks := make([]*task, n)

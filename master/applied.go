@@ -12,7 +12,7 @@ import (
 // goroutine hand-offs later (raft's fsm goroutine wakes propose's waiter,
 // which wakes the proposer), and at 16 × 1 removes every hand-off on the
 // way back to the clients is part of the cycle that bounds the rate
-// (docs/SCALING.md, fifteenth section).
+// (docs/SCALING.md, "The write path").
 //
 // An entry is known by its encoded bytes: hashicorp/raft hands the
 // leader's fsm the very Log it was given (its in-flight future's, or the

@@ -23,10 +23,10 @@ import (
 //
 // One committer, so one Remove entry in flight at a time: everything that
 // queued behind it goes out together in the next. A second committer
-// (there were two until 2026-12-03) sends the first few requests that
-// arrive as an entry of their own, and hashicorp/raft's leader writes that
-// entry to its log in the goroutine that would otherwise be taking the
-// first entry's commit: both wait, and each entry carries half the keys.
+// would send the first few requests that arrive as an entry of their own,
+// and hashicorp/raft's leader would write that entry to its log in the
+// goroutine that would otherwise be taking the first entry's commit: both
+// would wait, each entry with half the keys.
 // Measured in master/DESIGN.md ("Writes and group commit").
 type removeBatcher struct {
 	propose func(cmd fsm.Command, onApplied func(any)) (any, error)
@@ -96,8 +96,8 @@ func (b *removeBatcher) submit(keys []string, ifInc []api.ObjectIncarnation, ses
 
 // maxLinger bounds how long an entry waits for callers it expects back
 // (loop); lingerShare is that wait as a share of a commit's time. Measured
-// with 16 single-key clients on the two-core box (docs/SCALING.md, tenth
-// section): a quarter to a half of a commit gathers nearly all of them; a
+// with 16 single-key clients on the two-core box (docs/SCALING.md, "The
+// write path"): a quarter to a half of a commit gathers nearly all of them; a
 // whole commit loses more to the odd slow caller than it gains.
 const (
 	maxLinger   = 2 * time.Millisecond

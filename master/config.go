@@ -13,6 +13,7 @@ import (
 	"sexton/fsm"
 	"sexton/grant"
 	"sexton/internal/tlsconf"
+	"sexton/raftio"
 )
 
 // Peer is one voter of a new cluster, as given by --peers ID=RAFT_ADDR.
@@ -86,7 +87,7 @@ type Config struct {
 	// snapshot, that triggers a new one (snapshotter.go; default 64 MiB).
 	SnapshotLogBytes uint64
 	// SnapshotWriteRate is the bytes a second at most that Persist writes
-	// a snapshot this node takes at (snappace.go; 0: unpaced).
+	// a snapshot this node takes at (raftio/snappace.go; 0: unpaced).
 	SnapshotWriteRate uint64
 
 	// RegistryCapacity, SessionTTL, MaxSessions and MaxSessionResults
@@ -229,11 +230,11 @@ func (c *Config) setDefaults() {
 
 func (c *Config) validate() error {
 	switch c.LogStore {
-	case "", LogStoreBoltDB, LogStoreWAL:
+	case "", raftio.LogStoreBoltDB, raftio.LogStoreWAL:
 	default:
-		return fmt.Errorf("--raft-log-store %q: want %s or %s", c.LogStore, LogStoreBoltDB, LogStoreWAL)
+		return fmt.Errorf("--raft-log-store %q: want %s or %s", c.LogStore, raftio.LogStoreBoltDB, raftio.LogStoreWAL)
 	}
-	if err := checkWALSegmentSize(c.WALSegmentSize); err != nil {
+	if err := raftio.CheckWALSegmentSize(c.WALSegmentSize); err != nil {
 		return err
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sexton/api"
+	"sexton/raftio"
 )
 
 // diskFault fills a node's data dir and gives the space back.
@@ -82,9 +83,9 @@ func (f *tmpfsFault) configure(_ *testing.T, cfg *Config) {
 	cfg.DataDir = f.dir
 	// Named either way: a 64 MiB raft-wal segment, the default's, does
 	// not fit the 8 MiB tmpfs.
-	cfg.LogStore = LogStoreBoltDB
+	cfg.LogStore = raftio.LogStoreBoltDB
 	if f.walSegment > 0 {
-		cfg.LogStore, cfg.WALSegmentSize = LogStoreWAL, f.walSegment
+		cfg.LogStore, cfg.WALSegmentSize = raftio.LogStoreWAL, f.walSegment
 	}
 }
 
@@ -143,7 +144,7 @@ func (f *tmpfsFault) fill(t *testing.T) {
 			break
 		}
 	}
-	free, _, _ := dirSpace(f.dir)
+	free, _, _ := raftio.DirSpace(f.dir)
 	t.Logf("tmpfs filled: %d bytes free", free)
 }
 

@@ -154,7 +154,7 @@ func (tc *testCluster) kill(i int) {
 	if n.rpc != nil {
 		_ = n.rpc.Close()
 	}
-	n.guard.close() // a term write parked there would block raft's shutdown
+	n.guard.Close() // a term write parked there would block raft's shutdown
 	_ = n.raft.Shutdown().Error()
 	n.Shutdown()
 	tc.nodes[i] = nil

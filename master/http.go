@@ -37,7 +37,7 @@ func (n *Node) startHTTP() error {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		// A snapshot now, for measuring what one costs (a remove bench
-		// running across it; docs/SCALING.md). POST only.
+		// running across it; docs/SCALING.md, "How to reproduce"). POST only.
 		mux.HandleFunc("/debug/snapshot", n.serveSnapshotNow)
 	}
 	mux.HandleFunc("/v1/status", func(w http.ResponseWriter, _ *http.Request) {
@@ -67,7 +67,7 @@ func (n *Node) startHTTP() error {
 // readiness: a leader is known and this node has applied everything it
 // knows to be committed.
 func (n *Node) readiness() (bool, string) {
-	if cannot, since, err := n.guard.state(); cannot {
+	if cannot, since, err := n.guard.State(); cannot {
 		return false, fmt.Sprintf("log store cannot write for %v (not campaigning until a write works again): %v\n", time.Since(since).Round(time.Second), err)
 	}
 	if _, id := n.raft.LeaderWithID(); id == "" {

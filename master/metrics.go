@@ -9,6 +9,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/raftio"
 )
 
 // metrics are per node, in their own registry, so several nodes in one
@@ -140,7 +141,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descHalted, prometheus.GaugeValue, boolGauge(n.halted.Load()))
 	if n.guard != nil {
-		cannot, _, _ := n.guard.state()
+		cannot, _, _ := n.guard.State()
 		v := 0.0
 		if cannot {
 			v = 1
@@ -150,7 +151,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if n.logStoreReopens != nil {
 		ch <- prometheus.MustNewConstMetric(descReopens, prometheus.CounterValue, float64(n.logStoreReopens()))
 	}
-	if free, size, err := dirSpace(n.cfg.DataDir); err == nil {
+	if free, size, err := raftio.DirSpace(n.cfg.DataDir); err == nil {
 		ch <- prometheus.MustNewConstMetric(descDirFree, prometheus.GaugeValue, float64(free))
 		ch <- prometheus.MustNewConstMetric(descDirSize, prometheus.GaugeValue, float64(size))
 	}

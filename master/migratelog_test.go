@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/holder/crashpoint"
+	"sexton/raftio"
 )
 
 // offlineLog is what a stopped node's data dir holds: its log store's
@@ -24,7 +25,7 @@ type offlineLog struct {
 
 func readOfflineLog(t *testing.T, dir string) offlineLog {
 	t.Helper()
-	st, err := OpenLogStore(dir, LogStoreOptions{}, nil)
+	st, err := raftio.OpenLogStore(dir, raftio.LogStoreOptions{}, nil)
 	if err != nil {
 		t.Fatalf("open the stopped node's log store: %v", err)
 	}
@@ -58,7 +59,7 @@ func migrate(t *testing.T, dir, to string) *MigrateLogStoreResult {
 // --raft-log-store opens the new store and has every object.
 func TestMigrateLogStoreRoundTrip(t *testing.T) {
 	tc := startCluster(t, 1, func(c *Config) {
-		c.LogStore = LogStoreBoltDB
+		c.LogStore = raftio.LogStoreBoltDB
 		c.TrailingLogs = 4
 	})
 	tc.mountHolder(t, "seg-a", "")
@@ -90,7 +91,7 @@ func TestMigrateLogStoreRoundTrip(t *testing.T) {
 		put(1) // and it appends
 	}
 
-	for _, step := range []struct{ from, to string }{{LogStoreBoltDB, LogStoreWAL}, {LogStoreWAL, LogStoreBoltDB}} {
+	for _, step := range []struct{ from, to string }{{raftio.LogStoreBoltDB, raftio.LogStoreWAL}, {raftio.LogStoreWAL, raftio.LogStoreBoltDB}} {
 		tc.stop(0)
 		before := readOfflineLog(t, dir)
 		if before.kind != step.from || before.first <= 1 || before.last <= before.first || before.term == 0 {
@@ -104,7 +105,7 @@ func TestMigrateLogStoreRoundTrip(t *testing.T) {
 		if res.First != before.first || res.Last != before.last || res.Stable["CurrentTerm"] != fmt.Sprint(before.term) {
 			t.Fatalf("result %+v, log was %+v", res, before)
 		}
-		if !strings.HasPrefix(filepath.Base(res.Aside), filepath.Base(storePath(dir, step.from))+".migrated-") {
+		if !strings.HasPrefix(filepath.Base(res.Aside), filepath.Base(raftio.StorePath(dir, step.from))+".migrated-") {
 			t.Fatalf("old store kept at %s", res.Aside)
 		}
 		if _, err := os.Stat(res.Aside); err != nil {
@@ -132,7 +133,7 @@ func TestMigrateLogStoreCrashes(t *testing.T) {
 	}
 	for _, point := range []string{migrateBeforeSwitch.Name(), migrateAfterNewInPlace.Name()} {
 		t.Run(point, func(t *testing.T) {
-			tc := startCluster(t, 1, func(c *Config) { c.LogStore = LogStoreBoltDB })
+			tc := startCluster(t, 1, func(c *Config) { c.LogStore = raftio.LogStoreBoltDB })
 			tc.mountHolder(t, "seg-a", "")
 			tc.put(t, "k", 10, 1)
 			tc.stop(0)
@@ -154,7 +155,7 @@ func TestMigrateLogStoreCrashes(t *testing.T) {
 						}
 					}
 				}()
-				_, err := MigrateLogStore(dir, LogStoreWAL, time.Now(), t.Logf)
+				_, err := MigrateLogStore(dir, raftio.LogStoreWAL, time.Now(), t.Logf)
 				t.Fatalf("migration passed crash point %s: %v", point, err)
 			}()
 
@@ -162,7 +163,7 @@ func TestMigrateLogStoreCrashes(t *testing.T) {
 				if got := readOfflineLog(t, dir); got != before {
 					t.Fatalf("after a crash before the switch the data dir holds %+v, was %+v", got, before)
 				}
-				if _, err := os.Stat(storePath(dir, LogStoreWAL) + migratingSuffix); err != nil {
+				if _, err := os.Stat(raftio.StorePath(dir, raftio.LogStoreWAL) + migratingSuffix); err != nil {
 					t.Fatalf("the unfinished new store: %v", err)
 				}
 				tc.cfgs[0].LogStore = ""
@@ -174,20 +175,20 @@ func TestMigrateLogStoreCrashes(t *testing.T) {
 				tc.stop(0)
 				before = readOfflineLog(t, dir)
 			} else {
-				if _, err := OpenLogStore(dir, LogStoreOptions{}, nil); !errors.Is(err, ErrOtherLogStore) || !strings.Contains(err.Error(), MigrateLogStoreCommand) {
-					t.Fatalf("opening a data dir holding both stores: %v; want ErrOtherLogStore naming the migration", err)
+				if _, err := raftio.OpenLogStore(dir, raftio.LogStoreOptions{}, nil); !errors.Is(err, raftio.ErrOtherLogStore) || !strings.Contains(err.Error(), raftio.MigrateLogStoreCommand) {
+					t.Fatalf("opening a data dir holding both stores: %v; want raftio.ErrOtherLogStore naming the migration", err)
 				}
 			}
 
-			res := migrate(t, dir, LogStoreWAL)
+			res := migrate(t, dir, raftio.LogStoreWAL)
 			if finished := point == migrateAfterNewInPlace.Name(); res.Finished != finished {
 				t.Fatalf("second run: Finished %v, want %v", res.Finished, finished)
 			}
-			if _, err := os.Stat(storePath(dir, LogStoreWAL) + migratingSuffix); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(raftio.StorePath(dir, raftio.LogStoreWAL) + migratingSuffix); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("the unfinished new store is still there: %v", err)
 			}
 			after := readOfflineLog(t, dir)
-			if after.kind != LogStoreWAL || after.first != before.first || after.last != before.last || after.term != before.term {
+			if after.kind != raftio.LogStoreWAL || after.first != before.first || after.last != before.last || after.term != before.term {
 				t.Fatalf("after the second run: %+v, was %+v", after, before)
 			}
 			tc.cfgs[0].LogStore = ""
@@ -205,40 +206,40 @@ func TestMigrateLogStoreCrashes(t *testing.T) {
 // hashicorp/raft does not write are refused, the data dir unchanged.
 func TestMigrateLogStoreRefuses(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := MigrateLogStore(dir, LogStoreWAL, time.Now(), nil); err == nil || !strings.Contains(err.Error(), "no Raft log") {
+	if _, err := MigrateLogStore(dir, raftio.LogStoreWAL, time.Now(), nil); err == nil || !strings.Contains(err.Error(), "no Raft log") {
 		t.Fatalf("empty data dir: %v", err)
 	}
 	if _, err := MigrateLogStore(dir, "sqlite", time.Now(), nil); err == nil {
 		t.Fatalf("--to sqlite accepted")
 	}
-	st, err := OpenLogStore(dir, LogStoreOptions{Kind: LogStoreBoltDB}, nil)
+	st, err := raftio.OpenLogStore(dir, raftio.LogStoreOptions{Kind: raftio.LogStoreBoltDB}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Logs.StoreLogs([]*raft.Log{walEntry(1)}); err != nil {
+	if err := st.Logs.StoreLogs([]*raft.Log{{Index: 1, Term: 1, Type: raft.LogCommand, Data: []byte("entry 1")}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Stable.SetUint64([]byte("CurrentTerm"), 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := MigrateLogStore(dir, LogStoreWAL, time.Now(), nil); err == nil || !strings.Contains(err.Error(), "stop the node") {
+	if _, err := MigrateLogStore(dir, raftio.LogStoreWAL, time.Now(), nil); err == nil || !strings.Contains(err.Error(), "stop the node") {
 		t.Fatalf("migrating a store held open: %v", err)
 	}
 	if err := st.Stable.Set([]byte("SomethingElse"), []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
-	if _, err := MigrateLogStore(dir, LogStoreBoltDB, time.Now(), nil); err == nil || !strings.Contains(err.Error(), "already holds") {
+	if _, err := MigrateLogStore(dir, raftio.LogStoreBoltDB, time.Now(), nil); err == nil || !strings.Contains(err.Error(), "already holds") {
 		t.Fatalf("migrating boltdb to boltdb: %v", err)
 	}
-	if _, err := MigrateLogStore(dir, LogStoreWAL, time.Now(), nil); err == nil || !strings.Contains(err.Error(), "SomethingElse") {
+	if _, err := MigrateLogStore(dir, raftio.LogStoreWAL, time.Now(), nil); err == nil || !strings.Contains(err.Error(), "SomethingElse") {
 		t.Fatalf("an unknown stable key: %v", err)
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ents) != 1 || ents[0].Name() != BoltDBFileName {
+	if len(ents) != 1 || ents[0].Name() != raftio.BoltDBFileName {
 		t.Fatalf("a refused migration left %v", ents)
 	}
 }

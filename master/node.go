@@ -17,6 +17,7 @@ import (
 
 	"sexton/fsm"
 	"sexton/internal/tlsconf"
+	"sexton/raftio"
 	"sexton/transport"
 )
 
@@ -28,8 +29,8 @@ type Node struct {
 	fsm     *fsm.FSM
 	rfsm    *raftFSM
 	raft    *raft.Raft
-	guard   *storeGuard // between raft and its log store (storeguard.go)
-	wake    *wakeups    // long polls waiting for entries that concern them
+	guard   *raftio.StoreGuard // between raft and its log store (raftio/storeguard.go)
+	wake    *wakeups           // long polls waiting for entries that concern them
 	closers []func() error
 
 	// logStoreReopens counts the log store's reopens (LogStore.Reopens;
@@ -145,19 +146,19 @@ func (n *Node) startRaft() error {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	rc := RaftConfig(cfg)
-	store, err := OpenLogStore(cfg.DataDir, LogStoreOptions{Kind: cfg.LogStore, WALSegmentSize: cfg.WALSegmentSize}, n.log.Named("wal"))
+	store, err := raftio.OpenLogStore(cfg.DataDir, raftio.LogStoreOptions{Kind: cfg.LogStore, WALSegmentSize: cfg.WALSegmentSize}, n.log.Named("wal"))
 	if err != nil {
 		return err
 	}
 	n.closers = append(n.closers, store.Close)
 	n.logStoreReopens = store.Reopens
-	if cfg.LogStore == "" && store.Kind == LogStoreBoltDB {
-		n.log.Info("data dir has " + BoltDBFileName + ": keeping the boltdb log store; `" + MigrateLogStoreCommand + "` moves it")
+	if cfg.LogStore == "" && store.Kind == raftio.LogStoreBoltDB {
+		n.log.Info("data dir has " + raftio.BoltDBFileName + ": keeping the boltdb log store; `" + raftio.MigrateLogStoreCommand + "` moves it")
 	} else {
 		n.log.Info("raft log store", "kind", store.Kind, "flag", cfg.LogStore)
 	}
 	logs, stable := store.Logs, store.Stable
-	snaps, err := OpenSnapshotStore(cfg.DataDir, n.log.Named("snapshots"))
+	snaps, err := raftio.OpenSnapshotStore(cfg.DataDir, n.log.Named("snapshots"))
 	if err != nil {
 		return fmt.Errorf("snapshot store: %w", err)
 	}
@@ -172,15 +173,15 @@ func (n *Node) startRaft() error {
 			return fmt.Errorf("--tls-cert %s does not name this master: it needs the URI subject alternative name %s (it names masters %q); reissue it, or the other masters refuse its Raft connections", cfg.TLS.Files().Cert, tlsconf.MasterURI(cfg.ID), ids)
 		}
 	}
-	peers := NewRaftPeers(cfg.ID)
-	auth := RaftAuth{
+	peers := raftio.NewRaftPeers(cfg.ID)
+	auth := raftio.RaftAuth{
 		Token: cfg.ClusterToken, TLS: cfg.TLS, Peers: peers,
 		Refused: func(side, reason string) { n.metrics.raftRefused.WithLabelValues(side, reason).Inc() },
 	}
 	if auth.Open() {
-		n.log.Warn(openRaftWarning+": with neither a cluster token nor TLS, whoever reaches it can vote, append entries and install snapshots (set --cluster-token or --tls-cert/--tls-key/--tls-ca)", "raft_addr", cfg.RaftAddr)
+		n.log.Warn(raftio.OpenRaftWarning+": with neither a cluster token nor TLS, whoever reaches it can vote, append entries and install snapshots (set --cluster-token or --tls-cert/--tls-key/--tls-ca)", "raft_addr", cfg.RaftAddr)
 	}
-	trans, err := NewRaftTransportWithAuth(cfg.RaftAddr, auth, n.log.Named("raft-net"))
+	trans, err := raftio.NewRaftTransportWithAuth(cfg.RaftAddr, auth, n.log.Named("raft-net"))
 	if err != nil {
 		return err
 	}
@@ -213,13 +214,13 @@ func (n *Node) startRaft() error {
 	// Bootstrap above wrote through the bare store, so a bootstrap on a
 	// full disk fails New with the error; from here on the guard keeps a
 	// failed write from making raft panic or campaign.
-	n.guard = newStoreGuard(logs, stable, cfg.DataDir, n.log.Named("logstore"), n.metrics.noteStoreFailure)
+	n.guard = raftio.NewStoreGuard(logs, stable, cfg.DataDir, n.log.Named("logstore"), n.metrics.noteStoreFailure)
 	if cfg.hooks.probe != nil {
-		n.guard.probe = cfg.hooks.probe
+		n.guard.SetProbe(cfg.hooks.probe)
 	}
-	r, err := raft.NewRaft(rc, n.rfsm, CachedLogs(n.guard), n.guard, snaps, preVoteGate{NetworkTransport: trans, g: n.guard})
+	r, err := raft.NewRaft(rc, n.rfsm, raftio.CachedLogs(n.guard), n.guard, snaps, raftio.NewPreVoteGate(trans, n.guard))
 	if err != nil {
-		n.guard.close()
+		n.guard.Close()
 		if refused := n.rfsm.legacyRefusal(); refused != nil {
 			// hashicorp/raft says only that no snapshot loaded.
 			return fmt.Errorf("start raft: %w", refused)
@@ -231,7 +232,7 @@ func (n *Node) startRaft() error {
 		f := r.GetConfiguration()
 		return f.Configuration(), f.Error()
 	})
-	n.guard.attach(r)
+	n.guard.Attach(r)
 	n.raft = r
 	return nil
 }
@@ -284,7 +285,7 @@ func (n *Node) Shutdown() {
 		if n.guard != nil {
 			// Releases a term write parked in the guard, which raft's
 			// shutdown would otherwise wait for.
-			n.guard.close()
+			n.guard.Close()
 		}
 		if n.raft != nil {
 			if err := n.raft.Shutdown().Error(); err != nil {

@@ -18,6 +18,7 @@ import (
 	"sexton/api"
 	"sexton/internal/tlsconf"
 	"sexton/internal/tlsconf/tlstest"
+	"sexton/raftio"
 )
 
 // raftView is what an intruder on the Raft port could change: a node's
@@ -112,7 +113,7 @@ func TestRaftPortRefusesStrangers(t *testing.T) {
 	if aeErr == nil || rvErr == nil {
 		t.Errorf("a stranger's RPCs were answered: AppendEntries err=%v, RequestVote err=%v", aeErr, rvErr)
 	}
-	waitRefused(t, victim, "accept", refuseProtocol, 2)
+	waitRefused(t, victim, "accept", "protocol", 2)
 	if after != before {
 		t.Errorf("follower changed: before %+v after %+v", before, after)
 	}
@@ -255,7 +256,7 @@ func TestRaftTLSCluster(t *testing.T) {
 	if aeErr == nil || rvErr == nil {
 		t.Errorf("a dialer with another CA's certificate was answered: %v, %v", aeErr, rvErr)
 	}
-	waitRefused(t, victim, "accept", refuseTLS, 6)
+	waitRefused(t, victim, "accept", "tls", 6)
 	time.Sleep(500 * time.Millisecond)
 	leaderNow := tc.waitLeader(t)
 	if after := viewOf(t, victim); after != before {
@@ -289,16 +290,16 @@ func TestRaftTokenMismatchBetweenMasters(t *testing.T) {
 	// m3 hears no leader, so it campaigns; m1 and m2 refuse its
 	// connections, and it refuses the leader's.
 	eventually(t, harnessTimeout, "m3's vote requests are refused", func() bool {
-		return refusedCount(t, odd, "dial", refuseToken) > 0 &&
-			refusedCount(t, tc.node(0), "accept", refuseToken)+refusedCount(t, tc.node(1), "accept", refuseToken) > 0
+		return refusedCount(t, odd, "dial", "token") > 0 &&
+			refusedCount(t, tc.node(0), "accept", "token")+refusedCount(t, tc.node(1), "accept", "token") > 0
 	})
-	if refusedCount(t, odd, "accept", refuseToken) == 0 || refusedCount(t, leader, "dial", refuseToken) == 0 {
+	if refusedCount(t, odd, "accept", "token") == 0 || refusedCount(t, leader, "dial", "token") == 0 {
 		t.Errorf("the leader's connections to m3 were not refused on both sides")
 	}
 	if got := odd.raft.AppliedIndex(); got >= applied {
 		t.Errorf("m3 applied index %d, the cluster's %d: it got entries despite the wrong token", got, applied)
 	}
-	if strings.Contains(tc.logs.String(), openRaftWarning) {
+	if strings.Contains(tc.logs.String(), raftio.OpenRaftWarning) {
 		t.Errorf("a node with a cluster token warned that its Raft port is open")
 	}
 	if now := tc.waitLeader(t); now != leader || viewOf(t, now).term != termBefore {
@@ -311,9 +312,9 @@ func TestRaftTokenMismatchBetweenMasters(t *testing.T) {
 func TestOpenRaftPortIsWarnedAbout(t *testing.T) {
 	tc := startCluster(t, 1)
 	logs := tc.logs.String()
-	i := strings.Index(logs, openRaftWarning)
+	i := strings.Index(logs, raftio.OpenRaftWarning)
 	if i < 0 || !strings.Contains(logs[max(0, i-40):i], "[WARN]") {
-		t.Fatalf("no WARN %q in the logs", openRaftWarning)
+		t.Fatalf("no WARN %q in the logs", raftio.OpenRaftWarning)
 	}
 }
 
@@ -466,8 +467,8 @@ func TestRaftHandshakeRelayIsRefused(t *testing.T) {
 	if aeErr == nil || rvErr == nil {
 		t.Errorf("the leader answered RPCs over its own relayed handshake: AppendEntries err=%v, RequestVote err=%v", aeErr, rvErr)
 	}
-	waitRefused(t, victim, "accept", refuseIdentity, 2)
-	waitRefused(t, leader, "accept", refuseIdentity, 2)
+	waitRefused(t, victim, "accept", "identity", 2)
+	waitRefused(t, leader, "accept", "identity", 2)
 	time.Sleep(time.Second) // give any effect time to show
 	leaderNow := tc.waitLeader(t)
 	if after := viewOf(t, victim); after != before {
@@ -535,7 +536,7 @@ func TestRaftTLSRefusesNonMasterCertificates(t *testing.T) {
 			t.Errorf("certificate %s without a master id was answered: TimeoutNow err=%v, RequestVote err=%v", f.Cert, tnErr, rvErr)
 		}
 	}
-	waitRefused(t, victim, "accept", refuseIdentity, 6)
+	waitRefused(t, victim, "accept", "identity", 6)
 	time.Sleep(time.Second) // give any effect time to show
 	leaderNow := tc.waitLeader(t)
 	if after := viewOf(t, victim); after != before {
@@ -578,7 +579,7 @@ func TestRaftJoinWithTokenAndTLS(t *testing.T) {
 	want := tc.commitOn(t, 1000, 0, 1, 2)
 	eventually(t, harnessTimeout, "m4 applies the cluster's entries", func() bool { return m4.raft.AppliedIndex() >= want })
 	for _, n := range append([]*Node{m4}, tc.nodes...) {
-		if got := refusedCount(t, n, "accept", refuseIdentity) + refusedCount(t, n, "dial", refuseIdentity); got != 0 {
+		if got := refusedCount(t, n, "accept", "identity") + refusedCount(t, n, "dial", "identity"); got != 0 {
 			t.Errorf("%s refused %v connections for their ids", n.cfg.ID, got)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/fsm"
+	"sexton/raftio"
 )
 
 // raftFSM adapts *fsm.FSM to raft.FSM. It adds two things the pure FSM must
@@ -26,7 +27,7 @@ type raftFSM struct {
 	snapObs func(d time.Duration)
 	meter   snapshotMeter // log bytes applied and snapshot sizes (snapshotter.go)
 	// snapRate is the bytes a second Persist writes a snapshot at, at
-	// most (snappace.go; 0: as fast as it goes).
+	// most (raftio/snappace.go; 0: as fast as it goes).
 	snapRate int64
 	// stopping is closed when the node shuts down: pacing stops.
 	stopping <-chan struct{}
@@ -160,11 +161,8 @@ type fsmSnapshot struct {
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	start := time.Now()
-	var w io.Writer = sink
-	if pace := newWritePacer(s.rate, s.stopping); pace != nil {
-		w = &pacedWriter{w: sink, pace: pace}
-	}
-	n, err := writeInBackground(s.v, w)
+	w := raftio.PacedWriter(sink, s.rate, s.stopping)
+	n, err := raftio.WriteInBackground(s.v, w)
 	if err != nil {
 		_ = sink.Cancel()
 		return err

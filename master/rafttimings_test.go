@@ -7,6 +7,8 @@ import (
 
 	gometrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"sexton/raftio"
 )
 
 // histogram sums the sample counts and sums of histogram name in n's
@@ -26,8 +28,8 @@ func histogram(t testing.TB, n *Node, name string, labels ...string) (count uint
 // to commit. go-metrics' sink is process-wide, so other tests' clusters
 // may add samples too: the counts are lower bounds.
 func TestRaftTimingsTakeACommitApart(t *testing.T) {
-	rt := NewRaftTimings()
-	rt.install()
+	rt := raftio.NewRaftTimings()
+	rt.Install()
 	t.Cleanup(func() {
 		cfg := gometrics.DefaultConfig("")
 		cfg.EnableRuntimeMetrics = false
@@ -93,7 +95,7 @@ func TestRaftTimingsTakeACommitApart(t *testing.T) {
 // anything, instead of panicking.
 func TestNewRefusesCollectorsThatCollide(t *testing.T) {
 	cfg := Config{ID: "m1", DataDir: t.TempDir(), RaftAddr: "127.0.0.1:0", RPCAddr: "127.0.0.1:0", Bootstrap: true,
-		Collectors: []prometheus.Collector{NewRaftTimings(), NewRaftTimings()}}
+		Collectors: []prometheus.Collector{raftio.NewRaftTimings(), raftio.NewRaftTimings()}}
 	n, err := New(cfg)
 	if err == nil {
 		n.Shutdown()

@@ -16,6 +16,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/raftio"
 	"sexton/snapshot"
 )
 
@@ -32,13 +33,13 @@ func (n *Node) status() api.StatusResponse {
 	// The replicated capacity, the one Apply uses, not this node's flag.
 	set, _ := n.fsm.Settings()
 	out.RegistryCap = set.RegistryCapacity
-	if cannot, _, err := n.guard.state(); cannot {
+	if cannot, _, err := n.guard.State(); cannot {
 		out.LogStoreCannotWrite = true
 		if err != nil {
 			out.LogStoreError = err.Error()
 		}
 	}
-	out.DataDirFreeBytes = dirFreeBytes(n.cfg.DataDir)
+	out.DataDirFreeBytes = raftio.DirFreeBytes(n.cfg.DataDir)
 	out.Rebuild = n.rebuildStatus()
 	out.RefusedMounts = n.refusedIfLeader()
 	if string(id) == st.LeaderID {

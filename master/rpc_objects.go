@@ -170,7 +170,7 @@ func (n *Node) checkPut(req *api.PutStartRequest) error {
 // segmentCache is the leader's copy of the fsm's segment list for
 // placement, kept while fsm.SegmentsVersion says it is current: building
 // it copies every segment (with 1,000 holders, 10 % of the leader's CPU
-// at 100 puts/s, docs/SCALING.md), and segments change only on a mount,
+// at 100 puts/s; docs/SCALING.md, "The fsm's memory and CPU"), and segments change only on a mount,
 // an unmount, a retirement or a rebuild. Its entries' PendingTasks may be
 // stale; placement does not read them.
 type segmentCache struct {

@@ -22,10 +22,10 @@ import (
 // With the ratio at 1/4 the snapshot work is at most about four times the
 // bytes written, whatever the state's size, and a restart replays at most
 // a quarter of a snapshot's worth of log after restoring the snapshot.
-// The ratio was 1/2 while a 10 M-object snapshot took 12–50 s; written
-// behind (writebehind.go) it takes 3–4 s, and the log between snapshots
-// is what raft.db grows to, which bbolt's mmap keeps in the master's RSS
-// (~0.84 GB at 10 M objects with 1/2; docs/SCALING.md). Raft's own count
+// Not 1/2: the log between snapshots is what raft.db grows to, which
+// bbolt's mmap keeps in the master's RSS (~0.84 GB at 10 M objects with
+// 1/2; docs/SCALING.md, "Snapshots"), while a snapshot written behind
+// (raftio/writebehind.go) takes only seconds. Raft's own count
 // trigger stays on as a backstop for logs of tiny entries, and rises with
 // the state (countTrigger).
 const (
@@ -68,7 +68,8 @@ const entrySizeWindow = 256
 // a snapshot in entries, and sexton's entries range from ~100 B (one
 // removed key) to tens of KiB (a batch of 256 puts): 10,240 entries of a
 // bulk load were ~250 MB of raft.db kept for good, and the log store's
-// file stays resident in the master's memory (docs/SCALING.md).
+// file stays resident in the master's memory (docs/SCALING.md,
+// "Snapshots").
 func trailingCount(configured, budget uint64, avgEntry float64) uint64 {
 	if avgEntry <= 0 {
 		return configured

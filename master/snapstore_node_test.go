@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"sexton/holder/fsys"
 )
 
 func lastSnapshotIndex(n *Node) uint64 {
@@ -47,7 +45,7 @@ func TestNodeRestartsFromALegacySnapshot(t *testing.T) {
 	tc.stop(0)
 
 	// Rewrite the snapshot in hashicorp's layout, and remove ours.
-	s := openTestSnapStore(t, fsys.OS{}, dataDir, 3)
+	s := openTestSnapStore(t, dataDir)
 	metas, err := s.List()
 	if err != nil || len(metas) != 1 {
 		t.Fatalf("List = %v, %v", metas, err)
@@ -132,7 +130,7 @@ func TestNodeRestartFallsBackPastACorruptSnapshot(t *testing.T) {
 	dataDir := tc.cfgs[0].DataDir
 	tc.stop(0)
 
-	s := openTestSnapStore(t, fsys.OS{}, dataDir, 3)
+	s := openTestSnapStore(t, dataDir)
 	metas, err := s.List()
 	if err != nil || len(metas) != 2 || metas[1].Index != older {
 		t.Fatalf("List = %v, %v", metas, err)

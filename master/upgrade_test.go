@@ -13,6 +13,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/raftio"
 	"sexton/snapshot"
 )
 
@@ -127,7 +128,7 @@ func writeOldBuildSnapshot(t *testing.T, cfg *Config, index uint64, snap []byte)
 func writeOldBuildDataDir(t *testing.T, cfg *Config, snap []byte, log []*raft.Log) {
 	t.Helper()
 	writeOldBuildSnapshot(t, cfg, oldSnapIndex, snap)
-	store, err := OpenLogStore(cfg.DataDir, LogStoreOptions{Kind: LogStoreBoltDB}, hclog.NewNullLogger())
+	store, err := raftio.OpenLogStore(cfg.DataDir, raftio.LogStoreOptions{Kind: raftio.LogStoreBoltDB}, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ export SEXTON_LOCAL_DIR="${SEXTON_LOCAL_DIR:-$root/sexton-scale}"
 export SEXTON_HOLDERS=0
 export SEXTON_MASTER_FLAGS="${SEXTON_MASTER_FLAGS:---enable-debug}"
 # Three 10 M-object masters do not fit in 24 GiB with Go's default GC
-# target: docs/SCALING.md, note 3.
+# target: docs/SCALING.md, "How to reproduce".
 if [ "$N" -ge 5000000 ]; then export GOMEMLIMIT="${GOMEMLIMIT:-6GiB}"; fi
 export SEXTON_MASTERS=127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103
 export SEXTON_MASTER_HTTP=127.0.0.1:7201,127.0.0.1:7202,127.0.0.1:7203

@@ -78,7 +78,7 @@ type Reply func(resp any, err error)
 // of removes). With a HandlerFunc each queued request parks a goroutine,
 // and waking 16 of them one after the other, on the way in and again on
 // the way out, cost the master's 16-client remove cycle about 8 % on a
-// two-core box (docs/SCALING.md, fourteenth section).
+// two-core box (docs/SCALING.md, "The write path").
 type AsyncHandlerFunc func(req *Request, reply Reply)
 
 // RegisterAsync serves method with a typed asynchronous function: the

@@ -223,7 +223,7 @@ func printElections(before, after api.StatusResponse) {
 }
 
 // commitParts are the leader's and followers' histograms that take a
-// commit apart (master/rafttimings.go): what `bench remove --master-http`
+// commit apart (raftio/rafttimings.go): what `bench remove --master-http`
 // prints for its timed removes.
 var commitParts = []string{
 	"sexton_raft_commit_seconds",

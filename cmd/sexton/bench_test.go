@@ -10,7 +10,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
-	"sexton/internal/devcluster"
+	"sexton/devcluster"
 )
 
 // benchCluster starts a one-process cluster and a client of it.

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/master"
+	"sexton/raftio"
 )
 
 // benchRaft times bare hashicorp/raft Applies on a three-node cluster laid
@@ -33,7 +34,7 @@ func benchRaft(args []string) error {
 		return err
 	}
 	if *store == "" {
-		*store = master.LogStoreWAL // the nodes' data dirs are new: a master would pick wal
+		*store = raftio.LogStoreWAL // the nodes' data dirs are new: a master would pick wal
 	}
 	dir, err := os.MkdirTemp("", "sexton-bench-raft-")
 	if err != nil {
@@ -150,18 +151,18 @@ func startBareNode(dir, id, addr, peers, storeKind string, follower bool) (*bare
 		c.HeartbeatTimeout, c.ElectionTimeout = 10*time.Second, 10*time.Second
 	}
 	b := &bareNode{}
-	store, err := master.OpenLogStore(dir, master.LogStoreOptions{Kind: storeKind}, quiet)
+	store, err := raftio.OpenLogStore(dir, raftio.LogStoreOptions{Kind: storeKind}, quiet)
 	if err != nil {
 		return nil, err
 	}
 	b.closers = append(b.closers, store.Close)
 	logs, stable := store.Logs, store.Stable
-	snaps, err := master.OpenSnapshotStore(dir, quiet)
+	snaps, err := raftio.OpenSnapshotStore(dir, quiet)
 	if err != nil {
 		b.close()
 		return nil, err
 	}
-	trans, err := master.NewRaftTransport(addr, quiet)
+	trans, err := raftio.NewRaftTransport(addr, quiet)
 	if err != nil {
 		b.close()
 		return nil, err
@@ -176,7 +177,7 @@ func startBareNode(dir, id, addr, peers, storeKind string, follower bool) (*bare
 		b.close()
 		return nil, err
 	}
-	if b.r, err = raft.NewRaft(c, noopFSM{}, master.CachedLogs(logs), stable, snaps, trans); err != nil {
+	if b.r, err = raft.NewRaft(c, noopFSM{}, raftio.CachedLogs(logs), stable, snaps, trans); err != nil {
 		b.close()
 		return nil, err
 	}

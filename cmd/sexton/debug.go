@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/holder/crashpoint"
-	"sexton/master"
+	"sexton/raftio"
 )
 
 func setupCrashPoints(*flag.FlagSet) runFunc {
@@ -36,7 +36,7 @@ func debugRaftAppend(args []string) error {
 	if err != nil || *dir == "" {
 		return usagef("--data-dir DIR and --hex BYTES are required")
 	}
-	store, err := master.OpenLogStore(*dir, master.LogStoreOptions{Kind: *storeKind}, nil)
+	store, err := raftio.OpenLogStore(*dir, raftio.LogStoreOptions{Kind: *storeKind}, nil)
 	if err != nil {
 		return err
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"sexton/devcluster"
 	"sexton/dfsio"
-	"sexton/internal/devcluster"
 )
 
 // runDev starts a one-node master and one holder in a temporary directory and stays up until interrupted.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"sexton/internal/devcluster"
+	"sexton/devcluster"
 )
 
 // captureStdout runs f with os.Stdout redirected and returns what it printed.

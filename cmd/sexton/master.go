@@ -12,6 +12,7 @@ import (
 	"sexton/dfsio"
 	"sexton/internal/heapfloor"
 	"sexton/master"
+	"sexton/raftio"
 )
 
 // masterOptions are a master's flags: its Config, and what the process
@@ -103,7 +104,7 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 		}
 		cfg.SnapshotLogBytes = uint64(logBytes)
 		seg, err := parseSize(*walSegment)
-		if err != nil || seg < master.MinWALSegmentSize || seg > master.MaxWALSegmentSize {
+		if err != nil || seg < raftio.MinWALSegmentSize || seg > raftio.MaxWALSegmentSize {
 			return usagef("--raft-wal-segment-size %q: want a size from 64KiB to 1GiB", *walSegment)
 		}
 		cfg.WALSegmentSize = int(seg)
@@ -143,7 +144,7 @@ func runMaster(args []string) error {
 	}
 	cfg := &opts.Config
 	// One master in this process: raft's timings are its own.
-	cfg.Collectors = append(cfg.Collectors, master.InstallRaftTimings())
+	cfg.Collectors = append(cfg.Collectors, raftio.InstallRaftTimings())
 	floor := heapfloor.Start(opts.HeapFloor)
 	defer floor.Stop()
 	n, err := master.New(*cfg)

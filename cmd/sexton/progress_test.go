@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"sexton/internal/devcluster"
+	"sexton/devcluster"
 )
 
 // TestProgressGoesToStderrOnly: snapshot save, restore and fsck report

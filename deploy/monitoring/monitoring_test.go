@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"sexton/internal/devcluster"
+	"sexton/devcluster"
 	"sexton/internal/testport"
 )
 

@@ -5,7 +5,7 @@
 // (100 by default) of what the last cycle found live. A master with a
 // small state, applying removes at 100,000 keys a second, collects several
 // times a second. The floor was built to buy back that CPU; measured
-// (docs/SCALING.md, twelfth section) it cut collections 13-fold but the
+// (docs/SCALING.md, "The collector's floor") it cut collections 13-fold but the
 // masters' CPU by only 1-7 %, for three times the RSS, so `sexton master`
 // leaves it off unless --gc-heap-floor is given.
 //

@@ -1,4 +1,4 @@
-package master
+package raftio
 
 import (
 	"errors"
@@ -143,7 +143,7 @@ func TestOpenLogStoreDefault(t *testing.T) {
 	t.Run("both", func(t *testing.T) {
 		dir := t.TempDir()
 		for _, kind := range []string{LogStoreBoltDB, LogStoreWAL} {
-			st, err := openLogStoreAt(kind, storePath(dir, kind), 0, nil)
+			st, err := OpenLogStoreAt(kind, StorePath(dir, kind), 0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

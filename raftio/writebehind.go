@@ -1,4 +1,4 @@
-package master
+package raftio
 
 import (
 	"golang.org/x/sys/unix"
@@ -21,7 +21,7 @@ const snapWriteBehind = 8 << 20
 // dropped from the page cache (fadvise DONTNEED): about two chunks are
 // ever dirty, the writer goes at the disk's pace, and a snapshot does
 // not push the masters' other pages out of the cache. Measured at 10 M
-// objects (docs/SCALING.md, runs U and V): a forced snapshot took 13.8 s
+// objects (docs/SCALING.md, "Snapshots"): a forced snapshot took 13.8 s
 // on a follower and 12.4 s on the leader before, 3.1 and 3.8 s after, and
 // the removes' p99 during them went from 2.0–3.0× to 1.6× the idle p99.
 // The price: a snapshot sent to a follower is read from the disk, not

@@ -1,4 +1,4 @@
-package master
+package raftio
 
 import (
 	"errors"
@@ -140,7 +140,7 @@ func (s *walStore) reopen(stale *raftwal.WAL) error {
 	if s.wal != stale {
 		return nil
 	}
-	free, _, err := dirSpace(s.dir)
+	free, _, err := DirSpace(s.dir)
 	if err != nil {
 		return fmt.Errorf("free space of %s: %w", s.dir, err)
 	}

@@ -1,4 +1,4 @@
-package master
+package raftio
 
 import (
 	"errors"
@@ -98,9 +98,9 @@ const (
 	MaxWALSegmentSize     = 1 << 30
 )
 
-// checkWALSegmentSize refuses a segment size outside the bounds (0 is
+// CheckWALSegmentSize refuses a segment size outside the bounds (0 is
 // the default).
-func checkWALSegmentSize(n int) error {
+func CheckWALSegmentSize(n int) error {
 	if n != 0 && (n < MinWALSegmentSize || n > MaxWALSegmentSize) {
 		return fmt.Errorf("--raft-wal-segment-size %d outside [%d, %d]", n, MinWALSegmentSize, MaxWALSegmentSize)
 	}
@@ -114,23 +114,23 @@ func OpenLogStore(dir string, opts LogStoreOptions, logger hclog.Logger) (*LogSt
 	if err != nil {
 		return nil, err
 	}
-	return openLogStoreAt(kind, storePath(dir, kind), opts.WALSegmentSize, logger)
+	return OpenLogStoreAt(kind, StorePath(dir, kind), opts.WALSegmentSize, logger)
 }
 
-// storePath is where a log store of kind lives in dir.
-func storePath(dir, kind string) string {
+// StorePath is where a log store of kind lives in dir.
+func StorePath(dir, kind string) string {
 	if kind == LogStoreWAL {
 		return filepath.Join(dir, WALDirName)
 	}
 	return filepath.Join(dir, BoltDBFileName)
 }
 
-// openLogStoreAt opens (creating if needed) a log store of kind at path:
+// OpenLogStoreAt opens (creating if needed) a log store of kind at path:
 // raft.db's file or raft-wal's directory, or a migration's temporary one.
-func openLogStoreAt(kind, path string, walSegmentSize int, logger hclog.Logger) (*LogStore, error) {
+func OpenLogStoreAt(kind, path string, walSegmentSize int, logger hclog.Logger) (*LogStore, error) {
 	switch kind {
 	case LogStoreWAL:
-		if err := checkWALSegmentSize(walSegmentSize); err != nil {
+		if err := CheckWALSegmentSize(walSegmentSize); err != nil {
 			return nil, err
 		}
 		if logger == nil {
@@ -176,7 +176,7 @@ func ChooseLogStore(dir, kind string) (chosen, onDisk string, err error) {
 		return onDisk, onDisk, nil
 	case onDisk != "" && onDisk != kind:
 		return "", onDisk, fmt.Errorf("%w: %s holds a %s log (%s) and --raft-log-store is %s: start without the flag or with --raft-log-store %s to keep it, or stop the node and run `%s --data-dir %s --to %s` to move it, or move the data dir away to start this node empty",
-			ErrOtherLogStore, dir, onDisk, storePath(dir, onDisk), kind, onDisk, MigrateLogStoreCommand, dir, kind)
+			ErrOtherLogStore, dir, onDisk, StorePath(dir, onDisk), kind, onDisk, MigrateLogStoreCommand, dir, kind)
 	}
 	return kind, onDisk, nil
 }
@@ -241,30 +241,6 @@ func boltOptions() *bbolt.Options {
 		NoFreelistSync: true,
 		FreelistType:   bbolt.FreelistMapType,
 	}
-}
-
-// RaftConfig is the hashicorp/raft configuration of a master with cfg
-// (zero fields take the master's defaults).
-func RaftConfig(cfg Config) *raft.Config {
-	cfg.setDefaults()
-	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(cfg.ID)
-	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
-	rc.ElectionTimeout = cfg.ElectionTimeout
-	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
-	rc.CommitTimeout = cfg.CommitTimeout
-	rc.SnapshotThreshold = cfg.SnapshotThreshold
-	rc.SnapshotInterval = cfg.SnapshotInterval
-	rc.TrailingLogs = cfg.TrailingLogs
-	rc.Logger = cfg.Logger.Named("raft")
-	// Buffer the apply channel so concurrent proposals reach the leader
-	// loop together and share one log write.
-	rc.BatchApplyCh = true
-	// Raft reports each AppendEntries' timing twice, once with the
-	// follower as a label and once in the key, for old dashboards;
-	// RaftTimings reads the labelled one.
-	rc.NoLegacyTelemetry = true
-	return rc
 }
 
 // NewRaftTransport is NewRaftTransportWithAuth without authentication:

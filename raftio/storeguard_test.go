@@ -1,4 +1,4 @@
-package master
+package raftio
 
 import (
 	"errors"
@@ -11,11 +11,11 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-func newTestGuard(t *testing.T, full *atomic.Bool) *storeGuard {
+func newTestGuard(t *testing.T, full *atomic.Bool) *StoreGuard {
 	t.Helper()
 	inner := raft.NewInmemStore()
 	fs := &faultyStore{LogStore: inner, StableStore: inner, full: full, allWrites: true}
-	g := newStoreGuard(fs, fs, t.TempDir(), hclog.NewNullLogger(), nil)
+	g := NewStoreGuard(fs, fs, t.TempDir(), hclog.NewNullLogger(), nil)
 	g.probeInterval = 10 * time.Millisecond
 	g.probe = func() error {
 		if full.Load() {
@@ -23,7 +23,7 @@ func newTestGuard(t *testing.T, full *atomic.Bool) *storeGuard {
 		}
 		return nil
 	}
-	t.Cleanup(g.close)
+	t.Cleanup(g.Close)
 	return g
 }
 
@@ -40,7 +40,7 @@ func TestStoreGuardTermWriteWaitsForSpace(t *testing.T) {
 		t.Fatalf("term write returned %v while the store cannot write", err)
 	case <-time.After(200 * time.Millisecond):
 	}
-	if cannot, _, err := g.state(); !cannot || !errors.Is(err, errInjectedENOSPC) {
+	if cannot, _, err := g.State(); !cannot || !errors.Is(err, errInjectedENOSPC) {
 		t.Fatalf("state: cannot write %v, %v", cannot, err)
 	}
 	full.Store(false)
@@ -55,7 +55,7 @@ func TestStoreGuardTermWriteWaitsForSpace(t *testing.T) {
 	if v, _ := g.GetUint64(keyCurrentTerm); v != 4 {
 		t.Fatalf("term on disk %d, want 4", v)
 	}
-	if cannot, _, _ := g.state(); cannot {
+	if cannot, _, _ := g.State(); cannot {
 		t.Fatalf("still cannot write after the probe succeeded")
 	}
 }
@@ -70,7 +70,7 @@ func TestStoreGuardCloseReleasesParkedTermWrite(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- g.SetUint64(keyCurrentTerm, 4) }()
 	time.Sleep(50 * time.Millisecond)
-	g.close()
+	g.Close()
 	select {
 	case err := <-done:
 		if err != nil {

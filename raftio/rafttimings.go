@@ -1,4 +1,4 @@
-package master
+package raftio
 
 import (
 	"slices"
@@ -19,8 +19,8 @@ import (
 //
 // With sexton_raft_commit_seconds (a proposal to its applied result) they
 // say where a slow commit went: the leader's disk, a follower's disk, or
-// the network and scheduling between them (docs/SCALING.md, sixteenth
-// section, took 16 × 1 apart with them). Every other key raft reports is
+// the network and scheduling between them (docs/SCALING.md, "The 16 × 1
+// commit cycle", takes 16 × 1 apart with them). Every other key raft reports is
 // dropped.
 //
 // hashicorp/raft reports through go-metrics' one process-wide sink, with
@@ -66,15 +66,15 @@ var (
 func InstallRaftTimings() *RaftTimings {
 	installOnce.Do(func() {
 		installedTimings = NewRaftTimings()
-		installedTimings.install()
+		installedTimings.Install()
 	})
 	return installedTimings
 }
 
-// install makes t go-metrics' global sink. No service prefix, hostname or
+// Install makes t go-metrics' global sink. No service prefix, hostname or
 // runtime sampler: keys arrive as raft names them, and go-metrics starts
 // no goroutine of its own.
-func (t *RaftTimings) install() {
+func (t *RaftTimings) Install() {
 	cfg := gometrics.DefaultConfig("")
 	cfg.EnableHostname = false
 	cfg.EnableHostnameLabel = false

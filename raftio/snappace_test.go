@@ -1,4 +1,4 @@
-package master
+package raftio
 
 import (
 	"bytes"
@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"sexton/fsm"
 )
 
 // TestWritePacer: the pacer sleeps until the bytes written are due at its
@@ -52,29 +50,6 @@ func TestWritePacer(t *testing.T) {
 	}
 	var none *writePacer
 	none.wrote(1 << 30) // unpaced: a no-op
-}
-
-// TestSnapshotWriteRate: a master given a snapshot write rate takes at
-// least its snapshot's size over that rate to take one.
-func TestSnapshotWriteRate(t *testing.T) {
-	const rate = 8 << 10
-	tc := startCluster(t, 1, func(c *Config) { c.SnapshotInterval = time.Hour; c.SnapshotWriteRate = rate })
-	n := tc.waitLeader(t)
-	tc.mountHolder(t, "seg-a", "")
-	for i := range 40 {
-		tc.put(t, fmt.Sprintf("paced/%03d", i), 10, 1)
-	}
-	start := time.Now()
-	if err := n.Raft().Snapshot().Error(); err != nil {
-		t.Fatal(err)
-	}
-	took := time.Since(start)
-	size := n.rfsm.meter.lastSnapBytes.Load()
-	want := time.Duration(float64(size) / rate * float64(time.Second))
-	if size < 2<<10 || took < want*9/10 {
-		t.Fatalf("a %d-byte snapshot at %d bytes/s took %v, want at least %v", size, rate, took, want)
-	}
-	t.Logf("a %d-byte snapshot at %d bytes/s took %v", size, rate, took)
 }
 
 // probeSink is a raft.SnapshotSink that records, at each write, the nice
@@ -135,13 +110,13 @@ func TestWriteInBackground(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	sink := &probeSink{}
-	n, err := writeInBackground(chunkedWriterTo(64), sink)
+	n, err := WriteInBackground(chunkedWriterTo(64), sink)
 	if err != nil || n != 64<<10 {
 		t.Fatalf("wrote %d bytes, %v; want %d", n, err, 64<<10)
 	}
 	for i, nice := range sink.nice {
-		if nice != snapshotWriterNice {
-			t.Fatalf("write %d ran at nice %d, want %d", i, nice, snapshotWriterNice)
+		if nice != SnapshotWriterNice {
+			t.Fatalf("write %d ran at nice %d, want %d", i, nice, SnapshotWriterNice)
 		}
 	}
 	// Gosched does not promise that the probe runs first: one schedule
@@ -200,22 +175,4 @@ func nicedThreads(t *testing.T) []string {
 		}
 	}
 	return niced
-}
-
-// TestPersistWritesInBackground: the snapshots a master takes itself go
-// through writeInBackground.
-func TestPersistWritesInBackground(t *testing.T) {
-	r := &raftFSM{f: fsm.New(fsm.Config{}), wake: newWakeups()}
-	snap, err := r.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Release()
-	sink := &probeSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	if len(sink.nice) == 0 || sink.nice[0] != snapshotWriterNice {
-		t.Fatalf("Persist wrote at nice %v, want %d", sink.nice, snapshotWriterNice)
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"sexton/dfsio"
 	"sexton/holder"
 	"sexton/master"
+	"sexton/raftio"
 	"sexton/transport"
 )
 
@@ -56,7 +57,7 @@ func Start(cfg Config) (*Cluster, error) {
 	n, err := master.New(master.Config{ID: "dev", DataDir: filepath.Join(cfg.Dir, "master"), RaftAddr: cfg.RaftAddr,
 		RPCAddr: cfg.RPCAddr, HTTPAddr: cfg.HTTPAddr, Bootstrap: true, DFS: cfg.DFS, Logger: log.Named("master"),
 		// The one master of the process: raft's timings are its own.
-		Collectors: []prometheus.Collector{master.InstallRaftTimings()}})
+		Collectors: []prometheus.Collector{raftio.InstallRaftTimings()}})
 	if err != nil {
 		return nil, fmt.Errorf("dev master: %w", err)
 	}

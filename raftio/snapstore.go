@@ -1,8 +1,9 @@
-package master
+package raftio
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,7 +26,7 @@ import (
 )
 
 // SnapshotStore is the master's raft.SnapshotStore, in place of
-// hashicorp/raft's FileSnapshotStore (master/DESIGN.md, "The snapshot
+// hashicorp/raft's FileSnapshotStore (DESIGN.md, "The snapshot
 // store"). A snapshot is two flat files in <data-dir>/snapshots/:
 // <id>.state, the fsm's snapshot stream as Persist wrote it, and
 // <id>.meta, the JSON of its raft.SnapshotMeta with the state's size and
@@ -87,7 +88,7 @@ const (
 )
 
 // The sync sites: every fsync the store issues has one of these names
-// (master/DESIGN.md lists what each protects and the test that fails
+// (DESIGN.md lists what each protects and the test that fails
 // without it).
 const (
 	syncOpenParentDir  = "open.parent-dir"  // data dir, after creating snapshots/
@@ -306,9 +307,9 @@ type snapEntry struct {
 func newer(a, b *snapEntry) int {
 	switch {
 	case a.key.term != b.key.term:
-		return -cmpU64(a.key.term, b.key.term)
+		return -cmp.Compare(a.key.term, b.key.term)
 	case a.key.index != b.key.index:
-		return -cmpU64(a.key.index, b.key.index)
+		return -cmp.Compare(a.key.index, b.key.index)
 	}
 	return -strings.Compare(a.id, b.id)
 }

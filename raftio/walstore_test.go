@@ -1,4 +1,4 @@
-package master
+package raftio
 
 import (
 	"bytes"
@@ -233,8 +233,8 @@ func TestWALRestartsAfterTailTruncation(t *testing.T) {
 	}
 
 	_, trans := raft.NewInmemTransport("m1")
-	rc := RaftConfig(Config{ID: "m1"})
-	rc.Logger = nil
+	rc := raft.DefaultConfig()
+	rc.LocalID = "m1"
 	r, err := raft.NewRaft(rc, &raft.MockFSM{}, st.Logs, st.Stable, raft.NewInmemSnapshotStore(), trans)
 	if err != nil {
 		t.Fatalf("raft on the reopened WAL: %v", err)

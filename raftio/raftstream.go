@@ -1,4 +1,4 @@
-package master
+package raftio
 
 import (
 	"crypto/hmac"
@@ -47,8 +47,8 @@ type RaftAuth struct {
 	Refused func(side, reason string)
 }
 
-// openRaftWarning starts the WARN a node without token or TLS logs.
-const openRaftWarning = "the Raft port is open to anyone"
+// OpenRaftWarning starts the WARN a node without token or TLS logs.
+const OpenRaftWarning = "the Raft port is open to anyone"
 
 // Open reports whether Raft connections go unauthenticated.
 func (a RaftAuth) Open() bool { return a.Token == "" && a.TLS == nil }

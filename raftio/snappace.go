@@ -1,4 +1,4 @@
-package master
+package raftio
 
 import (
 	"io"
@@ -14,8 +14,8 @@ import (
 // 1.7 GB, written in ~3 s at ~550 MB/s while it takes most of a core,
 // and the removes' p99 during it was 10–14 ms (1.4–2.7× idle); at 200
 // MiB/s it takes ~8 s and the p99 was 6.9–17.4 ms over three runs, 9.4
-// by the median against 12.3 unpaced: better, not always (docs/
-// SCALING.md, 2026-12-03, fifth). Only snapshots this master takes are paced (in
+// by the median against 12.3 unpaced: better, not always
+// (docs/SCALING.md, "Snapshots"). Only snapshots this master takes are paced (in
 // fsmSnapshot.Persist), not one a leader sends it: a follower catching
 // up is of no use until it has it. TiKV paces its snapshots the same way
 // (snap-io-max-bytes-per-sec). Once the master is stopping it paces no
@@ -73,12 +73,21 @@ func (w *pacedWriter) Write(p []byte) (int, error) {
 	return k, err
 }
 
-// snapshotWriterNice is the nice value of the thread that encodes and
-// writes a snapshot the master takes itself (writeInBackground).
-const snapshotWriterNice = 19
+// PacedWriter is w held to rate bytes a second until stop is closed; w
+// itself for a rate of 0.
+func PacedWriter(w io.Writer, rate int64, stop <-chan struct{}) io.Writer {
+	if pace := newWritePacer(rate, stop); pace != nil {
+		return &pacedWriter{w: w, pace: pace}
+	}
+	return w
+}
 
-// writeInBackground writes v to w as background work: on an OS thread of
-// its own at nice snapshotWriterNice, yielding its P before every write.
+// SnapshotWriterNice is the nice value of the thread that encodes and
+// writes a snapshot the master takes itself (WriteInBackground).
+const SnapshotWriterNice = 19
+
+// WriteInBackground writes v to w as background work: on an OS thread of
+// its own at nice SnapshotWriterNice, yielding its P before every write.
 // A snapshot's encoder is CPU work that no client waits for, on a box
 // where the masters' Raft and RPC goroutines are what the clients wait
 // for. Two things let it get in their way, and each is taken out here:
@@ -92,7 +101,7 @@ const snapshotWriterNice = 19
 //     and yields before each one.
 //
 // Measured at 10 M objects, the masters restarted into each build on
-// one cluster (docs/SCALING.md, "2026-12-03, sixth"): the removes' p99
+// one cluster (docs/SCALING.md, "Snapshots"): the removes' p99
 // during snapshots by the median went from 9.6–10.6 ms to 8.4 in one
 // comparison and from 12.4 to 11.4 in another; a modest gain, kept
 // because it costs nothing.
@@ -105,19 +114,19 @@ const snapshotWriterNice = 19
 // LockOSThread before the nice value is set (checked on a running
 // cluster: every master thread at nice 0 after snapshots). If the
 // priority cannot be set, the write goes on at the thread's own.
-func writeInBackground(v io.WriterTo, w io.Writer) (n int64, err error) {
+func WriteInBackground(v io.WriterTo, w io.Writer) (n int64, err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		runtime.LockOSThread()
-		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), snapshotWriterNice)
+		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), SnapshotWriterNice)
 		n, err = v.WriteTo(&yieldingWriter{w: w})
 	}()
 	<-done
 	return n, err
 }
 
-// yieldingWriter yields the goroutine's P before each write (writeInBackground).
+// yieldingWriter yields the goroutine's P before each write (WriteInBackground).
 type yieldingWriter struct{ w io.Writer }
 
 func (y *yieldingWriter) Write(p []byte) (int, error) {

@@ -1,4 +1,4 @@
-package master
+package raftio
 
 import (
 	"bytes"
@@ -33,10 +33,10 @@ const (
 var keyCurrentTerm = []byte("CurrentTerm")
 
 // errStoreAbandoned answers every write after a term write was dropped
-// while the node shut down (storeGuard.setTerm).
+// while the node shut down (StoreGuard.setTerm).
 var errStoreAbandoned = errors.New("raft log store: writes refused after shutdown began with the store unable to write")
 
-// storeGuard sits between hashicorp/raft and a master's log and stable
+// StoreGuard sits between hashicorp/raft and a master's log and stable
 // store (it is both). It notices when a write fails — a full data dir,
 // most often — and keeps the node calm until writes work again:
 //
@@ -52,9 +52,9 @@ var errStoreAbandoned = errors.New("raft log store: writes refused after shutdow
 //     (setCurrentTerm): it waits for a probe to succeed and retries;
 //   - the mark clears when a probe write succeeds or a log append does.
 //
-// The normal path costs two atomic loads per call. DESIGN.md ("A full
+// The normal path costs two atomic loads per call. master/DESIGN.md ("A full
 // data dir") says why the node keeps running raft instead of stopping it.
-type storeGuard struct {
+type StoreGuard struct {
 	logs    raft.LogStore
 	stable  raft.StableStore
 	dataDir string
@@ -84,8 +84,8 @@ type storeGuard struct {
 	wg        sync.WaitGroup // the prober
 }
 
-func newStoreGuard(logs raft.LogStore, stable raft.StableStore, dataDir string, log hclog.Logger, noteFailure func(op, reason string)) *storeGuard {
-	g := &storeGuard{
+func NewStoreGuard(logs raft.LogStore, stable raft.StableStore, dataDir string, log hclog.Logger, noteFailure func(op, reason string)) *StoreGuard {
+	g := &StoreGuard{
 		logs: logs, stable: stable, dataDir: dataDir, log: log, noteFailure: noteFailure,
 		probeInterval: storeProbeInterval, probeSize: storeProbeSize,
 		closing: make(chan struct{}),
@@ -96,13 +96,17 @@ func newStoreGuard(logs raft.LogStore, stable raft.StableStore, dataDir string, 
 	return g
 }
 
-// attach tells the guard which raft instance uses it (campaigning reads
-// its state).
-func (g *storeGuard) attach(r *raft.Raft) { g.raft.Store(r) }
+// SetProbe replaces the guard's probe write to the data dir (tests that
+// inject a full disk); call it before raft runs.
+func (g *StoreGuard) SetProbe(probe func() error) { g.probe = probe }
 
-// close ends every wait and the prober; called before raft is shut down,
+// Attach tells the guard which raft instance uses it (campaigning reads
+// its state).
+func (g *StoreGuard) Attach(r *raft.Raft) { g.raft.Store(r) }
+
+// Close ends every wait and the prober; called before raft is shut down,
 // which could otherwise wait forever for a term write parked here.
-func (g *storeGuard) close() {
+func (g *StoreGuard) Close() {
 	// Under mu, so failed (which checks closing under mu) starts no prober
 	// once Wait may have begun.
 	g.mu.Lock()
@@ -111,9 +115,9 @@ func (g *storeGuard) close() {
 	g.wg.Wait()
 }
 
-// state reports whether the store cannot write, since when, and the last
+// State reports whether the store cannot write, since when, and the last
 // write error.
-func (g *storeGuard) state() (cannotWrite bool, since time.Time, lastErr error) {
+func (g *StoreGuard) State() (cannotWrite bool, since time.Time, lastErr error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.healed != nil, g.since, g.lastErr
@@ -121,13 +125,13 @@ func (g *storeGuard) state() (cannotWrite bool, since time.Time, lastErr error) 
 
 // --- raft.LogStore ---
 
-func (g *storeGuard) FirstIndex() (uint64, error)            { return g.logs.FirstIndex() }
-func (g *storeGuard) LastIndex() (uint64, error)             { return g.logs.LastIndex() }
-func (g *storeGuard) GetLog(index uint64, l *raft.Log) error { return g.logs.GetLog(index, l) }
+func (g *StoreGuard) FirstIndex() (uint64, error)            { return g.logs.FirstIndex() }
+func (g *StoreGuard) LastIndex() (uint64, error)             { return g.logs.LastIndex() }
+func (g *StoreGuard) GetLog(index uint64, l *raft.Log) error { return g.logs.GetLog(index, l) }
 
-func (g *storeGuard) StoreLog(l *raft.Log) error { return g.StoreLogs([]*raft.Log{l}) }
+func (g *StoreGuard) StoreLog(l *raft.Log) error { return g.StoreLogs([]*raft.Log{l}) }
 
-func (g *storeGuard) StoreLogs(logs []*raft.Log) error {
+func (g *StoreGuard) StoreLogs(logs []*raft.Log) error {
 	if g.abandoned.Load() {
 		return errStoreAbandoned
 	}
@@ -141,7 +145,7 @@ func (g *storeGuard) StoreLogs(logs []*raft.Log) error {
 	return nil
 }
 
-func (g *storeGuard) DeleteRange(min, max uint64) error {
+func (g *StoreGuard) DeleteRange(min, max uint64) error {
 	if g.abandoned.Load() {
 		return errStoreAbandoned
 	}
@@ -150,17 +154,17 @@ func (g *storeGuard) DeleteRange(min, max uint64) error {
 
 // IsMonotonic forwards raft.MonotonicLogStore (raft-wal): raft treats a
 // monotonic store differently after a snapshot restore.
-func (g *storeGuard) IsMonotonic() bool {
+func (g *StoreGuard) IsMonotonic() bool {
 	m, ok := g.logs.(raft.MonotonicLogStore)
 	return ok && m.IsMonotonic()
 }
 
 // --- raft.StableStore ---
 
-func (g *storeGuard) Get(key []byte) ([]byte, error)       { return g.stable.Get(key) }
-func (g *storeGuard) GetUint64(key []byte) (uint64, error) { return g.stable.GetUint64(key) }
+func (g *StoreGuard) Get(key []byte) ([]byte, error)       { return g.stable.Get(key) }
+func (g *StoreGuard) GetUint64(key []byte) (uint64, error) { return g.stable.GetUint64(key) }
 
-func (g *storeGuard) Set(key, val []byte) error {
+func (g *StoreGuard) Set(key, val []byte) error {
 	if g.abandoned.Load() {
 		return errStoreAbandoned
 	}
@@ -169,7 +173,7 @@ func (g *storeGuard) Set(key, val []byte) error {
 
 // SetUint64 stores the vote term (an error raft handles: no vote) or the
 // current term (setTerm: never an error).
-func (g *storeGuard) SetUint64(key []byte, val uint64) error {
+func (g *StoreGuard) SetUint64(key []byte, val uint64) error {
 	if !bytes.Equal(key, keyCurrentTerm) {
 		if g.abandoned.Load() {
 			return errStoreAbandoned
@@ -194,7 +198,7 @@ func (g *storeGuard) SetUint64(key []byte, val uint64) error {
 // does this return without having written: the raft instance is ending,
 // and every later write of this guard fails, so nothing that depends on
 // the unwritten term can reach the disk.
-func (g *storeGuard) setTerm(val uint64) error {
+func (g *StoreGuard) setTerm(val uint64) error {
 	for attempt := 0; ; attempt++ {
 		if g.abandoned.Load() {
 			return nil
@@ -218,7 +222,7 @@ func (g *storeGuard) setTerm(val uint64) error {
 // writeTerm writes val as the current term unless the disk already holds
 // val or more. Term writes are serialized (raft's heartbeat fast path can
 // run beside its main loop), so a lower term never overwrites a higher one.
-func (g *storeGuard) writeTerm(val uint64) error {
+func (g *StoreGuard) writeTerm(val uint64) error {
 	g.termMu.Lock()
 	defer g.termMu.Unlock()
 	if val <= g.termOnDisk {
@@ -233,14 +237,14 @@ func (g *storeGuard) writeTerm(val uint64) error {
 
 // campaigning: raft is a candidate, so a term write now is its own
 // increment (raft sets Follower before it adopts a term it was sent).
-func (g *storeGuard) campaigning() bool {
+func (g *StoreGuard) campaigning() bool {
 	r := g.raft.Load()
 	return r != nil && r.State() == raft.Candidate
 }
 
 // waitHealed waits until the current failing period ends (true) or the
 // guard closes (false).
-func (g *storeGuard) waitHealed() bool {
+func (g *StoreGuard) waitHealed() bool {
 	g.mu.Lock()
 	ch := g.healed
 	g.mu.Unlock()
@@ -255,7 +259,7 @@ func (g *storeGuard) waitHealed() bool {
 	}
 }
 
-func (g *storeGuard) check(op string, err error) error {
+func (g *StoreGuard) check(op string, err error) error {
 	if err != nil {
 		g.failed(op, err)
 	}
@@ -264,7 +268,7 @@ func (g *storeGuard) check(op string, err error) error {
 
 // failed records a failed write and starts a failing period (log, prober)
 // unless one is under way.
-func (g *storeGuard) failed(op string, err error) {
+func (g *StoreGuard) failed(op string, err error) {
 	reason := writeFailureReason(err)
 	if g.noteFailure != nil {
 		g.noteFailure(op, reason)
@@ -279,7 +283,7 @@ func (g *storeGuard) failed(op string, err error) {
 	g.since = time.Now()
 	g.failing.Store(true)
 	g.log.Error("raft log store cannot write: this node does not campaign until a write works again (probing the data dir every second)",
-		"op", op, "reason", reason, "error", err, "data_dir", g.dataDir, "data_dir_free_bytes", dirFreeBytes(g.dataDir))
+		"op", op, "reason", reason, "error", err, "data_dir", g.dataDir, "data_dir_free_bytes", DirFreeBytes(g.dataDir))
 	select {
 	case <-g.closing:
 		return
@@ -290,7 +294,7 @@ func (g *storeGuard) failed(op string, err error) {
 }
 
 // heal ends the failing period, if any.
-func (g *storeGuard) heal(how string) {
+func (g *StoreGuard) heal(how string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.healed == nil {
@@ -300,13 +304,13 @@ func (g *storeGuard) heal(how string) {
 	g.healed = nil
 	g.failing.Store(false)
 	g.log.Info("raft log store writes again", "how", how, "cannot_write_for", time.Since(g.since).Round(time.Millisecond).String(),
-		"data_dir_free_bytes", dirFreeBytes(g.dataDir))
+		"data_dir_free_bytes", DirFreeBytes(g.dataDir))
 }
 
 // runProber tries a probe write every probeInterval until one succeeds
 // (ending the failing period healed belongs to), the period ends another
 // way, or the guard closes.
-func (g *storeGuard) runProber(healed chan struct{}) {
+func (g *StoreGuard) runProber(healed chan struct{}) {
 	defer g.wg.Done()
 	t := time.NewTicker(g.probeInterval)
 	defer t.Stop()
@@ -326,9 +330,9 @@ func (g *storeGuard) runProber(healed chan struct{}) {
 		}
 		if time.Since(lastLog) >= storeStillFailingLogEvery {
 			lastLog = time.Now()
-			_, since, _ := g.state()
+			_, since, _ := g.State()
 			g.log.Warn("raft log store still cannot write", "probe_error", err, "cannot_write_for", time.Since(since).Round(time.Second).String(),
-				"data_dir_free_bytes", dirFreeBytes(g.dataDir))
+				"data_dir_free_bytes", DirFreeBytes(g.dataDir))
 		}
 	}
 }
@@ -336,7 +340,7 @@ func (g *storeGuard) runProber(healed chan struct{}) {
 // probeDataDir writes probeSize bytes to a file in the data dir, syncs
 // and removes it. The file is removed whatever happened, and never kept,
 // so the directory is not synced.
-func (g *storeGuard) probeDataDir() error {
+func (g *StoreGuard) probeDataDir() error {
 	path := filepath.Join(g.dataDir, storeProbeName)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -366,19 +370,19 @@ func writeFailureReason(err error) string {
 	return "other"
 }
 
-// dirFreeBytes is the space an unprivileged writer may still use in dir,
+// DirFreeBytes is the space an unprivileged writer may still use in dir,
 // or -1 when statfs fails.
-func dirFreeBytes(dir string) int64 {
-	free, _, err := dirSpace(dir)
+func DirFreeBytes(dir string) int64 {
+	free, _, err := DirSpace(dir)
 	if err != nil {
 		return -1
 	}
 	return int64(free)
 }
 
-// dirSpace is statfs of dir: bytes available to an unprivileged writer,
+// DirSpace is statfs of dir: bytes available to an unprivileged writer,
 // and the file system's size.
-func dirSpace(dir string) (free, size uint64, err error) {
+func DirSpace(dir string) (free, size uint64, err error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, 0, err
@@ -394,7 +398,12 @@ func dirSpace(dir string) (free, size uint64, err error) {
 // pre-vote off would go straight to setTerm's wait instead.
 type preVoteGate struct {
 	*raft.NetworkTransport
-	g *storeGuard
+	g *StoreGuard
+}
+
+// NewPreVoteGate wraps a node's transport in its guard's pre-vote gate.
+func NewPreVoteGate(t *raft.NetworkTransport, g *StoreGuard) raft.Transport {
+	return preVoteGate{NetworkTransport: t, g: g}
 }
 
 func (t preVoteGate) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
