@@ -56,14 +56,17 @@ durability:
 release-check:
 	$(GO) test -count=1 -run '^TestReleaseBuild' ./holder/...
 
-# The Python client (clients/python) against the built binary: sexton dev
-# and a three-master cluster. Skipped, saying why, when $(PYTHON) lacks
-# msgpack or pytest.
+# The Python client (clients/python) against the built binary: sexton dev,
+# a three-master cluster, and one with mutual TLS whose certificates come
+# from clients/python/tests/certgen. Skipped, saying why, when $(PYTHON)
+# lacks msgpack or pytest.
+CERTGEN     ?= bin/sexton-certgen
 python-test: build
 	@if ! $(PYTHON) -c 'import msgpack, pytest' >/dev/null 2>&1; then \
 		echo "python-test: SKIPPED: $(PYTHON) cannot import msgpack and pytest (apt-get install python3-msgpack python3-pytest)"; \
 	else \
-		SEXTON_BIN=$(CURDIR)/$(BIN) PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -q -p no:cacheprovider clients/python/tests; \
+		$(GO) build -o $(CERTGEN) ./clients/python/tests/certgen && \
+		SEXTON_BIN=$(CURDIR)/$(BIN) SEXTON_CERTGEN=$(CURDIR)/$(CERTGEN) PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -q -p no:cacheprovider clients/python/tests; \
 	fi
 
 # The shipped alert rules: syntax, and every alert firing and not firing

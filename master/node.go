@@ -142,7 +142,9 @@ func New(cfg Config) (*Node, error) {
 
 func (n *Node) startRaft() error {
 	cfg := n.cfg
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	// Owner only: the Raft log and the snapshots in it hold the grant key
+	// (docs/SECURITY.md, "What snapshots contain").
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	rc := RaftConfig(cfg)

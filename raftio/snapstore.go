@@ -143,7 +143,9 @@ func openSnapshotStore(fsy fsys.FS, dataDir string, retain int, logger hclog.Log
 	}
 	switch st, err := fsy.Stat(s.dir); {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := fsy.MkdirAll(s.dir, 0o755); err != nil {
+		// Owner only, like every snapshot file in it: a snapshot holds the
+		// cluster's grant key (docs/SECURITY.md, "What snapshots contain").
+		if err := fsy.MkdirAll(s.dir, 0o700); err != nil {
 			return nil, fmt.Errorf("snapshot store: %w", err)
 		}
 		// The new directory's own entry, so the snapshots committed in it
@@ -592,7 +594,7 @@ func (s *SnapshotStore) Create(version raft.SnapshotVersion, index, term uint64,
 		},
 		StateCheck: StateCheckStream,
 	}}
-	f, err := s.fs.OpenFile(k.tmp(snapStateSuffix), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := s.fs.OpenFile(k.tmp(snapStateSuffix), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		s.release(id)
 		s.log.Error("failed to create a snapshot", "id", id, "error", err)
@@ -709,7 +711,7 @@ func (k *snapSink) commit() error {
 	if err != nil {
 		return err
 	}
-	mf, err := s.fs.OpenFile(k.tmp(snapMetaSuffix), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	mf, err := s.fs.OpenFile(k.tmp(snapMetaSuffix), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}

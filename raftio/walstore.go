@@ -57,7 +57,7 @@ var errWALReopening = errors.New("raft-wal is closed: reopening it after a seale
 var errWALClosed = errors.New("raft-wal closed")
 
 func openWALStore(dir string, segmentSize int, logger hclog.Logger) (*walStore, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("raft-wal dir: %w", err)
 	}
 	if segmentSize == 0 {

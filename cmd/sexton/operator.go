@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -67,12 +69,18 @@ func setupRaftTransfer(*flag.FlagSet) runFunc {
 }
 
 // setupSnapshotSave fetches the leader's snapshot in chunks into FILE.tmp
-// and renames it to FILE once complete and synced.
+// and renames it to FILE once complete and synced. The file is the
+// owner's only (0600): a snapshot holds the cluster's grant key
+// (docs/SECURITY.md, "What snapshots contain").
 func setupSnapshotSave(*flag.FlagSet) runFunc {
 	return func(e *env, args []string) error {
 		file := args[0]
 		tmp := file + ".tmp"
-		f, err := os.Create(tmp)
+		// A leftover FILE.tmp keeps its mode through O_TRUNC: start anew.
+		if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("snapshot save: %w", err)
+		}
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			return err
 		}

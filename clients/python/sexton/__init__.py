@@ -10,7 +10,10 @@ Pure Python plus ``msgpack``, written from ``docs/PROTOCOL.md``::
 
 What it does for you (docs/PROTOCOL.md §7-9): follows the Raft leader (its
 NOT_LEADER hint, else the next address, with capped jittered backoff),
-proves the cluster token in the handshake without sending it, gives every
+speaks TLS to masters and holders when given a CA (``tls_ca``, and a
+client certificate with ``tls_cert``/``tls_key``; the CLI's environment
+variables are the defaults), proves the cluster token in the handshake
+without sending it, gives every
 mutation a session (client id, sequence number, floor) so that its retries
 after a timeout or a failover never act twice, writes values to holders
 with the leader's write grant, and reads them back from a holder.
@@ -31,7 +34,7 @@ one subclass per code (:class:`ObjectNotFound`, :class:`NoSpace`, ...).
 it is not a subclass of :class:`Unavailable` (which means "not done").
 """
 
-from .client import MAX_BATCH_KEYS, Client
+from .client import MAX_BATCH_KEYS, Client, connect
 from .errors import (
     Corrupt,
     FrameTooLarge,
@@ -57,6 +60,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Client",
+    "connect",
     "MAX_BATCH_KEYS",
     "Corrupt",
     "DeleteTask",

@@ -7,6 +7,7 @@ where the meaning is the same (see the package docstring for the list).
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -25,7 +26,7 @@ from .errors import (
     error_for,
 )
 from .types import LOCAL_DISK, DeleteTask, Incarnation, KeyResult, ObjectInfo, Replica, Stat
-from .wire import ANSWERED, DATA_MAX_FRAME, DEFAULT_MAX_FRAME, NOT_SENT, Pool, outcome_of
+from .wire import ANSWERED, DATA_MAX_FRAME, DEFAULT_MAX_FRAME, NOT_SENT, Pool, outcome_of, tls_context
 
 #: At most this many keys per BatchRemove or Exist request.
 MAX_BATCH_KEYS = 4096
@@ -86,9 +87,20 @@ class Client:
     """A connection to a sexton cluster.
 
     ``masters`` is every master's RPC address (a list, or a comma-separated
-    string like ``SEXTON_MASTERS``). ``token`` is the cluster token, when the
-    cluster requires one. ``timeout`` bounds one operation against the
-    masters (all retries included), ``attempt_timeout`` one attempt.
+    string like ``SEXTON_MASTERS``). ``cluster_token`` (or its older name
+    ``token``) is the cluster token, when the cluster requires one.
+    ``tls_ca``, ``tls_cert`` and ``tls_key`` name PEM files as the CLI's
+    ``--tls-ca``, ``--tls-cert`` and ``--tls-key`` do: with ``tls_ca`` every
+    connection, to masters and to holders, uses TLS and verifies the
+    server's certificate against that CA and the host dialed; with
+    ``tls_cert`` and ``tls_key`` as well the client presents that
+    certificate. Each of these four left at None takes its value from the
+    environment like the CLI's flag (``SEXTON_CLUSTER_TOKEN``,
+    ``SEXTON_TLS_CA``, ``SEXTON_TLS_CERT``, ``SEXTON_TLS_KEY``; unset or
+    empty means none); a value given here, "" included, wins over it.
+    ``timeout`` bounds one operation against the masters (all retries
+    included), ``attempt_timeout`` one attempt, ``connect_timeout`` the
+    connect and handshakes of one connection.
 
     The client is safe to use from several threads. Close it (or use it as
     a context manager) to close its connections.
@@ -98,7 +110,11 @@ class Client:
         self,
         masters: Union[str, Sequence[str]],
         *,
-        token: str = "",
+        cluster_token: Optional[str] = None,
+        token: Optional[str] = None,
+        tls_ca: Optional[str] = None,
+        tls_cert: Optional[str] = None,
+        tls_key: Optional[str] = None,
         timeout: float = 15.0,
         attempt_timeout: float = 5.0,
         connect_timeout: float = 5.0,
@@ -128,8 +144,13 @@ class Client:
         self._sessions = _Sessions(client_id or str(uuid.uuid4()))
         self._leader = addrs[0]
         self._lock = threading.Lock()
-        self._master_pool = Pool(token=token, max_frame=DEFAULT_MAX_FRAME, connect_timeout=connect_timeout)
-        self._holder_pool = Pool(token=token, max_frame=DATA_MAX_FRAME, connect_timeout=connect_timeout)
+        if cluster_token is not None and token is not None and cluster_token != token:
+            raise InvalidParams("cluster_token and token are two names of one setting; give one")
+        tok = _setting(cluster_token if cluster_token is not None else token, "SEXTON_CLUSTER_TOKEN")
+        self._tls = tls_context(_setting(tls_ca, "SEXTON_TLS_CA"), _setting(tls_cert, "SEXTON_TLS_CERT"),
+                               _setting(tls_key, "SEXTON_TLS_KEY"))
+        self._master_pool = Pool(token=tok, max_frame=DEFAULT_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
+        self._holder_pool = Pool(token=tok, max_frame=DATA_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._closed = False
 
     # -- lifecycle ------------------------------------------------------
@@ -489,6 +510,24 @@ class Client:
                 raise Timeout(f"{key}: {len(pending)} delete tasks still pending after {timeout}s")
             time.sleep(pause)
             pause = min(2 * pause, 0.25)
+
+
+def connect(masters: Union[str, Sequence[str], None] = None, **kwargs: Any) -> Client:
+    """A :class:`Client`; ``masters`` defaults to ``SEXTON_MASTERS`` (then
+    127.0.0.1:7101), as the CLI's ``--masters`` does. Keyword arguments are
+    the constructor's (``cluster_token``, ``tls_ca``, ``tls_cert``,
+    ``tls_key``, ``timeout``, ...)."""
+    if masters is None:
+        masters = _setting(None, "SEXTON_MASTERS") or "127.0.0.1:7101"
+    return Client(masters, **kwargs)
+
+
+def _setting(value: Optional[str], env: str) -> str:
+    """A setting given as an argument, else from the environment: the CLI's
+    rule for its flags (an empty variable counts as unset)."""
+    if value is not None:
+        return value
+    return os.environ.get(env, "")
 
 
 def _should_retry(err: SextonError, outcome: str, mutation: bool) -> Tuple[bool, str]:

@@ -1,4 +1,4 @@
-"""The transport: frames, envelopes, the token handshake, one connection.
+"""The transport: frames, envelopes, TLS, the token handshake, one connection.
 
 Written from docs/PROTOCOL.md §1-3. A :class:`Connection` carries one call
 at a time (the protocol allows pipelining; this client does not need it),
@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import select
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -28,8 +29,10 @@ import msgpack
 from .errors import (
     Corrupt,
     FrameTooLarge,
+    InvalidParams,
     SextonError,
     Timeout,
+    Unauthenticated,
     Unavailable,
     error_for,
     from_wire,
@@ -109,28 +112,114 @@ def split_addr(addr: str) -> Tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class Connection:
-    """One authenticated connection to a master or a holder."""
+def tls_context(tls_ca: str = "", tls_cert: str = "", tls_key: str = "") -> Optional[ssl.SSLContext]:
+    """The TLS settings of a client, from the files the CLI's --tls-ca,
+    --tls-cert and --tls-key name: None (plain TCP) when none is given, the
+    CA alone for a client without a certificate, or all three. Like the Go
+    client it verifies the server's chain against the CA and its name
+    against the host dialed (an IP address against the IP SANs), and
+    requires TLS 1.2 or newer. A partial set or an unreadable file raises
+    :class:`InvalidParams` naming it."""
+    ca, cert, key = tls_ca, tls_cert, tls_key
+    if not (ca or cert or key):
+        return None
+    if not ca or bool(cert) != bool(key):
+        raise InvalidParams("tls_cert, tls_key and tls_ca must be given together (or tls_ca alone for a client "
+                            f"without a certificate); got tls_ca={ca!r} tls_cert={cert!r} tls_key={key!r}")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.check_hostname = True
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    try:
+        ctx.load_verify_locations(cafile=ca)
+    except (OSError, ssl.SSLError) as e:
+        raise InvalidParams(f"tls_ca {ca}: {e}") from None
+    if cert:
+        try:
+            ctx.load_cert_chain(cert, key)
+        except (OSError, ssl.SSLError) as e:
+            raise InvalidParams(f"tls_cert {cert} with tls_key {key}: {e}") from None
+    return ctx
 
-    def __init__(self, addr: str, *, token: str = "", max_frame: int = DEFAULT_MAX_FRAME, deadline: float) -> None:
+
+# Without TLS, a TLS server waits for our ClientHello and says nothing.
+_PLAIN_ON_TLS_HINT = (" (does the server use TLS? this client does not: give tls_ca, and tls_cert and tls_key "
+                      "where the server requires a client certificate)")
+
+
+def _tls_error(addr: str, e: OSError) -> SextonError:
+    """A TLS failure as a sexton error. A certificate verdict, ours on the
+    server's chain or the server's alert on ours, is UNAUTHENTICATED, like
+    a token mismatch: configuration that another attempt will not fix
+    (the client does not retry it). Anything else is UNAVAILABLE."""
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return Unauthenticated(f"TLS handshake with {addr}: server certificate: {e.verify_message or e}")
+    if isinstance(e, ssl.SSLError) and "ALERT" in (e.reason or ""):
+        # TLS 1.3: the server checks our certificate after our side of the
+        # handshake is done, so its refusal arrives as an alert on the first
+        # read, not in do_handshake.
+        return Unauthenticated(f"TLS with {addr}: the server refused this client: {e.reason}")
+    if isinstance(e, ssl.SSLError) and not isinstance(e, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
+        return Unavailable(f"TLS handshake with {addr}: {e.reason or e} (is the server without TLS?)")
+    return Unavailable(f"TLS handshake with {addr}: {e}")
+
+
+class Connection:
+    """One authenticated connection to a master or a holder: TCP, then TLS
+    when ``tls`` is given, then the token handshake."""
+
+    def __init__(self, addr: str, *, token: str = "", max_frame: int = DEFAULT_MAX_FRAME, deadline: float,
+                 tls: Optional[ssl.SSLContext] = None) -> None:
         self.addr = addr
         self._max_frame = clamp_max_frame(max_frame)
         self._send_max = DEFAULT_MAX_FRAME
         self._next_id = 0
+        self._tls = tls is not None
         host, port = split_addr(addr)
+        start = time.monotonic()
         try:
-            self._sock = socket.create_connection((host, port), timeout=max(deadline - time.monotonic(), 0.001))
+            self._sock = socket.create_connection((host, port), timeout=max(deadline - start, 0.001))
         except OSError as e:
             raise _fail(Unavailable(f"dial {addr}: {e}"), NOT_SENT) from None
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if tls is not None:
+            self._tls_handshake(tls, host, deadline)
         try:
             self._handshake(token, deadline)
         except SextonError as e:
             self.close()
             raise _fail(e, NOT_SENT) from None
-        except (OSError, socket.timeout) as e:
+        except socket.timeout:
             self.close()
+            raise _fail(Unavailable(f"handshake with {addr}: not completed within {time.monotonic() - start:.1f}s"),
+                        NOT_SENT) from None
+        except OSError as e:
+            self.close()
+            if self._tls:
+                raise _fail(_tls_error(addr, e), NOT_SENT) from None
             raise _fail(Unavailable(f"handshake with {addr}: {e}"), NOT_SENT) from None
+
+    def _tls_handshake(self, ctx: ssl.SSLContext, host: str, deadline: float) -> None:
+        raw = self._sock
+        start = time.monotonic()
+        try:
+            # server_hostname is both the SNI and the name checked: a host
+            # name against the DNS SANs, an IP address against the IP SANs.
+            tsock = ctx.wrap_socket(raw, server_hostname=host, do_handshake_on_connect=False)
+        except (OSError, ValueError) as e:
+            raw.close()
+            raise _fail(Unavailable(f"TLS with {self.addr}: {e}"), NOT_SENT) from None
+        self._sock = tsock
+        try:
+            tsock.settimeout(max(deadline - time.monotonic(), 0.001))
+            tsock.do_handshake()
+        except socket.timeout:
+            self.close()
+            raise _fail(Unavailable(f"TLS handshake with {self.addr}: not completed within "
+                                    f"{time.monotonic() - start:.1f}s"), NOT_SENT) from None
+        except OSError as e:
+            self.close()
+            raise _fail(_tls_error(self.addr, e), NOT_SENT) from None
 
     # -- raw frames -----------------------------------------------------
 
@@ -166,7 +255,13 @@ class Connection:
     # -- handshake (docs/PROTOCOL.md §3) --------------------------------
 
     def _handshake(self, token: str, deadline: float) -> None:
-        kind, _, _, _, err, hello = decode_envelope(self._read_frame(HANDSHAKE_MAX_FRAME, deadline))
+        start = time.monotonic()
+        try:
+            first = self._read_frame(HANDSHAKE_MAX_FRAME, deadline)
+        except socket.timeout:
+            raise Unavailable(f"handshake with {self.addr}: no hello within {time.monotonic() - start:.1f}s"
+                              f"{'' if self._tls else _PLAIN_ON_TLS_HINT}") from None
+        kind, _, _, _, err, hello = decode_envelope(first)
         if err is not None:
             raise from_wire(err)
         if kind != KIND_HELLO or not isinstance(hello, dict):
@@ -265,8 +360,10 @@ class Connection:
 class Pool:
     """Idle connections per address; each call takes one for itself."""
 
-    def __init__(self, *, token: str, max_frame: int, connect_timeout: float) -> None:
+    def __init__(self, *, token: str, max_frame: int, connect_timeout: float,
+                 tls: Optional[ssl.SSLContext] = None) -> None:
         self._token = token
+        self._tls = tls
         self._max_frame = max_frame
         self._connect_timeout = connect_timeout
         self._idle: Dict[str, List[Connection]] = {}
@@ -277,7 +374,7 @@ class Pool:
         conn = self._take(addr)
         if conn is None:
             conn = Connection(addr, token=self._token, max_frame=self._max_frame,
-                              deadline=min(deadline, time.monotonic() + self._connect_timeout))
+                              deadline=min(deadline, time.monotonic() + self._connect_timeout), tls=self._tls)
         try:
             resp = conn.call(method, body, deadline)
         except SextonError as e:

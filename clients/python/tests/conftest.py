@@ -1,9 +1,9 @@
-"""Shared fixtures: the package under test from this checkout, and one
-``sexton dev`` for the whole session."""
+"""Shared fixtures: the package under test from this checkout, one
+``sexton dev`` for the whole session, and the TLS tests' certificates."""
 
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Dict, Iterator
 
 import pytest
 
@@ -17,3 +17,15 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.DevCluster
     d = harness.DevCluster(tmp_path_factory.mktemp("dev"))
     yield d
     d.stop()
+
+
+#: Every certificate the TLS tests use: the cluster's CA issues the three
+#: masters', the two holders' and the client's; another CA issues an
+#: intruder's client certificate and a server certificate.
+CERT_SPECS = ("cluster/master/m1", "cluster/master/m2", "cluster/master/m3", "cluster/holder/h1",
+              "cluster/holder/h2", "cluster/client/py", "other/client/intruder", "other/holder/impostor")
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, harness.Files]:
+    return harness.make_certs(tmp_path_factory.mktemp("certs"), *CERT_SPECS)

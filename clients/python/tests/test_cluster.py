@@ -1,11 +1,9 @@
 """Three masters and a holder, each a process of the built binary: the
 token handshake, leader following, and a leader SIGKILLed mid-run."""
 
-import threading
-import time
 import uuid
 from pathlib import Path
-from typing import Dict, Iterator, List, Set
+from typing import Iterator
 
 import pytest
 
@@ -48,95 +46,4 @@ def test_follows_the_leader_from_a_follower(cluster: harness.Cluster) -> None:
 def test_leader_sigkill_mid_run(cluster: harness.Cluster) -> None:
     """Puts and removes keep going through a SIGKILL of the leader; no
     acknowledged put is lost and no acknowledged remove is undone."""
-    run = uuid.uuid4().hex[:8]
-    acked_puts: Dict[str, bytes] = {}
-    acked_removes: Set[str] = set()
-    unknown: List[str] = []
-    failures: List[str] = []
-    done_at: List[float] = []
-    slowest: List[float] = [0.0]  # the longest acknowledged operation, seconds
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def worker(w: int) -> None:
-        with sexton.Client(cluster.addrs(), token=TOKEN, timeout=15) as c:
-            i = 0
-            while not stop.is_set():
-                i += 1
-                k = f"py/kill/{run}/{w}/{i}"
-                v = f"{k}:{time.monotonic()}".encode()
-                t0 = time.monotonic()
-                try:
-                    c.put(k, v)
-                    with lock:
-                        acked_puts[k] = v
-                        done_at.append(time.monotonic())
-                        slowest[0] = max(slowest[0], time.monotonic() - t0)
-                except sexton.OutcomeUnknown:
-                    with lock:
-                        unknown.append(k)
-                    continue
-                except sexton.SextonError as e:
-                    with lock:
-                        failures.append(f"put {k}: {e}")
-                    continue
-                if i % 3 == 0:  # remove every third key right after its put
-                    t0 = time.monotonic()
-                    try:
-                        c.remove(k)
-                        with lock:
-                            acked_removes.add(k)
-                            done_at.append(time.monotonic())
-                            slowest[0] = max(slowest[0], time.monotonic() - t0)
-                    except sexton.OutcomeUnknown:
-                        with lock:
-                            unknown.append(k)
-                    except sexton.SextonError as e:
-                        with lock:
-                            failures.append(f"remove {k}: {e}")
-
-    threads = [threading.Thread(target=worker, args=(w,)) for w in range(2)]
-    for t in threads:
-        t.start()
-    try:
-        time.sleep(1.5)
-        nid, old_rpc, proc = cluster.leader()
-        proc.kill()  # SIGKILL
-        killed_at = time.monotonic()
-        # Keep going until operations have completed well after the kill.
-        deadline = killed_at + 25
-        while time.monotonic() < deadline:
-            with lock:
-                after = sum(1 for t in done_at if t > killed_at + 0.1)
-            if after >= 30 and time.monotonic() > killed_at + 3:
-                break
-            time.sleep(0.1)
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(30)
-
-    with lock:
-        before = sum(1 for t in done_at if t <= killed_at)
-        after = sum(1 for t in done_at if t > killed_at)
-    print(f"leader {nid} killed: {before} operations before, {after} after, {len(unknown)} unknown, "
-          f"{len(acked_puts)} puts and {len(acked_removes)} removes acknowledged; slowest {slowest[0]:.2f}s")
-    assert before > 0, "no operation completed before the kill"
-    assert after >= 30, f"only {after} operations completed after killing leader {nid}; failures: {failures[-5:]}"
-    # Retries with sessions ride through the failover: nothing failed, at
-    # most the operation in flight at the kill (per worker) is unknown.
-    assert not failures, failures
-    assert len(unknown) <= 2, unknown
-
-    new_leader = cluster.leader()
-    assert new_leader[1] != old_rpc
-    with sexton.Client(cluster.addrs(), token=TOKEN) as c:
-        for k, v in acked_puts.items():
-            if k in acked_removes:
-                continue
-            assert c.get(k) == v, k
-        gone = c.batch_is_exist(sorted(acked_removes))
-        assert not any(gone), [k for k, g in zip(sorted(acked_removes), gone) if g]
-        for k in sorted(acked_removes)[:5]:
-            with pytest.raises(sexton.ObjectNotFound):
-                c.get(k)
+    harness.leader_sigkill_run(cluster)
