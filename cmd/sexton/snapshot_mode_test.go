@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"sexton/internal/devcluster"
+	"sexton/devcluster"
 )
 
 // TestSnapshotSaveFileIsOwnerOnly: the file operator snapshot save writes

@@ -17,5 +17,5 @@ var Layers = [][]string{
 	// Nodes and the client library.
 	{"master", "client", "rebuild"},
 	// Composition roots and the tests that run the binary.
-	{"devcluster", "cmd/sexton", "integration", "deploy/monitoring"},
+	{"devcluster", "cmd/sexton", "integration", "deploy/monitoring", "clients/python/tests/certgen"},
 }
