@@ -328,3 +328,39 @@ func TestLoadRepeatCountsWhatAnEarlierAttemptCommitted(t *testing.T) {
 		t.Errorf("settleRepeat of an existing key = %d, %v, %v; want 1, nil, nil", n, itemErr, err)
 	}
 }
+
+// bench put takes the mean put apart: its master round trips (PutStart,
+// PutEnd) and holder write from the client's trace, with the rest the
+// client's own; the holder's fsyncs from its histogram (one group commit
+// at least); and the CPU per put of the bench, the master and the holder.
+func TestBenchPutPrintsCriticalPath(t *testing.T) {
+	c, _ := benchCluster(t)
+	args := []string{"bench", "put", "--n", "60", "--clients", "4", "--size", "1KiB", "--masters", c.MasterAddr(),
+		"--master-http", c.Master.HTTPAddr(), "--holder-http", c.Holder.HTTPAddr()}
+	out, err := captureStdout(t, func() error { return run(args) })
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	num := `([0-9.]+) ms`
+	m := regexp.MustCompile(`put critical path, mean of 60 puts: PutStart ` + num + `, PutEnd ` + num + `, holder write ` + num + `, client-side rest (-?[0-9.]+) ms = ` + num).FindStringSubmatch(string(out))
+	if m == nil {
+		m = regexp.MustCompile(`put critical path, mean of 60 puts: PutStart ` + num + `, holder write ` + num + `, PutEnd ` + num + `, client-side rest (-?[0-9.]+) ms = ` + num).FindStringSubmatch(string(out))
+	}
+	if m == nil {
+		t.Fatalf("no critical path line naming PutStart, PutEnd, the holder write and the rest for 60 puts")
+	}
+	var parts [5]float64
+	for i := range parts {
+		parts[i], _ = strconv.ParseFloat(m[i+1], 64)
+	}
+	if sum := parts[0] + parts[1] + parts[2] + parts[3]; parts[0] <= 0 || parts[1] <= 0 || parts[2] <= 0 || parts[3] < 0 || sum < parts[4]-0.002 || sum > parts[4]+0.002 {
+		t.Errorf("parts %v: want positive round trips and write, a rest ≥ 0, and the parts adding up to the total", parts)
+	}
+	if !regexp.MustCompile(`holder fsync \(the holders' sexton_holder_put_sync_seconds\), mean per group commit: data fsync [0-9.]+ ms, metadata persist [0-9.]+ ms, over [1-9][0-9]* group commits`).Match(out) {
+		t.Errorf("no holder fsync line from the holder's histogram")
+	}
+	if !regexp.MustCompile(`CPU per put: this process [0-9]+ µs, masters [0-9]+ µs \(\S+ [0-9]+ µs\), holders [0-9]+ µs \(\S+ [0-9]+ µs\)`).Match(out) {
+		t.Errorf("no CPU per put line with the master's and the holder's share")
+	}
+}
