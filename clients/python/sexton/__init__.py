@@ -21,7 +21,8 @@ meaning: ``put``, ``get``, ``remove``, ``is_exist``, ``batch_is_exist``,
 exceptions, not negative return codes (``put`` returns the new
 incarnation, ``remove`` returns None, ``is_exist`` returns a bool); there is
 no ``setup``/``init_all`` (the constructor takes the master addresses).
-sexton's own: ``batch_remove``, ``list``, ``iter_objects``, ``stat``,
+sexton's own: ``put_batch``, ``get_batch``, ``get_into``,
+``batch_get_into``, ``put_from``, ``batch_remove``, ``list``, ``iter_objects``, ``stat``,
 ``get_with_info``, ``wait_deleted``, ``pending_deletes``, ``status``, and
 ``remove(key, if_incarnation=...)``.
 
@@ -31,7 +32,7 @@ one subclass per code (:class:`ObjectNotFound`, :class:`NoSpace`, ...).
 it is not a subclass of :class:`Unavailable` (which means "not done").
 """
 
-from .client import MAX_BATCH_KEYS, Client
+from .client import MAX_BATCH_KEYS, MAX_BATCH_PUT_ITEMS, Client
 from .errors import (
     Corrupt,
     FrameTooLarge,
@@ -51,13 +52,14 @@ from .errors import (
     Unauthenticated,
     Unavailable,
 )
-from .types import DeleteTask, Incarnation, KeyResult, ObjectInfo, Replica, Stat
+from .types import DeleteTask, GetResult, Incarnation, KeyResult, ObjectInfo, PutResult, Replica, Stat
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client",
     "MAX_BATCH_KEYS",
+    "MAX_BATCH_PUT_ITEMS",
     "Corrupt",
     "DeleteTask",
     "FrameTooLarge",
@@ -68,6 +70,8 @@ __all__ = [
     "InvalidKey",
     "InvalidParams",
     "KeyResult",
+    "GetResult",
+    "PutResult",
     "NoSpace",
     "NotLeader",
     "ObjectAlreadyExists",
