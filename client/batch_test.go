@@ -190,37 +190,41 @@ func TestBatchOneHolderDown(t *testing.T) {
 	}
 }
 
-// A BatchPutStart whose answer is lost (the connection drops after the
-// leader ran it) is retried with the same session, and the leader answers
-// the first result: every key is put once, none is left pending, none
-// refused as a put already in progress.
+// A BatchPutStart or BatchPutEnd whose answer is lost (the connection
+// drops after the leader ran it) is retried with the same session, and the
+// leader answers the first result: every key is put once, none is left
+// pending, none refused as a put already in progress or not pending.
 func TestPutBatchExactlyOnceWhenTheAnswerIsLost(t *testing.T) {
-	px := startDropProxy(t, masters[0], "BatchPutStart")
-	cl := newTestClient(t, []string{px.addr})
-	ctx := context.Background()
-	prefix := fmt.Sprintf("batch/once/%d/", time.Now().UnixNano())
-	var items []client.PutItem
-	for i := range 16 {
-		items = append(items, client.PutItem{Key: fmt.Sprintf("%s%02d", prefix, i), Value: value(i, 100)})
-	}
-	res, err := cl.PutBatch(ctx, items)
-	if err != nil {
-		t.Fatalf("PutBatch: %v", err)
-	}
-	if px.dropped.Load() != 1 {
-		t.Fatalf("the proxy dropped %d answers, want 1", px.dropped.Load())
-	}
-	for i, r := range res {
-		if r.Err != nil {
-			t.Fatalf("item %d: %v", i, r.Err)
-		}
-		var st api.StatResponse
-		if err := cl.Call(ctx, api.MethodStat, &api.KeyRequest{Key: items[i].Key}, &st); err != nil {
-			t.Fatal(err)
-		}
-		if st.Object.Incarnation != r.Incarnation || st.PendingPut != nil {
-			t.Fatalf("item %d: the key's incarnation %s, pending %v; the batch answered %s", i, st.Object.Incarnation, st.PendingPut, r.Incarnation)
-		}
+	for _, method := range []string{api.MethodBatchPutStart, api.MethodBatchPutEnd} {
+		t.Run(method, func(t *testing.T) {
+			px := startDropProxy(t, masters[0], method)
+			cl := newTestClient(t, []string{px.addr})
+			ctx := context.Background()
+			prefix := fmt.Sprintf("batch/once/%s/%d/", method, time.Now().UnixNano())
+			var items []client.PutItem
+			for i := range 16 {
+				items = append(items, client.PutItem{Key: fmt.Sprintf("%s%02d", prefix, i), Value: value(i, 100)})
+			}
+			res, err := cl.PutBatch(ctx, items)
+			if err != nil {
+				t.Fatalf("PutBatch: %v", err)
+			}
+			if px.dropped.Load() != 1 {
+				t.Fatalf("the proxy dropped %d answers, want 1", px.dropped.Load())
+			}
+			for i, r := range res {
+				if r.Err != nil {
+					t.Fatalf("item %d: %v", i, r.Err)
+				}
+				var st api.StatResponse
+				if err := cl.Call(ctx, api.MethodStat, &api.KeyRequest{Key: items[i].Key}, &st); err != nil {
+					t.Fatal(err)
+				}
+				if st.Object.Incarnation != r.Incarnation || st.PendingPut != nil {
+					t.Fatalf("item %d: the key's incarnation %s, pending %v; the batch answered %s", i, st.Object.Incarnation, st.PendingPut, r.Incarnation)
+				}
+			}
+		})
 	}
 }
 
