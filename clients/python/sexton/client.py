@@ -504,7 +504,7 @@ class Client:
                 reads: List[Tuple[int, ObjectInfo, memoryview]] = []
                 for i, r in zip(todo, results):
                     if r.get("err"):
-                        out[i].error = from_wire(r["err"])
+                        out[i].error, out[i].info = from_wire(r["err"]), None
                         continue
                     obj = ObjectInfo.from_wire(r.get("object") or {})
                     out[i].info = obj

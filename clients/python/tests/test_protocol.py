@@ -322,3 +322,38 @@ def test_pipelined_calls_get_their_own_answers() -> None:
         conn.close()
     finally:
         srv.close()
+
+
+def test_get_batch_asks_again_only_for_keys_whose_holder_lost_the_incarnation() -> None:
+    old, new, other = {"h": 1, "l": 5}, {"h": 1, "l": 9}, {"h": 1, "l": 6}
+
+    def holder(method: str, body: Any) -> Tuple[str, Any]:
+        if body["inc"] == old:
+            return ("err", {"code": "OBJECT_NOT_FOUND", "msg": "replaced"})
+        return ("ok", {"value": b"new!" if body["key"] == "k" else b"xy"})
+
+    h = harness.FakeServer(holder)
+    answers = iter([{"k": old, "o": other}, {"k": new}])
+
+    def master(method: str, body: Any) -> Tuple[str, Any]:
+        incs = next(answers)
+        results = []
+        for k in body["keys"]:
+            if k == "gone":
+                results.append({"err": {"code": "OBJECT_NOT_FOUND", "msg": "no such key"}})
+                continue
+            results.append({"object": {"key": k, "size": 4 if k == "k" else 2, "inc": incs[k], "created": 0,
+                                       "replicas": [{"kind": 1, "seg": "s", "ep": h.addr}]}})
+        return ("ok", {"results": results})
+
+    m = harness.FakeServer(master)
+    try:
+        with sexton.Client(m.addr, timeout=3) as c:
+            res = c.get_batch(["k", "gone", "o"])
+        assert bytes(res[0].value) == b"new!" and res[0].info.incarnation == sexton.Incarnation(1, 9)
+        assert isinstance(res[1].error, sexton.ObjectNotFound) and res[1].info is None
+        assert bytes(res[2].value) == b"xy"
+        assert [(meth, b["keys"]) for meth, b in m.requests] == [("BatchGet", ["k", "gone", "o"]), ("BatchGet", ["k"])]
+    finally:
+        h.close()
+        m.close()
