@@ -124,5 +124,8 @@ func (c *Client) mutate(ctx context.Context, method string, req any, setSession 
 	s := c.sessions.begin()
 	defer c.sessions.end(s.Seq)
 	setSession(s)
-	return c.masters.Call(ctx, method, req, resp, transport.Mutation())
+	start := time.Now()
+	err := c.masters.Call(ctx, method, req, resp, transport.Mutation())
+	traceMaster(ctx, method, start, err)
+	return err
 }

@@ -18,5 +18,12 @@
 // no longer has that incarnation (an overwrite or remove raced the read),
 // asks the master again instead of reporting the key absent.
 //
+// PutBatch and GetBatch do the same for many keys with one master round
+// trip per phase (BatchPutStart/BatchPutEnd, BatchGet) and the holder calls
+// issued concurrently, pipelined on the one connection per holder; each
+// key has its own result. GetInto and GetBatchInto decode the holder's
+// answer into the caller's buffer. WithPutTrace reports a put's master
+// round trips and holder writes as they end (sexton bench put).
+//
 // The client knows nothing of Raft or the fsm.
 package client

@@ -36,6 +36,13 @@ func (c *Client) Get(ctx context.Context, key string) ([]byte, api.ObjectInfo, e
 // reports that some replica answered that it no longer holds the
 // incarnation, which is worth asking the master again about.
 func (c *Client) readReplicas(ctx context.Context, obj api.ObjectInfo) (value []byte, gone bool, err error) {
+	return c.readReplicasInto(ctx, obj, nil)
+}
+
+// readReplicasInto is readReplicas reading into buf when buf is not nil
+// (the caller checked it holds obj.Size bytes): a holder's answer is
+// decoded straight into it, a DFS read copied.
+func (c *Client) readReplicasInto(ctx context.Context, obj api.ObjectInfo, buf []byte) (value []byte, gone bool, err error) {
 	var errs []string
 	var only error
 	for _, r := range obj.Replicas {
@@ -44,12 +51,20 @@ func (c *Client) readReplicas(ctx context.Context, obj api.ObjectInfo) (value []
 		switch {
 		case r.Kind == api.ReplicaDFS && c.cfg.DFS != nil:
 			v, err = c.cfg.DFS.Read(ctx, r)
+			if err == nil && buf != nil && len(v) <= len(buf) {
+				v = buf[:copy(buf, v)]
+			}
 		case r.Kind == api.ReplicaDFS:
 			err = api.Errorf(api.CodeInvalidParams, "DFS replica, but this client has no DFS data path")
 		case r.Endpoint == "":
 			err = api.Errorf(api.CodeUnavailable, "segment %s: no holder mounted", r.Segment)
 		default:
 			var resp api.HolderReadResponse
+			if buf != nil {
+				// The decoder fills a []byte field's own array when it is
+				// large enough: the value lands in buf.
+				resp.Value = buf[:0]
+			}
 			hctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 			err = c.holders.Call(hctx, r.Endpoint, api.MethodHolderRead, &api.HolderReadRequest{Key: obj.Key, Incarnation: obj.Incarnation}, &resp)
 			cancel()

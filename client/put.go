@@ -103,10 +103,13 @@ func (c *Client) writeHolder(ctx context.Context, key, tenant string, inc api.Ob
 	if r.Endpoint == "" {
 		return api.Errorf(api.CodeUnavailable, "segment %s has no mounted holder", r.Segment)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	start := time.Now()
+	hctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	return c.holders.Call(ctx, r.Endpoint, api.MethodHolderWrite,
+	err := c.holders.Call(hctx, r.Endpoint, api.MethodHolderWrite,
 		&api.HolderWriteRequest{Key: key, Tenant: tenant, Incarnation: inc, Value: value, Grant: r.Grant}, nil)
+	traceHolderWrite(ctx, r, len(value), start, err)
+	return err
 }
 
 // replaceable reports whether a failed holder write is worth placing the

@@ -25,6 +25,9 @@ type Config struct {
 	// Dir holds the master's and the holder's data; it must exist.
 	Dir                                     string
 	RPCAddr, RaftAddr, HTTPAddr, HolderAddr string
+	// HolderHTTPAddr is the holder's /metrics address; empty: a free
+	// loopback port.
+	HolderHTTPAddr string
 	// Logger receives both nodes' logs; nil discards them.
 	Logger hclog.Logger
 	// DFS settings, for DFS replicas (off when zero).
@@ -41,7 +44,7 @@ type Cluster struct {
 // Start starts the master, waits until it leads, then starts the holder
 // and waits until it has mounted.
 func Start(cfg Config) (*Cluster, error) {
-	for _, a := range []*string{&cfg.RPCAddr, &cfg.RaftAddr, &cfg.HTTPAddr, &cfg.HolderAddr} {
+	for _, a := range []*string{&cfg.RPCAddr, &cfg.RaftAddr, &cfg.HTTPAddr, &cfg.HolderAddr, &cfg.HolderHTTPAddr} {
 		if *a == "" {
 			p, err := freeLoopback()
 			if err != nil {
@@ -94,7 +97,7 @@ func (c *Cluster) startHolder(cfg Config, log hclog.Logger) error {
 	}
 	c.Store = store
 	svc, err := holder.StartService(store, holder.ServiceConfig{Masters: []string{c.Master.RPCAddr()}, ListenAddr: cfg.HolderAddr,
-		ClientID: "dev-holder", Logger: holderLog})
+		HTTPAddr: cfg.HolderHTTPAddr, ClientID: "dev-holder", Logger: holderLog})
 	if err != nil {
 		return fmt.Errorf("dev holder: %w", err)
 	}

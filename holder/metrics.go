@@ -21,7 +21,7 @@ func newRegistry(svc *Service) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(&storeCollector{svc: svc})
-	reg.MustRegister(svc.store.events.tombstonePersist)
+	reg.MustRegister(svc.store.events.tombstonePersist, svc.store.events.putSync)
 	reg.MustRegister(svc.metrics.fetches, svc.metrics.tasksFetched, svc.metrics.outcomes, svc.metrics.acks)
 	reg.MustRegister(newSpaceCollector(svc.store)) // holder/metrics_space.go
 	return reg
@@ -32,6 +32,9 @@ type storeEvents struct {
 	tombstoneBatches         atomic.Int64
 	tombstonePersistFailures atomic.Int64
 	tombstonePersist         prometheus.Histogram
+	// putSync times a put group commit's two durable steps, which every
+	// put of the group waits for: `sexton bench put` reads it.
+	putSync *prometheus.HistogramVec
 }
 
 func newStoreEvents() *storeEvents {
@@ -39,7 +42,16 @@ func newStoreEvents() *storeEvents {
 		Name:    "sexton_holder_tombstone_persist_seconds",
 		Help:    "Time to persist one bucket's tombstones (write .meta.tmp, fsync, rename, fsync the directory), failures included.",
 		Buckets: prometheus.ExponentialBuckets(1e-4, 2, 16),
-	})}
+	}), putSync: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "sexton_holder_put_sync_seconds",
+		Help:    "Time of one put group commit's durable steps: step=data is the fsync of the appended values, step=meta the metadata persist (write .meta.tmp, fsync, rename, fsync the directory); failures included.",
+		Buckets: prometheus.ExponentialBuckets(1e-4, 2, 16),
+	}, []string{"step"})}
+}
+
+// observePutSync records one put group commit step (data or meta).
+func (e *storeEvents) observePutSync(step string, d time.Duration) {
+	e.putSync.WithLabelValues(step).Observe(d.Seconds())
 }
 
 func (e *storeEvents) observeTombstonePersist(d time.Duration, err error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 
 	"sexton/api"
 )
@@ -260,12 +261,17 @@ func (s *Store) commitGroup(g *commitGroup) error {
 		off += int64(len(r.value))
 	}
 	putAfterDataWrite.Hit()
-	if err := syncPutData.file(b.file); err != nil {
+	synced := time.Now()
+	err := syncPutData.file(b.file)
+	s.events.observePutSync("data", time.Since(synced))
+	if err != nil {
 		return fmt.Errorf("holder: fsync %s: %w", s.path(bucketName(b.id)), err)
 	}
 	putAfterDataFsync.Hit()
 	next.DataSize = off
+	persisted := time.Now()
 	n, err := s.persistMeta(b.id, next, putPoints)
+	s.events.observePutSync("meta", time.Since(persisted))
 	if err != nil {
 		return err
 	}

@@ -328,3 +328,51 @@ func TestLoadRepeatCountsWhatAnEarlierAttemptCommitted(t *testing.T) {
 		t.Errorf("settleRepeat of an existing key = %d, %v, %v; want 1, nil, nil", n, itemErr, err)
 	}
 }
+
+// bench put takes the mean put apart: its master round trips (PutStart,
+// PutEnd) and holder write from the client's trace, with the rest the
+// client's own; the holder's fsyncs from its histogram (one group commit
+// at least); and the CPU per put of the bench, the master and the holder.
+func TestBenchPutPrintsCriticalPath(t *testing.T) {
+	c, _ := benchCluster(t)
+	args := []string{"bench", "put", "--n", "60", "--clients", "4", "--size", "1KiB", "--masters", c.MasterAddr(),
+		"--master-http", c.Master.HTTPAddr(), "--holder-http", c.Holder.HTTPAddr()}
+	out, err := captureStdout(t, func() error { return run(args) })
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The master methods are whatever the client calls (PutStart and
+	// PutEnd here); every part is "NAME X ms", and they add up.
+	m := regexp.MustCompile(`put critical path, mean of 60 puts: (.*) = ([0-9.]+) ms`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("no critical path line for 60 puts")
+	}
+	total, _ := strconv.ParseFloat(m[2], 64)
+	var sum float64
+	seen := map[string]float64{}
+	for _, part := range strings.Split(m[1], ", ") {
+		pm := regexp.MustCompile(`^(.+?) (-?[0-9.]+) ms( \([0-9.]+ per put\))?$`).FindStringSubmatch(part)
+		if pm == nil {
+			t.Fatalf("part %q is not NAME X ms", part)
+		}
+		v, _ := strconv.ParseFloat(pm[2], 64)
+		seen[pm[1]] = v
+		sum += v
+	}
+	masterParts := len(seen) - 2 // all but the holder write and the rest
+	if seen["holder write"] <= 0 || seen["client-side rest"] < 0 || masterParts < 1 || sum < total-0.002 || sum > total+0.002 {
+		t.Errorf("parts %v (total %.3f): want master round trips, a holder write over 0, a rest ≥ 0, adding up to the total", seen, total)
+	}
+	for name, v := range seen {
+		if name != "client-side rest" && v <= 0 {
+			t.Errorf("part %s is %.3f ms, want > 0", name, v)
+		}
+	}
+	if !regexp.MustCompile(`holder fsync \(the holders' sexton_holder_put_sync_seconds\), mean per group commit: data fsync [0-9.]+ ms, metadata persist [0-9.]+ ms, over [1-9][0-9]* group commits`).Match(out) {
+		t.Errorf("no holder fsync line from the holder's histogram")
+	}
+	if !regexp.MustCompile(`CPU per put: this process [0-9]+ µs, masters [0-9]+ µs \(\S+ [0-9]+ µs\), holders [0-9]+ µs \(\S+ [0-9]+ µs\)`).Match(out) {
+		t.Errorf("no CPU per put line with the master's and the holder's share")
+	}
+}

@@ -17,6 +17,7 @@ func runDev(args []string) error {
 	raftAddr := fs.String("raft-addr", "127.0.0.1:7001", "master Raft address")
 	httpAddr := fs.String("http-addr", "127.0.0.1:7201", "master HTTP address")
 	holderAddr := fs.String("holder-addr", "127.0.0.1:7301", "holder data RPC address")
+	holderHTTP := fs.String("holder-http-addr", "", "holder HTTP address (/metrics); empty: a free loopback port")
 	keep := fs.Bool("keep", false, "keep the temporary directory on exit")
 	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
@@ -34,13 +35,13 @@ func runDev(args []string) error {
 		return fmt.Errorf("DFS settings: %w", err)
 	}
 	c, err := devcluster.Start(devcluster.Config{Dir: dir, RPCAddr: *rpc, RaftAddr: *raftAddr, HTTPAddr: *httpAddr,
-		HolderAddr: *holderAddr, Logger: logger, DFS: dfs})
+		HolderAddr: *holderAddr, HolderHTTPAddr: *holderHTTP, Logger: logger, DFS: dfs})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	n := c.Master
-	fmt.Printf("sexton dev: master at %s (http %s), data in %s\n", n.RPCAddr(), n.HTTPAddr(), dir)
+	fmt.Printf("sexton dev: master at %s (http %s), holder at %s (http %s), data in %s\n", n.RPCAddr(), n.HTTPAddr(), c.Holder.Addr(), c.Holder.HTTPAddr(), dir)
 	fmt.Printf("try: sexton put hello - <<< world; sexton get hello; sexton rm hello\n")
 	waitForSignal()
 	return nil

@@ -95,7 +95,8 @@ func init() {
 		{path: "operator settings set", summary: "change the replicated settings named", group: "operator", takes: clusterFlags | jsonFlag, setup: setupSettingsSet},
 
 		{path: "bench remove", summary: "Remove/BatchRemove rate and latency on a bench segment", group: "measure", takes: clusterFlags, setup: setupBenchRemove},
-		{path: "bench put", summary: "put throughput and latency", group: "measure", takes: clusterFlags, setup: setupBenchPutGet(false)},
+		{path: "bench put", summary: "put throughput and latency, and a put's critical path in parts", group: "measure", takes: clusterFlags, setup: setupBenchPut,
+			detail: "A put's mean latency is split into its master round trips and holder writes (as the client\nsees them), the holders' fsyncs (--holder-http), the Raft commit (--master-http) and the\nclient's own time; CPU per put of this process, the masters and the holders. docs/CLI.md."},
 		{path: "bench get", summary: "put, then get throughput and latency", group: "measure", takes: clusterFlags, setup: setupBenchPutGet(true)},
 		{path: "bench converge", summary: "time from Remove OK to the holder's ack committed", group: "measure", takes: clusterFlags, setup: setupBenchConverge},
 		{path: "bench load", summary: "fill the cluster with N objects (batched, metadata only); objects/s and masters' memory", group: "measure", takes: clusterFlags, setup: setupBenchLoad,

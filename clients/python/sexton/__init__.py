@@ -24,7 +24,8 @@ meaning: ``put``, ``get``, ``remove``, ``is_exist``, ``batch_is_exist``,
 exceptions, not negative return codes (``put`` returns the new
 incarnation, ``remove`` returns None, ``is_exist`` returns a bool); there is
 no ``setup``/``init_all`` (the constructor takes the master addresses).
-sexton's own: ``batch_remove``, ``list``, ``iter_objects``, ``stat``,
+sexton's own: ``put_batch``, ``get_batch``, ``get_into``,
+``batch_get_into``, ``put_from``, ``batch_remove``, ``list``, ``iter_objects``, ``stat``,
 ``get_with_info``, ``wait_deleted``, ``pending_deletes``, ``status``, and
 ``remove(key, if_incarnation=...)``.
 
@@ -34,7 +35,7 @@ one subclass per code (:class:`ObjectNotFound`, :class:`NoSpace`, ...).
 it is not a subclass of :class:`Unavailable` (which means "not done").
 """
 
-from .client import MAX_BATCH_KEYS, Client, connect
+from .client import MAX_BATCH_KEYS, MAX_BATCH_PUT_ITEMS, Client, connect
 from .errors import (
     Corrupt,
     FrameTooLarge,
@@ -54,7 +55,7 @@ from .errors import (
     Unauthenticated,
     Unavailable,
 )
-from .types import DeleteTask, Incarnation, KeyResult, ObjectInfo, Replica, Stat
+from .types import DeleteTask, GetResult, Incarnation, KeyResult, ObjectInfo, PutResult, Replica, Stat
 
 __version__ = "0.1.0"
 
@@ -62,6 +63,7 @@ __all__ = [
     "Client",
     "connect",
     "MAX_BATCH_KEYS",
+    "MAX_BATCH_PUT_ITEMS",
     "Corrupt",
     "DeleteTask",
     "FrameTooLarge",
@@ -72,6 +74,8 @@ __all__ = [
     "InvalidKey",
     "InvalidParams",
     "KeyResult",
+    "GetResult",
+    "PutResult",
     "NoSpace",
     "NotLeader",
     "ObjectAlreadyExists",

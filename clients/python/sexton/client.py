@@ -24,12 +24,29 @@ from .errors import (
     Timeout,
     Unavailable,
     error_for,
+    from_wire,
 )
-from .types import LOCAL_DISK, DeleteTask, Incarnation, KeyResult, ObjectInfo, Replica, Stat
-from .wire import ANSWERED, DATA_MAX_FRAME, DEFAULT_MAX_FRAME, NOT_SENT, Pool, outcome_of, tls_context
+from .types import LOCAL_DISK, DeleteTask, GetResult, Incarnation, KeyResult, ObjectInfo, PutResult, Replica, Stat
+from .wire import (
+    ANSWERED,
+    DATA_MAX_FRAME,
+    DEFAULT_MAX_FRAME,
+    NOT_SENT,
+    PipelinedCall,
+    Pool,
+    byte_view,
+    outcome_of,
+    tls_context,
+)
 
-#: At most this many keys per BatchRemove or Exist request.
+#: At most this many keys per BatchRemove, BatchGet or Exist request.
 MAX_BATCH_KEYS = 4096
+#: At most this many objects per BatchPutStart or BatchPutEnd request.
+MAX_BATCH_PUT_ITEMS = 256
+#: At most this many calls pipelined on one holder connection at a time.
+PIPELINE_DEPTH = 32
+
+Buffer = Union[bytes, bytearray, memoryview]
 
 _T = TypeVar("_T")
 
@@ -261,7 +278,18 @@ class Client:
         or another put of the key is in progress), :class:`NoSpace`,
         :class:`OutcomeUnknown` (it may or may not have completed), ...
         """
-        data = bytes(value)
+        return self._put(key, bytes(value), replicas=replicas, tenant=tenant, if_absent=if_absent, pool=pool)
+
+    def put_from(self, key: str, buffer: Buffer, *, replicas: int = 1, tenant: str = "",
+                 if_absent: bool = False, pool: str = "") -> Incarnation:
+        """``put`` sending the value from the caller's buffer (any contiguous
+        bytes-like object): the request frame's head is written, then the
+        buffer itself, so the value is never copied into a frame. Do not
+        change the buffer until this returns."""
+        return self._put(key, byte_view(buffer), replicas=replicas, tenant=tenant, if_absent=if_absent, pool=pool)
+
+    def _put(self, key: str, data: Union[bytes, memoryview], *, replicas: int, tenant: str, if_absent: bool,
+             pool: str) -> Incarnation:
         exclude: List[str] = []
         last_write_err: Optional[SextonError] = None
         placement_deadline = time.monotonic() + self.placement_wait
@@ -323,7 +351,7 @@ class Client:
         raise Unavailable(f"put {key}: every placement failed ({self.put_attempts} attempts): {last_write_err}")
 
     def _write_replicas(self, key: str, tenant: str, inc: Incarnation, placed: List[Replica],
-                        data: bytes) -> Tuple[Optional[str], Optional[SextonError]]:
+                        data: Union[bytes, memoryview]) -> Tuple[Optional[str], Optional[SextonError]]:
         if not placed:
             return None, Corrupt("PutStart placed no replicas")
         for r in placed:
@@ -331,13 +359,17 @@ class Client:
                 return None, InvalidParams("the master placed a DFS replica; this client has no DFS data path")
             if not r.endpoint:
                 return r.segment, Unavailable(f"segment {r.segment} has no mounted holder")
-            req: Dict[str, Any] = {"key": key, "inc": inc.wire(), "value": data}
-            if r.grant is not None:
-                req["grant"] = r.grant
-            if tenant:
-                req["tenant"] = tenant
+            req = _write_request(key, tenant, inc, r)
             try:
-                self._holder_pool.call(r.endpoint, "HolderWrite", req, time.monotonic() + self.timeout)
+                if isinstance(data, memoryview):
+                    # Sent from the caller's buffer: the frame's head, then the value.
+                    err, _ = self._holder_pool.pipeline(r.endpoint, [PipelinedCall("HolderWrite", req, value=data)],
+                                                        time.monotonic() + self.timeout)[0]
+                    if err is not None:
+                        raise err
+                else:
+                    req["value"] = data
+                    self._holder_pool.call(r.endpoint, "HolderWrite", req, time.monotonic() + self.timeout)
             except SextonError as e:
                 return r.segment, _with_context(e, f"write replica on segment {r.segment} ({r.endpoint})")
         return None, None
@@ -347,6 +379,232 @@ class Client:
             self._mutate("PutRevoke", {"key": key, "inc": inc.wire()})
         except SextonError:
             pass  # best effort: the master discards a put that never ends
+
+    # -- batches (docs/PROTOCOL.md §9) ---------------------------------
+
+    def put_batch(self, items: Sequence[Tuple[str, Buffer]], *, replicas: int = 1, tenant: str = "",
+                  if_absent: bool = False, pool: str = "") -> List[PutResult]:
+        """Put many ``(key, value)`` pairs: one BatchPutStart (a Raft entry)
+        per 256 items, the holder writes pipelined on one connection per
+        holder (each value sent from its own buffer), one BatchPutEnd.
+        Returns one :class:`PutResult` per item, in order. An item a holder
+        failed is revoked and, when worth placing elsewhere, put again on
+        its own. Keys must be distinct. Raises only when a whole request
+        failed; the items of earlier requests stand."""
+        seen: Dict[str, int] = {}
+        for i, (k, _) in enumerate(items):
+            if k in seen:
+                raise InvalidParams(f"put_batch: key {k!r} is both item {seen[k]} and item {i}; a batch puts each key once")
+            seen[k] = i
+        out: List[PutResult] = []
+        for lo in range(0, len(items), MAX_BATCH_PUT_ITEMS):
+            chunk = [(k, byte_view(v)) for k, v in items[lo:lo + MAX_BATCH_PUT_ITEMS]]
+            out.extend(self._put_chunk(chunk, replicas, tenant, if_absent, pool))
+        return out
+
+    def _put_chunk(self, items: List[Tuple[str, memoryview]], replicas: int, tenant: str, if_absent: bool,
+                   pool: str) -> List[PutResult]:
+        reqs: List[Dict[str, Any]] = []
+        for k, v in items:
+            req: Dict[str, Any] = {"key": k, "size": len(v), "replicas": replicas}
+            if tenant:
+                req["tenant"] = tenant
+            if if_absent:
+                req["if_absent"] = True
+            if pool:
+                req["pool"] = pool
+            reqs.append(req)
+        resp = self._mutate("BatchPutStart", {"items": reqs})
+        starts = resp.get("results") or []
+        if len(starts) != len(items):
+            raise Corrupt(f"BatchPutStart answered {len(starts)} results for {len(items)} items")
+        out = [PutResult(key=k) for k, _ in items]
+        incs: List[Optional[Incarnation]] = [None] * len(items)
+        # The writes, grouped by holder: (item, segment, call).
+        by_ep: Dict[str, List[Tuple[int, str, PipelinedCall]]] = {}
+        failed: Dict[int, Tuple[Optional[str], SextonError]] = {}
+        for i, st in enumerate(starts):
+            if st.get("err"):
+                out[i].error = from_wire(st["err"])
+                continue
+            inc = Incarnation.from_wire(st.get("inc"))
+            incs[i] = inc
+            placed = [Replica.from_wire(r) for r in (st.get("replicas") or [])]
+            if not placed:
+                failed[i] = (None, Corrupt("BatchPutStart placed no replicas"))
+            for r in placed:
+                if r.kind != LOCAL_DISK:
+                    failed[i] = (None, InvalidParams("the master placed a DFS replica; this client has no DFS data path"))
+                elif not r.endpoint:
+                    failed.setdefault(i, (r.segment, Unavailable(f"segment {r.segment} has no mounted holder")))
+                else:
+                    call = PipelinedCall("HolderWrite", _write_request(items[i][0], tenant, inc, r), value=items[i][1])
+                    by_ep.setdefault(r.endpoint, []).append((i, r.segment, call))
+        for ep, writes in by_ep.items():
+            for lo in range(0, len(writes), PIPELINE_DEPTH):
+                group = [w for w in writes[lo:lo + PIPELINE_DEPTH] if w[0] not in failed]
+                try:
+                    answers = self._holder_pool.pipeline(ep, [c for _, _, c in group], time.monotonic() + self.timeout)
+                except SextonError as e:
+                    answers = [(e, None)] * len(group)
+                for (i, seg, _), (err, _) in zip(group, answers):
+                    if err is not None and i not in failed:
+                        failed[i] = (seg, _with_context(err, f"write replica on segment {seg} ({ep})"))
+        ends: List[int] = []
+        redo: List[int] = []
+        for i in range(len(items)):
+            inc = incs[i]
+            if inc is None:
+                continue
+            if i in failed:
+                self._revoke(items[i][0], inc)
+                seg, err = failed[i]
+                if seg is not None and err.code in _REPLACEABLE and self.put_attempts > 1:
+                    redo.append(i)
+                else:
+                    out[i].error = err
+                continue
+            ends.append(i)
+        if ends:
+            resp = self._mutate("BatchPutEnd", {"items": [{"key": items[i][0], "inc": incs[i].wire()} for i in ends]})  # type: ignore[union-attr]
+            results = resp.get("results") or []
+            if len(results) != len(ends):
+                raise Corrupt(f"BatchPutEnd answered {len(results)} results for {len(ends)} items")
+            for i, r in zip(ends, results):
+                kr = KeyResult.from_wire(r)
+                if kr.error is not None:
+                    # Refused: the put is still pending and would hold the key.
+                    self._revoke(items[i][0], incs[i])  # type: ignore[arg-type]
+                    out[i].error = _with_context(kr.error, f"PutEnd {incs[i]}")
+                else:
+                    out[i].incarnation = incs[i]
+        for i in redo:
+            try:
+                out[i].incarnation = self._put(items[i][0], items[i][1], replicas=replicas, tenant=tenant,
+                                               if_absent=if_absent, pool=pool)
+            except SextonError as e:
+                out[i].error = e
+        return out
+
+    def get_batch(self, keys: Sequence[str]) -> List[GetResult]:
+        """Read many keys: one BatchGet (every key's replicas and read leases
+        at once) per 4096 keys, then the holder reads pipelined on one
+        connection per holder, each value received into its own
+        ``bytearray``. One :class:`GetResult` per key, in order; a missing
+        key's error is :class:`ObjectNotFound`."""
+        return self._get_batch(keys, None)
+
+    def get_into(self, key: str, buffer: Union[bytearray, memoryview]) -> int:
+        """Read the value of ``key`` into the caller's writable buffer and
+        return its length: the holder's answer is received into it with
+        ``recv_into``, no intermediate ``bytes``. A value larger than the
+        buffer raises :class:`InvalidParams` (reading nothing)."""
+        r = self._get_batch([key], [buffer])[0]
+        if r.error is not None:
+            raise r.error
+        return r.size
+
+    def batch_get_into(self, keys: Sequence[str], buffers: Sequence[Union[bytearray, memoryview]]) -> List[GetResult]:
+        """``get_into`` of many keys, key i into ``buffers[i]``, as one
+        BatchGet and pipelined holder reads. Each result's ``value`` is a
+        memoryview of its buffer's first ``size`` bytes."""
+        if len(buffers) != len(keys):
+            raise InvalidParams(f"batch_get_into: {len(buffers)} buffers for {len(keys)} keys; give one buffer per key")
+        return self._get_batch(keys, buffers)
+
+    def _get_batch(self, keys: Sequence[str], buffers: Optional[Sequence[Union[bytearray, memoryview]]]) -> List[GetResult]:
+        out = [GetResult(key=k) for k in keys]
+        views: Optional[List[memoryview]] = None
+        if buffers is not None:
+            views = []
+            for b in buffers:
+                v = byte_view(b)
+                if v.readonly:
+                    raise InvalidParams("get_into needs a writable buffer (a bytearray or a writable memoryview)")
+                views.append(v)
+        for lo in range(0, len(keys), MAX_BATCH_KEYS):
+            todo = list(range(lo, min(lo + MAX_BATCH_KEYS, len(keys))))
+            last: Dict[int, SextonError] = {}
+            for _ in range(self.read_attempts):
+                if not todo:
+                    break
+                resp = self.call("BatchGet", {"keys": [keys[i] for i in todo]})
+                results = resp.get("results") or []
+                if len(results) != len(todo):
+                    raise Corrupt(f"BatchGet answered {len(results)} results for {len(todo)} keys")
+                reads: List[Tuple[int, ObjectInfo, memoryview]] = []
+                for i, r in zip(todo, results):
+                    if r.get("err"):
+                        out[i].error, out[i].info = from_wire(r["err"]), None
+                        continue
+                    obj = ObjectInfo.from_wire(r.get("object") or {})
+                    out[i].info = obj
+                    if views is not None:
+                        if obj.size > len(views[i]):
+                            out[i].error = InvalidParams(f"{obj.key} ({obj.incarnation}) is {obj.size} bytes, its buffer "
+                                                         f"{len(views[i])}: give a buffer of at least the object's size")
+                            continue
+                        reads.append((i, obj, views[i][:obj.size]))
+                    else:
+                        reads.append((i, obj, memoryview(bytearray(obj.size))))
+                gone = self._read_many(reads, out, last)
+                todo = gone
+            for i in todo:
+                out[i].error = Unavailable(f"get {keys[i]}: the replicas kept losing the incarnation the master named "
+                                           f"({self.read_attempts} attempts): {last.get(i)}")
+                out[i].info = None
+        for r in out:
+            if r.error is not None:
+                r.value = None
+            elif buffers is None and isinstance(r.value, memoryview):
+                r.value = r.value.obj  # the bytearray received into
+        return out
+
+    def _read_many(self, reads: List[Tuple[int, ObjectInfo, memoryview]], out: List[GetResult],
+                   last: Dict[int, SextonError]) -> List[int]:
+        """Read each object into its view, trying its replicas in order, each
+        round pipelined per holder. Returns the keys some replica said it
+        no longer holds (worth asking the master again)."""
+        errs: Dict[int, List[str]] = {i: [] for i, _, _ in reads}
+        gone: set = set()
+        pending = [(i, obj, view, 0) for i, obj, view in reads]
+        while pending:
+            by_ep: Dict[str, List[Tuple[int, ObjectInfo, memoryview, int]]] = {}
+            nxt: List[Tuple[int, ObjectInfo, memoryview, int]] = []
+            for i, obj, view, k in pending:
+                if k >= len(obj.replicas):
+                    out[i].error = last[i] = Unavailable(f"no replica of {obj.key} ({obj.incarnation}) could be read: {'; '.join(errs[i])}")
+                    continue
+                r = obj.replicas[k]
+                if r.kind != LOCAL_DISK or not r.endpoint:
+                    why = "DFS replica, but this client has no DFS data path" if r.kind != LOCAL_DISK else f"segment {r.segment}: no holder mounted"
+                    errs[i].append(f"{r.endpoint or r.segment or 'DFS'}: {why}")
+                    nxt.append((i, obj, view, k + 1))
+                    continue
+                by_ep.setdefault(r.endpoint, []).append((i, obj, view, k))
+            for ep, group in by_ep.items():
+                for lo in range(0, len(group), PIPELINE_DEPTH):
+                    part = group[lo:lo + PIPELINE_DEPTH]
+                    calls = [PipelinedCall("HolderRead", {"key": obj.key, "inc": obj.incarnation.wire()}, into=view)
+                             for _, obj, view, _ in part]
+                    try:
+                        answers = self._holder_pool.pipeline(ep, calls, time.monotonic() + self.timeout)
+                    except SextonError as e:
+                        answers = [(e, None)] * len(part)
+                    for (i, obj, view, k), (err, body) in zip(part, answers):
+                        if err is None:
+                            err = _take_value(body, view, obj.size)
+                        if err is None:
+                            out[i].value = view
+                            out[i].size = obj.size
+                            out[i].error = None
+                            continue
+                        if isinstance(err, ObjectNotFound):
+                            gone.add(i)
+                        errs[i].append(f"{ep}: {err}")
+                        nxt.append((i, obj, view, k + 1))
+            pending = nxt
+        return sorted(i for i in gone if out[i].error is not None)
 
     # -- get -------------------------------------------------------------
 
@@ -551,3 +809,30 @@ def _may_have_run(err: SextonError, outcome: str) -> bool:
 def _chunks(seq: Sequence[_T], n: int) -> Iterator[List[_T]]:
     for i in range(0, len(seq), n):
         yield list(seq[i:i + n])
+
+
+def _write_request(key: str, tenant: str, inc: Incarnation, r: Replica) -> Dict[str, Any]:
+    """A HolderWrite body without its value."""
+    req: Dict[str, Any] = {"key": key, "inc": inc.wire()}
+    if r.grant is not None:
+        req["grant"] = r.grant
+    if tenant:
+        req["tenant"] = tenant
+    return req
+
+
+def _take_value(body: Any, view: memoryview, size: int) -> Optional[SextonError]:
+    """Check a HolderRead answer and leave its value in view: received there
+    already, or (an answer decoded whole) copied."""
+    if not isinstance(body, dict):
+        return Corrupt("holder answered no value")
+    if body.get("into"):
+        n = body.get("value")
+        return None if n == size else Corrupt(f"replica returned {n} bytes, object has {size}")
+    value = body.get("value")
+    if not isinstance(value, (bytes, bytearray)):
+        return Corrupt("holder answered no value")
+    if len(value) != size:
+        return Corrupt(f"replica returned {len(value)} bytes, object has {size}")
+    view[:size] = value
+    return None

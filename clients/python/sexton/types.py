@@ -123,6 +123,38 @@ class KeyResult:
 
 
 @dataclass
+class PutResult:
+    """One item's answer in ``put_batch``: the new incarnation, or the
+    error the item failed with."""
+
+    key: str
+    incarnation: Optional[Incarnation] = None
+    error: Optional[SextonError] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class GetResult:
+    """One key's answer in ``get_batch`` / ``batch_get_into``: ``value`` (a
+    ``bytearray``, or for ``batch_get_into`` a memoryview of the caller's
+    buffer), its ``size`` and the object's ``info``; or the ``error``
+    (:class:`ObjectNotFound` for a missing key)."""
+
+    key: str
+    value: Any = None
+    size: int = 0
+    info: Optional[ObjectInfo] = None
+    error: Optional[SextonError] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
 class DeleteTask:
     """A pending deletion of one incarnation's bytes on one segment."""
 

@@ -1,10 +1,17 @@
 """The transport: frames, envelopes, TLS, the token handshake, one connection.
 
 Written from docs/PROTOCOL.md §1-3. A :class:`Connection` carries one call
-at a time (the protocol allows pipelining; this client does not need it),
-so a response is simply the next response frame. A connection whose call
-failed in transit is closed, never reused, so a late answer cannot be
-taken for the next call's.
+at a time, so a response is simply the next response frame, or one
+pipelined group of calls (:meth:`Connection.pipeline`: every request
+sent, then every answer read, matched by id), which the batch calls use
+against a holder. A connection whose call failed in transit is closed,
+never reused, so a late answer cannot be taken for the next call's.
+
+Values travel without whole-frame copies where the wire allows: a request
+whose body ends in ``"value"`` is sent as the envelope's bytes (the
+msgpack bin header written by hand) followed by the caller's buffer, and
+an answer ``{"value": bin}`` can be received straight into a caller's
+buffer with ``recv_into``.
 
 Every failure is a :class:`~sexton.errors.SextonError` with an ``outcome``
 attribute saying how far the call got (:data:`NOT_SENT`,
@@ -22,7 +29,7 @@ import ssl
 import struct
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import msgpack
 
@@ -87,6 +94,108 @@ def pack(value: Any) -> bytes:
 def encode_frame(kind: int, req_id: int, method: str, timeout_ms: int, err: Optional[Dict[str, Any]], body: Any) -> bytes:
     payload = pack([kind, req_id, method, timeout_ms, err, body])
     return struct.pack(">I", len(payload)) + payload
+
+
+def bin_header(n: int) -> bytes:
+    """The msgpack bin header of an n-byte value."""
+    if n < 1 << 8:
+        return b"\xc4" + bytes([n])
+    if n < 1 << 16:
+        return b"\xc5" + struct.pack(">H", n)
+    return b"\xc6" + struct.pack(">I", n)
+
+
+def _map_header(n: int) -> bytes:
+    return bytes([0x80 | n]) if n < 16 else b"\xde" + struct.pack(">H", n)
+
+
+def byte_view(value: Union[bytes, bytearray, memoryview]) -> memoryview:
+    """A flat unsigned-byte view of a bytes-like value, without copying."""
+    mv = memoryview(value)
+    if not mv.contiguous:
+        raise error_for("INVALID_PARAMS", "the value's buffer is not contiguous")
+    return mv if mv.format == "B" and mv.ndim == 1 else mv.cast("B")
+
+
+def encode_request_parts(req_id: int, method: str, timeout_ms: int, body: Dict[str, Any],
+                         value: memoryview) -> Tuple[bytes, memoryview]:
+    """A request frame whose body is ``body`` plus ``"value": value``, as the
+    bytes before the value and the value itself: sending the two is the
+    frame, and the value is never copied into one."""
+    fields = [(k, v) for k, v in body.items() if k != "value"]
+    head = b"".join([b"\x96", pack(KIND_REQUEST), pack(req_id), pack(method), pack(timeout_ms), b"\xc0",
+                     _map_header(len(fields) + 1)] + [pack(k) + pack(v) for k, v in fields] +
+                    [pack("value"), bin_header(len(value))])
+    return struct.pack(">I", len(head) + len(value)) + head, value
+
+
+class _Short(Exception):
+    """The prefix read ended inside the envelope."""
+
+
+class _Other(Exception):
+    """Not the shape received in place; decode the whole frame."""
+
+
+class _Scan:
+    """Reads the msgpack envelope of an answer from its first bytes: just
+    the types the Go server writes there."""
+
+    def __init__(self, b: Union[bytes, bytearray]) -> None:
+        self.b, self.pos = b, 0
+
+    def _take(self, n: int) -> int:
+        if self.pos + n > len(self.b):
+            raise _Short
+        at = self.pos
+        self.pos += n
+        return at
+
+    def byte(self) -> int:
+        return self.b[self._take(1)]
+
+    def _be(self, n: int) -> int:
+        at = self._take(n)
+        return int.from_bytes(self.b[at:at + n], "big")
+
+    def uint(self) -> int:
+        c = self.byte()
+        if c <= 0x7F:
+            return c
+        sizes = {0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8}
+        if c not in sizes:
+            raise _Other
+        return self._be(sizes[c])
+
+    def str(self) -> bytes:
+        c = self.byte()
+        if 0xA0 <= c <= 0xBF:
+            n = c & 0x1F
+        elif c in (0xD9, 0xDA, 0xDB):
+            n = self._be({0xD9: 1, 0xDA: 2, 0xDB: 4}[c])
+        else:
+            raise _Other
+        at = self._take(n)
+        return bytes(self.b[at:at + n])
+
+    def map_len(self) -> int:
+        c = self.byte()
+        if 0x80 <= c <= 0x8F:
+            return c & 0x0F
+        if c in (0xDE, 0xDF):
+            return self._be(2 if c == 0xDE else 4)
+        raise _Other
+
+    def bin_len(self) -> int:
+        c = self.byte()
+        if c not in (0xC4, 0xC5, 0xC6):
+            raise _Other
+        return self._be({0xC4: 1, 0xC5: 2, 0xC6: 4}[c])
+
+
+#: How much of an answer frame is read before deciding whether its value
+#: can go into the caller's buffer: the envelope and the value's header.
+_PEEK = 256
 
 
 def decode_envelope(payload: Union[bytes, bytearray]) -> Tuple[int, int, str, int, Any, Any]:
@@ -227,8 +336,11 @@ class Connection:
         # Exactly n bytes into one buffer: a bucket-sized value is received
         # in place, and nothing past the frame is ever read ahead.
         buf = bytearray(n)
-        view = memoryview(buf)
-        got = 0
+        self._recv_into(memoryview(buf), deadline)
+        return buf
+
+    def _recv_into(self, view: memoryview, deadline: float) -> None:
+        n, got = len(view), 0
         while got < n:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -238,7 +350,41 @@ class Connection:
             if m == 0:
                 raise ConnectionError("connection closed by the server")
             got += m
-        return buf
+
+    def _read_answer(self, deadline: float, buffer_for: Callable[[int], Optional[memoryview]]) -> Tuple[int, int, Any, Any]:
+        """Read one frame as (kind, id, err, body). An answer without error
+        whose body is exactly ``{"value": bin}``, for an id buffer_for gives
+        a buffer at least that large, is received straight into that
+        buffer: its body is then ``{"value": n, "into": True}``."""
+        (n,) = struct.unpack(">I", self._recv_exact(4, deadline))
+        if n > self._max_frame:
+            raise FrameTooLarge(f"frame of {n} bytes from {self.addr} exceeds the {self._max_frame}-byte limit")
+        if n == 0:
+            raise Corrupt(f"empty frame from {self.addr}")
+        first = self._recv_exact(min(n, _PEEK), deadline)
+        try:
+            sc = _Scan(first)
+            if sc.byte() != 0x96:
+                raise _Other
+            kind, req_id = sc.uint(), sc.uint()
+            sc.str()
+            sc.uint()
+            if kind != KIND_RESPONSE or sc.byte() != 0xC0:
+                raise _Other
+            buf = buffer_for(req_id)
+            if buf is None or sc.map_len() != 1 or sc.str() != b"value":
+                raise _Other
+            size = sc.bin_len()
+            if sc.pos + size != n or size > len(buf):
+                raise _Other
+        except (_Short, _Other):
+            rest = self._recv_exact(n - len(first), deadline) if n > len(first) else bytearray()
+            kind, req_id, _, _, err, body = decode_envelope(bytes(first) + bytes(rest))
+            return kind, req_id, err, body
+        have = len(first) - sc.pos
+        buf[:have] = first[sc.pos:]
+        self._recv_into(buf[have:size], deadline)
+        return kind, req_id, None, {"value": size, "into": True}
 
     def _read_frame(self, limit: int, deadline: float) -> bytearray:
         (n,) = struct.unpack(">I", self._recv_exact(4, deadline))
@@ -349,12 +495,92 @@ class Connection:
             self.close()
             raise _fail(Unavailable(f"connection to {self.addr} lost: {e}"), SENT_NO_ANSWER) from None
 
+    def pipeline(self, calls: Sequence["PipelinedCall"], deadline: float) -> List[Tuple[Optional[SextonError], Any]]:
+        """Send every call, then read every answer (the server may answer
+        in any order; ids match them up). Returns (error, body) per call,
+        in order. A call with ``value`` sends it from the caller's buffer;
+        one with ``into`` receives a ``{"value": bin}`` answer into that
+        buffer (body ``{"value": n, "into": True}``). A failure in transit
+        closes the connection and fails every unanswered call with it."""
+        if self._sock is None:
+            raise _fail(Unavailable(f"connection to {self.addr} closed"), NOT_SENT)
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if left_ms <= 0:
+            raise _fail(Timeout(f"pipelined calls to {self.addr}: deadline passed"), NOT_SENT)
+        out: List[Tuple[Optional[SextonError], Any]] = [(None, None)] * len(calls)
+        by_id: Dict[int, int] = {}
+        frames: List[Union[bytes, memoryview]] = []
+        for i, c in enumerate(calls):
+            self._next_id += 1
+            by_id[self._next_id] = i
+            try:
+                if c.value is not None:
+                    head, value = encode_request_parts(self._next_id, c.method, left_ms, c.body, c.value)
+                    size = len(head) - 4 + len(value)
+                    frames += [head, value]
+                else:
+                    frame = encode_frame(KIND_REQUEST, self._next_id, c.method, left_ms, None, c.body)
+                    size = len(frame) - 4
+                    frames.append(frame)
+            except (TypeError, ValueError, OverflowError) as e:
+                raise _fail(error_for("INVALID_PARAMS", f"encode {c.method} body: {e}"), NOT_SENT) from None
+            if size > self._send_max:
+                raise _fail(FrameTooLarge(f"{c.method} request of {size} bytes exceeds the {self._send_max}-byte limit of {self.addr}"), NOT_SENT)
+        try:
+            for f in frames:
+                self._send(f, deadline)
+        except (OSError, socket.timeout) as e:
+            self.close()
+            raise _fail(Unavailable(f"pipelined calls to {self.addr}: sending: {e}"), SENT_NO_ANSWER) from None
+
+        def buffer_for(req_id: int) -> Optional[memoryview]:
+            i = by_id.get(req_id)
+            return None if i is None else calls[i].into
+
+        try:
+            while by_id:
+                kind, req_id, err, body = self._read_answer(deadline, buffer_for)
+                if kind == KIND_GOAWAY:
+                    self.close()
+                    why = from_wire(err) if err is not None else Unavailable("")
+                    raise _fail(error_for(why.code, f"connection to {self.addr} closed by the server: {why.message}"), SENT_NO_ANSWER)
+                if kind != KIND_RESPONSE:
+                    raise Corrupt(f"unexpected frame kind {kind} from {self.addr}")
+                i = by_id.pop(req_id, None)
+                if i is None:
+                    continue
+                out[i] = (_fail(from_wire(err), ANSWERED) if err is not None else None, body)
+        except socket.timeout:
+            self.close()
+            raise _fail(Timeout(f"pipelined calls to {self.addr}: no answer before the deadline"), SENT_NO_ANSWER) from None
+        except SextonError as e:
+            if getattr(e, "outcome", None) is None:
+                self.close()
+                _fail(e, SENT_NO_ANSWER)
+            raise
+        except OSError as e:
+            self.close()
+            raise _fail(Unavailable(f"connection to {self.addr} lost: {e}"), SENT_NO_ANSWER) from None
+        return out
+
     def close(self) -> None:
         if self._sock is not None:
             try:
                 self._sock.close()
             finally:
                 self._sock = None  # type: ignore[assignment]
+
+
+class PipelinedCall:
+    """One call of :meth:`Connection.pipeline`: ``value`` is sent from the
+    caller's buffer as the body's ``"value"``; ``into`` receives the
+    answer's value."""
+
+    __slots__ = ("method", "body", "value", "into")
+
+    def __init__(self, method: str, body: Dict[str, Any], *, value: Optional[memoryview] = None,
+                 into: Optional[memoryview] = None) -> None:
+        self.method, self.body, self.value, self.into = method, body, value, into
 
 
 class Pool:
@@ -385,6 +611,20 @@ class Pool:
             raise
         self._give_back(conn)
         return resp
+
+    def pipeline(self, addr: str, calls: Sequence[PipelinedCall], deadline: float) -> List[Tuple[Optional[SextonError], Any]]:
+        """:meth:`Connection.pipeline` on one of addr's connections."""
+        conn = self._take(addr)
+        if conn is None:
+            conn = Connection(addr, token=self._token, max_frame=self._max_frame,
+                              deadline=min(deadline, time.monotonic() + self._connect_timeout))
+        try:
+            out = conn.pipeline(calls, deadline)
+        except SextonError:
+            conn.close()
+            raise
+        self._give_back(conn)
+        return out
 
     def _take(self, addr: str) -> Optional[Connection]:
         with self._lock:

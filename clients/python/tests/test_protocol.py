@@ -250,3 +250,110 @@ def test_put_waits_out_no_space_with_new_sequence_numbers() -> None:
     finally:
         h.close()
         m.close()
+
+
+def test_put_batch_repeats_its_session_and_places_a_failed_item_again() -> None:
+    # The first BatchPutStart is taken and its answer lost: the repeat
+    # carries the same session. The holder refuses one item's write: that
+    # item is revoked and put again on its own, away from that holder; the
+    # other ends in the BatchPutEnd. Both writes went down one connection.
+    inc_a, inc_b, inc_c = {"h": 7, "l": 40}, {"h": 7, "l": 41}, {"h": 7, "l": 50}
+
+    def holder(method: str, body: Any) -> Tuple[str, Any]:
+        if body["key"] == "b" and body["inc"] == inc_b:
+            return ("err", {"code": "GRANT_REFUSED", "msg": "expired"})
+        return ("ok", {})
+
+    h = harness.FakeServer(holder)
+    dropped = []
+
+    def replica(seg: str, key: str, inc: Any) -> Any:
+        return {"kind": 1, "seg": seg, "ep": h.addr, "grant": {"seg": seg, "key": key, "inc": inc, "exp": 1, "mac": b"\x01" * 32}}
+
+    def master(method: str, body: Any) -> Tuple[str, Any]:
+        if method == "BatchPutStart":
+            if not dropped:
+                dropped.append(body)
+                return ("drop", None)
+            return ("ok", {"results": [{"inc": inc_a, "replicas": [replica("s1", "a", inc_a)]},
+                                       {"inc": inc_b, "replicas": [replica("s1", "b", inc_b)]}]})
+        if method == "BatchPutEnd":
+            return ("ok", {"results": [{"key": it["key"]} for it in body["items"]]})
+        if method == "PutStart":
+            return ("ok", {"inc": inc_c, "replicas": [replica("s2", "b", inc_c)]})
+        return ("ok", {})
+
+    m = harness.FakeServer(master)
+    try:
+        with sexton.Client(m.addr, timeout=3) as c:
+            res = c.put_batch([("a", b"AAAA"), ("b", memoryview(bytearray(b"BBBB")))])
+        assert [(r.key, r.ok) for r in res] == [("a", True), ("b", True)]
+        assert res[0].incarnation == sexton.Incarnation(7, 40) and res[1].incarnation == sexton.Incarnation(7, 50)
+        methods = [meth for meth, _ in m.requests]
+        assert methods == ["BatchPutStart", "BatchPutStart", "PutRevoke", "BatchPutEnd", "PutStart", "PutEnd"], methods
+        bodies = [b for _, b in m.requests]
+        assert bodies[0]["sess"] == bodies[1]["sess"]
+        assert bodies[2]["key"] == "b" and bodies[2]["inc"] == inc_b
+        assert [it["key"] for it in bodies[3]["items"]] == ["a"]
+        writes = [(b["key"], b["value"]) for meth, b in h.requests if meth == "HolderWrite"]
+        assert writes == [("a", b"AAAA"), ("b", b"BBBB"), ("b", b"BBBB")]
+    finally:
+        h.close()
+        m.close()
+
+
+def test_pipelined_calls_get_their_own_answers() -> None:
+    # Three calls sent before any answer is read: each answer lands with
+    # the call of its id, a value into that call's buffer when it gave one
+    # (and fits), decoded whole otherwise.
+    v1, v2 = b"first value", b"second!"
+    srv = harness.FakeServer(lambda m, b: ("ok", {"value": v1 if b["key"] == "one" else v2}))
+    try:
+        conn = wire.Connection(srv.addr, max_frame=wire.DATA_MAX_FRAME, deadline=time.monotonic() + 5)
+        b1, b2 = bytearray(len(v1)), bytearray(64)
+        calls = [wire.PipelinedCall("HolderRead", {"key": "two"}, into=memoryview(b2)),
+                 wire.PipelinedCall("HolderRead", {"key": "one"}, into=memoryview(b1)),
+                 wire.PipelinedCall("HolderRead", {"key": "two"})]
+        out = conn.pipeline(calls, time.monotonic() + 5)
+        assert [e for e, _ in out] == [None, None, None]
+        assert out[0][1] == {"value": len(v2), "into": True} and bytes(b2[:len(v2)]) == v2
+        assert out[1][1] == {"value": len(v1), "into": True} and bytes(b1) == v1
+        assert out[2][1] == {"value": v2}
+        conn.close()
+    finally:
+        srv.close()
+
+
+def test_get_batch_asks_again_only_for_keys_whose_holder_lost_the_incarnation() -> None:
+    old, new, other = {"h": 1, "l": 5}, {"h": 1, "l": 9}, {"h": 1, "l": 6}
+
+    def holder(method: str, body: Any) -> Tuple[str, Any]:
+        if body["inc"] == old:
+            return ("err", {"code": "OBJECT_NOT_FOUND", "msg": "replaced"})
+        return ("ok", {"value": b"new!" if body["key"] == "k" else b"xy"})
+
+    h = harness.FakeServer(holder)
+    answers = iter([{"k": old, "o": other}, {"k": new}])
+
+    def master(method: str, body: Any) -> Tuple[str, Any]:
+        incs = next(answers)
+        results = []
+        for k in body["keys"]:
+            if k == "gone":
+                results.append({"err": {"code": "OBJECT_NOT_FOUND", "msg": "no such key"}})
+                continue
+            results.append({"object": {"key": k, "size": 4 if k == "k" else 2, "inc": incs[k], "created": 0,
+                                       "replicas": [{"kind": 1, "seg": "s", "ep": h.addr}]}})
+        return ("ok", {"results": results})
+
+    m = harness.FakeServer(master)
+    try:
+        with sexton.Client(m.addr, timeout=3) as c:
+            res = c.get_batch(["k", "gone", "o"])
+        assert bytes(res[0].value) == b"new!" and res[0].info.incarnation == sexton.Incarnation(1, 9)
+        assert isinstance(res[1].error, sexton.ObjectNotFound) and res[1].info is None
+        assert bytes(res[2].value) == b"xy"
+        assert [(meth, b["keys"]) for meth, b in m.requests] == [("BatchGet", ["k", "gone", "o"]), ("BatchGet", ["k"])]
+    finally:
+        h.close()
+        m.close()
