@@ -135,7 +135,7 @@ func TestMutualTLSEverywhere(t *testing.T) {
 	// A holder with a certificate of another CA never mounts.
 	bad := &holderNode{name: "hbad", dir: filepath.Join(dir, "hbad"), addr: freePort(t), pool: "p1"}
 	badArgs := []string{"holder", "--masters", strings.Join(c.addrs(), ","), "--dir", bad.dir, "--rpc-addr", bad.addr,
-		"--pool", "p1", "--client-id", "hbad", "--capacity", "1GiB", "--log-level", "debug"}
+		"--pool", "p1", "--client-id", "hbad", "--capacity", "1GiB", "--log-level", "debug", "--tls-client-auth", "require"}
 	bad.proc = startProc(t, "hbad", bad.dir+".log", nil, append(badArgs, tlsArgs(intruder)...)...)
 	time.Sleep(3 * time.Second)
 	var segs api.ListSegmentsResponse

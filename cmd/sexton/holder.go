@@ -31,6 +31,7 @@ func runHolder(args []string) error {
 	var tf tlsFlags
 	tf.register(fs)
 	requireCert := clientAuthFlag(fs)
+	insecure := insecureNoClientAuthFlag(fs)
 	// The GC settings come from MOONCAKE_OFFLOAD_* first; a bad variable
 	// refuses to start rather than fall back to a default.
 	gcEnv, err := holder.GCOptionsFromEnv()
@@ -60,6 +61,10 @@ func runHolder(args []string) error {
 	if tlsRequire && tlsSrc == nil {
 		return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
 	}
+	securityWarning, err := serverSecurity("holder data port", tlsSrc != nil, tlsRequire, *token, *insecure)
+	if err != nil {
+		return err
+	}
 	capBytes, err := parseSize(*capacity)
 	if err != nil {
 		return fmt.Errorf("--capacity: %w", err)
@@ -87,6 +92,9 @@ func runHolder(args []string) error {
 		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", *logLevel)
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "holder", Level: level, Output: os.Stderr}).With("holder", *clientID)
+	if securityWarning != "" {
+		logger.Warn(securityWarning)
+	}
 	sd := notifyHolder(*dir)
 	defer sd.Stop()
 	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ListenAddr: *addr, HTTPAddr: *httpAddr,

@@ -21,6 +21,8 @@ type masterOptions struct {
 	// HeapFloor is the least the Go heap grows between two collections
 	// (internal/heapfloor); 0 leaves the collector to GOGC alone.
 	HeapFloor uint64
+	// SecurityWarning is logged at every start (serverSecurity).
+	SecurityWarning string
 }
 
 // maxHeapFloor bounds --gc-heap-floor: a floor is headroom over the live
@@ -64,6 +66,7 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 	var tf tlsFlags
 	tf.register(fs)
 	requireCert := clientAuthFlag(fs)
+	insecure := insecureNoClientAuthFlag(fs)
 	fs.BoolVar(&cfg.EnableDebug, "enable-debug", envBool("SEXTON_ENABLE_DEBUG", false), "serve /debug/pprof/ on the HTTP listener (env SEXTON_ENABLE_DEBUG)")
 	heapFloor := fs.String("gc-heap-floor", envString("SEXTON_GC_HEAP_FLOOR", "0"), "the least the Go heap grows between two collections: while the live heap is small the collector waits for this much garbage instead of GOGC percent of the heap, trading up to this much memory for CPU; a heap larger than the floor collects as GOGC says; GOMEMLIMIT still holds; 0 turns it off (env SEXTON_GC_HEAP_FLOOR)")
 	return opts, func(args []string) error {
@@ -132,7 +135,8 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 		if cfg.TLSRequireClientCert && cfg.TLS == nil {
 			return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
 		}
-		return nil
+		opts.SecurityWarning, err = serverSecurity("master RPC port", cfg.TLS != nil, cfg.TLSRequireClientCert, cfg.ClusterToken, *insecure)
+		return err
 	}
 }
 
@@ -144,6 +148,9 @@ func runMaster(args []string) error {
 	cfg := &opts.Config
 	// One master in this process: raft's timings are its own.
 	cfg.Collectors = append(cfg.Collectors, master.InstallRaftTimings())
+	if opts.SecurityWarning != "" {
+		cfg.Logger.Warn(opts.SecurityWarning)
+	}
 	floor := heapfloor.Start(opts.HeapFloor)
 	defer floor.Stop()
 	n, err := master.New(*cfg)
