@@ -339,6 +339,16 @@ func TestOpenRaftPortIsWarnedAbout(t *testing.T) {
 	}
 }
 
+// The development cluster (sexton dev) runs without token or TLS by
+// design: it notes the open Raft port at Info, without the warning.
+func TestDevMasterDoesNotWarnAboutOpenRaftPort(t *testing.T) {
+	tc := startCluster(t, 1, func(c *Config) { c.Dev = true })
+	logs := tc.logs.String()
+	if strings.Contains(logs, openRaftWarning) || !strings.Contains(logs, "development cluster: the Raft port has neither cluster token nor TLS") {
+		t.Fatalf("dev master's logs:\n%s", logs)
+	}
+}
+
 // relayLayer is the stream layer of an intruder who receives a master's
 // own Raft dials (its address is in the master's configuration) and
 // relays them: each Dial connects to the target, passes the target's
