@@ -15,8 +15,8 @@ import (
 
 	"sexton/api"
 	"sexton/client"
-	"sexton/holder"
 	"sexton/devcluster"
+	"sexton/holder"
 )
 
 func newTestClient(t testing.TB, addrs []string) *client.Client {

@@ -58,7 +58,7 @@ func Start(cfg Config) (*Cluster, error) {
 		log = hclog.NewNullLogger()
 	}
 	n, err := master.New(master.Config{ID: "dev", DataDir: filepath.Join(cfg.Dir, "master"), RaftAddr: cfg.RaftAddr,
-		RPCAddr: cfg.RPCAddr, HTTPAddr: cfg.HTTPAddr, Bootstrap: true, DFS: cfg.DFS, Logger: log.Named("master"),
+		RPCAddr: cfg.RPCAddr, HTTPAddr: cfg.HTTPAddr, Bootstrap: true, Dev: true, DFS: cfg.DFS, Logger: log.Named("master"),
 		// The one master of the process: raft's timings are its own.
 		Collectors: []prometheus.Collector{raftio.InstallRaftTimings()}})
 	if err != nil {

@@ -1,15 +1,19 @@
 package holder
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"sexton/internal/tlsconf"
 )
 
-// startHTTP serves the operator's endpoints, as a master does:
+// startHTTP serves the operator's endpoints, as a master does (HTTPS
+// when the holder runs TLS):
 // /metrics (this holder's registry), /healthz (the process answers) and
 // /readyz (200 only while mounted with the mount's replay done; the store
 // was recovered before the service started, or it would not exist).
@@ -29,6 +33,12 @@ func (s *Service) startHTTP(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
+	}
+	if s.cfg.TLS != nil {
+		// HTTPS with the holder's certificate, as on a master; a client
+		// certificate is optional whatever --tls-client-auth says: probes
+		// and scrapers rarely carry one, and nothing here changes state.
+		ln = tls.NewListener(ln, s.cfg.TLS.ServerConfig(tlsconf.VerifyClientCertIfGiven))
 	}
 	s.httpLn = ln
 	// Bounded header reads: the listener faces whoever can reach it.

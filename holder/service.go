@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"sexton/api"
+	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
 )
@@ -122,6 +123,9 @@ func StartService(store *Store, cfg ServiceConfig) (*Service, error) {
 	cfg.setDefaults()
 	if len(cfg.Masters) == 0 {
 		return nil, fmt.Errorf("holder: no master addresses")
+	}
+	if err := secret.CheckToken("--cluster-token", cfg.ClusterToken); err != nil {
+		return nil, err
 	}
 	if cfg.ClientID == "" {
 		cfg.ClientID = "holder-" + string(store.SegmentID())

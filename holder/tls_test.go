@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"io"
 	"net"
+	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,5 +90,46 @@ func TestHolderTLSBothWays(t *testing.T) {
 	}
 	if err := status(tlsSource(t, ca, "client2").ClientConfig()); err != nil {
 		t.Fatalf("after a reload: %v", err)
+	}
+}
+
+// A TLS holder serves /metrics, /healthz and /readyz over HTTPS with its
+// certificate, to a scraper without a client certificate even where the
+// data listener requires one, and refuses plain HTTP.
+func TestHolderHTTPIsHTTPSWithTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca, _ := tlstest.NewCA(dir, "cluster")
+	s := openT(t, t.TempDir(), StoreOptions{})
+	defer s.Close()
+	// No master answers: the HTTP port serves from the start.
+	svc, err := StartService(s, ServiceConfig{Masters: []string{"127.0.0.1:1"}, ListenAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond,
+		TLS: tlsSource(t, ca, "holder"), TLSRequireClientCert: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	pem, err := os.ReadFile(ca.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := hc.Get("https://" + svc.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics over HTTPS: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "sexton_holder_") {
+		t.Fatalf("GET /metrics over HTTPS: %s\n%.300s", resp.Status, body)
+	}
+	plain := &http.Client{Timeout: 5 * time.Second}
+	if resp, err := plain.Get("http://" + svc.HTTPAddr() + "/metrics"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatalf("plain HTTP /metrics answered %s", resp.Status)
+		}
 	}
 }

@@ -135,7 +135,7 @@ func TestMutualTLSEverywhere(t *testing.T) {
 	// A holder with a certificate of another CA never mounts.
 	bad := &holderNode{name: "hbad", dir: filepath.Join(dir, "hbad"), addr: freePort(t), pool: "p1"}
 	badArgs := []string{"holder", "--masters", strings.Join(c.addrs(), ","), "--dir", bad.dir, "--rpc-addr", bad.addr,
-		"--pool", "p1", "--client-id", "hbad", "--capacity", "1GiB", "--log-level", "debug"}
+		"--pool", "p1", "--client-id", "hbad", "--capacity", "1GiB", "--log-level", "debug", "--tls-client-auth", "require"}
 	bad.proc = startProc(t, "hbad", bad.dir+".log", nil, append(badArgs, tlsArgs(intruder)...)...)
 	time.Sleep(3 * time.Second)
 	var segs api.ListSegmentsResponse
@@ -267,4 +267,71 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// The certificates of `sexton tls` run a cluster end to end: a CA, a
+// master, a holder and a client certificate from the binary; a master and
+// a holder requiring client certificates; a put and a get by the CLI with
+// the client certificate. A client without TLS is told at once, at the
+// master and at the holder, that the port speaks TLS; the holder's
+// /metrics is HTTPS for a scraper with the CA alone, and not plain HTTP.
+func TestTLSHelperCertificatesRunACluster(t *testing.T) {
+	dir := t.TempDir()
+	pki := filepath.Join(dir, "pki")
+	runCLI(t, "tls", "ca", "--dir", pki)
+	runCLI(t, "tls", "cert", "--dir", pki, "--role", "master", "--name", "m1", "--ip", "127.0.0.1", "--dns", "localhost")
+	runCLI(t, "tls", "cert", "--dir", pki, "--role", "holder", "--name", "h1", "--ip", "127.0.0.1")
+	runCLI(t, "tls", "cert", "--dir", pki, "--role", "client", "--name", "app")
+	files := func(role, name string) tlsconf.Files {
+		base := filepath.Join(pki, role+"-"+name)
+		return tlsconf.Files{Cert: base + ".crt", Key: base + ".key", CA: filepath.Join(pki, "ca.crt")}
+	}
+	c := startCluster(t, 1, append(tlsArgs(files("master", "m1")), "--tls-client-auth", "require")...)
+	holderHTTP := freePort(t)
+	c.holderExtra = func(string) []string {
+		return append(tlsArgs(files("holder", "h1")), "--tls-client-auth", "require", "--http-addr", holderHTTP)
+	}
+	h := c.startHolder(t, "h1", "default")
+
+	cliArgs := append([]string{"--masters", c.nodes[0].rpcAddr}, tlsArgs(files("client", "app"))...)
+	valueFile := filepath.Join(dir, "value")
+	if err := os.WriteFile(valueFile, []byte("from the helper"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runCLI(t, append([]string{"put", "helper/a", valueFile}, cliArgs...)...)
+	if out := runCLI(t, append([]string{"get", "helper/a"}, cliArgs...)...); out != "from the helper" {
+		t.Fatalf("CLI get with the client certificate: %q", out)
+	}
+
+	// A client without TLS: told what is wrong in well under a second, by
+	// the master and by the holder; the CLI does not retry it.
+	for _, addr := range []string{c.nodes[0].rpcAddr, h.addr} {
+		start := time.Now()
+		dctx, dcancel := ctxT(5 * time.Second)
+		_, err := transport.Dial(dctx, addr, transport.ClientConfig{})
+		dcancel()
+		if took := time.Since(start); api.CodeOf(err) != api.CodeUnauthenticated || !strings.Contains(err.Error(), "this port speaks TLS") || took > time.Second {
+			t.Fatalf("%s: a plain client after %v: %v", addr, took, err)
+		}
+	}
+	start := time.Now()
+	out, err := runCLIErr("get", "helper/a", "--masters", c.nodes[0].rpcAddr)
+	if err == nil || !strings.Contains(out, "this port speaks TLS: give --tls-ca") || time.Since(start) > 5*time.Second {
+		t.Fatalf("CLI without TLS after %v: %v\n%s", time.Since(start), err, out)
+	}
+
+	// The holder's HTTP port: HTTPS with its certificate, no client
+	// certificate needed; plain HTTP gets nothing.
+	caOnly := clientTLS(t, files("client", "app")).Clone()
+	caOnly.GetClientCertificate = nil
+	if got := httpsGet(t, "https://"+holderHTTP+"/metrics", caOnly); !strings.Contains(got, "sexton_holder_") {
+		t.Fatalf("holder /metrics over HTTPS:\n%.500s", got)
+	}
+	plain := &http.Client{Timeout: 5 * time.Second}
+	if resp, err := plain.Get("http://" + holderHTTP + "/metrics"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatalf("holder /metrics over plain HTTP: %s", resp.Status)
+		}
+	}
 }

@@ -10,13 +10,16 @@ import (
 	"sexton/transport"
 )
 
+// testToken is a cluster token of the strength the binary asks for.
+const testToken = "test-cluster-token-0123456789abcdef"
+
 // Against a real master with a cluster token: a wrong token, an oversized
 // frame, garbage bytes and a client that connects and stalls are refused,
 // and a well-behaved client is served throughout.
 func TestBadClientsAreRefusedWithoutDisturbingOthers(t *testing.T) {
-	c := startCluster(t, 1, "--cluster-token", "s3cret")
+	c := startCluster(t, 1, "--cluster-token", testToken)
 	addr := c.nodes[0].rpcAddr
-	good := dialT(t, addr, "s3cret")
+	good := dialT(t, addr, testToken)
 	ping := func(what string) {
 		t.Helper()
 		ctx, cancel := ctxT(5 * time.Second)

@@ -12,6 +12,7 @@ import (
 	"sexton/dfsio"
 	"sexton/fsm"
 	"sexton/grant"
+	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 	"sexton/raftio"
 )
@@ -60,7 +61,11 @@ type Config struct {
 	Bootstrap bool
 
 	ClusterToken string
-	LogStore     string // "boltdb", "wal", or "" for what the data dir holds (ChooseLogStore)
+	// Dev is the one-process development cluster (sexton dev), which runs
+	// on loopback without token or TLS by design: the open Raft port is
+	// then an Info line, not a warning.
+	Dev      bool
+	LogStore string // "boltdb", "wal", or "" for what the data dir holds (ChooseLogStore)
 	// WALSegmentSize is raft-wal's segment size in bytes (--raft-wal-
 	// segment-size); 0: DefaultWALSegmentSize. Only with LogStore "wal".
 	WALSegmentSize int
@@ -229,6 +234,9 @@ func (c *Config) setDefaults() {
 }
 
 func (c *Config) validate() error {
+	if err := secret.CheckToken("--cluster-token", c.ClusterToken); err != nil {
+		return err
+	}
 	switch c.LogStore {
 	case "", raftio.LogStoreBoltDB, raftio.LogStoreWAL:
 	default:

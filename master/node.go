@@ -180,7 +180,9 @@ func (n *Node) startRaft() error {
 		Token: cfg.ClusterToken, TLS: cfg.TLS, Peers: peers,
 		Refused: func(side, reason string) { n.metrics.raftRefused.WithLabelValues(side, reason).Inc() },
 	}
-	if auth.Open() {
+	if auth.Open() && cfg.Dev {
+		n.log.Info("development cluster: the Raft port has neither cluster token nor TLS", "raft_addr", cfg.RaftAddr)
+	} else if auth.Open() {
 		n.log.Warn(raftio.OpenRaftWarning+": with neither a cluster token nor TLS, whoever reaches it can vote, append entries and install snapshots (set --cluster-token or --tls-cert/--tls-key/--tls-ca)", "raft_addr", cfg.RaftAddr)
 	}
 	trans, err := raftio.NewRaftTransportWithAuth(cfg.RaftAddr, auth, n.log.Named("raft-net"))

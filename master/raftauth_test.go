@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,10 +17,31 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/api"
+	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 	"sexton/internal/tlsconf/tlstest"
 	"sexton/raftio"
 )
+
+// Cluster tokens of the strength secret.CheckToken asks for: two
+// different ones, for a cluster and an odd master out.
+const (
+	testToken      = "test-cluster-token-0123456789abcdef"
+	testOtherToken = "other-cluster-token-0123456789abcdef"
+)
+
+// A master refuses to start with a token too short to be a secret, and
+// says how to make one; nothing is created in its data dir.
+func TestWeakClusterTokenIsRefused(t *testing.T) {
+	cfg := Config{ID: "m1", DataDir: t.TempDir(), RaftAddr: "127.0.0.1:0", RPCAddr: "127.0.0.1:0", ClusterToken: "s3cret", Bootstrap: true}
+	_, err := New(cfg)
+	if err == nil || !strings.Contains(err.Error(), "--cluster-token is 6 bytes") || !strings.Contains(err.Error(), secret.GenerateCommand) {
+		t.Fatalf("a 6-byte token: %v", err)
+	}
+	if ents, _ := os.ReadDir(cfg.DataDir); len(ents) != 0 {
+		t.Fatalf("data dir written by a refused start: %v", ents)
+	}
+}
 
 // raftView is what an intruder on the Raft port could change: a node's
 // term, the leader it follows, its log and applied index.
@@ -90,7 +112,7 @@ func injectHigherTerm(t *testing.T, tr *raft.NetworkTransport, target raft.Serve
 // move the cluster's term, leader or state with a higher-term
 // AppendEntries or RequestVote.
 func TestRaftPortRefusesStrangers(t *testing.T) {
-	tc := startCluster(t, 3, slowElections, func(c *Config) { c.ClusterToken = "s3cret" })
+	tc := startCluster(t, 3, slowElections, func(c *Config) { c.ClusterToken = testToken })
 	tc.mountHolder(t, "seg-a", "")
 	ps := tc.put(t, "k", 10, 1)
 	li := tc.leaderIndex(t)
@@ -275,9 +297,9 @@ func TestRaftTLSCluster(t *testing.T) {
 // and the leadership does not move.
 func TestRaftTokenMismatchBetweenMasters(t *testing.T) {
 	tc := startCluster(t, 3, slowElections, func(c *Config) {
-		c.ClusterToken = "right"
+		c.ClusterToken = testToken
 		if c.ID == "m3" {
-			c.ClusterToken = "wrong"
+			c.ClusterToken = testOtherToken
 		}
 	})
 	leader := tc.waitLeader(t)
@@ -315,6 +337,16 @@ func TestOpenRaftPortIsWarnedAbout(t *testing.T) {
 	i := strings.Index(logs, raftio.OpenRaftWarning)
 	if i < 0 || !strings.Contains(logs[max(0, i-40):i], "[WARN]") {
 		t.Fatalf("no WARN %q in the logs", raftio.OpenRaftWarning)
+	}
+}
+
+// The development cluster (sexton dev) runs without token or TLS by
+// design: it notes the open Raft port at Info, without the warning.
+func TestDevMasterDoesNotWarnAboutOpenRaftPort(t *testing.T) {
+	tc := startCluster(t, 1, func(c *Config) { c.Dev = true })
+	logs := tc.logs.String()
+	if strings.Contains(logs, raftio.OpenRaftWarning) || !strings.Contains(logs, "development cluster: the Raft port has neither cluster token nor TLS") {
+		t.Fatalf("dev master's logs:\n%s", logs)
 	}
 }
 
@@ -441,7 +473,7 @@ func (r *relayLayer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn
 // both masters refuse (the proof names the ghost as its target), and no
 // term, leader or state moves.
 func TestRaftHandshakeRelayIsRefused(t *testing.T) {
-	tc := startCluster(t, 3, slowElections, func(c *Config) { c.ClusterToken = "s3cret" })
+	tc := startCluster(t, 3, slowElections, func(c *Config) { c.ClusterToken = testToken })
 	tc.commitOn(t, 1000, 0, 1, 2)
 	li := tc.leaderIndex(t)
 	fi := (li + 1) % 3
@@ -559,7 +591,7 @@ func TestRaftJoinWithTokenAndTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc := startCluster(t, 3, func(c *Config) {
-		c.ClusterToken = "s3cret"
+		c.ClusterToken = testToken
 		c.TLS = issueMasterTLS(t, ca, c.ID)
 	})
 	cfg := tc.cfgs[0]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,6 +102,10 @@ func (c *Conn) handshake(ctx context.Context) error {
 		}
 		var ae *api.Error
 		if errors.As(err, &ae) {
+			if ae.Code == api.CodeUnauthenticated && strings.HasPrefix(ae.Message, PortSpeaksTLS) {
+				// A TLS server's answer to this plain client (sniff.go).
+				return api.Errorf(ae.Code, "handshake with %s: %s", c.addr, ae.Message)
+			}
 			return ae
 		}
 		if isTimeout(err) {

@@ -174,10 +174,13 @@ func (s *Server) Serve(l net.Listener) error {
 			nc.Close()
 			return ErrServerClosed
 		}
+		var sniff *sniffConn
 		if s.cfg.TLS != nil {
-			nc = tls.Server(nc, s.cfg.TLS)
+			sniff = newSniffConn(nc)
+			nc = tls.Server(sniff, s.cfg.TLS)
 		}
 		sc := newServerConn(s, nc)
+		sc.sniff = sniff
 		s.conns[sc] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()

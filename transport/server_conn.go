@@ -30,6 +30,9 @@ type serverConn struct {
 	// closes without a frame: writing one would wait for the handshake
 	// (crypto/tls serialises them), i.e. for a silent client's timeout.
 	tlsPending atomic.Bool
+	// sniff is the raw connection under TLS (nil without): its first byte
+	// tells a TLS client from a plain one (sniff.go).
+	sniff *sniffConn
 }
 
 func newServerConn(s *Server, nc net.Conn) *serverConn {
@@ -114,6 +117,11 @@ func (sc *serverConn) handshakeSteps() error {
 	if err := nc.SetReadDeadline(deadline); err != nil {
 		return err
 	}
+	if sc.sniff != nil {
+		if err := sc.sniff.sniff(deadline); err != nil {
+			return err
+		}
+	}
 	if tc, ok := nc.(*tls.Conn); ok {
 		// Explicitly, so a failure is logged as what it is rather than as
 		// an unreadable hello; nothing can be told to the client in our
@@ -140,6 +148,12 @@ func (sc *serverConn) handshakeSteps() error {
 	}
 	if err := sc.link.writeDirect(buf, deadline); err != nil {
 		return fmt.Errorf("sending hello: %w", err)
+	}
+	if b, err := sc.link.br.Peek(1); err == nil && b[0] == tlsRecordHandshake && sc.sniff == nil {
+		// A frame's first byte is the top of a length far below 2^24; a
+		// TLS ClientHello starts with 0x16. The client has failed on our
+		// hello by now; the log says why.
+		return fmt.Errorf("a TLS client on this plain port (%s)", PortIsPlain)
 	}
 	frame, err := readFrameBody(sc.link.br, handshakeMaxFrame)
 	if err != nil {

@@ -39,7 +39,9 @@ func tlsHandshake(ctx context.Context, nc net.Conn, addr string, cfg ClientConfi
 	}
 	var rh tls.RecordHeaderError
 	if errors.As(err, &rh) {
-		return nil, api.Errorf(api.CodeUnavailable, "TLS handshake with %s: %v (is the server without TLS?)", addr, err)
+		// A plain server's first frame (its hello) is no TLS record: a
+		// configuration mismatch another attempt will not fix.
+		return nil, api.Errorf(api.CodeUnauthenticated, "TLS handshake with %s: %s: drop --tls-ca, --tls-cert and --tls-key, or turn TLS on at the server (%v)", addr, PortIsPlain, err)
 	}
 	return nil, api.Errorf(api.CodeUnavailable, "TLS handshake with %s: %v", addr, err)
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"sexton/api"
 	"sexton/internal/tlsconf"
 	"sexton/internal/tlsconf/tlstest"
@@ -85,10 +87,49 @@ func TestTLSMutualWithToken(t *testing.T) {
 	_, err := Dial(context.Background(), ts.addr, ClientConfig{Token: "wrong", TLS: f.client.ClientConfig()})
 	requireCode(t, err, api.CodeUnauthenticated)
 
-	_, err = Dial(context.Background(), ts.addr, ClientConfig{Token: "tok", HandshakeTimeout: 300 * time.Millisecond})
-	ae := requireCode(t, err, api.CodeUnavailable)
-	if !strings.Contains(ae.Message, "does the server use TLS") {
+	_, err = Dial(context.Background(), ts.addr, ClientConfig{Token: "tok"})
+	ae := requireCode(t, err, api.CodeUnauthenticated)
+	if !strings.Contains(ae.Message, PortSpeaksTLS) {
 		t.Fatalf("plain client against a TLS server: %q", ae.Message)
+	}
+}
+
+// A plain client on a TLS port fails in well under a second (not after
+// the handshake timeout) with an error that says the port speaks TLS and
+// what to give; the refusal is counted; a TLS client that is slow to send
+// its ClientHello is still served, and so are TLS clients afterwards.
+func TestPlainClientOnTLSPortFailsFast(t *testing.T) {
+	f := newTLSFixture(t)
+	for _, auth := range []tlsconf.ClientAuth{tlsconf.RequireClientCert, tlsconf.VerifyClientCertIfGiven} {
+		ts := startServer(t, ServerConfig{TLS: f.server.ServerConfig(auth)}, nil)
+		start := time.Now()
+		_, err := Dial(context.Background(), ts.addr, ClientConfig{})
+		took := time.Since(start)
+		ae := requireCode(t, err, api.CodeUnauthenticated)
+		if took > time.Second || !strings.Contains(ae.Message, ts.addr+": "+PortSpeaksTLS) || !strings.Contains(ae.Message, "--tls-ca") {
+			t.Fatalf("plain client on a TLS port: after %v: %q", took, ae.Message)
+		}
+		// The server counts the refusal after the client has it.
+		for i := 0; ts.Stats().Refused != 1; i++ {
+			if i == 250 {
+				t.Fatalf("refused %d connections, want 1", ts.Stats().Refused)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+
+		// A TLS client that waits 100 ms before its ClientHello.
+		nc, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		cfg := f.client.ClientConfigFor(ts.addr)
+		tc := tls.Client(nc, cfg)
+		if err := tc.Handshake(); err != nil {
+			t.Fatalf("a TLS client 100 ms slow to start: %v", err)
+		}
+		tc.Close()
+		mustEcho(t, dial(t, ts.addr, ClientConfig{TLS: f.client.ClientConfig()}), 1)
 	}
 }
 
@@ -127,16 +168,43 @@ func TestTLSRefusesForeignCertificates(t *testing.T) {
 	}
 }
 
-// A TLS client against a plain server fails at once, saying so.
+// A TLS client against a plain server fails at once, saying so; the
+// server logs why it dropped the connection.
 func TestTLSClientAgainstPlainServer(t *testing.T) {
 	f := newTLSFixture(t)
-	ts := startServer(t, ServerConfig{}, nil)
+	var logs strings.Builder
+	var mu sync.Mutex
+	ts := startServer(t, ServerConfig{Logger: hclog.New(&hclog.LoggerOptions{Output: &lockedWriter{mu: &mu, w: &logs}})}, nil)
 	start := time.Now()
 	_, err := Dial(context.Background(), ts.addr, ClientConfig{TLS: f.client.ClientConfig()})
-	ae := requireCode(t, err, api.CodeUnavailable)
-	if !strings.Contains(ae.Message, "without TLS") || time.Since(start) > 5*time.Second {
+	ae := requireCode(t, err, api.CodeUnauthenticated)
+	if !strings.Contains(ae.Message, PortIsPlain) || time.Since(start) > time.Second {
 		t.Fatalf("after %v: %q", time.Since(start), ae.Message)
 	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		got := logs.String()
+		mu.Unlock()
+		if strings.Contains(got, "a TLS client on this plain port") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not log the TLS client: %q", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // After the server reloads onto another CA, an established connection

@@ -26,11 +26,12 @@ func runHolder(args []string) error {
 	capacity := fs.String("capacity", envString("SEXTON_HOLDER_CAPACITY", "0"), "bytes this holder may use, plain or with a unit such as 4GiB (env SEXTON_HOLDER_CAPACITY)")
 	metaReserve := fs.String("metadata-reserve", envString(holder.EnvMetadataReserve, "auto"), "space kept for tombstones and GC metadata: puts are refused while less is free, and a file of this size (.space_reserve) is preallocated and released when a deletion meets a full disk; bytes with an optional unit, auto (sized from the bucket keys limit) or 0 to turn it off (env "+holder.EnvMetadataReserve+")")
 	clientID := fs.String("client-id", envString("SEXTON_HOLDER_CLIENT_ID", ""), "client id (default: derived from the segment id)")
-	token := fs.String("cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "cluster token (env SEXTON_CLUSTER_TOKEN)")
+	token := fs.String("cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "cluster token, at least 32 bytes (sexton operator token generate makes one; env SEXTON_CLUSTER_TOKEN)")
 	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), "log level")
 	var tf tlsFlags
 	tf.register(fs)
 	requireCert := clientAuthFlag(fs)
+	insecure := insecureNoClientAuthFlag(fs)
 	// The GC settings come from MOONCAKE_OFFLOAD_* first; a bad variable
 	// refuses to start rather than fall back to a default.
 	gcEnv, err := holder.GCOptionsFromEnv()
@@ -60,6 +61,10 @@ func runHolder(args []string) error {
 	if tlsRequire && tlsSrc == nil {
 		return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
 	}
+	securityWarning, err := serverSecurity("holder data port", tlsSrc != nil, tlsRequire, *token, *insecure)
+	if err != nil {
+		return err
+	}
 	capBytes, err := parseSize(*capacity)
 	if err != nil {
 		return fmt.Errorf("--capacity: %w", err)
@@ -87,6 +92,9 @@ func runHolder(args []string) error {
 		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", *logLevel)
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "holder", Level: level, Output: os.Stderr}).With("holder", *clientID)
+	if securityWarning != "" {
+		logger.Warn(securityWarning)
+	}
 	sd := notifyHolder(*dir)
 	defer sd.Stop()
 	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ListenAddr: *addr, HTTPAddr: *httpAddr,

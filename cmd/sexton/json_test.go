@@ -131,11 +131,12 @@ func TestJSONOutputOfEveryVerb(t *testing.T) {
 		"operator segments":         {{wantKey: "mount_epoch"}},
 		"operator fsck":             {{wantKey: "segments"}},
 		// A dry run: the dev cluster is not fresh, but nothing is proposed.
-		"operator rebuild":      {{args: []string{"--dry-run"}, wantKey: "adopt"}},
-		"operator dfs status":   {{wantKey: "stray_files"}},
-		"operator settings":     {{wantKey: "settings"}, {args: []string{"show"}, wantKey: "index"}},
-		"operator jobs":         {{wantKey: "jobs"}},
-		"operator settings set": {{args: []string{"--registry-capacity", "40000"}, wantKey: "settings"}},
+		"operator rebuild":        {{args: []string{"--dry-run"}, wantKey: "adopt"}},
+		"operator dfs status":     {{wantKey: "stray_files"}},
+		"operator settings":       {{wantKey: "settings"}, {args: []string{"show"}, wantKey: "index"}},
+		"operator jobs":           {{wantKey: "jobs"}},
+		"operator settings set":   {{args: []string{"--registry-capacity", "40000"}, wantKey: "settings"}},
+		"operator token generate": {{wantKey: "token"}},
 		// After the cluster is closed: inspect reads the directory offline.
 		"holder inspect": {{args: []string{filepath.Join(dir, "holder")}, wantKey: "live_objects"}},
 	}

@@ -22,6 +22,8 @@ type masterOptions struct {
 	// HeapFloor is the least the Go heap grows between two collections
 	// (internal/heapfloor); 0 leaves the collector to GOGC alone.
 	HeapFloor uint64
+	// SecurityWarning is logged at every start (serverSecurity).
+	SecurityWarning string
 }
 
 // maxHeapFloor bounds --gc-heap-floor: a floor is headroom over the live
@@ -40,7 +42,7 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", envString("SEXTON_HTTP_ADDR", "127.0.0.1:7201"), "HTTP address for /metrics, /healthz, /readyz, /v1/status; empty disables (env SEXTON_HTTP_ADDR)")
 	peers := fs.String("peers", envString("SEXTON_PEERS", ""), "initial voters ID=RAFT_ADDR,... (env SEXTON_PEERS)")
 	boot := fs.Bool("bootstrap", envBool("SEXTON_BOOTSTRAP", false), "bootstrap a new cluster from --peers if this node has no state; safe on every node (env SEXTON_BOOTSTRAP)")
-	fs.StringVar(&cfg.ClusterToken, "cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "shared secret every connection must prove (env SEXTON_CLUSTER_TOKEN)")
+	fs.StringVar(&cfg.ClusterToken, "cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "shared secret every connection must prove, at least 32 bytes (sexton operator token generate makes one; env SEXTON_CLUSTER_TOKEN)")
 	fs.StringVar(&cfg.LogStore, "raft-log-store", envString("SEXTON_RAFT_LOG_STORE", ""), "raft log store: boltdb or wal; unset, the kind the data dir holds (raft.db: boltdb, raft-wal/: wal) and wal for a new data dir. One that contradicts the data dir is refused: sexton operator raft migrate-log-store moves a stopped node's log (env SEXTON_RAFT_LOG_STORE)")
 	walSegment := fs.String("raft-wal-segment-size", envString("SEXTON_RAFT_WAL_SEGMENT_SIZE", "64MiB"), "size of each raft-wal segment file, preallocated whole: the data dir needs room for two (on raft-wal; env SEXTON_RAFT_WAL_SEGMENT_SIZE)")
 	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", envDuration("SEXTON_RAFT_HEARTBEAT_TIMEOUT", 0), "raft heartbeat timeout (default 500ms)")
@@ -65,6 +67,7 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 	var tf tlsFlags
 	tf.register(fs)
 	requireCert := clientAuthFlag(fs)
+	insecure := insecureNoClientAuthFlag(fs)
 	fs.BoolVar(&cfg.EnableDebug, "enable-debug", envBool("SEXTON_ENABLE_DEBUG", false), "serve /debug/pprof/ on the HTTP listener (env SEXTON_ENABLE_DEBUG)")
 	heapFloor := fs.String("gc-heap-floor", envString("SEXTON_GC_HEAP_FLOOR", "0"), "the least the Go heap grows between two collections: while the live heap is small the collector waits for this much garbage instead of GOGC percent of the heap, trading up to this much memory for CPU; a heap larger than the floor collects as GOGC says; GOMEMLIMIT still holds; 0 turns it off (env SEXTON_GC_HEAP_FLOOR)")
 	return opts, func(args []string) error {
@@ -133,7 +136,8 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 		if cfg.TLSRequireClientCert && cfg.TLS == nil {
 			return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
 		}
-		return nil
+		opts.SecurityWarning, err = serverSecurity("master RPC port", cfg.TLS != nil, cfg.TLSRequireClientCert, cfg.ClusterToken, *insecure)
+		return err
 	}
 }
 
@@ -145,6 +149,9 @@ func runMaster(args []string) error {
 	cfg := &opts.Config
 	// One master in this process: raft's timings are its own.
 	cfg.Collectors = append(cfg.Collectors, raftio.InstallRaftTimings())
+	if opts.SecurityWarning != "" {
+		cfg.Logger.Warn(opts.SecurityWarning)
+	}
 	floor := heapfloor.Start(opts.HeapFloor)
 	defer floor.Stop()
 	n, err := master.New(*cfg)

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 )
 
@@ -85,4 +86,32 @@ func serveSignals(reload func() error) {
 			_ = reload()
 		}
 	}
+}
+
+// insecureNoClientAuthFlag is --insecure-tls-no-client-auth: the one way
+// to run a server with TLS whose clients prove nothing (no client
+// certificate required, no cluster token).
+func insecureNoClientAuthFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("insecure-tls-no-client-auth", envBool("SEXTON_INSECURE_TLS_NO_CLIENT_AUTH", false), "with TLS, --tls-client-auth optional and no --cluster-token: start anyway, although any client that reaches the port may call every method (logged as a warning at every start; env SEXTON_INSECURE_TLS_NO_CLIENT_AUTH)")
+}
+
+// serverSecurity checks a master's or a holder's choice of TLS, client
+// certificates and token before it starts. A weak token, or TLS that
+// authenticates no client (optional client certificates and no token)
+// without --insecure-tls-no-client-auth, is a usage error naming the
+// choices; what is allowed but unauthenticated comes back as a warning
+// the server logs at every start. port names the listener at stake.
+func serverSecurity(port string, tlsOn, requireCert bool, token string, insecure bool) (warning string, err error) {
+	if err := secret.CheckToken("--cluster-token", token); err != nil {
+		return "", usagef("%v", err)
+	}
+	switch {
+	case tlsOn && !requireCert && token == "" && !insecure:
+		return "", usagef("TLS with --tls-client-auth optional and no --cluster-token authenticates no client: anyone who reaches the %s may call every method. Choose one: --tls-client-auth require (every client presents a certificate of --tls-ca), --cluster-token (make one with `%s`), or --insecure-tls-no-client-auth to run so on purpose", port, secret.GenerateCommand)
+	case tlsOn && !requireCert && token == "":
+		return fmt.Sprintf("--insecure-tls-no-client-auth: TLS without a required client certificate and no --cluster-token; anyone who reaches the %s may call every method", port), nil
+	case !tlsOn && token == "":
+		return fmt.Sprintf("the %s is open to anyone: with neither a cluster token nor TLS, whoever reaches it may call every method (set --cluster-token, or --tls-cert/--tls-key/--tls-ca with --tls-client-auth require)", port), nil
+	}
+	return "", nil
 }

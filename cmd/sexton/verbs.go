@@ -93,6 +93,10 @@ func init() {
 		{path: "operator jobs", summary: "list bulk-delete jobs (rm --prefix) and their progress", group: "operator", takes: clusterFlags | jsonFlag, setup: setupJobs},
 		{path: "operator jobs cancel", args: "ID", summary: "cancel a bulk-delete job (what it removed stays removed)", group: "operator", takes: clusterFlags, nargs: one, setup: setupJobsCancel},
 		{path: "operator settings set", summary: "change the replicated settings named", group: "operator", takes: clusterFlags | jsonFlag, setup: setupSettingsSet},
+		{path: "operator token generate", summary: "print a new random cluster token (256 bits, base64url)", group: "operator", takes: jsonFlag, setup: setupTokenGenerate},
+		{path: "tls ca", args: "--dir DIR", summary: "make a cluster CA: DIR/ca.crt and DIR/ca.key (ECDSA P-256, 10 years)", group: "operator", setup: setupTLSCA},
+		{path: "tls cert", args: "--dir DIR --role ROLE --name NAME", summary: "issue DIR/ROLE-NAME.crt/.key from the CA in DIR, naming sexton://ROLE/NAME", group: "operator", setup: setupTLSCert,
+			detail: "ROLE is master, holder (server and client usage; give --dns and/or --ip: every host and\naddress it is dialed by) or client, operator (client usage). A master's NAME is its --id."},
 
 		{path: "bench remove", summary: "Remove/BatchRemove rate and latency on a bench segment", group: "measure", takes: clusterFlags, setup: setupBenchRemove},
 		{path: "bench put", summary: "put throughput and latency, and a put's critical path in parts", group: "measure", takes: clusterFlags, setup: setupBenchPut,

@@ -13,14 +13,12 @@ import (
 // holder's certificate of the same CA cannot speak Raft.
 const (
 	masterURIScheme = "sexton"
-	masterURIHost   = "master"
+	masterURIHost   = RoleMaster
 )
 
 // MasterURI is the subject alternative name that names a certificate the
 // master with Raft server id id.
-func MasterURI(id string) *url.URL {
-	return &url.URL{Scheme: masterURIScheme, Host: masterURIHost, Path: "/" + id}
-}
+func MasterURI(id string) *url.URL { return RoleURI(RoleMaster, id) }
 
 // MasterIDs are the Raft server ids the current certificate of s names
 // as a master of.

@@ -10,7 +10,7 @@ import pytest
 import harness
 import sexton
 
-TOKEN = "python-client-test-token"
+TOKEN = "python-client-test-token-0123456789"  # the servers take 32 bytes or more
 
 
 @pytest.fixture(scope="module")

@@ -3,18 +3,13 @@
 // ::1 and localhost as subject alternative names and both server and client
 // usage, so one certificate serves a node's listeners and its dialers
 // (IssueMaster adds the master names the Raft port requires; IssueClient
-// makes a client-only one).
+// makes a client-only one). The signing itself is tlsconf.Authority's,
+// which `sexton tls` uses too.
 package tlstest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/url"
 	"os"
@@ -24,40 +19,25 @@ import (
 	"sexton/internal/tlsconf"
 )
 
+// validity is how long a test certificate is valid.
+const validity = time.Hour
+
 // CA is a certificate authority whose PEM bundle is at CAFile.
 type CA struct {
 	Dir    string
 	CAFile string
-	cert   *x509.Certificate
-	key    *ecdsa.PrivateKey
-	serial int64
+	auth   *tlsconf.Authority
+	serial int // numbers the files of the certificates issued
 }
 
 // NewCA makes a CA named name and writes its certificate to dir/name-ca.pem.
 func NewCA(dir, name string) (*CA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	auth, err := tlsconf.NewAuthority(name+" test CA", validity)
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name + " test CA"},
-		NotBefore:             time.Now().Add(-time.Minute),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	ca := &CA{Dir: dir, CAFile: filepath.Join(dir, name+"-ca.pem"), cert: cert, key: key, serial: 1}
-	if err := writePEM(ca.CAFile, "CERTIFICATE", der); err != nil {
+	ca := &CA{Dir: dir, CAFile: filepath.Join(dir, name+"-ca.pem"), auth: auth, serial: 1}
+	if err := os.WriteFile(ca.CAFile, tlsconf.CertPEM(auth.Cert.Raw), 0o600); err != nil {
 		return nil, err
 	}
 	return ca, nil
@@ -86,44 +66,32 @@ func (ca *CA) IssueClient(name string) (tlsconf.Files, error) {
 }
 
 func (ca *CA) issue(name string, usage []x509.ExtKeyUsage, uris []*url.URL) (tlsconf.Files, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, key, err := ca.auth.Issue(tlsconf.Leaf{
+		CommonName: name,
+		DNSNames:   []string{"localhost", name},
+		IPs:        []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
+		URIs:       uris,
+		Usage:      usage,
+		Validity:   validity,
+	})
+	if err != nil {
+		return tlsconf.Files{}, err
+	}
+	keyPEM, err := tlsconf.KeyPEM(key)
 	if err != nil {
 		return tlsconf.Files{}, err
 	}
 	ca.serial++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(ca.serial),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Minute),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  usage,
-		DNSNames:     []string{"localhost", name},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
-		URIs:         uris,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		return tlsconf.Files{}, err
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return tlsconf.Files{}, err
-	}
 	f := tlsconf.Files{
 		Cert: filepath.Join(ca.Dir, fmt.Sprintf("%s-%d.pem", name, ca.serial)),
 		Key:  filepath.Join(ca.Dir, fmt.Sprintf("%s-%d-key.pem", name, ca.serial)),
 		CA:   ca.CAFile,
 	}
-	if err := writePEM(f.Cert, "CERTIFICATE", der); err != nil {
+	if err := os.WriteFile(f.Cert, tlsconf.CertPEM(der), 0o600); err != nil {
 		return tlsconf.Files{}, err
 	}
-	if err := writePEM(f.Key, "EC PRIVATE KEY", kder); err != nil {
+	if err := os.WriteFile(f.Key, keyPEM, 0o600); err != nil {
 		return tlsconf.Files{}, err
 	}
 	return f, nil
-}
-
-func writePEM(path, typ string, der []byte) error {
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
 }
