@@ -12,6 +12,7 @@ import (
 	"sexton/dfsio"
 	"sexton/fsm"
 	"sexton/grant"
+	"sexton/internal/authz"
 	"sexton/internal/tlsconf"
 )
 
@@ -59,7 +60,14 @@ type Config struct {
 	Bootstrap bool
 
 	ClusterToken string
-	LogStore     string // "boltdb", "wal", or "" for what the data dir holds (ChooseLogStore)
+	// ClientToken, HolderToken and OperatorToken (--client-token,
+	// --holder-token, --operator-token) are the role tokens of the RPC
+	// listener: a caller proving one has that role (docs/SECURITY.md,
+	// "Roles"). The cluster token proves the operator role there.
+	ClientToken   string
+	HolderToken   string
+	OperatorToken string
+	LogStore      string // "boltdb", "wal", or "" for what the data dir holds (ChooseLogStore)
 	// WALSegmentSize is raft-wal's segment size in bytes (--raft-wal-
 	// segment-size); 0: DefaultWALSegmentSize. Only with LogStore "wal".
 	WALSegmentSize int
@@ -228,6 +236,9 @@ func (c *Config) setDefaults() {
 }
 
 func (c *Config) validate() error {
+	if _, err := authz.RoleTokens(c.ClusterToken, c.ClientToken, c.HolderToken, c.OperatorToken); err != nil {
+		return err
+	}
 	switch c.LogStore {
 	case "", LogStoreBoltDB, LogStoreWAL:
 	default:

@@ -49,6 +49,7 @@ from .errors import (
     SextonError,
     Timeout,
     Unauthenticated,
+    PermissionDenied,
     Unavailable,
 )
 from .types import DeleteTask, Incarnation, KeyResult, ObjectInfo, Replica, Stat
@@ -80,5 +81,6 @@ __all__ = [
     "Stat",
     "Timeout",
     "Unauthenticated",
+    "PermissionDenied",
     "Unavailable",
 ]
