@@ -227,7 +227,7 @@ func TestRoleCertificatesRefuseOtherRoles(t *testing.T) {
 	for _, w := range []string{
 		`rpc audit: refused: method=SettingsSet role=client identity="CN=app sexton://client/app"`,
 		`rpc audit: refused: method=SnapshotRestore role=anonymous`,
-		`rpc audit: refused: method=Status role=none identity="CN=plain "`,
+		`rpc audit: refused: method=Status role=none identity=CN=plain`,
 		`rpc audit: method=SettingsSet role=operator identity="CN=master sexton://master/m1"`,
 	} {
 		if !strings.Contains(logs, w) {

@@ -79,6 +79,11 @@ type Caller struct {
 	// Cert is the client's certificate, verified against the CA; nil
 	// without TLS or when the client presented none.
 	Cert *x509.Certificate
+	// Memo is the Authorizer's to keep what it derived from the above,
+	// so that it is derived once per connection; the server never reads
+	// it. Authorize runs on the connection's read loop, one call at a
+	// time, so it needs no lock there.
+	Memo any
 }
 
 // Authorizer decides whether caller may call method (a registered one).

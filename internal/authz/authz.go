@@ -109,7 +109,10 @@ func (g *Guard) who(c *transport.Caller) caller {
 			}
 			uris = append(uris, cr.URI)
 		}
-		who.identity = fmt.Sprintf("CN=%s %s", c.Cert.Subject.CommonName, strings.Join(uris, ","))
+		who.identity = "CN=" + c.Cert.Subject.CommonName
+		if len(uris) > 0 {
+			who.identity += " " + strings.Join(uris, ",")
+		}
 		if len(who.roles) == 0 {
 			who.label = "none"
 			who.refuse = fmt.Sprintf("the certificate CN=%q names no sexton role: it needs a URI subject alternative name sexton://client/<name>, sexton://holder/<name> or sexton://operator/<name>", c.Cert.Subject.CommonName)
@@ -152,14 +155,24 @@ func (g *Guard) who(c *transport.Caller) caller {
 	return caller{label: openLabel, identity: "anonymous", open: true}
 }
 
+// memo is who c is, derived once per connection (transport.Caller.Memo).
+func (g *Guard) memo(c *transport.Caller) *caller {
+	if who, ok := c.Memo.(*caller); ok {
+		return who
+	}
+	who := g.who(c)
+	c.Memo = &who
+	return &who
+}
+
 // Allowed is the decision alone: whether c may call method, and the
 // refusal when not.
 func (g *Guard) Allowed(c *transport.Caller, method string) (label string, err *api.Error) {
-	who := g.who(c)
+	who := g.memo(c)
 	return who.label, g.decide(who, method)
 }
 
-func (g *Guard) decide(who caller, method string) *api.Error {
+func (g *Guard) decide(who *caller, method string) *api.Error {
 	if _, ok := g.Table[method]; !ok {
 		return api.Errorf(api.CodePermissionDenied, "%s: the method has no row in this server's role table, so no caller may call it (caller role %s)", method, who.label)
 	}
@@ -180,7 +193,7 @@ func (g *Guard) decide(who caller, method string) *api.Error {
 // Authorize is a transport.Authorizer: it refuses what the caller's role
 // may not call and audits every refusal and every operator-only call.
 func (g *Guard) Authorize(c *transport.Caller, method string) (func(error), error) {
-	who := g.who(c)
+	who := g.memo(c)
 	if err := g.decide(who, method); err != nil {
 		g.audit(c, who, method, err)
 		return nil, err
@@ -191,7 +204,7 @@ func (g *Guard) Authorize(c *transport.Caller, method string) (func(error), erro
 	return func(err error) { g.audit(c, who, method, err) }, nil
 }
 
-func (g *Guard) audit(c *transport.Caller, who caller, method string, err error) {
+func (g *Guard) audit(c *transport.Caller, who *caller, method string, err error) {
 	outcome := "ok"
 	if err != nil {
 		outcome = string(api.CodeOf(err))
