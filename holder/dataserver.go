@@ -34,7 +34,7 @@ var DataMethodRoles = authz.Table{
 func (s *Service) startDataServer() error {
 	roleTokens, _ := authz.RoleTokens(s.cfg.ClusterToken, s.cfg.ClientToken, "", s.cfg.OperatorToken)
 	if s.cfg.ClusterToken != "" && len(roleTokens) == 0 {
-		s.log.Warn("data listener: " + authz.SharedTokenWarning)
+		s.log.Warn("data listener: every caller that proves the cluster token is an operator (it may list every record): no role token is set; give clients and operators their own with --client-token and --operator-token")
 	}
 	guard := &authz.Guard{
 		Table:  DataMethodRoles,

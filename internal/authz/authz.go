@@ -253,6 +253,6 @@ func RoleTokens(cluster, client, holder, operator string) ([]transport.NamedToke
 	return out, nil
 }
 
-// SharedTokenWarning is logged at every start of a listener that has the
+// SharedTokenWarning is logged at every start of a master that has the
 // cluster token but no role token: every caller holding it is an operator.
 const SharedTokenWarning = "every caller that proves the cluster token is an operator (snapshot restore, Raft membership, settings): no role token is set; give clients, holders and operators their own with --client-token, --holder-token and --operator-token"
