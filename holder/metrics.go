@@ -69,7 +69,7 @@ func newServiceMetrics() *serviceMetrics {
 		acks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_holder_acks_total",
 			Help: "Ack calls to the master, by result (ok, error)."}, []string{"result"}),
 		audit: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_holder_rpc_audit_total",
-			Help: "Audited data RPC calls (every operator-only call and every refused call) by method, caller role and outcome (ok or the error code)."}, []string{"method", "role", "outcome"}),
+			Help: "Audited data RPC calls (every call made as an operator and every refused call) by method, caller role and outcome (ok or the error code)."}, []string{"method", "role", "outcome"}),
 	}
 	// Every label value exists from the start, so rate() sees the first
 	// event and a dashboard shows 0 rather than nothing.

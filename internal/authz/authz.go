@@ -49,8 +49,7 @@ func (t Table) Allows(role Role, method string) bool {
 	return false
 }
 
-// OperatorOnly reports whether only the operator role may call method:
-// the calls that are audited when they succeed.
+// OperatorOnly reports whether only the operator role may call method.
 func (t Table) OperatorOnly(method string) bool {
 	return t.Allows(Operator, method) && !t.Allows(Client, method) && !t.Allows(Holder, method)
 }
@@ -198,10 +197,29 @@ func (g *Guard) Authorize(c *transport.Caller, method string) (func(error), erro
 		g.audit(c, who, method, err)
 		return nil, err
 	}
-	if !g.Table.OperatorOnly(method) {
+	if !g.operatorCall(who, method) {
 		return nil, nil
 	}
 	return func(err error) { g.audit(c, who, method, err) }, nil
+}
+
+// operatorCall reports whether an allowed call of method is one the
+// caller may make only as an operator: those are audited. A client's
+// method is not, whoever calls it, nor a holder's method called by a
+// caller that also has the holder role (the cluster token's heartbeats).
+func (g *Guard) operatorCall(who *caller, method string) bool {
+	if who.open {
+		return g.Table.OperatorOnly(method)
+	}
+	if g.Table.Allows(Client, method) {
+		return false
+	}
+	for _, r := range who.roles {
+		if r != Operator && g.Table.Allows(r, method) {
+			return false
+		}
+	}
+	return true
 }
 
 func (g *Guard) audit(c *transport.Caller, who *caller, method string, err error) {

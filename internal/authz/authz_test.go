@@ -92,3 +92,43 @@ func TestRoleTokensMustDiffer(t *testing.T) {
 		t.Fatalf("cluster = operator token: %v %+v", err, ts)
 	}
 }
+
+// Authorize audits a call the caller may make only as an operator, and
+// every refusal; a client's method, or a holder's method called by a
+// caller that is also a holder, is not audited.
+func TestAuthorizeAudits(t *testing.T) {
+	var lines []string
+	g := &Guard{Table: testTable, Tokens: true, Count: func(method, role, outcome string) {
+		lines = append(lines, method+" "+role+" "+outcome)
+	}}
+	for _, tc := range []struct {
+		token, method string
+		audited       bool
+	}{
+		{OperatorToken, "Read", false},
+		{OperatorToken, "Fix", true},
+		{OperatorToken, "Wipe", true},
+		{HolderToken, "Fix", false},
+		{transport.ClusterTokenName, "Fix", false},
+		{transport.ClusterTokenName, "Wipe", true},
+		{ClientToken, "Read", false},
+	} {
+		done, err := g.Authorize(&transport.Caller{Token: tc.token}, tc.method)
+		if err != nil {
+			t.Fatalf("%s by %s refused: %v", tc.method, tc.token, err)
+		}
+		if (done != nil) != tc.audited {
+			t.Errorf("%s by %s: audited %v, want %v", tc.method, tc.token, done != nil, tc.audited)
+		}
+		if done != nil {
+			done(nil)
+		}
+	}
+	if _, err := g.Authorize(&transport.Caller{Token: ClientToken}, "Wipe"); err == nil {
+		t.Fatal("a client wiped")
+	}
+	want := []string{"Fix operator ok", "Wipe operator ok", "Wipe operator+holder ok", "Wipe client PERMISSION_DENIED"}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audited:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
