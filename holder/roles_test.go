@@ -152,3 +152,26 @@ func TestEveryDataMethodHasARole(t *testing.T) {
 		}
 	}
 }
+
+// A holder with only the cluster token serves every caller that proves
+// it as an operator, as before, and says so at start.
+func TestDataListenerSharedTokenWarns(t *testing.T) {
+	m := startFakeMaster(t, grant.NewKey())
+	close(m.hold)
+	s := openT(t, t.TempDir(), StoreOptions{})
+	defer s.Close()
+	logs := &syncBuffer{}
+	svc, err := StartService(s, ServiceConfig{Masters: []string{m.ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
+		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond, ClusterToken: "shared",
+		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	if err := dataCall(t, svc.Addr(), transport.ClientConfig{Token: "shared"}, api.MethodHolderListRecords, &api.HolderListRecordsRequest{}, &api.HolderListRecordsResponse{}); err != nil {
+		t.Fatalf("list records with the shared token: %v", err)
+	}
+	if !strings.Contains(logs.String(), "no role token is set; give clients and operators their own with --client-token and --operator-token") {
+		t.Fatalf("no shared-token warning:\n%s", logs.String())
+	}
+}
