@@ -39,8 +39,8 @@ var MethodRoles = authz.Table{
 	api.MethodJobList:      {authz.Client},
 	api.MethodDFSConfig:    {authz.Client, authz.Holder},
 	api.MethodDFSStatus:    {authz.Client},
-	// The holder ↔ master protocol. An operator reconciles a segment in
-	// `operator fsck --repair`.
+	// The holder ↔ master protocol. `operator fsck` asks the reconcile
+	// question too (which of a holder's copies are not live).
 	api.MethodMountLocalDisk:            {authz.Holder},
 	api.MethodUnmountLocalDisk:          {authz.Holder},
 	api.MethodHeartbeat:                 {authz.Holder},

@@ -27,7 +27,8 @@ const (
 var Roles = []Role{Client, Holder, Operator}
 
 // Token names a listener gives its role tokens (transport.NamedToken);
-// the cluster token (transport.ClusterTokenName) proves Operator.
+// the cluster token (transport.ClusterTokenName) proves Operator and
+// Holder.
 const (
 	ClientToken   = "client"
 	HolderToken   = "holder"
@@ -90,7 +91,8 @@ type caller struct {
 	open     bool   // the listener authenticates nobody
 }
 
-// open is the role label of callers of a listener without TLS or tokens.
+// openLabel is the role label of callers of a listener without TLS or
+// tokens.
 const openLabel = "open"
 
 func (g *Guard) who(c *transport.Caller) caller {
@@ -190,7 +192,8 @@ func (g *Guard) decide(who *caller, method string) *api.Error {
 }
 
 // Authorize is a transport.Authorizer: it refuses what the caller's role
-// may not call and audits every refusal and every operator-only call.
+// may not call and audits every refusal and every call the caller may
+// make only as an operator.
 func (g *Guard) Authorize(c *transport.Caller, method string) (func(error), error) {
 	who := g.memo(c)
 	if err := g.decide(who, method); err != nil {
