@@ -53,6 +53,11 @@ func TestRoleTokensThroughTheBinaries(t *testing.T) {
 		t.Fatalf("snapshot save with the operator token: %v", err)
 	}
 
+	// The operator's fsck (master reads, the reconcile query, holder
+	// scans) and a client's status work with their tokens.
+	runCLI(t, append([]string{"operator", "fsck", "--cluster-token", "ops-token"}, masters...)...)
+	runCLI(t, append([]string{"status", "--cluster-token", "app-token"}, masters...)...)
+
 	log := c.nodes[0].logText()
 	for _, w := range []string{
 		`rpc audit: refused: method=SnapshotSave role=client identity="client token"`,
