@@ -86,8 +86,9 @@ class Client:
     """A connection to a sexton cluster.
 
     ``masters`` is every master's RPC address (a list, or a comma-separated
-    string like ``SEXTON_MASTERS``). ``token`` is the cluster token, when the
-    cluster requires one. ``timeout`` bounds one operation against the
+    string like ``SEXTON_MASTERS``). ``token`` is the token this caller
+    proves (a client token, or the cluster token when the cluster has no
+    role tokens), when the cluster requires one. ``timeout`` bounds one operation against the
     masters (all retries included), ``attempt_timeout`` one attempt.
 
     The client is safe to use from several threads. Close it (or use it as
