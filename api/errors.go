@@ -44,6 +44,9 @@ const (
 	// it would reconcile (tombstone) every copy only it holds. The
 	// operator adopts it (a rebuild rerun that scans it) or retires it.
 	CodeSegmentNeedsAdoption Code = "SEGMENT_NEEDS_ADOPTION"
+	// CodePermissionDenied: the caller's role (from its certificate or
+	// the token it proved) may not call this method; nothing was done.
+	CodePermissionDenied Code = "PERMISSION_DENIED"
 )
 
 // Error is sexton's typed error. It crosses the wire as is. Leader is set on
@@ -94,6 +97,7 @@ var (
 	ErrIncarnationMismatch     = &Error{Code: CodeIncarnationMismatch}
 	ErrGrantRefused            = &Error{Code: CodeGrantRefused}
 	ErrSegmentNeedsAdoption    = &Error{Code: CodeSegmentNeedsAdoption}
+	ErrPermissionDenied        = &Error{Code: CodePermissionDenied}
 )
 
 // Errorf returns a new *Error with the given code and a formatted message.

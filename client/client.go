@@ -15,7 +15,9 @@ import (
 type Config struct {
 	// Masters are the masters' RPC addresses; the client finds the leader.
 	Masters []string
-	// Token is the cluster token, if the cluster uses one.
+	// Token is the token this caller proves, if the cluster uses one:
+	// the masters' and holders' --client-token (or --operator-token), or
+	// the cluster token when they have no role tokens.
 	Token string
 	// TLS, when set, is used for every connection, to the masters and to
 	// the holders (see transport.ClientConfig.TLS); nil dials plain TCP.

@@ -10,6 +10,7 @@ import (
 
 	"sexton/api"
 	"sexton/grant"
+	"sexton/internal/authz"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
 )
@@ -18,9 +19,32 @@ import (
 // plus its envelope.
 func (s *Service) dataMaxFrame() int { return int(s.store.opts.BucketSizeLimit) + 1<<20 }
 
+// DataMethodRoles is the data listener's role table (internal/authz;
+// docs/SECURITY.md, "Roles"): clients read and write (a write also needs
+// its grant), `operator fsck` scans as a client would, and only
+// `operator rebuild` lists every record, tombstones included.
+var DataMethodRoles = authz.Table{
+	api.MethodHolderWrite:       {authz.Client},
+	api.MethodHolderRead:        {authz.Client},
+	api.MethodHolderScan:        {authz.Client},
+	api.MethodHolderStatus:      {authz.Client},
+	api.MethodHolderListRecords: {authz.Operator},
+}
+
 func (s *Service) startDataServer() error {
-	srv := transport.NewServer(transport.ServerConfig{Token: s.cfg.ClusterToken, MaxFrame: s.dataMaxFrame(),
-		TLS: s.dataTLS(), Logger: s.log.Named("data")})
+	roleTokens, _ := authz.RoleTokens(s.cfg.ClusterToken, s.cfg.ClientToken, "", s.cfg.OperatorToken)
+	if s.cfg.ClusterToken != "" && len(roleTokens) == 0 {
+		s.log.Warn("data listener: every caller that proves the cluster token is an operator (it may list every record): no role token is set; give clients and operators their own with --client-token and --operator-token")
+	}
+	guard := &authz.Guard{
+		Table:  DataMethodRoles,
+		TLS:    s.cfg.TLS != nil,
+		Tokens: s.cfg.ClusterToken != "" || len(roleTokens) > 0,
+		Log:    s.log.Named("audit"),
+		Count:  func(method, role, outcome string) { s.metrics.audit.WithLabelValues(method, role, outcome).Inc() },
+	}
+	srv := transport.NewServer(transport.ServerConfig{Token: s.cfg.ClusterToken, RoleTokens: roleTokens, Authorize: guard.Authorize,
+		MaxFrame: s.dataMaxFrame(), TLS: s.dataTLS(), Logger: s.log.Named("data")})
 	transport.Register(srv, api.MethodHolderWrite, s.handleWrite)
 	transport.Register(srv, api.MethodHolderRead, s.handleRead)
 	transport.Register(srv, api.MethodHolderScan, s.handleScan)

@@ -22,7 +22,7 @@ func newRegistry(svc *Service) *prometheus.Registry {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(&storeCollector{svc: svc})
 	reg.MustRegister(svc.store.events.tombstonePersist, svc.store.events.putSync)
-	reg.MustRegister(svc.metrics.fetches, svc.metrics.tasksFetched, svc.metrics.outcomes, svc.metrics.acks)
+	reg.MustRegister(svc.metrics.fetches, svc.metrics.tasksFetched, svc.metrics.outcomes, svc.metrics.acks, svc.metrics.audit)
 	reg.MustRegister(newSpaceCollector(svc.store)) // holder/metrics_space.go
 	return reg
 }
@@ -67,6 +67,7 @@ type serviceMetrics struct {
 	tasksFetched prometheus.Counter
 	outcomes     *prometheus.CounterVec // by outcome, what tombstoning answered
 	acks         *prometheus.CounterVec // by result: ok, error
+	audit        *prometheus.CounterVec // audited data calls (internal/authz)
 }
 
 func newServiceMetrics() *serviceMetrics {
@@ -79,6 +80,8 @@ func newServiceMetrics() *serviceMetrics {
 			Help: "Fetched delete tasks by the outcome tombstoning gave them; RetryableFailure ones are not acked."}, []string{"outcome"}),
 		acks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_holder_acks_total",
 			Help: "Ack calls to the master, by result (ok, error)."}, []string{"result"}),
+		audit: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_holder_rpc_audit_total",
+			Help: "Audited data RPC calls (every call made as an operator and every refused call) by method, caller role and outcome (ok or the error code)."}, []string{"method", "role", "outcome"}),
 	}
 	// Every label value exists from the start, so rate() sees the first
 	// event and a dashboard shows 0 rather than nothing.

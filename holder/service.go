@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"sexton/api"
+	"sexton/internal/authz"
 	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
@@ -24,11 +25,18 @@ import (
 type ServiceConfig struct {
 	Masters      []string // master RPC addresses
 	ClusterToken string
-	ListenAddr   string // data RPC listen address
-	Advertise    string // data RPC address given to the master; default: the listener's
-	ClientID     string
-	Pool         string
-	Capacity     int64 // bytes this segment may hold (--capacity); 0 = unknown. Reported clamped to the filesystem (Store.EffectiveCapacity)
+	// ClientToken and OperatorToken (--client-token, --operator-token) are
+	// role tokens of the data listener: a caller proving one is a client
+	// or an operator there (docs/SECURITY.md, "Roles"). ClusterToken, the
+	// token this holder proves to the masters, proves the operator role
+	// on it.
+	ClientToken   string
+	OperatorToken string
+	ListenAddr    string // data RPC listen address
+	Advertise     string // data RPC address given to the master; default: the listener's
+	ClientID      string
+	Pool          string
+	Capacity      int64 // bytes this segment may hold (--capacity); 0 = unknown. Reported clamped to the filesystem (Store.EffectiveCapacity)
 
 	// HTTPAddr is where /metrics, /healthz and /readyz are served; empty
 	// serves nothing (the registry exists either way: MetricsRegistry).
@@ -124,11 +132,18 @@ func StartService(store *Store, cfg ServiceConfig) (*Service, error) {
 	if len(cfg.Masters) == 0 {
 		return nil, fmt.Errorf("holder: no master addresses")
 	}
-	if err := secret.CheckToken("--cluster-token", cfg.ClusterToken); err != nil {
-		return nil, err
+	for _, t := range []struct{ flag, token string }{
+		{"--cluster-token", cfg.ClusterToken}, {"--client-token", cfg.ClientToken}, {"--operator-token", cfg.OperatorToken},
+	} {
+		if err := secret.CheckToken(t.flag, t.token); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.ClientID == "" {
 		cfg.ClientID = "holder-" + string(store.SegmentID())
+	}
+	if _, err := authz.RoleTokens(cfg.ClusterToken, cfg.ClientToken, "", cfg.OperatorToken); err != nil {
+		return nil, fmt.Errorf("holder: %w", err)
 	}
 	s := &Service{cfg: cfg, store: store, log: cfg.Logger, process: uuid.NewString(),
 		remount: make(chan struct{}, 1), replay: make(chan struct{}, 1), stop: make(chan struct{}), metrics: newServiceMetrics()}

@@ -19,9 +19,11 @@ import (
 	"sexton/transport"
 )
 
-func tlsSource(t *testing.T, ca *tlstest.CA, name string) *tlsconf.Source {
+// tlsSource is a certificate of ca for a caller of role
+// (sexton://<role>/<name>).
+func tlsSource(t *testing.T, ca *tlstest.CA, role, name string) *tlsconf.Source {
 	t.Helper()
-	f, err := ca.Issue(name)
+	f, err := ca.IssueRole(role, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,14 +48,14 @@ func TestHolderTLSBothWays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	masterTLS := tlsSource(t, ca, "master").ServerConfig(tlsconf.RequireClientCert)
+	masterTLS := tlsSource(t, ca, tlsconf.RoleMaster, "master").ServerConfig(tlsconf.RequireClientCert)
 	go func() { _ = m.srv.Serve(tls.NewListener(ln, masterTLS)) }()
 
 	s := openT(t, t.TempDir(), StoreOptions{})
 	defer s.Close()
 	svc, err := StartService(s, ServiceConfig{Masters: []string{ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
 		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond,
-		TLS: tlsSource(t, ca, "holder"), TLSRequireClientCert: true})
+		TLS: tlsSource(t, ca, tlsconf.RoleHolder, "holder"), TLSRequireClientCert: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func TestHolderTLSBothWays(t *testing.T) {
 		defer conn.Close()
 		return conn.Call(ctx, api.MethodHolderStatus, &api.Empty{}, &api.HolderStatusResponse{})
 	}
-	if err := status(tlsSource(t, ca, "client").ClientConfig()); err != nil {
+	if err := status(tlsSource(t, ca, tlsconf.RoleClient, "client").ClientConfig()); err != nil {
 		t.Fatalf("client with a certificate of the CA: %v", err)
 	}
 	pem, err := os.ReadFile(ca.CAFile)
@@ -82,13 +84,13 @@ func TestHolderTLSBothWays(t *testing.T) {
 	if err := status(&tls.Config{RootCAs: pool}); api.CodeOf(err) != api.CodeUnauthenticated {
 		t.Fatalf("client without a certificate on a listener that requires one: %v", err)
 	}
-	if err := status(tlsSource(t, other, "intruder").ClientConfig()); api.CodeOf(err) != api.CodeUnauthenticated {
+	if err := status(tlsSource(t, other, tlsconf.RoleClient, "intruder").ClientConfig()); api.CodeOf(err) != api.CodeUnauthenticated {
 		t.Fatalf("client of another CA: %v", err)
 	}
 	if err := svc.ReloadTLS(); err != nil {
 		t.Fatal(err)
 	}
-	if err := status(tlsSource(t, ca, "client2").ClientConfig()); err != nil {
+	if err := status(tlsSource(t, ca, tlsconf.RoleClient, "client2").ClientConfig()); err != nil {
 		t.Fatalf("after a reload: %v", err)
 	}
 }
@@ -104,7 +106,7 @@ func TestHolderHTTPIsHTTPSWithTLS(t *testing.T) {
 	// No master answers: the HTTP port serves from the start.
 	svc, err := StartService(s, ServiceConfig{Masters: []string{"127.0.0.1:1"}, ListenAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
 		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond,
-		TLS: tlsSource(t, ca, "holder"), TLSRequireClientCert: true})
+		TLS: tlsSource(t, ca, tlsconf.RoleHolder, "holder"), TLSRequireClientCert: true})
 	if err != nil {
 		t.Fatal(err)
 	}

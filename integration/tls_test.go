@@ -32,6 +32,17 @@ func issue(t *testing.T, ca *tlstest.CA, name string) tlsconf.Files {
 	return f
 }
 
+// issueRole is issue for a caller of role (a sexton://<role>/<name>
+// certificate).
+func issueRole(t *testing.T, ca *tlstest.CA, role, name string) tlsconf.Files {
+	t.Helper()
+	f, err := ca.IssueRole(role, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 func clientTLS(t *testing.T, f tlsconf.Files) *tls.Config {
 	t.Helper()
 	src, err := tlsconf.Load(f)
@@ -79,7 +90,7 @@ func TestMutualTLSEverywhere(t *testing.T) {
 	}
 	c := startCluster(t, 3, append(tlsArgs(master), "--tls-client-auth", "require")...)
 	c.holderExtra = func(name string) []string {
-		return append(tlsArgs(issue(t, ca, name)), "--tls-client-auth", "require")
+		return append(tlsArgs(issueRole(t, ca, tlsconf.RoleHolder, name)), "--tls-client-auth", "require")
 	}
 	h1 := c.startHolder(t, "h1", "p1")
 	c.startHolder(t, "h2", "p1")
@@ -95,7 +106,7 @@ func TestMutualTLSEverywhere(t *testing.T) {
 	}
 
 	// The CLI with its own certificate: put, get, rm.
-	cli := issue(t, ca, "cli")
+	cli := issueRole(t, ca, tlsconf.RoleClient, "cli")
 	cliArgs := append([]string{"--masters", strings.Join(c.addrs(), ",")}, tlsArgs(cli)...)
 	valueFile := filepath.Join(dir, "value")
 	if err := os.WriteFile(valueFile, []byte("bravo"), 0o600); err != nil {
@@ -110,10 +121,36 @@ func TestMutualTLSEverywhere(t *testing.T) {
 		t.Fatalf("get after rm: %v\n%s", err, out)
 	}
 
+	// The client's certificate does not make it an operator: a snapshot
+	// save is refused with PERMISSION_DENIED, and the refusal is audited
+	// on the leader.
+	snapFile := filepath.Join(dir, "snap")
+	out, err := runCLIErr(append([]string{"operator", "snapshot", "save", snapFile}, cliArgs...)...)
+	if err == nil || !strings.Contains(out, "PERMISSION_DENIED") || !strings.Contains(out, "operator") {
+		t.Fatalf("snapshot save with a client certificate: %v\n%s", err, out)
+	}
+	if _, statErr := os.Stat(snapFile); statErr == nil {
+		t.Fatal("a refused snapshot save wrote a file")
+	}
+	waitFor(t, 5*time.Second, "the refusal in a master's audit log", func() bool {
+		for _, m := range c.nodes {
+			if strings.Contains(m.logText(), "rpc audit: refused") && strings.Contains(m.logText(), "sexton://client/cli") {
+				return true
+			}
+		}
+		return false
+	})
+	// A holder's certificate does not make it a client.
+	hcert := issueRole(t, ca, tlsconf.RoleHolder, "hx")
+	out, err = runCLIErr(append([]string{"get", "tls/a", "--masters", strings.Join(c.addrs(), ",")}, tlsArgs(hcert)...)...)
+	if err == nil || !strings.Contains(out, "PERMISSION_DENIED") {
+		t.Fatalf("get with a holder certificate: %v\n%s", err, out)
+	}
+
 	// A client of another CA is refused by masters and holders; so is a
 	// client without TLS (it gets no hello and gives up).
 	intruder := issue(t, other, "intruder")
-	out, err := runCLIErr(append([]string{"get", "tls/a", "--timeout", "3s", "--masters", strings.Join(c.addrs(), ",")}, tlsArgs(intruder)...)...)
+	out, err = runCLIErr(append([]string{"get", "tls/a", "--timeout", "3s", "--masters", strings.Join(c.addrs(), ",")}, tlsArgs(intruder)...)...)
 	if err == nil || !strings.Contains(out, "UNAUTHENTICATED") {
 		t.Fatalf("a client of another CA: %v\n%s", err, out)
 	}

@@ -12,6 +12,7 @@ import (
 	"sexton/dfsio"
 	"sexton/fsm"
 	"sexton/grant"
+	"sexton/internal/authz"
 	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 	"sexton/raftio"
@@ -64,8 +65,15 @@ type Config struct {
 	// Dev is the one-process development cluster (sexton dev), which runs
 	// on loopback without token or TLS by design: the open Raft port is
 	// then an Info line, not a warning.
-	Dev      bool
-	LogStore string // "boltdb", "wal", or "" for what the data dir holds (ChooseLogStore)
+	Dev bool
+	// ClientToken, HolderToken and OperatorToken (--client-token,
+	// --holder-token, --operator-token) are the role tokens of the RPC
+	// listener: a caller proving one has that role (docs/SECURITY.md,
+	// "Roles"). The cluster token proves the operator role there.
+	ClientToken   string
+	HolderToken   string
+	OperatorToken string
+	LogStore      string // "boltdb", "wal", or "" for what the data dir holds (ChooseLogStore)
 	// WALSegmentSize is raft-wal's segment size in bytes (--raft-wal-
 	// segment-size); 0: DefaultWALSegmentSize. Only with LogStore "wal".
 	WALSegmentSize int
@@ -234,7 +242,15 @@ func (c *Config) setDefaults() {
 }
 
 func (c *Config) validate() error {
-	if err := secret.CheckToken("--cluster-token", c.ClusterToken); err != nil {
+	for _, t := range []struct{ flag, token string }{
+		{"--cluster-token", c.ClusterToken}, {"--client-token", c.ClientToken},
+		{"--holder-token", c.HolderToken}, {"--operator-token", c.OperatorToken},
+	} {
+		if err := secret.CheckToken(t.flag, t.token); err != nil {
+			return err
+		}
+	}
+	if _, err := authz.RoleTokens(c.ClusterToken, c.ClientToken, c.HolderToken, c.OperatorToken); err != nil {
 		return err
 	}
 	switch c.LogStore {

@@ -30,6 +30,7 @@ type metrics struct {
 	duplicates      *prometheus.CounterVec
 	raftRefused     *prometheus.CounterVec
 	storeFailures   *prometheus.CounterVec
+	audit           *prometheus.CounterVec
 }
 
 func newMetrics(n *Node) *metrics {
@@ -52,6 +53,8 @@ func newMetrics(n *Node) *metrics {
 	m.raftRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_raft_conn_refused_total", Help: "Raft connections closed because they failed authentication (mutual TLS or the cluster token), by side (accept: a dialer was refused; dial: a peer we dialed was) and reason."}, []string{"side", "reason"})
 	m.tlsReloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_tls_reloads_total", Help: "TLS certificate reloads (SIGHUP) by result: ok, error (the previous material stays)."}, []string{"result"})
 	m.storeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_raft_log_store_write_failures_total", Help: "Failed writes to the Raft log or stable store, by operation (store_logs, set_term, set_stable, delete_range) and reason (enospc, edquot, other)."}, []string{"op", "reason"})
+	m.audit = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_rpc_audit_total", Help: "Audited RPC calls (every call made as an operator and every refused call) by method, caller role and outcome (ok or the error code)."}, []string{"method", "role", "outcome"})
+	m.reg.MustRegister(m.audit)
 	m.reg.MustRegister(m.applyLatency, m.snapshotPause, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.deleteLag, m.leaderChanges, m.duplicates, m.raftRefused, m.tlsReloads, m.storeFailures)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(&stateCollector{n: n})
@@ -84,6 +87,11 @@ func (m *metrics) noteDuplicate(t fsm.CommandType, dup bool) {
 	if dup {
 		m.duplicates.WithLabelValues(t.String()).Inc()
 	}
+}
+
+// countAudit counts one audited RPC call (internal/authz).
+func (m *metrics) countAudit(method, role, outcome string) {
+	m.audit.WithLabelValues(method, role, outcome).Inc()
 }
 
 func (m *metrics) observeRPC(method string, d time.Duration, err error) {

@@ -6,15 +6,90 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/internal/authz"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
 )
 
+// MethodRoles is the master RPC's role table: who may call each method
+// (docs/SECURITY.md, "Roles"; the operator may also call every client
+// method). A method registered without a row is refused to everyone;
+// TestEveryRPCMethodHasARole keeps the two lists together.
+var MethodRoles = authz.Table{
+	// The object API of clients and applications.
+	api.MethodPutStart:      {authz.Client},
+	api.MethodPutEnd:        {authz.Client},
+	api.MethodPutRevoke:     {authz.Client},
+	api.MethodBatchPutStart: {authz.Client},
+	api.MethodBatchPutEnd:   {authz.Client},
+	api.MethodGet:           {authz.Client},
+	api.MethodBatchGet:      {authz.Client},
+	api.MethodExist:         {authz.Client},
+	api.MethodRemove:        {authz.Client},
+	api.MethodBatchRemove:   {authz.Client},
+	api.MethodList:          {authz.Client},
+	api.MethodStat:          {authz.Client},
+	// Status reads: they change nothing and show what `sexton status`
+	// and a client's wait for its deletes need.
+	api.MethodStatus:       {authz.Client},
+	api.MethodListTasks:    {authz.Client},
+	api.MethodListSegments: {authz.Client},
+	api.MethodRaftPeers:    {authz.Client},
+	api.MethodSettingsGet:  {authz.Client},
+	api.MethodJobList:      {authz.Client},
+	api.MethodDFSConfig:    {authz.Client, authz.Holder},
+	api.MethodDFSStatus:    {authz.Client},
+	// The holder ↔ master protocol. `operator fsck` asks the reconcile
+	// question too (which of a holder's copies are not live).
+	api.MethodMountLocalDisk:            {authz.Holder},
+	api.MethodUnmountLocalDisk:          {authz.Holder},
+	api.MethodHeartbeat:                 {authz.Holder},
+	api.MethodFetchLocalDeleteTasks:     {authz.Holder},
+	api.MethodAckLocalDeleteTasks:       {authz.Holder},
+	api.MethodReconcileLocalDiskObjects: {authz.Holder, authz.Operator},
+	api.MethodListLocalDiskReplicas:     {authz.Holder},
+	api.MethodDropTombstonedReplicas:    {authz.Holder},
+	api.MethodEvictLocalDiskObjects:     {authz.Holder},
+	// Operator methods: they change the cluster, not one object.
+	api.MethodRetireStorage:          {authz.Operator},
+	api.MethodRaftAddVoter:           {authz.Operator},
+	api.MethodRaftRemovePeer:         {authz.Operator},
+	api.MethodRaftTransferLeadership: {authz.Operator},
+	api.MethodSnapshotSave:           {authz.Operator},
+	api.MethodSnapshotRestore:        {authz.Operator},
+	api.MethodDFSSetMaxBuckets:       {authz.Operator},
+	api.MethodSettingsSet:            {authz.Operator},
+	api.MethodJobStart:               {authz.Operator},
+	api.MethodJobCancel:              {authz.Operator},
+	api.MethodRebuildBegin:           {authz.Operator},
+	api.MethodRebuildAdopt:           {authz.Operator},
+	api.MethodRebuildClose:           {authz.Operator},
+}
+
+// rpcGuard is the RPC listener's authorization (internal/authz).
+func (n *Node) rpcGuard() *authz.Guard {
+	roleTokens, _ := authz.RoleTokens(n.cfg.ClusterToken, n.cfg.ClientToken, n.cfg.HolderToken, n.cfg.OperatorToken)
+	return &authz.Guard{
+		Table:  MethodRoles,
+		TLS:    n.cfg.TLS != nil,
+		Tokens: n.cfg.ClusterToken != "" || len(roleTokens) > 0,
+		Log:    n.log.Named("audit"),
+		Count:  n.metrics.countAudit,
+	}
+}
+
 func (n *Node) startRPC() error {
+	// validate refused role tokens that clash.
+	roleTokens, _ := authz.RoleTokens(n.cfg.ClusterToken, n.cfg.ClientToken, n.cfg.HolderToken, n.cfg.OperatorToken)
+	if n.cfg.ClusterToken != "" && len(roleTokens) == 0 {
+		n.log.Warn(authz.SharedTokenWarning)
+	}
 	s := transport.NewServer(transport.ServerConfig{
-		Token:  n.cfg.ClusterToken,
-		TLS:    n.rpcTLS(),
-		Logger: n.log.Named("rpc"),
+		Token:      n.cfg.ClusterToken,
+		RoleTokens: roleTokens,
+		Authorize:  n.rpcGuard().Authorize,
+		TLS:        n.rpcTLS(),
+		Logger:     n.log.Named("rpc"),
 		Observe: func(method string, d time.Duration, err error) {
 			n.metrics.observeRPC(method, d, err)
 		},

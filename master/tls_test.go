@@ -36,9 +36,10 @@ func tlsNode(t *testing.T, ca *tlstest.CA, opts ...func(*Config)) (*testCluster,
 	return tc, src
 }
 
+// loadSource is a client's certificate (sexton://client/<name>) of ca.
 func loadSource(t *testing.T, ca *tlstest.CA, name string) *tlsconf.Source {
 	t.Helper()
-	files, err := ca.Issue(name)
+	files, err := ca.IssueRole(tlsconf.RoleClient, name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -121,7 +122,11 @@ func TestTokenNeverSentInClear(t *testing.T) {
 	if err := decodeBody(env.body, &ans, true); err != nil {
 		t.Fatal(err)
 	}
-	if verifyAnswer(token, nonce, &ans) != nil || verifyAnswer("other", nonce, &ans) == nil {
+	one := func(tok string) *api.Error {
+		_, e := verifyAnswer([]NamedToken{{Name: "x", Token: tok}}, nonce, &ans)
+		return e
+	}
+	if one(token) != nil || one("other") == nil {
 		t.Fatal("the answer does not prove exactly this token")
 	}
 }
@@ -129,7 +134,7 @@ func TestTokenNeverSentInClear(t *testing.T) {
 // A peer speaking another protocol version is refused with both versions
 // named, in either direction.
 func TestProtocolVersionMismatchRefused(t *testing.T) {
-	if e := verifyAnswer("", nil, &authAnswer{V: 2}); e == nil || !strings.Contains(e.Message, "version 2") {
+	if _, e := verifyAnswer(nil, nil, &authAnswer{V: 2}); e == nil || !strings.Contains(e.Message, "version 2") {
 		t.Fatalf("server accepted version 2: %v", e)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -156,4 +161,68 @@ func TestProtocolVersionMismatchRefused(t *testing.T) {
 		t.Fatalf("version mismatch message: %q", ae.Message)
 	}
 	<-done
+}
+
+// A server with role tokens tells its Authorizer which token each
+// connection proved (the cluster token by ClusterTokenName); a call the
+// Authorizer refuses is answered with its error and runs no handler,
+// synchronous or asynchronous; an allowed one runs, and the Authorizer's
+// done gets its outcome.
+func TestAuthorizerSeesTheProvenTokenAndRefuses(t *testing.T) {
+	var ran atomic.Int64
+	type verdict struct {
+		token, method string
+		outcome       error
+	}
+	verdicts := make(chan verdict, 16)
+	authorize := func(c *Caller, method string) (func(error), error) {
+		if c.Token != "op" && method != "Echo" {
+			return nil, api.Errorf(api.CodePermissionDenied, "%s needs op, caller has %q", method, c.Token)
+		}
+		token := c.Token
+		return func(err error) { verdicts <- verdict{token, method, err} }, nil
+	}
+	ts := startServer(t, ServerConfig{Token: "cluster secret", RoleTokens: []NamedToken{{Name: "op", Token: "op secret"}, {Name: "cl", Token: "client secret"}}, Authorize: authorize}, func(s *Server) {
+		s.Handle("Count", func(ctx context.Context, req *Request) (any, error) {
+			ran.Add(1)
+			return nil, nil
+		})
+		s.HandleAsync("CountAsync", func(req *Request, reply Reply) {
+			ran.Add(1)
+			reply(nil, nil)
+		})
+	})
+	for _, token := range []string{"client secret", "cluster secret"} {
+		c := dial(t, ts.addr, ClientConfig{Token: token})
+		for _, m := range []string{"Count", "CountAsync"} {
+			if err := c.Call(context.Background(), m, nil, nil); api.CodeOf(err) != api.CodePermissionDenied {
+				t.Fatalf("%s with %q: %v, want PERMISSION_DENIED", m, token, err)
+			}
+		}
+		mustEcho(t, c, 7)
+		if v := <-verdicts; v.method != "Echo" || v.outcome != nil || (v.token != "cl" && v.token != ClusterTokenName) {
+			t.Fatalf("echo with %q: verdict %+v", token, v)
+		}
+	}
+	if ran.Load() != 0 {
+		t.Fatalf("refused calls ran %d handlers", ran.Load())
+	}
+	c := dial(t, ts.addr, ClientConfig{Token: "op secret"})
+	for _, m := range []string{"Count", "CountAsync"} {
+		if err := c.Call(context.Background(), m, nil, nil); err != nil {
+			t.Fatalf("%s with the op token: %v", m, err)
+		}
+		if v := <-verdicts; v.token != "op" || v.method != m || v.outcome != nil {
+			t.Fatalf("%s: verdict %+v", m, v)
+		}
+	}
+	if ran.Load() != 2 {
+		t.Fatalf("allowed calls ran %d handlers, want 2", ran.Load())
+	}
+	if _, err := Dial(context.Background(), ts.addr, ClientConfig{Token: "nobody's"}); api.CodeOf(err) != api.CodeUnauthenticated {
+		t.Fatalf("an unknown token: %v", err)
+	}
+	if got := ts.Methods(); !slices.Equal(got, []string{"Count", "CountAsync", "Echo"}) {
+		t.Fatalf("Methods() = %v", got)
+	}
 }

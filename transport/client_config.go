@@ -14,8 +14,10 @@ const (
 // ClientConfig configures connections made by Dial, Pool and ClusterClient.
 // Zero values take the defaults.
 type ClientConfig struct {
-	// Token is the cluster token, proven to servers that require one. A
-	// server without a token accepts a client with one (see DESIGN.md).
+	// Token is the token this client proves to servers that require one
+	// (the cluster token or a role token; the server tells by which it
+	// matches). A server without a token accepts a client with one (see
+	// DESIGN.md).
 	Token string
 	// TLS, when set, runs a TLS handshake right after connect, before
 	// the token handshake. Nil dials plain TCP. If ServerName is empty

@@ -241,6 +241,10 @@ func shouldRetry(out outcome, err error, o callOptions) (bool, string) {
 		// Only a sessioned mutation may be repeated after an outcome
 		// the server could not know; the repeat gets the first result.
 		return o.mutation, ""
+	case api.CodePermissionDenied:
+		// Every master decides the caller's role alike, and nothing ran:
+		// a configuration answer, not a failover.
+		return false, ""
 	}
 	return false, ""
 }

@@ -66,21 +66,30 @@ func TokenMAC(token, domain string, parts ...[]byte) []byte {
 	return m.Sum(nil)
 }
 
-// verifyAnswer is the server's verdict on a client's answer.
-func verifyAnswer(token string, nonce []byte, a *authAnswer) *api.Error {
+// verifyAnswer is the server's verdict on a client's answer: the name of
+// the token of tokens the answer proves ("" when tokens is empty).
+func verifyAnswer(tokens []NamedToken, nonce []byte, a *authAnswer) (string, *api.Error) {
 	if a.V != protocolVersion {
-		return errVersion(a.V)
+		return "", errVersion(a.V)
 	}
-	if token == "" {
-		return nil
+	if len(tokens) == 0 {
+		return "", nil
 	}
 	if len(a.MAC) == 0 {
-		return api.Errorf(api.CodeUnauthenticated, "cluster token mismatch: the client presented no cluster token and this server requires one")
+		return "", api.Errorf(api.CodeUnauthenticated, "cluster token mismatch: the client presented no cluster token and this server requires one")
 	}
-	if !hmac.Equal(a.MAC, tokenMAC(token, nonce)) {
-		return api.Errorf(api.CodeUnauthenticated, "cluster token mismatch")
+	// Every configured token is tried, matched or not, so the time taken
+	// does not say which one a near miss was close to.
+	name, ok := "", false
+	for _, t := range tokens {
+		if hmac.Equal(a.MAC, tokenMAC(t.Token, nonce)) && !ok {
+			name, ok = t.Name, true
+		}
 	}
-	return nil
+	if !ok {
+		return "", api.Errorf(api.CodeUnauthenticated, "cluster token mismatch")
+	}
+	return name, nil
 }
 
 func errVersion(v int) *api.Error {

@@ -2,8 +2,10 @@ package transport
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +24,14 @@ type ServerConfig struct {
 	// Token is the cluster token. When set, every connection must prove
 	// it (challenge-response) before its first call.
 	Token string
+	// RoleTokens are further tokens a connection may prove instead of
+	// Token; the name of the one it proves is its Caller.Token (Token's
+	// name is ClusterTokenName). With any of them set, a proof is required
+	// as with Token.
+	RoleTokens []NamedToken
+	// Authorize, if set, decides every call to a registered method before
+	// its handler runs (see Authorizer).
+	Authorize Authorizer
 	// TLS, when set, wraps every accepted connection: the TLS handshake
 	// runs first (under HandshakeTimeout), then the token handshake inside
 	// it. Nil serves plain TCP. Whether a client certificate is required
@@ -46,6 +56,54 @@ type ServerConfig struct {
 	// "(unknown)"), the handler time and the error sent (nil on success).
 	// It runs on the handler's goroutine: keep it cheap.
 	Observe func(method string, d time.Duration, err error)
+}
+
+// NamedToken is a token a server accepts and the name a connection that
+// proves it is known by.
+type NamedToken struct {
+	Name  string
+	Token string
+}
+
+// ClusterTokenName is the Caller.Token of a connection that proved
+// ServerConfig.Token.
+const ClusterTokenName = "cluster"
+
+// Caller is what the server knows of the client of a connection.
+type Caller struct {
+	// Peer is the client's remote address.
+	Peer string
+	// Token is the name of the token the connection proved (a
+	// NamedToken's, or ClusterTokenName); "" when it proved none.
+	Token string
+	// Cert is the client's certificate, verified against the CA; nil
+	// without TLS or when the client presented none.
+	Cert *x509.Certificate
+	// Memo is the Authorizer's to keep what it derived from the above,
+	// so that it is derived once per connection; the server never reads
+	// it. Authorize runs on the connection's read loop, one call at a
+	// time, so it needs no lock there.
+	Memo any
+}
+
+// Authorizer decides whether caller may call method (a registered one).
+// A non-nil error refuses the call: it is the answer, and the handler
+// does not run. Otherwise done, if not nil, is called with the call's
+// outcome (nil on success) once it is answered.
+type Authorizer func(caller *Caller, method string) (done func(err error), err error)
+
+// tokens is every token a connection may prove, with its name.
+func (c ServerConfig) tokens() []NamedToken {
+	var ts []NamedToken
+	if c.Token != "" {
+		ts = append(ts, NamedToken{Name: ClusterTokenName, Token: c.Token})
+	}
+	for _, t := range c.RoleTokens {
+		if t.Token != "" {
+			ts = append(ts, t)
+		}
+	}
+	return ts
 }
 
 func (c ServerConfig) withDefaults() ServerConfig {
@@ -239,4 +297,19 @@ func (s *Server) Stats() ServerStats {
 		Refused:     s.stats.refused.Load(),
 		Dropped:     s.stats.dropped.Load(),
 	}
+}
+
+// Methods are the names of the registered methods, sorted.
+func (s *Server) Methods() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.handlers)+len(s.async))
+	for m := range s.handlers {
+		out = append(out, m)
+	}
+	for m := range s.async {
+		out = append(out, m)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -21,7 +21,8 @@ type serverConn struct {
 	srv     *Server
 	link    *link
 	peer    string
-	peerMax int // the largest frame the client accepts
+	peerMax int    // the largest frame the client accepts
+	caller  Caller // who the client proved to be, set by the handshake
 	slots   chan struct{}
 	work    chan call    // to a parked worker; unbuffered
 	idle    atomic.Int32 // parked workers
@@ -37,11 +38,12 @@ type serverConn struct {
 
 func newServerConn(s *Server, nc net.Conn) *serverConn {
 	sc := &serverConn{
-		srv:   s,
-		link:  newLink(nc, s.cfg.FrameTimeout),
-		peer:  nc.RemoteAddr().String(),
-		slots: make(chan struct{}, s.cfg.MaxInflightPerConn),
-		work:  make(chan call),
+		srv:    s,
+		link:   newLink(nc, s.cfg.FrameTimeout),
+		peer:   nc.RemoteAddr().String(),
+		caller: Caller{Peer: nc.RemoteAddr().String()},
+		slots:  make(chan struct{}, s.cfg.MaxInflightPerConn),
+		work:   make(chan call),
 	}
 	sc.tlsPending.Store(isTLS(nc))
 	return sc
@@ -136,12 +138,16 @@ func (sc *serverConn) handshakeSteps() error {
 			return fmt.Errorf("TLS handshake: %w", err)
 		}
 		sc.tlsPending.Store(false)
+		if chains := tc.ConnectionState().VerifiedChains; len(chains) > 0 && len(chains[0]) > 0 {
+			sc.caller.Cert = chains[0][0]
+		}
 	}
 	nonce, err := newNonce()
 	if err != nil {
 		return refuse(api.Errorf(api.CodeInternal, "%v", err))
 	}
-	hi := hello{V: protocolVersion, Nonce: nonce, Auth: s.cfg.Token != "", MaxFrame: s.cfg.MaxFrame}
+	tokens := s.cfg.tokens()
+	hi := hello{V: protocolVersion, Nonce: nonce, Auth: len(tokens) > 0, MaxFrame: s.cfg.MaxFrame}
 	buf, err := encodeFrame(&envelope{kind: kindHello}, &hi)
 	if err != nil {
 		return refuse(api.AsError(err))
@@ -177,9 +183,11 @@ func (sc *serverConn) handshakeSteps() error {
 	if err := decodeBody(env.body, &ans, false); err != nil {
 		return refuse(api.Errorf(api.CodeCorrupt, "handshake: auth frame: %v", err))
 	}
-	if why := verifyAnswer(s.cfg.Token, nonce, &ans); why != nil {
+	name, why := verifyAnswer(tokens, nonce, &ans)
+	if why != nil {
 		return refuse(why)
 	}
+	sc.caller.Token = name
 	sc.peerMax = clampMaxFrame(ans.MaxFrame)
 	buf, err = encodeFrame(&envelope{kind: kindWelcome}, &welcome{V: protocolVersion})
 	if err != nil {
@@ -230,11 +238,19 @@ func (sc *serverConn) readLoop(ctx context.Context) {
 			return
 		}
 		h, async := sc.srv.lookup(env.method)
+		var done func(error)
+		if (h != nil || async != nil) && sc.srv.cfg.Authorize != nil {
+			var refused error
+			done, refused = sc.srv.cfg.Authorize(&sc.caller, env.method)
+			if refused != nil {
+				h, async = refusedHandler(refused), nil
+			}
+		}
 		if async != nil {
-			sc.runAsync(env, async)
+			sc.runAsync(env, async, done)
 			continue
 		}
-		sc.dispatch(ctx, call{env: env, h: h})
+		sc.dispatch(ctx, call{env: env, h: h, done: done})
 	}
 }
 
@@ -246,8 +262,14 @@ const maxIdleWorkers = 16
 // call is a request with the handler the read loop found for its method
 // (nil: no such method).
 type call struct {
-	env envelope
-	h   HandlerFunc
+	env  envelope
+	h    HandlerFunc
+	done func(error) // the Authorizer's, or nil
+}
+
+// refusedHandler answers a call the Authorizer refused with its verdict.
+func refusedHandler(err error) HandlerFunc {
+	return func(context.Context, *Request) (any, error) { return nil, err }
 }
 
 // dispatch hands c to a parked worker, or starts one. The caller holds a
@@ -326,6 +348,9 @@ func (sc *serverConn) run(ctx context.Context, c call) {
 		}
 		resp, err = sc.invoke(h, hctx, &Request{Method: env.method, Peer: sc.peer, body: env.body})
 	}
+	if c.done != nil {
+		c.done(err)
+	}
 	if buf := sc.respond(env, name, start, resp, err); buf != nil {
 		_ = sc.link.send(buf, nil) // fails only when the connection is closing
 	}
@@ -359,7 +384,7 @@ func (sc *serverConn) respond(env envelope, name string, start time.Time, resp a
 // socket, so when the writer's queue is full the frame is handed to a
 // goroutine of its own, still holding the slot, so that a client that
 // reads nothing gets no more than its slots' worth of them.
-func (sc *serverConn) runAsync(env envelope, h AsyncHandlerFunc) {
+func (sc *serverConn) runAsync(env envelope, h AsyncHandlerFunc, done func(error)) {
 	start := time.Now()
 	sc.inRun.Add(1)
 	release := func() {
@@ -370,6 +395,9 @@ func (sc *serverConn) runAsync(env envelope, h AsyncHandlerFunc) {
 	reply := func(resp any, err error) {
 		if !answered.CompareAndSwap(false, true) {
 			return
+		}
+		if done != nil {
+			done(err)
 		}
 		buf := sc.respond(env, env.method, start, resp, err)
 		if buf == nil || sc.link.trySend(buf) {

@@ -34,7 +34,7 @@ type env struct {
 // register adds the cluster flags to fs.
 func (e *env) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.masters, "masters", envString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
-	fs.StringVar(&e.token, "cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "cluster token (env SEXTON_CLUSTER_TOKEN)")
+	fs.StringVar(&e.token, "cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "the token this caller proves: a client or operator token, or the cluster token (env SEXTON_CLUSTER_TOKEN)")
 	fs.DurationVar(&e.timeout, "timeout", envDuration("SEXTON_TIMEOUT", 15*time.Second), "give up after this long (env SEXTON_TIMEOUT)")
 	e.tls.register(fs)
 }

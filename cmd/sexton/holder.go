@@ -26,7 +26,9 @@ func runHolder(args []string) error {
 	capacity := fs.String("capacity", envString("SEXTON_HOLDER_CAPACITY", "0"), "bytes this holder may use, plain or with a unit such as 4GiB (env SEXTON_HOLDER_CAPACITY)")
 	metaReserve := fs.String("metadata-reserve", envString(holder.EnvMetadataReserve, "auto"), "space kept for tombstones and GC metadata: puts are refused while less is free, and a file of this size (.space_reserve) is preallocated and released when a deletion meets a full disk; bytes with an optional unit, auto (sized from the bucket keys limit) or 0 to turn it off (env "+holder.EnvMetadataReserve+")")
 	clientID := fs.String("client-id", envString("SEXTON_HOLDER_CLIENT_ID", ""), "client id (default: derived from the segment id)")
-	token := fs.String("cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "cluster token, at least 32 bytes (sexton operator token generate makes one; env SEXTON_CLUSTER_TOKEN)")
+	token := fs.String("cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "the token this holder proves to the masters (their --holder-token, or their --cluster-token without role tokens); on the data port it proves the operator role; at least 32 bytes, sexton operator token generate makes one (env SEXTON_CLUSTER_TOKEN)")
+	clientToken := fs.String("client-token", envString("SEXTON_CLIENT_TOKEN", ""), "token that proves the client role on the data port, at least 32 bytes (env SEXTON_CLIENT_TOKEN)")
+	operatorToken := fs.String("operator-token", envString("SEXTON_OPERATOR_TOKEN", ""), "token that proves the operator role on the data port, at least 32 bytes (env SEXTON_OPERATOR_TOKEN)")
 	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), "log level")
 	var tf tlsFlags
 	tf.register(fs)
@@ -61,7 +63,8 @@ func runHolder(args []string) error {
 	if tlsRequire && tlsSrc == nil {
 		return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
 	}
-	securityWarning, err := serverSecurity("holder data port", tlsSrc != nil, tlsRequire, *token, *insecure)
+	securityWarning, err := serverSecurity("holder data port", tlsSrc != nil, tlsRequire, []flagToken{
+		{"--cluster-token", *token}, {"--client-token", *clientToken}, {"--operator-token", *operatorToken}}, *insecure)
 	if err != nil {
 		return err
 	}
@@ -97,7 +100,7 @@ func runHolder(args []string) error {
 	}
 	sd := notifyHolder(*dir)
 	defer sd.Stop()
-	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ListenAddr: *addr, HTTPAddr: *httpAddr,
+	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ClientToken: *clientToken, OperatorToken: *operatorToken, ListenAddr: *addr, HTTPAddr: *httpAddr,
 		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger,
 		TLS: tlsSrc, TLSRequireClientCert: tlsRequire}, gcOpts, reserve)
 	if err != nil {

@@ -42,7 +42,10 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", envString("SEXTON_HTTP_ADDR", "127.0.0.1:7201"), "HTTP address for /metrics, /healthz, /readyz, /v1/status; empty disables (env SEXTON_HTTP_ADDR)")
 	peers := fs.String("peers", envString("SEXTON_PEERS", ""), "initial voters ID=RAFT_ADDR,... (env SEXTON_PEERS)")
 	boot := fs.Bool("bootstrap", envBool("SEXTON_BOOTSTRAP", false), "bootstrap a new cluster from --peers if this node has no state; safe on every node (env SEXTON_BOOTSTRAP)")
-	fs.StringVar(&cfg.ClusterToken, "cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "shared secret every connection must prove, at least 32 bytes (sexton operator token generate makes one; env SEXTON_CLUSTER_TOKEN)")
+	fs.StringVar(&cfg.ClusterToken, "cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "the masters' shared secret: Raft connections prove it, and on the RPC port it proves the operator role; without role tokens every RPC caller must prove it; at least 32 bytes, sexton operator token generate makes one (env SEXTON_CLUSTER_TOKEN)")
+	fs.StringVar(&cfg.ClientToken, "client-token", envString("SEXTON_CLIENT_TOKEN", ""), "token that proves the client role on the RPC port, at least 32 bytes (env SEXTON_CLIENT_TOKEN)")
+	fs.StringVar(&cfg.HolderToken, "holder-token", envString("SEXTON_HOLDER_TOKEN", ""), "token that proves the holder role on the RPC port, at least 32 bytes (env SEXTON_HOLDER_TOKEN)")
+	fs.StringVar(&cfg.OperatorToken, "operator-token", envString("SEXTON_OPERATOR_TOKEN", ""), "token that proves the operator role on the RPC port, at least 32 bytes (env SEXTON_OPERATOR_TOKEN)")
 	fs.StringVar(&cfg.LogStore, "raft-log-store", envString("SEXTON_RAFT_LOG_STORE", ""), "raft log store: boltdb or wal; unset, the kind the data dir holds (raft.db: boltdb, raft-wal/: wal) and wal for a new data dir. One that contradicts the data dir is refused: sexton operator raft migrate-log-store moves a stopped node's log (env SEXTON_RAFT_LOG_STORE)")
 	walSegment := fs.String("raft-wal-segment-size", envString("SEXTON_RAFT_WAL_SEGMENT_SIZE", "64MiB"), "size of each raft-wal segment file, preallocated whole: the data dir needs room for two (on raft-wal; env SEXTON_RAFT_WAL_SEGMENT_SIZE)")
 	fs.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", envDuration("SEXTON_RAFT_HEARTBEAT_TIMEOUT", 0), "raft heartbeat timeout (default 500ms)")
@@ -136,7 +139,8 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 		if cfg.TLSRequireClientCert && cfg.TLS == nil {
 			return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
 		}
-		opts.SecurityWarning, err = serverSecurity("master RPC port", cfg.TLS != nil, cfg.TLSRequireClientCert, cfg.ClusterToken, *insecure)
+		opts.SecurityWarning, err = serverSecurity("master RPC port", cfg.TLS != nil, cfg.TLSRequireClientCert, []flagToken{
+			{"--cluster-token", cfg.ClusterToken}, {"--client-token", cfg.ClientToken}, {"--holder-token", cfg.HolderToken}, {"--operator-token", cfg.OperatorToken}}, *insecure)
 		return err
 	}
 }

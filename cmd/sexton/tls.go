@@ -101,17 +101,26 @@ func insecureNoClientAuthFlag(fs *flag.FlagSet) *bool {
 // without --insecure-tls-no-client-auth, is a usage error naming the
 // choices; what is allowed but unauthenticated comes back as a warning
 // the server logs at every start. port names the listener at stake.
-func serverSecurity(port string, tlsOn, requireCert bool, token string, insecure bool) (warning string, err error) {
-	if err := secret.CheckToken("--cluster-token", token); err != nil {
-		return "", usagef("%v", err)
+func serverSecurity(port string, tlsOn, requireCert bool, tokens []flagToken, insecure bool) (warning string, err error) {
+	token := ""
+	for _, t := range tokens {
+		if err := secret.CheckToken(t.flag, t.token); err != nil {
+			return "", usagef("%v", err)
+		}
+		if token == "" {
+			token = t.token
+		}
 	}
 	switch {
 	case tlsOn && !requireCert && token == "" && !insecure:
-		return "", usagef("TLS with --tls-client-auth optional and no --cluster-token authenticates no client: anyone who reaches the %s may call every method. Choose one: --tls-client-auth require (every client presents a certificate of --tls-ca), --cluster-token (make one with `%s`), or --insecure-tls-no-client-auth to run so on purpose", port, secret.GenerateCommand)
+		return "", usagef("TLS with --tls-client-auth optional and no token authenticates no client: anyone who reaches the %s may call every method a client may. Choose one: --tls-client-auth require (every client presents a certificate of --tls-ca), --cluster-token or the role tokens (make one with `%s`), or --insecure-tls-no-client-auth to run so on purpose", port, secret.GenerateCommand)
 	case tlsOn && !requireCert && token == "":
-		return fmt.Sprintf("--insecure-tls-no-client-auth: TLS without a required client certificate and no --cluster-token; anyone who reaches the %s may call every method", port), nil
+		return fmt.Sprintf("--insecure-tls-no-client-auth: TLS without a required client certificate and no token; anyone who reaches the %s may call every method a client may", port), nil
 	case !tlsOn && token == "":
-		return fmt.Sprintf("the %s is open to anyone: with neither a cluster token nor TLS, whoever reaches it may call every method (set --cluster-token, or --tls-cert/--tls-key/--tls-ca with --tls-client-auth require)", port), nil
+		return fmt.Sprintf("the %s is open to anyone: with neither a token nor TLS, whoever reaches it may call every method (set --cluster-token, or --tls-cert/--tls-key/--tls-ca with --tls-client-auth require)", port), nil
 	}
 	return "", nil
 }
+
+// flagToken is a token and the flag that gave it, for serverSecurity.
+type flagToken struct{ flag, token string }

@@ -50,3 +50,32 @@ func MasterIDs(cert *x509.Certificate) []string {
 	}
 	return ids
 }
+
+// CertRole is one role name a certificate carries.
+type CertRole struct {
+	Role string // RoleClient, RoleHolder, RoleOperator or RoleMaster
+	Name string
+	URI  string // as written in the certificate
+}
+
+// CertRoles are the sexton role names cert carries, in its order; URIs
+// of another form are ignored.
+func CertRoles(cert *x509.Certificate) []CertRole {
+	var out []CertRole
+	for _, u := range cert.URIs {
+		if u.Scheme != masterURIScheme || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			continue
+		}
+		switch u.Host {
+		case RoleClient, RoleHolder, RoleOperator, RoleMaster:
+		default:
+			continue
+		}
+		name, ok := strings.CutPrefix(u.Path, "/")
+		if !ok || name == "" || strings.Contains(name, "/") {
+			continue
+		}
+		out = append(out, CertRole{Role: u.Host, Name: name, URI: u.String()})
+	}
+	return out
+}

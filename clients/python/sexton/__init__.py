@@ -53,6 +53,7 @@ from .errors import (
     SextonError,
     Timeout,
     Unauthenticated,
+    PermissionDenied,
     Unavailable,
 )
 from .types import DeleteTask, GetResult, Incarnation, KeyResult, ObjectInfo, PutResult, Replica, Stat
@@ -88,5 +89,6 @@ __all__ = [
     "Stat",
     "Timeout",
     "Unauthenticated",
+    "PermissionDenied",
     "Unavailable",
 ]

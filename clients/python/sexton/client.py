@@ -105,7 +105,9 @@ class Client:
 
     ``masters`` is every master's RPC address (a list, or a comma-separated
     string like ``SEXTON_MASTERS``). ``cluster_token`` (or its older name
-    ``token``) is the cluster token, when the cluster requires one.
+    ``token``) is the token this caller proves (a client token, or the
+    cluster token when the cluster has no role tokens), when the cluster
+    requires one.
     ``tls_ca``, ``tls_cert`` and ``tls_key`` name PEM files as the CLI's
     ``--tls-ca``, ``--tls-cert`` and ``--tls-key`` do: with ``tls_ca`` every
     connection, to masters and to holders, uses TLS and verifies the

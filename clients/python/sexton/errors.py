@@ -108,6 +108,13 @@ class Unauthenticated(SextonError):
     code = "UNAUTHENTICATED"
 
 
+class PermissionDenied(SextonError):
+    """The caller's role (its certificate's or its token's) may not call
+    the method; nothing was done."""
+
+    code = "PERMISSION_DENIED"
+
+
 class FrameTooLarge(SextonError):
     """A request or response over a frame limit."""
 
@@ -142,6 +149,7 @@ _BY_CODE: Dict[str, Type[SextonError]] = {
         Timeout,
         OutcomeUnknown,
         Unauthenticated,
+        PermissionDenied,
         FrameTooLarge,
         Corrupt,
         Internal,

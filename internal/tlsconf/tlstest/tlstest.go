@@ -2,9 +2,10 @@
 // certificates for tests: ECDSA P-256, valid for an hour, with 127.0.0.1,
 // ::1 and localhost as subject alternative names and both server and client
 // usage, so one certificate serves a node's listeners and its dialers
-// (IssueMaster adds the master names the Raft port requires; IssueClient
-// makes a client-only one). The signing itself is tlsconf.Authority's,
-// which `sexton tls` uses too.
+// (IssueMaster adds the master names the Raft port requires, IssueRole the
+// role name the RPC listeners decide calls by; IssueClient makes a
+// client-only one without either). The signing itself is
+// tlsconf.Authority's, which `sexton tls` uses too.
 package tlstest
 
 import (
@@ -60,9 +61,18 @@ func (ca *CA) IssueMaster(name string, ids ...string) (tlsconf.Files, error) {
 	return ca.issue(name, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, uris)
 }
 
-// IssueClient is Issue for a client only: client usage, no master id.
+// IssueClient is Issue for a client only: client usage, no master id and
+// no role name (the RPC listeners refuse every call of such a caller).
 func (ca *CA) IssueClient(name string) (tlsconf.Files, error) {
 	return ca.issue(name, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, nil)
+}
+
+// IssueRole is Issue for a caller of role (tlsconf.RoleClient,
+// RoleHolder or RoleOperator): the certificate carries the URI
+// sexton://<role>/<name> the RPC and data listeners decide its calls by.
+// It has both usages, so a holder's serves its data listener too.
+func (ca *CA) IssueRole(role, name string) (tlsconf.Files, error) {
+	return ca.issue(name, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, []*url.URL{tlsconf.RoleURI(role, name)})
 }
 
 func (ca *CA) issue(name string, usage []x509.ExtKeyUsage, uris []*url.URL) (tlsconf.Files, error) {

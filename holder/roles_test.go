@@ -1,0 +1,177 @@
+package holder
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	dto "github.com/prometheus/client_model/go"
+
+	"sexton/api"
+	"sexton/grant"
+	"sexton/internal/tlsconf"
+	"sexton/internal/tlsconf/tlstest"
+	"sexton/transport"
+)
+
+// dataCall makes one call to the data listener on a fresh connection.
+func dataCall(t *testing.T, addr string, cfg transport.ClientConfig, method string, req, resp any) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := transport.Dial(ctx, addr, cfg)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	defer conn.Close()
+	return conn.Call(ctx, method, req, resp)
+}
+
+// auditCount is sexton_holder_rpc_audit_total{method,role,outcome}.
+func auditCount(t *testing.T, svc *Service, method, role, outcome string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := svc.metrics.audit.WithLabelValues(method, role, outcome).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// On the data listener the client token reads but cannot list every
+// record (an operator's call, refused with PERMISSION_DENIED and
+// audited); the operator token can; a holder's certificate cannot read
+// or write values.
+func TestDataListenerRoles(t *testing.T) {
+	m := startFakeMaster(t, grant.NewKey())
+	close(m.hold)
+	s := openT(t, t.TempDir(), StoreOptions{})
+	defer s.Close()
+	logs := &syncBuffer{}
+	svc, err := StartService(s, ServiceConfig{Masters: []string{m.ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
+		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond,
+		ClusterToken: "holder secret of at least thirty-two bytes", ClientToken: "client secret of at least thirty-two bytes", OperatorToken: "operator secret of at least thirty-two bytes",
+		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	addr := svc.Addr()
+	client := transport.ClientConfig{Token: "client secret of at least thirty-two bytes"}
+	operator := transport.ClientConfig{Token: "operator secret of at least thirty-two bytes"}
+
+	if err := dataCall(t, addr, client, api.MethodHolderStatus, &api.Empty{}, &api.HolderStatusResponse{}); err != nil {
+		t.Fatalf("status as a client: %v", err)
+	}
+	err = dataCall(t, addr, client, api.MethodHolderListRecords, &api.HolderListRecordsRequest{}, &api.HolderListRecordsResponse{})
+	if api.CodeOf(err) != api.CodePermissionDenied || !strings.Contains(err.Error(), "HolderListRecords needs role operator; this caller is client") {
+		t.Fatalf("list records as a client: %v", err)
+	}
+	if err := dataCall(t, addr, operator, api.MethodHolderListRecords, &api.HolderListRecordsRequest{}, &api.HolderListRecordsResponse{}); err != nil {
+		t.Fatalf("list records as the operator: %v", err)
+	}
+	for _, w := range []string{
+		`rpc audit: refused: method=HolderListRecords role=client identity="client token"`,
+		`rpc audit: method=HolderListRecords role=operator identity="operator token"`,
+	} {
+		if !strings.Contains(logs.String(), w) {
+			t.Errorf("the log lacks %q", w)
+		}
+	}
+	if strings.Contains(logs.String(), "secret") {
+		t.Error("a token is in the log")
+	}
+	if got := auditCount(t, svc, api.MethodHolderListRecords, "client", string(api.CodePermissionDenied)); got != 1 {
+		t.Errorf("refusals counted %v, want 1", got)
+	}
+	if got := auditCount(t, svc, api.MethodHolderListRecords, "operator", "ok"); got != 1 {
+		t.Errorf("operator calls counted %v, want 1", got)
+	}
+}
+
+// A holder's certificate on another holder's data listener cannot read
+// or write values: they are a client's calls.
+func TestDataListenerRefusesHolderCertificate(t *testing.T) {
+	ca, err := tlstest.NewCA(t.TempDir(), "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := startFakeMaster(t, grant.NewKey())
+	close(m.hold)
+	s := openT(t, t.TempDir(), StoreOptions{})
+	defer s.Close()
+	svc, err := StartService(s, ServiceConfig{Masters: []string{m.ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
+		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond,
+		TLS: tlsSource(t, ca, tlsconf.RoleHolder, "h1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	other := transport.ClientConfig{TLS: tlsSource(t, ca, tlsconf.RoleHolder, "h2").ClientConfig()}
+	for _, c := range []struct {
+		method    string
+		req, resp any
+	}{
+		{api.MethodHolderRead, &api.HolderReadRequest{Key: "k"}, &api.HolderReadResponse{}},
+		{api.MethodHolderWrite, &api.HolderWriteRequest{Key: "k"}, &api.Empty{}},
+	} {
+		err := dataCall(t, svc.Addr(), other, c.method, c.req, c.resp)
+		if api.CodeOf(err) != api.CodePermissionDenied || !strings.Contains(err.Error(), "needs role client; this caller is holder") {
+			t.Fatalf("%s with a holder certificate: %v", c.method, err)
+		}
+		if got := auditCount(t, svc, c.method, "holder", string(api.CodePermissionDenied)); got != 1 {
+			t.Errorf("%s refusals counted %v, want 1", c.method, got)
+		}
+	}
+	client := transport.ClientConfig{TLS: tlsSource(t, ca, tlsconf.RoleClient, "app").ClientConfig()}
+	if err := dataCall(t, svc.Addr(), client, api.MethodHolderStatus, &api.Empty{}, &api.HolderStatusResponse{}); err != nil {
+		t.Fatalf("status with a client certificate: %v", err)
+	}
+}
+
+// Every method the data listener serves has a row in DataMethodRoles and
+// every row is served.
+func TestEveryDataMethodHasARole(t *testing.T) {
+	m := startFakeMaster(t, grant.NewKey())
+	close(m.hold)
+	s := openT(t, t.TempDir(), StoreOptions{})
+	defer s.Close()
+	svc := startTestService(t, s, m)
+	defer svc.Close()
+	served := svc.srv.Methods()
+	for _, method := range served {
+		if _, ok := DataMethodRoles[method]; !ok {
+			t.Errorf("method %s has no row in DataMethodRoles (holder/dataserver.go)", method)
+		}
+	}
+	for method := range DataMethodRoles {
+		if !slices.Contains(served, method) {
+			t.Errorf("DataMethodRoles has a row for %s, which the listener does not serve", method)
+		}
+	}
+}
+
+// A holder with only the cluster token serves every caller that proves
+// it as an operator, as before, and says so at start.
+func TestDataListenerSharedTokenWarns(t *testing.T) {
+	m := startFakeMaster(t, grant.NewKey())
+	close(m.hold)
+	s := openT(t, t.TempDir(), StoreOptions{})
+	defer s.Close()
+	logs := &syncBuffer{}
+	svc, err := StartService(s, ServiceConfig{Masters: []string{m.ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
+		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond, ClusterToken: "shared token of at least thirty-two bytes",
+		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	if err := dataCall(t, svc.Addr(), transport.ClientConfig{Token: "shared token of at least thirty-two bytes"}, api.MethodHolderListRecords, &api.HolderListRecordsRequest{}, &api.HolderListRecordsResponse{}); err != nil {
+		t.Fatalf("list records with the shared token: %v", err)
+	}
+	if !strings.Contains(logs.String(), "no role token is set; give clients and operators their own with --client-token and --operator-token") {
+		t.Fatalf("no shared-token warning:\n%s", logs.String())
+	}
+}
