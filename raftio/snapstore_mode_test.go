@@ -1,11 +1,11 @@
-package master
+package raftio
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // TestSnapshotStoreFilesAreOwnerOnly: a snapshot holds the grant key, so
