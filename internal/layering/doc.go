@@ -21,6 +21,7 @@ var Layers = [][]string{
 }
 
 // TestOnly lists packages that only tests may import: the fault
-// filesystems fail and lose writes on purpose, so no package that ships
-// (in the default build or with the testhooks tag) may link them.
-var TestOnly = []string{"internal/fsys/errorfs"}
+// filesystems fail and lose writes on purpose, and the data-driven runner
+// links package testing, so no package that ships (in the default build
+// or with the testhooks tag) may link them.
+var TestOnly = []string{"internal/fsys/errorfs", "internal/testutil/datadriven"}
