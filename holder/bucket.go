@@ -3,7 +3,7 @@ package holder
 import (
 	"sync"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // bucket is one <id>.bucket + <id>.meta pair in memory.

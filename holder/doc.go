@@ -16,7 +16,8 @@
 //	.bucket_gc_intent                a GC round's {v, state, sources, target} (msgpack, CRC-32C), only during a round
 //	.tombstone_floor                 per key, the highest incarnation tombstoned here {v, floors[{k, inc, at, ev?}]} (msgpack, CRC-32C)
 //
-// All file access goes through holder/fsys, and every step of a put or a
+// All file access goes through internal/fsys (tests wrap it in the fault
+// filesystems of internal/fsys/errorfs), and every step of a put or a
 // tombstone persistence and of a GC round has a named crash point
 // (holder/crashpoint) that fires only in a testhooks build (DESIGN.md,
 // "Test machinery").

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 // opRecorder notes, in order, the operations of interest a code path issues.
@@ -19,8 +19,8 @@ type opRecorder struct {
 	ops []string
 }
 
-func (r *opRecorder) watch(f *fsys.Faulty, op fsys.Op, pattern string) {
-	f.Inject(fsys.Rule{Op: op, Pattern: pattern, Hook: func(p string) {
+func (r *opRecorder) watch(f *errorfs.Faulty, op errorfs.Op, pattern string) {
+	f.Inject(errorfs.Rule{Op: op, Pattern: pattern, Hook: func(p string) {
 		r.mu.Lock()
 		r.ops = append(r.ops, string(op)+" "+filepath.Ext(p))
 		r.mu.Unlock()
@@ -40,10 +40,10 @@ func TestPersistenceStepsRunInProtocolOrder(t *testing.T) {
 	s := openT(t, t.TempDir(), opts)
 	defer s.Close()
 	var rec opRecorder
-	rec.watch(ffs, fsys.OpWrite, "*")
-	rec.watch(ffs, fsys.OpSync, "*")
-	rec.watch(ffs, fsys.OpRename, "*.tmp")
-	rec.watch(ffs, fsys.OpSyncDir, "*")
+	rec.watch(ffs, errorfs.OpWrite, "*")
+	rec.watch(ffs, errorfs.OpSync, "*")
+	rec.watch(ffs, errorfs.OpRename, "*.tmp")
+	rec.watch(ffs, errorfs.OpSyncDir, "*")
 	mustPut(t, s, "k", incN(1), []byte("v"))
 	want := "[write .bucket sync .bucket write .tmp sync .tmp rename .tmp syncdir " + filepath.Ext(s.Dir()) + "]"
 	if got := fmtOps(rec.take()); got != want {
@@ -107,7 +107,7 @@ func TestDuplicateTasksInOneBatchShareOnePersistence(t *testing.T) {
 	ffs.ResetCounts()
 	rs := s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "k", incN(1)), task(s, 2, "k", incN(1))})
 	wantOutcomes(t, rs, api.AckRemoved, api.AckRemoved)
-	if n := ffs.Count(fsys.OpRename); n != 1 {
+	if n := ffs.Count(errorfs.OpRename); n != 1 {
 		t.Fatalf("%d renames", n)
 	}
 }
@@ -116,7 +116,7 @@ func TestBindClusterRecordsOnce(t *testing.T) {
 	dir := t.TempDir()
 	opts, ffs := faultyOpts(0)
 	s := openT(t, dir, opts)
-	ffs.Inject(fsys.Rule{Op: fsys.OpRename, Err: syscall.EIO, Once: true})
+	ffs.Inject(errorfs.Rule{Op: errorfs.OpRename, Err: syscall.EIO, Once: true})
 	if err := s.BindCluster(7); err == nil || s.Identity().ClusterID != 0 {
 		t.Fatalf("failed bind changed identity: %v %+v", err, s.Identity())
 	}
@@ -144,7 +144,7 @@ func TestCloseWaitsForTombstoneBatch(t *testing.T) {
 	s := openT(t, dir, opts)
 	mustPut(t, s, "k", incN(1), []byte("v"))
 	entered, release := make(chan struct{}), make(chan struct{})
-	ffs.Inject(fsys.Rule{Op: fsys.OpRename, Once: true, Hook: func(string) { close(entered); <-release }})
+	ffs.Inject(errorfs.Rule{Op: errorfs.OpRename, Once: true, Hook: func(string) { close(entered); <-release }})
 	results := make(chan []api.TaskResult, 1)
 	go func() { results <- s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "k", incN(1))}) }()
 	<-entered

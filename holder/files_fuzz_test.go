@@ -16,7 +16,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // The holder's small files other than bucket metadata (FuzzDecodeMeta):

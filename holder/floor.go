@@ -9,7 +9,7 @@ import (
 
 	"sexton/api"
 	"sexton/grant"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 	"sexton/internal/msgpackscan"
 )
 

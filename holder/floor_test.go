@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 // wantRefused asserts a Put of (key, inc) is refused as a tombstoned
@@ -164,7 +164,7 @@ func TestFloorPersistFailureIsRetryable(t *testing.T) {
 	opts, ff := faultyOpts(0)
 	s := openT(t, t.TempDir(), opts)
 	defer s.Close()
-	ff.Inject(fsys.Rule{Op: fsys.OpSyncDir, Err: syscall.EIO})
+	ff.Inject(errorfs.Rule{Op: errorfs.OpSyncDir, Err: syscall.EIO})
 	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "k", incN(5))}), api.AckRetryableFailure)
 	ff.ClearRules()
 	if n := s.FloorEntries(); n != 0 {

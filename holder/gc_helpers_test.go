@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // testGCOptions is the default policy with a drain bound tests can wait

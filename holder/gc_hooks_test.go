@@ -6,7 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
+	"sexton/internal/fsys/errorfs"
 	"slices"
 	"strings"
 	"testing"
@@ -147,10 +148,10 @@ func TestReadersOfSourceDrainBeforeUnlink(t *testing.T) {
 	for _, timeout := range []bool{false, true} {
 		name := map[bool]string{false: "waits", true: "times out then retries"}[timeout]
 		t.Run(name, func(t *testing.T) {
-			ffs := fsys.NewFaulty(fsys.OS{})
+			ffs := errorfs.NewFaulty(fsys.OS{})
 			f := mergeFixture(t, StoreOptions{FS: ffs})
 			entered, release := make(chan struct{}), make(chan struct{})
-			ffs.Inject(fsys.Rule{Op: fsys.OpRead, Pattern: bucketName(1), Once: true, Hook: func(string) {
+			ffs.Inject(errorfs.Rule{Op: errorfs.OpRead, Pattern: bucketName(1), Once: true, Hook: func(string) {
 				close(entered)
 				<-release
 			}})

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 	"sexton/internal/msgpackscan"
 )
 

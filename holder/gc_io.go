@@ -3,7 +3,7 @@ package holder
 import (
 	"golang.org/x/sys/unix"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // The copy loop is synchronous through one buffer; these two hints let the

@@ -10,7 +10,8 @@ import (
 	"pgregory.net/rapid"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 // TestGCMatchesModel drives random puts, tombstones, reads, GC passes
@@ -22,11 +23,11 @@ import (
 func TestGCMatchesModel(t *testing.T) {
 	root := fastDir(t)
 	run := 0
-	faultOps := []fsys.Op{fsys.OpRename, fsys.OpSyncDir, fsys.OpRemove, fsys.OpWrite, fsys.OpSync, fsys.OpOpen, fsys.OpRead}
+	faultOps := []errorfs.Op{errorfs.OpRename, errorfs.OpSyncDir, errorfs.OpRemove, errorfs.OpWrite, errorfs.OpSync, errorfs.OpOpen, errorfs.OpRead}
 	rapid.Check(t, func(rt *rapid.T) {
 		run++
 		dir := fmt.Sprintf("%s/gc-%d", root, run)
-		ffs := fsys.NewFaulty(fsys.OS{})
+		ffs := errorfs.NewFaulty(fsys.OS{})
 		opts := StoreOptions{BucketKeysLimit: 3, BucketSizeLimit: 64, FS: ffs}
 		s, err := OpenStore(dir, opts)
 		if err != nil {
@@ -118,7 +119,7 @@ func TestGCMatchesModel(t *testing.T) {
 			"gc": func(rt *rapid.T) {
 				if rapid.Bool().Draw(rt, "faulty") {
 					op := rapid.SampledFrom(faultOps).Draw(rt, "op")
-					ffs.Inject(fsys.Rule{Op: op, Err: syscall.EIO, Once: rapid.Bool().Draw(rt, "once")})
+					ffs.Inject(errorfs.Rule{Op: op, Err: syscall.EIO, Once: rapid.Bool().Draw(rt, "once")})
 				}
 				o := gco
 				o.AgeAware = rapid.Bool().Draw(rt, "age-aware")

@@ -5,7 +5,7 @@ import (
 	"os"
 	"syscall"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // punchItem is one tombstoned record whose bytes punchDead frees.

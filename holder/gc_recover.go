@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // gcRecovery is what OpenStore decided about a pending GC intent: which

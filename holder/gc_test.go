@@ -11,7 +11,8 @@ import (
 	"testing"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 func TestGarbageCollectionUnlinksFullyDeadBucketWithoutReplacement(t *testing.T) {
@@ -305,12 +306,12 @@ func ids(s *Store) []uint64 {
 }
 
 func TestCommittedCleanupRetriedWithoutRestart(t *testing.T) {
-	ffs := fsys.NewFaulty(fsys.OS{})
+	ffs := errorfs.NewFaulty(fsys.OS{})
 	f := mergeFixture(t, StoreOptions{FS: ffs})
 	target := f.s.nextID
 	w := newGCWorker(f.s, testGCOptions(), nil)
 
-	ffs.Inject(fsys.Rule{Op: fsys.OpRemove, Pattern: "*.bucket", Err: syscall.EIO})
+	ffs.Inject(errorfs.Rule{Op: errorfs.OpRemove, Pattern: "*.bucket", Err: syscall.EIO})
 	w.pass()
 	st := f.s.GCStats()
 	if !st.CleanupPending || !strings.Contains(st.LastError, "unlink") || st.Rounds != 1 {
@@ -330,7 +331,7 @@ func TestCommittedCleanupRetriedWithoutRestart(t *testing.T) {
 	// A new candidate appears; no new round starts while cleanup is pending.
 	f.kill("c1")
 	ffs.ClearRules()
-	ffs.Inject(fsys.Rule{Op: fsys.OpSyncDir, Err: syscall.EIO, Once: true})
+	ffs.Inject(errorfs.Rule{Op: errorfs.OpSyncDir, Err: syscall.EIO, Once: true})
 	w.pass()
 	if st := f.s.GCStats(); !st.CleanupPending || st.Rounds != 1 || !strings.Contains(st.LastError, "fsync") {
 		t.Fatalf("stats after a failed dir fsync: %+v", st)

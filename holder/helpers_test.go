@@ -11,7 +11,8 @@ import (
 	"go.uber.org/goleak"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 // childEnv selects a child-process role when the test binary is re-executed
@@ -147,8 +148,8 @@ func tombstonedOnDisk(t testing.TB, dir string, id uint64, key string, inc api.O
 }
 
 // faultyOpts is options over a fault-injecting OS filesystem.
-func faultyOpts(keysLimit int) (StoreOptions, *fsys.Faulty) {
-	f := fsys.NewFaulty(fsys.OS{})
+func faultyOpts(keysLimit int) (StoreOptions, *errorfs.Faulty) {
+	f := errorfs.NewFaulty(fsys.OS{})
 	return StoreOptions{BucketKeysLimit: keysLimit, FS: f}, f
 }
 
@@ -164,4 +165,4 @@ func bucketOf(t testing.TB, s *Store, key string, inc api.ObjectIncarnation) uin
 	return loc.bucket
 }
 
-func ruleLock(err error) fsys.Rule { return fsys.Rule{Op: fsys.OpLock, Err: err} }
+func ruleLock(err error) errorfs.Rule { return errorfs.Rule{Op: errorfs.OpLock, Err: err} }

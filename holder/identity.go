@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 const (

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // InspectReport is an offline view of a store directory.

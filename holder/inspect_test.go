@@ -4,7 +4,8 @@ import (
 	"testing"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 func TestInspectReadsOfflineWithoutChanges(t *testing.T) {
@@ -43,7 +44,7 @@ func TestInspectReadsOfflineWithoutChanges(t *testing.T) {
 // there, not held once a full disk made the store release it.
 func TestInspectShowsSpaceReserve(t *testing.T) {
 	dir := t.TempDir()
-	ff := fsys.NewFaulty(fsys.OS{})
+	ff := errorfs.NewFaulty(fsys.OS{})
 	ff.SetSpace(2<<20, 2<<20)
 	s := openT(t, dir, StoreOptions{FS: ff, MetadataReserve: 256 << 10})
 	defer s.Close()

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // dirScan is what a directory listing says, before any file is read.

@@ -8,7 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 // gathered is every sample of a registry as "name{label=value}" → value,
@@ -48,7 +49,7 @@ func gathered(t *testing.T, reg *prometheus.Registry) (map[string]float64, map[s
 // disk — the reserve released and the ENOSPC counted on the tombstone
 // path; the capacity is the clamped one throughout.
 func TestSpaceCollectorGathers(t *testing.T) {
-	ff := fsys.NewFaulty(fsys.OS{})
+	ff := errorfs.NewFaulty(fsys.OS{})
 	ff.SetSpace(2<<20, 2<<20)
 	s := openT(t, t.TempDir(), StoreOptions{FS: ff, MetadataReserve: 256 << 10})
 	defer s.Close()

@@ -11,7 +11,8 @@ import (
 	"pgregory.net/rapid"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 // fastDir is a scratch directory on tmpfs when there is one: the model test
@@ -36,7 +37,7 @@ func TestStoreMatchesModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		run++
 		dir := fmt.Sprintf("%s/%d", root, run)
-		ffs := fsys.NewFaulty(fsys.OS{})
+		ffs := errorfs.NewFaulty(fsys.OS{})
 		opts := StoreOptions{BucketKeysLimit: 3, BucketSizeLimit: 64, FS: ffs}
 		s, err := OpenStore(dir, opts)
 		if err != nil {
@@ -101,7 +102,7 @@ func TestStoreMatchesModel(t *testing.T) {
 					tasks = append(tasks, task(s, uint64(i), genKey.Draw(rt, "key"), incN(genInc.Draw(rt, "inc"))))
 				}
 				if failing {
-					ffs.Inject(fsys.Rule{Op: fsys.OpRename, Err: syscall.EIO})
+					ffs.Inject(errorfs.Rule{Op: errorfs.OpRename, Err: syscall.EIO})
 				}
 				rs := s.BatchMarkDeleted(tasks)
 				ffs.ClearRules()

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // Environment variables read by OptionsFromEnv.

@@ -12,11 +12,12 @@ import (
 
 	"sexton/api"
 	"sexton/holder/crashpoint"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 // The power-loss suite: an in-process power cut of the strict model
-// filesystem (fsys.PowerLoss) at every crash point of put, tombstone,
+// filesystem (errorfs.PowerLoss) at every crash point of put, tombstone,
 // floor and GC, and right after each returned; the directory is then
 // brought back as a machine would find it and reopened with the real
 // recovery on the real filesystem. It is the suite the durability audit
@@ -25,7 +26,7 @@ import (
 // cutAtPoint arms a power cut of pl at the crash point named point ("" is
 // none: the caller cuts after the operation returned). It reports whether
 // the point was hit.
-func cutAtPoint(t *testing.T, pl *fsys.PowerLoss, point string) *atomic.Bool {
+func cutAtPoint(t *testing.T, pl *errorfs.PowerLoss, point string) *atomic.Bool {
 	t.Helper()
 	hit := new(atomic.Bool)
 	crashpoint.SetHook(func(name string) {
@@ -246,7 +247,7 @@ func TestPowerLossReserve(t *testing.T) {
 		t.Fatalf("no reserve before the cut: %+v", st)
 	}
 	powerCut(t, s, pl)
-	full := fsys.NewFaulty(fsys.OS{})
+	full := errorfs.NewFaulty(fsys.OS{})
 	full.SetSpace(1<<30, reserve) // less than twice the reserve: it cannot be made again
 	s = openT(t, dir, StoreOptions{FS: full, MetadataReserve: reserve})
 	defer s.Close()

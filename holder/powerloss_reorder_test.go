@@ -9,7 +9,8 @@ import (
 	"syscall"
 	"testing"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 // reorderings are the outcomes of a cut that a test tries for n pending
@@ -290,7 +291,7 @@ func TestPowerLossReorderedPutAfterOrphan(t *testing.T) {
 
 // checkReorderings runs check on every reordering of pl's pending
 // operations, each restored into its own directory.
-func checkReorderings(t *testing.T, pl *fsys.PowerLoss, check func(t *testing.T, dst string, kept, pending []string)) {
+func checkReorderings(t *testing.T, pl *errorfs.PowerLoss, check func(t *testing.T, dst string, kept, pending []string)) {
 	t.Helper()
 	pending := pl.Pending()
 	for outcome, keep := range reorderings(len(pending)) {

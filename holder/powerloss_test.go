@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 // powerCut cuts the power under a store opened on pl, closes what is left
 // of it, and brings the directory back as a machine would find it.
-func powerCut(t *testing.T, s *Store, pl *fsys.PowerLoss) {
+func powerCut(t *testing.T, s *Store, pl *errorfs.PowerLoss) {
 	t.Helper()
 	pl.Cut()
 	_ = s.Close() // may report the cut; the directory is what matters
@@ -19,9 +20,9 @@ func powerCut(t *testing.T, s *Store, pl *fsys.PowerLoss) {
 	}
 }
 
-func newPowerLoss(t *testing.T, dir string) *fsys.PowerLoss {
+func newPowerLoss(t *testing.T, dir string) *errorfs.PowerLoss {
 	t.Helper()
-	pl, err := fsys.NewPowerLoss(fsys.OS{}, dir)
+	pl, err := errorfs.NewPowerLoss(fsys.OS{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

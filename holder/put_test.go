@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 func TestPutIsIdempotentAndRefusesConflicts(t *testing.T) {
@@ -64,10 +64,10 @@ func TestPutRollsBucketsAtLimits(t *testing.T) {
 }
 
 func TestPutIOFailureIsAnErrorAndLeavesNoRecord(t *testing.T) {
-	for _, rule := range []fsys.Rule{
-		{Op: fsys.OpWrite, Pattern: "*.bucket", Err: syscall.ENOSPC, Once: true},
-		{Op: fsys.OpSync, Pattern: "*.bucket", Err: syscall.EIO, Once: true},
-		{Op: fsys.OpRename, Err: syscall.EIO, Once: true},
+	for _, rule := range []errorfs.Rule{
+		{Op: errorfs.OpWrite, Pattern: "*.bucket", Err: syscall.ENOSPC, Once: true},
+		{Op: errorfs.OpSync, Pattern: "*.bucket", Err: syscall.EIO, Once: true},
+		{Op: errorfs.OpRename, Err: syscall.EIO, Once: true},
 	} {
 		t.Run(string(rule.Op), func(t *testing.T) {
 			dir := t.TempDir()
@@ -104,7 +104,7 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	// Hold the first commit inside its data fsync until the other n-1 puts
 	// are queued, so the test does not depend on scheduling.
-	ffs.Inject(fsys.Rule{Op: fsys.OpSync, Pattern: "*.bucket", Once: true, Hook: func(string) {
+	ffs.Inject(errorfs.Rule{Op: errorfs.OpSync, Pattern: "*.bucket", Once: true, Hook: func(string) {
 		close(entered)
 		<-release
 	}})
@@ -131,8 +131,8 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dataSyncs := ffs.CountMatching(fsys.OpSync, "*.bucket")
-	metaPersists := ffs.CountMatching(fsys.OpRename, "*.meta.tmp")
+	dataSyncs := ffs.CountMatching(errorfs.OpSync, "*.bucket")
+	metaPersists := ffs.CountMatching(errorfs.OpRename, "*.meta.tmp")
 	if dataSyncs != 2 || metaPersists != 2 {
 		t.Fatalf("%d puts cost %d data fsyncs and %d metadata persistences, want 2 and 2", n, dataSyncs, metaPersists)
 	}

@@ -10,7 +10,7 @@ import (
 	"slices"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // The segment ids of its cluster a holder learned from the master

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // SpaceReserveFileName is the preallocated file that holds the space

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 // A power cut at any rename of the full-disk sequence (tombstones with the
@@ -32,7 +32,7 @@ func TestFullDiskPowerCutLosesNothing(t *testing.T) {
 func fullDiskPowerCut(t *testing.T, cut int) int {
 	dir := t.TempDir()
 	pl := newPowerLoss(t, dir)
-	ff := fsys.NewFaulty(pl)
+	ff := errorfs.NewFaulty(pl)
 	ff.SetSpace(3<<19, 3<<19)
 	d := &fullDisk{t: t, logs: &syncBuffer{}, incs: map[string]api.ObjectIncarnation{}, vals: map[string][]byte{}}
 	d.s = openT(t, dir, fullDiskOptions(ff, d.logs))
@@ -41,7 +41,7 @@ func fullDiskPowerCut(t *testing.T, cut int) int {
 	ff.TakeSpace(ff.FreeSpace())
 
 	var renames atomic.Int64
-	ff.Inject(fsys.Rule{Op: fsys.OpRename, Hook: func(string) {
+	ff.Inject(errorfs.Rule{Op: errorfs.OpRename, Hook: func(string) {
 		if int(renames.Add(1)) == cut {
 			pl.Cut()
 		}

@@ -22,7 +22,8 @@ import (
 
 	"sexton/api"
 	"sexton/grant"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
+	"sexton/internal/fsys/errorfs"
 	"sexton/transport"
 )
 
@@ -371,7 +372,7 @@ func (d *fullDisk) run() {
 // Unprivileged: the fault-injecting FS models a 2 MiB filesystem that
 // fails writes with ENOSPC once its bytes run out.
 func TestFullDiskDeletionProceedsModel(t *testing.T) {
-	ff := fsys.NewFaulty(fsys.OS{})
+	ff := errorfs.NewFaulty(fsys.OS{})
 	ff.SetSpace(2<<20, 2<<20)
 	d := startFullDisk(t, t.TempDir(), ff, func() { ff.TakeSpace(ff.FreeSpace()) })
 	d.run()
@@ -384,7 +385,7 @@ func TestFullDiskDeletionProceedsModel(t *testing.T) {
 // when it meets ENOSPC. Without that the mount failed forever and no
 // delete could reach the holder to free the disk.
 func TestFirstMountOnAFullDisk(t *testing.T) {
-	ff := fsys.NewFaulty(fsys.OS{})
+	ff := errorfs.NewFaulty(fsys.OS{})
 	ff.SetSpace(2<<20, 2<<20)
 	d := startFullDisk(t, t.TempDir(), ff, func() { ff.TakeSpace(ff.FreeSpace()) })
 	d.fill()
@@ -465,7 +466,7 @@ func fillFilesystem(t *testing.T, name string) {
 // through.
 func TestENOSPCLeavesPreviousStateAuthoritative(t *testing.T) {
 	dir := t.TempDir()
-	ff := fsys.NewFaulty(fsys.OS{})
+	ff := errorfs.NewFaulty(fsys.OS{})
 	ff.SetSpace(1<<20, 1<<20)
 	logs := &syncBuffer{}
 	s := openT(t, dir, StoreOptions{FS: ff, BucketKeysLimit: 4, Logger: newTestLogger(logs)})
@@ -524,7 +525,7 @@ func TestENOSPCLeavesPreviousStateAuthoritative(t *testing.T) {
 // less the reserve file still owed after a release). No flag stays
 // unknown; a flag the disk can hold is reported as given.
 func TestEffectiveCapacityClampsToFilesystem(t *testing.T) {
-	ff := fsys.NewFaulty(fsys.OS{})
+	ff := errorfs.NewFaulty(fsys.OS{})
 	ff.SetSpace(3<<20, 3<<20)
 	s := openT(t, t.TempDir(), StoreOptions{FS: ff, MetadataReserve: fullReserve})
 	defer s.Close()
@@ -554,7 +555,7 @@ func TestEffectiveCapacityClampsToFilesystem(t *testing.T) {
 // fit is not attempted, so it neither fails on ENOSPC nor eats the
 // reserve.
 func TestFullDiskGCUnlinksFirstAndMergesOnlyWhatFits(t *testing.T) {
-	ff := fsys.NewFaulty(fsys.OS{})
+	ff := errorfs.NewFaulty(fsys.OS{})
 	ff.SetSpace(2<<20, 2<<20)
 	s := openT(t, t.TempDir(), StoreOptions{FS: ff, BucketKeysLimit: fullBucketKeys, MetadataReserve: fullReserve})
 	defer s.Close()
@@ -605,7 +606,7 @@ func TestFullDiskGCUnlinksFirstAndMergesOnlyWhatFits(t *testing.T) {
 // periodic wake is an hour, so only the refusal can start it.
 func TestRefusedPutsStartGCWhateverTheWatermarks(t *testing.T) {
 	const valueSize, keys = 8 << 10, 8
-	ff := fsys.NewFaulty(fsys.OS{})
+	ff := errorfs.NewFaulty(fsys.OS{})
 	ff.SetSpace(1<<20, 1<<20)
 	logs := &syncBuffer{}
 	s := openT(t, t.TempDir(), StoreOptions{FS: ff, BucketKeysLimit: keys, BucketSizeLimit: keys * valueSize,
@@ -697,7 +698,7 @@ func TestRefusedPutsStartGCWhateverTheWatermarks(t *testing.T) {
 // the remedy, instead of leaving the operator with NO_SPACE alone.
 func TestRefusedPutsWithNoRoundThatFitsAreLogged(t *testing.T) {
 	const valueSize = 32 << 10
-	ff := fsys.NewFaulty(fsys.OS{})
+	ff := errorfs.NewFaulty(fsys.OS{})
 	ff.SetSpace(1<<20, 1<<20)
 	logs := &syncBuffer{}
 	s := openT(t, t.TempDir(), StoreOptions{FS: ff, BucketKeysLimit: 64, BucketSizeLimit: 4 << 20,

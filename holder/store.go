@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // Store is one LOCAL_DISK directory opened for serving. It is safe for

@@ -5,7 +5,7 @@ import (
 	"os"
 	"sync"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // Every fsync the store issues goes through a named sync site, one per

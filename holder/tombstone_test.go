@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"sexton/api"
-	"sexton/holder/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 func TestDeleteIsDurableAndCannotDeleteRecreatedKey(t *testing.T) {
@@ -92,7 +92,7 @@ func TestOneInvalidTaskDoesNotSuppressAnotherBucket(t *testing.T) {
 	})
 
 	t.Run("failing bucket", func(t *testing.T) {
-		ffs.Inject(fsys.Rule{Op: fsys.OpRename, Pattern: metaTmpName(1), Err: syscall.EIO})
+		ffs.Inject(errorfs.Rule{Op: errorfs.OpRename, Pattern: metaTmpName(1), Err: syscall.EIO})
 		defer ffs.ClearRules()
 		rs := s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 6, "a1", incN(1)), task(s, 7, "b2", incN(4))})
 		wantOutcomes(t, rs, api.AckRetryableFailure, api.AckRemoved)
@@ -137,10 +137,10 @@ func TestOnePersistencePerBucket(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		op      fsys.Op
+		op      errorfs.Op
 		pattern string
 	}{
-		{fsys.OpWrite, "*.meta.tmp"}, {fsys.OpSync, "*.meta.tmp"}, {fsys.OpRename, "*.meta.tmp"},
+		{errorfs.OpWrite, "*.meta.tmp"}, {errorfs.OpSync, "*.meta.tmp"}, {errorfs.OpRename, "*.meta.tmp"},
 	} {
 		if got := ffs.CountMatching(c.op, c.pattern); got != 3 {
 			t.Errorf("%s %q: %d operations for 3 affected buckets, want 3", c.op, c.pattern, got)
@@ -148,13 +148,13 @@ func TestOnePersistencePerBucket(t *testing.T) {
 	}
 	// The ten stale tasks share one floor persistence; one directory
 	// fsync per persistence.
-	if got := ffs.CountMatching(fsys.OpRename, floorTmpName); got != 1 {
+	if got := ffs.CountMatching(errorfs.OpRename, floorTmpName); got != 1 {
 		t.Errorf("floor renames: %d, want 1", got)
 	}
-	if got := ffs.Count(fsys.OpSyncDir); got != 4 {
+	if got := ffs.Count(errorfs.OpSyncDir); got != 4 {
 		t.Errorf("directory fsyncs: %d, want 4", got)
 	}
-	if got := ffs.CountMatching(fsys.OpWrite, "*.bucket") + ffs.CountMatching(fsys.OpSync, "*.bucket"); got != 0 {
+	if got := ffs.CountMatching(errorfs.OpWrite, "*.bucket") + ffs.CountMatching(errorfs.OpSync, "*.bucket"); got != 0 {
 		t.Errorf("tombstoning touched bucket data %d times", got)
 	}
 	// A replay of the same batch persists nothing.
@@ -164,7 +164,7 @@ func TestOnePersistencePerBucket(t *testing.T) {
 			t.Fatalf("replay: %v", r.Outcome)
 		}
 	}
-	if got := ffs.Count(fsys.OpRename) + ffs.Count(fsys.OpSync); got != 0 {
+	if got := ffs.Count(errorfs.OpRename) + ffs.Count(errorfs.OpSync); got != 0 {
 		t.Errorf("replay issued %d renames/fsyncs", got)
 	}
 	u := s.Usage()
@@ -176,12 +176,12 @@ func TestOnePersistencePerBucket(t *testing.T) {
 func TestIOFailureIsRetryableAndChangesNothing(t *testing.T) {
 	cases := []struct {
 		name string
-		rule fsys.Rule
+		rule errorfs.Rule
 	}{
-		{"write", fsys.Rule{Op: fsys.OpWrite, Pattern: "*.meta.tmp", Err: syscall.ENOSPC}},
-		{"fsync", fsys.Rule{Op: fsys.OpSync, Pattern: "*.meta.tmp", Err: syscall.EIO}},
-		{"rename", fsys.Rule{Op: fsys.OpRename, Pattern: "*.meta.tmp", Err: syscall.EIO}},
-		{"dir fsync", fsys.Rule{Op: fsys.OpSyncDir, Err: syscall.EIO}},
+		{"write", errorfs.Rule{Op: errorfs.OpWrite, Pattern: "*.meta.tmp", Err: syscall.ENOSPC}},
+		{"fsync", errorfs.Rule{Op: errorfs.OpSync, Pattern: "*.meta.tmp", Err: syscall.EIO}},
+		{"rename", errorfs.Rule{Op: errorfs.OpRename, Pattern: "*.meta.tmp", Err: syscall.EIO}},
+		{"dir fsync", errorfs.Rule{Op: errorfs.OpSyncDir, Err: syscall.EIO}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -208,7 +208,7 @@ func TestIOFailureIsRetryableAndChangesNothing(t *testing.T) {
 			if s.Usage() != usage || len(s.LiveRefs()) != len(refs) || s.BucketStats()[0] != stats[0] {
 				t.Fatalf("in-memory state changed: %+v vs %+v", s.Usage(), usage)
 			}
-			if c.rule.Op != fsys.OpSyncDir {
+			if c.rule.Op != errorfs.OpSyncDir {
 				// Before the rename nothing on disk changed either: the old
 				// .meta is authoritative and no tmp is left behind.
 				sameSnapshot(t, before, dirSnapshot(t, dir))

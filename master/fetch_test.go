@@ -96,31 +96,3 @@ func TestSilentlyFailedTasksDoNotStarveLaterTasks(t *testing.T) {
 		t.Fatalf("%d tasks left", st.PendingTasks)
 	}
 }
-
-// Each further failure doubles the backoff, up to the cap; a new mount
-// epoch (another holder process) starts without it.
-func TestTaskBackoffDoublesAndIsPerMount(t *testing.T) {
-	s := newSoftState()
-	now := time.Unix(1000, 0)
-	task := api.LocalDeleteTask{ID: 7, Key: "k"}
-	for i, want := range []time.Duration{retryBackoffMin, 2 * retryBackoffMin, 4 * retryBackoffMin} {
-		s.taskFailed(7, 1, "", now)
-		held, until := s.withheld(task, 1, now)
-		if !held || until.Sub(now) != want {
-			t.Fatalf("after failure %d: held %v until +%v, want +%v", i+1, held, until.Sub(now), want)
-		}
-	}
-	for i := 0; i < 20; i++ {
-		s.taskFailed(7, 1, "", now)
-	}
-	if _, until := s.withheld(task, 1, now); until.Sub(now) != retryBackoffMax {
-		t.Fatalf("backoff %v after many failures, want the cap %v", until.Sub(now), retryBackoffMax)
-	}
-	if held, _ := s.withheld(task, 2, now); held {
-		t.Fatal("a new mount epoch must not inherit the old mount's backoff")
-	}
-	s.taskDone(7)
-	if held, _ := s.withheld(task, 1, now); held {
-		t.Fatal("a task that ended keeps its backoff")
-	}
-}

@@ -3,13 +3,10 @@ package master
 import (
 	"crypto/tls"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"sexton/internal/tlsconf"
@@ -62,22 +59,4 @@ func (n *Node) startHTTP() error {
 		_ = n.httpSrv.Serve(ln)
 	}()
 	return nil
-}
-
-// readiness: a leader is known and this node has applied everything it
-// knows to be committed.
-func (n *Node) readiness() (bool, string) {
-	if cannot, since, err := n.guard.State(); cannot {
-		return false, fmt.Sprintf("log store cannot write for %v (not campaigning until a write works again): %v\n", time.Since(since).Round(time.Second), err)
-	}
-	if _, id := n.raft.LeaderWithID(); id == "" {
-		return false, "no leader known\n"
-	}
-	if n.raft.State() == raft.Leader && !n.isReady() {
-		return false, "leader not ready (barrier pending)\n"
-	}
-	if n.raft.AppliedIndex() < n.raft.CommitIndex() {
-		return false, "applying committed entries\n"
-	}
-	return true, ""
 }

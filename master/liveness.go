@@ -2,18 +2,8 @@ package master
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
-
-// Readiness is what /readyz answers: ready once a leader is known and
-// this node has applied everything it knows to be committed (as leader:
-// after its barrier and EpochBegin). When not, why says what it waits for.
-// The process supervisor (systemd's READY=1) uses the same answer.
-func (n *Node) Readiness() (ready bool, why string) {
-	ok, why := n.readiness()
-	return ok, strings.TrimSpace(why)
-}
 
 // RaftResponsive reports whether Raft's main loop answers a request
 // within timeout: a VerifyLeader is served by that loop in every state

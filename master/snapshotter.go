@@ -90,12 +90,8 @@ func (n *Node) followLogSize() {
 		n.sizedAtBytes, n.sizedAtEntries = bytes, entries
 	}
 	rc := n.raft.ReloadableConfig()
-	want := rc
-	want.SnapshotThreshold = countTrigger(n.cfg.SnapshotThreshold, m.lastSnapBytes.Load())
-	if avg > 0 {
-		want.TrailingLogs = trailingCount(n.cfg.TrailingLogs, n.cfg.TrailingLogBytes, avg)
-	}
-	if !movedByATenth(rc.SnapshotThreshold, want.SnapshotThreshold) && !movedByATenth(rc.TrailingLogs, want.TrailingLogs) {
+	want, move := logSizing(rc, n.cfg, m.lastSnapBytes.Load(), avg)
+	if !move {
 		return
 	}
 	if err := n.raft.ReloadConfig(want); err != nil {
@@ -110,6 +106,20 @@ func (n *Node) followLogSize() {
 	}
 	logf("raft log sizing follows the snapshot and entry sizes", "snapshot_threshold", want.SnapshotThreshold,
 		"trailing_logs", want.TrailingLogs, "last_snapshot_bytes", m.lastSnapBytes.Load(), "avg_entry_bytes", int(avg))
+}
+
+// logSizing is followLogSize's decision: raft's count trigger and
+// trailing log for a node configured with cfg whose last snapshot was
+// lastSnapBytes long and whose recent entries averaged avgEntry bytes (0:
+// not measured, the trailing log stays), and whether either moved far
+// enough from the ones in force (current) to reload.
+func logSizing(current raft.ReloadableConfig, cfg Config, lastSnapBytes uint64, avgEntry float64) (raft.ReloadableConfig, bool) {
+	want := current
+	want.SnapshotThreshold = countTrigger(cfg.SnapshotThreshold, lastSnapBytes)
+	if avgEntry > 0 {
+		want.TrailingLogs = trailingCount(cfg.TrailingLogs, cfg.TrailingLogBytes, avgEntry)
+	}
+	return want, movedByATenth(current.SnapshotThreshold, want.SnapshotThreshold) || movedByATenth(current.TrailingLogs, want.TrailingLogs)
 }
 
 // movedByATenth reports whether want differs from current by a tenth of
@@ -161,8 +171,14 @@ func (n *Node) snapshotStagger() float64 {
 			ids = append(ids, string(s.ID))
 		}
 	}
-	slices.Sort(ids)
-	i := slices.Index(ids, n.cfg.ID)
+	return staggerOf(n.cfg.ID, ids)
+}
+
+// staggerOf is the stagger factor of voter id among voters: 1 + ½·i/n for
+// the i-th of n in ID order, 1 for a node that is not a voter.
+func staggerOf(id string, voters []string) float64 {
+	ids := slices.Sorted(slices.Values(voters))
+	i := slices.Index(ids, id)
 	if i < 0 {
 		return 1
 	}

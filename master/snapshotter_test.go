@@ -49,29 +49,6 @@ func TestSnapshotByLogBytes(t *testing.T) {
 	})
 }
 
-// TestSnapshotMeterDue: the trigger is the larger of the floor and a
-// quarter of the last snapshot, counted from the last snapshot.
-func TestSnapshotMeterDue(t *testing.T) {
-	var m snapshotMeter
-	m.appliedBytes.Store(100)
-	if !m.due(100, 1) || m.due(101, 1) {
-		t.Fatalf("floor: due(100)=%v due(101)=%v at 100 bytes applied", m.due(100, 1), m.due(101, 1))
-	}
-	if m.due(80, 1.3) || !m.due(80, 1.25) {
-		t.Fatalf("stagger: a floor of 80 scaled by 1.3 is due at 100 bytes, or by 1.25 is not")
-	}
-	m.appliedAtSnap.Store(100)
-	m.lastSnapBytes.Store(2000) // a quarter of it is 500, above the floor of 100
-	m.appliedBytes.Store(599)
-	if m.due(100, 1) {
-		t.Fatalf("due at 499 bytes since a 2000-byte snapshot")
-	}
-	m.appliedBytes.Store(600)
-	if !m.due(100, 1) {
-		t.Fatalf("not due at 500 bytes since a 2000-byte snapshot")
-	}
-}
-
 // TestSnapshotNowEndpoint: POST /debug/snapshot (with EnableDebug) takes
 // a snapshot; a GET changes nothing; without EnableDebug it is not served.
 func TestSnapshotNowEndpoint(t *testing.T) {
@@ -95,29 +72,12 @@ func TestSnapshotNowEndpoint(t *testing.T) {
 	}
 }
 
-// TestSnapshotStaggerSpreadsMembers: the three members of a cluster get
-// three different trigger factors, the first 1.
-func TestSnapshotStaggerSpreadsMembers(t *testing.T) {
-	tc := startCluster(t, 3)
-	tc.waitLeader(t)
-	seen := map[float64]string{}
-	for i := range 3 {
-		n := tc.node(i)
-		f := n.snapshotStagger()
-		if other, dup := seen[f]; dup {
-			t.Fatalf("%s and %s share the stagger factor %v", n.cfg.ID, other, f)
-		}
-		seen[f] = n.cfg.ID
-	}
-	if _, ok := seen[1]; !ok {
-		t.Fatalf("no member has factor 1: %v", seen)
-	}
-}
-
 // TestCountTriggerFollowsSnapshotSize: once a snapshot is taken, raft's
 // entry-count trigger is one entry per snapshotBytesPerEntry of it (never
 // below the configured threshold), so a large state is not snapshotted
-// again after a few megabytes of small entries.
+// again after a few megabytes of small entries. countTrigger's figures are
+// in testdata/policy/snapshot_triggers.txt; this checks that a running
+// node applies them.
 func TestCountTriggerFollowsSnapshotSize(t *testing.T) {
 	tc := startCluster(t, 1, func(c *Config) {
 		c.SnapshotThreshold = 1 // the floor; raft checks it only hourly here
@@ -135,17 +95,13 @@ func TestCountTriggerFollowsSnapshotSize(t *testing.T) {
 		want = countTrigger(1, n.rfsm.meter.lastSnapBytes.Load())
 		return want > 1 && n.Raft().ReloadableConfig().SnapshotThreshold == want
 	})
-	if got := countTrigger(65536, 1<<30); got != 1<<30/snapshotBytesPerEntry {
-		t.Fatalf("countTrigger(65536, 1 GiB) = %d", got)
-	}
-	if got := countTrigger(65536, 1<<20); got != 65536 {
-		t.Fatalf("countTrigger(65536, 1 MiB) = %d, want the floor", got)
-	}
 }
 
 // TestTrailingLogsFollowEntrySize: the log kept behind a snapshot is
 // sized in bytes: with entries of a few hundred bytes and a 32 KiB budget,
 // raft's TrailingLogs drops from the configured 1,000 to about a hundred.
+// trailingCount's figures are in testdata/policy/snapshot_triggers.txt;
+// this checks that a running node applies them.
 func TestTrailingLogsFollowEntrySize(t *testing.T) {
 	tc := startCluster(t, 1, func(c *Config) {
 		c.TrailingLogs = 1000
@@ -160,20 +116,6 @@ func TestTrailingLogsFollowEntrySize(t *testing.T) {
 		got := n.Raft().ReloadableConfig().TrailingLogs
 		return got >= minTrailingLogs && got < 500
 	})
-	for _, c := range []struct {
-		configured, budget uint64
-		avg                float64
-		want               uint64
-	}{
-		{10240, 64 << 20, 100, 10240},     // small entries: the configured count
-		{10240, 64 << 20, 30 << 10, 2184}, // a bulk load's batches: 64 MiB of them
-		{10240, 64 << 20, 4 << 20, 64},    // huge entries: the floor
-		{10240, 64 << 20, 0, 10240},       // nothing measured yet
-	} {
-		if got := trailingCount(c.configured, c.budget, c.avg); got != c.want {
-			t.Errorf("trailingCount(%d, %d, %.0f) = %d, want %d", c.configured, c.budget, c.avg, got, c.want)
-		}
-	}
 }
 
 // TestRestoreSetsSnapshotSize: a restored snapshot counts as the node's

@@ -13,7 +13,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // raftLogCacheEntries is how many recent log entries raft.LogCache keeps

@@ -22,7 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // SnapshotStore is the master's raft.SnapshotStore, in place of

@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 	"golang.org/x/sys/unix"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // envSnapMeasure, set to a size in MiB, makes TestSnapshotStoreMeasure

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // TestSnapshotStoreFilesAreOwnerOnly: a snapshot holds the grant key, so

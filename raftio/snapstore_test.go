@@ -20,7 +20,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
+	"sexton/internal/fsys/errorfs"
 )
 
 // snapTestConf is the configuration the tests' snapshots carry.
@@ -508,7 +509,7 @@ func (f *failCommitDir) Rename(oldpath, newpath string) error {
 func (f *failCommitDir) SyncDir(name string) error {
 	if f.renamed {
 		f.armed, f.renamed = false, false
-		return &fs.PathError{Op: "fsync", Path: name, Err: fsys.ErrPowerCut} // an EIO
+		return &fs.PathError{Op: "fsync", Path: name, Err: errorfs.ErrPowerCut} // an EIO
 	}
 	return f.FS.SyncDir(name)
 }
@@ -628,15 +629,15 @@ func powerLossRun(t *testing.T, sc plScenario, template string, before []string,
 	dataDir := filepath.Join(root, "data")
 	dir := filepath.Join(dataDir, "snapshots")
 	copyDir(t, filepath.Join(template, "snapshots"), dir)
-	pl, err := fsys.NewPowerLoss(fsys.OS{}, dir)
+	pl, err := errorfs.NewPowerLoss(fsys.OS{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fail := &failCommitDir{FS: pl}
-	fy := fsys.NewFaulty(fail)
+	fy := errorfs.NewFaulty(fail)
 	steps, armed, cut := 0, false, false
-	for _, op := range []fsys.Op{fsys.OpOpen, fsys.OpWrite, fsys.OpSync, fsys.OpRename, fsys.OpRemove, fsys.OpSyncDir} {
-		fy.Inject(fsys.Rule{Op: op, Hook: func(string) {
+	for _, op := range []errorfs.Op{errorfs.OpOpen, errorfs.OpWrite, errorfs.OpSync, errorfs.OpRename, errorfs.OpRemove, errorfs.OpSyncDir} {
+		fy.Inject(errorfs.Rule{Op: op, Hook: func(string) {
 			if !armed {
 				return
 			}

@@ -3,7 +3,7 @@ package raftio
 import (
 	"golang.org/x/sys/unix"
 
-	"sexton/holder/fsys"
+	"sexton/internal/fsys"
 )
 
 // snapWriteBehind is how many bytes of a snapshot being written may wait

@@ -19,3 +19,9 @@ var Layers = [][]string{
 	// Composition roots and the tests that run the binary.
 	{"devcluster", "cmd/sexton", "integration", "deploy/monitoring", "clients/python/tests/certgen"},
 }
+
+// TestOnly lists packages that only tests may import: the fault
+// filesystems fail and lose writes on purpose, and the data-driven runner
+// links package testing, so no package that ships (in the default build
+// or with the testhooks tag) may link them.
+var TestOnly = []string{"internal/fsys/errorfs", "internal/testutil/datadriven"}

@@ -51,3 +51,20 @@ func Check(layers [][]string, pkgs []Package) []string {
 	sort.Strings(problems)
 	return problems
 }
+
+// CheckTestOnly reports every package whose non-test imports include a
+// package of testOnly, sorted.
+func CheckTestOnly(testOnly []string, pkgs []Package) []string {
+	var problems []string
+	for _, p := range pkgs {
+		for _, imp := range p.Imports {
+			for _, t := range testOnly {
+				if imp == t {
+					problems = append(problems, fmt.Sprintf("%s imports %s, which only tests may import (internal/layering.TestOnly): take the fault injection out of the shipped code or move the import into a _test.go file", p.Path, imp))
+				}
+			}
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}

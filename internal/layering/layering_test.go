@@ -98,3 +98,27 @@ func TestCheckRefusesUpwardImports(t *testing.T) {
 		}
 	}
 }
+
+// TestTestOnlyPackagesStayInTests: no package that ships imports a
+// test-only package (the fault filesystems), in the default build or with
+// the testhooks tag; their tests may.
+func TestTestOnlyPackagesStayInTests(t *testing.T) {
+	for _, tags := range []string{"", "testhooks"} {
+		for _, p := range CheckTestOnly(TestOnly, goList(t, tags)) {
+			t.Errorf("tags %q: %s", tags, p)
+		}
+	}
+}
+
+// TestCheckTestOnlyRefusesShippedImports shows what CheckTestOnly refuses,
+// on packages of its own.
+func TestCheckTestOnlyRefusesShippedImports(t *testing.T) {
+	got := CheckTestOnly([]string{"internal/fsys/errorfs"}, []Package{
+		{Path: "holder", Imports: []string{"internal/fsys", "internal/fsys/errorfs"}},
+		{Path: "raftio", Imports: []string{"internal/fsys"}},
+		{Path: "internal/fsys/errorfs", Imports: []string{"internal/fsys"}},
+	})
+	if len(got) != 1 || !strings.HasPrefix(got[0], "holder imports internal/fsys/errorfs, which only tests may import") {
+		t.Fatalf("CheckTestOnly = %q, want one problem for holder", got)
+	}
+}

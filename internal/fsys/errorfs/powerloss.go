@@ -1,4 +1,4 @@
-package fsys
+package errorfs
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+
+	"sexton/internal/fsys"
 )
 
 // PowerLoss wraps the real filesystem for the files of one directory and
@@ -39,7 +41,7 @@ import (
 // persisted anyway, so a test can show which directory fsyncs are ordering
 // barriers and not only the commit of the last step.
 type PowerLoss struct {
-	inner FS
+	inner fsys.FS
 	dir   string
 
 	mu      sync.Mutex
@@ -67,14 +69,14 @@ func (o plOp) String() string {
 // plNode is one file (an inode): data is what its last fsync made durable.
 type plNode struct{ data []byte }
 
-var _ FS = (*PowerLoss)(nil)
+var _ fsys.FS = (*PowerLoss)(nil)
 
 // ErrPowerCut is what every mutating operation returns after Cut.
-var ErrPowerCut = fmt.Errorf("fsys: power cut: %w", syscall.EIO)
+var ErrPowerCut = fmt.Errorf("errorfs: power cut: %w", syscall.EIO)
 
 // NewPowerLoss wraps inner for the files of dir; what dir holds now is
 // taken as durable.
-func NewPowerLoss(inner FS, dir string) (*PowerLoss, error) {
+func NewPowerLoss(inner fsys.FS, dir string) (*PowerLoss, error) {
 	p := &PowerLoss{inner: inner, dir: filepath.Clean(dir), current: map[string]*plNode{}, durable: map[string]*plNode{}}
 	ents, err := os.ReadDir(p.dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -112,7 +114,7 @@ func (p *PowerLoss) RestoreKeeping(keep func(i int) bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.cut {
-		return errors.New("fsys: Restore without Cut")
+		return errors.New("errorfs: Restore without Cut")
 	}
 	img := p.imageLocked(keep)
 	ents, err := os.ReadDir(p.dir)
@@ -170,7 +172,7 @@ func (p *PowerLoss) RestoreTo(dst string, keep func(i int) bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.cut {
-		return errors.New("fsys: RestoreTo without Cut")
+		return errors.New("errorfs: RestoreTo without Cut")
 	}
 	img := p.imageLocked(keep)
 	for name, n := range img {
@@ -192,7 +194,7 @@ func (p *PowerLoss) Files() []string {
 	return out
 }
 
-func syncPath(dir string) error { return OS{}.SyncDir(dir) }
+func syncPath(dir string) error { return fsys.OS{}.SyncDir(dir) }
 
 // name returns the base name when path is a file directly in the modelled
 // directory.
@@ -212,7 +214,7 @@ func (p *PowerLoss) mutating() error {
 }
 
 // OpenFile implements FS.
-func (p *PowerLoss) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+func (p *PowerLoss) OpenFile(name string, flag int, perm fs.FileMode) (fsys.File, error) {
 	base, tracked := p.name(name)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -313,11 +315,11 @@ func (p *PowerLoss) SyncDir(name string) error {
 }
 
 // Statfs implements FS: the space is the real filesystem's.
-func (p *PowerLoss) Statfs(path string) (Space, error) { return p.inner.Statfs(path) }
+func (p *PowerLoss) Statfs(path string) (fsys.Space, error) { return p.inner.Statfs(path) }
 
 // Fallocate implements FS. It is a mutation like a write: the allocated
 // (zero) bytes become durable with the file's next fsync.
-func (p *PowerLoss) Fallocate(f File, size int64) error {
+func (p *PowerLoss) Fallocate(f fsys.File, size int64) error {
 	p.mu.Lock()
 	err := p.mutating()
 	p.mu.Unlock()
@@ -333,7 +335,7 @@ func (p *PowerLoss) Fallocate(f File, size int64) error {
 // PunchHole implements FS. It is a mutation like a write; the holder
 // punches only bytes nothing reads again, so whether a cut keeps or
 // undoes the hole does not matter to it.
-func (p *PowerLoss) PunchHole(f File, off, size int64) error {
+func (p *PowerLoss) PunchHole(f fsys.File, off, size int64) error {
 	p.mu.Lock()
 	err := p.mutating()
 	p.mu.Unlock()
@@ -368,7 +370,7 @@ func (p *PowerLoss) Lock(name string) (io.Closer, error) {
 
 // plFile is an open modelled file: Sync makes its current bytes durable.
 type plFile struct {
-	File
+	fsys.File
 	p    *PowerLoss
 	node *plNode
 }

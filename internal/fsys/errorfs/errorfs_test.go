@@ -1,4 +1,4 @@
-package fsys
+package errorfs
 
 import (
 	"errors"
@@ -8,11 +8,13 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+
+	"sexton/internal/fsys"
 )
 
 func TestFaultRuleFailsOnceThenPasses(t *testing.T) {
 	dir := t.TempDir()
-	f := NewFaulty(OS{})
+	f := NewFaulty(fsys.OS{})
 	f.Inject(Rule{Op: OpSync, Pattern: "*.meta.tmp", Err: syscall.EIO, Once: true})
 	name := filepath.Join(dir, "1.meta.tmp")
 	if err := writeFileSync(f, name, []byte("x"), 0o644); !errors.Is(err, syscall.EIO) {
@@ -39,7 +41,7 @@ func TestFaultRuleFailsOnceThenPasses(t *testing.T) {
 
 func TestFaultRuleAlwaysOnRenameTarget(t *testing.T) {
 	dir := t.TempDir()
-	f := NewFaulty(OS{})
+	f := NewFaulty(fsys.OS{})
 	f.Inject(Rule{Op: OpRename, Pattern: "*.meta", Err: syscall.ENOSPC})
 	src := filepath.Join(dir, "a.tmp")
 	if err := os.WriteFile(src, nil, 0o644); err != nil {
@@ -59,48 +61,13 @@ func TestFaultRuleAlwaysOnRenameTarget(t *testing.T) {
 	}
 }
 
-func TestLockIsExclusive(t *testing.T) {
-	dir := t.TempDir()
-	name := filepath.Join(dir, ".lock")
-	l, err := OS{}.Lock(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := (OS{}).Lock(name); !errors.Is(err, ErrLocked) {
-		t.Fatalf("second lock: %v, want ErrLocked", err)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	l2, err := OS{}.Lock(name)
-	if err != nil {
-		t.Fatalf("lock after release: %v", err)
-	}
-	l2.Close()
-}
-
-func TestReadFileBoundsSize(t *testing.T) {
-	dir := t.TempDir()
-	name := filepath.Join(dir, "big")
-	if err := os.WriteFile(name, make([]byte, 100), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ReadFile(OS{}, name, 99); !errors.Is(err, ErrFileTooLarge) {
-		t.Fatalf("got %v", err)
-	}
-	b, err := ReadFile(OS{}, name, 100)
-	if err != nil || len(b) != 100 {
-		t.Fatalf("got %d %v", len(b), err)
-	}
-}
-
 // The power-loss model keeps exactly what was fsynced: file data as of its
 // last fsync, directory entries as of the last directory fsync.
 func TestPowerLossKeepsOnlyWhatWasSynced(t *testing.T) {
 	dir := t.TempDir()
-	write := func(fsys FS, name, data string, sync bool) {
+	write := func(filesys fsys.FS, name, data string, sync bool) {
 		t.Helper()
-		f, err := fsys.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := filesys.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +86,7 @@ func TestPowerLossKeepsOnlyWhatWasSynced(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "old"), []byte("old bytes"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPowerLoss(OS{}, dir)
+	p, err := NewPowerLoss(fsys.OS{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +126,7 @@ func TestPowerLossKeepsOnlyWhatWasSynced(t *testing.T) {
 // growth or nothing.
 func TestFaultySpaceModelENOSPCAfterNBytes(t *testing.T) {
 	dir := t.TempDir()
-	f := NewFaulty(OS{})
+	f := NewFaulty(fsys.OS{})
 	f.SetSpace(1000, 100)
 	a, err := f.OpenFile(filepath.Join(dir, "a"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -214,26 +181,6 @@ func TestFaultySpaceModelENOSPCAfterNBytes(t *testing.T) {
 	}
 }
 
-// OS.Statfs and OS.Fallocate reach the real filesystem.
-func TestOSStatfsAndFallocate(t *testing.T) {
-	dir := t.TempDir()
-	sp, err := OS{}.Statfs(dir)
-	if err != nil || sp.Total <= 0 || sp.Free < 0 || sp.Free > sp.Total {
-		t.Fatalf("statfs %+v %v", sp, err)
-	}
-	f, err := OS{}.OpenFile(filepath.Join(dir, "r"), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := (OS{}).Fallocate(f, 64<<10); err != nil {
-		t.Skipf("fallocate not supported here: %v", err)
-	}
-	if st, _ := f.Stat(); st.Size() != 64<<10 {
-		t.Fatalf("size after fallocate %d", st.Size())
-	}
-}
-
 // The power-loss model is strict in every way pebble's StrictMem is, one
 // case per rule: each case starts from a directory holding "a" = "A"
 // (durable), runs operations, cuts, and checks the directory's exact
@@ -245,7 +192,7 @@ func TestPowerLossIsStrict(t *testing.T) {
 		t   *testing.T
 	}
 	path := func(o ops, n string) string { return filepath.Join(o.dir, n) }
-	create := func(o ops, name, data string, sync bool) File {
+	create := func(o ops, name, data string, sync bool) fsys.File {
 		o.t.Helper()
 		f, err := o.p.OpenFile(path(o, name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
@@ -363,7 +310,7 @@ func TestPowerLossIsStrict(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			must(t, os.WriteFile(filepath.Join(dir, "a"), []byte("A"), 0o644))
-			p, err := NewPowerLoss(OS{}, dir)
+			p, err := NewPowerLoss(fsys.OS{}, dir)
 			must(t, err)
 			c.run(ops{dir: dir, p: p, t: t})
 			p.Cut()
@@ -397,7 +344,7 @@ func TestPowerLossRestoreToAnySubsetOfPending(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("A"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPowerLoss(OS{}, dir)
+	p, err := NewPowerLoss(fsys.OS{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,8 +403,8 @@ func TestPowerLossRestoreToAnySubsetOfPending(t *testing.T) {
 
 // writeFileSync creates (or truncates) name through fsys, writes data,
 // fsyncs and closes it.
-func writeFileSync(fsys FS, name string, data []byte, perm os.FileMode) error {
-	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+func writeFileSync(filesys fsys.FS, name string, data []byte, perm os.FileMode) error {
+	f, err := filesys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package fsys
+package errorfs
 
 import (
 	"io"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+
+	"sexton/internal/fsys"
 )
 
 // Op names one kind of filesystem operation, for fault rules and counters.
@@ -49,7 +51,7 @@ type Rule struct {
 // Faulty wraps an FS with fault rules and per-operation counters. It is
 // safe for concurrent use.
 type Faulty struct {
-	inner FS
+	inner fsys.FS
 
 	mu     sync.Mutex
 	rules  []*Rule
@@ -65,10 +67,10 @@ type Faulty struct {
 // in file sizes (no blocks, no metadata).
 type spaceModel struct{ total, free int64 }
 
-var _ FS = (*Faulty)(nil)
+var _ fsys.FS = (*Faulty)(nil)
 
 // NewFaulty wraps inner.
-func NewFaulty(inner FS) *Faulty {
+func NewFaulty(inner fsys.FS) *Faulty {
 	return &Faulty{inner: inner, counts: make(map[Op]map[string]int)}
 }
 
@@ -210,7 +212,7 @@ func noSpace(op Op, path string) error {
 }
 
 // OpenFile implements FS.
-func (f *Faulty) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+func (f *Faulty) OpenFile(name string, flag int, perm fs.FileMode) (fsys.File, error) {
 	if err := f.check(OpOpen, name); err != nil {
 		return nil, err
 	}
@@ -272,15 +274,15 @@ func (f *Faulty) Remove(name string) error {
 
 // Statfs implements FS: the model when SetSpace was called, else the
 // inner filesystem's.
-func (f *Faulty) Statfs(path string) (Space, error) {
+func (f *Faulty) Statfs(path string) (fsys.Space, error) {
 	if err := f.check(OpStatfs, path); err != nil {
-		return Space{}, err
+		return fsys.Space{}, err
 	}
 	f.spaceMu.Lock()
 	m := f.space
-	var sp Space
+	var sp fsys.Space
 	if m != nil {
-		sp = Space{Total: m.total, Free: m.free}
+		sp = fsys.Space{Total: m.total, Free: m.free}
 	}
 	f.spaceMu.Unlock()
 	if m != nil {
@@ -291,7 +293,7 @@ func (f *Faulty) Statfs(path string) (Space, error) {
 
 // Fallocate implements FS; under SetSpace the growth is taken from the
 // model first and nothing is allocated when it does not fit.
-func (f *Faulty) Fallocate(file File, size int64) error {
+func (f *Faulty) Fallocate(file fsys.File, size int64) error {
 	name := file.Name()
 	if err := f.check(OpFalloc, name); err != nil {
 		return err
@@ -321,7 +323,7 @@ func (f *Faulty) Fallocate(file File, size int64) error {
 
 // PunchHole implements FS. The space model counts file sizes, which a
 // punched hole does not change, so under SetSpace nothing is given back.
-func (f *Faulty) PunchHole(file File, off, size int64) error {
+func (f *Faulty) PunchHole(file fsys.File, off, size int64) error {
 	if err := f.check(OpPunch, file.Name()); err != nil {
 		return err
 	}
@@ -372,7 +374,7 @@ func (f *Faulty) Lock(name string) (io.Closer, error) {
 }
 
 type faultyFile struct {
-	File
+	fsys.File
 	fs   *Faulty
 	name string
 }
