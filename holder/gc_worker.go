@@ -145,6 +145,9 @@ func (w *gcWorker) pass() {
 			return
 		}
 	}
+	// Journals past their bound are folded into their .meta here, in the
+	// background, so the put path never rewrites a whole .meta.
+	s.compactJournals()
 	tried := map[uint64]bool{}
 	evictions := 0
 	for range maxRoundsPerPass {

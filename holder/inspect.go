@@ -108,7 +108,7 @@ func InspectFS(fs fsys.FS, dir string) (InspectReport, error) {
 		rep.TombstonedObjects += b.deadCount
 		rep.LiveBytes += b.liveBytes
 		rep.DeadBytes += b.deadBytes
-		rep.UsedBytes += lb.bucketSizes[id] + lb.metaSizes[id]
+		rep.UsedBytes += lb.bucketSizes[id] + lb.metaSizes[id] + lb.journals[id].valid
 	}
 	return rep, nil
 }

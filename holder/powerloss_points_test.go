@@ -57,12 +57,16 @@ func wantCleanInspect(t *testing.T, dir, when string) {
 }
 
 // A put cut at each of its steps: acknowledged only when its last step
-// (the directory fsync) ran, and then it reads back byte-identical after
+// (the journal's fdatasync, or a new bucket's directory fsync) ran, and then it reads back byte-identical after
 // the power comes back; an unacknowledged put is absent or whole. Both
 // into a fresh bucket and appended to one holding earlier records.
 func TestPowerLossPut(t *testing.T) {
-	for _, before := range []int{1, 2} { // BucketKeysLimit 2: 1 → same bucket, 2 → new bucket
-		for _, point := range withAfterReturn(PutCrashPoints) {
+	for _, before := range []int{1, 2} { // BucketKeysLimit 2: 1 → same bucket (journal), 2 → new bucket (.meta)
+		points, last := PutCrashPoints, "put.after-journal-fsync"
+		if before == 2 {
+			points, last = PutNewBucketCrashPoints, "put.after-dir-fsync"
+		}
+		for _, point := range withAfterReturn(points) {
 			t.Run(fmt.Sprintf("%d-before/%s", before, pointName(point)), func(t *testing.T) {
 				dir := t.TempDir()
 				pl := newPowerLoss(t, dir)
@@ -76,7 +80,7 @@ func TestPowerLossPut(t *testing.T) {
 				if point != "" && !hit.Load() {
 					t.Fatalf("%s was not hit", point)
 				}
-				if acked != (point == "" || point == "put.after-dir-fsync") {
+				if acked != (point == "" || point == last) {
 					t.Fatalf("cut at %s: put answered %v", pointName(point), err)
 				}
 				powerCut(t, s, pl)

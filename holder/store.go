@@ -88,6 +88,9 @@ type OpenReport struct {
 	RemovedStaleMetas    []string // .meta whose .bucket was missing
 	RemovedOrphanBuckets []string // .bucket with no committed .meta
 	RemovedTmpFiles      []string // .meta.tmp leftovers of interrupted persistence
+	RemovedStaleJournals []string // .journal of no bucket with both .meta and .bucket
+	TornJournals         []string // journals whose unfinished last record was cut off
+	CreatedJournals      []string // journals created for buckets written without one
 	LegacyBuckets        int      // buckets still in version-0 metadata
 	ShadowedRecords      int      // live duplicates hidden by a tombstone or a newer copy
 	IgnoredFiles         []string // names that are not part of a bucket store
@@ -242,12 +245,65 @@ func (s *Store) cleanLeftovers(sc dirScan, lb loadedBuckets) error {
 			return err
 		}
 	}
+	for _, id := range lb.staleJournals {
+		if err := remove(journalName(id), &s.rep.RemovedStaleJournals); err != nil {
+			return err
+		}
+	}
 	for _, id := range lb.orphanBuckets {
 		if err := remove(bucketName(id), &s.rep.RemovedOrphanBuckets); err != nil {
 			return err
 		}
 	}
+	for _, id := range lb.ids {
+		js := lb.journals[id]
+		if !js.torn() {
+			continue
+		}
+		// A put commit that never finished its fdatasync: cut its record
+		// off so the next append does not land behind the remains. No
+		// fsync: a cut that undoes the truncation brings back the same
+		// torn tail, and the next append's fdatasync persists the size.
+		name := s.path(journalName(id))
+		f, err := s.fs.OpenFile(name, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("holder: open %s to cut its torn tail: %w", name, err)
+		}
+		err = f.Truncate(js.valid)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("holder: cut the torn tail of %s at %d: %w", name, js.valid, err)
+		}
+		s.rep.TornJournals = append(s.rep.TornJournals, journalName(id))
+	}
 	s.rep.IgnoredFiles = sc.other
+	// The newest bucket is the one puts may append to: a directory written
+	// without journals gets its journal here, made durable by the
+	// directory fsync below before any put can append to it. A cut before
+	// that fsync leaves the directory as it was; the next open creates it
+	// again.
+	if n := len(lb.ids); n > 0 {
+		id := lb.ids[n-1]
+		if !lb.journals[id].exists && lb.metas[id].V != metaVersionLegacy {
+			name := s.path(journalName(id))
+			f, err := s.fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+			if err != nil {
+				return fmt.Errorf("holder: create %s: %w", name, err)
+			}
+			if err := f.Close(); err != nil {
+				return fmt.Errorf("holder: close %s: %w", name, err)
+			}
+			s.rep.CreatedJournals = append(s.rep.CreatedJournals, journalName(id))
+			if err := syncOpenJournalDir.dir(s.fs, s.dir); err != nil {
+				return fmt.Errorf("holder: fsync %s after creating %s: %w", s.dir, name, err)
+			}
+			js := lb.journals[id]
+			js.exists = true
+			lb.journals[id] = js
+		}
+	}
 	if removed {
 		if err := syncOpenCleanupDir.dir(s.fs, s.dir); err != nil {
 			return fmt.Errorf("holder: fsync %s after cleanup: %w", s.dir, err)
@@ -274,8 +330,16 @@ func (s *Store) install(lb loadedBuckets) error {
 			return fmt.Errorf("holder: open %s: %w", s.path(bucketName(id)), err)
 		}
 		m := lb.metas[id]
+		js := lb.journals[id]
 		b := &bucket{id: id, file: f, meta: m, states: states[id],
-			fileSize: lb.bucketSizes[id], metaFileSize: lb.metaSizes[id], legacy: m.V == metaVersionLegacy}
+			fileSize: lb.bucketSizes[id], metaFileSize: lb.metaSizes[id], legacy: m.V == metaVersionLegacy,
+			jEnd: js.valid}
+		if last && js.exists {
+			if b.jFile, err = s.openJournal(id); err != nil {
+				_ = f.Close()
+				return err
+			}
+		}
 		b.recount()
 		// Creation order is all a restart knows of age; ids give it.
 		b.born = uint64(i + 1)
@@ -385,6 +449,12 @@ func (s *Store) closeFiles() error {
 				first = err
 			}
 			b.file = nil
+		}
+		if b.jFile != nil {
+			if err := b.jFile.Close(); err != nil && first == nil {
+				first = err
+			}
+			b.jFile = nil
 		}
 	}
 	return first
