@@ -372,6 +372,15 @@ func (s *Store) logOpenReport() {
 	for _, n := range r.RemovedTmpFiles {
 		s.log.Info("removed interrupted metadata write", "file", s.path(n))
 	}
+	for _, n := range r.RemovedStaleJournals {
+		s.log.Warn("removed put journal of no committed bucket", "file", s.path(n))
+	}
+	for _, n := range r.TornJournals {
+		s.log.Info("dropped an unfinished (never acknowledged) last record of a put journal", "file", s.path(n))
+	}
+	for _, n := range r.CreatedJournals {
+		s.log.Info("created put journal for a bucket written without one", "file", s.path(n))
+	}
 	if r.GCRecovery != "" {
 		s.log.Warn("resolved a pending bucket GC round", "action", r.GCRecovery, "removed", r.RemovedGCFiles)
 	}
