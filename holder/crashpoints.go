@@ -87,12 +87,13 @@ var (
 		tmpSync:        newSyncSite("compact.meta-tmp"),
 		dirSync:        newSyncSite("compact.meta-dir"),
 	}
-	compactAfterTruncate = crashpoint.New("compact.after-truncate")
+	compactAfterTruncate  = crashpoint.New("compact.after-truncate")
+	compactAfterDataFsync = crashpoint.New("compact.after-data-fsync")
 )
 
 // CompactCrashPoints lists a journal compaction's crash points in order.
 var CompactCrashPoints = []string{
-	"compact.before-tmp-write", "compact.after-tmp-write", "compact.after-tmp-fsync",
+	"compact.after-data-fsync", "compact.before-tmp-write", "compact.after-tmp-write", "compact.after-tmp-fsync",
 	"compact.after-rename", "compact.after-dir-fsync", "compact.after-truncate",
 }
 
@@ -103,9 +104,15 @@ var (
 		"tombstone.before-tmp-write", "tombstone.after-tmp-write", "tombstone.after-tmp-fsync",
 		"tombstone.after-rename", "tombstone.after-dir-fsync",
 	}
-	// PutCrashPoints: a put appended to a bucket that has its .meta
-	// (every commit but a bucket's first): data, then a journal record.
+	// PutCrashPoints: a put of small values appended to a bucket that has
+	// its .meta (every commit but a bucket's first): data written, then a
+	// journal record carrying the values, fdatasynced.
 	PutCrashPoints = []string{
+		"put.after-data-write", "put.after-journal-write", "put.after-journal-fsync",
+	}
+	// PutLargeCrashPoints: the same for a commit whose values are too large
+	// to copy into the journal: the data is fdatasynced first.
+	PutLargeCrashPoints = []string{
 		"put.after-data-write", "put.after-data-fsync", "put.after-journal-write", "put.after-journal-fsync",
 	}
 	// PutNewBucketCrashPoints: the first commit into a new bucket, which

@@ -39,17 +39,37 @@ const (
 	// folds it into the .meta (compaction), so a restart does not replay
 	// a long journal. A bucket's journal is bounded anyway (at most one
 	// record per put commit, and at most BucketKeysLimit records).
-	journalCompactBytes = 256 << 10
+	journalCompactBytes = 1 << 20
+	// journalInlineMax bounds the value bytes one commit copies into its
+	// journal record instead of fdatasyncing the bucket file, and
+	// journalInlineBudget the journal size up to which commits still do:
+	// past it (compaction has not caught up, or there is no GC worker)
+	// commits fdatasync their data, so a journal never outgrows
+	// MaxJournalFileSize.
+	journalInlineMax    = 256 << 10
+	journalInlineBudget = 8 << 20
 )
 
 // journalRecord is one put commit's records: Objects take the slots from
 // First on, and the bucket's committed data size becomes DataSize.
+//
+// Data, when present, is a copy of the records' value bytes (the bucket
+// file's range from the first object's offset to DataSize): a commit of
+// small values fdatasyncs only the journal, and open writes Data back into
+// the bucket file wherever the file does not hold it (redo).
 type journalRecord struct {
 	V        uint32       `msgpack:"v"`
 	BucketID uint64       `msgpack:"id"`
 	First    int          `msgpack:"first"`
 	DataSize int64        `msgpack:"data_size"`
 	Objects  []ObjectMeta `msgpack:"objects"`
+	Data     []byte       `msgpack:"data,omitempty"`
+}
+
+// redoRange is value bytes a journal record carries for the bucket file.
+type redoRange struct {
+	off  int64
+	data []byte
 }
 
 // encodeJournalRecord frames one record.
@@ -78,6 +98,18 @@ type journalState struct {
 	exists bool
 	size   int64 // bytes on disk
 	valid  int64 // bytes of whole, verified records: where the next append goes
+	// redo is the value bytes the journal's records carry, for open to
+	// write back into the bucket file where it does not hold them.
+	redo []redoRange
+}
+
+// redoEnd is the end of the last redo range (0 for none).
+func (j journalState) redoEnd() int64 {
+	var end int64
+	for _, r := range j.redo {
+		end = max(end, r.off+int64(len(r.data)))
+	}
+	return end
 }
 
 // torn reports whether the journal ends in a record that was never
@@ -91,42 +123,47 @@ func (j journalState) torn() bool { return j.valid < j.size }
 // dropped. A bad record followed by more bytes, a record of an unknown
 // version or another bucket, or one that does not continue the bucket's
 // slots is corruption: the error names the file and the record's offset.
-func replayJournal(name string, id uint64, m *BucketMetadata, b []byte) (int64, error) {
+func replayJournal(name string, id uint64, m *BucketMetadata, b []byte) (int64, []redoRange, error) {
 	var off int64
+	var redo []redoRange
 	for off < int64(len(b)) {
 		rest := b[off:]
 		if len(rest) < journalFrameHeader || allZero(rest) {
-			return off, nil // torn tail (or a zero-filled extension)
+			return off, redo, nil // torn tail (or a zero-filled extension)
 		}
 		n := int64(binary.LittleEndian.Uint32(rest[0:4]))
 		end := journalFrameHeader + n
 		if n > maxJournalRecord {
 			if int64(len(rest)) <= end {
-				return off, nil
+				return off, redo, nil
 			}
-			return 0, fmt.Errorf("%w: %s: record at offset %d claims %d bytes (bound %d)", ErrCorrupt, name, off, n, maxJournalRecord)
+			return 0, nil, fmt.Errorf("%w: %s: record at offset %d claims %d bytes (bound %d)", ErrCorrupt, name, off, n, maxJournalRecord)
 		}
 		if int64(len(rest)) < end {
-			return off, nil // cut short: torn tail
+			return off, redo, nil // cut short: torn tail
 		}
 		payload := rest[journalFrameHeader:end]
 		if journalCRC(rest[0:4], payload) != binary.LittleEndian.Uint32(rest[4:8]) {
 			if int64(len(rest)) == end {
-				return off, nil // the last record, not fully written: torn tail
+				return off, redo, nil // the last record, not fully written: torn tail
 			}
-			return 0, fmt.Errorf("%w: %s: record at offset %d fails its checksum and is followed by %d more bytes (not a torn tail)",
+			return 0, nil, fmt.Errorf("%w: %s: record at offset %d fails its checksum and is followed by %d more bytes (not a torn tail)",
 				ErrCorrupt, name, off, int64(len(rest))-end)
 		}
-		if err := applyJournalPayload(id, m, payload); err != nil {
+		r, err := applyJournalPayload(id, m, payload)
+		if err != nil {
 			var uv *journalVersionError
 			if errors.As(err, &uv) {
-				return 0, fmt.Errorf("%w: %s: record at offset %d: %v", ErrUnknownVersion, name, off, err)
+				return 0, nil, fmt.Errorf("%w: %s: record at offset %d: %v", ErrUnknownVersion, name, off, err)
 			}
-			return 0, fmt.Errorf("%w: %s: record at offset %d: %v", ErrCorrupt, name, off, err)
+			return 0, nil, fmt.Errorf("%w: %s: record at offset %d: %v", ErrCorrupt, name, off, err)
+		}
+		if r != nil {
+			redo = append(redo, *r)
 		}
 		off += end
 	}
-	return off, nil
+	return off, redo, nil
 }
 
 type journalVersionError struct{ v uint32 }
@@ -148,36 +185,52 @@ func allZero(b []byte) bool {
 // Records already in the .meta (a compaction or tombstone rewrote it
 // after they were appended) are checked and skipped, so replay is
 // idempotent.
-func applyJournalPayload(id uint64, m *BucketMetadata, payload []byte) error {
+func applyJournalPayload(id uint64, m *BucketMetadata, payload []byte) (*redoRange, error) {
 	if err := msgpackscan.Check(payload, msgpackscan.Limits{MaxItems: MaxBucketKeysLimit}); err != nil {
-		return fmt.Errorf("does not decode: %v", err)
+		return nil, fmt.Errorf("does not decode: %v", err)
 	}
 	var r journalRecord
 	if err := msgpack.Unmarshal(payload, &r); err != nil {
-		return fmt.Errorf("does not decode: %v", err)
+		return nil, fmt.Errorf("does not decode: %v", err)
 	}
 	if r.V != journalVersion {
-		return &journalVersionError{r.V}
+		return nil, &journalVersionError{r.V}
 	}
 	if r.BucketID != id {
-		return fmt.Errorf("records bucket id %d, file name says %d", r.BucketID, id)
+		return nil, fmt.Errorf("records bucket id %d, file name says %d", r.BucketID, id)
 	}
 	if m.V == metaVersionLegacy {
-		return fmt.Errorf("appends to a version-0 bucket, which is never appended to")
+		return nil, fmt.Errorf("appends to a version-0 bucket, which is never appended to")
 	}
 	if r.First < 0 || r.First > len(m.Objects) {
-		return fmt.Errorf("starts at slot %d but the bucket has %d records", r.First, len(m.Objects))
+		return nil, fmt.Errorf("starts at slot %d but the bucket has %d records", r.First, len(m.Objects))
+	}
+	var redo *redoRange
+	if r.Data != nil {
+		// The value bytes must be exactly the records' range, and match
+		// their checksums: redo writes only bytes the records vouch for.
+		if len(r.Objects) == 0 || r.Objects[0].Offset < 0 || r.DataSize-r.Objects[0].Offset != int64(len(r.Data)) {
+			return nil, fmt.Errorf("carries %d value bytes that are not its records' range", len(r.Data))
+		}
+		base := r.Objects[0].Offset
+		for i := range r.Objects {
+			o := &r.Objects[i]
+			if o.Offset < base || o.Size < 0 || o.Offset+o.Size > r.DataSize || crc32c(r.Data[o.Offset-base:o.Offset-base+o.Size]) != o.CRC32C {
+				return nil, fmt.Errorf("slot %d (%q): the value bytes it carries do not match its range and crc32c", r.First+i, o.Key)
+			}
+		}
+		redo = &redoRange{off: base, data: r.Data}
 	}
 	for i := range r.Objects {
 		o := &r.Objects[i]
 		if o.Tombstoned || o.Evicted {
-			return fmt.Errorf("slot %d (%q) is a tombstone; the journal holds puts only", r.First+i, o.Key)
+			return nil, fmt.Errorf("slot %d (%q) is a tombstone; the journal holds puts only", r.First+i, o.Key)
 		}
 		slot := r.First + i
 		if slot < len(m.Objects) {
 			have := &m.Objects[slot]
 			if have.Key != o.Key || have.Incarnation != o.Incarnation || have.Offset != o.Offset || have.Size != o.Size || have.CRC32C != o.CRC32C {
-				return fmt.Errorf("slot %d (%q %s) differs from the metadata's (%q %s)", slot, o.Key, o.Incarnation, have.Key, have.Incarnation)
+				return nil, fmt.Errorf("slot %d (%q %s) differs from the metadata's (%q %s)", slot, o.Key, o.Incarnation, have.Key, have.Incarnation)
 			}
 			continue
 		}
@@ -186,7 +239,7 @@ func applyJournalPayload(id uint64, m *BucketMetadata, payload []byte) error {
 	if r.DataSize > m.DataSize {
 		m.DataSize = r.DataSize
 	}
-	return nil
+	return redo, nil
 }
 
 // readJournal reads <id>.journal (absent is empty) and replays it onto m.
@@ -199,19 +252,19 @@ func readJournal(fs fsys.FS, dir string, id uint64, m *BucketMetadata) (journalS
 	if err != nil {
 		return journalState{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
-	valid, err := replayJournal(name, id, m, b)
+	valid, redo, err := replayJournal(name, id, m, b)
 	if err != nil {
 		return journalState{}, err
 	}
-	return journalState{exists: true, size: int64(len(b)), valid: valid}, nil
+	return journalState{exists: true, size: int64(len(b)), valid: valid, redo: redo}, nil
 }
 
 // appendJournal writes one put commit's record at the journal's committed
 // end and fdatasyncs it. A failure leaves b.jEnd unchanged and marks the
 // tail dirty, so the next append first cuts off whatever this one wrote.
-func (s *Store) appendJournal(b *bucket, first int, dataSize int64, objs []ObjectMeta) error {
+func (s *Store) appendJournal(b *bucket, first int, dataSize int64, objs []ObjectMeta, data []byte) error {
 	name := s.path(journalName(b.id))
-	frame, err := encodeJournalRecord(&journalRecord{BucketID: b.id, First: first, DataSize: dataSize, Objects: objs})
+	frame, err := encodeJournalRecord(&journalRecord{BucketID: b.id, First: first, DataSize: dataSize, Objects: objs, Data: data})
 	if err != nil {
 		return fmt.Errorf("holder: encode journal record of bucket %d: %w", b.id, err)
 	}
@@ -269,10 +322,15 @@ func (s *Store) compactJournal(b *bucket) error {
 	}
 	m := b.meta
 	s.mu.Unlock()
-	n, err := s.persistMeta(b.id, m, compactPoints)
-	if err != nil && s.retryAfterNoSpace(spacePathGCMeta, err) {
-		n, err = s.persistMeta(b.id, m, compactPoints)
+	// Records whose values only the journal made durable: the bucket
+	// file's bytes must be durable before the journal lets go of them.
+	if err := syncCompactData.data(b.file); err != nil {
+		return fmt.Errorf("holder: fdatasync %s before compacting its journal: %w", s.path(bucketName(b.id)), err)
 	}
+	compactAfterDataFsync.Hit()
+	// No reserve release on ENOSPC: a compaction can wait for space like
+	// a put (its journal stays authoritative meanwhile).
+	n, err := s.persistMeta(b.id, m, compactPoints)
 	if err != nil {
 		return err
 	}

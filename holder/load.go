@@ -1,7 +1,11 @@
 package holder
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"sort"
 
@@ -179,6 +183,9 @@ func loadOne(fs fsys.FS, dir string, id uint64) (*BucketMetadata, int64, int64, 
 	if js, err = readJournal(fs, dir, id, m); err != nil {
 		return nil, 0, 0, js, err
 	}
+	if js.redo, err = missingRedo(fs, filepath.Join(dir, bucketName(id)), js.redo); err != nil {
+		return nil, 0, 0, js, err
+	}
 	if js.valid > 0 {
 		if err := m.validate(id); err != nil {
 			return nil, 0, 0, js, fmt.Errorf("%w: %s replayed onto %s: %v", ErrCorrupt, filepath.Join(dir, journalName(id)), mname, err)
@@ -189,8 +196,36 @@ func loadOne(fs fsys.FS, dir string, id uint64) (*BucketMetadata, int64, int64, 
 	if err != nil {
 		return nil, 0, 0, js, fmt.Errorf("holder: stat %s: %w", bname, err)
 	}
-	if st.Size() < m.DataSize {
+	// Value bytes only the journal made durable count as present: open
+	// writes them back (redo) before serving.
+	if max(st.Size(), js.redoEnd()) < m.DataSize {
 		return nil, 0, 0, js, fmt.Errorf("%w: %s holds %d bytes but %s commits %d", ErrCorrupt, bname, st.Size(), mname, m.DataSize)
 	}
 	return m, int64(len(b)), st.Size(), js, nil
+}
+
+// missingRedo keeps the redo ranges whose bytes the bucket file does not
+// hold (never written back before a power cut, or torn), so only those
+// are kept in memory and written at open.
+func missingRedo(fs fsys.FS, name string, redo []redoRange) ([]redoRange, error) {
+	if len(redo) == 0 {
+		return nil, nil
+	}
+	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("holder: open %s: %w", name, err)
+	}
+	defer f.Close()
+	var out []redoRange
+	for _, r := range redo {
+		have := make([]byte, len(r.data))
+		n, err := f.ReadAt(have, r.off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("holder: read %s at %d: %w", name, r.off, err)
+		}
+		if n < len(have) || !bytes.Equal(have, r.data) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }

@@ -278,6 +278,10 @@ func (s *Store) commitGroup(g *commitGroup) error {
 	}
 	cur := b.meta
 	journal := b.jFile != nil && b.metaFileSize > 0
+	// Small values travel in the journal record too: one fdatasync (the
+	// journal's) makes data and metadata durable, and open writes the
+	// values back if the bucket file lost them.
+	inline := journal && g.size <= s.inlineMax && b.jEnd < journalInlineBudget
 	s.mu.Unlock()
 
 	base := cur.DataSize
@@ -301,10 +305,18 @@ func (s *Store) commitGroup(g *commitGroup) error {
 		off += r.size
 	}
 	putAfterDataWrite.Hit()
-	if err := syncPutData.data(b.file); err != nil {
-		return fmt.Errorf("holder: fdatasync %s: %w", s.path(bucketName(b.id)), err)
+	var inlineData []byte
+	if inline {
+		inlineData = make([]byte, 0, g.size)
+		for _, r := range g.reqs {
+			inlineData = append(inlineData, r.value...)
+		}
+	} else {
+		if err := syncPutData.data(b.file); err != nil {
+			return fmt.Errorf("holder: fdatasync %s: %w", s.path(bucketName(b.id)), err)
+		}
+		putAfterDataFsync.Hit()
 	}
-	putAfterDataFsync.Hit()
 
 	// The committed metadata is never changed in place: next shares the
 	// committed records' backing array and appends after its end, which no
@@ -316,7 +328,7 @@ func (s *Store) commitGroup(g *commitGroup) error {
 	first := len(cur.Objects)
 	var metaSize int64
 	if journal {
-		if err := s.appendJournal(b, first, off, objs); err != nil {
+		if err := s.appendJournal(b, first, off, objs, inlineData); err != nil {
 			return err
 		}
 	} else {

@@ -48,6 +48,9 @@ type Store struct {
 	gcMu      sync.Mutex
 	gcPending *gcCleanup    // a round whose cleanup has not finished
 	gcWake    chan struct{} // new tombstones and refused puts wake the worker
+	// inlineMax is the most value bytes a commit copies into its journal
+	// record (journalInlineMax; a test of space arithmetic sets 0).
+	inlineMax int64
 	gcWorker  *gcWorker
 	gcStats   GCStats
 	retired   []*bucket // replaced by a committed round, files not yet removed
@@ -91,6 +94,7 @@ type OpenReport struct {
 	RemovedStaleJournals []string // .journal of no bucket with both .meta and .bucket
 	TornJournals         []string // journals whose unfinished last record was cut off
 	CreatedJournals      []string // journals created for buckets written without one
+	RedoneBytes          int64    // value bytes written back from journals into bucket files
 	LegacyBuckets        int      // buckets still in version-0 metadata
 	ShadowedRecords      int      // live duplicates hidden by a tombstone or a newer copy
 	IgnoredFiles         []string // names that are not part of a bucket store
@@ -139,6 +143,7 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	}
 	s.cond = sync.NewCond(&s.mu)
 	s.gcWake = make(chan struct{}, 1)
+	s.inlineMax = journalInlineMax
 	s.putCh = make(chan *putReq, putQueueLen)
 	s.committerD = make(chan struct{})
 	go s.committer()
@@ -256,6 +261,11 @@ func (s *Store) cleanLeftovers(sc dirScan, lb loadedBuckets) error {
 		}
 	}
 	for _, id := range lb.ids {
+		if err := s.redoJournal(id, lb); err != nil {
+			return err
+		}
+	}
+	for _, id := range lb.ids {
 		js := lb.journals[id]
 		if !js.torn() {
 			continue
@@ -309,6 +319,37 @@ func (s *Store) cleanLeftovers(sc dirScan, lb loadedBuckets) error {
 			return fmt.Errorf("holder: fsync %s after cleanup: %w", s.dir, err)
 		}
 	}
+	return nil
+}
+
+// redoJournal writes back into bucket id's file the value bytes its
+// journal carries and the file does not hold: records whose commit
+// fdatasynced only the journal, cut before the data reached the disk. No
+// fsync: the journal keeps the bytes until a compaction, which fdatasyncs
+// the bucket file before it empties the journal.
+func (s *Store) redoJournal(id uint64, lb loadedBuckets) error {
+	js := lb.journals[id]
+	if len(js.redo) == 0 {
+		return nil
+	}
+	name := s.path(bucketName(id))
+	f, err := s.fs.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("holder: open %s to write back journaled values: %w", name, err)
+	}
+	for _, r := range js.redo {
+		if _, err := f.WriteAt(r.data, r.off); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("holder: write back journaled values into %s at %d: %w", name, r.off, err)
+		}
+		s.rep.RedoneBytes += int64(len(r.data))
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("holder: close %s: %w", name, err)
+	}
+	lb.bucketSizes[id] = max(lb.bucketSizes[id], js.redoEnd())
+	js.redo = nil
+	lb.journals[id] = js
 	return nil
 }
 

@@ -108,6 +108,7 @@ var (
 	syncPutData              = newSyncSite("put.data")
 	syncPutJournal           = newSyncSite("put.journal")
 	syncOpenJournalDir       = newSyncSite("open.journal-dir")
+	syncCompactData          = newSyncSite("compact.data")
 	syncGCIntentPreparedTmp  = newSyncSite("gc.intent-prepared-tmp")
 	syncGCIntentPreparedDir  = newSyncSite("gc.intent-prepared-dir")
 	syncGCTargetData         = newSyncSite("gc.target-data")
