@@ -34,6 +34,14 @@ type bucket struct {
 	// Store.buckets and its files go once its readers drain. A put planned
 	// for it before it was sealed must not append to it.
 	retired bool
+	// jFile is the put journal (<id>.journal) of a bucket puts append to,
+	// opened O_RDWR; nil for a bucket that takes no puts. jEnd is the end
+	// of its last fdatasynced record (guarded by Store.mu, changed under
+	// persistMu); jDirty says a failed append may have left bytes past it
+	// (persistMu).
+	jFile  fsys.File
+	jEnd   int64
+	jDirty bool
 	// punched holds the tombstoned slots whose bytes punchDead gave back
 	// to the filesystem (in memory only: punching again is harmless).
 	punched map[int]bool

@@ -16,7 +16,7 @@ import (
 
 func TestCrashPointsAreRegistered(t *testing.T) {
 	names := crashpoint.Names()
-	for _, n := range slices.Concat(TombstoneCrashPoints, PutCrashPoints, FloorCrashPoints) {
+	for _, n := range slices.Concat(TombstoneCrashPoints, PutCrashPoints, PutLargeCrashPoints, PutNewBucketCrashPoints, FloorCrashPoints, CompactCrashPoints) {
 		if !slices.Contains(names, n) {
 			t.Errorf("%s is not registered", n)
 		}
@@ -86,12 +86,13 @@ func TestTombstoneCrashPoints(t *testing.T) {
 	})
 }
 
-// TestPutCrashPoints kills a holder process at every step of a put: the put
-// is never acknowledged, and after restart the record exists exactly when
-// its metadata rename happened; no uncommitted file is left.
+// TestPutCrashPoints kills a holder process at every step of a put into
+// a new bucket: the put is never acknowledged, and after restart the
+// record exists exactly when its metadata rename happened; no uncommitted
+// file is left.
 func TestPutCrashPoints(t *testing.T) {
 	committed := map[string]bool{"put.after-meta-rename": true, "put.after-dir-fsync": true}
-	for _, point := range PutCrashPoints {
+	for _, point := range PutNewBucketCrashPoints {
 		t.Run(point, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openT(t, dir, StoreOptions{}) // marks the directory
@@ -131,6 +132,45 @@ func TestPutCrashPoints(t *testing.T) {
 		defer s.Close()
 		mustGet(t, s, crashKey, crashInc, crashValue())
 	})
+}
+
+// TestPutJournalCrashPoints kills a holder process at every step of a put
+// appended to a bucket that has its .meta (the journal path): the put is
+// never acknowledged; after restart the earlier record reads back, the
+// record exists exactly when its journal record was written whole (a
+// killed process loses no page cache), and the writer's retry succeeds.
+func TestPutJournalCrashPoints(t *testing.T) {
+	committed := map[string]bool{"put.after-journal-write": true, "put.after-journal-fsync": true}
+	for _, point := range PutCrashPoints {
+		t.Run(point, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openT(t, dir, StoreOptions{})
+			mustPut(t, s, "earlier", incN(1), []byte("earlier bytes"))
+			s.Close()
+
+			out, ws := runChildProcess(t, rolePut, dir, point)
+			wantKilled(t, point, out, ws)
+			if strings.Contains(out, "ACK") {
+				t.Fatalf("put acknowledged before it was durable (crash at %s)", point)
+			}
+
+			s = openT(t, dir, StoreOptions{})
+			defer s.Close()
+			mustGet(t, s, "earlier", incN(1), []byte("earlier bytes"))
+			got, err := s.Get(crashKey, crashInc)
+			if committed[point] {
+				if err != nil || string(got) != string(crashValue()) {
+					t.Fatalf("after %s: %v", point, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("after %s: uncommitted put visible: %v", point, err)
+			}
+			mustPut(t, s, crashKey, crashInc, crashValue()) // the writer's retry
+			mustGet(t, s, crashKey, crashInc, crashValue())
+		})
+	}
 }
 
 // TestTombstoneFloorCrashPoints kills a holder process at every step of

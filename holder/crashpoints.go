@@ -57,11 +57,14 @@ var FloorCrashPoints = []string{
 	"tombstone.floor.after-rename", "tombstone.floor.after-dir-fsync",
 }
 
-// Crash points of a put commit: the data steps, then the metadata steps.
+// Crash points of a put commit: the data steps, then the metadata steps
+// (a journal record, or the first commit's whole .meta).
 var (
-	putAfterDataWrite = crashpoint.New("put.after-data-write")
-	putAfterDataFsync = crashpoint.New("put.after-data-fsync")
-	putPoints         = persistPoints{
+	putAfterDataWrite    = crashpoint.New("put.after-data-write")
+	putAfterDataFsync    = crashpoint.New("put.after-data-fsync")
+	putAfterJournalWrite = crashpoint.New("put.after-journal-write")
+	putAfterJournalFsync = crashpoint.New("put.after-journal-fsync")
+	putPoints            = persistPoints{
 		beforeTmpWrite: crashpoint.New("put.before-meta-tmp-write"),
 		afterTmpWrite:  crashpoint.New("put.after-meta-tmp-write"),
 		afterTmpFsync:  crashpoint.New("put.after-meta-tmp-fsync"),
@@ -72,14 +75,50 @@ var (
 	}
 )
 
-// TombstoneCrashPoints and PutCrashPoints list the store's crash point
+// Crash points of a journal compaction: the .meta persistence, then the
+// journal's truncation.
+var (
+	compactPoints = persistPoints{
+		beforeTmpWrite: crashpoint.New("compact.before-tmp-write"),
+		afterTmpWrite:  crashpoint.New("compact.after-tmp-write"),
+		afterTmpFsync:  crashpoint.New("compact.after-tmp-fsync"),
+		afterRename:    crashpoint.New("compact.after-rename"),
+		afterDirFsync:  crashpoint.New("compact.after-dir-fsync"),
+		tmpSync:        newSyncSite("compact.meta-tmp"),
+		dirSync:        newSyncSite("compact.meta-dir"),
+	}
+	compactAfterTruncate  = crashpoint.New("compact.after-truncate")
+	compactAfterDataFsync = crashpoint.New("compact.after-data-fsync")
+)
+
+// CompactCrashPoints lists a journal compaction's crash points in order.
+var CompactCrashPoints = []string{
+	"compact.after-data-fsync", "compact.before-tmp-write", "compact.after-tmp-write", "compact.after-tmp-fsync",
+	"compact.after-rename", "compact.after-dir-fsync", "compact.after-truncate",
+}
+
+// TombstoneCrashPoints, PutCrashPoints and PutNewBucketCrashPoints list the store's crash point
 // names in protocol order, for drills that walk them one by one.
 var (
 	TombstoneCrashPoints = []string{
 		"tombstone.before-tmp-write", "tombstone.after-tmp-write", "tombstone.after-tmp-fsync",
 		"tombstone.after-rename", "tombstone.after-dir-fsync",
 	}
+	// PutCrashPoints: a put of small values appended to a bucket that has
+	// its .meta (every commit but a bucket's first): data written, then a
+	// journal record carrying the values, fdatasynced.
 	PutCrashPoints = []string{
+		"put.after-data-write", "put.after-journal-write", "put.after-journal-fsync",
+	}
+	// PutLargeCrashPoints: the same for a commit whose values are too large
+	// to copy into the journal: the data is fdatasynced first.
+	PutLargeCrashPoints = []string{
+		"put.after-data-write", "put.after-data-fsync", "put.after-journal-write", "put.after-journal-fsync",
+	}
+	// PutNewBucketCrashPoints: the first commit into a new bucket, which
+	// writes the bucket's first .meta (and so makes its files' entries
+	// durable with one directory fsync).
+	PutNewBucketCrashPoints = []string{
 		"put.after-data-write", "put.after-data-fsync", "put.before-meta-tmp-write",
 		"put.after-meta-tmp-write", "put.after-meta-tmp-fsync", "put.after-meta-rename", "put.after-dir-fsync",
 	}

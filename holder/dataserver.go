@@ -45,7 +45,9 @@ func (s *Service) startDataServer() error {
 	}
 	srv := transport.NewServer(transport.ServerConfig{Token: s.cfg.ClusterToken, RoleTokens: roleTokens, Authorize: guard.Authorize,
 		MaxFrame: s.dataMaxFrame(), TLS: s.dataTLS(), Logger: s.log.Named("data")})
-	transport.Register(srv, api.MethodHolderWrite, s.handleWrite)
+	// The write's value is handed to the store aliasing the frame, not
+	// copied out of it (decodeWriteRequest).
+	srv.Handle(api.MethodHolderWrite, s.serveWrite)
 	transport.Register(srv, api.MethodHolderRead, s.handleRead)
 	transport.Register(srv, api.MethodHolderScan, s.handleScan)
 	transport.Register(srv, api.MethodHolderStatus, s.handleStatus)
@@ -124,6 +126,21 @@ func (s *Service) handleWrite(_ context.Context, req *api.HolderWriteRequest) (*
 		return nil, storeError(err)
 	}
 	return &api.Empty{}, nil
+}
+
+// serveWrite decodes a HolderWrite request without copying its value and
+// serves it; the value aliases the request frame, which outlives the call
+// (Store.Put returns only once the value is on disk).
+func (s *Service) serveWrite(ctx context.Context, r *transport.Request) (any, error) {
+	req, err := decodeWriteRequest(r.Body())
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.handleWrite(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 // checkGrant is grant.Verify plus the lifetime bound the tombstone floor's

@@ -12,7 +12,8 @@
 //	.mooncake_local_disk_segment_id  identity {v, segment_id, cluster_id, created} (JSON)
 //	.lock                            flock(LOCK_EX|LOCK_NB) for the Store's life
 //	<20-digit id>.bucket             value bytes, appended
-//	<20-digit id>.meta               BucketMetadata (msgpack, CRC-32C trailer): the commit point
+//	<20-digit id>.meta               BucketMetadata (msgpack, CRC-32C trailer): the checkpoint
+//	<20-digit id>.journal            put records appended since the .meta (length, CRC-32C, msgpack each)
 //	.bucket_gc_intent                a GC round's {v, state, sources, target} (msgpack, CRC-32C), only during a round
 //	.tombstone_floor                 per key, the highest incarnation tombstoned here {v, floors[{k, inc, at, ev?}]} (msgpack, CRC-32C)
 //

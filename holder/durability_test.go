@@ -19,9 +19,14 @@ import (
 // power-loss test (a -test.run pattern) that fails when the site is left
 // out. TestDurabilityAudit proves each row.
 var durabilityAudit = map[string]struct{ protects, test string }{
-	"put.data":                {"an acknowledged put's value bytes", "^TestPowerLossPut$/^1-before$/^after-return$"},
-	"put.meta-tmp":            {"the content of the put's new .meta", "^TestPowerLossPut$/^1-before$/^after-return$"},
-	"put.meta-dir":            {"the put's .meta rename (and a new bucket's entry)", "^TestPowerLossPut$/^1-before$/^after-return$"},
+	"put.data":                {"an acknowledged large put's value bytes", "^TestPowerLossPut$/^1-before-large$/^after-return$"},
+	"put.journal":             {"an acknowledged put's journal record", "^TestPowerLossPut$/^1-before$/^after-return$"},
+	"put.meta-tmp":            {"the content of a new bucket's first .meta", "^TestPowerLossPut$/^2-before$/^after-return$"},
+	"put.meta-dir":            {"a new bucket's first .meta rename (and its files' entries)", "^TestPowerLossPut$/^2-before$/^after-return$"},
+	"open.journal-dir":        {"the entry of the journal an open created for a bucket written without one", "^TestPowerLossMainFormatPut$/^after-put$"},
+	"compact.data":            {"journaled values in the bucket file before the journal lets go of them", "^TestPowerLossCompact$/^after-return$"},
+	"compact.meta-tmp":        {"the content of a compaction's .meta", "^TestPowerLossCompact$/^after-return$"},
+	"compact.meta-dir":        {"a compaction's .meta rename before the emptied journal takes records", "^TestPowerLossCompact$/^after-return$"},
 	"tombstone.meta-tmp":      {"the content of the tombstone's .meta", "^TestPowerLossTombstone$/^after-return$"},
 	"tombstone.meta-dir":      {"the tombstone's .meta rename", "^TestPowerLossTombstone$/^after-return$"},
 	"tombstone.floor-tmp":     {"the content of the floor raised for an absent record", "^TestPowerLossTombstoneFloor$/^after-return$"},

@@ -258,6 +258,11 @@ func TestGCEvictionMarksRecordsEvicted(t *testing.T) {
 		f.put(k, 4000)
 	}
 	f.kill("b1")
+	// Usage without the journals' copies of the values, which the pass
+	// would give back first.
+	if err := f.s.CompactJournals(); err != nil {
+		t.Fatal(err)
+	}
 	o := testGCOptions()
 	o.Capacity = int64(float64(f.s.Usage().UsedBytes) / 0.99)
 	ev := &fakeEvictor{s: f.s, leased: map[string]bool{"a2": true}}

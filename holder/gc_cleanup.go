@@ -61,6 +61,10 @@ func (s *Store) finishCleanup(drain time.Duration) error {
 			_ = b.file.Close()
 			b.file = nil
 		}
+		if b.jFile != nil {
+			_ = b.jFile.Close()
+			b.jFile = nil
+		}
 	}
 	s.mu.Unlock()
 	for i, b := range c.sources {
@@ -106,9 +110,10 @@ func containsBucket(bs []*bucket, b *bucket) bool {
 }
 
 // removeBucketFiles unlinks a bucket's metadata (first: without it the
-// data is an orphan that start-up removes), tmp metadata and data.
+// journal and the data are orphans that start-up removes), tmp metadata,
+// journal and data.
 func (s *Store) removeBucketFiles(id uint64) error {
-	for _, n := range []string{metaName(id), metaTmpName(id), bucketName(id)} {
+	for _, n := range []string{metaName(id), metaTmpName(id), journalName(id), bucketName(id)} {
 		if err := s.fs.Remove(s.path(n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("holder: GC: unlink %s: %w", s.path(n), err)
 		}

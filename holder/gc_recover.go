@@ -57,7 +57,7 @@ func validateGCTarget(fs fsys.FS, dir string, sc dirScan, id uint64) error {
 	if !sc.metas[id] || !sc.buckets[id] {
 		return fmt.Errorf("missing %s or %s", metaName(id), bucketName(id))
 	}
-	m, _, _, err := loadOne(fs, dir, id)
+	m, _, _, _, err := loadOne(fs, dir, id)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (s *Store) applyGCRecovery(r gcRecovery) error {
 		return nil
 	}
 	for _, id := range r.drop {
-		for _, n := range []string{metaTmpName(id), metaName(id), bucketName(id)} {
+		for _, n := range []string{metaTmpName(id), metaName(id), journalName(id), bucketName(id)} {
 			err := s.fs.Remove(s.path(n))
 			if err == nil {
 				s.rep.RemovedGCFiles = append(s.rep.RemovedGCFiles, n)

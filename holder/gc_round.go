@@ -309,7 +309,7 @@ func (s *Store) switchIndex(p *gcPlan, tb *bucket, tmeta *BucketMetadata, metaSi
 			s.openID = 0
 		}
 		s.retired = append(s.retired, b)
-		c.freed += b.fileSize + b.metaFileSize
+		c.freed += b.fileSize + b.metaFileSize + b.jEnd
 	}
 	s.gcStats.Rounds++
 	if tb != nil {

@@ -133,6 +133,10 @@ func (w *gcWorker) pass() {
 	// Taken before any round, so a refusal during this pass wakes the
 	// next one.
 	wanted := s.gcSpaceWanted.Swap(false)
+	// Journals past their bound are folded into their .meta at the end of
+	// the pass, in the background, so the put path never rewrites a whole
+	// .meta.
+	defer s.compactJournals()
 	s.mu.Lock()
 	s.gcStats.Passes++
 	if wanted {

@@ -133,6 +133,10 @@ func readMetaFile(t testing.TB, dir string, id uint64) *BucketMetadata {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The bucket's metadata is its .meta with its journal replayed.
+	if _, err := readJournal(fsys.OS{}, dir, id, m); err != nil {
+		t.Fatal(err)
+	}
 	return m
 }
 

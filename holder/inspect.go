@@ -63,10 +63,15 @@ func InspectFS(fs fsys.FS, dir string) (InspectReport, error) {
 	if sc.hasGCIntent {
 		// OpenStore resolves a readable intent; only one it cannot resolve
 		// is a problem.
-		if _, err := planGCRecovery(fs, dir, sc); err != nil {
+		if gr, err := planGCRecovery(fs, dir, sc); err != nil {
 			rep.Problems = append(rep.Problems, err.Error())
-		} else if in, _ := readGCIntent(fs, dir); in != nil {
-			rep.GCIntent = in.String()
+		} else {
+			if in, _ := readGCIntent(fs, dir); in != nil {
+				rep.GCIntent = in.String()
+			}
+			// The buckets the intent gives up are removed unread by
+			// OpenStore, half-unlinked ones included: not problems.
+			sc.exclude(gr.drop)
 		}
 	}
 	lb, _ := loadBuckets(fs, dir, sc, func(_ uint64, err error) error {
@@ -108,7 +113,7 @@ func InspectFS(fs fsys.FS, dir string) (InspectReport, error) {
 		rep.TombstonedObjects += b.deadCount
 		rep.LiveBytes += b.liveBytes
 		rep.DeadBytes += b.deadBytes
-		rep.UsedBytes += lb.bucketSizes[id] + lb.metaSizes[id]
+		rep.UsedBytes += lb.bucketSizes[id] + lb.metaSizes[id] + lb.journals[id].valid
 	}
 	return rep, nil
 }

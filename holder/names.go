@@ -16,6 +16,7 @@ const (
 	bucketSuffix  = ".bucket"
 	metaSuffix    = ".meta"
 	metaTmpSuffix = ".meta.tmp"
+	journalSuffix = ".journal"
 	markerTmpName = MarkerFileName + ".tmp"
 
 	// bucketIDDigits zero-pads ids so names sort in id order.
@@ -25,6 +26,7 @@ const (
 func bucketName(id uint64) string  { return fmt.Sprintf("%020d%s", id, bucketSuffix) }
 func metaName(id uint64) string    { return fmt.Sprintf("%020d%s", id, metaSuffix) }
 func metaTmpName(id uint64) string { return fmt.Sprintf("%020d%s", id, metaTmpSuffix) }
+func journalName(id uint64) string { return fmt.Sprintf("%020d%s", id, journalSuffix) }
 
 func (s *Store) path(name string) string { return filepath.Join(s.dir, name) }
 
@@ -36,6 +38,7 @@ const (
 	kindBucket
 	kindMeta
 	kindMetaTmp
+	kindJournal
 )
 
 // parseBucketFile returns the kind and bucket id of a bucket file name.
@@ -48,6 +51,8 @@ func parseBucketFile(name string) (fileKind, uint64) {
 		kind, stem = kindMetaTmp, strings.TrimSuffix(name, metaTmpSuffix)
 	case strings.HasSuffix(name, metaSuffix):
 		kind, stem = kindMeta, strings.TrimSuffix(name, metaSuffix)
+	case strings.HasSuffix(name, journalSuffix):
+		kind, stem = kindJournal, strings.TrimSuffix(name, journalSuffix)
 	case strings.HasSuffix(name, bucketSuffix):
 		kind, stem = kindBucket, strings.TrimSuffix(name, bucketSuffix)
 	default:

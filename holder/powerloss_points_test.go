@@ -58,13 +58,28 @@ func wantCleanInspect(t *testing.T, dir, when string) {
 }
 
 // A put cut at each of its steps: acknowledged only when its last step
-// (the directory fsync) ran, and then it reads back byte-identical after
+// (the journal's fdatasync, or a new bucket's directory fsync) ran, and then it reads back byte-identical after
 // the power comes back; an unacknowledged put is absent or whole. Both
 // into a fresh bucket and appended to one holding earlier records.
 func TestPowerLossPut(t *testing.T) {
-	for _, before := range []int{1, 2} { // BucketKeysLimit 2: 1 → same bucket, 2 → new bucket
-		for _, point := range withAfterReturn(PutCrashPoints) {
-			t.Run(fmt.Sprintf("%d-before/%s", before, pointName(point)), func(t *testing.T) {
+	// BucketKeysLimit 2: one record before → the same bucket (a journal
+	// record carrying the value, or for a large value a data fdatasync
+	// first); two → a new bucket (its first .meta).
+	for _, c := range []struct {
+		name   string
+		before int
+		value  []byte
+		points []string
+		last   string
+	}{
+		{"1-before", 1, crashValue(), PutCrashPoints, "put.after-journal-fsync"},
+		{"1-before-large", 1, valueOf(crashKey, journalInlineMax+1), PutLargeCrashPoints, "put.after-journal-fsync"},
+		{"2-before", 2, crashValue(), PutNewBucketCrashPoints, "put.after-dir-fsync"},
+	} {
+		before, last := c.before, c.last
+		crashValue := func() []byte { return c.value }
+		for _, point := range withAfterReturn(c.points) {
+			t.Run(fmt.Sprintf("%s/%s", c.name, pointName(point)), func(t *testing.T) {
 				dir := t.TempDir()
 				pl := newPowerLoss(t, dir)
 				s := openT(t, dir, StoreOptions{FS: pl, BucketKeysLimit: 2})
@@ -77,7 +92,7 @@ func TestPowerLossPut(t *testing.T) {
 				if point != "" && !hit.Load() {
 					t.Fatalf("%s was not hit", point)
 				}
-				if acked != (point == "" || point == "put.after-dir-fsync") {
+				if acked != (point == "" || point == last) {
 					t.Fatalf("cut at %s: put answered %v", pointName(point), err)
 				}
 				powerCut(t, s, pl)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/internal/fsys"
 )
 
 const (
@@ -23,12 +24,45 @@ type putReq struct {
 	k      objectKey
 	tenant string
 	value  []byte
+	size   int64
 	crc    uint32
 	err    error
 	done   chan struct{}
 	// alias is an earlier request of the same batch for the same object
 	// and bytes: this one gets that one's outcome.
 	alias *putReq
+}
+
+// Large values are written in putWriteChunk pieces, and writeback of
+// every putWritebackEvery bytes written is started at once
+// (sync_file_range WRITE), so the disk works while the rest of the batch
+// is copied into the page cache and the commit's fdatasync finds little
+// left to write. Small values are written whole.
+const (
+	putWriteChunk     = 4 << 20
+	putWritebackEvery = 8 << 20
+)
+
+// groupWriter appends a commit group's values to a bucket file.
+type groupWriter struct {
+	f       fsys.File
+	flushed int64 // writeback started up to here
+}
+
+// write writes v at off in chunks and starts writeback behind it.
+func (w *groupWriter) write(v []byte, off int64) error {
+	for len(v) > 0 {
+		n := min(len(v), putWriteChunk)
+		if _, err := w.f.WriteAt(v[:n], off); err != nil {
+			return err
+		}
+		v, off = v[n:], off+int64(n)
+		if off-w.flushed >= putWritebackEvery {
+			startWriteback(w.f, w.flushed, off-w.flushed)
+			w.flushed = off
+		}
+	}
+	return nil
 }
 
 // Put stores value as (key, inc). It returns once the bytes and the
@@ -48,7 +82,7 @@ func (s *Store) Put(key, tenant string, inc api.ObjectIncarnation, value []byte)
 	if int64(len(value)) > s.opts.BucketSizeLimit {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(value), s.opts.BucketSizeLimit)
 	}
-	r := &putReq{k: objectKey{key, inc}, tenant: tenant, value: value, crc: crc32c(value), done: make(chan struct{})}
+	r := &putReq{k: objectKey{key, inc}, tenant: tenant, value: value, size: int64(len(value)), crc: crc32c(value), done: make(chan struct{})}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -151,7 +185,7 @@ func (s *Store) planBatch(batch []*putReq) []*commitGroup {
 	var cur *commitGroup
 	for _, r := range batch {
 		if loc, ok := s.idx.live[r.k]; ok {
-			if loc.size != int64(len(r.value)) || loc.crc != r.crc {
+			if loc.size != r.size || loc.crc != r.crc {
 				r.err = fmt.Errorf("%w: %q %s is stored with other bytes", ErrConflict, r.k.key, r.k.inc)
 			}
 			continue
@@ -165,7 +199,7 @@ func (s *Store) planBatch(batch []*putReq) []*commitGroup {
 			continue
 		}
 		if prev, ok := inBatch[r.k]; ok {
-			if len(prev.value) != len(r.value) || prev.crc != r.crc {
+			if prev.size != r.size || prev.crc != r.crc {
 				r.err = fmt.Errorf("%w: %q %s is being stored with other bytes", ErrConflict, r.k.key, r.k.inc)
 			} else {
 				r.alias = prev
@@ -176,7 +210,7 @@ func (s *Store) planBatch(batch []*putReq) []*commitGroup {
 		if cur == nil || cur.b != b {
 			cur = nil
 		}
-		if b == nil || !s.fits(b, cur, int64(len(r.value))) {
+		if b == nil || !s.fits(b, cur, r.size) {
 			nb, err := s.createBucketLocked()
 			if err != nil {
 				r.err = err
@@ -189,7 +223,7 @@ func (s *Store) planBatch(batch []*putReq) []*commitGroup {
 			groups = append(groups, cur)
 		}
 		cur.reqs = append(cur.reqs, r)
-		cur.size += int64(len(r.value))
+		cur.size += r.size
 		inBatch[r.k] = r
 	}
 	return groups
@@ -224,8 +258,12 @@ func (s *Store) createBucketLocked() (*bucket, error) {
 	return b, nil
 }
 
-// commitGroup appends a group's values to its bucket, fsyncs them, then
-// persists the extended metadata; only then does the index show them.
+// commitGroup appends a group's values to its bucket and fdatasyncs them,
+// then makes the records' metadata durable: one journal record and its
+// fdatasync for a bucket that has its .meta, or, for a bucket's first
+// commit, the whole .meta (tmp → fsync → rename → directory fsync, which
+// also makes the new data and journal files' directory entries durable).
+// Only then does the index show the records.
 func (s *Store) commitGroup(g *commitGroup) error {
 	b := g.b
 	b.persistMu.Lock()
@@ -239,10 +277,15 @@ func (s *Store) commitGroup(g *commitGroup) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: bucket %d was replaced by GC while the put was queued; retry", errBucketRetired, b.id)
 	}
-	base := b.meta.DataSize
-	next := b.meta.clone()
+	cur := b.meta
+	journal := b.jFile != nil && b.metaFileSize > 0
+	// Small values travel in the journal record too: one fdatasync (the
+	// journal's) makes data and metadata durable, and open writes the
+	// values back if the bucket file lost them.
+	inline := journal && g.size <= s.inlineMax && b.jEnd < journalInlineBudget
 	s.mu.Unlock()
 
+	base := cur.DataSize
 	off := base
 	defer func() {
 		// Even a failed commit may have grown the file; Usage counts it.
@@ -250,43 +293,82 @@ func (s *Store) commitGroup(g *commitGroup) error {
 		b.fileSize = max(b.fileSize, off)
 		s.mu.Unlock()
 	}()
+	objs := make([]ObjectMeta, 0, len(g.reqs))
+	w := groupWriter{f: b.file, flushed: base}
 	for _, r := range g.reqs {
-		if _, err := b.file.WriteAt(r.value, off); err != nil {
+		if err := w.write(r.value, off); err != nil {
 			return fmt.Errorf("holder: append to %s at %d: %w", s.path(bucketName(b.id)), off, err)
 		}
-		next.Objects = append(next.Objects, ObjectMeta{
+		objs = append(objs, ObjectMeta{
 			Key: r.k.key, Tenant: r.tenant, Incarnation: r.k.inc,
-			Offset: off, Size: int64(len(r.value)), CRC32C: r.crc,
+			Offset: off, Size: r.size, CRC32C: r.crc,
 		})
-		off += int64(len(r.value))
+		off += r.size
 	}
 	putAfterDataWrite.Hit()
-	synced := time.Now()
-	err := syncPutData.file(b.file)
-	s.events.observePutSync("data", time.Since(synced))
-	if err != nil {
-		return fmt.Errorf("holder: fsync %s: %w", s.path(bucketName(b.id)), err)
+	var inlineData []byte
+	if inline {
+		inlineData = make([]byte, 0, g.size)
+		for _, r := range g.reqs {
+			inlineData = append(inlineData, r.value...)
+		}
+	} else {
+		synced := time.Now()
+		err := syncPutData.data(b.file)
+		s.events.observePutSync("data", time.Since(synced))
+		if err != nil {
+			return fmt.Errorf("holder: fdatasync %s: %w", s.path(bucketName(b.id)), err)
+		}
+		putAfterDataFsync.Hit()
 	}
-	putAfterDataFsync.Hit()
+
+	// The committed metadata is never changed in place: next shares the
+	// committed records' backing array and appends after its end, which no
+	// holder of the old value can see (appends are serialized by
+	// persistMu, and records are never modified in place).
+	next := *cur
+	next.Objects = append(cur.Objects[:len(cur.Objects):cap(cur.Objects)], objs...)
 	next.DataSize = off
+	first := len(cur.Objects)
+	var metaSize int64
 	persisted := time.Now()
-	n, err := s.persistMeta(b.id, next, putPoints)
-	s.events.observePutSync("meta", time.Since(persisted))
-	if err != nil {
-		return err
+	defer func() { s.events.observePutSync("meta", time.Since(persisted)) }()
+	if journal {
+		if err := s.appendJournal(b, first, off, objs, inlineData); err != nil {
+			return err
+		}
+	} else {
+		if b.jFile == nil && b.metaFileSize == 0 {
+			// The journal is created before the first .meta's directory
+			// fsync, which makes its entry durable with the bucket's.
+			f, err := s.openJournal(b.id)
+			if err != nil {
+				return err
+			}
+			b.jFile = f
+		}
+		n, err := s.persistMeta(b.id, &next, putPoints)
+		if err != nil {
+			return err
+		}
+		metaSize = n
 	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	first := len(b.meta.Objects)
-	b.meta = next
-	b.metaFileSize = n
+	b.meta = &next
+	if !journal {
+		b.metaFileSize = metaSize
+	}
 	for i := first; i < len(next.Objects); i++ {
 		o := &next.Objects[i]
 		b.states = append(b.states, stateLive)
 		s.idx.live[objectKey{o.Key, o.Incarnation}] = location{bucket: b.id, slot: i, offset: o.Offset, size: o.Size, crc: o.CRC32C}
 		b.liveBytes += o.Size
 		b.liveCount++
+	}
+	if journal && b.jEnd >= journalCompactBytes {
+		signal(s.gcWake)
 	}
 	return nil
 }

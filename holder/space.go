@@ -403,12 +403,18 @@ func (s *Store) admitPuts(batch []*putReq) []*putReq {
 	out := batch[:0:0]
 	refused := 0
 	for _, q := range batch {
-		if free-int64(len(q.value)) < r {
-			q.err = fmt.Errorf("%w: %d bytes would leave %d free, below the metadata reserve of %d bytes", api.ErrNoSpace, len(q.value), max(0, free-int64(len(q.value))), r)
+		// A small value may also be copied into its journal record until
+		// the journal is compacted: count it twice.
+		need := q.size
+		if need <= s.inlineMax {
+			need *= 2
+		}
+		if free-need < r {
+			q.err = fmt.Errorf("%w: %d bytes would leave %d free, below the metadata reserve of %d bytes", api.ErrNoSpace, need, max(0, free-need), r)
 			refused++
 			continue
 		}
-		free -= int64(len(q.value))
+		free -= need
 		out = append(out, q)
 	}
 	if refused > 0 {

@@ -36,7 +36,7 @@ func (s *Store) Usage() Usage {
 	defer s.mu.Unlock()
 	var u Usage
 	for _, b := range s.buckets {
-		u.UsedBytes += b.fileSize + b.metaFileSize
+		u.UsedBytes += b.fileSize + b.metaFileSize + b.jEnd
 		u.LiveBytes += b.liveBytes
 		u.DeadBytes += b.deadBytes
 		u.LiveObjects += b.liveCount
@@ -44,7 +44,7 @@ func (s *Store) Usage() Usage {
 		u.Buckets++
 	}
 	for _, b := range s.retired {
-		u.UsedBytes += b.fileSize + b.metaFileSize // still on disk until cleanup
+		u.UsedBytes += b.fileSize + b.metaFileSize + b.jEnd // still on disk until cleanup
 	}
 	return u
 }

@@ -48,6 +48,9 @@ type Store struct {
 	gcMu      sync.Mutex
 	gcPending *gcCleanup    // a round whose cleanup has not finished
 	gcWake    chan struct{} // new tombstones and refused puts wake the worker
+	// inlineMax is the most value bytes a commit copies into its journal
+	// record (journalInlineMax; a test of space arithmetic sets 0).
+	inlineMax int64
 	gcWorker  *gcWorker
 	gcStats   GCStats
 	retired   []*bucket // replaced by a committed round, files not yet removed
@@ -88,6 +91,10 @@ type OpenReport struct {
 	RemovedStaleMetas    []string // .meta whose .bucket was missing
 	RemovedOrphanBuckets []string // .bucket with no committed .meta
 	RemovedTmpFiles      []string // .meta.tmp leftovers of interrupted persistence
+	RemovedStaleJournals []string // .journal of no bucket with both .meta and .bucket
+	TornJournals         []string // journals whose unfinished last record was cut off
+	CreatedJournals      []string // journals created for buckets written without one
+	RedoneBytes          int64    // value bytes written back from journals into bucket files
 	LegacyBuckets        int      // buckets still in version-0 metadata
 	ShadowedRecords      int      // live duplicates hidden by a tombstone or a newer copy
 	IgnoredFiles         []string // names that are not part of a bucket store
@@ -136,6 +143,7 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	}
 	s.cond = sync.NewCond(&s.mu)
 	s.gcWake = make(chan struct{}, 1)
+	s.inlineMax = journalInlineMax
 	s.putCh = make(chan *putReq, putQueueLen)
 	s.committerD = make(chan struct{})
 	go s.committer()
@@ -242,17 +250,106 @@ func (s *Store) cleanLeftovers(sc dirScan, lb loadedBuckets) error {
 			return err
 		}
 	}
+	for _, id := range lb.staleJournals {
+		if err := remove(journalName(id), &s.rep.RemovedStaleJournals); err != nil {
+			return err
+		}
+	}
 	for _, id := range lb.orphanBuckets {
 		if err := remove(bucketName(id), &s.rep.RemovedOrphanBuckets); err != nil {
 			return err
 		}
 	}
+	for _, id := range lb.ids {
+		if err := s.redoJournal(id, lb); err != nil {
+			return err
+		}
+	}
+	for _, id := range lb.ids {
+		js := lb.journals[id]
+		if !js.torn() {
+			continue
+		}
+		// A put commit that never finished its fdatasync: cut its record
+		// off so the next append does not land behind the remains. No
+		// fsync: a cut that undoes the truncation brings back the same
+		// torn tail, and the next append's fdatasync persists the size.
+		name := s.path(journalName(id))
+		f, err := s.fs.OpenFile(name, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("holder: open %s to cut its torn tail: %w", name, err)
+		}
+		err = f.Truncate(js.valid)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("holder: cut the torn tail of %s at %d: %w", name, js.valid, err)
+		}
+		s.rep.TornJournals = append(s.rep.TornJournals, journalName(id))
+	}
 	s.rep.IgnoredFiles = sc.other
+	// The newest bucket is the one puts may append to: a directory written
+	// without journals gets its journal here, made durable by the
+	// directory fsync below before any put can append to it. A cut before
+	// that fsync leaves the directory as it was; the next open creates it
+	// again.
+	if n := len(lb.ids); n > 0 {
+		id := lb.ids[n-1]
+		if !lb.journals[id].exists && lb.metas[id].V != metaVersionLegacy {
+			name := s.path(journalName(id))
+			f, err := s.fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+			if err != nil {
+				return fmt.Errorf("holder: create %s: %w", name, err)
+			}
+			if err := f.Close(); err != nil {
+				return fmt.Errorf("holder: close %s: %w", name, err)
+			}
+			s.rep.CreatedJournals = append(s.rep.CreatedJournals, journalName(id))
+			if err := syncOpenJournalDir.dir(s.fs, s.dir); err != nil {
+				return fmt.Errorf("holder: fsync %s after creating %s: %w", s.dir, name, err)
+			}
+			js := lb.journals[id]
+			js.exists = true
+			lb.journals[id] = js
+		}
+	}
 	if removed {
 		if err := syncOpenCleanupDir.dir(s.fs, s.dir); err != nil {
 			return fmt.Errorf("holder: fsync %s after cleanup: %w", s.dir, err)
 		}
 	}
+	return nil
+}
+
+// redoJournal writes back into bucket id's file the value bytes its
+// journal carries and the file does not hold: records whose commit
+// fdatasynced only the journal, cut before the data reached the disk. No
+// fsync: the journal keeps the bytes until a compaction, which fdatasyncs
+// the bucket file before it empties the journal.
+func (s *Store) redoJournal(id uint64, lb loadedBuckets) error {
+	js := lb.journals[id]
+	if len(js.redo) == 0 {
+		return nil
+	}
+	name := s.path(bucketName(id))
+	f, err := s.fs.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("holder: open %s to write back journaled values: %w", name, err)
+	}
+	for _, r := range js.redo {
+		if _, err := f.WriteAt(r.data, r.off); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("holder: write back journaled values into %s at %d: %w", name, r.off, err)
+		}
+		s.rep.RedoneBytes += int64(len(r.data))
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("holder: close %s: %w", name, err)
+	}
+	lb.bucketSizes[id] = max(lb.bucketSizes[id], js.redoEnd())
+	js.redo = nil
+	lb.journals[id] = js
 	return nil
 }
 
@@ -274,8 +371,16 @@ func (s *Store) install(lb loadedBuckets) error {
 			return fmt.Errorf("holder: open %s: %w", s.path(bucketName(id)), err)
 		}
 		m := lb.metas[id]
+		js := lb.journals[id]
 		b := &bucket{id: id, file: f, meta: m, states: states[id],
-			fileSize: lb.bucketSizes[id], metaFileSize: lb.metaSizes[id], legacy: m.V == metaVersionLegacy}
+			fileSize: lb.bucketSizes[id], metaFileSize: lb.metaSizes[id], legacy: m.V == metaVersionLegacy,
+			jEnd: js.valid}
+		if last && js.exists {
+			if b.jFile, err = s.openJournal(id); err != nil {
+				_ = f.Close()
+				return err
+			}
+		}
 		b.recount()
 		// Creation order is all a restart knows of age; ids give it.
 		b.born = uint64(i + 1)
@@ -307,6 +412,15 @@ func (s *Store) logOpenReport() {
 	}
 	for _, n := range r.RemovedTmpFiles {
 		s.log.Info("removed interrupted metadata write", "file", s.path(n))
+	}
+	for _, n := range r.RemovedStaleJournals {
+		s.log.Warn("removed put journal of no committed bucket", "file", s.path(n))
+	}
+	for _, n := range r.TornJournals {
+		s.log.Info("dropped an unfinished (never acknowledged) last record of a put journal", "file", s.path(n))
+	}
+	for _, n := range r.CreatedJournals {
+		s.log.Info("created put journal for a bucket written without one", "file", s.path(n))
 	}
 	if r.GCRecovery != "" {
 		s.log.Warn("resolved a pending bucket GC round", "action", r.GCRecovery, "removed", r.RemovedGCFiles)
@@ -385,6 +499,12 @@ func (s *Store) closeFiles() error {
 				first = err
 			}
 			b.file = nil
+		}
+		if b.jFile != nil {
+			if err := b.jFile.Close(); err != nil && first == nil {
+				first = err
+			}
+			b.jFile = nil
 		}
 	}
 	return first

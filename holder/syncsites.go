@@ -5,6 +5,8 @@ import (
 	"os"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"sexton/internal/fsys"
 )
 
@@ -43,6 +45,37 @@ func (x *syncSite) file(f fsys.File) error {
 	return f.Sync()
 }
 
+// data fdatasyncs f: its data and the metadata needed to read it back
+// (the size), not its timestamps. The power-loss model has no such
+// distinction and takes it as a full fsync.
+func (x *syncSite) data(f fsys.File) error {
+	if syncSkipped(x.name) {
+		return nil
+	}
+	if osf, ok := f.(*os.File); ok {
+		rc, err := osf.SyscallConn()
+		if err != nil {
+			return err
+		}
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			for {
+				serr = unix.Fdatasync(int(fd))
+				if serr != unix.EINTR {
+					return
+				}
+			}
+		}); err != nil {
+			return err
+		}
+		if serr != nil {
+			return &os.PathError{Op: "fdatasync", Path: osf.Name(), Err: serr}
+		}
+		return nil
+	}
+	return f.Sync()
+}
+
 // dir fsyncs the directory dir.
 func (x *syncSite) dir(fs fsys.FS, dir string) error {
 	if syncSkipped(x.name) {
@@ -73,6 +106,9 @@ func writeFileSynced(fs fsys.FS, site *syncSite, name string, data []byte) error
 // (crashpoints.go).
 var (
 	syncPutData              = newSyncSite("put.data")
+	syncPutJournal           = newSyncSite("put.journal")
+	syncOpenJournalDir       = newSyncSite("open.journal-dir")
+	syncCompactData          = newSyncSite("compact.data")
 	syncGCIntentPreparedTmp  = newSyncSite("gc.intent-prepared-tmp")
 	syncGCIntentPreparedDir  = newSyncSite("gc.intent-prepared-dir")
 	syncGCTargetData         = newSyncSite("gc.target-data")

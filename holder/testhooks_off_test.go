@@ -3,6 +3,7 @@
 package holder
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -28,7 +29,7 @@ func TestReleaseBuildIgnoresCrashPoints(t *testing.T) {
 			t.Fatalf("%s with %s=%s: status %v, output %q; want a normal exit with %q", role, crashpoint.EnvVar, point, ws, out, want)
 		}
 	}
-	for _, point := range PutCrashPoints {
+	for _, point := range slices.Concat(PutCrashPoints, PutNewBucketCrashPoints) {
 		finished(t, point, rolePut, t.TempDir(), "ACK")
 	}
 	for _, point := range TombstoneCrashPoints {
