@@ -484,6 +484,18 @@ type StatusResponse struct {
 	Rebuild *RebuildStatus `msgpack:"rebuild,omitempty" json:"rebuild,omitempty"`
 	// RefusedMounts are the late holders the leader refused (leader only).
 	RefusedMounts []RefusedMount `msgpack:"refused_mounts,omitempty" json:"refused_mounts,omitempty"`
+	// Build is the answering node's build; nil from a build that does not
+	// say.
+	Build *BuildInfo `msgpack:"build,omitempty" json:"build,omitempty"`
+}
+
+// BuildInfo names a build of sexton (sexton version).
+type BuildInfo struct {
+	Version   string `msgpack:"version" json:"version"`
+	Commit    string `msgpack:"commit" json:"commit"`
+	Modified  bool   `msgpack:"modified,omitempty" json:"modified,omitempty"`
+	GoVersion string `msgpack:"go" json:"go_version"`
+	Date      string `msgpack:"date,omitempty" json:"date,omitempty"`
 }
 
 // RaftPeer is one member of the Raft configuration.

@@ -9,6 +9,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/internal/buildinfo"
 	"sexton/raftio"
 )
 
@@ -54,7 +55,7 @@ func newMetrics(n *Node) *metrics {
 	m.storeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sexton_raft_log_store_write_failures_total", Help: "Failed writes to the Raft log or stable store, by operation (store_logs, set_term, set_stable, delete_range) and reason (enospc, edquot, other)."}, []string{"op", "reason"})
 	m.reg.MustRegister(m.applyLatency, m.snapshotPause, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.deleteLag, m.leaderChanges, m.duplicates, m.raftRefused, m.tlsReloads, m.storeFailures)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.reg.MustRegister(&stateCollector{n: n})
+	m.reg.MustRegister(&stateCollector{n: n}, buildinfo.Gauge())
 	return m
 }
 

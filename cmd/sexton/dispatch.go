@@ -27,6 +27,10 @@ func run(args []string) error {
 		}
 		fmt.Fprint(helpOut, topUsage())
 		return nil
+	case "version", "-version", "--version":
+		if args[0] != "version" {
+			return run(append([]string{"version"}, args[1:]...))
+		}
 	}
 	v, n := findVerb(args)
 	if v == nil {

@@ -96,6 +96,7 @@ func printedKinds() map[string][]string {
 	return map[string][]string{
 		"replicaOut": replicas,                  // ReplicaKind.String
 		"jobOut":     {api.JobKindPrefixDelete}, // the only job kind the fsm creates
+		"versionOut": {kindVersion},
 	}
 }
 

@@ -87,6 +87,7 @@ func runHolder(args []string) error {
 		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", *logLevel)
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "holder", Level: level, Output: os.Stderr}).With("holder", *clientID)
+	logBuild(logger, "holder")
 	sd := notifyHolder(*dir)
 	defer sd.Stop()
 	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ListenAddr: *addr, HTTPAddr: *httpAddr,

@@ -124,6 +124,7 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 		}
 		opts.HeapFloor = uint64(floor)
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "master." + cfg.ID, Level: hclog.LevelFromString(*logLevel), Output: os.Stderr})
+		logBuild(cfg.Logger, "master")
 		if cfg.TLSRequireClientCert, err = requireCert(); err != nil {
 			return err
 		}
