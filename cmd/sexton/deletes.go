@@ -72,6 +72,10 @@ type rmOut struct {
 	// shows it; omitted otherwise): removed is its count, done whether it
 	// finished within --wait, and replicas stays empty.
 	Job *jobOut `json:"job,omitempty"`
+	// Failed and Keys are there when some keys were not removed: the
+	// count, and every key's outcome in order (rm KEY... and --batch).
+	Failed int            `json:"failed,omitempty"`
+	Keys   []keyResultOut `json:"keys,omitempty"`
 }
 
 // deleteWatch follows the delete tasks of some keys until none is pending.

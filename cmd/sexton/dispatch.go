@@ -77,7 +77,17 @@ func (v *verb) exec(args []string) error {
 		return usagef("%s: want %s", v.path, v.args)
 	}
 	defer e.close()
-	return runIt(e, pos)
+	jsonPrinted = false
+	err = runIt(e, pos)
+	var ue usageError
+	if err != nil && e.json && !jsonPrinted && !errors.As(err, &ue) {
+		// The contract: a --json verb prints exactly one JSON value, also
+		// when it fails; the error is that value then.
+		if perr := printJSON(errorJSON(err)); perr != nil {
+			return errors.Join(err, perr)
+		}
+	}
+	return err
 }
 
 // findVerb returns the verb whose path is the longest prefix of args and

@@ -97,6 +97,8 @@ func printedKinds() map[string][]string {
 		"replicaOut": replicas,                  // ReplicaKind.String
 		"jobOut":     {api.JobKindPrefixDelete}, // the only job kind the fsm creates
 		"versionOut": {kindVersion},
+		"putOut":     {kindPut},
+		"errorOut":   {kindError},
 	}
 }
 

@@ -48,8 +48,10 @@ func setupPut(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("put %s: %w", key, err)
 		}
-		fmt.Printf("put %s: %d bytes, incarnation %s\n", key, len(value), inc)
-		return nil
+		return e.output(putOut{Kind: kindPut, Key: key, Incarnation: inc.String(), Size: int64(len(value))}, func() error {
+			fmt.Printf("put %s: %d bytes, incarnation %s\n", key, len(value), inc)
+			return nil
+		})
 	}
 }
 
@@ -106,7 +108,8 @@ func setupRm(fs *flag.FlagSet) runFunc {
 				return usagef("--if-incarnation: %v", err)
 			}
 			if err := cl.Remove(ctx, keys[0], client.IfIncarnation(inc)); err != nil {
-				return fmt.Errorf("rm %s: %w", keys[0], err)
+				err = fmt.Errorf("rm %s: %w", keys[0], err)
+				return rmFailed(e, []keyResultOut{{Key: keys[0], Code: string(api.CodeOf(err)), Error: oneLine(err)}}, err)
 			}
 			return waitDeleted(e, cl, keys, *wait)
 		}
@@ -121,13 +124,34 @@ func setupRm(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			// The keys before the failed chunk have their answers above;
 			// the rest are as unknown as the error says.
-			return fmt.Errorf("rm: %d of %d keys answered (%d failed), the rest: %w", len(results), len(keys), failed, err)
+			res, _ := keyResultsJSON(keys, results, err)
+			return rmFailed(e, res, fmt.Errorf("rm: %d of %d keys answered (%d failed), the rest: %w", len(results), len(keys), failed, err))
 		}
 		if failed > 0 {
-			return fmt.Errorf("rm: %d of %d keys failed", failed, len(keys))
+			res, _ := keyResultsJSON(keys, results, nil)
+			return rmFailed(e, res, fmt.Errorf("rm: %d of %d keys failed", failed, len(keys)))
 		}
 		return waitDeleted(e, cl, keys, *wait)
 	}
+}
+
+// rmFailed ends an rm some of whose keys failed: with --json it prints
+// the per-key results (removed counts the keys that were), then returns
+// err, so the exit status is still non-zero.
+func rmFailed(e *env, res []keyResultOut, err error) error {
+	if !e.json {
+		return err
+	}
+	removed := 0
+	for _, r := range res {
+		if r.OK {
+			removed++
+		}
+	}
+	if perr := printJSON(rmOut{Removed: removed, Replicas: []taskOut{}, Failed: len(res) - removed, Keys: res}); perr != nil {
+		return errors.Join(err, perr)
+	}
+	return err
 }
 
 // readKeys reads keys, one a line, from file or stdin ("-").

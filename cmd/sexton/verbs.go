@@ -66,7 +66,7 @@ func init() {
 		{path: "holder inspect", args: "DIR", summary: "read a holder directory offline (buckets, bytes, GC intent)", group: "servers", takes: jsonFlag, nargs: one, setup: setupHolderInspect},
 		{path: "dev", summary: "a one-node master and one holder in a temporary directory", group: "servers", raw: runDev},
 
-		{path: "put", args: "KEY [FILE|-]", summary: "store a value (--dfs-replicas 1: below MOONCAKE_DFS_ROOT_DIR)", group: "client", takes: clusterFlags, nargs: argc{1, 2}, setup: setupPut},
+		{path: "put", args: "KEY [FILE|-]", summary: "store a value (--dfs-replicas 1: below MOONCAKE_DFS_ROOT_DIR)", group: "client", takes: clusterFlags | jsonFlag, nargs: argc{1, 2}, setup: setupPut},
 		{path: "get", args: "KEY", summary: "read a value", group: "client", takes: clusterFlags, nargs: one, setup: setupGet},
 		{path: "rm", args: "KEY... | --batch FILE|- | --if-incarnation INC KEY | --prefix P | --all --yes-delete-everything", summary: "remove keys", group: "client", takes: clusterFlags | jsonFlag, nargs: many, setup: setupRm},
 		{path: "stat", args: "KEY", summary: "show an object, its pending put and deletes", group: "client", takes: clusterFlags | jsonFlag, nargs: one, setup: setupStat},
