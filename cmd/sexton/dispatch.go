@@ -168,6 +168,7 @@ func (v *verb) help() string {
 		fmt.Fprintf(&b, "\n%s\n", v.detail)
 	}
 	if fs := flagSets[v.path]; fs != nil && hasFlags(fs) {
+		_ = bindEnv(fs, false)
 		b.WriteString("\nflags:\n")
 		fs.SetOutput(&b)
 		fs.PrintDefaults()

@@ -21,13 +21,13 @@ func runHolder(args []string) error {
 	dir := fs.String("dir", envString("SEXTON_HOLDER_DIR", ""), "LOCAL_DISK directory (env SEXTON_HOLDER_DIR)")
 	addr := fs.String("rpc-addr", envString("SEXTON_HOLDER_RPC_ADDR", "127.0.0.1:7301"), "data RPC address (env SEXTON_HOLDER_RPC_ADDR)")
 	httpAddr := fs.String("http-addr", envString("SEXTON_HOLDER_HTTP_ADDR", ""), "HTTP address for /metrics, /healthz, /readyz; empty = off (env SEXTON_HOLDER_HTTP_ADDR)")
-	advertise := fs.String("advertise", envString("SEXTON_HOLDER_ADVERTISE", ""), "data RPC address given to clients (default: --rpc-addr)")
+	advertise := fs.String("advertise", envString("SEXTON_HOLDER_ADVERTISE", ""), envUsage("SEXTON_HOLDER_ADVERTISE", "data RPC address given to clients (default: --rpc-addr)"))
 	pool := fs.String("pool", envString("SEXTON_HOLDER_POOL", "default"), "pool name (env SEXTON_HOLDER_POOL)")
 	capacity := fs.String("capacity", envString("SEXTON_HOLDER_CAPACITY", "0"), "bytes this holder may use, plain or with a unit such as 4GiB (env SEXTON_HOLDER_CAPACITY)")
 	metaReserve := fs.String("metadata-reserve", envString(holder.EnvMetadataReserve, "auto"), "space kept for tombstones and GC metadata: puts are refused while less is free, and a file of this size (.space_reserve) is preallocated and released when a deletion meets a full disk; bytes with an optional unit, auto (sized from the bucket keys limit) or 0 to turn it off (env "+holder.EnvMetadataReserve+")")
-	clientID := fs.String("client-id", envString("SEXTON_HOLDER_CLIENT_ID", ""), "client id (default: derived from the segment id)")
+	clientID := fs.String("client-id", envString("SEXTON_HOLDER_CLIENT_ID", ""), envUsage("SEXTON_HOLDER_CLIENT_ID", "client id (default: derived from the segment id)"))
 	token := fs.String("cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "cluster token (env SEXTON_CLUSTER_TOKEN)")
-	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), "log level")
+	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), envUsage("SEXTON_LOG_LEVEL", "log level"))
 	var tf tlsFlags
 	tf.register(fs)
 	requireCert := clientAuthFlag(fs)
@@ -41,7 +41,7 @@ func runHolder(args []string) error {
 	gcInterval := fs.String("gc-interval", gcEnv.Interval.String(), "GC wake interval, seconds or a duration like 10s (env "+holder.EnvGCIntervalSeconds+")")
 	gcRatio := fs.Float64("gc-deleted-ratio", gcEnv.DeletedRatio, "dead-byte ratio at which a bucket is collected, (0,1] (env "+holder.EnvGCDeletedRatio+")")
 	gcHigh := fs.Float64("gc-high-watermark", gcEnv.HighWatermark, "disk usage ratio that starts reclaim and eviction, (0,1] (env "+holder.EnvGCHighWatermark+")")
-	gcPolicy := fs.String("gc-policy", "age-aware", "GC victim choice: age-aware (cost-benefit) or greedy (highest dead ratio first)")
+	gcPolicy := fs.String("gc-policy", envString("SEXTON_GC_POLICY", "age-aware"), envUsage("SEXTON_GC_POLICY", "GC victim choice: age-aware (cost-benefit) or greedy (highest dead ratio first)"))
 	gcLow := fs.Float64("gc-low-watermark", gcEnv.LowWatermark, "disk usage ratio reclaim stops at, below the high watermark (env "+holder.EnvGCLowWatermark+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
