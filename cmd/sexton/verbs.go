@@ -72,6 +72,7 @@ func init() {
 		{path: "stat", args: "KEY", summary: "show an object, its pending put and deletes", group: "client", takes: clusterFlags | jsonFlag, nargs: one, setup: setupStat},
 		{path: "ls", args: "[PREFIX]", summary: "list objects", group: "client", takes: clusterFlags | jsonFlag, nargs: argc{0, 1}, setup: setupLs},
 		{path: "status", summary: "show every master's view of the cluster", group: "client", takes: clusterFlags | jsonFlag, setup: setupStatus},
+		{path: "completion", args: "bash|zsh", summary: "print a shell completion script for bash or zsh, made from the verb table", group: "client", nargs: one, setup: setupCompletion},
 		{path: "version", summary: "show this binary's version, commit, Go version and build date (also --version)", group: "client", takes: jsonFlag, setup: setupVersion},
 
 		{path: "operator raft list-peers", summary: "list the Raft configuration", group: "operator", takes: clusterFlags | jsonFlag, setup: setupRaftListPeers},
