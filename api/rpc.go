@@ -413,6 +413,10 @@ const (
 	// TaskWithheld: an older incarnation of the key still has a pending
 	// task; this one is handed out only after it (invariant 7).
 	TaskWithheld = "withheld"
+	// TaskLeased: the task's incarnation is under a read lease (a Get may
+	// still be reading that copy); it is handed out once the lease ends,
+	// TaskProgress.LeaseEnd.
+	TaskLeased = "leased"
 	// TaskRetrying: the last attempt failed (the holder reported an error,
 	// or fetched it again without answering); it is retried with backoff.
 	TaskRetrying = "retrying"
@@ -429,6 +433,9 @@ type TaskProgress struct {
 	Attempts  int    `msgpack:"attempts,omitempty"`
 	LastError string `msgpack:"err,omitempty"`
 	LastGiven int64  `msgpack:"given,omitempty"` // unix nanoseconds, leader's clock
+	// LeaseEnd is when the read lease that withholds the task ends (unix
+	// nanoseconds, leader's clock); set with State TaskLeased only.
+	LeaseEnd int64 `msgpack:"lease_end,omitempty"`
 }
 
 // ListSegmentsResponse lists every segment the master knows.

@@ -146,6 +146,7 @@ type taskOut struct {
 	Attempts    int    `json:"attempts"`
 	LastError   string `json:"last_error,omitempty"`
 	LastGiven   int64  `json:"last_given,omitempty"`
+	LeaseEnd    int64  `json:"lease_end,omitempty"` // state leased: when the read lease ends
 }
 
 type tasksOut struct {
@@ -155,11 +156,20 @@ type tasksOut struct {
 
 func taskJSON(t api.LocalDeleteTask, p api.TaskProgress, now time.Time) taskOut {
 	o := taskOut{ID: t.ID, Segment: string(t.Segment), Key: t.Key, Tenant: t.Tenant, Incarnation: t.Incarnation.String(), Created: t.Created,
-		State: p.State, Holder: p.Holder, Attempts: p.Attempts, LastError: p.LastError, LastGiven: p.LastGiven}
+		State: p.State, Holder: p.Holder, Attempts: p.Attempts, LastError: p.LastError, LastGiven: p.LastGiven, LeaseEnd: p.LeaseEnd}
 	if t.Created > 0 {
 		o.AgeMs = max(now.Sub(time.Unix(0, t.Created)).Milliseconds(), 0)
 	}
 	return o
+}
+
+// taskState is a task's STATE in the text tables: the master's state,
+// and for one a read lease holds back, until when.
+func taskState(t taskOut) string {
+	if t.State == api.TaskLeased && t.LeaseEnd > 0 {
+		return "withheld by a read lease until " + time.Unix(0, t.LeaseEnd).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	return orDash(t.State)
 }
 
 // tasksJSON renders r's tasks, oldest first (creation time, then id).
