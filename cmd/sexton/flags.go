@@ -98,13 +98,14 @@ func splitList(s string) []string {
 }
 
 // Every flag has an environment variable, named in its usage as
-// "(env NAME)": either given there where the flag is defined (envUsage;
-// the servers' and the cluster flags' names, SEXTON_MASTERS, ...), or
-// derived here from the verb and the flag, SEXTON_<VERB>_<FLAG> (rm
-// --batch: SEXTON_RM_BATCH), and appended to the usage. parseAll sets
-// each flag from its variable before it parses the command line, so the
-// flag wins, and a value the flag does not accept is a usage error (not a
-// silently kept default). noEnv are the exceptions.
+// "(env NAME)": either given there where the flag is defined, which then
+// reads it for the default itself (envString and envUsage; the servers'
+// and the cluster flags' names, SEXTON_MASTERS, the holder's MOONCAKE_*
+// with their own parsing), or derived here from the verb and the flag,
+// SEXTON_<VERB>_<FLAG> (rm --batch: SEXTON_RM_BATCH), appended to the
+// usage and read by parseAll before it parses the command line, so the
+// flag wins; a derived variable's value the flag does not accept is a
+// usage error. noEnv are the exceptions.
 
 // envInUsage finds the variable a flag's usage names.
 var envInUsage = regexp.MustCompile(`\benv ((?:SEXTON|MOONCAKE)_[A-Z0-9_]+)`)
@@ -136,18 +137,20 @@ func flagEnv(path string, f *flag.Flag) string {
 	return strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(name))
 }
 
-// bindEnv names every flag's variable in its usage and, with apply, sets
-// the flag from it when it is set and not empty.
+// bindEnv names the derived variable in the usage of every flag that
+// names none and, with apply, sets the flag from it when it is set and
+// not empty.
 func bindEnv(fs *flag.FlagSet, apply bool) error {
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
+		if envInUsage.MatchString(f.Usage) {
+			return // named where it is defined, and read there
+		}
 		env := flagEnv(fs.Name(), f)
 		if env == "" {
 			return
 		}
-		if !envInUsage.MatchString(f.Usage) {
-			f.Usage = envUsage(env, f.Usage)
-		}
+		f.Usage = envUsage(env, f.Usage)
 		if !apply {
 			return
 		}
