@@ -172,3 +172,16 @@ func TestEveryFlagReadsItsEnvironmentVariable(t *testing.T) {
 		})
 	}
 }
+
+// TestNamedVariablesKeepTheirOwnParsing: a variable a flag's definition
+// reads itself is not parsed again as the flag's type, so the holder's
+// Mooncake spelling of true is still accepted.
+func TestNamedVariablesKeepTheirOwnParsing(t *testing.T) {
+	t.Setenv("MOONCAKE_OFFLOAD_BUCKET_GC_ENABLE", "yes")
+	if _, err := captureHelp(t, "holder", "--help"); err != nil {
+		t.Fatalf("holder with MOONCAKE_OFFLOAD_BUCKET_GC_ENABLE=yes: %v", err)
+	}
+	if got := flagSets["holder"].Lookup("gc").Value.String(); got != "true" {
+		t.Fatalf("holder --gc = %s, want true from yes", got)
+	}
+}
