@@ -7,7 +7,10 @@ import "flag"
 // verb's --help are made from it.
 //
 // To add a verb, add a row and a setup function that registers the verb's
-// own flags and returns its run function. A verb that talks to the cluster
+// own flags and returns its run function. Each flag gets the environment
+// variable SEXTON_<VERB>_<FLAG> by itself (flags.go, bindEnv) unless its
+// usage names one (envUsage) that its definition reads; completion
+// (completion.go) picks up the verb and its flags from the table. A verb that talks to the cluster
 // takes clusterFlags and calls e.client() (or e.call for a plain master
 // RPC); one with --json prints through e.output with a snake_case output
 // struct (jsonout.go) when the api type has no json tags. Then give it a
