@@ -14,6 +14,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/internal/buildinfo"
 	"sexton/transport"
 )
 
@@ -297,9 +298,9 @@ func setupStatus(*flag.FlagSet) runFunc {
 		}
 		if err := e.output(rows, func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NODE\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tEPOCH\tOBJECTS\tSEGMENTS\tTASKS\tLOG STORE\tDATA DIR FREE")
+			fmt.Fprintln(tw, "NODE\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tEPOCH\tOBJECTS\tSEGMENTS\tTASKS\tLOG STORE\tDATA DIR FREE\tVERSION")
 			for _, s := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%s\t%s\n", s.NodeID, s.RaftState, s.Leader, s.Term, s.CommitIndex, s.AppliedIndex, s.MasterEpoch, s.Objects, s.Segments, s.PendingTasks, s.RegistryCap, logStoreState(s), freeBytes(s.DataDirFreeBytes))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%s\t%s\t%s\n", s.NodeID, s.RaftState, s.Leader, s.Term, s.CommitIndex, s.AppliedIndex, s.MasterEpoch, s.Objects, s.Segments, s.PendingTasks, s.RegistryCap, logStoreState(s), freeBytes(s.DataDirFreeBytes), buildVersion(s.Build))
 			}
 			_ = tw.Flush()
 			for _, s := range rows {
@@ -334,6 +335,18 @@ func setupStatus(*flag.FlagSet) runFunc {
 		}
 		return nil
 	}
+}
+
+// buildVersion is the VERSION column of `sexton status`: the master's
+// version and short commit; "-" from a master that does not report it.
+func buildVersion(b *api.BuildInfo) string {
+	if b == nil {
+		return "-"
+	}
+	if b.Commit == "" || b.Commit == "unknown" {
+		return b.Version
+	}
+	return b.Version + " (" + buildinfo.Info{Commit: b.Commit, Modified: b.Modified}.ShortCommit() + ")"
 }
 
 // logStoreState is the LOG STORE column of `sexton status`.
