@@ -41,7 +41,7 @@ func runHolder(args []string) error {
 	gcInterval := fs.String("gc-interval", gcEnv.Interval.String(), "GC wake interval, seconds or a duration like 10s (env "+holder.EnvGCIntervalSeconds+")")
 	gcRatio := fs.Float64("gc-deleted-ratio", gcEnv.DeletedRatio, "dead-byte ratio at which a bucket is collected, (0,1] (env "+holder.EnvGCDeletedRatio+")")
 	gcHigh := fs.Float64("gc-high-watermark", gcEnv.HighWatermark, "disk usage ratio that starts reclaim and eviction, (0,1] (env "+holder.EnvGCHighWatermark+")")
-	gcPolicy := fs.String("gc-policy", envString("SEXTON_GC_POLICY", "age-aware"), envUsage("SEXTON_GC_POLICY", "GC victim choice: age-aware (cost-benefit) or greedy (highest dead ratio first)"))
+	gcPolicy := fs.String("gc-policy", envString("SEXTON_HOLDER_GC_POLICY", "age-aware"), envUsage("SEXTON_HOLDER_GC_POLICY", "GC victim choice: age-aware (cost-benefit) or greedy (highest dead ratio first)"))
 	gcLow := fs.Float64("gc-low-watermark", gcEnv.LowWatermark, "disk usage ratio reclaim stops at, below the high watermark (env "+holder.EnvGCLowWatermark+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
