@@ -20,8 +20,15 @@ PYTHON      ?= /usr/bin/python3
 
 all: build
 
+# What `sexton version` reports for a build from this checkout; the
+# -X values win over the build information Go embeds (internal/buildinfo).
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo "(devel)")
+COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE  ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS     := -X 'sexton/internal/buildinfo.Version=$(VERSION)' -X 'sexton/internal/buildinfo.Commit=$(COMMIT)' -X 'sexton/internal/buildinfo.Date=$(BUILD_DATE)'
+
 build:
-	$(GO) build -o $(BIN) ./cmd/sexton
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sexton
 
 run: build
 	$(BIN) dev

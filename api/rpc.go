@@ -413,6 +413,10 @@ const (
 	// TaskWithheld: an older incarnation of the key still has a pending
 	// task; this one is handed out only after it (invariant 7).
 	TaskWithheld = "withheld"
+	// TaskLeased: the task's incarnation is under a read lease (a Get may
+	// still be reading that copy); it is handed out once the lease ends,
+	// TaskProgress.LeaseEnd.
+	TaskLeased = "leased"
 	// TaskRetrying: the last attempt failed (the holder reported an error,
 	// or fetched it again without answering); it is retried with backoff.
 	TaskRetrying = "retrying"
@@ -429,6 +433,9 @@ type TaskProgress struct {
 	Attempts  int    `msgpack:"attempts,omitempty"`
 	LastError string `msgpack:"err,omitempty"`
 	LastGiven int64  `msgpack:"given,omitempty"` // unix nanoseconds, leader's clock
+	// LeaseEnd is when the read lease that withholds the task ends (unix
+	// nanoseconds, leader's clock); set with State TaskLeased only.
+	LeaseEnd int64 `msgpack:"lease_end,omitempty"`
 }
 
 // ListSegmentsResponse lists every segment the master knows.
@@ -484,6 +491,18 @@ type StatusResponse struct {
 	Rebuild *RebuildStatus `msgpack:"rebuild,omitempty" json:"rebuild,omitempty"`
 	// RefusedMounts are the late holders the leader refused (leader only).
 	RefusedMounts []RefusedMount `msgpack:"refused_mounts,omitempty" json:"refused_mounts,omitempty"`
+	// Build is the answering node's build; nil from a build that does not
+	// say.
+	Build *BuildInfo `msgpack:"build,omitempty" json:"build,omitempty"`
+}
+
+// BuildInfo names a build of sexton (sexton version).
+type BuildInfo struct {
+	Version   string `msgpack:"version" json:"version"`
+	Commit    string `msgpack:"commit" json:"commit"`
+	Modified  bool   `msgpack:"modified,omitempty" json:"modified,omitempty"`
+	GoVersion string `msgpack:"go" json:"go_version"`
+	Date      string `msgpack:"date,omitempty" json:"date,omitempty"`
 }
 
 // RaftPeer is one member of the Raft configuration.

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"sexton/api"
+	"sexton/internal/buildinfo"
 )
 
 // Metrics of one holder process, in their own registry (several holders
@@ -20,7 +21,7 @@ import (
 func newRegistry(svc *Service) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(&storeCollector{svc: svc})
+	reg.MustRegister(&storeCollector{svc: svc}, buildinfo.Gauge())
 	reg.MustRegister(svc.store.events.tombstonePersist, svc.store.events.putSync)
 	reg.MustRegister(svc.metrics.fetches, svc.metrics.tasksFetched, svc.metrics.outcomes, svc.metrics.acks, svc.metrics.audit)
 	reg.MustRegister(newSpaceCollector(svc.store)) // holder/metrics_space.go

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,6 +72,9 @@ func TestHolderHTTPAndMetrics(t *testing.T) {
 	_, body := httpGet(t, base+"/metrics")
 	if v, ok := sample(body, "sexton_holder_mounted"); !ok || v != 0 {
 		t.Fatalf("sexton_holder_mounted = %v (present %v) before mount", v, ok)
+	}
+	if !regexp.MustCompile(`(?m)^sexton_build_info\{.*go_version="` + regexp.QuoteMeta(runtime.Version()) + `".*\} 1$`).MatchString(body) {
+		t.Fatalf("/metrics has no sexton_build_info{...,go_version=%q} 1", runtime.Version())
 	}
 	if v, _ := sample(body, "sexton_holder_live_bytes"); v != 4500 {
 		t.Fatalf("sexton_holder_live_bytes = %v, want 4500", v)

@@ -9,6 +9,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/internal/buildinfo"
 	"sexton/raftio"
 )
 
@@ -57,7 +58,7 @@ func newMetrics(n *Node) *metrics {
 	m.reg.MustRegister(m.audit)
 	m.reg.MustRegister(m.applyLatency, m.snapshotPause, m.commitLatency, m.rpcLatency, m.rpcErrors, m.removeBatchKeys, m.fetchedTasks, m.ackedTasks, m.deleteLag, m.leaderChanges, m.duplicates, m.raftRefused, m.tlsReloads, m.storeFailures)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.reg.MustRegister(&stateCollector{n: n})
+	m.reg.MustRegister(&stateCollector{n: n}, buildinfo.Gauge())
 	return m
 }
 

@@ -2,6 +2,7 @@ package master
 
 import (
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,6 +84,12 @@ func TestAlertGauges(t *testing.T) {
 		}
 		if v, ok := gauge(t, n, "sexton_master_halted"); !ok || v != 0 {
 			t.Errorf("%s: sexton_master_halted = %v (present %v), want 0", n.cfg.ID, v, ok)
+		}
+		if v, ok := gauge(t, n, "sexton_build_info", "go_version", runtime.Version()); !ok || v != 1 {
+			t.Errorf("%s: sexton_build_info{go_version=%q} = %v (present %v), want 1", n.cfg.ID, runtime.Version(), v, ok)
+		}
+		if b := n.status().Build; b == nil || b.GoVersion != runtime.Version() || b.Commit == "" {
+			t.Errorf("%s: status build = %+v, want this build (%s)", n.cfg.ID, b, runtime.Version())
 		}
 	}
 	if leaders != 1 {

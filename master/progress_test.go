@@ -140,3 +140,39 @@ func TestSnapshotPauseIsObserved(t *testing.T) {
 		t.Errorf("sexton_fsm_snapshot_pause_seconds: %d samples after one snapshot, want 1", c)
 	}
 }
+
+// A task whose incarnation a Get leased is listed as leased, with the
+// lease's end, instead of pending: the holder is not given it until then.
+// Once the lease ends it is pending again.
+func TestTaskProgressShowsReadLease(t *testing.T) {
+	const leaseTTL = 700 * time.Millisecond
+	tc := startCluster(t, 1, func(c *Config) { c.LeaseTTL = leaseTTL })
+	h := tc.mountHolder(t, "s1", "p")
+	tc.waitLeaseFloor(t)
+	tc.put(t, "k", 10, 1)
+	before := time.Now()
+	if _, err := tc.get("k"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.remove("k"); err != nil {
+		t.Fatal(err)
+	}
+	tasks := tc.listKeyTasks(t, "k")
+	if len(tasks) != 1 {
+		t.Fatalf("%d tasks, want 1: %+v", len(tasks), tasks)
+	}
+	for _, x := range tasks {
+		end := time.Unix(0, x.p.LeaseEnd)
+		if x.p.State != api.TaskLeased || end.Before(before.Add(leaseTTL)) || end.After(time.Now().Add(leaseTTL)) {
+			t.Fatalf("task under a read lease: %+v, want state %s and the lease's end about %v from the Get", x.p, api.TaskLeased, leaseTTL)
+		}
+		if got := h.fetch(t, 0, 0); len(got) != 0 {
+			t.Fatalf("the holder was given %+v while the lease holds", got)
+		}
+		time.Sleep(time.Until(end) + 20*time.Millisecond)
+		y := tc.listKeyTasks(t, "k")[x.ID]
+		if y.p.State != api.TaskPending || y.p.LeaseEnd != 0 {
+			t.Fatalf("after the lease ended: %+v, want pending without a lease end", y.p)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/internal/buildinfo"
 	"sexton/raftio"
 	"sexton/snapshot"
 )
@@ -30,6 +31,8 @@ func (n *Node) status() api.StatusResponse {
 		ClusterID: st.ClusterID, MasterEpoch: st.MasterEpoch, Objects: st.Objects, Segments: st.Segments,
 		PendingTasks: st.PendingTasks,
 	}
+	b := buildinfo.Get()
+	out.Build = &api.BuildInfo{Version: b.Version, Commit: b.Commit, Modified: b.Modified, GoVersion: b.GoVersion, Date: b.Date}
 	// The replicated capacity, the one Apply uses, not this node's flag.
 	set, _ := n.fsm.Settings()
 	out.RegistryCap = set.RegistryCapacity

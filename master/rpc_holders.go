@@ -305,7 +305,8 @@ func (n *Node) handleListTasks(_ context.Context, req *api.ListTasksRequest) (*a
 
 // taskProgress says, per task, where it stands and why (api.TaskProgress;
 // the first reason that applies wins): its holder is down, it is withheld
-// behind an older copy, its last attempt failed, or it simply waits.
+// behind an older copy, a read lease withholds it (until when), its last
+// attempt failed, or it simply waits.
 // ListTasks is served by the leader only (linearizable), so the soft state
 // read here is the current term's.
 func (n *Node) taskProgress(tasks []api.LocalDeleteTask, now time.Time) []api.TaskProgress {
@@ -326,6 +327,10 @@ func (n *Node) taskProgress(tasks []api.LocalDeleteTask, now time.Time) []api.Ta
 		ids[i], epochs[i] = t.ID, seg.MountEpoch
 	}
 	withheld := n.fsm.Withheld(tasks)
+	leases := make([]time.Time, len(tasks))
+	for i, t := range tasks {
+		leases[i] = n.soft.leaseEndOf(api.ObjectRef{Key: t.Key, Incarnation: t.Incarnation}, now)
+	}
 	attempts := n.soft.attemptsOf(ids, epochs)
 	out := make([]api.TaskProgress, len(tasks))
 	for i, t := range tasks {
@@ -340,6 +345,8 @@ func (n *Node) taskProgress(tasks []api.LocalDeleteTask, now time.Time) []api.Ta
 			p.State = api.TaskHolderDown
 		case withheld[i]:
 			p.State = api.TaskWithheld
+		case !leases[i].IsZero():
+			p.State, p.LeaseEnd = api.TaskLeased, leases[i].UnixNano()
 		case a.failing:
 			p.State = api.TaskRetrying
 		default:

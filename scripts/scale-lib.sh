@@ -8,6 +8,8 @@ export SEXTON_MASTER_FLAGS="${SEXTON_MASTER_FLAGS:---enable-debug}"
 # Three 10 M-object masters do not fit in 24 GiB with Go's default GC
 # target: docs/SCALING.md, "How to reproduce".
 if [ "$N" -ge 5000000 ]; then export GOMEMLIMIT="${GOMEMLIMIT:-6GiB}"; fi
+# The ports below are cluster.sh's with SEXTON_PORT_BASE=7000.
+export SEXTON_PORT_BASE=7000
 export SEXTON_MASTERS=127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103
 export SEXTON_MASTER_HTTP=127.0.0.1:7201,127.0.0.1:7202,127.0.0.1:7203
 bin="$root/bin/sexton"

@@ -3,6 +3,7 @@
 # systemd-analyze verify. Each template is instantiated (sexton-master@m1)
 # in a temporary directory with ExecStart pointing at BINARY, so verify
 # checks the unit, not whether /usr/local/bin/sexton is installed here.
+# Each unit must also keep Type=notify, the watchdog and its hardening.
 # verify exits 0 on unknown keys and bad values (it logs and ignores
 # them), so any output at all fails the check. Skipped where
 # systemd-analyze does not exist.
@@ -26,7 +27,10 @@ for unit in deploy/systemd/*.service; do
 		status=1
 		continue
 	fi
-	for key in Type=notify WatchdogSec=; do
+	# The hardening every unit keeps (deploy/README.md).
+	for key in Type=notify WatchdogSec= ProtectSystem=strict ProtectHome=yes PrivateTmp=yes \
+		NoNewPrivileges=yes StateDirectory= ReadWritePaths= 'CapabilityBoundingSet=$' \
+		'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX$' SystemCallFilter=@system-service; do
 		grep -q "^$key" "$unit" || { echo "verify-units: $unit: no $key" >&2; status=1; }
 	done
 	out=$(cd "$tmp" && systemd-analyze verify "$tmp/$name" 2>&1) || status=1

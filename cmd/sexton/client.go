@@ -143,6 +143,12 @@ func printJSON(v any) error {
 	if err := checkJSON(b); err != nil {
 		return fmt.Errorf("--json output breaks the CLI contract (a bug in sexton): %w", err)
 	}
+	jsonPrinted = true
 	_, err = os.Stdout.Write(append(b, '\n'))
 	return err
 }
+
+// jsonPrinted is set once printJSON wrote a value in this run of a verb
+// (exec clears it), so a failing --json verb that printed nothing yet
+// prints its error as the one JSON value instead (errorJSON).
+var jsonPrinted bool

@@ -16,7 +16,8 @@ import (
 
 // stateAcknowledged is rm --wait's state of a task it saw pending and that
 // is gone now: its holder's ack committed. The other states are the
-// master's (api.TaskHolderDown, TaskWithheld, TaskRetrying, TaskPending).
+// master's (api.TaskHolderDown, TaskWithheld, TaskLeased, TaskRetrying,
+// TaskPending).
 const stateAcknowledged = "acknowledged"
 
 // fmtAge prints how long ago a unix-nanosecond instant was; "?" when it
@@ -56,7 +57,7 @@ func printDeleteTable(w io.Writer, tasks []taskOut, withKey bool, now time.Time)
 		if t.AgeMs > 0 || t.Created > 0 {
 			age = fmtAge(t.Created, now)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.Segment, orDash(t.Holder), t.Incarnation, orDash(t.State), age, t.Attempts, orDash(t.LastError))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.Segment, orDash(t.Holder), t.Incarnation, taskState(t), age, t.Attempts, orDash(t.LastError))
 	}
 	return tw.Flush()
 }
@@ -72,6 +73,10 @@ type rmOut struct {
 	// shows it; omitted otherwise): removed is its count, done whether it
 	// finished within --wait, and replicas stays empty.
 	Job *jobOut `json:"job,omitempty"`
+	// Failed and Keys are there when some keys were not removed: the
+	// count, and every key's outcome in order (rm KEY... and --batch).
+	Failed int            `json:"failed,omitempty"`
+	Keys   []keyResultOut `json:"keys,omitempty"`
 }
 
 // deleteWatch follows the delete tasks of some keys until none is pending.
@@ -116,7 +121,7 @@ func (w *deleteWatch) poll(ctx context.Context, cl *client.Client, now time.Time
 				w.tasks = append(w.tasks, o)
 				continue
 			}
-			if p := w.tasks[j]; p.State != o.State || p.Attempts != o.Attempts || p.LastError != o.LastError {
+			if p := w.tasks[j]; p.State != o.State || p.Attempts != o.Attempts || p.LastError != o.LastError || p.LeaseEnd != o.LeaseEnd {
 				changed = append(changed, j)
 			}
 			w.tasks[j] = o
@@ -181,7 +186,7 @@ func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) erro
 		case !e.json:
 			for _, j := range changed {
 				t := w.tasks[j]
-				fmt.Fprintf(progressOut, "rm --wait: %s segment=%s holder=%s state=%s attempts=%d error=%s\n", t.Key, t.Segment, orDash(t.Holder), t.State, t.Attempts, orDash(t.LastError))
+				fmt.Fprintf(progressOut, "rm --wait: %s segment=%s holder=%s state=%s attempts=%d error=%s\n", t.Key, t.Segment, orDash(t.Holder), taskState(t), t.Attempts, orDash(t.LastError))
 			}
 		}
 		if len(w.keys) == 0 {

@@ -30,6 +30,7 @@ func runDev(args []string) error {
 		defer os.RemoveAll(dir)
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "dev", Level: hclog.Info, Output: os.Stderr})
+	logBuild(logger, "dev")
 	dfs, err := dfsio.SettingsFromEnv(os.Getenv)
 	if err != nil {
 		return fmt.Errorf("DFS settings: %w", err)

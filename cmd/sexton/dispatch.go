@@ -27,6 +27,10 @@ func run(args []string) error {
 		}
 		fmt.Fprint(helpOut, topUsage())
 		return nil
+	case "version", "-version", "--version":
+		if args[0] != "version" {
+			return run(append([]string{"version"}, args[1:]...))
+		}
 	}
 	v, n := findVerb(args)
 	if v == nil {
@@ -73,7 +77,17 @@ func (v *verb) exec(args []string) error {
 		return usagef("%s: want %s", v.path, v.args)
 	}
 	defer e.close()
-	return runIt(e, pos)
+	jsonPrinted = false
+	err = runIt(e, pos)
+	var ue usageError
+	if err != nil && e.json && !jsonPrinted && !errors.As(err, &ue) {
+		// The contract: a --json verb prints exactly one JSON value, also
+		// when it fails; the error is that value then.
+		if perr := printJSON(errorJSON(err)); perr != nil {
+			return errors.Join(err, perr)
+		}
+	}
+	return err
 }
 
 // findVerb returns the verb whose path is the longest prefix of args and
@@ -154,6 +168,7 @@ func (v *verb) help() string {
 		fmt.Fprintf(&b, "\n%s\n", v.detail)
 	}
 	if fs := flagSets[v.path]; fs != nil && hasFlags(fs) {
+		_ = bindEnv(fs, false)
 		b.WriteString("\nflags:\n")
 		fs.SetOutput(&b)
 		fs.PrintDefaults()

@@ -96,6 +96,9 @@ func printedKinds() map[string][]string {
 	return map[string][]string{
 		"replicaOut": replicas,                  // ReplicaKind.String
 		"jobOut":     {api.JobKindPrefixDelete}, // the only job kind the fsm creates
+		"versionOut": {kindVersion},
+		"putOut":     {kindPut},
+		"errorOut":   {kindError},
 	}
 }
 

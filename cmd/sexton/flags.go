@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -95,9 +97,81 @@ func splitList(s string) []string {
 	return out
 }
 
+// Every flag has an environment variable, named in its usage as
+// "(env NAME)": either given there where the flag is defined, which then
+// reads it for the default itself (envString and envUsage; the servers'
+// and the cluster flags' names, SEXTON_MASTERS, the holder's MOONCAKE_*
+// with their own parsing), or derived here from the verb and the flag,
+// SEXTON_<VERB>_<FLAG> (rm --batch: SEXTON_RM_BATCH), appended to the
+// usage and read by parseAll before it parses the command line, so the
+// flag wins; a derived variable's value the flag does not accept is a
+// usage error. noEnv are the exceptions.
+
+// envInUsage finds the variable a flag's usage names.
+var envInUsage = regexp.MustCompile(`\benv ((?:SEXTON|MOONCAKE)_[A-Z0-9_]+)`)
+
+// noEnv are the flags ("VERB --FLAG") without an environment variable,
+// and why.
+var noEnv = map[string]string{
+	"rm --" + confirmAllFlag: "deleting every key is asked for on the command line, never inherited from an environment",
+	"rm --all":               "an inherited variable must not widen what rm removes",
+	"rm --prefix":            "an inherited variable must not turn rm KEY into a bulk delete",
+}
+
+// envUsage is usage with the flag's environment variable named, for a
+// flag defined with envString(env, ...) and the like.
+func envUsage(env, usage string) string {
+	return usage + " (env " + env + ")"
+}
+
+// flagEnv is the environment variable of flag f of the FlagSet of verb
+// path; "" for the exceptions.
+func flagEnv(path string, f *flag.Flag) string {
+	if m := envInUsage.FindStringSubmatch(f.Usage); m != nil {
+		return m[1]
+	}
+	if _, ok := noEnv[path+" --"+f.Name]; ok {
+		return ""
+	}
+	name := "SEXTON_" + strings.Join(strings.Fields(path), "_") + "_" + f.Name
+	return strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(name))
+}
+
+// bindEnv names the derived variable in the usage of every flag that
+// names none and, with apply, sets the flag from it when it is set and
+// not empty.
+func bindEnv(fs *flag.FlagSet, apply bool) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if envInUsage.MatchString(f.Usage) {
+			return // named where it is defined, and read there
+		}
+		env := flagEnv(fs.Name(), f)
+		if env == "" {
+			return
+		}
+		f.Usage = envUsage(env, f.Usage)
+		if !apply {
+			return
+		}
+		if v, ok := os.LookupEnv(env); ok && v != "" {
+			// Value.Set, not fs.Set: the flag does not count as given on
+			// the command line (fs.Visit), only its value changes.
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q (for --%s): %v", env, v, f.Name, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
 // parseAll parses flags that may come before, between or after the
 // positional arguments, and returns the positional ones. "--" ends flags.
+// The flags' environment variables are read first (bindEnv).
 func parseAll(fs *flag.FlagSet, args []string) ([]string, error) {
+	if err := bindEnv(fs, true); err != nil {
+		return nil, usagef("%v", err)
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -123,8 +123,10 @@ func TestJSONOutputOfEveryVerb(t *testing.T) {
 	cases := map[string][]jsonCase{
 		"rm":                        {{args: []string{"c/1", "--wait", "10s"}, wantKey: "replicas"}, {args: []string{"--prefix", "d/", "--wait", "30s"}, wantKey: "job"}},
 		"stat":                      {{args: []string{"a/1"}, wantKey: "pending_deletes"}},
+		"put":                       {{args: []string{"e/1", value}, wantKey: "incarnation"}},
 		"ls":                        {{args: []string{"a/"}, wantKey: "incarnation"}, {args: []string{"nothing-here/"}, empty: true}},
-		"status":                    {{wantKey: "commit_index"}},
+		"status":                    {{wantKey: "build"}},
+		"version":                   {{wantKey: "go_version"}},
 		"operator raft list-peers":  {{wantKey: "suffrage"}},
 		"operator snapshot inspect": {{args: []string{snap}, wantKey: "last_index"}},
 		"operator tasks":            {{wantKey: "total"}},

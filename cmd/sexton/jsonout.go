@@ -146,6 +146,7 @@ type taskOut struct {
 	Attempts    int    `json:"attempts"`
 	LastError   string `json:"last_error,omitempty"`
 	LastGiven   int64  `json:"last_given,omitempty"`
+	LeaseEnd    int64  `json:"lease_end,omitempty"` // state leased: when the read lease ends
 }
 
 type tasksOut struct {
@@ -155,11 +156,20 @@ type tasksOut struct {
 
 func taskJSON(t api.LocalDeleteTask, p api.TaskProgress, now time.Time) taskOut {
 	o := taskOut{ID: t.ID, Segment: string(t.Segment), Key: t.Key, Tenant: t.Tenant, Incarnation: t.Incarnation.String(), Created: t.Created,
-		State: p.State, Holder: p.Holder, Attempts: p.Attempts, LastError: p.LastError, LastGiven: p.LastGiven}
+		State: p.State, Holder: p.Holder, Attempts: p.Attempts, LastError: p.LastError, LastGiven: p.LastGiven, LeaseEnd: p.LeaseEnd}
 	if t.Created > 0 {
 		o.AgeMs = max(now.Sub(time.Unix(0, t.Created)).Milliseconds(), 0)
 	}
 	return o
+}
+
+// taskState is a task's STATE in the text tables: the master's state,
+// and for one a read lease holds back, until when.
+func taskState(t taskOut) string {
+	if t.State == api.TaskLeased && t.LeaseEnd > 0 {
+		return "withheld by a read lease until " + time.Unix(0, t.LeaseEnd).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	return orDash(t.State)
 }
 
 // tasksJSON renders r's tasks, oldest first (creation time, then id).
@@ -332,3 +342,65 @@ type snapshotInspectOut struct {
 	Jobs       int    `json:"jobs"`
 	HasState   bool   `json:"has_state"`
 }
+
+// errorOut is what a --json verb prints when it fails before it printed
+// its answer: the failure, as the one JSON value on stdout. The exit
+// status is what it would be without --json.
+type errorOut struct {
+	Kind       string `json:"kind"` // always kindError
+	Code       string `json:"code"` // the api error code; INTERNAL for a failure without one
+	Error      string `json:"error"`
+	ExitStatus int    `json:"exit_status"`
+}
+
+// kindError is errorOut's kind.
+const kindError = "error"
+
+func errorJSON(err error) errorOut {
+	return errorOut{Kind: kindError, Code: string(api.CodeOf(err)), Error: oneLine(err), ExitStatus: exitCode(err)}
+}
+
+// keyResultOut is one key's outcome in a verb that acts on several (rm):
+// ok, or the error code and message that key got.
+type keyResultOut struct {
+	Key   string `json:"key"`
+	OK    bool   `json:"ok"`
+	Code  string `json:"code,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// keyResultsJSON is one result per key, in order: the answered ones from
+// results, and for the keys after them (err ended the batch) err's code,
+// since their outcome is what err says.
+func keyResultsJSON(keys []string, results []api.KeyResult, err error) (out []keyResultOut, failed int) {
+	if err == nil && len(results) < len(keys) {
+		err = api.Errorf(api.CodeInternal, "%d results for %d keys", len(results), len(keys))
+	}
+	out = make([]keyResultOut, 0, len(keys))
+	for i, k := range keys {
+		r := keyResultOut{Key: k, OK: true}
+		switch {
+		case i < len(results) && results[i].Err != nil:
+			r = keyResultOut{Key: k, Code: string(results[i].Err.Code), Error: results[i].Err.Error()}
+		case i >= len(results):
+			r = keyResultOut{Key: k, Code: string(api.CodeOf(err)), Error: "not answered: " + oneLine(err)}
+		}
+		if !r.OK {
+			failed++
+		}
+		out = append(out, r)
+	}
+	return out, failed
+}
+
+// putOut is put --json: the key stored, its new incarnation and the
+// value's size in bytes.
+type putOut struct {
+	Kind        string `json:"kind"` // always kindPut
+	Key         string `json:"key"`
+	Incarnation string `json:"incarnation"`
+	Size        int64  `json:"size"`
+}
+
+// kindPut is putOut's kind.
+const kindPut = "put"

@@ -14,6 +14,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/internal/buildinfo"
 	"sexton/transport"
 )
 
@@ -48,8 +49,10 @@ func setupPut(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("put %s: %w", key, err)
 		}
-		fmt.Printf("put %s: %d bytes, incarnation %s\n", key, len(value), inc)
-		return nil
+		return e.output(putOut{Kind: kindPut, Key: key, Incarnation: inc.String(), Size: int64(len(value))}, func() error {
+			fmt.Printf("put %s: %d bytes, incarnation %s\n", key, len(value), inc)
+			return nil
+		})
 	}
 }
 
@@ -106,7 +109,8 @@ func setupRm(fs *flag.FlagSet) runFunc {
 				return usagef("--if-incarnation: %v", err)
 			}
 			if err := cl.Remove(ctx, keys[0], client.IfIncarnation(inc)); err != nil {
-				return fmt.Errorf("rm %s: %w", keys[0], err)
+				err = fmt.Errorf("rm %s: %w", keys[0], err)
+				return rmFailed(e, []keyResultOut{{Key: keys[0], Code: string(api.CodeOf(err)), Error: oneLine(err)}}, err)
 			}
 			return waitDeleted(e, cl, keys, *wait)
 		}
@@ -121,13 +125,34 @@ func setupRm(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			// The keys before the failed chunk have their answers above;
 			// the rest are as unknown as the error says.
-			return fmt.Errorf("rm: %d of %d keys answered (%d failed), the rest: %w", len(results), len(keys), failed, err)
+			res, _ := keyResultsJSON(keys, results, err)
+			return rmFailed(e, res, fmt.Errorf("rm: %d of %d keys answered (%d failed), the rest: %w", len(results), len(keys), failed, err))
 		}
 		if failed > 0 {
-			return fmt.Errorf("rm: %d of %d keys failed", failed, len(keys))
+			res, _ := keyResultsJSON(keys, results, nil)
+			return rmFailed(e, res, fmt.Errorf("rm: %d of %d keys failed", failed, len(keys)))
 		}
 		return waitDeleted(e, cl, keys, *wait)
 	}
+}
+
+// rmFailed ends an rm some of whose keys failed: with --json it prints
+// the per-key results (removed counts the keys that were), then returns
+// err, so the exit status is still non-zero.
+func rmFailed(e *env, res []keyResultOut, err error) error {
+	if !e.json {
+		return err
+	}
+	removed := 0
+	for _, r := range res {
+		if r.OK {
+			removed++
+		}
+	}
+	if perr := printJSON(rmOut{Removed: removed, Replicas: []taskOut{}, Failed: len(res) - removed, Keys: res}); perr != nil {
+		return errors.Join(err, perr)
+	}
+	return err
 }
 
 // readKeys reads keys, one a line, from file or stdin ("-").
@@ -273,9 +298,9 @@ func setupStatus(*flag.FlagSet) runFunc {
 		}
 		if err := e.output(rows, func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NODE\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tEPOCH\tOBJECTS\tSEGMENTS\tTASKS\tLOG STORE\tDATA DIR FREE")
+			fmt.Fprintln(tw, "NODE\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tEPOCH\tOBJECTS\tSEGMENTS\tTASKS\tLOG STORE\tDATA DIR FREE\tVERSION")
 			for _, s := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%s\t%s\n", s.NodeID, s.RaftState, s.Leader, s.Term, s.CommitIndex, s.AppliedIndex, s.MasterEpoch, s.Objects, s.Segments, s.PendingTasks, s.RegistryCap, logStoreState(s), freeBytes(s.DataDirFreeBytes))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%s\t%s\t%s\n", s.NodeID, s.RaftState, s.Leader, s.Term, s.CommitIndex, s.AppliedIndex, s.MasterEpoch, s.Objects, s.Segments, s.PendingTasks, s.RegistryCap, logStoreState(s), freeBytes(s.DataDirFreeBytes), buildVersion(s.Build))
 			}
 			_ = tw.Flush()
 			for _, s := range rows {
@@ -310,6 +335,18 @@ func setupStatus(*flag.FlagSet) runFunc {
 		}
 		return nil
 	}
+}
+
+// buildVersion is the VERSION column of `sexton status`: the master's
+// version and short commit; "-" from a master that does not report it.
+func buildVersion(b *api.BuildInfo) string {
+	if b == nil {
+		return "-"
+	}
+	if b.Commit == "" || b.Commit == "unknown" {
+		return b.Version
+	}
+	return b.Version + " (" + buildinfo.Info{Commit: b.Commit, Modified: b.Modified}.ShortCommit() + ")"
 }
 
 // logStoreState is the LOG STORE column of `sexton status`.

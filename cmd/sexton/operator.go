@@ -216,7 +216,7 @@ func setupTasks(fs *flag.FlagSet) runFunc {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSEGMENT\tKEY\tINCARNATION\tAGE\tSTATE\tATTEMPTS\tHOLDER\tLAST ERROR")
 			for _, t := range out.Tasks {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Segment, t.Key, t.Incarnation, fmtAge(t.Created, now), orDash(t.State), t.Attempts, orDash(t.Holder), orDash(t.LastError))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Segment, t.Key, t.Incarnation, fmtAge(t.Created, now), taskState(t), t.Attempts, orDash(t.Holder), orDash(t.LastError))
 			}
 			fmt.Fprintf(tw, "total\t%d\n", resp.Total)
 			return tw.Flush()

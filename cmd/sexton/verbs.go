@@ -7,7 +7,10 @@ import "flag"
 // verb's --help are made from it.
 //
 // To add a verb, add a row and a setup function that registers the verb's
-// own flags and returns its run function. A verb that talks to the cluster
+// own flags and returns its run function. Each flag gets the environment
+// variable SEXTON_<VERB>_<FLAG> by itself (flags.go, bindEnv) unless its
+// usage names one (envUsage) that its definition reads; completion
+// (completion.go) picks up the verb and its flags from the table. A verb that talks to the cluster
 // takes clusterFlags and calls e.client() (or e.call for a plain master
 // RPC); one with --json prints through e.output with a snake_case output
 // struct (jsonout.go) when the api type has no json tags. Then give it a
@@ -66,12 +69,14 @@ func init() {
 		{path: "holder inspect", args: "DIR", summary: "read a holder directory offline (buckets, bytes, GC intent)", group: "servers", takes: jsonFlag, nargs: one, setup: setupHolderInspect},
 		{path: "dev", summary: "a one-node master and one holder in a temporary directory", group: "servers", raw: runDev},
 
-		{path: "put", args: "KEY [FILE|-]", summary: "store a value (--dfs-replicas 1: below MOONCAKE_DFS_ROOT_DIR)", group: "client", takes: clusterFlags, nargs: argc{1, 2}, setup: setupPut},
+		{path: "put", args: "KEY [FILE|-]", summary: "store a value (--dfs-replicas 1: below MOONCAKE_DFS_ROOT_DIR)", group: "client", takes: clusterFlags | jsonFlag, nargs: argc{1, 2}, setup: setupPut},
 		{path: "get", args: "KEY", summary: "read a value", group: "client", takes: clusterFlags, nargs: one, setup: setupGet},
 		{path: "rm", args: "KEY... | --batch FILE|- | --if-incarnation INC KEY | --prefix P | --all --yes-delete-everything", summary: "remove keys", group: "client", takes: clusterFlags | jsonFlag, nargs: many, setup: setupRm},
 		{path: "stat", args: "KEY", summary: "show an object, its pending put and deletes", group: "client", takes: clusterFlags | jsonFlag, nargs: one, setup: setupStat},
 		{path: "ls", args: "[PREFIX]", summary: "list objects", group: "client", takes: clusterFlags | jsonFlag, nargs: argc{0, 1}, setup: setupLs},
 		{path: "status", summary: "show every master's view of the cluster", group: "client", takes: clusterFlags | jsonFlag, setup: setupStatus},
+		{path: "completion", args: "bash|zsh", summary: "print a shell completion script for bash or zsh, made from the verb table", group: "client", nargs: one, setup: setupCompletion},
+		{path: "version", summary: "show this binary's version, commit, Go version and build date (also --version)", group: "client", takes: jsonFlag, setup: setupVersion},
 
 		{path: "operator raft list-peers", summary: "list the Raft configuration", group: "operator", takes: clusterFlags | jsonFlag, setup: setupRaftListPeers},
 		{path: "operator raft add-voter", args: "ID RAFT_ADDR", summary: "add a voter", group: "operator", takes: clusterFlags, nargs: argc{2, 2}, setup: setupRaftAddVoter},

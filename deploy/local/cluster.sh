@@ -8,13 +8,29 @@
 # SEXTON_MASTER_FLAGS adds flags to every master (say --enable-debug for
 # profiles and POST /debug/snapshot); SEXTON_HOLDERS=0 starts no holders
 # (the scale benches bring simulated ones).
+#
+# Ports: SEXTON_PORT_BASE (default 7500) plus, for node N, N (master
+# Raft), 100+N (master RPC), 200+N (master HTTP), 300+N (holder data RPC)
+# and 400+N (holder HTTP): 7501-7503, 7601-7603, 7701-7703, 7801-7802,
+# 7901-7902 by default, clear of `make run` (sexton dev on 7001, 7101,
+# 7201, 7301), so both run side by side. SEXTON_PORT_BASE=7000 gives the
+# ports of sexton dev's defaults for a cluster run alone.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 bin="${SEXTON_BIN:-$root/bin/sexton}"
 dir="${SEXTON_LOCAL_DIR:-$root/sexton-local}"
-peers="m1=127.0.0.1:7001,m2=127.0.0.1:7002,m3=127.0.0.1:7003"
-masters="127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103"
+base="${SEXTON_PORT_BASE:-7500}"
+case "$base" in
+'' | *[!0-9]*) echo "SEXTON_PORT_BASE=$base: want a number from 1024 to 65000" >&2; exit 2 ;;
+esac
+if [ "$base" -lt 1024 ] || [ "$base" -gt 65000 ]; then
+	echo "SEXTON_PORT_BASE=$base: want a number from 1024 to 65000" >&2
+	exit 2
+fi
+port() { echo $((base + $1)); } # port OFFSET
+peers="m1=127.0.0.1:$(port 1),m2=127.0.0.1:$(port 2),m3=127.0.0.1:$(port 3)"
+masters="127.0.0.1:$(port 101),127.0.0.1:$(port 102),127.0.0.1:$(port 103)"
 export SEXTON_MASTERS="$masters"
 
 node_num() { echo "${1#m}"; }
@@ -23,19 +39,19 @@ start_master() {
 	local id="$1" i; i=$(node_num "$id")
 	mkdir -p "$dir/$id"
 	nohup "$bin" master --id "$id" --data-dir "$dir/$id" \
-		--raft-addr "127.0.0.1:700$i" --rpc-addr "127.0.0.1:710$i" --http-addr "127.0.0.1:720$i" \
+		--raft-addr "127.0.0.1:$(port "$i")" --rpc-addr "127.0.0.1:$(port $((100 + i)))" --http-addr "127.0.0.1:$(port $((200 + i)))" \
 		--peers "$peers" --bootstrap ${SEXTON_MASTER_FLAGS:-} >>"$dir/$id.log" 2>&1 &
 	echo $! >"$dir/$id.pid"
-	echo "started $id (pid $!, rpc 127.0.0.1:710$i, log $dir/$id.log)"
+	echo "started $id (pid $!, rpc 127.0.0.1:$(port $((100 + i))), http 127.0.0.1:$(port $((200 + i))), log $dir/$id.log)"
 }
 
 start_holder() {
 	local id="$1" i; i="${1#h}"
 	mkdir -p "$dir/$id"
-	nohup "$bin" holder --masters "$masters" --dir "$dir/$id" --rpc-addr "127.0.0.1:730$i" \
-		--http-addr "127.0.0.1:740$i" --client-id "$id" >>"$dir/$id.log" 2>&1 &
+	nohup "$bin" holder --masters "$masters" --dir "$dir/$id" --rpc-addr "127.0.0.1:$(port $((300 + i)))" \
+		--http-addr "127.0.0.1:$(port $((400 + i)))" --client-id "$id" >>"$dir/$id.log" 2>&1 &
 	echo $! >"$dir/$id.pid"
-	echo "started $id (pid $!, data rpc 127.0.0.1:730$i, http 127.0.0.1:740$i, log $dir/$id.log)"
+	echo "started $id (pid $!, data rpc 127.0.0.1:$(port $((300 + i))), http 127.0.0.1:$(port $((400 + i))), log $dir/$id.log)"
 }
 
 stop_one() {
@@ -58,6 +74,7 @@ up)
 	sleep 2
 	[ "${SEXTON_HOLDERS:-2}" = 0 ] || for h in h1 h2; do start_holder "$h"; done
 	"$bin" status || true
+	echo "in your shell: export SEXTON_MASTERS=$masters"
 	;;
 down)
 	for n in h1 h2 m1 m2 m3; do stop_one "$n"; done

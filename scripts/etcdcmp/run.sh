@@ -64,7 +64,7 @@ sexton_run() { # keys batch store floor procs bin
 	local flags="--registry-capacity 2000000"
 	[ "$4" = default ] || flags+=" --gc-heap-floor $4"
 	echo "sexton $6 --raft-log-store $3 --gc-heap-floor $4 GOMAXPROCS=$5"
-	export SEXTON_BIN="$6" SEXTON_LOCAL_DIR="$dir/sexton" SEXTON_HOLDERS=0 SEXTON_MASTER_FLAGS="$flags" SEXTON_RAFT_LOG_STORE="$3"
+	export SEXTON_BIN="$6" SEXTON_LOCAL_DIR="$dir/sexton" SEXTON_HOLDERS=0 SEXTON_MASTER_FLAGS="$flags" SEXTON_RAFT_LOG_STORE="$3" SEXTON_PORT_BASE=7000
 	rm -rf "$SEXTON_LOCAL_DIR"
 	env $(procs_env "$5") "$root/deploy/local/cluster.sh" up >/dev/null
 	sleep 3
