@@ -169,6 +169,10 @@ class Client:
         self._master_pool = Pool(token=tok, max_frame=DEFAULT_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._holder_pool = Pool(token=tok, max_frame=DATA_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._closed = False
+        #: Hosts (names or addresses as the masters give holder endpoints)
+        #: whose replicas are read first: a replica on the client's own
+        #: machine is the cheapest to read.
+        self.prefer_hosts: frozenset = frozenset()
 
     # -- lifecycle ------------------------------------------------------
 
@@ -537,7 +541,7 @@ class Client:
                     if r.get("err"):
                         out[i].error, out[i].info = from_wire(r["err"]), None
                         continue
-                    obj = ObjectInfo.from_wire(r.get("object") or {})
+                    obj = self._prefer(ObjectInfo.from_wire(r.get("object") or {}))
                     out[i].info = obj
                     if views is not None:
                         if obj.size > len(views[i]):
@@ -616,7 +620,7 @@ class Client:
         """The value and the object's metadata (incarnation, size, replicas)."""
         last: Optional[SextonError] = None
         for _ in range(self.read_attempts):
-            obj = ObjectInfo.from_wire(self.call("Get", {"key": key})["object"])
+            obj = self._prefer(ObjectInfo.from_wire(self.call("Get", {"key": key})["object"]))
             value, gone, err = self._read_replicas(obj)
             if err is None:
                 assert value is not None
@@ -626,6 +630,13 @@ class Client:
                 raise err
         raise Unavailable(f"get {key}: the replicas kept losing the incarnation the master named "
                           f"({self.read_attempts} attempts): {last}")
+
+    def _prefer(self, obj: ObjectInfo) -> ObjectInfo:
+        """Order the replicas so that those on a host in ``prefer_hosts`` are
+        tried first (the order is otherwise the master's)."""
+        if self.prefer_hosts and len(obj.replicas) > 1:
+            obj.replicas.sort(key=lambda r: _endpoint_host(r.endpoint) not in self.prefer_hosts)
+        return obj
 
     def _read_replicas(self, obj: ObjectInfo) -> Tuple[Optional[bytes], bool, Optional[SextonError]]:
         errs: List[str] = []
@@ -804,6 +815,14 @@ def _may_have_run(err: SextonError, outcome: str) -> bool:
     if outcome == ANSWERED:
         return err.code == "TIMEOUT"
     return outcome != NOT_SENT
+
+
+def _endpoint_host(endpoint: str) -> str:
+    """The host part of a ``host:port`` (or ``[v6]:port``) endpoint."""
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not port.isdigit():
+        return endpoint
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
 
 
 def _chunks(seq: Sequence[_T], n: int) -> Iterator[List[_T]]:
