@@ -150,6 +150,9 @@ func (n *Node) checkPut(req *api.PutStartRequest) error {
 	if len(req.Exclude) > maxExclude {
 		return api.Errorf(api.CodeInvalidParams, "%d excluded segments exceed %d", len(req.Exclude), maxExclude)
 	}
+	if err := checkPrefer(req.Prefer); err != nil {
+		return err
+	}
 	if req.ReplicaNum == 0 && req.DFSReplicaNum == 0 {
 		req.ReplicaNum = 1
 	}
@@ -203,7 +206,11 @@ func (n *Node) placeReplicas(req *api.PutStartRequest, now time.Time, rng *rand.
 		if len(req.Exclude) > 0 {
 			candidates = slices.DeleteFunc(slices.Clone(candidates), func(s api.SegmentInfo) bool { return slices.Contains(req.Exclude, s.ID) })
 		}
-		segs, err := place(candidates, n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rng)
+		segs, ok := placePreferred(candidates, req.Prefer, n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rng)
+		var err error
+		if !ok {
+			segs, err = place(candidates, n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rng)
+		}
 		if err != nil {
 			return nil, err
 		}

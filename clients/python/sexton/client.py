@@ -169,8 +169,8 @@ class Client:
         self._master_pool = Pool(token=tok, max_frame=DEFAULT_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._holder_pool = Pool(token=tok, max_frame=DATA_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._closed = False
-        #: Hosts (names or addresses as the masters give holder endpoints)
-        #: whose replicas are read first: a replica on the client's own
+        #: Hosts (names or addresses as the masters give holder endpoints,
+        #: or whole endpoints) whose replicas are read first: a replica on the client's own
         #: machine is the cheapest to read.
         self.prefer_hosts: frozenset = frozenset()
 
@@ -273,7 +273,7 @@ class Client:
     # -- put (docs/PROTOCOL.md §9) --------------------------------------
 
     def put(self, key: str, value: Union[bytes, bytearray, memoryview], *, replicas: int = 1, tenant: str = "",
-            if_absent: bool = False, pool: str = "") -> Incarnation:
+            if_absent: bool = False, pool: str = "", prefer: Sequence[str] = ()) -> Incarnation:
         """Store ``value`` under ``key`` on ``replicas`` holders and return the
         new incarnation. When it returns, the put is acknowledged: every
         later get (on any leader) sees this value or a newer one.
@@ -282,18 +282,20 @@ class Client:
         or another put of the key is in progress), :class:`NoSpace`,
         :class:`OutcomeUnknown` (it may or may not have completed), ...
         """
-        return self._put(key, bytes(value), replicas=replicas, tenant=tenant, if_absent=if_absent, pool=pool)
+        return self._put(key, bytes(value), replicas=replicas, tenant=tenant, if_absent=if_absent, pool=pool,
+                         prefer=prefer)
 
     def put_from(self, key: str, buffer: Buffer, *, replicas: int = 1, tenant: str = "",
-                 if_absent: bool = False, pool: str = "") -> Incarnation:
+                 if_absent: bool = False, pool: str = "", prefer: Sequence[str] = ()) -> Incarnation:
         """``put`` sending the value from the caller's buffer (any contiguous
         bytes-like object): the request frame's head is written, then the
         buffer itself, so the value is never copied into a frame. Do not
         change the buffer until this returns."""
-        return self._put(key, byte_view(buffer), replicas=replicas, tenant=tenant, if_absent=if_absent, pool=pool)
+        return self._put(key, byte_view(buffer), replicas=replicas, tenant=tenant, if_absent=if_absent, pool=pool,
+                         prefer=prefer)
 
     def _put(self, key: str, data: Union[bytes, memoryview], *, replicas: int, tenant: str, if_absent: bool,
-             pool: str) -> Incarnation:
+             pool: str, prefer: Sequence[str] = ()) -> Incarnation:
         exclude: List[str] = []
         last_write_err: Optional[SextonError] = None
         placement_deadline = time.monotonic() + self.placement_wait
@@ -306,6 +308,8 @@ class Client:
                 req["if_absent"] = True
             if pool:
                 req["pool"] = pool
+            if prefer:
+                req["prefer"] = list(prefer)
             if exclude:
                 req["exclude"] = list(exclude)
             try:
@@ -387,7 +391,7 @@ class Client:
     # -- batches (docs/PROTOCOL.md §9) ---------------------------------
 
     def put_batch(self, items: Sequence[Tuple[str, Buffer]], *, replicas: int = 1, tenant: str = "",
-                  if_absent: bool = False, pool: str = "") -> List[PutResult]:
+                  if_absent: bool = False, pool: str = "", prefer: Sequence[str] = ()) -> List[PutResult]:
         """Put many ``(key, value)`` pairs: one BatchPutStart (a Raft entry)
         per 256 items, the holder writes pipelined on one connection per
         holder (each value sent from its own buffer), one BatchPutEnd.
@@ -403,11 +407,11 @@ class Client:
         out: List[PutResult] = []
         for lo in range(0, len(items), MAX_BATCH_PUT_ITEMS):
             chunk = [(k, byte_view(v)) for k, v in items[lo:lo + MAX_BATCH_PUT_ITEMS]]
-            out.extend(self._put_chunk(chunk, replicas, tenant, if_absent, pool))
+            out.extend(self._put_chunk(chunk, replicas, tenant, if_absent, pool, prefer))
         return out
 
     def _put_chunk(self, items: List[Tuple[str, memoryview]], replicas: int, tenant: str, if_absent: bool,
-                   pool: str) -> List[PutResult]:
+                   pool: str, prefer: Sequence[str] = ()) -> List[PutResult]:
         reqs: List[Dict[str, Any]] = []
         for k, v in items:
             req: Dict[str, Any] = {"key": k, "size": len(v), "replicas": replicas}
@@ -417,6 +421,8 @@ class Client:
                 req["if_absent"] = True
             if pool:
                 req["pool"] = pool
+            if prefer:
+                req["prefer"] = list(prefer)
             reqs.append(req)
         resp = self._mutate("BatchPutStart", {"items": reqs})
         starts = resp.get("results") or []
@@ -485,7 +491,7 @@ class Client:
         for i in redo:
             try:
                 out[i].incarnation = self._put(items[i][0], items[i][1], replicas=replicas, tenant=tenant,
-                                               if_absent=if_absent, pool=pool)
+                                               if_absent=if_absent, pool=pool, prefer=prefer)
             except SextonError as e:
                 out[i].error = e
         return out
@@ -635,7 +641,8 @@ class Client:
         """Order the replicas so that those on a host in ``prefer_hosts`` are
         tried first (the order is otherwise the master's)."""
         if self.prefer_hosts and len(obj.replicas) > 1:
-            obj.replicas.sort(key=lambda r: _endpoint_host(r.endpoint) not in self.prefer_hosts)
+            obj.replicas.sort(key=lambda r: r.endpoint not in self.prefer_hosts
+                              and _endpoint_host(r.endpoint) not in self.prefer_hosts)
         return obj
 
     def _read_replicas(self, obj: ObjectInfo) -> Tuple[Optional[bytes], bool, Optional[SextonError]]:

@@ -89,11 +89,13 @@ def error_code(err: BaseException) -> int:
 
 class ReplicateConfig:
     """Mooncake's replication settings. ``replica_num`` is the number of
-    holders written. ``preferred_segment`` (or the first of
-    ``preferred_segments``) names a host ("host" or "host:port"): its
-    replicas are read first; sexton's placement does not take it (see
-    docs/MOONCAKE.md). The pin flags have no meaning in sexton, which never
-    evicts: every object lives until it is removed."""
+    holders written. ``preferred_segment`` and ``preferred_segments`` name
+    where the first replica should go ("host:port" as Mooncake's
+    ``get_hostname``, a host, a holder endpoint or a sexton segment id);
+    ``prefer_alloc_in_same_node`` names this store's host. The masters
+    place there when such a holder is live with room, elsewhere when not.
+    The pin flags have no meaning in sexton, which never evicts: every
+    object lives until it is removed."""
 
     def __init__(self, replica_num: int = 1, preferred_segment: str = "") -> None:
         self.replica_num = replica_num
@@ -317,6 +319,77 @@ class MooncakeDistributedStore:
             codes[i] = c
         return codes
 
+    def batch_put_from_multi_buffers(self, keys: Sequence[str], all_buffer_ptrs: Sequence[Sequence[Pointer]],
+                                     all_sizes: Sequence[Sequence[int]],
+                                     config: Optional[ReplicateConfig] = None) -> List[int]:
+        """Insert-if-absent of many keys, each the concatenation of several
+        registered regions (vLLM's per-layer blocks). The parts of a key
+        are joined into one buffer (one copy) before the batch is sent."""
+        if not (len(keys) == len(all_buffer_ptrs) == len(all_sizes)):
+            return [ErrorCode.INVALID_PARAMS] * len(keys)
+        codes = [0] * len(keys)
+        joined: List[memoryview] = []
+        idx: List[int] = []
+        for i, (ptrs, sizes) in enumerate(zip(all_buffer_ptrs, all_sizes)):
+            try:
+                if len(ptrs) != len(sizes):
+                    raise SextonError(f"{len(ptrs)} buffers and {len(sizes)} sizes", code="INVALID_PARAMS")
+                buf = bytearray(sum(sizes))
+                at = 0
+                for p, n in zip(ptrs, sizes):
+                    buf[at:at + n] = self._view(p, n)
+                    at += n
+                joined.append(memoryview(buf))
+                idx.append(i)
+            except SextonError as e:
+                codes[i] = error_code(e)
+        for i, c in zip(idx, self._insert_many([keys[i] for i in idx], joined, config)):
+            codes[i] = c
+        return codes
+
+    def batch_get_into_multi_buffers(self, keys: Sequence[str], all_buffer_ptrs: Sequence[Sequence[Pointer]],
+                                     all_sizes: Sequence[Sequence[int]], prefer_same_node: bool = True) -> List[int]:
+        """Each key's value spread over several registered regions in order:
+        bytes read per key, or a negative code. A value is received into
+        one buffer and then copied into the regions (one copy); one larger
+        than the regions together is ``INVALID_PARAMS``. Reads prefer this
+        host's replicas whatever ``prefer_same_node`` says."""
+        if not (len(keys) == len(all_buffer_ptrs) == len(all_sizes)):
+            return [ErrorCode.INVALID_PARAMS] * len(keys)
+        out = [0] * len(keys)
+        idx: List[int] = []
+        regions: List[List[memoryview]] = []
+        for i, (ptrs, sizes) in enumerate(zip(all_buffer_ptrs, all_sizes)):
+            try:
+                if len(ptrs) != len(sizes):
+                    raise SextonError(f"{len(ptrs)} buffers and {len(sizes)} sizes", code="INVALID_PARAMS")
+                regions.append([self._view(p, n) for p, n in zip(ptrs, sizes)])
+                idx.append(i)
+            except SextonError as e:
+                out[i] = error_code(e)
+        if not idx:
+            return out
+        temps = [bytearray(sum(len(v) for v in r)) for r in regions]
+        try:
+            res = self.client.batch_get_into([keys[i] for i in idx], temps)
+        except SextonError as e:
+            for i in idx:
+                out[i] = error_code(e)
+            return out
+        for i, r, tmp, parts in zip(idx, res, temps, regions):
+            if not r.ok:
+                out[i] = error_code(r.error)  # type: ignore[arg-type]
+                continue
+            at = 0
+            for v in parts:
+                n = min(len(v), r.size - at)
+                if n <= 0:
+                    break
+                v[:n] = memoryview(tmp)[at:at + n]
+                at += n
+            out[i] = r.size
+        return out
+
     def upsert(self, key: str, value: Any, config: Optional[ReplicateConfig] = None) -> int:
         """Insert or replace (sexton's ``put``)."""
         return self._guard(lambda: self._replace(key, byte_view(value), config))
@@ -349,7 +422,7 @@ class MooncakeDistributedStore:
         pause = 0.002
         while True:
             try:
-                c.put_from(key, data, replicas=_replicas(config), if_absent=True)
+                c.put_from(key, data, replicas=_replicas(config), if_absent=True, prefer=self._prefer(config))
                 return ErrorCode.OK
             except (ObjectAlreadyExists, OutcomeUnknown) as e:
                 last: SextonError = e
@@ -371,7 +444,8 @@ class MooncakeDistributedStore:
             # first value wins, as a sequence of puts would have it).
             return [self._guard(lambda k=k, v=v: self._insert(k, v, config)) for k, v in zip(keys, views)]
         try:
-            results = self.client.put_batch(list(zip(keys, views)), replicas=_replicas(config), if_absent=True)
+            results = self.client.put_batch(list(zip(keys, views)), replicas=_replicas(config), if_absent=True,
+                                            prefer=self._prefer(config))
         except SextonError:
             return [self._guard(lambda k=k, v=v: self._insert(k, v, config)) for k, v in zip(keys, views)]
         codes = [0 if r.ok else error_code(r.error) for r in results]  # type: ignore[arg-type]
@@ -393,7 +467,7 @@ class MooncakeDistributedStore:
         pause = 0.002
         while True:
             try:
-                c.put_from(key, data, replicas=_replicas(config))
+                c.put_from(key, data, replicas=_replicas(config), prefer=self._prefer(config))
                 return ErrorCode.OK
             except ObjectAlreadyExists as e:
                 if time.monotonic() + pause > deadline:
@@ -595,6 +669,22 @@ class MooncakeDistributedStore:
 
     # -- helpers ----------------------------------------------------------
 
+    def _prefer(self, config: Optional[ReplicateConfig]) -> List[str]:
+        """PutStart's ``prefer`` for a config: the preferred segments as
+        given, and this store's hostname with ``prefer_alloc_in_same_node``
+        (the masters match a segment id or holder endpoint exactly, else the
+        host of "host:port")."""
+        if config is None:
+            return []
+        named = [config.preferred_segment] + list(config.preferred_segments or [])
+        if config.prefer_alloc_in_same_node:
+            named.append(self.get_hostname())
+        out: List[str] = []
+        for n in named:
+            if n and n not in out:
+                out.append(n)
+        return out[:16]
+
     def _guard(self, fn: Any) -> int:
         try:
             return int(fn())
@@ -622,10 +712,17 @@ def _parse_masters(addr: str) -> Optional[List[str]]:
     return out or None
 
 
+def _host_of(name: str) -> str:
+    """The host of "host", "host:port" or "[v6]:port"."""
+    if name.startswith("[") and "]" in name:
+        return name[1:name.index("]")]
+    return name.rsplit(":", 1)[0] if name.count(":") == 1 else name
+
+
 def _local_hosts(hostname: str) -> frozenset:
     """The names and addresses of this host, as holder endpoints may name
     it: the host part of ``hostname`` and, best effort, its addresses."""
-    host = hostname.rsplit(":", 1)[0] if hostname.count(":") == 1 else hostname
+    host = _host_of(hostname)
     names = {host}
     try:
         names.update(info[4][0] for info in socket.getaddrinfo(host, None))

@@ -188,6 +188,27 @@ def test_batch_put_from_and_batch_get_into_one_registered_region(store: Mooncake
     assert store.get(keys[0]) == data[block:2 * block]
 
 
+def test_multi_buffer_batches_join_and_scatter_the_parts(store: MooncakeDistributedStore) -> None:
+    # vLLM's layout: a key per block, a part per layer, parts scattered in one region.
+    layers, part, n = 4, 1000, 3
+    data = bytes(i % 253 for i in range(layers * part * n))
+    src, sp = cbuf(data)
+    dst, dp = cbuf(size=len(data))
+    assert store.register_buffer(sp, len(data)) == 0 and store.register_buffer(dp, len(data)) == 0
+    keys = [key(f"multi{b}") for b in range(n)]
+    # Block b's layer l lives at (l * n + b) * part: interleaved, as per-layer KV tensors are.
+    ptrs = [[sp + (l * n + b) * part for l in range(layers)] for b in range(n)]
+    dptrs = [[dp + (l * n + b) * part for l in range(layers)] for b in range(n)]
+    sizes = [[part] * layers for _ in range(n)]
+    assert store.batch_put_from_multi_buffers(keys, ptrs, sizes) == [OK] * n
+    assert store.get(keys[1]) == b"".join(data[(l * n + 1) * part:(l * n + 2) * part] for l in range(layers))
+    assert store.batch_get_into_multi_buffers(keys, dptrs, sizes, True) == [layers * part] * n
+    assert bytes(dst) == data
+    assert store.batch_get_into_multi_buffers([key("missing")], dptrs[:1], sizes[:1]) == [NOT_FOUND]
+    assert store.batch_get_into_multi_buffers(keys[:1], [dptrs[0][:1]], [[part]]) == [INVALID_PARAMS]
+    assert store.batch_put_from_multi_buffers(keys[:1], [ptrs[0]], [[part]]) == [INVALID_PARAMS]
+
+
 def test_get_into_ranges_as_documented(store: MooncakeDistributedStore) -> None:
     k1, k2 = key("key1"), key("key2")
     v1, v2 = bytes(range(40)), bytes(range(100, 140))

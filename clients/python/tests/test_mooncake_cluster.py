@@ -11,16 +11,17 @@ from typing import Dict, Iterator, List, Set
 import pytest
 
 import harness
-from sexton.mooncake import MooncakeDistributedStore
+from sexton.mooncake import MooncakeDistributedStore, ReplicateConfig
 
 TOKEN = "python-client-test-token-0123456789"
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.Cluster]:
-    c = harness.Cluster(Path(tmp_path_factory.mktemp("mccluster")), TOKEN)
+    c = harness.Cluster(Path(tmp_path_factory.mktemp("mccluster")), TOKEN, holders=2)
     try:
         c.wait_ready()
+        c.wait_holders(2)
         yield c
     finally:
         c.stop()
@@ -42,6 +43,31 @@ def store_for(cluster: harness.Cluster) -> MooncakeDistributedStore:
 def test_setup_without_the_token_is_refused(cluster: harness.Cluster) -> None:
     s = MooncakeDistributedStore()
     assert s.setup("localhost", "", 0, 0, "tcp", "", ",".join(cluster.addrs()), cluster_token="", timeout=3) == -601
+
+
+def test_preferred_segment_places_and_reads_there(cluster: harness.Cluster) -> None:
+    """ReplicateConfig.preferred_segment reaches placement (PutStart's
+    prefer), and reads try the replica on the preferred host first."""
+    s = store_for(cluster)
+    try:
+        for _, addr, _ in cluster.holders:
+            cfg = ReplicateConfig()
+            cfg.preferred_segment = addr
+            keys = [f"py/mcpref/{uuid.uuid4().hex[:8]}/{i}" for i in range(10)]
+            for k in keys[:5]:
+                assert s.put(k, b"v", cfg) == 0
+            assert s.batch_put_from(keys[5:], [b"v"] * 5, [1] * 5, cfg) == [0] * 5
+            for k in keys:
+                assert [r.endpoint for r in s.client.stat(k).object.replicas] == [addr], k
+        # Two replicas: the one on the preferred holder is read first.
+        k = f"py/mcpref/{uuid.uuid4().hex[:8]}/two"
+        assert s.put(k, b"two", ReplicateConfig(replica_num=2)) == 0
+        for _, addr, _ in cluster.holders:
+            s.client.prefer_hosts = frozenset({addr})
+            _, info = s.client.get_with_info(k)
+            assert info.replicas[0].endpoint == addr and len(info.replicas) == 2
+    finally:
+        s.close()
 
 
 def test_leader_sigkill_mid_run(cluster: harness.Cluster) -> None:
