@@ -268,8 +268,10 @@ class MooncakeDistributedStore:
                 raise SextonError(f"buffer of {len(view)} bytes for {size}", code="INVALID_PARAMS")
             return view[:size]
         with self._lock:
-            i = bisect.bisect_right(self._starts, ptr) - 1
-            ok = i >= 0 and ptr + size <= self._starts[i] + self._buffers[self._starts[i]]
+            # The registered buffers starting at or below ptr, nearest first:
+            # one of them must hold the whole range (they may nest).
+            i = bisect.bisect_right(self._starts, ptr)
+            ok = any(ptr + size <= a + self._buffers[a] for a in reversed(self._starts[:i]))
         if not ok:
             raise SextonError(f"address {ptr:#x}+{size} is not inside a registered buffer: call register_buffer first",
                               code="INVALID_PARAMS")
@@ -446,8 +448,11 @@ class MooncakeDistributedStore:
         try:
             results = self.client.put_batch(list(zip(keys, views)), replicas=_replicas(config), if_absent=True,
                                             prefer=self._prefer(config))
-        except SextonError:
+        except OutcomeUnknown:
+            # Some of the batch may be stored: settle each key on its own.
             return [self._guard(lambda k=k, v=v: self._insert(k, v, config)) for k, v in zip(keys, views)]
+        except SextonError as e:
+            return [error_code(e)] * len(keys)
         codes = [0 if r.ok else error_code(r.error) for r in results]  # type: ignore[arg-type]
         retry = [i for i, r in enumerate(results) if isinstance(r.error, (ObjectAlreadyExists, OutcomeUnknown))]
         if retry:
@@ -629,8 +634,15 @@ class MooncakeDistributedStore:
     def batch_remove(self, keys: Sequence[str], force: bool = False) -> List[int]:
         try:
             return [0 if r.ok else error_code(r.error) for r in self.client.batch_remove(keys)]  # type: ignore[arg-type]
-        except SextonError:
-            return [self.remove(k) for k in keys]
+        except OutcomeUnknown as e:
+            # Settled by looking, as remove does: 0 for each key now absent.
+            try:
+                exists = self.client.batch_is_exist(keys)
+            except SextonError:
+                return [error_code(e)] * len(keys)
+            return [error_code(e) if ex else ErrorCode.OK for ex in exists]
+        except SextonError as e:
+            return [error_code(e)] * len(keys)
 
     def remove_by_regex(self, regex: str, force: bool = False) -> int:
         """Remove every key matching ``regex`` (``re.search``, as Mooncake's

@@ -158,6 +158,11 @@ def test_zero_copy_with_registered_buffers(store: MooncakeDistributedStore) -> N
     assert store.unregister_buffer(ptr) == 0 and store.unregister_buffer(rptr) == 0
     assert store.unregister_buffer(rptr) == INVALID_PARAMS
     assert store.put_from(key("after"), ptr, size) == INVALID_PARAMS
+    # Registrations may nest: a range inside the outer buffer but past a
+    # smaller one registered inside it is still registered memory.
+    outer, op = cbuf(size=3 * size)
+    assert store.register_buffer(op, 3 * size) == 0 and store.register_buffer(op + size, 10) == 0
+    assert store.get_into(k, op + size + 5, size) == size and bytes(outer[size + 5:2 * size + 5]) == v
     # Buffer objects are taken as they are (a bytearray, a memoryview).
     ba = bytearray(size)
     assert store.get_into(k, ba, size) == size and bytes(ba) == v
