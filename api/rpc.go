@@ -67,6 +67,11 @@ type PutStartRequest struct {
 	// write to a holder failed revokes the put and starts it again away
 	// from that holder.
 	Exclude []SegmentID `msgpack:"exclude,omitempty"`
+	// Prefer names where the first replica should go when one of them can
+	// take it (a segment id, a holder endpoint, or an endpoint's host):
+	// Mooncake's preferred_segment, a client asking for a replica on its
+	// own machine. Placement falls back to any segment when none can.
+	Prefer []string `msgpack:"prefer,omitempty"`
 	// Session makes a retried PutStart return the first answer instead of
 	// starting a second put (invariant 10). In a BatchPutStart the batch's
 	// session is used and the items' are ignored.

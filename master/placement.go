@@ -57,7 +57,11 @@ func (n *Node) placeReplicas(req *api.PutStartRequest, now time.Time, rng *rand.
 		if len(req.Exclude) > 0 {
 			candidates = slices.DeleteFunc(slices.Clone(candidates), func(s api.SegmentInfo) bool { return slices.Contains(req.Exclude, s.ID) })
 		}
-		segs, err := place(candidates, n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rng)
+		segs, ok := placePreferred(candidates, req.Prefer, n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rng)
+		var err error
+		if !ok {
+			segs, err = place(candidates, n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rng)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -142,6 +142,9 @@ func (n *Node) checkPut(req *api.PutStartRequest) error {
 	if len(req.Exclude) > maxExclude {
 		return api.Errorf(api.CodeInvalidParams, "%d excluded segments exceed %d", len(req.Exclude), maxExclude)
 	}
+	if err := checkPrefer(req.Prefer); err != nil {
+		return err
+	}
 	if req.ReplicaNum == 0 && req.DFSReplicaNum == 0 {
 		req.ReplicaNum = 1
 	}

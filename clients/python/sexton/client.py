@@ -171,6 +171,10 @@ class Client:
         self._master_pool = Pool(token=tok, max_frame=DEFAULT_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._holder_pool = Pool(token=tok, max_frame=DATA_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._closed = False
+        #: Hosts (names or addresses as the masters give holder endpoints,
+        #: or whole endpoints) whose replicas are read first: a replica on the client's own
+        #: machine is the cheapest to read.
+        self.prefer_hosts: frozenset = frozenset()
 
     # -- lifecycle ------------------------------------------------------
 
@@ -271,7 +275,7 @@ class Client:
     # -- put (docs/PROTOCOL.md §9) --------------------------------------
 
     def put(self, key: str, value: Union[bytes, bytearray, memoryview], *, replicas: int = 1, tenant: str = "",
-            if_absent: bool = False, pool: str = "") -> Incarnation:
+            if_absent: bool = False, pool: str = "", prefer: Sequence[str] = ()) -> Incarnation:
         """Store ``value`` under ``key`` on ``replicas`` holders and return the
         new incarnation. When it returns, the put is acknowledged: every
         later get (on any leader) sees this value or a newer one.
@@ -280,18 +284,20 @@ class Client:
         or another put of the key is in progress), :class:`NoSpace`,
         :class:`OutcomeUnknown` (it may or may not have completed), ...
         """
-        return self._put(key, bytes(value), replicas=replicas, tenant=tenant, if_absent=if_absent, pool=pool)
+        return self._put(key, bytes(value), replicas=replicas, tenant=tenant, if_absent=if_absent, pool=pool,
+                         prefer=prefer)
 
     def put_from(self, key: str, buffer: Buffer, *, replicas: int = 1, tenant: str = "",
-                 if_absent: bool = False, pool: str = "") -> Incarnation:
+                 if_absent: bool = False, pool: str = "", prefer: Sequence[str] = ()) -> Incarnation:
         """``put`` sending the value from the caller's buffer (any contiguous
         bytes-like object): the request frame's head is written, then the
         buffer itself, so the value is never copied into a frame. Do not
         change the buffer until this returns."""
-        return self._put(key, byte_view(buffer), replicas=replicas, tenant=tenant, if_absent=if_absent, pool=pool)
+        return self._put(key, byte_view(buffer), replicas=replicas, tenant=tenant, if_absent=if_absent, pool=pool,
+                         prefer=prefer)
 
     def _put(self, key: str, data: Union[bytes, memoryview], *, replicas: int, tenant: str, if_absent: bool,
-             pool: str) -> Incarnation:
+             pool: str, prefer: Sequence[str] = ()) -> Incarnation:
         exclude: List[str] = []
         last_write_err: Optional[SextonError] = None
         placement_deadline = time.monotonic() + self.placement_wait
@@ -304,6 +310,8 @@ class Client:
                 req["if_absent"] = True
             if pool:
                 req["pool"] = pool
+            if prefer:
+                req["prefer"] = list(prefer)
             if exclude:
                 req["exclude"] = list(exclude)
             try:
@@ -385,7 +393,7 @@ class Client:
     # -- batches (docs/PROTOCOL.md §9) ---------------------------------
 
     def put_batch(self, items: Sequence[Tuple[str, Buffer]], *, replicas: int = 1, tenant: str = "",
-                  if_absent: bool = False, pool: str = "") -> List[PutResult]:
+                  if_absent: bool = False, pool: str = "", prefer: Sequence[str] = ()) -> List[PutResult]:
         """Put many ``(key, value)`` pairs: one BatchPutStart (a Raft entry)
         per 256 items, the holder writes pipelined on one connection per
         holder (each value sent from its own buffer), one BatchPutEnd.
@@ -401,11 +409,11 @@ class Client:
         out: List[PutResult] = []
         for lo in range(0, len(items), MAX_BATCH_PUT_ITEMS):
             chunk = [(k, byte_view(v)) for k, v in items[lo:lo + MAX_BATCH_PUT_ITEMS]]
-            out.extend(self._put_chunk(chunk, replicas, tenant, if_absent, pool))
+            out.extend(self._put_chunk(chunk, replicas, tenant, if_absent, pool, prefer))
         return out
 
     def _put_chunk(self, items: List[Tuple[str, memoryview]], replicas: int, tenant: str, if_absent: bool,
-                   pool: str) -> List[PutResult]:
+                   pool: str, prefer: Sequence[str] = ()) -> List[PutResult]:
         reqs: List[Dict[str, Any]] = []
         for k, v in items:
             req: Dict[str, Any] = {"key": k, "size": len(v), "replicas": replicas}
@@ -415,6 +423,8 @@ class Client:
                 req["if_absent"] = True
             if pool:
                 req["pool"] = pool
+            if prefer:
+                req["prefer"] = list(prefer)
             reqs.append(req)
         resp = self._mutate("BatchPutStart", {"items": reqs})
         starts = resp.get("results") or []
@@ -483,7 +493,7 @@ class Client:
         for i in redo:
             try:
                 out[i].incarnation = self._put(items[i][0], items[i][1], replicas=replicas, tenant=tenant,
-                                               if_absent=if_absent, pool=pool)
+                                               if_absent=if_absent, pool=pool, prefer=prefer)
             except SextonError as e:
                 out[i].error = e
         return out
@@ -539,7 +549,7 @@ class Client:
                     if r.get("err"):
                         out[i].error, out[i].info = from_wire(r["err"]), None
                         continue
-                    obj = ObjectInfo.from_wire(r.get("object") or {})
+                    obj = self._prefer(ObjectInfo.from_wire(r.get("object") or {}))
                     out[i].info = obj
                     if views is not None:
                         if obj.size > len(views[i]):
@@ -618,7 +628,7 @@ class Client:
         """The value and the object's metadata (incarnation, size, replicas)."""
         last: Optional[SextonError] = None
         for _ in range(self.read_attempts):
-            obj = ObjectInfo.from_wire(self.call("Get", {"key": key})["object"])
+            obj = self._prefer(ObjectInfo.from_wire(self.call("Get", {"key": key})["object"]))
             value, gone, err = self._read_replicas(obj)
             if err is None:
                 assert value is not None
@@ -628,6 +638,14 @@ class Client:
                 raise err
         raise Unavailable(f"get {key}: the replicas kept losing the incarnation the master named "
                           f"({self.read_attempts} attempts): {last}")
+
+    def _prefer(self, obj: ObjectInfo) -> ObjectInfo:
+        """Order the replicas so that those on a host in ``prefer_hosts`` are
+        tried first (the order is otherwise the master's)."""
+        if self.prefer_hosts and len(obj.replicas) > 1:
+            obj.replicas.sort(key=lambda r: r.endpoint not in self.prefer_hosts
+                              and _endpoint_host(r.endpoint) not in self.prefer_hosts)
+        return obj
 
     def _read_replicas(self, obj: ObjectInfo) -> Tuple[Optional[bytes], bool, Optional[SextonError]]:
         errs: List[str] = []
@@ -806,6 +824,14 @@ def _may_have_run(err: SextonError, outcome: str) -> bool:
     if outcome == ANSWERED:
         return err.code == "TIMEOUT"
     return outcome != NOT_SENT
+
+
+def _endpoint_host(endpoint: str) -> str:
+    """The host part of a ``host:port`` (or ``[v6]:port``) endpoint."""
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not port.isdigit():
+        return endpoint
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
 
 
 def _chunks(seq: Sequence[_T], n: int) -> Iterator[List[_T]]:
