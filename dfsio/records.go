@@ -57,6 +57,7 @@ type RangeRecord struct {
 	V         int                   `json:"v"`
 	Op        string                `json:"op"`
 	Key       string                `json:"key"`
+	Tenant    string                `json:"tenant,omitempty"`
 	Inc       api.ObjectIncarnation `json:"inc"`
 	Allocator string                `json:"alloc"`
 	Path      string                `json:"path"`
@@ -68,9 +69,10 @@ type RangeRecord struct {
 	Through   bool                  `json:"through,omitempty"`
 }
 
-// PutRecord is the record of value written at d for key's incarnation inc.
-func PutRecord(key string, inc api.ObjectIncarnation, d api.DFSDescriptor, value []byte) RangeRecord {
-	return RangeRecord{V: recordVersion, Op: RecordPut, Key: key, Inc: inc, Allocator: d.Allocator, Path: d.Path,
+// PutRecord is the record of value written at d for key's incarnation inc
+// (tenant: the put's; empty is the default tenant).
+func PutRecord(key, tenant string, inc api.ObjectIncarnation, d api.DFSDescriptor, value []byte) RangeRecord {
+	return RangeRecord{V: recordVersion, Op: RecordPut, Key: key, Tenant: tenant, Inc: inc, Allocator: d.Allocator, Path: d.Path,
 		Unit: d.UnitID, Offset: d.Offset, Size: d.Size, Aligned: d.AlignedSize, CRC: Checksum(value)}
 }
 
@@ -98,6 +100,8 @@ func (r RangeRecord) check() error {
 		return fmt.Errorf("%w: %q has the zero incarnation", ErrBadRecord, r.Key)
 	case r.Op == RecordPut && r.Through:
 		return fmt.Errorf("%w: a put record with through", ErrBadRecord)
+	case len(r.Tenant) > api.MaxTenantLen:
+		return fmt.Errorf("%w: tenant of %d bytes", ErrBadRecord, len(r.Tenant))
 	}
 	if err := checkPath(r.Path); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadRecord, err)
@@ -222,8 +226,8 @@ func (p *Posix) AppendRecords(recs []RangeRecord, sync bool) error {
 
 // AppendPutRecord is the writer's record of a value it wrote at d, synced
 // as the value is (MOONCAKE_DFS_FSYNC).
-func (p *Posix) AppendPutRecord(key string, inc api.ObjectIncarnation, d api.DFSDescriptor, value []byte) error {
-	return p.AppendRecords([]RangeRecord{PutRecord(key, inc, d, value)}, p.fsync)
+func (p *Posix) AppendPutRecord(key, tenant string, inc api.ObjectIncarnation, d api.DFSDescriptor, value []byte) error {
+	return p.AppendRecords([]RangeRecord{PutRecord(key, tenant, inc, d, value)}, p.fsync)
 }
 
 // ScanRecords reads the root's whole journal (a missing journal has no

@@ -23,7 +23,7 @@ func TestRecordsRoundTripThroughTheJournal(t *testing.T) {
 		if recs, torn, err := p.ScanRecords(); err != nil || len(recs) != 0 || torn != 0 {
 			t.Fatalf("a root without a journal: %v %d %v", recs, torn, err)
 		}
-		if err := p.AppendPutRecord("k", inc7, testDesc(0, 5), []byte("hello")); err != nil {
+		if err := p.AppendPutRecord("k", "", inc7, testDesc(0, 5), []byte("hello")); err != nil {
 			t.Fatal(err)
 		}
 		if err := p.AppendRecords([]RangeRecord{RemovedRecord("k", inc7, testDesc(0, 5), true)}, true); err != nil {
@@ -73,7 +73,7 @@ func TestDecodeRecordsSkipsTornFrames(t *testing.T) {
 	var recs []RangeRecord
 	var frames [][]byte
 	for i := range 4 {
-		r := PutRecord(fmt.Sprintf("k%d", i), inc7, testDesc(int64(i)*4096, 1), []byte{byte(i)})
+		r := PutRecord(fmt.Sprintf("k%d", i), "", inc7, testDesc(int64(i)*4096, 1), []byte{byte(i)})
 		f, err := EncodeRecord(r)
 		if err != nil {
 			t.Fatal(err)
@@ -125,7 +125,7 @@ func TestAppendRecordsConcurrentWritersDoNotInterleave(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				if err := p.AppendPutRecord(fmt.Sprintf("w%d-%d", w, i), inc7, testDesc(int64(i)*4096, 3), []byte("abc")); err != nil {
+				if err := p.AppendPutRecord(fmt.Sprintf("w%d-%d", w, i), "t", inc7, testDesc(int64(i)*4096, 3), []byte("abc")); err != nil {
 					t.Error(err)
 					return
 				}
