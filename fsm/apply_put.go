@@ -150,8 +150,14 @@ func (st *state) applyPutRevoke(c *PutRevoke) *PutEndResult {
 	if !st.reg.fits(len(plan)) {
 		return &PutEndResult{Err: registryFull(c.Key, len(plan), st.reg.len(), st.reg.capacity)}
 	}
+	if err := st.dfsMarksFit(c.Key, e.pending); err != nil {
+		return &PutEndResult{Err: err}
+	}
 	created := st.createTasks(&e, plan, e.pending.tenant(), c.Now)
 	st.freeDFS(c.Key, e.pending, c.Now)
+	// The client may have written the put record before the put failed:
+	// this incarnation only, never an older acknowledged one.
+	st.queueDFSMarks(c.Key, e.pending, false)
 	e.pending = nil
 	st.objects.set(c.Key, old, e)
 	return &PutEndResult{TasksCreated: created}

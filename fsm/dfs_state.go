@@ -16,6 +16,11 @@ type dfsState struct {
 	// clock is the largest now handed to the allocator; replicated (it is
 	// in the snapshot) so every master clamps alike.
 	clock int64
+	// marks are the removal records the leader owes the DFS root's
+	// journal (dfs_marks.go), in the order they were queued; markBytes is
+	// their size for the bound.
+	marks     []DFSMark
+	markBytes int
 }
 
 // dfsNow is the command's time, clamped to be non-decreasing: a new leader
@@ -144,4 +149,7 @@ type dfsSectionHead struct {
 	V        uint8       `msgpack:"v"`
 	Settings DFSSettings `msgpack:"settings"`
 	Clock    int64       `msgpack:"clock"`
+	// Marks are the queued removal records (absent when none, so a state
+	// without them encodes as before).
+	Marks []DFSMark `msgpack:"marks,omitempty"`
 }

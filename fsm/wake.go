@@ -93,7 +93,7 @@ func (w *wakeSet) wakeFor(cmd Command) {
 		// epoch in every answer; registered segments; adopted tasks):
 		// wake everyone rather than reason about each.
 		w.all = true
-	case *DFSConfigure, *DFSTouch, *DFSEvict, *DFSFileOp, *DFSSetMaxBuckets, *DFSMarkLost:
+	case *DFSConfigure, *DFSTouch, *DFSEvict, *DFSFileOp, *DFSSetMaxBuckets, *DFSMarkLost, *DFSMarked:
 		w.dfs = true
 	}
 }

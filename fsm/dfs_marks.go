@@ -1,0 +1,149 @@
+package fsm
+
+import (
+	"fmt"
+
+	"sexton/api"
+	"sexton/fsm/dfsalloc"
+)
+
+// CmdDFSMarked: the leader wrote removal records to the DFS root's
+// journal (docs/DESIGN.md §9).
+const CmdDFSMarked CommandType = 27
+
+// DFSMarkedV1 is DFSMarked's schema version.
+const DFSMarkedV1 uint8 = 1
+
+// DFSMark is a removal record the leader owes the DFS root's journal
+// (dfsio DESIGN.md "Range records"): key's incarnation Inc left the table
+// with a DFS replica at Desc. Through (a removal) kills every record of
+// the key at or below Inc; without it (a revoked put) only Inc's.
+type DFSMark struct {
+	Key     string                `msgpack:"key"`
+	Inc     api.ObjectIncarnation `msgpack:"inc"`
+	Desc    api.DFSDescriptor     `msgpack:"desc"`
+	Through bool                  `msgpack:"through,omitempty"`
+}
+
+// Bounds of the mark queue. It travels in the dfs_buckets section's head
+// record, which must fit one snapshot chunk (1 MiB): MaxDFSMarkBytes of
+// keys plus markOverhead per mark stays well below it.
+const (
+	MaxDFSMarks     = 4096
+	MaxDFSMarkBytes = 512 << 10
+	markOverhead    = 96
+)
+
+// maxDFSMarks is the queue's bound in marks: a variable only so scenario
+// tests can fill the queue with a few keys; nothing else changes it.
+var maxDFSMarks = MaxDFSMarks
+
+// DFSMarked drops the queued marks equal to Marks: the leader appended
+// their removal records to the journal and synced it.
+type DFSMarked struct {
+	V     uint8     `msgpack:"v"`
+	Marks []DFSMark `msgpack:"marks"`
+	Now   int64     `msgpack:"now"`
+}
+
+func (*DFSMarked) Type() CommandType { return CmdDFSMarked }
+
+func boundsDFSMarked(c *DFSMarked, b bounder) error {
+	if len(c.Marks) > MaxDFSMarks {
+		return b.bad("%d marks exceed %d", len(c.Marks), MaxDFSMarks)
+	}
+	refs := make([]dfsalloc.EntryRef, len(c.Marks))
+	for i, m := range c.Marks {
+		refs[i] = dfsalloc.EntryRef{Key: m.Key, Desc: m.Desc}
+	}
+	return entryRefsBounded(b, refs)
+}
+
+func markBytes(m DFSMark) int { return len(m.Key) + markOverhead }
+
+// dfsMarksFit reports whether the marks of o's DFS replicas fit the queue.
+// A removal that does not fit is refused, untouched, like one whose
+// delete tasks do not fit the registry: the leader drains the queue.
+func (st *state) dfsMarksFit(key string, o *object) *api.Error {
+	if st.dfs == nil {
+		return nil
+	}
+	n := len(dfsReplicasOf(o))
+	if n == 0 {
+		return nil
+	}
+	if len(st.dfs.marks)+n > maxDFSMarks || st.dfs.markBytes+n*(len(key)+markOverhead) > MaxDFSMarkBytes {
+		return api.Errorf(api.CodeLocalDeleteRegistryFull, "key %q: %d DFS removal records are waiting to be written to the DFS root's journal (at most %d, %d bytes); retry once the leader has written them (is the DFS root usable?)",
+			key, len(st.dfs.marks), maxDFSMarks, MaxDFSMarkBytes)
+	}
+	return nil
+}
+
+// queueDFSMarks queues a removal record for each DFS replica of o, which
+// just left the table (dfsMarksFit said they fit).
+func (st *state) queueDFSMarks(key string, o *object, through bool) {
+	if st.dfs == nil {
+		return
+	}
+	for _, d := range dfsReplicasOf(o) {
+		m := DFSMark{Key: key, Inc: o.inc, Desc: d, Through: through}
+		st.dfs.marks = append(st.dfs.marks, m)
+		st.dfs.markBytes += markBytes(m)
+		st.wake.dfs = true
+	}
+}
+
+// applyDFSMarked drops each named mark from the queue (the first equal
+// one). A mark not queued (a repeat) is ignored.
+func (st *state) applyDFSMarked(c *DFSMarked) *DFSResult {
+	if st.dfs == nil {
+		return st.dfsOff("dfs marked")
+	}
+	for _, m := range c.Marks {
+		for i, q := range st.dfs.marks {
+			if q == m {
+				st.dfs.marks = append(st.dfs.marks[:i:i], st.dfs.marks[i+1:]...)
+				st.dfs.markBytes -= markBytes(m)
+				break
+			}
+		}
+	}
+	return &DFSResult{}
+}
+
+// DFSPendingMarks lists the removal records the leader owes the DFS
+// root's journal, in the order they were queued (at most max).
+func (f *FSM) DFSPendingMarks(max int) []DFSMark {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.st.dfs == nil || len(f.st.dfs.marks) == 0 {
+		return nil
+	}
+	n := min(max, len(f.st.dfs.marks))
+	return append([]DFSMark(nil), f.st.dfs.marks[:n]...)
+}
+
+// restoreDFSMarks checks a snapshot's mark queue against the bounds Apply
+// keeps and returns it with its size.
+func restoreDFSMarks(ms []DFSMark) ([]DFSMark, int, error) {
+	if len(ms) == 0 {
+		return nil, 0, nil
+	}
+	if len(ms) > MaxDFSMarks {
+		return nil, 0, fmt.Errorf("%d DFS removal marks exceed %d", len(ms), MaxDFSMarks)
+	}
+	size := 0
+	for i, m := range ms {
+		if err := api.ValidKey(m.Key); err != nil {
+			return nil, 0, fmt.Errorf("DFS removal mark %d: %v", i, err)
+		}
+		if m.Inc.IsZero() || m.Desc.Path == "" {
+			return nil, 0, fmt.Errorf("DFS removal mark %d (%q): no incarnation or path", i, m.Key)
+		}
+		size += markBytes(m)
+	}
+	if size > MaxDFSMarkBytes {
+		return nil, 0, fmt.Errorf("DFS removal marks of %d bytes exceed %d", size, MaxDFSMarkBytes)
+	}
+	return ms, size, nil
+}
