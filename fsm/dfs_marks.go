@@ -15,7 +15,7 @@ const CmdDFSMarked CommandType = 27
 const DFSMarkedV1 uint8 = 1
 
 // DFSMark is a removal record the leader owes the DFS root's journal
-// (dfsio DESIGN.md "Range records"): key's incarnation Inc left the table
+// (dfsio/DESIGN.md "Range records"): key's incarnation Inc left the table
 // with a DFS replica at Desc. Through (a removal) kills every record of
 // the key at or below Inc; without it (a revoked put) only Inc's.
 type DFSMark struct {
