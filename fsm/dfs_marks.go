@@ -123,6 +123,22 @@ func (f *FSM) DFSPendingMarks(max int) []DFSMark {
 	return append([]DFSMark(nil), f.st.dfs.marks[:n]...)
 }
 
+// DFSMarksOf counts key's queued marks.
+func (f *FSM) DFSMarksOf(key string) int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.st.dfs == nil {
+		return 0
+	}
+	n := 0
+	for _, m := range f.st.dfs.marks {
+		if m.Key == key {
+			n++
+		}
+	}
+	return n
+}
+
 // restoreDFSMarks checks a snapshot's mark queue against the bounds Apply
 // keeps and returns it with its size.
 func restoreDFSMarks(ms []DFSMark) ([]DFSMark, int, error) {

@@ -13,8 +13,9 @@ import (
 // TestDFSJournalRecordsPutsAndRemovals: every acknowledged DFS put has a
 // put record in the root's journal naming its key, incarnation and exact
 // descriptor, whose CRC is the value's; a Remove makes the leader append
-// a removal record (through) for the removed incarnation; an overwrite
-// adds the newer put record and no removal.
+// a removal record (through) for the removed incarnation, written before
+// rm --wait returns; an overwrite adds the newer put record and no
+// removal.
 func TestDFSJournalRecordsPutsAndRemovals(t *testing.T) {
 	root := t.TempDir() + "/dfs"
 	if err := os.Mkdir(root, 0o755); err != nil {
@@ -34,27 +35,28 @@ func TestDFSJournalRecordsPutsAndRemovals(t *testing.T) {
 	for k := range descs {
 		incs[k] = getInc(t, cl, k)
 	}
-	if out, err := dfsCLI(t, c, env, "rm", "b"); err != nil {
-		t.Fatalf("rm b: %v\n%s", err, out)
+	// rm --wait returns once the removal is done: for a DFS replica, once
+	// its removal record is in the journal.
+	if out, err := dfsCLI(t, c, env, "rm", "b", "--wait", "20s"); err != nil {
+		t.Fatalf("rm --wait b: %v\n%s", err, out)
 	}
 	fs, err := dfsio.Open(dfsio.Settings{Root: root, Adapter: dfsio.AdapterPosix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []dfsio.RangeRecord
-	waitFor(t, 20*time.Second, "the removal record of b", func() bool {
-		var torn int
-		recs, torn, err = fs.ScanRecords()
-		if err != nil || torn != 0 {
-			t.Fatalf("scan: torn %d, %v", torn, err)
+	recs, torn, err := fs.ScanRecords()
+	if err != nil || torn != 0 {
+		t.Fatalf("scan: torn %d, %v", torn, err)
+	}
+	removed := 0
+	for _, r := range recs {
+		if r.Op == dfsio.RecordRemoved {
+			removed++
 		}
-		for _, r := range recs {
-			if r.Op == dfsio.RecordRemoved && r.Key == "b" {
-				return true
-			}
-		}
-		return false
-	})
+	}
+	if removed != 1 {
+		t.Fatalf("%d removal records once rm --wait returned; want b's", removed)
+	}
 	puts := map[string][]dfsio.RangeRecord{}
 	for _, r := range recs {
 		switch r.Op {
