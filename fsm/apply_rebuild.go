@@ -189,13 +189,18 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 		if !st.reg.fits(len(plan)) {
 			return failed(registryFull(o.Key, len(plan), st.reg.len(), st.reg.capacity))
 		}
+		if err := st.dfsMarksFit(o.Key, prev); err != nil {
+			return failed(err)
+		}
 	}
 	if err := st.adoptDFS(o.Key, o.Replicas, now); err != nil {
 		return failed(err)
 	}
 	if prev != nil {
 		created = st.createTasks(&e, plan, prev.tenant(), now)
-		st.freeDFS(o.Key, prev, now)
+		// As at a PutEnd's supersede: its record is killed before its
+		// range is freed (DFSMarked).
+		st.queueDFSMarks(o.Key, prev, false)
 	}
 	e.complete = adopted
 	st.objects.set(o.Key, old, e)

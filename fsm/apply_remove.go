@@ -122,7 +122,8 @@ func (st *state) removeKeyWithin(key string, want api.ObjectIncarnation, now int
 	old := e
 	old.complete = nil // taken out of the tree already
 	created := st.createTasks(&e, plan, e.complete.tenant(), now)
-	st.freeDFS(key, e.complete, now)
+	// The DFS range is freed by DFSMarked, once its removal record is
+	// durable: never reused before it.
 	st.queueDFSMarks(key, e.complete, true)
 	e.complete = nil
 	st.objects.set(key, old, e)

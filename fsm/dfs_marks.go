@@ -18,11 +18,16 @@ const DFSMarkedV1 uint8 = 1
 // (dfsio/DESIGN.md "Range records"): key's incarnation Inc left the table
 // with a DFS replica at Desc. Through (a removal) kills every record of
 // the key at or below Inc; without it (a revoked put) only Inc's.
+//
+// Held says the allocator keeps the range until DFSMarked frees it (a
+// removal, a revoke, a supersede); an evicted or lost entry's range is
+// already released, and DFSMarked frees nothing for it.
 type DFSMark struct {
 	Key     string                `msgpack:"key"`
 	Inc     api.ObjectIncarnation `msgpack:"inc"`
 	Desc    api.DFSDescriptor     `msgpack:"desc"`
 	Through bool                  `msgpack:"through,omitempty"`
+	Held    bool                  `msgpack:"held,omitempty"`
 }
 
 // Bounds of the mark queue. It travels in the dfs_buckets section's head
@@ -80,13 +85,16 @@ func (st *state) dfsMarksFit(key string, o *object) *api.Error {
 }
 
 // queueDFSMarks queues a removal record for each DFS replica of o, which
-// just left the table (dfsMarksFit said they fit).
+// just left the table (dfsMarksFit said they fit). The allocator keeps
+// each range until DFSMarked: a range reused before its record is durable
+// would turn a rebuild's "killed" into "does not verify", which drops the
+// key, older acknowledged values included.
 func (st *state) queueDFSMarks(key string, o *object, through bool) {
 	if st.dfs == nil {
 		return
 	}
 	for _, d := range dfsReplicasOf(o) {
-		m := DFSMark{Key: key, Inc: o.inc, Desc: d, Through: through}
+		m := DFSMark{Key: key, Inc: o.inc, Desc: d, Through: through, Held: true}
 		st.dfs.marks = append(st.dfs.marks, m)
 		st.dfs.markBytes += markBytes(m)
 		st.wake.dfs = true
@@ -94,16 +102,22 @@ func (st *state) queueDFSMarks(key string, o *object, through bool) {
 }
 
 // applyDFSMarked drops each named mark from the queue (the first equal
-// one). A mark not queued (a repeat) is ignored.
+// one) and frees its range: its removal record is durable now. A mark not
+// queued (a repeat) is ignored; a range the allocator no longer knows (its
+// unit was marked lost) is skipped.
 func (st *state) applyDFSMarked(c *DFSMarked) *DFSResult {
 	if st.dfs == nil {
 		return st.dfsOff("dfs marked")
 	}
+	now := st.dfsNow(c.Now)
 	for _, m := range c.Marks {
 		for i, q := range st.dfs.marks {
 			if q == m {
 				st.dfs.marks = append(st.dfs.marks[:i:i], st.dfs.marks[i+1:]...)
 				st.dfs.markBytes -= markBytes(m)
+				if m.Held {
+					_ = st.dfs.alloc.Free(m.Key, m.Desc, now)
+				}
 				break
 			}
 		}
@@ -162,4 +176,36 @@ func restoreDFSMarks(ms []DFSMark) ([]DFSMark, int, error) {
 		return nil, 0, fmt.Errorf("DFS removal marks of %d bytes exceed %d", size, MaxDFSMarkBytes)
 	}
 	return ms, size, nil
+}
+
+// markDropped queues a removal mark (that incarnation only) for an
+// evicted or lost entry whose incarnation still names it, when it fits:
+// the allocator has already released its range, and an evicted value is
+// no removal, so the mark only keeps a rebuild from preferring it to a
+// removal of a newer incarnation on a holder; past the queue's bound it is
+// left out rather than refusing the eviction.
+func (st *state) markDropped(ref dfsalloc.EntryRef, e entry) {
+	// A held range the allocator just dropped (its unit was lost) is no
+	// longer this mark's to free: the allocator may hand it out again.
+	for i := range st.dfs.marks {
+		if q := &st.dfs.marks[i]; q.Held && q.Key == ref.Key && q.Desc == ref.Desc {
+			q.Held = false
+		}
+	}
+	var o *object
+	switch {
+	case hasDFS(e.complete, ref.Desc):
+		o = e.complete
+	case hasDFS(e.pending, ref.Desc):
+		o = e.pending
+	default:
+		return
+	}
+	m := DFSMark{Key: ref.Key, Inc: o.inc, Desc: ref.Desc}
+	if len(st.dfs.marks)+1 > maxDFSMarks || st.dfs.markBytes+markBytes(m) > MaxDFSMarkBytes {
+		return
+	}
+	st.dfs.marks = append(st.dfs.marks, m)
+	st.dfs.markBytes += markBytes(m)
+	st.wake.dfs = true
 }

@@ -14,8 +14,8 @@ import (
 // put record in the root's journal naming its key, incarnation and exact
 // descriptor, whose CRC is the value's; a Remove makes the leader append
 // a removal record (through) for the removed incarnation, written before
-// rm --wait returns; an overwrite adds the newer put record and no
-// removal.
+// rm --wait returns; an overwrite adds the newer put record and a removal
+// record of the overwritten incarnation alone.
 func TestDFSJournalRecordsPutsAndRemovals(t *testing.T) {
 	root := t.TempDir() + "/dfs"
 	if err := os.Mkdir(root, 0o755); err != nil {
@@ -44,28 +44,39 @@ func TestDFSJournalRecordsPutsAndRemovals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, torn, err := fs.ScanRecords()
-	if err != nil || torn != 0 {
-		t.Fatalf("scan: torn %d, %v", torn, err)
-	}
-	removed := 0
-	for _, r := range recs {
-		if r.Op == dfsio.RecordRemoved {
-			removed++
+	scan := func() (removedB, removedOldA bool, recs []dfsio.RangeRecord) {
+		recs, torn, err := fs.ScanRecords()
+		if err != nil || torn != 0 {
+			t.Fatalf("scan: torn %d, %v", torn, err)
 		}
+		for _, r := range recs {
+			if r.Op != dfsio.RecordRemoved {
+				continue
+			}
+			switch {
+			case r.Key == "b" && r.Inc == incs["b"] && r.Through && r.Desc() == descs["b"]:
+				removedB = true
+			case r.Key == "a" && r.Inc.Less(incs["a"]) && !r.Through && r.Desc() == oldA:
+				removedOldA = true // the overwritten incarnation, itself only
+			default:
+				t.Fatalf("removal record %+v; want b %s through at %+v, or a's overwritten one at %+v", r, incs["b"], descs["b"], oldA)
+			}
+		}
+		return removedB, removedOldA, recs
 	}
-	if removed != 1 {
-		t.Fatalf("%d removal records once rm --wait returned; want b's", removed)
+	if removedB, _, _ := scan(); !removedB {
+		t.Fatal("no removal record of b once rm --wait returned")
 	}
+	var recs []dfsio.RangeRecord
+	waitFor(t, 20*time.Second, "the removal record of a's overwritten incarnation", func() bool {
+		_, oldGone, all := scan()
+		recs = all
+		return oldGone
+	})
 	puts := map[string][]dfsio.RangeRecord{}
 	for _, r := range recs {
-		switch r.Op {
-		case dfsio.RecordPut:
+		if r.Op == dfsio.RecordPut {
 			puts[r.Key] = append(puts[r.Key], r)
-		case dfsio.RecordRemoved:
-			if r.Key != "b" || r.Inc != incs["b"] || !r.Through || r.Desc() != descs["b"] {
-				t.Fatalf("removal record %+v; want b %s through at %+v only", r, incs["b"], descs["b"])
-			}
 		}
 	}
 	if len(puts["a"]) != 2 || len(puts["b"]) != 1 {

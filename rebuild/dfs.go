@@ -82,16 +82,16 @@ func (m *merger) indexDFS(o *DFSOptions) {
 }
 
 // pickDFS decides key's DFS copies. Its candidates are the put records
-// nothing killed: no removal record of the key kills them, and no holder
-// removed their incarnation or a newer one (an overwritten or removed
-// value never returns from the DFS root either: the root keeps no order
-// with the holders' deletes). top is the newest candidate incarnation;
+// no removal record kills (a removal's kills every older incarnation, a
+// revoke's, a supersede's or an eviction's its own; a holder's tombstone
+// kills no DFS record: it may be a revoked newer put's, over an
+// acknowledged DFS value). top is the newest candidate incarnation;
 // win is a record of it whose range verifies, or nil. Below the holders'
 // winner (floor) nothing is read. Records of top that do not verify are
 // reported; an older record is never a fallback (it would be an
 // overwritten value), as an older holder copy is not when the newest
 // copies fail verification.
-func (m *merger) pickDFS(key string, k *dfsKey, floor api.ObjectIncarnation, hasFloor bool, holderKill api.ObjectIncarnation, hasHolderKill bool) (win *dfsio.RangeRecord, top api.ObjectIncarnation, hasTop bool) {
+func (m *merger) pickDFS(key string, k *dfsKey, floor api.ObjectIncarnation, hasFloor bool) (win *dfsio.RangeRecord, top api.ObjectIncarnation, hasTop bool) {
 	if k == nil {
 		return nil, top, false
 	}
@@ -99,7 +99,6 @@ func (m *merger) pickDFS(key string, k *dfsKey, floor api.ObjectIncarnation, has
 	for _, r := range k.puts {
 		switch {
 		case k.exact[r.Inc], k.killedThrough(r.Inc):
-		case hasHolderKill && !holderKill.Less(r.Inc):
 		default:
 			cands = append(cands, r)
 			if !hasTop || top.Less(r.Inc) {

@@ -39,9 +39,10 @@ func dfsObjects(p *Plan) string {
 
 // The DFS root's records are copies under the holders' rules: the newest
 // incarnation nothing removed wins, wherever it is; a removal record kills
-// its incarnation and every older one of the key (a revoke's only its
-// own); a holder's removal kills DFS records at or below it; a range that
-// does not verify is reported, and an older record is never a fallback.
+// its incarnation and every older one of the key, holder copies included
+// (a revoke's or a supersede's only its own); a holder's tombstone kills
+// no DFS record (it may be a revoked newer put's); a range that does not
+// verify is reported, and an older record is never a fallback.
 func TestMergeDFSRecordsUnderTheHoldersRules(t *testing.T) {
 	torn := map[string]bool{}
 	a1, a2 := put("a", 100, 0), put("a", 200, 4096)      // a: overwritten on the DFS root
@@ -49,19 +50,20 @@ func TestMergeDFSRecordsUnderTheHoldersRules(t *testing.T) {
 	c1, c2 := put("c", 120, 12288), put("c", 130, 16384) // c: 130 revoked after its record
 	d1 := put("d", 140, 20480)                           // d: newer than a holder copy
 	e1 := put("e", 150, 24576)                           // e: same incarnation as on a holder
-	f1 := put("f", 80, 28672)                            // f: older than a holder tombstone
+	f1 := put("f", 80, 28672)                            // f: older than a holder tombstone (a revoked put's)
+	f2 := put("f2", 80, 45056)                           // f2: superseded (its record killed), the newer one removed on a holder
 	g1, g2 := put("g", 160, 32768), put("g", 170, 36864) // g: newest torn, no fallback
 	h1 := put("h", 180, 40960)                           // h: a DFS removal kills an older holder copy
 	torn[fmt.Sprint(g2.Offset)] = true
-	recs := []dfsio.RangeRecord{a1, a2, b1, removal(b1, true), c1, c2, removal(c2, false), d1, e1, f1, g1, g2, h1, removal(h1, true)}
+	recs := []dfsio.RangeRecord{a1, a2, b1, removal(b1, true), c1, c2, removal(c2, false), d1, e1, f1, f2, removal(f2, false), g1, g2, h1, removal(h1, true)}
 	verify := func(r dfsio.RangeRecord) bool { return !torn[fmt.Sprint(r.Offset)] }
 	p, err := MergeWith([]Scan{
-		scan("s1", live("d", 90, 10, 1), live("e", 150, 10, 2), dead("f", 85), live("h", 175, 10, 3)),
+		scan("s1", live("d", 90, 10, 1), live("e", 150, 10, 2), dead("f", 85), dead("f2", 85), live("h", 175, 10, 3)),
 	}, Options{DFS: &DFSOptions{ClusterID: 7, Records: recs, Verify: verify}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := dfsObjects(p), "a@200:dfs@4096 c@120:dfs@12288 d@140:dfs@20480 e@150:s1+dfs@24576"; got != want {
+	if got, want := dfsObjects(p), "a@200:dfs@4096 c@120:dfs@12288 d@140:dfs@20480 e@150:s1+dfs@24576 f@80:dfs@28672"; got != want {
 		t.Errorf("objects %q, want %q", got, want)
 	}
 	if got, want := deletes(p), "s1/d@90 s1/h@175"; got != want {
@@ -71,13 +73,13 @@ func TestMergeDFSRecordsUnderTheHoldersRules(t *testing.T) {
 	for _, d := range p.Dropped {
 		dropped = append(dropped, d.Key)
 	}
-	if got, want := strings.Join(dropped, ","), "b,f,g,h"; got != want {
+	if got, want := strings.Join(dropped, ","), "b,f2,g,h"; got != want {
 		t.Errorf("dropped %s, want %s (%+v)", got, want, p.Dropped)
 	}
 	if len(p.DFSRejected) != 1 || p.DFSRejected[0].Key != "g" || p.DFSRejected[0].Incarnation != inc(170) {
 		t.Errorf("rejected %+v, want g@170 only", p.DFSRejected)
 	}
-	if p.MaxSeen != 200 || p.DFSRecords != len(recs) || p.DFSAdopted != 4 {
+	if p.MaxSeen != 200 || p.DFSRecords != len(recs) || p.DFSAdopted != 5 {
 		t.Errorf("max seen %d, records %d, adopted %d", p.MaxSeen, p.DFSRecords, p.DFSAdopted)
 	}
 }

@@ -45,8 +45,9 @@
 //     would otherwise join later with copies the plan never saw;
 //   - with Options.DFS, the DFS root's put records are copies too
 //     (dfs.go): a removal record kills its incarnation and every older
-//     one of the key (holder copies included), a revoke record its own,
-//     a holder's tombstone the DFS records at or below it; the newest
+//     one of the key (holder copies included), a revoke's, supersede's or
+//     eviction's record its own; a holder's tombstone kills no DFS record
+//     (it may be a revoked newer put's); the newest
 //     surviving DFS incarnation's range must read back with its CRC or
 //     the key is dropped (no older fallback); one DFS replica per object.
 package rebuild

@@ -300,18 +300,10 @@ func (m *merger) key(key string, recs []held) {
 	for inc := range dk.exactKills() {
 		dead[inc] = true // a revoked put's copies never return, wherever they are
 	}
-	// holderKill is the newest incarnation a holder removed: no DFS copy at
-	// or below it returns (holders keep invariant 7 among themselves, the
-	// DFS root has no such order with them).
-	var holderKill api.ObjectIncarnation
-	hasHolderKill := false
 	lost := recs[:0:0]
 	for _, h := range recs {
 		if removed(h.rec) {
 			dead[h.rec.Incarnation] = true
-			if !hasHolderKill || holderKill.Less(h.rec.Incarnation) {
-				holderKill, hasHolderKill = h.rec.Incarnation, true
-			}
 		}
 		if m.own(h.rec.Incarnation) {
 			continue // the serving cluster's own copy: only its tombstone counts
@@ -341,7 +333,7 @@ func (m *merger) key(key string, recs []held) {
 			winner, found = inc, true
 		}
 	}
-	win, top, hasTop := m.pickDFS(key, dk, winner, found, holderKill, hasHolderKill)
+	win, top, hasTop := m.pickDFS(key, dk, winner, found)
 	switch {
 	case hasTop && (!found || winner.Less(top)):
 		// The DFS root has the newest incarnation: every holder copy is
