@@ -137,6 +137,30 @@ func (f *FSM) DFSPendingMarks(max int) []DFSMark {
 	return append([]DFSMark(nil), f.st.dfs.marks[:n]...)
 }
 
+// olderDFSMark reports whether a queued mark of key names an incarnation
+// older than inc. Invariant 7 across holders and the DFS root: a holder's
+// task of inc is withheld (not fetched, not answered by NotLive) until the
+// removal records of the key's older DFS incarnations are durable, so a
+// rebuild never finds inc tombstoned while an older value's DFS record
+// still counts.
+func (st *state) olderDFSMark(key string, inc api.ObjectIncarnation) bool {
+	if st.dfs == nil || len(st.dfs.marks) == 0 {
+		return false
+	}
+	for _, m := range st.dfs.marks {
+		if m.Key == key && m.Inc.Less(inc) {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchable is registry.fetchable (no older task of the key) and no older
+// DFS mark of the key queued.
+func (st *state) fetchable(t *task) bool {
+	return st.reg.fetchable(t) && !st.olderDFSMark(t.key, t.inc)
+}
+
 // DFSMarksOf counts key's queued marks.
 func (f *FSM) DFSMarksOf(key string) int {
 	f.mu.RLock()
