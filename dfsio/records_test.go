@@ -137,3 +137,40 @@ func TestAppendRecordsConcurrentWritersDoNotInterleave(t *testing.T) {
 		t.Fatalf("%d records, %d torn, %v", len(recs), torn, err)
 	}
 }
+
+// A power cut keeps some prefix of an unsynced journal (an append is one
+// write at its end): at every cut, the scan returns exactly the records
+// wholly before it, and counts at most the one torn frame after them.
+func TestJournalEveryPowerCutKeepsAWholePrefix(t *testing.T) {
+	var b []byte
+	var ends []int
+	for i := range 5 {
+		f, err := EncodeRecord(PutRecord(fmt.Sprintf("key-%d", i), "t", inc7, testDesc(int64(i)*4096, 3), []byte("abc")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, f...)
+		ends = append(ends, len(b))
+	}
+	for cut := 0; cut <= len(b); cut++ {
+		whole := 0
+		for _, e := range ends {
+			if e <= cut {
+				whole++
+			}
+		}
+		recs, torn := DecodeRecords(b[:cut])
+		wantTorn := 0
+		if whole < len(ends) && cut > 0 && (whole == 0 || cut > ends[whole-1]) {
+			wantTorn = 1
+		}
+		if len(recs) != whole || torn != wantTorn {
+			t.Fatalf("cut at %d: %d records, %d torn; want %d and %d", cut, len(recs), torn, whole, wantTorn)
+		}
+		for i, r := range recs {
+			if r.Key != fmt.Sprintf("key-%d", i) {
+				t.Fatalf("cut at %d: record %d is %q", cut, i, r.Key)
+			}
+		}
+	}
+}

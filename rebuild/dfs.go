@@ -247,3 +247,30 @@ func (m *merger) addDFS(key string, win *dfsio.RangeRecord) {
 	}
 	m.adoptDFSOnly(key, win)
 }
+
+// dfsKills lists a removal record for every put record of the lost
+// cluster that the plan does not adopt and no removal record kills yet.
+func (m *merger) dfsKills() {
+	type ref struct {
+		key  string
+		inc  api.ObjectIncarnation
+		desc api.DFSDescriptor
+	}
+	adopted := map[ref]bool{}
+	for _, o := range m.p.Objects {
+		for _, r := range o.Replicas {
+			if r.DFS != nil {
+				adopted[ref{o.Key, o.Incarnation, *r.DFS}] = true
+			}
+		}
+	}
+	for _, key := range m.dfsKeys {
+		k := m.dfs[key]
+		for _, r := range k.puts {
+			if k.exact[r.Inc] || k.killedThrough(r.Inc) || adopted[ref{key, r.Inc, r.Desc()}] {
+				continue
+			}
+			m.p.DFSKills = append(m.p.DFSKills, dfsio.RemovedRecord(key, r.Inc, r.Desc(), false))
+		}
+	}
+}

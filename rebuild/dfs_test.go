@@ -82,6 +82,18 @@ func TestMergeDFSRecordsUnderTheHoldersRules(t *testing.T) {
 	if p.MaxSeen != 200 || p.DFSRecords != len(recs) || p.DFSAdopted != 5 {
 		t.Errorf("max seen %d, records %d, adopted %d", p.MaxSeen, p.DFSRecords, p.DFSAdopted)
 	}
+	// Every put record not adopted and not killed yet gets a removal
+	// record of its own: a@100 (overwritten), g@160 and g@170 (dropped).
+	var kills []string
+	for _, r := range p.DFSKills {
+		if r.Op != dfsio.RecordRemoved || r.Through {
+			t.Errorf("kill %+v is not an exact removal record", r)
+		}
+		kills = append(kills, fmt.Sprintf("%s@%d", r.Key, r.Inc.Low))
+	}
+	if got, want := strings.Join(kills, " "), "a@100 g@160 g@170"; got != want {
+		t.Errorf("kills %q, want %q", got, want)
+	}
 }
 
 // Without holders the DFS root's marker names the cluster; with holders
@@ -108,5 +120,52 @@ func TestMergeDFSOverlappingRangesKeepTheNewer(t *testing.T) {
 	}
 	if got := dfsObjects(p); got != "new@20:dfs@0" || len(p.DFSRejected) != 1 || p.DFSRejected[0].Key != "old" || p.DFSAdopted != 1 {
 		t.Fatalf("objects %q rejected %+v adopted %d", got, p.DFSRejected, p.DFSAdopted)
+	}
+}
+
+// The crash points of the DFS write and removal paths, as the root holds
+// them after a loss of every master:
+//   - value written, put record not (a crash between them): the put never
+//     ended; the older acknowledged value is adopted;
+//   - put record written, PutEnd never applied: its outcome was unknown;
+//     like a holder copy of such a put it is adopted (the put took
+//     effect);
+//   - a removal record written twice (the leader died between the record
+//     and DFSMarked; the next one wrote it again): killed once, no more;
+//   - without MOONCAKE_DFS_FSYNC the put record reached the disk but the
+//     value did not (its range reads zeros): the key is dropped, never
+//     served with the older, overwritten value.
+func TestMergeDFSCrashPoints(t *testing.T) {
+	ok := map[string]bool{}
+	verify := func(r dfsio.RangeRecord) bool { return ok[fmt.Sprintf("%s@%d", r.Key, r.Inc.Low)] }
+	merge := func(recs ...dfsio.RangeRecord) *Plan {
+		t.Helper()
+		p, err := MergeWith(nil, Options{DFS: &DFSOptions{ClusterID: 7, Records: recs, Verify: verify}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a1 := put("a", 10, 0)
+	ok["a@10"], ok["a@11"] = true, true // a@11's bytes are there, its record is not
+	if got := dfsObjects(merge(a1)); got != "a@10:dfs@0" {
+		t.Errorf("value without its record: %q, want the older a@10", got)
+	}
+	b1, b2 := put("b", 10, 4096), put("b", 11, 8192)
+	ok["b@10"], ok["b@11"] = true, true
+	if got := dfsObjects(merge(b1, b2)); got != "b@11:dfs@8192" {
+		t.Errorf("record without PutEnd: %q, want b@11 (an outcome-unknown put that took effect)", got)
+	}
+	c1 := put("c", 10, 12288)
+	ok["c@10"] = true
+	p := merge(c1, removal(c1, true), removal(c1, true))
+	if got := dfsObjects(p); got != "" || len(p.DFSKills) != 0 || len(p.Dropped) != 1 {
+		t.Errorf("removal record written twice: objects %q, kills %d, dropped %+v; want c removed once", got, len(p.DFSKills), p.Dropped)
+	}
+	d1, d2 := put("d", 10, 16384), put("d", 11, 20480)
+	ok["d@10"] = true // d@11's record is durable, its bytes are not
+	p = merge(d1, d2)
+	if got := dfsObjects(p); got != "" || len(p.Dropped) != 1 || len(p.DFSRejected) != 1 {
+		t.Errorf("record without its bytes: objects %q, dropped %+v, rejected %+v; want d dropped, d@11 reported", got, p.Dropped, p.DFSRejected)
 	}
 }

@@ -126,6 +126,13 @@ type Plan struct {
 	DFSRecords  int
 	DFSAdopted  int
 	DFSRejected []DFSRejected
+	// DFSKills are the removal records (each its incarnation only) the
+	// rebuild writes to the DFS root's journal before it adopts: one for
+	// every put record of the lost cluster it does not adopt and nothing
+	// killed yet, as every holder copy it does not adopt becomes a delete
+	// task. Otherwise a value the rebuilt table never knew (an overwritten
+	// one) would count again once the newer one is removed on a holder.
+	DFSKills []dfsio.RangeRecord
 }
 
 // Merge builds the plan of a first rebuild; MergeWith says more.
@@ -196,6 +203,7 @@ func MergeWith(scans []Scan, o Options) (*Plan, error) {
 	}
 	m.run()
 	p.dfsOverlaps()
+	m.dfsKills()
 	p.IncFloor = p.MaxSeen + IncMargin
 	return p, nil
 }

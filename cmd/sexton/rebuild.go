@@ -149,6 +149,9 @@ type rebuildReport struct {
 	DFSAdopted  int                  `json:"dfs_adopted,omitempty"`
 	DFSRejected []rebuildDFSRejected `json:"dfs_rejected,omitempty"`
 	DFSDropped  bool                 `json:"dfs_dropped,omitempty"`
+	// DFSKilled counts the removal records the rebuild wrote for the put
+	// records it did not adopt (a dry run: would write).
+	DFSKilled int `json:"dfs_killed,omitempty"`
 }
 
 // rebuildHolderOut is one scanned holder.
@@ -324,6 +327,9 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 		return rep, nil
 	}
 
+	if err := writeRebuildDFSKills(o, plan, rep); err != nil {
+		return rep, err
+	}
 	var begin api.RebuildBeginResponse
 	if err := callRetrying(e, api.MethodRebuildBegin, &api.RebuildBeginRequest{ClusterID: plan.ClusterID, IncFloor: plan.IncFloor, Segments: plan.Segments}, &begin); err != nil {
 		return rep, fmt.Errorf("adopt cluster %016x: %w", plan.ClusterID, err)

@@ -97,9 +97,32 @@ func loadRebuildDFS(e *env, o rebuildOptions, rep *rebuildReport) (*rebuild.DFSO
 	}}, nil
 }
 
+// writeRebuildDFSKills appends, fdatasynced, a removal record for every
+// put record of the lost cluster the plan does not adopt (package rebuild,
+// Plan.DFSKills), before anything is adopted: as a holder copy the
+// rebuild does not adopt becomes a delete task, such a record must never
+// count again (a later rebuild, once the adopted value is removed).
+func writeRebuildDFSKills(o rebuildOptions, plan *rebuild.Plan, rep *rebuildReport) error {
+	if len(plan.DFSKills) == 0 {
+		return nil
+	}
+	p, err := dfsio.Open(dfsio.Settings{Root: filepath.Clean(o.dfsRoot), Adapter: dfsio.AdapterPosix})
+	if err != nil {
+		return err
+	}
+	for rest := plan.DFSKills; len(rest) > 0; {
+		n := min(len(rest), 256)
+		if err := p.AppendRecords(rest[:n], true); err != nil {
+			return fmt.Errorf("write the removal records of %d DFS put records the rebuild does not adopt (nothing was adopted; rerun): %w", len(plan.DFSKills), err)
+		}
+		rest = rest[n:]
+	}
+	return nil
+}
+
 // reportRebuildDFS fills the report's DFS outcome from the plan.
 func reportRebuildDFS(p *rebuild.Plan, rep *rebuildReport) {
-	rep.DFSAdopted = p.DFSAdopted
+	rep.DFSAdopted, rep.DFSKilled = p.DFSAdopted, len(p.DFSKills)
 	for _, r := range p.DFSRejected {
 		rep.DFSRejected = append(rep.DFSRejected, rebuildDFSRejected{Key: r.Key, Incarnation: r.Incarnation.String(), Path: r.Path, Offset: r.Offset, Reason: r.Reason})
 	}
@@ -116,6 +139,6 @@ func printRebuildDFS(r *rebuildReport) {
 		fmt.Printf("dfs    %s: %d files, %d range records dropped (--dfs-drop): objects that had only DFS replicas are lost\n", r.DFSRoot, len(r.DFSFiles), r.DFSRecords)
 		return
 	}
-	fmt.Printf("dfs    %s: %d files, %d range records (%d torn), %d objects with a DFS replica, %d records rejected\n",
-		r.DFSRoot, len(r.DFSFiles), r.DFSRecords, r.DFSTorn, r.DFSAdopted, len(r.DFSRejected))
+	fmt.Printf("dfs    %s: %d files, %d range records (%d torn), %d objects with a DFS replica, %d records rejected, %d put records not adopted killed by a removal record\n",
+		r.DFSRoot, len(r.DFSFiles), r.DFSRecords, r.DFSTorn, r.DFSAdopted, len(r.DFSRejected), r.DFSKilled)
 }
