@@ -407,6 +407,11 @@ type ListTasksResponse struct {
 	Tasks    []LocalDeleteTask `msgpack:"tasks"`
 	Total    int               `msgpack:"total"`
 	Progress []TaskProgress    `msgpack:"progress,omitempty"`
+	// DFSRecordsPending (a key's listing only) counts the key's removal
+	// records the leader has not yet written to the DFS root's journal:
+	// until then a rebuild could bring the removed DFS value back, as it
+	// could a LOCAL_DISK copy whose task is pending.
+	DFSRecordsPending int `msgpack:"dfs_pending,omitempty"`
 }
 
 // Why a pending task has not been acknowledged yet (TaskProgress.State),

@@ -44,8 +44,11 @@ type Config struct {
 
 // DFS reads and writes DFS replicas (the client's MOONCAKE_DFS_* settings,
 // checked against the master's). cmd/sexton provides the posix one.
+// Write also makes durable, before it returns, the DFS root's put record
+// of key's (tenant's) incarnation inc at r (dfsio/DESIGN.md "Range
+// records"): the put's PutEnd follows only a successful Write.
 type DFS interface {
-	Write(ctx context.Context, r api.ReplicaLocation, value []byte) error
+	Write(ctx context.Context, key, tenant string, inc api.ObjectIncarnation, r api.ReplicaLocation, value []byte) error
 	Read(ctx context.Context, r api.ReplicaLocation) ([]byte, error)
 }
 

@@ -91,7 +91,7 @@ func (c *Client) writeReplicas(ctx context.Context, key, tenant string, start ap
 			if r.DFS == nil {
 				return "", api.Errorf(api.CodeCorrupt, "DFS replica without a descriptor")
 			}
-			if err := c.cfg.DFS.Write(ctx, r, value); err != nil {
+			if err := c.cfg.DFS.Write(ctx, key, tenant, start.Incarnation, r, value); err != nil {
 				return "", fmt.Errorf("write DFS replica %s: %w", r.DFS.Path, err)
 			}
 		}

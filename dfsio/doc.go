@@ -7,7 +7,10 @@
 // settings, which fsm/dfsalloc only names and validates: a state package
 // reads no environment), publishes the master's and compares a client's
 // with them. The master's leader duties and the client (the CLI's DFS
-// data path) both use it; it holds no allocator state.
+// data path) both use it; it holds no allocator state. It also owns the
+// root's journal of range records (records.go): the writer's put record of
+// each DFS value and the leader's removal records, the only place outside
+// the masters that says which key and incarnation a range holds.
 //
 // Adapter "posix" uses pread/pwrite (golang.org/x/sys/unix) on a directory
 // every node mounts. "hf3fs" is accepted as a name and refused: it is not

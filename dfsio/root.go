@@ -124,3 +124,25 @@ func (p *Posix) InitRoot(cluster uint64) error {
 	}
 	return p.CheckRoot()
 }
+
+// MarkerCluster returns the cluster the root's marker names (zero and
+// ErrNoRootMarker when it has none); every other failure wraps
+// ErrRootUnusable. It binds nothing.
+func (p *Posix) MarkerCluster() (uint64, error) {
+	if err := p.CheckRoot(); err != nil {
+		return 0, err
+	}
+	b, err := os.ReadFile(filepath.Join(p.root, RootMarkerName))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s: %v", ErrRootUnusable, p.root, err)
+	}
+	var m rootMarker
+	if json.Unmarshal(b, &m) != nil {
+		return 0, fmt.Errorf("%w: %s: unreadable marker", ErrRootUnusable, p.root)
+	}
+	var c uint64
+	if _, err := fmt.Sscanf(m.ClusterID, "%016x", &c); err != nil {
+		return 0, fmt.Errorf("%w: %s: marker cluster id %q: %v", ErrRootUnusable, p.root, m.ClusterID, err)
+	}
+	return c, nil
+}

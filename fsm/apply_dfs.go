@@ -46,7 +46,7 @@ func (st *state) applyDFSConfigure(c *DFSConfigure) *DFSResult {
 			return &DFSResult{Err: dfsError("dfs configure", err)}
 		}
 	}
-	st.dfs = &dfsState{settings: c.Settings, alloc: a, clock: st.dfs.clock}
+	st.dfs = &dfsState{settings: c.Settings, alloc: a, clock: st.dfs.clock, marks: st.dfs.marks, markBytes: st.dfs.markBytes}
 	return &DFSResult{}
 }
 

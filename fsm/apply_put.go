@@ -124,13 +124,20 @@ func (st *state) applyPutEnd(c *PutEnd) *PutEndResult {
 		if !st.reg.fits(len(plan)) {
 			return &PutEndResult{Err: registryFull(c.Key, len(plan), st.reg.len(), st.reg.capacity)}
 		}
+		if err := st.dfsMarksFit(c.Key, prev); err != nil {
+			return &PutEndResult{Err: err}
+		}
 	}
 	if err := st.commitDFS(c.Key, e.pending, c.Now); err != nil {
 		return &PutEndResult{Err: err}
 	}
 	if prev != nil {
 		created = st.createTasks(&e, plan, prev.tenant(), c.Now)
-		st.freeDFS(c.Key, prev, c.Now)
+		// The superseded incarnation's DFS record is killed (this
+		// incarnation only) before its range is freed (DFSMarked): a
+		// rebuild never brings the overwritten value back, whatever
+		// becomes of the newer one.
+		st.queueDFSMarks(c.Key, prev, false)
 	}
 	e.complete, e.pending = e.pending, nil
 	st.objects.set(c.Key, old, e)
@@ -150,8 +157,14 @@ func (st *state) applyPutRevoke(c *PutRevoke) *PutEndResult {
 	if !st.reg.fits(len(plan)) {
 		return &PutEndResult{Err: registryFull(c.Key, len(plan), st.reg.len(), st.reg.capacity)}
 	}
+	if err := st.dfsMarksFit(c.Key, e.pending); err != nil {
+		return &PutEndResult{Err: err}
+	}
 	created := st.createTasks(&e, plan, e.pending.tenant(), c.Now)
-	st.freeDFS(c.Key, e.pending, c.Now)
+	// The client may have written the put record before the put failed:
+	// the mark kills this incarnation only, never an older acknowledged
+	// one, and the range is freed by DFSMarked once it is durable.
+	st.queueDFSMarks(c.Key, e.pending, false)
 	e.pending = nil
 	st.objects.set(c.Key, old, e)
 	return &PutEndResult{TasksCreated: created}

@@ -1,9 +1,11 @@
 package fsm
 
 import (
+	"errors"
 	"slices"
 
 	"sexton/api"
+	"sexton/fsm/dfsalloc"
 )
 
 // applyRebuildBegin starts, resumes or finishes a rebuild
@@ -134,7 +136,15 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 	}
 	switch {
 	case e.complete != nil && e.complete.inc == o.Incarnation:
-		merged := mergeReplicas(e.complete.replicas(), o.Replicas)
+		// The table's DFS replica (if any) stays the one: a second one's
+		// range is left to the allocator's free space.
+		have := e.complete.replicas()
+		merged := mergeReplicas(have, o.Replicas)
+		if dfsReplicaIn(have) == nil && dfsReplicaIn(merged) != nil {
+			if err := st.adoptDFS(o.Key, merged, now); err != nil {
+				return failed(err)
+			}
+		}
 		if len(merged) != len(e.complete.replicas()) {
 			e.complete = st.withReplicas(e.complete, merged)
 			st.objects.set(o.Key, old, e)
@@ -170,29 +180,57 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 		return failed(api.Errorf(api.CodeObjectAlreadyExists, "rebuild %q: put %s in progress is older than %s", o.Key, e.pending.inc, o.Incarnation))
 	}
 	created := 0
-	if prev := e.complete; prev != nil {
+	var plan taskPlan
+	prev := e.complete
+	if prev != nil {
 		// The adopted incarnation is newer than the one in the table (a
 		// resumed rebuild saw a holder the first pass did not).
-		plan := st.planTasks(o.Key, e, prev)
+		plan = st.planTasks(o.Key, e, prev)
 		if !st.reg.fits(len(plan)) {
 			return failed(registryFull(o.Key, len(plan), st.reg.len(), st.reg.capacity))
 		}
+		if err := st.dfsMarksFit(o.Key, prev); err != nil {
+			return failed(err)
+		}
+	}
+	if err := st.adoptDFS(o.Key, o.Replicas, now); err != nil {
+		return failed(err)
+	}
+	if prev != nil {
 		created = st.createTasks(&e, plan, prev.tenant(), now)
+		// As at a PutEnd's supersede: its record is killed before its
+		// range is freed (DFSMarked).
+		st.queueDFSMarks(o.Key, prev, false)
 	}
 	e.complete = adopted
 	st.objects.set(o.Key, old, e)
 	return RebuildItemResult{Outcome: RebuildAdopted, Tasks: created}
 }
 
-// rebuildReplicasValid: at least one, LOCAL_DISK only, each on a known,
-// not retired segment (registered by RebuildBegin), no segment twice.
+// rebuildReplicasValid: at least one; LOCAL_DISK ones each on a known,
+// not retired segment (registered by RebuildBegin), no segment twice; at
+// most one DFS replica, with a descriptor, in a cluster with DFS
+// configured (its range is checked by the allocator's Adopt).
 func (st *state) rebuildReplicasValid(key string, rs []api.ReplicaDescriptor) *api.Error {
 	if len(rs) == 0 {
 		return api.Errorf(api.CodeInvalidParams, "rebuild %q: no replicas", key)
 	}
+	dfs := 0
 	for i, r := range rs {
+		if r.Kind == api.ReplicaDFS {
+			switch {
+			case r.DFS == nil || r.Segment != "":
+				return api.Errorf(api.CodeInvalidParams, "rebuild %q: DFS replica %d needs a descriptor and no segment", key, i)
+			case st.dfs == nil:
+				return api.Errorf(api.CodeInvalidParams, "rebuild %q: DFS replica %d, but DFS is not configured in this cluster: start its masters with the lost cluster's MOONCAKE_DFS_* settings", key, i)
+			}
+			if dfs++; dfs > 1 {
+				return api.Errorf(api.CodeInvalidParams, "rebuild %q: more than one DFS replica (a rebuild adopts one)", key)
+			}
+			continue
+		}
 		if r.Kind != api.ReplicaLocalDisk || r.DFS != nil {
-			return api.Errorf(api.CodeInvalidParams, "rebuild %q: replica %d is not a LOCAL_DISK replica", key, i)
+			return api.Errorf(api.CodeInvalidParams, "rebuild %q: replica %d is neither a LOCAL_DISK nor a DFS replica", key, i)
 		}
 		seg := st.segments[r.Segment]
 		switch {
@@ -202,9 +240,39 @@ func (st *state) rebuildReplicasValid(key string, rs []api.ReplicaDescriptor) *a
 			return api.Errorf(api.CodeInvalidParams, "rebuild %q: replica %d on retired segment %s", key, i, r.Segment)
 		}
 		for _, p := range rs[:i] {
-			if p.Segment == r.Segment {
+			if p.Kind == api.ReplicaLocalDisk && p.Segment == r.Segment {
 				return api.Errorf(api.CodeInvalidParams, "rebuild %q: two replicas on segment %s", key, r.Segment)
 			}
+		}
+	}
+	return nil
+}
+
+// adoptDFS registers the DFS replica of rs (if any) in the allocator as a
+// committed entry of key, so no later allocation overlaps its bytes. It
+// changes nothing when it fails.
+func (st *state) adoptDFS(key string, rs []api.ReplicaDescriptor, now int64) *api.Error {
+	for _, r := range rs {
+		if r.Kind == api.ReplicaDFS && r.DFS != nil {
+			if err := st.dfs.alloc.Adopt(key, *r.DFS, st.dfsNow(now)); err != nil {
+				e := dfsError("rebuild "+key+": adopt its DFS range", err)
+				if errors.Is(err, dfsalloc.ErrDescriptorMismatch) {
+					// Another adopted object holds part of the range: the
+					// operator's input, not this cluster's fault.
+					e.Code = api.CodeInvalidParams
+				}
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// dfsReplica returns the DFS replica of rs, or nil.
+func dfsReplicaIn(rs []api.ReplicaDescriptor) *api.ReplicaDescriptor {
+	for i := range rs {
+		if rs[i].Kind == api.ReplicaDFS {
+			return &rs[i]
 		}
 	}
 	return nil

@@ -115,10 +115,16 @@ func (st *state) removeKeyWithin(key string, want api.ObjectIncarnation, now int
 		st.objects.putBack(key, e.complete)
 		return 0, registryFull(key, len(plan), st.reg.len(), limit)
 	}
+	if err := st.dfsMarksFit(key, e.complete); err != nil {
+		st.objects.putBack(key, e.complete)
+		return 0, err
+	}
 	old := e
 	old.complete = nil // taken out of the tree already
 	created := st.createTasks(&e, plan, e.complete.tenant(), now)
-	st.freeDFS(key, e.complete, now)
+	// The DFS range is freed by DFSMarked, once its removal record is
+	// durable: never reused before it.
+	st.queueDFSMarks(key, e.complete, true)
 	e.complete = nil
 	st.objects.set(key, old, e)
 	st.rememberRemoved(key)

@@ -1,6 +1,9 @@
 package fsm
 
-import "sexton/api"
+import (
+	"sexton/api"
+	"sexton/fsm/dfsalloc"
+)
 
 // Rebuild (issue 11, docs/DESIGN.md §11): a freshly bootstrapped cluster takes
 // over the cluster id of one whose masters all lost their state, and
@@ -178,7 +181,9 @@ func boundsRebuildAdopt(c *RebuildAdopt, b bounder) error {
 		}
 		for _, r := range o.Replicas {
 			if r.DFS != nil {
-				return b.bad("rebuilt replica of %q carries a DFS descriptor", o.Key)
+				if err := entryRefsBounded(b, []dfsalloc.EntryRef{{Key: o.Key, Desc: *r.DFS}}); err != nil {
+					return err
+				}
 			}
 			if err := firstErr(b.idLen("segment id", string(r.Segment)), b.idLen("pool", r.Pool)); err != nil {
 				return err

@@ -38,6 +38,7 @@ var commands = [...]*commandSpec{
 	CmdJobCancel:        spec[JobCancel]("JobCancel", JobCancelV1, boundsJobCancel),
 	CmdDropTombstoned:   spec[DropTombstoned]("DropTombstoned", DropTombstonedV1, boundsDropTombstoned),
 	CmdRebuildClose:     spec[RebuildClose]("RebuildClose", RebuildCloseV1, nil),
+	CmdDFSMarked:        spec[DFSMarked]("DFSMarked", DFSMarkedV1, boundsDFSMarked),
 }
 
 // commandSpec describes one command type.

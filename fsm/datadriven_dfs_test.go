@@ -25,6 +25,10 @@ import (
 //	dfsmaxbuckets max=N                    DFSSetMaxBuckets
 //	dfsmarklost unit=N                     DFSMarkLost
 //	dfsstats                               the allocator's counters
+//	dfsstart key=k size=N                  PutStart of a DFS-only object (no PutEnd)
+//	dfsmarks                               the removal records the leader owes the journal
+//	dfsmarked [n=N]                        DFSMarked of the first N queued marks (all)
+//	dfsmarkbound n=N                       lowers the queue's bound to N marks for this file
 func (d *ddRunner) runBatchOrDFS(t *testing.T, verb string, a ddArgs) (string, bool) {
 	h := d.h
 	switch verb {
@@ -142,6 +146,32 @@ func (d *ddRunner) runBatchOrDFS(t *testing.T, verb string, a ddArgs) (string, b
 		return fmtDFSResult(h.apply(&DFSSetMaxBuckets{Max: int(a.i64(t, "max")), Now: h.now}).(*DFSResult)), true
 	case "dfsmarklost":
 		return fmtDFSResult(h.apply(&DFSMarkLost{Unit: a.u64(t, "unit"), Now: h.now}).(*DFSResult)), true
+	case "dfsstart":
+		s := h.apply(&PutStart{Key: a["key"], Size: a.i64(t, "size"), Replicas: dfsReplica(), PutID: "put-" + a["key"], Now: h.now}).(*PutStartResult)
+		if s.Err != nil {
+			return "start " + fmtErr(s.Err), true
+		}
+		return fmt.Sprintf("inc=%s%s", fmtInc(s.Incarnation), fmtReplicas(s.Replicas)), true
+	case "dfsmarks":
+		var b strings.Builder
+		for _, m := range h.f.DFSPendingMarks(MaxDFSMarks) {
+			fmt.Fprintf(&b, "%s@%s %s through=%v\n", m.Key, fmtInc(m.Inc), fmtDesc(m.Desc), m.Through)
+		}
+		if b.Len() == 0 {
+			return "none", true
+		}
+		return strings.TrimRight(b.String(), "\n"), true
+	case "dfsmarked":
+		ms := h.f.DFSPendingMarks(MaxDFSMarks)
+		if a.has("n") {
+			ms = ms[:min(len(ms), int(a.i64(t, "n")))]
+		}
+		return fmtDFSResult(h.apply(&DFSMarked{Marks: ms, Now: h.now}).(*DFSResult)), true
+	case "dfsmarkbound":
+		old := maxDFSMarks
+		maxDFSMarks = int(a.i64(t, "n"))
+		t.Cleanup(func() { maxDFSMarks = old })
+		return "ok", true
 	case "dfsstats":
 		s, ok := h.f.DFSStats()
 		if !ok {

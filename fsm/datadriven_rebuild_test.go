@@ -7,12 +7,15 @@ import (
 	"testing"
 
 	"sexton/api"
+	"sexton/fsm/dfsalloc"
 )
 
 // runRebuild runs the rebuild verbs of the data-driven language:
 //
 //	rebuild-begin cluster=N floor=F segs=s1,s2[:nocaps] [finish]
 //	rebuild-adopt [cluster=N] objs=key@low:seg+seg,... dels=seg/key@low,...
+//	                                     (a replica dfs-U-OFF-SIZE is a DFS replica
+//	                                     in bucket U at OFF of SIZE bytes)
 //	rebuild-close cluster=N
 //	rebuild-status
 //	rebuild-memory-bound n=N (lowers the removal memory's bound for the test)
@@ -47,7 +50,13 @@ func (d *ddRunner) runRebuild(t *testing.T, verb string, a ddArgs) (string, bool
 			key, inc := d.parseRef(t, ref)
 			var rs []api.ReplicaDescriptor
 			if segs != "" {
-				rs = localReplicas(d.splitSegs(segs)...)
+				for _, s := range d.splitSegs(segs) {
+					if strings.HasPrefix(string(s), "dfs-") {
+						rs = append(rs, rebuildDFSReplica(t, string(s)))
+						continue
+					}
+					rs = append(rs, localReplicas(s)...)
+				}
 			}
 			cmd.Objects = append(cmd.Objects, RebuildObject{Key: key, Size: 10, Incarnation: inc, Replicas: rs})
 		}
@@ -97,6 +106,26 @@ func (d *ddRunner) parseRef(t *testing.T, ref string) (string, api.ObjectIncarna
 		return key, api.ObjectIncarnation{}
 	}
 	return key, d.inc(n)
+}
+
+// rebuildDFSReplica parses dfs-U-OFF-SIZE: a bucket replica aligned to
+// 4 KiB.
+func rebuildDFSReplica(t *testing.T, s string) api.ReplicaDescriptor {
+	parts := strings.Split(s, "-")
+	if len(parts) != 4 {
+		t.Fatalf("DFS replica %q: want dfs-U-OFF-SIZE", s)
+	}
+	n := make([]int64, 3)
+	for i, p := range parts[1:] {
+		v, err := strconv.ParseInt(p, 10, 64)
+		if err != nil {
+			t.Fatalf("DFS replica %q: %v", s, err)
+		}
+		n[i] = v
+	}
+	aligned := max((n[2]+4095)&^4095, 4096)
+	d := api.DFSDescriptor{Allocator: dfsalloc.KindBucket, Path: dfsalloc.BucketPath(uint64(n[0])), UnitID: uint64(n[0]), Offset: n[1], Size: n[2], AlignedSize: aligned}
+	return api.ReplicaDescriptor{Kind: api.ReplicaDFS, DFS: &d}
 }
 
 func (d *ddRunner) splitSegs(s string) []api.SegmentID {

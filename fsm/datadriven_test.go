@@ -189,6 +189,10 @@ func fmtTask(t api.LocalDeleteTask) string {
 func fmtObject(v ObjectView) string {
 	var segs []string
 	for _, r := range v.Replicas {
+		if r.DFS != nil {
+			segs = append(segs, "dfs:"+fmtDesc(*r.DFS))
+			continue
+		}
 		segs = append(segs, string(r.Segment))
 	}
 	return fmt.Sprintf("%s@%s size=%d tenant=%s replicas=%s", v.Key, fmtInc(v.Incarnation), v.Size, v.Tenant, strings.Join(segs, ","))

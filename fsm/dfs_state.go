@@ -16,6 +16,11 @@ type dfsState struct {
 	// clock is the largest now handed to the allocator; replicated (it is
 	// in the snapshot) so every master clamps alike.
 	clock int64
+	// marks are the removal records the leader owes the DFS root's
+	// journal (dfs_marks.go), in the order they were queued; markBytes is
+	// their size for the bound.
+	marks     []DFSMark
+	markBytes int
 }
 
 // dfsNow is the command's time, clamped to be non-decreasing: a new leader
@@ -63,19 +68,6 @@ func dfsReplicasOf(o *object) []api.DFSDescriptor {
 	return out
 }
 
-// freeDFS releases o's DFS entries (PutRevoke, Remove, a superseded
-// incarnation). There is no delete task for DFS: the allocator is the
-// delete. An entry the allocator no longer knows (its unit was marked lost,
-// which already dropped the replica) is skipped.
-func (st *state) freeDFS(key string, o *object, now int64) {
-	if st.dfs == nil {
-		return
-	}
-	for _, d := range dfsReplicasOf(o) {
-		_ = st.dfs.alloc.Free(key, d, st.dfsNow(now))
-	}
-}
-
 // withoutDFS returns o without the DFS replica d (o itself if it has none).
 func (st *state) withoutDFS(o *object, d api.DFSDescriptor) *object {
 	if o == nil {
@@ -118,6 +110,7 @@ func (st *state) dropDFSEntries(refs []dfsalloc.EntryRef) int {
 	for _, ref := range refs {
 		old := st.objects.get(ref.Key)
 		e := old
+		st.markDropped(ref, e)
 		e.complete = st.withoutDFS(e.complete, ref.Desc)
 		e.pending = st.withoutDFS(e.pending, ref.Desc)
 		if e.complete != nil && len(e.complete.replicas()) == 0 {
@@ -144,4 +137,7 @@ type dfsSectionHead struct {
 	V        uint8       `msgpack:"v"`
 	Settings DFSSettings `msgpack:"settings"`
 	Clock    int64       `msgpack:"clock"`
+	// Marks are the queued removal records (absent when none, so a state
+	// without them encodes as before).
+	Marks []DFSMark `msgpack:"marks,omitempty"`
 }

@@ -56,6 +56,15 @@ func (h *harness) dfsStats() dfsalloc.Stats {
 	return s
 }
 
+// dfsMarked is the leader's duty: every queued removal record written,
+// then DFSMarked, which frees the held ranges.
+func (h *harness) dfsMarked() {
+	h.t.Helper()
+	if r := h.apply(&DFSMarked{Marks: h.f.DFSPendingMarks(MaxDFSMarks), Now: h.now}).(*DFSResult); r.Err != nil {
+		h.t.Fatal(r.Err)
+	}
+}
+
 func TestDFSPutRefusedWithoutConfiguration(t *testing.T) {
 	h := newHarness(t, 100)
 	h.epoch(7)
@@ -89,6 +98,11 @@ func TestDFSPutGetRemoveShard(t *testing.T) {
 	if r := h.remove("obj"); r.Results[0].Err != nil || r.TasksCreated != 0 {
 		t.Fatalf("remove: %+v", r)
 	}
+	// The range is held until its removal record is durable.
+	if s := h.dfsStats(); s.LiveEntries != 1 || s.DeadBytes != 0 {
+		t.Fatalf("stats after remove, before DFSMarked: live %d dead %d, want 1 and 0 (held)", s.LiveEntries, s.DeadBytes)
+	}
+	h.dfsMarked()
 	if s := h.dfsStats(); s.LiveEntries != 0 || s.DeadBytes != 8192 {
 		t.Fatalf("stats after remove: live %d dead %d, want 0 and 8192 (deferred)", s.LiveEntries, s.DeadBytes)
 	}
@@ -104,6 +118,7 @@ func TestDFSBucketOverwriteAndRevokeNeverReuse(t *testing.T) {
 	if r := h.revoke("k", s.Incarnation); r.Err != nil {
 		t.Fatal(r.Err)
 	}
+	h.dfsMarked()
 	d4 := h.dfsPut("other", 1)
 	if !(d1.Offset < d2.Offset && d2.Offset < s.Replicas[0].DFS.Offset && s.Replicas[0].DFS.Offset < d4.Offset) || d1.UnitID != d4.UnitID {
 		t.Fatalf("offsets not strictly increasing in one bucket: %d %d %d %d", d1.Offset, d2.Offset, s.Replicas[0].DFS.Offset, d4.Offset)
@@ -197,6 +212,10 @@ func TestDFSEvictionAndFailedDeleteStaysCharged(t *testing.T) {
 		keys = append(keys, string(rune('a'+i)))
 	}
 	h.remove(keys...)
+	if plan, _ := h.f.DFSPlanEviction(h.now, nil); len(plan.Candidates) != 0 {
+		t.Fatalf("plan %+v before the removal records are durable; want none (the ranges are held)", plan)
+	}
+	h.dfsMarked()
 	plan, _ := h.f.DFSPlanEviction(h.now, nil)
 	if len(plan.Candidates) != 1 || plan.Candidates[0].Unit != 1 {
 		t.Fatalf("plan %+v, want bucket 1 (sealed, dead)", plan)

@@ -185,7 +185,7 @@ func (f *FSM) FetchTasksFiltered(seg api.SegmentID, epoch uint64, limit int, ski
 	}
 	tasks = []api.LocalDeleteTask{}
 	f.st.reg.eachOfSeg(s.id, func(t *task) bool {
-		if !f.st.reg.fetchable(t) {
+		if !f.st.fetchable(t) {
 			return true
 		}
 		v := t.view()
@@ -224,7 +224,7 @@ func (f *FSM) NotLive(seg api.SegmentID, epoch uint64, refs []api.ObjectRef) ([]
 		if liveOn(e.complete, r.Incarnation, s.id) || liveOn(e.pending, r.Incarnation, s.id) {
 			continue
 		}
-		if olderIn(e.tasks, r.Incarnation) {
+		if olderIn(e.tasks, r.Incarnation) || f.st.olderDFSMark(r.Key, r.Incarnation) {
 			continue
 		}
 		out = append(out, r)
@@ -283,7 +283,7 @@ func (f *FSM) Withheld(tasks []api.LocalDeleteTask) []bool {
 	out := make([]bool, len(tasks))
 	for i, v := range tasks {
 		if t := f.st.reg.byID.get(v.ID); t != nil {
-			out[i] = !f.st.reg.fetchable(t)
+			out[i] = !f.st.fetchable(t)
 		}
 	}
 	return out

@@ -354,7 +354,11 @@ func (b *restoreSink) DFSRecord(raw []byte) error {
 		if err != nil {
 			return corrupt("dfs_buckets head: %v", err)
 		}
-		b.dfs = &dfsState{settings: h.Settings, alloc: a, clock: h.Clock}
+		marks, markBytes, err := restoreDFSMarks(h.Marks)
+		if err != nil {
+			return corrupt("dfs_buckets head: %v", err)
+		}
+		b.dfs = &dfsState{settings: h.Settings, alloc: a, clock: h.Clock, marks: marks, markBytes: markBytes}
 		return nil
 	}
 	r, err := dfsalloc.DecodeRecord(raw)

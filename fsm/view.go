@@ -80,7 +80,7 @@ func (f *FSM) Snapshot() *View {
 	if st.dfs != nil {
 		// The allocator is not copy-on-write: its records are copied here,
 		// under the lock (about 0.3 µs per entry).
-		v.dfs = &dfsSectionHead{V: dfsSectionV1, Settings: st.dfs.settings, Clock: st.dfs.clock}
+		v.dfs = &dfsSectionHead{V: dfsSectionV1, Settings: st.dfs.settings, Clock: st.dfs.clock, Marks: slices.Clone(st.dfs.marks)}
 		v.dfsRecs = st.dfs.alloc.Records()
 	}
 	return v

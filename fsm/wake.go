@@ -88,7 +88,9 @@ func (w *wakeSet) take() Wake {
 // applyUnmount, applyRetire).
 func (w *wakeSet) wakeFor(cmd Command) {
 	switch cmd.(type) {
-	case *EpochBegin, *Settings, *RebuildBegin, *RebuildAdopt:
+	case *EpochBegin, *Settings, *RebuildBegin, *RebuildAdopt, *DFSMarked:
+		// (DFSMarked: dropping a key's older DFS marks releases its
+		// withheld tasks, on whatever segments they are.)
 		// Rare, and they change what every fetch answers (the master
 		// epoch in every answer; registered segments; adopted tasks):
 		// wake everyone rather than reason about each.

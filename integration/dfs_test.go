@@ -357,6 +357,9 @@ func TestDFSClientWithOtherSettingsRefuses(t *testing.T) {
 	if err == nil || !strings.Contains(out, "MOONCAKE_DFS_ROOT_DIR") {
 		t.Fatalf("get with another root: %v\n%s", err, out)
 	}
+	// The refused put's range is held until the leader has written its
+	// removal record to the root's journal.
+	waitFor(t, 20*time.Second, "the refused put's range freed", func() bool { return dfsStatus(t, c.client(0)).Entries == 1 })
 	out, _ = dfsCLI(t, c, env, "operator", "dfs", "status")
 	if !strings.Contains(out, "allocator:         bucket") || !strings.Contains(out, "entries:           1") {
 		t.Fatalf("dfs status:\n%s", out)

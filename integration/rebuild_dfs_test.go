@@ -10,44 +10,59 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/dfsio"
 )
 
-// TestRebuildReportsDFSFilesItCannotAdopt: a cluster with a DFS root holds
-// a LOCAL_DISK key and a DFS-only key when its master loses its state.
-// The DFS root records no key, incarnation or removal for the bytes in its
-// files, so `operator rebuild --dfs-root` cannot adopt the DFS-only key: it
-// lists the root's files, refuses to change anything without --dfs-drop,
-// and with it adopts the LOCAL_DISK key alone (the DFS-only one is
-// reported lost, OBJECT_NOT_FOUND).
-func TestRebuildReportsDFSFilesItCannotAdopt(t *testing.T) {
+// TestRebuildAdoptsDFSReplicasFromTheRootsRecords is the DFS drill: a
+// cluster with a holder and a DFS root holds a LOCAL_DISK key and
+// DFS-only keys (one overwritten, one removed before the loss) when its
+// master loses its state. `operator rebuild --dfs-root` adopts every
+// acknowledged DFS object from the root's range records, byte-identical;
+// the removed key does not come back; the overwritten key serves its
+// newest value; a put after the rebuild is placed where no adopted range
+// is. A dry run lists the DFS replicas; --dfs-drop adopts none of them.
+func TestRebuildAdoptsDFSReplicasFromTheRootsRecords(t *testing.T) {
 	root := t.TempDir() + "/dfs"
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env := dfsEnv(root)
+	env := dfsEnv(root, "MOONCAKE_DFS_FSYNC=1")
 	c := startClusterEnv(t, 1, env)
 	h := c.startHolder(t, "h1", "a")
 	lib := c.lib()
-	ctx, cancel := ctxT(60 * time.Second)
+	ctx, cancel := ctxT(90 * time.Second)
 	defer cancel()
 	local := randomValue(t, 3000)
 	if _, err := lib.Put(ctx, "local", local, client.PutOptions{Pool: "a", Replicas: 1}); err != nil {
 		t.Fatalf("put local: %v", err)
 	}
-	dfsPut(t, c, env, "dfs/only", value("dfs/only", 5000))
-	files, err := os.ReadDir(root)
+	want := map[string][]byte{}
+	for _, k := range []string{"dfs/a", "dfs/b", "dfs/c", "dfs/gone"} {
+		want[k] = randomValue(t, 5000)
+		dfsPut(t, c, env, k, want[k])
+	}
+	want["dfs/a"] = randomValue(t, 7000)
+	dfsPut(t, c, env, "dfs/a", want["dfs/a"]) // overwritten: the newest value must come back
+	if out, err := dfsCLI(t, c, env, "rm", "dfs/gone"); err != nil {
+		t.Fatalf("rm dfs/gone: %v\n%s", err, out)
+	}
+	delete(want, "dfs/gone")
+	fs, err := dfsio.Open(dfsio.Settings{Root: root, Adapter: dfsio.AdapterPosix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dataFiles []string
-	for _, f := range files {
-		if strings.HasSuffix(f.Name(), ".data") {
-			dataFiles = append(dataFiles, f.Name())
+	waitFor(t, 20*time.Second, "the removal record of dfs/gone", func() bool {
+		recs, _, err := fs.ScanRecords()
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(dataFiles) == 0 {
-		t.Fatalf("no DFS data file below %s: %v", root, files)
-	}
+		for _, r := range recs {
+			if r.Op == dfsio.RecordRemoved && r.Key == "dfs/gone" {
+				return true
+			}
+		}
+		return false
+	})
 
 	m := c.nodes[0]
 	m.kill()
@@ -58,41 +73,62 @@ func TestRebuildReportsDFSFilesItCannotAdopt(t *testing.T) {
 	c.waitLeader(30 * time.Second)
 
 	base := []string{"operator", "rebuild", "--masters", strings.Join(c.addrs(), ","), "--holders", h.addr, "--dfs-root", root}
-	out, err := runCLIErr(base...)
-	if err == nil || !strings.Contains(out, "--dfs-drop") || !strings.Contains(out, "no key, incarnation or removal") {
-		t.Fatalf("rebuild of a cluster with DFS files, without --dfs-drop: %v, want a refusal naming --dfs-drop\n%s", err, out)
-	}
-	if st, err := c.status(c.leader()); err != nil || st.Objects != 0 {
-		t.Fatalf("after the refused rebuild: %+v %v; want nothing adopted", st, err)
-	}
 	var dry struct {
-		DFSRoot  string `json:"dfs_root"`
-		DFSFiles []struct {
-			Path  string `json:"path"`
-			Bytes int64  `json:"bytes"`
-		} `json:"dfs_files"`
-		Keys int `json:"keys"`
+		DFSRecords int `json:"dfs_records"`
+		DFSAdopted int `json:"dfs_adopted"`
+		Adopt      []struct {
+			Key      string   `json:"key"`
+			Segments []string `json:"segments"`
+		} `json:"adopt"`
 	}
 	stdout, stderr := runRebuildCLI(t, append(base, "--dry-run", "--json")...)
 	if err := json.Unmarshal(stdout, &dry); err != nil {
 		t.Fatalf("dry run output: %v\n%s\n%s", err, stdout, stderr)
 	}
-	if dry.DFSRoot != root || len(dry.DFSFiles) != len(dataFiles) || dry.DFSFiles[0].Path != dataFiles[0] || dry.Keys != 1 {
-		t.Fatalf("dry run: %+v; want the files %v and one key\n%s", dry, dataFiles, stdout)
+	// 5 put records, the removal of dfs/gone and (once written) that of
+	// dfs/a's overwritten incarnation.
+	if dry.DFSAdopted != 3 || len(dry.Adopt) != 4 || dry.DFSRecords < 6 || dry.DFSRecords > 7 {
+		t.Fatalf("dry run: %+v; want 6 or 7 records, 3 DFS objects and the local one\n%s", dry, stdout)
 	}
-	stdout, stderr = runRebuildCLI(t, append(base, "--dfs-drop", "--json")...)
+	for _, a := range dry.Adopt {
+		if a.Key != "local" && (len(a.Segments) != 1 || !strings.HasPrefix(a.Segments[0], "dfs:bucket_")) {
+			t.Fatalf("dry run adopts %s on %v; want its DFS replica", a.Key, a.Segments)
+		}
+	}
+	if st, err := c.status(c.leader()); err != nil || st.Objects != 0 {
+		t.Fatalf("after the dry run: %+v %v; want nothing adopted", st, err)
+	}
 	var rep struct {
-		Adopted int `json:"adopted"`
-		Failed  int `json:"failed"`
+		Adopted    int `json:"adopted"`
+		Failed     int `json:"failed"`
+		DFSAdopted int `json:"dfs_adopted"`
 	}
-	if err := json.Unmarshal(stdout, &rep); err != nil || rep.Adopted != 1 || rep.Failed != 0 {
-		t.Fatalf("rebuild with --dfs-drop: %+v %v\n%s\n%s", rep, err, stdout, stderr)
+	stdout, stderr = runRebuildCLI(t, append(base, "--json")...)
+	if err := json.Unmarshal(stdout, &rep); err != nil || rep.Adopted != 4 || rep.Failed != 0 || rep.DFSAdopted != 3 {
+		t.Fatalf("rebuild: %+v %v\n%s\n%s", rep, err, stdout, stderr)
 	}
 	c.waitHolderMounted(t, h)
 	if got, err := getAfterMount(ctx, lib, "local"); err != nil || !bytes.Equal(got, local) {
 		t.Fatalf("get local after the rebuild: %d bytes, %v", len(got), err)
 	}
-	if _, _, err := lib.Get(ctx, "dfs/only"); api.CodeOf(err) != api.CodeObjectNotFound {
-		t.Fatalf("get dfs/only after the rebuild: %v, want OBJECT_NOT_FOUND (not adoptable)", err)
+	for k, v := range want {
+		if got := dfsGet(t, c, env, k); !bytes.Equal(got, v) {
+			t.Fatalf("get %s after the rebuild: %d bytes, not the acknowledged %d", k, len(got), len(v))
+		}
+	}
+	if _, _, err := lib.Get(ctx, "dfs/gone"); api.CodeOf(err) != api.CodeObjectNotFound {
+		t.Fatalf("get dfs/gone after the rebuild: %v, want OBJECT_NOT_FOUND (removed before the loss)", err)
+	}
+	cl := c.client(0)
+	dfsPut(t, c, env, "dfs/new", value("dfs/new", 20000))
+	descs := map[string]api.DFSDescriptor{"dfs/new": dfsDesc(t, cl, "dfs/new")}
+	for k := range want {
+		descs[k] = dfsDesc(t, cl, k)
+	}
+	requireNoOverlap(t, descs)
+	for k, v := range want {
+		if got := dfsGet(t, c, env, k); !bytes.Equal(got, v) {
+			t.Fatalf("get %s after a new put: changed", k)
+		}
 	}
 }

@@ -126,6 +126,7 @@ func (n *Node) dfsLeader(ctx context.Context) {
 				checkedMissing = n.dfsCheckMissing()
 			}
 			n.dfsFileOps(ctx)
+			n.dfsWriteMarks()
 			if time.Since(lastCheck) >= n.dfsCheckInterval() {
 				lastCheck = time.Now()
 				n.dfsFlushTouches()
@@ -313,6 +314,37 @@ func (n *Node) dfsFileOps(ctx context.Context) {
 				return
 			}
 			n.dfsAttempt(op.Unit, err != nil)
+		}
+	}
+}
+
+// maxMarksPerEntry bounds one DFSMarked entry (and one journal append).
+const maxMarksPerEntry = 256
+
+// dfsWriteMarks appends the removal records the state queued to the DFS
+// root's journal, fdatasynced whatever MOONCAKE_DFS_FSYNC says (removals
+// are rare next to puts, and a removal record lost to a power cut would
+// let a rebuild bring the value back), and only then proposes DFSMarked to
+// drop them from the queue. A leader that dies in between leaves them
+// queued; the next one writes them again (a repeated record is harmless).
+func (n *Node) dfsWriteMarks() {
+	for range 16 {
+		marks := n.fsm.DFSPendingMarks(maxMarksPerEntry)
+		if len(marks) == 0 {
+			return
+		}
+		recs := make([]dfsio.RangeRecord, len(marks))
+		for i, m := range marks {
+			recs[i] = dfsio.RemovedRecord(m.Key, m.Inc, m.Desc, m.Through)
+		}
+		if err := n.dfs.fs.AppendRecords(recs, true); err != nil {
+			n.log.Error("DFS removal records not written; the removals stay queued and are retried", "marks", len(marks), "error", err)
+			return
+		}
+		r, err := proposeFor[fsm.DFSResult](n, &fsm.DFSMarked{V: fsm.DFSMarkedV1, Marks: marks})
+		if r == nil || err != nil {
+			n.log.Warn("DFSMarked not applied; the removal records are written again", "error", err)
+			return
 		}
 	}
 }

@@ -285,8 +285,9 @@ func (n *Node) handleListTasks(_ context.Context, req *api.ListTasksRequest) (*a
 		limit = maxListTasks
 	}
 	var tasks []api.LocalDeleteTask
-	var total int
+	var total, dfsPending int
 	if req.Key != "" {
+		dfsPending = n.fsm.DFSMarksOf(req.Key)
 		if err := api.ValidKey(req.Key); err != nil {
 			return nil, err
 		}
@@ -300,7 +301,7 @@ func (n *Node) handleListTasks(_ context.Context, req *api.ListTasksRequest) (*a
 	} else {
 		tasks, total = n.fsm.ListTasks(req.Segment, limit)
 	}
-	return &api.ListTasksResponse{Tasks: tasks, Total: total, Progress: n.taskProgress(tasks, time.Now())}, nil
+	return &api.ListTasksResponse{Tasks: tasks, Total: total, Progress: n.taskProgress(tasks, time.Now()), DFSRecordsPending: dfsPending}, nil
 }
 
 // taskProgress says, per task, where it stands and why (api.TaskProgress;

@@ -51,6 +51,22 @@
  *                            (PutStart position) is below the job's start
  *   WEAK_GHOST_UNCONDITIONAL (RESTORE) the ghost drop does not check that the
  *                            table still holds the incarnation it checked
+ *
+ * DFS (with REBUILD): a put may place its replica on the DFS root instead
+ * of a holder; the client writes the value, then its put record, before
+ * PutEnd; a removed, revoked or overwritten incarnation queues a removal
+ * mark, the leader writes it to the root's journal (DFSMarked) and only
+ * then is its range released; a released range may be reused (its bytes
+ * overwritten); the rebuild adopts from the journal (dfsio/DESIGN.md
+ * "Range records"). Its weakened variants:
+ *   WEAK_DFS_IGNORE_REMOVAL  the rebuild adopts a put record its removal
+ *                            record kills
+ *   WEAK_DFS_FREE_EARLY      a removed, revoked or overwritten range is
+ *                            released at once, before its record is durable
+ *   WEAK_DFS_NO_REGISTER     an adopted range is not registered with the
+ *                            rebuilt allocator (it stays free)
+ *   WEAK_DFS_NO_WITHHOLD     a holder task is not withheld behind the key's
+ *                            queued marks of older DFS incarnations
  */
 
 #ifndef NINC
@@ -168,6 +184,35 @@ bit  late[NH];            /* a lost-cluster holder no rebuild scanned yet, not r
 bit  retired[NH];         /* retired by the operator: its records are no longer promised */
 byte lateDel[NH];         /* copies of a late holder its adoption made delete tasks (inv7 exempt) */
 #endif
+#ifdef DFS
+/* The DFS root (durable: survives the loss of every master) and the
+ * fsm's mark queue (lost with them). Bit i is incarnation i's range. */
+#define REP_DFS 4         /* the DFS replica's bit in a replica set */
+byte drec;                /* put records in the journal */
+byte dok;                 /* ranges holding their incarnation's bytes */
+byte dheld;               /* ranges the allocator holds (not reusable) */
+byte dthr, dex;           /* the journal's removal records: through (every inc <= dthr), exact */
+byte mthr, mex, mheld;    /* the fsm's queued marks and the ranges DFSMarked releases */
+/* DDEAD: a durable removal record kills inc i (what the properties are
+ * stated over); DKILL: what the rebuild checks */
+#define DDEAD(i) ((i) <= dthr || (dex & B(i)))
+#ifdef WEAK_DFS_IGNORE_REMOVAL
+#define DKILL(i) 0
+#else
+#define DKILL(i) DDEAD(i)
+#endif
+/* the incarnations with a queued mark: they withhold the key's newer
+ * holder tasks, as an older task does (fsm olderDFSMark) */
+#ifdef WEAK_DFS_NO_WITHHOLD
+#define MARKS 0
+#else
+#define MARKS (mex | (mthr != 0 -> B(mthr) : 0))
+#endif
+#else
+#define DKILL(i) 0
+#define DDEAD(i) 0
+#define MARKS 0
+#endif
 #ifdef JOBS
 byte jobState;            /* 0 none, 1 started (its step for the key still to come), 2 past the key */
 byte jobInc;              /* WEAK_JOB_BY_PUTSTART: the first incarnation a PutStart after JobStart gets */
@@ -216,7 +261,7 @@ inline recoveredLive(h, i, res) {
 /* liveOn(complete) || liveOn(pending) for segment h (fsm/queries.go). */
 #define liveInFSM(h, i) ((complete == (i) && (compReps & REP(h))) || (pending == (i) && (pendReps & REP(h))))
 /* olderIn: some task of the key, on any segment, names an older incarnation. */
-#define olderTask(i) (((tasks[0] | tasks[1]) & (B(i) - 2)) != 0)
+#define olderTask(i) (((tasks[0] | tasks[1] | MARKS) & (B(i) - 2)) != 0)
 
 inline setBucket(h, s, i, v) {
 	if :: s == 0 -> bk0[h].st[i] = v :: else -> bk1[h].st[i] = v fi
@@ -263,7 +308,7 @@ inline checkInvariants() {
 			 * tasks of copies it does not know yet behind the newer
 			 * incarnation's (a second loss of every master before they ran
 			 * could adopt them) */
-			if :: cl && ci > cm && !late[ch] && !retired[ch] && !(lateDel[ch] & B(ci)) -> cm = ci :: else -> skip fi;
+			if :: cl && ci > cm && !late[ch] && !retired[ch] && !(lateDel[ch] & B(ci)) && !DDEAD(ci) -> cm = ci :: else -> skip fi;
 #elif defined(RESTORE)
 			/* nor for copies the restored table does not know: only
 			 * reconciliation deletes them, in no order with other tasks */
@@ -288,11 +333,30 @@ inline checkInvariants() {
 		ch++
 	:: else -> break
 	od;
+#ifdef DFS
+	/* never lost: the owed put's DFS range holds its bytes */
+	if :: ackPut != 0 && complete == ackPut && (compReps & REP_DFS) && (dok & B(ackPut)) -> cn = 1 :: else -> skip fi;
+	/* 2: the COMPLETE incarnation's DFS bytes are never overwritten */
+	if :: complete != 0 && (compReps & REP_DFS) && !(dok & B(complete)) -> inv2_no_wrong_victim = 0 :: else -> skip fi;
+	/* 1: an incarnation a durable removal record kills never returns */
+	if :: complete != 0 && (complete <= dthr || (dex & B(complete))) -> inv1_no_resurrection = 0 :: else -> skip fi;
+#endif
 	/* 1: the master never shows a removed incarnation, nor one older than
 	 * what an acknowledged remove removed (a restore lists such ghosts
 	 * until the ghost check drops them). */
 	if :: complete != 0 && ((removed & B(complete)) || complete <= remMax) && !RESTORED(complete) -> inv1_no_resurrection = 0 :: else -> skip fi;
 	if :: ackPut != 0 && !cn && !ca -> inv_never_lost = 0 :: else -> skip fi;
+#ifdef DFS
+	/* a DFS copy survives while its record and bytes do and no durable
+	 * removal record kills it (a rebuild would adopt it) */
+	ci = 1;
+	do
+	:: ci <= NINC ->
+		if :: (drec & dok & B(ci)) && !DDEAD(ci) && ci > cm -> cm = ci :: else -> skip fi;
+		ci++
+	:: else -> break
+	od;
+#endif
 	/* 7: the newest copy that survives on any disk is never an overwritten
 	 * value (cm = newest incarnation a restart of some holder would serve). */
 	if :: cm != 0 && cm < maxCompleted -> inv7_latest_copy_last = 0 :: else -> skip fi;
@@ -324,9 +388,15 @@ inline applyPutStart() {
 #ifdef BOTH
 	:: segMounted[0] && segMounted[1] -> pendReps = REP(0) | REP(1)
 #endif
+#ifdef DFS
+	:: pendReps = REP_DFS
+#endif
 	fi;
 	pending = nextInc;
 	nextInc++;
+#ifdef DFS
+	if :: pendReps & REP_DFS -> dheld = dheld | B(pending) :: else -> skip fi;
+#endif
 #ifdef REBUILD
 	/* the incarnation base: a new incarnation is above every copy of the lost
 	 * cluster, on scanned and late holders alike */
@@ -340,6 +410,9 @@ inline applyPutStart() {
 			do
 			:: ai <= NINC ->
 				if :: !retired[ah] && (bk0[ah].st[ai] != ABSENT || bk1[ah].st[ai] != ABSENT) -> inv_inc_above_every_copy = 0 :: else -> skip fi;
+#ifdef DFS
+				if :: drec & B(ai) -> inv_inc_above_every_copy = 0 :: else -> skip fi;
+#endif
 				ai++
 			:: else -> break
 			od;
@@ -357,8 +430,24 @@ inline applyPutStart() {
 
 /* applyPutEnd: the pending incarnation becomes COMPLETE; the one it
  * supersedes (maybe in the other pool) gets delete tasks. */
+#ifdef DFS
+/* a removal mark for inc's DFS range (th: through), its range released by
+ * DFSMarked (WEAK_DFS_FREE_EARLY: at once) */
+inline markDFS(inc, th) {
+	if :: th && inc > mthr -> mthr = inc :: !th -> mex = mex | B(inc) :: else -> skip fi;
+#ifdef WEAK_DFS_FREE_EARLY
+	dheld = dheld & ~B(inc)
+#else
+	mheld = mheld | B(inc)
+#endif
+}
+#endif
+
 inline applyPutEnd() {
 	if :: complete != 0 -> createTasks(compReps, complete) :: else -> skip fi;
+#ifdef DFS
+	if :: complete != 0 && (compReps & REP_DFS) -> markDFS(complete, 0) :: else -> skip fi;
+#endif
 	complete = pending; compReps = pendReps;
 	pending = 0; pendReps = 0;
 	maxCompleted = complete;
@@ -372,6 +461,9 @@ inline applyPutEnd() {
  * its replicas may hold bytes, so they get tasks. */
 inline applyPutRevoke() {
 	createTasks(pendReps, pending);
+#ifdef DFS
+	if :: pendReps & REP_DFS -> markDFS(pending, 0) :: else -> skip fi;
+#endif
 	pending = 0; pendReps = 0
 }
 
@@ -387,6 +479,9 @@ inline rememberRemoval() {
 /* applyRemove / removeKey: logical delete + tasks, then Remove returns OK. */
 inline applyRemove() {
 	createTasks(compReps, complete);
+#ifdef DFS
+	if :: compReps & REP_DFS -> markDFS(complete, 1) :: else -> skip fi;
+#endif
 	removed = removed | B(complete);
 	/* ghost: what the remove covers, the owed put included (REBUILD: one
 	 * still awaiting adoption on a late holder) */
@@ -411,7 +506,7 @@ inline fetchTasks(h, out) {
 #ifdef WEAK_WITHHOLD
 	out = tasks[h]
 #else
-	x = tasks[0] | tasks[1];
+	x = tasks[0] | tasks[1] | MARKS;
 	out = tasks[h] & (x & (256 - x))  /* lowest set bit of x */
 #endif
 }
@@ -567,6 +662,8 @@ inline adoptRule() {
 		if
 		/* a newer incarnation is in the table */
 		:: complete > ai -> ar = 2
+		/* a durable DFS removal record kills this incarnation */
+		:: DKILL(ai) -> ar = 2
 #ifdef WEAK_ADOPT_ABSENT_ONLY
 		/* an older incarnation in the table makes the copy a task too */
 		:: complete != 0 && complete < ai -> ar = 2
@@ -576,15 +673,15 @@ inline adoptRule() {
 		/* the key left the table since the rebuild began */
 		:: OLDER && remKey -> ar = 2
 		/* overflowed memory cannot tell whether an absent key was removed */
-		:: OLDER && !remKey && remOverflow && complete == 0 -> ar = 3
-		:: OLDER && !remKey && !(remOverflow && complete == 0) -> ar = 0
+		:: OLDER && !remKey && remOverflow && complete == 0 && !DKILL(ai) -> ar = 3
+		:: OLDER && !remKey && !(remOverflow && complete == 0) && !DKILL(ai) -> ar = 0
 #elif defined(WEAK_TASK_RULE)
 		/* instead of the memory, a task of the key at or above the copy's
 		 * incarnation stands for a remove (its tombstone not yet everywhere) */
 		:: OLDER && ((tasks[0] | tasks[1]) & ~(B(ai) - 1)) -> ar = 2
-		:: OLDER && !((tasks[0] | tasks[1]) & ~(B(ai) - 1)) -> ar = 0
+		:: OLDER && !((tasks[0] | tasks[1]) & ~(B(ai) - 1)) && !DKILL(ai) -> ar = 0
 #else
-		:: OLDER -> ar = 0
+		:: OLDER && !DKILL(ai) -> ar = 0
 #endif
 		fi
 	fi
@@ -596,6 +693,10 @@ inline adoptCopy() {
 	if
 	:: ar == 0 ->
 		if :: complete != 0 -> createTasks(compReps, complete) :: else -> skip fi;
+#ifdef DFS
+		/* the replaced incarnation's DFS range: a mark, as at a supersede */
+		if :: complete != 0 && (compReps & REP_DFS) -> markDFS(complete, 0) :: else -> skip fi;
+#endif
 		complete = ai; compReps = REP(ah);
 		if :: ai > maxCompleted -> maxCompleted = ai :: else -> skip fi;
 		/* an outcome-unknown put that took effect overwrites the owed one */
@@ -638,6 +739,53 @@ inline adoptHolder(h) {
 		late[ah] = 0
 	fi
 }
+
+#ifdef DFS
+/* The rebuild's DFS part (package rebuild dfs.go, fsm adoptDFS): the
+ * newest put record no removal record kills wins over older holder
+ * copies; its range must hold its bytes, or the key is dropped (no older
+ * record is a fallback); an adopted range is registered with the rebuilt
+ * allocator, every other range is free there. The fsm's mark queue was
+ * lost with the masters. */
+inline adoptDFS() {
+	mthr = 0; mex = 0; mheld = 0;
+	dheld = 0;
+	j = 0;
+	ai = 1;
+	do
+	:: ai <= NINC ->
+		if :: (drec & B(ai)) && !DKILL(ai) -> j = ai :: else -> skip fi;
+		ai++
+	:: else -> break
+	od;
+	if
+	:: j != 0 && j > complete && (dok & B(j)) ->
+		if :: complete != 0 -> createTasks(compReps, complete) :: else -> skip fi;
+		complete = j; compReps = REP_DFS;
+		if :: ackPut != 0 && ackPut < j -> ackPut = 0 :: else -> skip fi;
+		printf("STEP Operator:   adopt inc %d from the DFS root\n", j)
+	:: j != 0 && j > complete && !(dok & B(j)) ->
+		if :: complete != 0 -> createTasks(compReps, complete) :: else -> skip fi;
+		complete = 0; compReps = 0;
+		printf("STEP Operator:   DFS inc %d does not verify: the key is dropped\n", j)
+	:: j != 0 && j == complete && (dok & B(j)) -> compReps = compReps | REP_DFS; printf("STEP Operator:   DFS inc %d: a replica too\n", j)
+	:: else -> skip
+	fi;
+#ifndef WEAK_DFS_NO_REGISTER
+	if :: complete != 0 && (compReps & REP_DFS) -> dheld = dheld | B(complete) :: else -> skip fi;
+#endif
+	/* every other put record is killed by a removal record the rebuild
+	 * writes (as every other holder copy becomes a delete task): no later
+	 * rebuild may adopt an overwritten value the rebuilt table never knew */
+	ai = 1;
+	do
+	:: ai <= NINC ->
+		if :: (drec & B(ai)) && !(complete == ai && (compReps & REP_DFS)) -> dex = dex | B(ai) :: else -> skip fi;
+		ai++
+	:: else -> break
+	od
+}
+#endif
 
 /* Every master lost its state; a fresh cluster is bootstrapped and the
  * lost cluster's holders are pointed at it (restarted). operator rebuild
@@ -693,6 +841,9 @@ inline lossAndRebuild(scan) {
 		ai--
 	:: else -> break
 	od;
+#ifdef DFS
+	adoptDFS();
+#endif
 	known[0] = !late[0]; known[1] = !late[1];
 	/* ghost: inv7 is the rebuilt cluster's from here */
 	maxCompleted = complete
@@ -825,10 +976,18 @@ end:
 #endif
 #define WRITE(h, i) atomic { CANWRITE(h, i) -> printf("STEP Client: write inc %d to holder %d (handleWrite)\n", i, h); handleWrite(h, i); checkInvariants() }
 
+#ifdef DFS
+#define PUTOK 1
+/* a released range handed to another key's put: its bytes are overwritten */
+#define REUSE(i) atomic { (dok & ~dheld & B(i)) -> dok = dok & ~B(i); printf("STEP Client: DFS range of inc %d reused by another key\n", i); checkInvariants() }
+#else
+#define PUTOK (segMounted[0] || segMounted[1])
+#endif
+
 active proctype Client() {
 end:
 	do
-	:: atomic { pending == 0 && nextInc <= NINC && (segMounted[0] || segMounted[1]) ->
+	:: atomic { pending == 0 && nextInc <= NINC && PUTOK ->
 		applyPutStart(); printf("STEP Client: PutStart inc %d replicas %d (grants issued)\n", pending, pendReps); checkInvariants() }
 	:: WRITE(0, 1)
 	:: WRITE(1, 1)
@@ -838,9 +997,22 @@ end:
 	:: WRITE(0, 3)
 	:: WRITE(1, 3)
 #endif
+#ifdef DFS
+	/* the DFS write: the value, then (a crash may come between) its put record */
+	:: atomic { pending != 0 && (pendReps & REP_DFS) && !(dok & B(pending)) -> dok = dok | B(pending); printf("STEP Client: DFS value of inc %d written\n", pending); checkInvariants() }
+	:: atomic { pending != 0 && (pendReps & REP_DFS) && (dok & B(pending)) && !(drec & B(pending)) -> drec = drec | B(pending); printf("STEP Client: DFS put record of inc %d written\n", pending); checkInvariants() }
+	:: REUSE(1)
+	:: REUSE(2)
+#if NINC >= 3
+	:: REUSE(3)
+#endif
+#define DFSDONE ((pendReps & REP_DFS) == 0 || (drec & B(pending)))
+#else
+#define DFSDONE 1
+#endif
 	/* the client ends its put once every replica answered OK */
 	:: atomic { pending != 0 && ((pendReps & REP(0)) == 0 || (wok[0] & B(pending))) &&
-	                            ((pendReps & REP(1)) == 0 || (wok[1] & B(pending))) ->
+	                            ((pendReps & REP(1)) == 0 || (wok[1] & B(pending))) && DFSDONE ->
 		printf("STEP Client: PutEnd inc %d (supersedes %d)\n", pending, complete); applyPutEnd(); checkInvariants() }
 	/* or never ends it: the leader's discardAbandonedPuts revokes it */
 	:: atomic { pending != 0 -> printf("STEP Leader: PutRevoke inc %d\n", pending); applyPutRevoke(); checkInvariants() }
@@ -858,6 +1030,17 @@ end:
 	:: atomic { leadLeft > 0 -> leadLeft--; masterEpoch++; printf("STEP Leader: EpochBegin, master epoch %d\n", masterEpoch); checkInvariants() }
 	:: atomic { pipe[0] != 0 -> applyAck(0, pipeEpoch[0], pipe[0], stale); pipe[0] = 0; checkInvariants() }
 	:: atomic { pipe[1] != 0 -> applyAck(1, pipeEpoch[1], pipe[1], stale); pipe[1] = 0; checkInvariants() }
+#ifdef DFS
+	/* the leader writes the queued removal records (fdatasync), then
+	 * DFSMarked drops them and releases their ranges */
+	:: atomic { mthr != 0 || mex != 0 ->
+		if :: mthr > dthr -> dthr = mthr :: else -> skip fi;
+		dex = dex | mex;
+		dheld = dheld & ~mheld;
+		printf("STEP Leader: removal records written (through %d, exact %d); DFSMarked releases ranges %d\n", mthr, mex, mheld);
+		mthr = 0; mex = 0; mheld = 0;
+		checkInvariants() }
+#endif
 #ifdef RESTORE
 	/* the ghost check after a restore: read what the replicas' holders hold
 	 * of the COMPLETE incarnation (a tombstone is evidence, absent is not)... */

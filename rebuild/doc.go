@@ -42,5 +42,12 @@
 //   - every segment id a scanned holder recorded for its cluster (the
 //     master sends them in heartbeats) must be scanned or named by
 //     Options.AllowMissing, else the merge refuses: a forgotten holder
-//     would otherwise join later with copies the plan never saw.
+//     would otherwise join later with copies the plan never saw;
+//   - with Options.DFS, the DFS root's put records are copies too
+//     (dfs.go): a removal record kills its incarnation and every older
+//     one of the key (holder copies included), a revoke's, supersede's or
+//     eviction's record its own; a holder's tombstone kills no DFS record
+//     (it may be a revoked newer put's); the newest
+//     surviving DFS incarnation's range must read back with its CRC or
+//     the key is dropped (no older fallback); one DFS replica per object.
 package rebuild

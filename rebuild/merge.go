@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"sexton/api"
+	"sexton/dfsio"
 )
 
 // Scan is one holder's answer to a full HolderListRecords scan.
@@ -37,6 +38,9 @@ type Options struct {
 	// operator knows are not scanned (a holder lost for good, or one to
 	// adopt later); any other unscanned one makes Merge refuse.
 	AllowMissing []api.SegmentID
+	// DFS, if set, is the lost cluster's DFS root: its put records are
+	// copies like the holders', under the same rules (dfs.go).
+	DFS *DFSOptions
 }
 
 // IncMargin is added to the largest incarnation the scan saw to make the
@@ -116,6 +120,19 @@ type Plan struct {
 	// Legacy counts live records with the zero incarnation, which cannot
 	// be adopted (the holder's own reconciliation removes them).
 	Legacy int
+	// DFSRecords counts the DFS root's records; DFSAdopted the objects
+	// given a DFS replica; DFSRejected the put records not adopted
+	// although nothing removed them.
+	DFSRecords  int
+	DFSAdopted  int
+	DFSRejected []DFSRejected
+	// DFSKills are the removal records (each its incarnation only) the
+	// rebuild writes to the DFS root's journal before it adopts: one for
+	// every put record of the lost cluster it does not adopt and nothing
+	// killed yet, as every holder copy it does not adopt becomes a delete
+	// task. Otherwise a value the rebuilt table never knew (an overwritten
+	// one) would count again once the newer one is removed on a holder.
+	DFSKills []dfsio.RangeRecord
 }
 
 // Merge builds the plan of a first rebuild; MergeWith says more.
@@ -164,6 +181,14 @@ func MergeWith(scans []Scan, o Options) (*Plan, error) {
 		p.Scanned = append(p.Scanned, ScannedHolder{Endpoint: s.Endpoint, Segment: s.Segment, Pool: s.Pool, Records: len(s.Records)})
 		p.Records += len(s.Records)
 	}
+	if o.DFS != nil && o.DFS.ClusterID != 0 {
+		switch {
+		case p.ClusterID == 0:
+			p.ClusterID = o.DFS.ClusterID
+		case p.ClusterID != o.DFS.ClusterID:
+			return nil, fmt.Errorf("the DFS root's marker names cluster %016x, the holders cluster %016x; name the lost cluster's DFS root", o.DFS.ClusterID, p.ClusterID)
+		}
+	}
 	if p.ClusterID == 0 {
 		return nil, fmt.Errorf("no scanned holder belongs to a cluster (every marker names cluster 0): nothing to rebuild")
 	}
@@ -173,7 +198,12 @@ func MergeWith(scans []Scan, o Options) (*Plan, error) {
 		return nil, err
 	}
 	m := merger{p: p, scans: used, pos: make([]int, len(used)), verify: o.Verify, ownAbove: o.OwnAbove}
+	if o.DFS != nil {
+		m.indexDFS(o.DFS)
+	}
 	m.run()
+	p.dfsOverlaps()
+	m.dfsKills()
 	p.IncFloor = p.MaxSeen + IncMargin
 	return p, nil
 }
@@ -217,6 +247,12 @@ type merger struct {
 	verify Verifier
 	// ownAbove is Options.OwnAbove.
 	ownAbove uint64
+	// dfs are the DFS root's records by key, dfsKeys their keys sorted,
+	// dpos the next one run visits.
+	dfs       map[string]*dfsKey
+	dfsKeys   []string
+	dpos      int
+	verifyDFS func(dfsio.RangeRecord) bool
 }
 
 // own reports whether inc was issued by the serving cluster of a rerun.
@@ -242,8 +278,16 @@ func (m *merger) run() {
 				}
 			}
 		}
+		if m.dpos < len(m.dfsKeys) {
+			if k := m.dfsKeys[m.dpos]; !ok || k < key {
+				key, ok = k, true
+			}
+		}
 		if !ok {
 			return
+		}
+		if m.dpos < len(m.dfsKeys) && m.dfsKeys[m.dpos] == key {
+			m.dpos++
 		}
 		recs = recs[:0]
 		for i, s := range m.scans {
@@ -259,7 +303,11 @@ func (m *merger) run() {
 // key decides one key from every holder's records of it.
 func (m *merger) key(key string, recs []held) {
 	p := m.p
+	dk := m.dfs[key]
 	dead := map[api.ObjectIncarnation]bool{}
+	for inc := range dk.exactKills() {
+		dead[inc] = true // a revoked put's copies never return, wherever they are
+	}
 	lost := recs[:0:0]
 	for _, h := range recs {
 		if removed(h.rec) {
@@ -271,8 +319,10 @@ func (m *merger) key(key string, recs []held) {
 		p.MaxSeen = max(p.MaxSeen, h.rec.Incarnation.Low)
 		lost = append(lost, h)
 	}
-	if len(lost) == 0 {
-		p.Own++
+	if len(lost) == 0 && (dk == nil || len(dk.puts) == 0) {
+		if len(recs) > 0 {
+			p.Own++
+		}
 		return
 	}
 	recs = lost
@@ -284,10 +334,31 @@ func (m *merger) key(key string, recs []held) {
 		case h.rec.Tombstoned:
 		case inc.IsZero():
 			p.Legacy++
-		case dead[inc]:
+		case dead[inc], dk.killedThrough(inc):
+			// A DFS removal record of this or a newer incarnation: the
+			// holder's copy is an older value of a removed key.
 		case !found || winner.Less(inc):
 			winner, found = inc, true
 		}
+	}
+	win, top, hasTop := m.pickDFS(key, dk, winner, found)
+	switch {
+	case hasTop && (!found || winner.Less(top)):
+		// The DFS root has the newest incarnation: every holder copy is
+		// older and goes.
+		for _, h := range recs {
+			if !h.rec.Tombstoned && !h.rec.Incarnation.IsZero() {
+				p.Deletes = append(p.Deletes, deleteOf(h))
+			}
+		}
+		if win == nil {
+			p.Dropped = append(p.Dropped, Dropped{Key: key, Reason: fmt.Sprintf("its newest incarnation %s is only on the DFS root, and its range does not verify", top)})
+			return
+		}
+		m.adoptDFSOnly(key, win)
+		return
+	case win != nil && win.Inc == winner:
+		defer m.addDFS(key, win)
 	}
 	var copies []held
 	for _, h := range recs {
@@ -301,7 +372,11 @@ func (m *merger) key(key string, recs []held) {
 		}
 	}
 	if !found {
-		p.Dropped = append(p.Dropped, Dropped{Key: key, Reason: "no incarnation is live on a holder and tombstoned on none"})
+		if dk == nil || len(dk.puts) == 0 {
+			p.Dropped = append(p.Dropped, Dropped{Key: key, Reason: "no incarnation is live on a holder and tombstoned on none"})
+		} else {
+			p.Dropped = append(p.Dropped, Dropped{Key: key, Reason: "no incarnation is live on a holder or in the DFS root's records and removed on none"})
+		}
 		return
 	}
 	kept := m.keep(key, winner, copies)

@@ -36,6 +36,8 @@ done
 rebuild_small="-DREBUILD -DNINC=2 -DNCRASH=0 -DNLEAD=0 -DNGC=0 -DNGC1=0"
 jobs_small="-DJOBS -DNINC=2 -DNCRASH=0 -DNLEAD=0 -DNGC=0 -DNGC1=0"
 restore_small="-DRESTORE -DNINC=2 -DNCRASH=0 -DNLEAD=0 -DNGC=0 -DNGC1=0"
+# the rebuild with DFS replicas and the DFS root's range records (DFS)
+dfs_small="-DREBUILD -DDFS -DNINC=2 -DNCRASH=0 -DNLEAD=0 -DNGC=0 -DNGC1=0"
 case "$mode" in
 short)
 	# (at -O0 the short bound's verifier compiles in a tenth of the -O2
@@ -46,6 +48,7 @@ short)
 		"rebuild|$rebuild_small|-O0"
 		"jobs|$jobs_small|-O0"
 		"restore|$restore_small|-O0"
+		"rebuild-dfs|$dfs_small|-O0"
 	)
 	;;
 long)
@@ -58,6 +61,7 @@ long)
 		"jobs|-DJOBS -DNINC=2 -DNCRASH=1 -DNLEAD=1 -DNGC=1 -DNGC1=0|-O2"
 		"restore|-DRESTORE -DNINC=2 -DNCRASH=1 -DNLEAD=1 -DNGC=0 -DNGC1=0|-O2"
 		"restore|-DRESTORE -DBOTH -DNINC=2 -DNCRASH=0 -DNLEAD=0 -DNGC=0 -DNGC1=0|-O2"
+		"rebuild-dfs|-DREBUILD -DDFS -DNINC=2 -DNCRASH=0 -DNLEAD=1 -DNGC=0 -DNGC1=0|-O2"
 	)
 	;;
 *) echo "usage: $0 short|long" >&2; exit 2 ;;
@@ -84,6 +88,10 @@ variants=(
 	"WEAK_NO_INC_MARGIN|inv_inc_above_every_copy|$rebuild_small|-i"
 	"WEAK_JOB_BY_PUTSTART|inv_job_spares_later_puts|$jobs_small|-i"
 	"WEAK_GHOST_UNCONDITIONAL|inv_never_lost|$restore_small|-i"
+	"WEAK_DFS_IGNORE_REMOVAL|inv1_no_resurrection|$dfs_small|-i"
+	"WEAK_DFS_FREE_EARLY|inv7_latest_copy_last,inv_never_lost|$dfs_small|-i"
+	"WEAK_DFS_NO_REGISTER|inv2_no_wrong_victim,inv_never_lost|$dfs_small|-i"
+	"WEAK_DFS_NO_WITHHOLD|inv7_latest_copy_last|$dfs_small|-i"
 )
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sexton-model.XXXXXX")

@@ -121,8 +121,8 @@ func (e *env) output(v any, text func() error) error {
 // dfsDataPath is this process's DFS data path for the client library.
 type dfsDataPath struct{ cl *client.Client }
 
-func (d dfsDataPath) Write(ctx context.Context, r api.ReplicaLocation, value []byte) error {
-	return clientDFS.write(ctx, d.cl.Masters(), r, value)
+func (d dfsDataPath) Write(ctx context.Context, key, tenant string, inc api.ObjectIncarnation, r api.ReplicaLocation, value []byte) error {
+	return clientDFS.write(ctx, d.cl.Masters(), key, tenant, inc, r, value)
 }
 
 func (d dfsDataPath) Read(ctx context.Context, r api.ReplicaLocation) ([]byte, error) {

@@ -133,7 +133,10 @@ func (w *deleteWatch) poll(ctx context.Context, cl *client.Client, now time.Time
 				changed = append(changed, j)
 			}
 		}
-		if resp.Total > 0 {
+		if resp.Total > 0 || resp.DFSRecordsPending > 0 {
+			// A DFS removal is done once its removal record is in the
+			// DFS root's journal, as a LOCAL_DISK one once its tasks are
+			// acknowledged.
 			still = append(still, k)
 		}
 	}

@@ -42,7 +42,10 @@ func (c *dfsClient) open(ctx context.Context, cl *transport.ClusterClient) (*dfs
 	return c.fs, c.err
 }
 
-func (c *dfsClient) write(ctx context.Context, cl *transport.ClusterClient, r api.ReplicaLocation, value []byte) error {
+// write writes value at r's range, then appends its put record to the
+// root's journal, each synced under MOONCAKE_DFS_FSYNC=1, so the record
+// is never durable before the bytes it describes.
+func (c *dfsClient) write(ctx context.Context, cl *transport.ClusterClient, key, tenant string, inc api.ObjectIncarnation, r api.ReplicaLocation, value []byte) error {
 	fs, err := c.open(ctx, cl)
 	if err != nil {
 		return err
@@ -50,7 +53,10 @@ func (c *dfsClient) write(ctx context.Context, cl *transport.ClusterClient, r ap
 	if r.DFS == nil {
 		return api.Errorf(api.CodeCorrupt, "DFS replica without a descriptor")
 	}
-	return fs.WriteAt(*r.DFS, value)
+	if err := fs.WriteAt(*r.DFS, value); err != nil {
+		return err
+	}
+	return fs.AppendPutRecord(key, tenant, inc, *r.DFS, value)
 }
 
 func (c *dfsClient) read(ctx context.Context, cl *transport.ClusterClient, r api.ReplicaLocation) ([]byte, error) {

@@ -35,8 +35,8 @@ func setupRebuild(fs *flag.FlagSet) runFunc {
 	allowSegs := fs.String("allow-missing-segments", "", "segment ids S1,S2 the holders' records name that are not scanned: lost for good, or to be adopted later by a rerun; their copies are not adopted now")
 	closeWindow := fs.Bool("close", false, "end the adoption window of a finished rebuild: late holders of the lost cluster can then only be retired or wiped")
 	batch := fs.Int("batch", 512, fmt.Sprintf("items per Raft entry (1 to %d)", fsm.MaxRebuildItems))
-	dfsRoot := fs.String("dfs-root", envString(dfsio.EnvRoot, ""), "the lost cluster's DFS root, to report the DFS files no rebuild can adopt (env "+dfsio.EnvRoot+")")
-	dfsDrop := fs.Bool("dfs-drop", false, "rebuild although the DFS root holds files: objects that had only DFS replicas are lost")
+	dfsRoot := fs.String("dfs-root", envString(dfsio.EnvRoot, ""), "the lost cluster's DFS root, whose range records the rebuild adopts DFS replicas from (env "+dfsio.EnvRoot+")")
+	dfsDrop := fs.Bool("dfs-drop", false, "adopt nothing from the DFS root: objects that had only DFS replicas are lost")
 	return func(e *env, _ []string) error {
 		if *closeWindow {
 			return closeRebuild(e)
@@ -141,6 +141,17 @@ type rebuildReport struct {
 	Drop          []rebuildDroppedOut `json:"drop,omitempty"`   // --dry-run
 	DFSRoot       string              `json:"dfs_root,omitempty"`
 	DFSFiles      []rebuildDFSFile    `json:"dfs_files,omitempty"`
+	// DFSRecords counts the DFS root's range records, DFSTorn its frames
+	// that did not check out, DFSAdopted the objects given a DFS replica;
+	// DFSDropped says --dfs-drop adopted nothing from the root.
+	DFSRecords  int                  `json:"dfs_records,omitempty"`
+	DFSTorn     int                  `json:"dfs_torn,omitempty"`
+	DFSAdopted  int                  `json:"dfs_adopted,omitempty"`
+	DFSRejected []rebuildDFSRejected `json:"dfs_rejected,omitempty"`
+	DFSDropped  bool                 `json:"dfs_dropped,omitempty"`
+	// DFSKilled counts the removal records the rebuild wrote for the put
+	// records it did not adopt (a dry run: would write).
+	DFSKilled int `json:"dfs_killed,omitempty"`
 }
 
 // rebuildHolderOut is one scanned holder.
@@ -226,7 +237,7 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 		return nil, fmt.Errorf("the adoption window of the rebuild of cluster %016x is closed (operator rebuild --close): nothing more can be adopted; retire late holders (operator retire) or wipe them", st.Rebuild.Cluster)
 	}
 	endpoints = dedupe(endpoints)
-	if len(endpoints) == 0 {
+	if len(endpoints) == 0 && o.dfsRoot == "" {
 		return nil, errors.New("no holder to scan: name them with --holders, or start the lost cluster's holders against this cluster's masters")
 	}
 	cc, err := e.clientConfig()
@@ -240,6 +251,10 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 	prog := newRebuildProgress(e.json)
 	rep := &rebuildReport{DryRun: o.dryRun, Rerun: rerun, HoldersMissing: []string{}, SegmentsMissing: []string{}, Scanned: []rebuildHolderOut{},
 		Conflicts: []rebuildConflict{}, Failures: []rebuildFailure{}}
+	dfsOpt, err := loadRebuildDFS(e, o, rep)
+	if err != nil {
+		return nil, err
+	}
 	var scans []rebuild.Scan
 	records := 0
 	prog.scan(0, len(endpoints), 0)
@@ -266,14 +281,13 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 		},
 		OwnAbove:     ownAbove,
 		AllowMissing: o.allowSegments,
+		DFS:          dfsOpt,
 	})
 	if err != nil {
 		return nil, err
 	}
 	rep.ClusterID = fmt.Sprintf("%016x", plan.ClusterID)
-	if err := checkRebuildDFS(o, plan.ClusterID, rep); err != nil {
-		return nil, err
-	}
+	reportRebuildDFS(plan, rep)
 	for _, h := range plan.Scanned {
 		rep.Scanned = append(rep.Scanned, rebuildHolderOut{Endpoint: h.Endpoint, Segment: string(h.Segment), Pool: h.Pool, Records: h.Records})
 	}
@@ -293,11 +307,15 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 	if o.dryRun {
 		rep.Adopt, rep.Delete, rep.Drop = []rebuildAdoptOut{}, []rebuildDeleteOut{}, []rebuildDroppedOut{}
 		for _, ob := range plan.Objects {
-			var ss []api.SegmentID
+			ss := []string{}
 			for _, r := range ob.Replicas {
-				ss = append(ss, r.Segment)
+				if r.DFS != nil {
+					ss = append(ss, fmt.Sprintf("dfs:%s@%d", r.DFS.Path, r.DFS.Offset))
+					continue
+				}
+				ss = append(ss, string(r.Segment))
 			}
-			rep.Adopt = append(rep.Adopt, rebuildAdoptOut{Key: ob.Key, Incarnation: ob.Incarnation.String(), Size: ob.Size, Segments: segStrings(ss)})
+			rep.Adopt = append(rep.Adopt, rebuildAdoptOut{Key: ob.Key, Incarnation: ob.Incarnation.String(), Size: ob.Size, Segments: ss})
 		}
 		for _, d := range plan.Deletes {
 			rep.Delete = append(rep.Delete, rebuildDeleteOut{Segment: string(d.Segment), Key: d.Key, Incarnation: d.Incarnation.String()})
@@ -309,6 +327,9 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 		return rep, nil
 	}
 
+	if err := writeRebuildDFSKills(o, plan, rep); err != nil {
+		return rep, err
+	}
 	var begin api.RebuildBeginResponse
 	if err := callRetrying(e, api.MethodRebuildBegin, &api.RebuildBeginRequest{ClusterID: plan.ClusterID, IncFloor: plan.IncFloor, Segments: plan.Segments}, &begin); err != nil {
 		return rep, fmt.Errorf("adopt cluster %016x: %w", plan.ClusterID, err)

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"sexton/api"
 	"sexton/dfsio"
+	"sexton/rebuild"
 )
 
 // rebuildDFSFile is one allocator file below the DFS root.
@@ -15,23 +17,36 @@ type rebuildDFSFile struct {
 	Bytes int64  `json:"bytes"`
 }
 
-// scanRebuildDFS lists the lost cluster's DFS root for `operator rebuild
-// --dfs-root`. The root holds only the value bytes of DFS replicas, at
-// ranges of shared bucket and shard files; which key and incarnation a
-// range holds, and whether it was removed, lived only in the masters'
-// state. So no DFS replica can be adopted from it without bringing back a
-// removed value or pairing bytes with the wrong key: the rebuild adopts
-// LOCAL_DISK copies only and reports the files, whose DFS-only objects are
-// lost. A root that is missing or another cluster's is refused (the wrong
-// directory says nothing about the lost cluster); one without a marker
-// and without allocator files is an empty root.
-func scanRebuildDFS(root string, cluster uint64) ([]rebuildDFSFile, error) {
-	p, err := dfsio.Open(dfsio.Settings{Root: filepath.Clean(root), Adapter: dfsio.AdapterPosix})
+// rebuildDFSRejected is a put record the rebuild did not adopt although
+// nothing removed it.
+type rebuildDFSRejected struct {
+	Key         string `json:"key"`
+	Incarnation string `json:"incarnation"`
+	Path        string `json:"path"`
+	Offset      int64  `json:"offset"`
+	Reason      string `json:"reason"`
+}
+
+// loadRebuildDFS reads the lost cluster's DFS root for `operator rebuild
+// --dfs-root`: its files (reported) and its journal of range records,
+// which the merge treats as copies under the holders' rules (package
+// rebuild, dfs.go). A root that is missing or unreadable is refused (the
+// wrong directory says nothing about the lost cluster); one without a
+// marker is accepted only while it holds no allocator file and no
+// journal (an empty root). With --dfs-drop the files are reported and
+// nothing is adopted from them. A root with files and no journal (written
+// by a build without range records) is refused unless --dfs-drop: its
+// DFS-only objects cannot be adopted.
+func loadRebuildDFS(e *env, o rebuildOptions, rep *rebuildReport) (*rebuild.DFSOptions, error) {
+	if o.dfsRoot == "" {
+		return nil, nil
+	}
+	root := filepath.Clean(o.dfsRoot)
+	p, err := dfsio.Open(dfsio.Settings{Root: root, Adapter: dfsio.AdapterPosix})
 	if err != nil {
 		return nil, err
 	}
-	p.Bind(cluster)
-	rootErr := p.CheckRoot()
+	cluster, rootErr := p.MarkerCluster()
 	if rootErr != nil && !errors.Is(rootErr, dfsio.ErrNoRootMarker) {
 		return nil, fmt.Errorf("--dfs-root: %w; name the lost cluster's DFS root, or leave --dfs-root out", rootErr)
 	}
@@ -39,45 +54,91 @@ func scanRebuildDFS(root string, cluster uint64) ([]rebuildDFSFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--dfs-root: %w", err)
 	}
-	if rootErr != nil && len(names) > 0 {
-		return nil, fmt.Errorf("--dfs-root: %w; it holds %d allocator files of no known cluster: name the lost cluster's DFS root, or leave --dfs-root out", rootErr, len(names))
+	recs, torn, err := p.ScanRecords()
+	if err != nil {
+		return nil, fmt.Errorf("--dfs-root: %w", err)
 	}
-	out := make([]rebuildDFSFile, 0, len(names))
+	if rootErr != nil && (len(names) > 0 || len(recs) > 0) {
+		return nil, fmt.Errorf("--dfs-root: %w; it holds %d allocator files and %d range records of no known cluster: name the lost cluster's DFS root, or leave --dfs-root out", rootErr, len(names), len(recs))
+	}
+	files := make([]rebuildDFSFile, 0, len(names))
+	var bytes int64
 	for _, n := range names {
-		st, err := os.Stat(filepath.Join(p.Root(), n))
+		st, err := os.Stat(filepath.Join(root, n))
 		if err != nil {
 			return nil, fmt.Errorf("--dfs-root: %w", err)
 		}
-		out = append(out, rebuildDFSFile{Path: n, Bytes: st.Size()})
+		files = append(files, rebuildDFSFile{Path: n, Bytes: st.Size()})
+		bytes += st.Size()
 	}
-	return out, nil
+	rep.DFSRoot, rep.DFSFiles, rep.DFSRecords, rep.DFSTorn, rep.DFSDropped = o.dfsRoot, files, len(recs), torn, o.dfsDrop
+	if o.dfsDrop {
+		return nil, nil
+	}
+	if len(files) > 0 && len(recs) == 0 && !o.dryRun {
+		return nil, fmt.Errorf("the DFS root %s holds %d allocator files (%d bytes) but no range records (%s: written by a build without them), so no DFS replica can be adopted and an object that had only DFS replicas is lost; its files are removed as strays once the rebuilt cluster's leader uses the root. Copy them aside if they matter, then rerun with --dfs-drop to rebuild without them (nothing was changed)",
+			o.dfsRoot, len(files), bytes, dfsio.RecordsName)
+	}
+	if len(recs) > 0 && !o.dryRun {
+		// Adopted descriptors name files below the masters' own root:
+		// it must be this one.
+		var cfg api.DFSConfigResponse
+		if err := e.call(api.MethodDFSConfig, &api.Empty{}, &cfg); err != nil {
+			return nil, fmt.Errorf("DFS settings of this cluster: %w", err)
+		}
+		if !cfg.Enabled || filepath.Clean(cfg.Root) != root {
+			return nil, fmt.Errorf("this cluster's masters use DFS root %q, not --dfs-root %s: start them with %s=%s and the lost cluster's other %s settings to adopt its DFS replicas, or rerun with --dfs-drop to rebuild without them (nothing was changed)",
+				cfg.Root, root, dfsio.EnvRoot, root, "MOONCAKE_DFS_*")
+		}
+	}
+	return &rebuild.DFSOptions{ClusterID: cluster, Records: recs, Verify: func(r dfsio.RangeRecord) bool {
+		b, err := p.ReadAt(r.Desc())
+		return err == nil && int64(len(b)) == r.Size && dfsio.Checksum(b) == r.CRC
+	}}, nil
 }
 
-// checkRebuildDFS fills the report's DFS part and refuses a rebuild that
-// would lose DFS-only objects unless --dfs-drop says the operator decided
-// so. A dry run reports and never refuses.
-func checkRebuildDFS(o rebuildOptions, cluster uint64, rep *rebuildReport) error {
-	if o.dfsRoot == "" {
+// writeRebuildDFSKills appends, fdatasynced, a removal record for every
+// put record of the lost cluster the plan does not adopt (package rebuild,
+// Plan.DFSKills), before anything is adopted: as a holder copy the
+// rebuild does not adopt becomes a delete task, such a record must never
+// count again (a later rebuild, once the adopted value is removed).
+func writeRebuildDFSKills(o rebuildOptions, plan *rebuild.Plan, rep *rebuildReport) error {
+	if len(plan.DFSKills) == 0 {
 		return nil
 	}
-	files, err := scanRebuildDFS(o.dfsRoot, cluster)
+	p, err := dfsio.Open(dfsio.Settings{Root: filepath.Clean(o.dfsRoot), Adapter: dfsio.AdapterPosix})
 	if err != nil {
 		return err
 	}
-	rep.DFSRoot, rep.DFSFiles = o.dfsRoot, files
-	var bytes int64
-	for _, f := range files {
-		bytes += f.Bytes
+	for rest := plan.DFSKills; len(rest) > 0; {
+		n := min(len(rest), 256)
+		if err := p.AppendRecords(rest[:n], true); err != nil {
+			return fmt.Errorf("write the removal records of %d DFS put records the rebuild does not adopt (nothing was adopted; rerun): %w", len(plan.DFSKills), err)
+		}
+		rest = rest[n:]
 	}
-	if len(files) == 0 || o.dryRun || o.dfsDrop {
-		return nil
+	return nil
+}
+
+// reportRebuildDFS fills the report's DFS outcome from the plan.
+func reportRebuildDFS(p *rebuild.Plan, rep *rebuildReport) {
+	rep.DFSAdopted, rep.DFSKilled = p.DFSAdopted, len(p.DFSKills)
+	for _, r := range p.DFSRejected {
+		rep.DFSRejected = append(rep.DFSRejected, rebuildDFSRejected{Key: r.Key, Incarnation: r.Incarnation.String(), Path: r.Path, Offset: r.Offset, Reason: r.Reason})
 	}
-	return fmt.Errorf("the DFS root %s holds %d allocator files (%d bytes) of cluster %016x: the root records no key, incarnation or removal for the bytes in them, so no DFS replica can be adopted and an object that had only DFS replicas is lost; its files are removed as strays once the rebuilt cluster's leader uses the root. Copy them aside if they matter, then rerun with --dfs-drop to rebuild without them (nothing was changed)",
-		o.dfsRoot, len(files), bytes, cluster)
 }
 
 func printRebuildDFS(r *rebuildReport) {
-	for _, f := range r.DFSFiles {
-		fmt.Printf("dfs    %s (%d bytes): not adoptable, the DFS root records no key, incarnation or removal for it\n", f.Path, f.Bytes)
+	if r.DFSRoot == "" {
+		return
 	}
+	for _, x := range r.DFSRejected {
+		fmt.Printf("dfs    %s %s at %s offset %d not adopted: %s\n", x.Key, x.Incarnation, x.Path, x.Offset, x.Reason)
+	}
+	if r.DFSDropped {
+		fmt.Printf("dfs    %s: %d files, %d range records dropped (--dfs-drop): objects that had only DFS replicas are lost\n", r.DFSRoot, len(r.DFSFiles), r.DFSRecords)
+		return
+	}
+	fmt.Printf("dfs    %s: %d files, %d range records (%d torn), %d objects with a DFS replica, %d records rejected, %d put records not adopted killed by a removal record\n",
+		r.DFSRoot, len(r.DFSFiles), r.DFSRecords, r.DFSTorn, r.DFSAdopted, len(r.DFSRejected), r.DFSKilled)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"sexton/api"
 	"sexton/dfsio"
 )
 
@@ -31,44 +32,64 @@ func dfsRootOf(t *testing.T, cluster uint64, files ...string) string {
 	return root
 }
 
-// A rebuild with the lost cluster's DFS root reports its allocator files
-// and refuses to go on (nothing changed) unless --dfs-drop says the
-// operator accepts losing the DFS-only objects: the root records no key,
-// incarnation or removal for their bytes. A dry run reports without
-// refusing; a root of another cluster, or a missing one, is refused; an
-// empty unmarked root is nothing to report.
-func TestRebuildReportsAndRefusesUnadoptableDFSFiles(t *testing.T) {
+// A rebuild with the lost cluster's DFS root reads its files and its
+// journal of range records. A root with files and no journal (a build
+// without range records) is refused unless --dfs-drop says the operator
+// accepts losing the DFS-only objects; --dfs-drop adopts nothing; a dry
+// run reports. The journal's records come with a verifier that reads the
+// range back. A missing root, or an unmarked one holding files, is
+// refused; an empty unmarked root is nothing to report.
+func TestRebuildReadsTheDFSRootsRecords(t *testing.T) {
 	files := []string{"bucket_0000000000000001.data", "dfs_shard_03.data"}
 	root := dfsRootOf(t, 7, files...)
 	rep := &rebuildReport{}
-	err := checkRebuildDFS(rebuildOptions{dfsRoot: root}, 7, rep)
-	if err == nil || !strings.Contains(err.Error(), "--dfs-drop") || !strings.Contains(err.Error(), "2 allocator files (8192 bytes)") {
-		t.Fatalf("rebuild with DFS files and no --dfs-drop: %v, want a refusal naming the files and --dfs-drop", err)
+	_, err := loadRebuildDFS(nil, rebuildOptions{dfsRoot: root}, rep)
+	if err == nil || !strings.Contains(err.Error(), "--dfs-drop") || !strings.Contains(err.Error(), "2 allocator files (8192 bytes) but no range records") {
+		t.Fatalf("files without records and no --dfs-drop: %v, want a refusal naming the files and --dfs-drop", err)
 	}
-	for _, o := range []rebuildOptions{{dfsRoot: root, dfsDrop: true}, {dfsRoot: root, dryRun: true}} {
-		rep := &rebuildReport{}
-		if err := checkRebuildDFS(o, 7, rep); err != nil {
-			t.Fatalf("%+v: %v", o, err)
-		}
-		if rep.DFSRoot != root || len(rep.DFSFiles) != 2 || rep.DFSFiles[0].Path != files[0] || rep.DFSFiles[1].Bytes != 4096 {
-			t.Fatalf("%+v: report %+v", o, rep)
-		}
+	rep = &rebuildReport{}
+	opt, err := loadRebuildDFS(nil, rebuildOptions{dfsRoot: root, dfsDrop: true}, rep)
+	if err != nil || opt != nil || !rep.DFSDropped || len(rep.DFSFiles) != 2 || rep.DFSFiles[1].Bytes != 4096 {
+		t.Fatalf("--dfs-drop: %+v %+v %v", opt, rep, err)
 	}
-	if err := checkRebuildDFS(rebuildOptions{dfsRoot: root, dfsDrop: true}, 8, &rebuildReport{}); err == nil || !strings.Contains(err.Error(), "belongs to cluster") {
-		t.Fatalf("another cluster's DFS root: %v, want a refusal", err)
+
+	p, err := dfsio.Open(dfsio.Settings{Root: root, Adapter: dfsio.AdapterPosix})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := checkRebuildDFS(rebuildOptions{dfsRoot: filepath.Join(root, "absent"), dfsDrop: true}, 7, &rebuildReport{}); err == nil {
+	d := api.DFSDescriptor{Allocator: "bucket", Path: files[0], UnitID: 1, Offset: 0, Size: 5, AlignedSize: 4096}
+	torn := d // the same range, recorded with other bytes
+	if err := p.WriteAt(d, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	inc := api.ObjectIncarnation{High: 7, Low: 3}
+	if err := p.AppendPutRecord("k", "", inc, d, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendPutRecord("t", "", inc, torn, []byte("HELLO")); err != nil {
+		t.Fatal(err)
+	}
+	rep = &rebuildReport{}
+	opt, err = loadRebuildDFS(nil, rebuildOptions{dfsRoot: root, dryRun: true}, rep)
+	if err != nil || opt == nil || opt.ClusterID != 7 || len(opt.Records) != 2 || rep.DFSRecords != 2 {
+		t.Fatalf("dry run with records: %+v %+v %v", opt, rep, err)
+	}
+	if !opt.Verify(opt.Records[0]) || opt.Verify(opt.Records[1]) {
+		t.Fatal("the verifier must accept the range holding the recorded bytes and refuse the other")
+	}
+
+	if _, err := loadRebuildDFS(nil, rebuildOptions{dfsRoot: filepath.Join(root, "absent"), dryRun: true}, &rebuildReport{}); err == nil {
 		t.Fatal("a missing DFS root was accepted")
 	}
 	unmarked := dfsRootOf(t, 0, files[0])
-	if err := checkRebuildDFS(rebuildOptions{dfsRoot: unmarked, dfsDrop: true}, 7, &rebuildReport{}); err == nil || !strings.Contains(err.Error(), "no known cluster") {
+	if _, err := loadRebuildDFS(nil, rebuildOptions{dfsRoot: unmarked, dfsDrop: true}, &rebuildReport{}); err == nil || !strings.Contains(err.Error(), "no known cluster") {
 		t.Fatalf("allocator files below an unmarked root: %v, want a refusal", err)
 	}
 	rep = &rebuildReport{}
-	if err := checkRebuildDFS(rebuildOptions{dfsRoot: dfsRootOf(t, 0)}, 7, rep); err != nil || len(rep.DFSFiles) != 0 {
+	if opt, err := loadRebuildDFS(nil, rebuildOptions{dfsRoot: dfsRootOf(t, 0)}, rep); err != nil || len(rep.DFSFiles) != 0 || opt == nil || len(opt.Records) != 0 {
 		t.Fatalf("an empty unmarked root: %+v %v, want nothing to report", rep, err)
 	}
-	if err := checkRebuildDFS(rebuildOptions{}, 7, rep); err != nil {
+	if opt, err := loadRebuildDFS(nil, rebuildOptions{}, rep); err != nil || opt != nil {
 		t.Fatalf("no --dfs-root: %v", err)
 	}
 }

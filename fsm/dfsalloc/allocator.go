@@ -32,6 +32,10 @@ type Allocator interface {
 	// tombstone; a shard range is reusable once now+DeferredFreeSeconds has
 	// passed.
 	Free(key string, d api.DFSDescriptor, now int64) error
+	// Adopt registers a committed entry of key at d that a rebuild found
+	// on the DFS root (adopt.go); an identical entry is a no-op, an
+	// overlapping one is refused.
+	Adopt(key string, d api.DFSDescriptor, now int64) error
 	// Touch records a read of the entry at now, for LRU eviction. It is
 	// replicated state: call it only from an applied command.
 	Touch(key string, d api.DFSDescriptor, now int64) error

@@ -18,6 +18,11 @@ type bucket struct {
 	deleteFailures uint32
 	deletingSince  int64
 	entries        map[int64]*entry // by offset
+	// adoptEnd bounds the ends of the entries of a bucket created by
+	// Adopt in this process (zero otherwise, and after a restore): an
+	// adoption at or past it overlaps nothing, which keeps a rebuild that
+	// adopts in offset order linear.
+	adoptEnd int64
 }
 
 // bucketAllocator keeps the behaviour of Mooncake's immutable bucket
