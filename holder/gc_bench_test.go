@@ -13,7 +13,8 @@ import (
 	"sexton/api"
 )
 
-// The GC benchmarks (holder/DESIGN.md "GC benchmarks"). Run them with
+// The GC benchmarks; their figures are in docs/SCALING.md ("The write
+// path"). Run them with
 //
 //	go test -run '^$' -bench BenchmarkGC -benchtime 3x ./holder/
 //

@@ -53,7 +53,8 @@ type GCOptions struct {
 	// AgeAware (the default) chooses victims by cost-benefit (dead share ×
 	// age) instead of greedily by dead share, and lets young buckets wait
 	// until they are at twice the ratio or as good a victim as a bucket of
-	// median age at the ratio; see holder/DESIGN.md for how it measured.
+	// median age at the ratio; docs/SCALING.md ("The write path") has what
+	// it measured.
 	AgeAware bool
 }
 

@@ -15,6 +15,7 @@
 package doccheck
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -348,4 +349,56 @@ func (c *checker) scan(file, text string) {
 			}
 		}
 	}
+}
+
+// MaxPackageDesignLines bounds a package's DESIGN.md: it records the
+// decisions the package makes and why, and the specification, the
+// measurements and the history each live elsewhere (docs/DESIGN.md,
+// docs/SCALING.md, the commit log). A page past the bound has started to
+// collect what belongs there.
+const MaxPackageDesignLines = 250
+
+// MaxScalingLines bounds docs/SCALING.md, which keeps the figures that
+// still hold under stable headings rather than every run ever made.
+const MaxScalingLines = 400
+
+// ScalingPath is the document of measurements.
+const ScalingPath = "docs/SCALING.md"
+
+// CheckLengths reports every package DESIGN.md (one or two directories
+// deep: fsm/DESIGN.md, fsm/dfsalloc/DESIGN.md) longer than
+// MaxPackageDesignLines and a docs/SCALING.md longer than
+// MaxScalingLines. The specification, docs/DESIGN.md, is not a package
+// page and has no bound here.
+func CheckLengths(fsys fs.FS) ([]Problem, error) {
+	var problems []Problem
+	check := func(name string, max int) error {
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(string(b), "\n"); n > max {
+			problems = append(problems, Problem{File: name, Line: max + 1,
+				Msg: fmt.Sprintf("%d lines, over the bound of %d: move measurements to %s, specification to %s and history to the commit log", n, max, ScalingPath, SpecPath)})
+		}
+		return nil
+	}
+	for _, pattern := range []string{"*/DESIGN.md", "*/*/DESIGN.md"} {
+		names, err := fs.Glob(fsys, pattern)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range names {
+			if name == SpecPath {
+				continue
+			}
+			if err := check(name, MaxPackageDesignLines); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := check(ScalingPath, MaxScalingLines); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return problems, nil
 }

@@ -122,3 +122,48 @@ func TestCheckSpecNumbering(t *testing.T) {
 		})
 	}
 }
+
+// TestTreeDocumentsStayShort: every package DESIGN.md of the tree stays
+// within MaxPackageDesignLines and docs/SCALING.md within MaxScalingLines.
+func TestTreeDocumentsStayShort(t *testing.T) {
+	problems, err := CheckLengths(os.DirFS("../.."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// TestCheckLengthsFindsLongDocuments: the bound is on the line count, for
+// pages one and two directories deep, and leaves the specification alone.
+func TestCheckLengthsFindsLongDocuments(t *testing.T) {
+	lines := func(n int) *fstest.MapFile {
+		return &fstest.MapFile{Data: []byte(strings.Repeat("text\n", n))}
+	}
+	fsys := fstest.MapFS{
+		"docs/DESIGN.md":           lines(1000),
+		"docs/SCALING.md":          lines(MaxScalingLines + 1),
+		"fsm/DESIGN.md":            lines(MaxPackageDesignLines),
+		"holder/DESIGN.md":         lines(MaxPackageDesignLines + 1),
+		"fsm/dfsalloc/DESIGN.md":   lines(MaxPackageDesignLines + 10),
+		"fsm/dfsalloc/x/DESIGN.md": lines(1000), // three deep: not a package page this check knows
+		"master/NOTES.md":          lines(1000),
+	}
+	problems, err := CheckLengths(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.File)
+	}
+	want := []string{"holder/DESIGN.md", "fsm/dfsalloc/DESIGN.md", "docs/SCALING.md"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("CheckLengths reported %v, want %v", got, want)
+	}
+	delete(fsys, "docs/SCALING.md")
+	if _, err := CheckLengths(fsys); err != nil {
+		t.Errorf("a tree without docs/SCALING.md: %v", err)
+	}
+}
