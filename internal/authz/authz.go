@@ -247,12 +247,13 @@ func (g *Guard) audit(c *transport.Caller, who *caller, method string, err error
 
 // RoleTokens are a listener's role tokens as transport.NamedTokens, the
 // flags named for errors. Each flag's value is a comma-separated list
-// (secret.Split; secret.Tokens checks it) and every token listed is accepted; the cluster token's
-// first is the listener's transport.ServerConfig.Token and not in the
-// result, its others are, named transport.ClusterTokenName. Two roles with
-// the same token would leave the role a proof stands for to the order they
-// are tried in, so that is refused, as is a role token equal to a cluster
-// token (which proves the operator role) unless it is the operator's.
+// (secret.Split; secret.Tokens checks it) and every token listed is
+// accepted: the cluster token's first is the listener's
+// transport.ServerConfig.Token and not in the result, its others are,
+// named transport.ClusterTokenName. Two roles with the same token would
+// leave the role a proof stands for to the order they are tried in, so
+// that is refused, as is a role token equal to a cluster token (which
+// proves the operator role) unless it is the operator's.
 func RoleTokens(cluster, client, holder, operator string) ([]transport.NamedToken, error) {
 	all := []struct{ flag, name, value string }{
 		{"--cluster-token", transport.ClusterTokenName, cluster},
