@@ -11,6 +11,7 @@ import (
 	"sexton/api"
 	"sexton/grant"
 	"sexton/internal/authz"
+	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
 )
@@ -33,7 +34,7 @@ var DataMethodRoles = authz.Table{
 
 func (s *Service) startDataServer() error {
 	roleTokens, _ := authz.RoleTokens(s.cfg.ClusterToken, s.cfg.ClientToken, "", s.cfg.OperatorToken)
-	if s.cfg.ClusterToken != "" && len(roleTokens) == 0 {
+	if s.cfg.ClusterToken != "" && !authz.HasRoleTokens(roleTokens) {
 		s.log.Warn("data listener: every caller that proves the cluster token is an operator (it may list every record): no role token is set; give clients and operators their own with --client-token and --operator-token")
 	}
 	guard := &authz.Guard{
@@ -43,7 +44,7 @@ func (s *Service) startDataServer() error {
 		Log:    s.log.Named("audit"),
 		Count:  func(method, role, outcome string) { s.metrics.audit.WithLabelValues(method, role, outcome).Inc() },
 	}
-	srv := transport.NewServer(transport.ServerConfig{Token: s.cfg.ClusterToken, RoleTokens: roleTokens, Authorize: guard.Authorize,
+	srv := transport.NewServer(transport.ServerConfig{Token: secret.First(s.cfg.ClusterToken), RoleTokens: roleTokens, Authorize: guard.Authorize,
 		MaxFrame: s.dataMaxFrame(), TLS: s.dataTLS(), Logger: s.log.Named("data")})
 	// The write's value is handed to the store aliasing the frame, not
 	// copied out of it (decodeWriteRequest).

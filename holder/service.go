@@ -29,7 +29,9 @@ type ServiceConfig struct {
 	// role tokens of the data listener: a caller proving one is a client
 	// or an operator there (docs/SECURITY.md, "Roles"). ClusterToken, the
 	// token this holder proves to the masters, proves the operator role
-	// on it.
+	// on it. Each is a comma-separated list (secret.Tokens): the holder
+	// proves the first of ClusterToken and its data listener accepts every
+	// token listed.
 	ClientToken   string
 	OperatorToken string
 	ListenAddr    string // data RPC listen address
@@ -135,7 +137,7 @@ func StartService(store *Store, cfg ServiceConfig) (*Service, error) {
 	for _, t := range []struct{ flag, token string }{
 		{"--cluster-token", cfg.ClusterToken}, {"--client-token", cfg.ClientToken}, {"--operator-token", cfg.OperatorToken},
 	} {
-		if err := secret.CheckToken(t.flag, t.token); err != nil {
+		if _, err := secret.Tokens(t.flag, t.token); err != nil {
 			return nil, err
 		}
 	}
@@ -151,7 +153,7 @@ func StartService(store *Store, cfg ServiceConfig) (*Service, error) {
 	s.logCapacity()
 	s.reg = newRegistry(s)
 	s.cl = transport.NewClusterClient(cfg.Masters, transport.ClusterConfig{
-		ClientConfig: transport.ClientConfig{Token: cfg.ClusterToken, TLS: clientTLS(cfg.TLS)},
+		ClientConfig: transport.ClientConfig{Token: secret.First(cfg.ClusterToken), TLS: clientTLS(cfg.TLS)},
 		MaxWait:      cfg.FetchWait + 10*time.Second,
 	})
 	if err := s.startDataServer(); err != nil {

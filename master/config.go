@@ -61,6 +61,10 @@ type Config struct {
 	Peers     []Peer
 	Bootstrap bool
 
+	// ClusterToken (--cluster-token) is the masters' shared secret, a
+	// comma-separated list (secret.Tokens): a master proves the first on
+	// the Raft connections it dials and accepts every one there and on
+	// its RPC listener, so a token can be rolled without downtime.
 	ClusterToken string
 	// Dev is the one-process development cluster (sexton dev), which runs
 	// on loopback without token or TLS by design: the open Raft port is
@@ -69,7 +73,8 @@ type Config struct {
 	// ClientToken, HolderToken and OperatorToken (--client-token,
 	// --holder-token, --operator-token) are the role tokens of the RPC
 	// listener: a caller proving one has that role (docs/SECURITY.md,
-	// "Roles"). The cluster token proves the operator role there.
+	// "Roles"). The cluster token proves the operator role there. Each is
+	// a comma-separated list, every token of which is accepted.
 	ClientToken   string
 	HolderToken   string
 	OperatorToken string
@@ -246,7 +251,7 @@ func (c *Config) validate() error {
 		{"--cluster-token", c.ClusterToken}, {"--client-token", c.ClientToken},
 		{"--holder-token", c.HolderToken}, {"--operator-token", c.OperatorToken},
 	} {
-		if err := secret.CheckToken(t.flag, t.token); err != nil {
+		if _, err := secret.Tokens(t.flag, t.token); err != nil {
 			return err
 		}
 	}

@@ -33,6 +33,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/internal/secret"
 	"sexton/internal/testport"
 	"sexton/transport"
 )
@@ -115,7 +116,7 @@ func startCluster(t testing.TB, n int, opts ...func(*Config)) *testCluster {
 		tc.start(i)
 	}
 	tc.Client = transport.NewClusterClient(rpcAddrs, transport.ClusterConfig{
-		ClientConfig: transport.ClientConfig{Token: tc.cfgs[0].ClusterToken},
+		ClientConfig: transport.ClientConfig{Token: secret.First(tc.cfgs[0].ClusterToken)},
 		MaxWait:      harnessTimeout, BackoffMin: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond,
 	})
 	tc.waitLeader(t)

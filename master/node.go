@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/fsm"
+	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 	"sexton/raftio"
 	"sexton/transport"
@@ -177,7 +178,7 @@ func (n *Node) startRaft() error {
 	}
 	peers := raftio.NewRaftPeers(cfg.ID)
 	auth := raftio.RaftAuth{
-		Token: cfg.ClusterToken, TLS: cfg.TLS, Peers: peers,
+		Token: secret.First(cfg.ClusterToken), Accept: secret.Split(cfg.ClusterToken), TLS: cfg.TLS, Peers: peers,
 		Refused: func(side, reason string) { n.metrics.raftRefused.WithLabelValues(side, reason).Inc() },
 	}
 	if auth.Open() && cfg.Dev {

@@ -344,3 +344,77 @@ func TestRoleMethodTable(t *testing.T) {
 	}
 	t.Fatalf("%s's role table is stale; run go test -run TestRoleMethodTable ./master -update\nwant:\n%s", path, want)
 }
+
+// A token roll without downtime, on three masters restarted one at a
+// time: each first accepts the old and the new cluster token and client
+// token (proving the old), then proves the new, then drops the old. Every
+// step keeps a leader, callers with either client token are served while
+// both are listed, and at the end the old client token and the old
+// cluster token are refused while the new ones run Raft (a new leader is
+// elected after the leader is stopped, and a settings change commits).
+func TestTokenListsRollWithoutDowntime(t *testing.T) {
+	const (
+		oldCluster = "old cluster secret of at least thirty-two bytes"
+		newCluster = "new cluster secret of at least thirty-two bytes"
+		oldClient  = "old client secret of at least thirty-two bytes"
+		newClient  = "new client secret of at least thirty-two bytes"
+	)
+	tc := startCluster(t, 3, slowElections, func(c *Config) {
+		c.ClusterToken = oldCluster
+		c.ClientToken = oldClient
+	})
+	// status calls Status proving token; a refused token fails the dial.
+	status := func(addr, token string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		conn, err := transport.Dial(ctx, addr, transport.ClientConfig{Token: token})
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		return conn.Call(ctx, api.MethodStatus, &api.Empty{}, &api.StatusResponse{})
+	}
+	roll := func(cluster, client string) {
+		t.Helper()
+		for i := range tc.cfgs {
+			tc.stop(i)
+			tc.cfgs[i].ClusterToken = cluster
+			tc.cfgs[i].ClientToken = client
+			tc.start(i)
+			// The restarted master rejoins: a leader among all three, and
+			// this one follows it (its Raft connections are admitted).
+			li := tc.leaderIndex(t)
+			eventually(t, harnessTimeout, "the restarted master catches up", func() bool {
+				return tc.node(i).raft.AppliedIndex() >= tc.node(li).raft.LastIndex()-1 && tc.node(i).raft.Leader() != ""
+			})
+		}
+	}
+	roll(oldCluster+","+newCluster, oldClient+","+newClient)
+	for _, tok := range []string{oldClient, newClient, oldCluster, newCluster} {
+		if err := status(tc.node(0).RPCAddr(), tok); err != nil {
+			t.Fatalf("with both tokens listed, a caller proving %q: %v", tok[:10], err)
+		}
+	}
+	roll(newCluster+","+oldCluster, newClient+","+oldClient)
+	roll(newCluster, newClient)
+
+	addr := tc.node(tc.leaderIndex(t)).RPCAddr()
+	if err := status(addr, newClient); err != nil {
+		t.Fatalf("the new client token after the roll: %v", err)
+	}
+	for _, tok := range []string{oldClient, oldCluster} {
+		if err := status(addr, tok); api.CodeOf(err) != api.CodeUnauthenticated {
+			t.Fatalf("a dropped token %q: %v, want UNAUTHENTICATED", tok[:10], err)
+		}
+	}
+	// Raft runs on the new token alone: stop the leader, the other two
+	// elect one and commit.
+	tc.stop(tc.leaderIndex(t))
+	li := tc.leaderIndex(t)
+	operator := transport.ClientConfig{Token: newCluster}
+	before := registryCap(t, tc.node(li).RPCAddr(), operator)
+	set := &api.SettingsSetRequest{Settings: api.Settings{RegistryCapacity: before + 1}}
+	if err := callAs(t, tc.node(li).RPCAddr(), operator, api.MethodSettingsSet, set, &api.SettingsResponse{}); err != nil {
+		t.Fatalf("a commit on two masters with the new token: %v", err)
+	}
+}

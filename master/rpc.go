@@ -7,6 +7,7 @@ import (
 
 	"sexton/api"
 	"sexton/internal/authz"
+	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
 )
@@ -81,11 +82,11 @@ func (n *Node) rpcGuard() *authz.Guard {
 func (n *Node) startRPC() error {
 	// validate refused role tokens that clash.
 	roleTokens, _ := authz.RoleTokens(n.cfg.ClusterToken, n.cfg.ClientToken, n.cfg.HolderToken, n.cfg.OperatorToken)
-	if n.cfg.ClusterToken != "" && len(roleTokens) == 0 {
+	if n.cfg.ClusterToken != "" && !authz.HasRoleTokens(roleTokens) {
 		n.log.Warn(authz.SharedTokenWarning)
 	}
 	s := transport.NewServer(transport.ServerConfig{
-		Token:      n.cfg.ClusterToken,
+		Token:      secret.First(n.cfg.ClusterToken),
 		RoleTokens: roleTokens,
 		Authorize:  n.rpcGuard().Authorize,
 		TLS:        n.rpcTLS(),

@@ -29,6 +29,11 @@ type RaftAuth struct {
 	// inside TLS when TLS is on as well — and the proofs name both ends'
 	// server ids, which Peers must then supply.
 	Token string
+	// Accept are the tokens the acceptor takes a dialer's proof of, Token
+	// among them (Token alone when empty): a token is rolled by accepting
+	// the new one on every master, then proving it, then dropping the old.
+	// The acceptor answers with the token the dialer proved.
+	Accept []string
 	// Peers is this server's Raft id and the Raft configuration the
 	// handshake checks the ids against; required with Token or TLS.
 	Peers *RaftPeers
@@ -550,7 +555,18 @@ func (s *raftStream) acceptToken(c net.Conn, deadline time.Time) error {
 	if _, err := io.ReadFull(c, macD); err != nil {
 		return ioRefusal("read the dialer's proof", err)
 	}
-	if !hmac.Equal(macD, proofMAC(token, roleDialer, dialer, target, nonceA, nonceD)) {
+	accept := s.auth.Accept
+	if len(accept) == 0 {
+		accept = []string{token}
+	}
+	token = ""
+	for _, t := range accept {
+		if hmac.Equal(macD, proofMAC(t, roleDialer, dialer, target, nonceA, nonceD)) {
+			token = t
+			break
+		}
+	}
+	if token == "" {
 		return &refusal{refuseToken, errors.New("cluster token mismatch: the dialer's proof is wrong")}
 	}
 	if target != self {

@@ -190,6 +190,12 @@ func TestRaftStreamAuthMatrix(t *testing.T) {
 		{name: "same token", srv: RaftAuth{Token: "t"}, cli: RaftAuth{Token: "t"}, getThrough: true},
 		{name: "other token", srv: RaftAuth{Token: "t"}, cli: RaftAuth{Token: "u"}, acceptWhy: refuseToken, dialWhy: refuseToken},
 		{name: "no token dialer", srv: RaftAuth{Token: "t"}, cli: RaftAuth{}, acceptWhy: refuseProtocol},
+		// A token roll: an acceptor that takes the old and the new token
+		// admits dialers proving either; one that dropped the old admits
+		// its prover no more.
+		{name: "rolling: dialer proves the new token", srv: RaftAuth{Token: "t", Accept: []string{"t", "u"}}, cli: RaftAuth{Token: "u", Accept: []string{"u", "t"}}, getThrough: true},
+		{name: "rolling: dialer proves the old token", srv: RaftAuth{Token: "u", Accept: []string{"u", "t"}}, cli: RaftAuth{Token: "t", Accept: []string{"t", "u"}}, getThrough: true},
+		{name: "rolled: old token dropped", srv: RaftAuth{Token: "u", Accept: []string{"u"}}, cli: RaftAuth{Token: "t", Accept: []string{"t", "u"}}, acceptWhy: refuseToken, dialWhy: refuseToken},
 		{name: "no token acceptor", srv: RaftAuth{HandshakeTimeout: short}, cli: RaftAuth{Token: "t", HandshakeTimeout: short}, dialWhy: refuseTimeout},
 		{name: "same CA", srv: RaftAuth{TLS: srvTLS}, cli: RaftAuth{TLS: peerTLS}, getThrough: true},
 		// In TLS 1.3 the dialer's handshake is over before the acceptor

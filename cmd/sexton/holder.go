@@ -26,9 +26,9 @@ func runHolder(args []string) error {
 	capacity := fs.String("capacity", envString("SEXTON_HOLDER_CAPACITY", "0"), "bytes this holder may use, plain or with a unit such as 4GiB (env SEXTON_HOLDER_CAPACITY)")
 	metaReserve := fs.String("metadata-reserve", envString(holder.EnvMetadataReserve, "auto"), "space kept for tombstones and GC metadata: puts are refused while less is free, and a file of this size (.space_reserve) is preallocated and released when a deletion meets a full disk; bytes with an optional unit, auto (sized from the bucket keys limit) or 0 to turn it off (env "+holder.EnvMetadataReserve+")")
 	clientID := fs.String("client-id", envString("SEXTON_HOLDER_CLIENT_ID", ""), envUsage("SEXTON_HOLDER_CLIENT_ID", "client id (default: derived from the segment id)"))
-	token := fs.String("cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "the token this holder proves to the masters (their --holder-token, or their --cluster-token without role tokens); on the data port it proves the operator role; at least 32 bytes, sexton operator token generate makes one (env SEXTON_CLUSTER_TOKEN)")
-	clientToken := fs.String("client-token", envString("SEXTON_CLIENT_TOKEN", ""), "token that proves the client role on the data port, at least 32 bytes (env SEXTON_CLIENT_TOKEN)")
-	operatorToken := fs.String("operator-token", envString("SEXTON_OPERATOR_TOKEN", ""), "token that proves the operator role on the data port, at least 32 bytes (env SEXTON_OPERATOR_TOKEN)")
+	token := fs.String("cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "the token this holder proves to the masters (their --holder-token, or their --cluster-token without role tokens); on the data port it proves the operator role; at least 32 bytes, sexton operator token generate makes one; of a comma-separated list the holder proves the first and its data port accepts each (env SEXTON_CLUSTER_TOKEN)")
+	clientToken := fs.String("client-token", envString("SEXTON_CLIENT_TOKEN", ""), "token that proves the client role on the data port, at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env SEXTON_CLIENT_TOKEN)")
+	operatorToken := fs.String("operator-token", envString("SEXTON_OPERATOR_TOKEN", ""), "token that proves the operator role on the data port, at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env SEXTON_OPERATOR_TOKEN)")
 	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), envUsage("SEXTON_LOG_LEVEL", "log level"))
 	var tf tlsFlags
 	tf.register(fs)

@@ -104,7 +104,7 @@ func insecureNoClientAuthFlag(fs *flag.FlagSet) *bool {
 func serverSecurity(port string, tlsOn, requireCert bool, tokens []flagToken, insecure bool) (warning string, err error) {
 	token := ""
 	for _, t := range tokens {
-		if err := secret.CheckToken(t.flag, t.token); err != nil {
+		if _, err := secret.Tokens(t.flag, t.token); err != nil {
 			return "", usagef("%v", err)
 		}
 		if token == "" {

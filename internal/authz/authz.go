@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"sexton/api"
+	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
 )
@@ -245,33 +246,51 @@ func (g *Guard) audit(c *transport.Caller, who *caller, method string, err error
 }
 
 // RoleTokens are a listener's role tokens as transport.NamedTokens, the
-// flags named for errors. Two roles with the same token would leave the
-// role a proof stands for to the order they are tried in, so that is
-// refused, as is a role token equal to the cluster token (which proves
-// the operator role) unless it is the operator's.
+// flags named for errors. Each flag's value is a comma-separated list
+// (secret.Split; secret.Tokens checks it) and every token listed is
+// accepted: the cluster token's first is the listener's
+// transport.ServerConfig.Token and not in the result, its others are,
+// named transport.ClusterTokenName. Two roles with the same token would
+// leave the role a proof stands for to the order they are tried in, so
+// that is refused, as is a role token equal to a cluster token (which
+// proves the operator role) unless it is the operator's.
 func RoleTokens(cluster, client, holder, operator string) ([]transport.NamedToken, error) {
-	all := []struct{ flag, name, token string }{
+	all := []struct{ flag, name, value string }{
 		{"--cluster-token", transport.ClusterTokenName, cluster},
 		{"--client-token", ClientToken, client},
 		{"--holder-token", HolderToken, holder},
 		{"--operator-token", OperatorToken, operator},
 	}
+	type listed struct{ flag, name, token string }
+	var seen []listed
 	var out []transport.NamedToken
-	for i, a := range all {
-		if a.token == "" {
-			continue
-		}
-		for _, b := range all[:i] {
-			if b.token != a.token || (b.name == transport.ClusterTokenName && a.name == OperatorToken) {
+	for _, a := range all {
+		for j, t := range secret.Split(a.value) {
+			for _, b := range seen {
+				if b.token != t || b.flag == a.flag || (b.name == transport.ClusterTokenName && a.name == OperatorToken) {
+					continue
+				}
+				return nil, fmt.Errorf("%s and %s share a token: a caller proving it would have both roles; give each role its own token", b.flag, a.flag)
+			}
+			seen = append(seen, listed{a.flag, a.name, t})
+			if a.name == transport.ClusterTokenName && j == 0 {
 				continue
 			}
-			return nil, fmt.Errorf("%s and %s are the same token: a caller proving it would have both roles; give each role its own token", b.flag, a.flag)
-		}
-		if i > 0 {
-			out = append(out, transport.NamedToken{Name: a.name, Token: a.token})
+			out = append(out, transport.NamedToken{Name: a.name, Token: t})
 		}
 	}
 	return out, nil
+}
+
+// HasRoleTokens reports whether tokens, RoleTokens' result, hold a role
+// token (not only further cluster tokens).
+func HasRoleTokens(tokens []transport.NamedToken) bool {
+	for _, t := range tokens {
+		if t.Name != transport.ClusterTokenName {
+			return true
+		}
+	}
+	return false
 }
 
 // SharedTokenWarning is logged at every start of a master that has the

@@ -132,3 +132,26 @@ func TestAuthorizeAudits(t *testing.T) {
 		t.Fatalf("audited:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Role token flags are lists: every token listed is a NamedToken of its
+// role, the cluster token's after the first too (the first is the
+// server's own Token), and a token shared by two roles' lists is refused.
+func TestRoleTokenLists(t *testing.T) {
+	ts, err := RoleTokens("m1,m2", "a1,a2", "h", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tok := range ts {
+		got = append(got, tok.Name+"="+tok.Token)
+	}
+	if want := "cluster=m2 client=a1 client=a2 holder=h"; strings.Join(got, " ") != want {
+		t.Fatalf("RoleTokens = %q, want %q", strings.Join(got, " "), want)
+	}
+	if HasRoleTokens(ts[:1]) || !HasRoleTokens(ts) {
+		t.Fatal("HasRoleTokens counts the further cluster tokens as role tokens")
+	}
+	if _, err := RoleTokens("m", "a1,a2", "h,a2", ""); err == nil || !strings.Contains(err.Error(), "--client-token and --holder-token") {
+		t.Fatalf("a token in two roles' lists: %v", err)
+	}
+}

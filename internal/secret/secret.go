@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // MinTokenLen is the least number of bytes a token has. 32 bytes of a
@@ -54,4 +56,55 @@ func Generate() (string, error) {
 		return "", fmt.Errorf("generating a token: %w", err)
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// Tokens splits a token flag's value, a comma-separated list, into its
+// tokens: the first is the one this node proves when it dials, and a
+// listener accepts every one, so that a token can be rolled without
+// downtime (add the new one everywhere, switch the callers, drop the
+// old). Each token must pass CheckToken; an empty entry or a token listed
+// twice is refused. An empty value is no token.
+func Tokens(flag, value string) ([]string, error) {
+	if value == "" {
+		return nil, nil
+	}
+	var out []string
+	for i, t := range strings.Split(value, ",") {
+		t = strings.TrimSpace(t)
+		name := flag
+		if strings.Contains(value, ",") {
+			name = fmt.Sprintf("%s (token %d of the list)", flag, i+1)
+		}
+		if t == "" {
+			return nil, fmt.Errorf("%s has an empty entry: a token list is tokens separated by single commas", name)
+		}
+		if err := CheckToken(name, t); err != nil {
+			return nil, err
+		}
+		if slices.Contains(out, t) {
+			return nil, fmt.Errorf("%s lists the same token twice", flag)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Split is a token flag's value as its list of tokens, unchecked
+// (Tokens checks them): the entries between commas, spaces trimmed,
+// empty ones dropped.
+func Split(value string) []string {
+	var out []string
+	for _, t := range strings.Split(value, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// First is the token a node proves from a token flag's value (Tokens):
+// its first entry, or "" for none. It does not check the value.
+func First(value string) string {
+	first, _, _ := strings.Cut(value, ",")
+	return strings.TrimSpace(first)
 }

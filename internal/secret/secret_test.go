@@ -45,3 +45,26 @@ func TestCheckToken(t *testing.T) {
 		seen[tok] = true
 	}
 }
+
+// A token flag takes a comma-separated list: each entry is checked, the
+// first is the one proved, and an empty entry or a repeated token is
+// refused naming the flag.
+func TestTokenLists(t *testing.T) {
+	a, b := "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+	got, err := Tokens("--client-token", a+", "+b)
+	if err != nil || len(got) != 2 || got[0] != a || got[1] != b {
+		t.Fatalf("Tokens(a, b) = %q, %v", got, err)
+	}
+	if First(a+","+b) != a || First("") != "" {
+		t.Fatalf("First: %q", First(a+","+b))
+	}
+	for _, bad := range []struct{ value, want string }{
+		{a + ",," + b, "empty entry"},
+		{a + "," + a, "same token twice"},
+		{a + ",short", "token 2 of the list"},
+	} {
+		if _, err := Tokens("--client-token", bad.value); err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "--client-token") {
+			t.Errorf("Tokens(%q): %v, want an error with %q", bad.value, err, bad.want)
+		}
+	}
+}

@@ -20,10 +20,10 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.DevCluster
 
 
 #: Every certificate the TLS tests use: the cluster's CA issues the three
-#: masters', the two holders' and the client's; another CA issues an
+#: masters', the two holders', the client's and an operator's; another CA issues an
 #: intruder's client certificate and a server certificate.
 CERT_SPECS = ("cluster/master/m1", "cluster/master/m2", "cluster/master/m3", "cluster/holder/h1",
-              "cluster/holder/h2", "cluster/client/py", "other/client/intruder", "other/holder/impostor")
+              "cluster/holder/h2", "cluster/client/py", "cluster/operator/ops", "other/client/intruder", "other/holder/impostor")
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,8 @@ the server, where its settings come from, the errors of a TLS/plain
 mismatch), and against three masters and two holders of the built binary
 with mutual TLS on every listener (``--tls-client-auth require``): puts,
 gets and removes with a client certificate, the refusals of a client
-without one or with one of another CA, and a leader SIGKILLed mid-run."""
+without one or with one of another CA, and a leader SIGKILLed mid-run; a client, an operator and a holder certificate each
+doing what its role may and nothing else, before and after that SIGKILL."""
 
 import time
 import uuid
@@ -210,8 +211,42 @@ def test_tls_cluster_plain_client_fails_fast_saying_tls(tls_cluster: harness.Clu
     assert took < 1.5, f"took {took:.1f}s"
 
 
+def check_roles(cluster: harness.Cluster, certs: Dict[str, harness.Files]) -> None:
+    """Each certificate acts in the role it names, whatever token it proves:
+    the client puts, gets and lists and is refused an operator method
+    (SettingsSet) with PermissionDenied; the operator changes the settings
+    and reads and writes as a client may; a holder's certificate may not
+    put."""
+    k = f"py/roles/{uuid.uuid4().hex[:8]}"
+    with cluster.client(**harness.tls_kwargs(certs["cluster/client/py"])) as c:
+        c.put(k, b"by the client", replicas=2)
+        assert c.get(k) == b"by the client"
+        assert [o.key for o in c.list(k)[0]] == [k]
+        cap = c.call("SettingsGet", {})["settings"]["registry_cap"]
+        with pytest.raises(sexton.PermissionDenied, match="SettingsSet needs role operator; this caller is client"):
+            c.call("SettingsSet", {"settings": {"registry_cap": cap + 1}})
+        assert c.call("SettingsGet", {})["settings"]["registry_cap"] == cap
+    with cluster.client(**harness.tls_kwargs(certs["cluster/operator/ops"])) as c:
+        c.call("SettingsSet", {"settings": {"registry_cap": cap + 1}})
+        assert c.call("SettingsGet", {})["settings"]["registry_cap"] == cap + 1
+        assert c.get(k) == b"by the client"
+        c.remove(k)
+    with cluster.client(**harness.tls_kwargs(certs["cluster/holder/h1"])) as c:
+        with pytest.raises(sexton.PermissionDenied, match="this caller is holder"):
+            c.put(k, b"by a holder")
+
+
+def test_tls_cluster_roles(tls_cluster: harness.Cluster, certs: Dict[str, harness.Files]) -> None:
+    check_roles(tls_cluster, certs)
+
+
 def test_tls_cluster_leader_sigkill_mid_run(tls_cluster: harness.Cluster) -> None:
     """Last in this module: it kills a master. Over TLS, the clients'
     retries reach the new leader; no acknowledged put is lost and no
     acknowledged remove is undone."""
     harness.leader_sigkill_run(tls_cluster)
+
+
+def test_tls_cluster_roles_after_leader_sigkill(tls_cluster: harness.Cluster, certs: Dict[str, harness.Files]) -> None:
+    """After the SIGKILL above, the new leader enforces the same roles."""
+    check_roles(tls_cluster, certs)

@@ -76,10 +76,10 @@ func run(args []string) error {
 			f, err = ca.IssueMaster(name, name)
 		case "holder":
 			f, err = ca.IssueWithURIs(name, false, uri)
-		case "client":
+		case "client", "operator":
 			f, err = ca.IssueWithURIs(name, true, uri)
 		default:
-			return fmt.Errorf("%q: role %q: want master, holder or client", spec, role)
+			return fmt.Errorf("%q: role %q: want master, holder, client or operator", spec, role)
 		}
 		if err != nil {
 			return err
