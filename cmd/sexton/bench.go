@@ -31,17 +31,10 @@ func (e *env) benchEnv() *bench.Env {
 		Out:       os.Stdout,
 		Err:       os.Stderr,
 		Progress: func(what string, total int64, unit string) bench.Progress {
-			return benchProgress{newProgress(what, total, unit)}
+			return progressOf{newProgress(what, total, unit)}
 		},
 	}
 }
-
-// benchProgress is package bench's view of a progress report.
-type benchProgress struct{ p *progress }
-
-func (b benchProgress) Add(n int64) { b.p.add(n) }
-func (b benchProgress) Finish()     { b.p.finish() }
-func (b benchProgress) Abort()      { b.p.abort() }
 
 // benchErr reports a bench's refusal of its options as a usage error.
 func benchErr(err error) error {
