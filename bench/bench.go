@@ -195,8 +195,7 @@ func Remove(e *Env, o RemoveOptions) error {
 	return err
 }
 
-// PutGetOptions are bench get's and (without Get) the plain put phase's
-// settings.
+// PutGetOptions are bench get's settings; without Get it only puts.
 type PutGetOptions struct {
 	Get               bool
 	N                 int

@@ -18,8 +18,9 @@ type Env struct {
 	// Masters are the master RPC addresses; bench holders sizes its open
 	// files by them.
 	Masters []string
-	// TLS loads the cluster's client TLS configuration, nil without TLS;
-	// /metrics and /v1/status are read over HTTPS with it. Nil: no TLS.
+	// TLS loads the cluster's client TLS configuration (nil: no TLS);
+	// /metrics and /v1/status are read over HTTPS with it. A nil TLS
+	// func is no TLS too.
 	TLS func() (*tls.Config, error)
 	// Timeout is how long the client retries a call; one call is given
 	// a second more to report it.

@@ -178,10 +178,6 @@ func holderSyncLine(p *masterProbe, before, after histogramReading, writes int64
 	return line
 }
 
-// Put times puts of n objects and takes the mean put apart: master
-// round trips and holder writes from the client's PutTrace, the holders'
-// fsyncs from their histograms, the Raft commit from the masters', and
-// the CPU each process spent per put.
 // PutOptions are bench put's settings.
 type PutOptions struct {
 	N                 int
@@ -192,8 +188,10 @@ type PutOptions struct {
 	MasterHTTP, HolderHTTP []string
 }
 
-// Put times puts of o.N objects and takes the mean put apart (see
-// putParts).
+// Put times puts of o.N objects and takes the mean put apart: master
+// round trips and holder writes from the client's PutTrace, the holders'
+// fsyncs from their histograms, the Raft commit from the masters', and
+// the CPU each process spent per put.
 func Put(e *Env, o PutOptions) error {
 	n, size, sz, clients, replicas, masterHTTP, holderHTTP := o.N, o.Size.Text, o.Size.Bytes, o.Clients, o.Replicas, o.MasterHTTP, o.HolderHTTP
 	if n < 1 || clients < 1 {
