@@ -1,13 +1,15 @@
 // Package rebuild decides what a rebuilt cluster adopts from the records
 // of the lost cluster's holders (`sexton operator rebuild`, docs/DESIGN.md §11).
 //
-// It is pure: Merge takes every holder's scan (api.HolderRecord pages,
+// Merge is pure: it takes every holder's scan (api.HolderRecord pages,
 // sorted by key and incarnation) and returns a Plan — the cluster id the
 // holders' markers agree on, the incarnation floor, the segments to
 // register, the objects to adopt, the copies to delete and what was
-// dropped or found inconsistent. Reading the holders and sending the plan
-// through the leader is the CLI's job (cmd/sexton/rebuild.go); the rules
-// are here so they can be tested without a cluster:
+// dropped or found inconsistent — and Plan.Batches cuts it into
+// RebuildAdopt entries. ScanHolder and VerifyCopy read a holder over the
+// transport (holders.go); choosing the holders, asking the leader and
+// sending the plan through it is the CLI's job (cmd/sexton/rebuild.go).
+// The rules are here so they can be tested without a cluster:
 //
 //   - per key the newest incarnation that is live on some holder and
 //     tombstoned on none wins; a tombstoned (key, incarnation) never comes

@@ -1,94 +1,61 @@
 package main
 
 import (
-	"cmp"
-	"crypto/rand"
+	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"sort"
-	"sync"
-	"sync/atomic"
+	"strings"
 	"time"
 
 	"sexton/api"
-	"sexton/client"
+	"sexton/bench"
 )
 
-// latencies collects per-operation latencies from many goroutines.
-type latencies struct {
-	mu  sync.Mutex
-	all []time.Duration
-}
+// The bench verbs: their flags, and the call into package bench, which
+// runs the workload and prints its report to stdout.
 
-func (l *latencies) add(d time.Duration) {
-	l.mu.Lock()
-	l.all = append(l.all, d)
-	l.mu.Unlock()
-}
-
-// reset forgets what was added so far (a bench's setup phase).
-func (l *latencies) reset() {
-	l.mu.Lock()
-	l.all = l.all[:0]
-	l.mu.Unlock()
-}
-
-// count is how many were added.
-func (l *latencies) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.all)
-}
-
-func (l *latencies) pct(p float64) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.all) == 0 {
-		return 0
+// benchEnv is what package bench runs with: this verb's cluster flags,
+// clients and output.
+func (e *env) benchEnv() *bench.Env {
+	return &bench.Env{
+		Masters: splitList(e.masters),
+		TLS: func() (*tls.Config, error) {
+			cc, err := e.clientConfig()
+			return cc.TLS, err
+		},
+		Timeout:   e.timeout,
+		Client:    e.client,
+		NewClient: e.newClient,
+		Out:       os.Stdout,
+		Err:       os.Stderr,
+		Progress: func(what string, total int64, unit string) bench.Progress {
+			return progressOf{newProgress(what, total, unit)}
+		},
 	}
-	sort.Slice(l.all, func(i, j int) bool { return l.all[i] < l.all[j] })
-	i := int(p*float64(len(l.all))+0.5) - 1
-	return l.all[max(0, min(i, len(l.all)-1))]
 }
 
-// runParallel runs ops 0..n-1 on c goroutines and reports them.
-func runParallel(name string, n, c int, unitsPerOp int, op func(i int) error) (float64, error) {
-	var next atomic.Int64
-	var errs atomic.Int64
-	var firstErr atomic.Value
-	lat := &latencies{}
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := 0; w < c; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				t := time.Now()
-				if err := op(i); err != nil {
-					if errs.Add(1) == 1 {
-						firstErr.Store(err.Error())
-					}
-					continue
-				}
-				lat.add(time.Since(t))
-			}
-		}()
+// benchErr reports a bench's refusal of its options as a usage error.
+func benchErr(err error) error {
+	var u bench.UsageError
+	if errors.As(err, &u) {
+		return usageError{msg: u.Msg}
 	}
-	wg.Wait()
-	el := time.Since(start)
-	rate := float64(n*unitsPerOp) / el.Seconds()
-	fmt.Printf("%s: %d ops x %d, %d clients, %.2fs: %.0f /s, p50 %s, p99 %s, errors %d\n",
-		name, n, unitsPerOp, c, el.Seconds(), rate, lat.pct(0.50).Round(time.Microsecond), lat.pct(0.99).Round(time.Microsecond), errs.Load())
-	if e := firstErr.Load(); e != nil {
-		fmt.Fprintf(os.Stderr, "%s: first error: %v\n", name, e)
-	}
-	return rate, nil
+	return err
+}
+
+// benchSize parses a size flag, keeping its text for the report.
+func benchSize(s string) (bench.Size, error) {
+	n, err := parseSize(s)
+	return bench.Size{Text: s, Bytes: n}, err
+}
+
+// masterHTTPFlag registers --master-http: the RPC addresses say nothing of
+// the masters' HTTP ports, so a bench that reads /metrics is told them.
+func masterHTTPFlag(fs *flag.FlagSet) *string {
+	return fs.String("master-http", envString("SEXTON_MASTER_HTTP", ""),
+		"the masters' HTTP addresses A,B,C (their --http-addr), to read their own figures from /metrics (RSS, heap, CPU; for bench remove, where its commits went); empty: not read (env SEXTON_MASTER_HTTP)")
 }
 
 func setupBenchRemove(fs *flag.FlagSet) runFunc {
@@ -99,100 +66,9 @@ func setupBenchRemove(fs *flag.FlagSet) runFunc {
 	sessions := fs.Bool("sessions", true, "send removes with a client session (exactly once); false sends them bare, to measure what a session costs")
 	masterHTTP := masterHTTPFlag(fs)
 	return func(e *env, _ []string) error {
-		return benchRemove(e, *keys, *batch, *clients, *drain, *sessions, *masterHTTP)
+		return benchErr(bench.Remove(e.benchEnv(), bench.RemoveOptions{Keys: *keys, Batch: *batch, Clients: *clients,
+			Drain: *drain, Sessions: *sessions, MasterHTTP: splitList(*masterHTTP)}))
 	}
-}
-
-// benchRemove times removes of keys metadata-only objects on a bench
-// segment: sessions through the client library, bare ones through a
-// second connection that also carries the segment's own traffic.
-func benchRemove(e *env, keys, batch, clients int, drain, sessions bool, masterHTTP string) error {
-	if batch < 1 || batch > api.MaxBatchKeys || clients < 1 || keys < 1 {
-		return usagef("--keys, --clients ≥ 1 and 1 ≤ --batch ≤ %d", api.MaxBatchKeys)
-	}
-	probe, err := e.masterProbe(masterHTTP)
-	if err != nil {
-		return err
-	}
-	sc, err := e.client()
-	if err != nil {
-		return err
-	}
-	cl, err := e.newClient()
-	if err != nil {
-		return err
-	}
-	seg, err := mountSim(e, cl, simSegmentID(0), simConfig{pool: simPool, process: benchRunID()})
-	if err != nil {
-		return err
-	}
-	seg.draining.Store(drain)
-	prefix := fmt.Sprintf("bench/%d/", time.Now().UnixNano())
-	names := make([]string, keys)
-	for i := range names {
-		names[i] = fmt.Sprintf("%s%08d", prefix, i)
-	}
-	// Create metadata-only objects on the bench segment (not timed), in
-	// batches so that a large --keys is quick to set up.
-	const setupBatch = 256
-	if _, err := runParallel("setup put (metadata only)", (keys+setupBatch-1)/setupBatch, 16, setupBatch, func(b int) error {
-		ctx, c := e.ctx()
-		defer c()
-		items := make([]api.PutStartRequest, 0, setupBatch)
-		for i := b * setupBatch; i < min((b+1)*setupBatch, keys); i++ {
-			items = append(items, api.PutStartRequest{Key: names[i], Size: 64, ReplicaNum: 1, Pool: simPool})
-		}
-		_, itemErr, err := putBatch(ctx, cl, items)
-		return cmp.Or(err, itemErr)
-	}); err != nil {
-		seg.stop(e)
-		return err
-	}
-	ops := (keys + batch - 1) / batch
-	var keyErrs atomic.Int64
-	// Where the timed removes' commits go, from the masters' own
-	// histograms read before and after them (--master-http).
-	before := probe.readHistograms()
-	start := time.Now()
-	_, err = runParallel(fmt.Sprintf("remove (batch %d)", batch), ops, clients, batch, func(i int) error {
-		ctx, c := e.ctx()
-		defer c()
-		lo, hi := i*batch, min((i+1)*batch, keys)
-		if batch == 1 && sessions {
-			return sc.Remove(ctx, names[lo])
-		}
-		if batch == 1 {
-			return cl.Call(ctx, api.MethodRemove, &api.KeyRequest{Key: names[lo]}, nil)
-		}
-		var results []api.KeyResult
-		if sessions {
-			if results, err = sc.BatchRemove(ctx, names[lo:hi], nil); err != nil {
-				return err
-			}
-		} else {
-			var resp api.BatchRemoveResponse
-			if err := cl.Call(ctx, api.MethodBatchRemove, &api.KeysRequest{Keys: names[lo:hi]}, &resp); err != nil {
-				return err
-			}
-			results = resp.Results
-		}
-		for _, r := range results {
-			if r.Err != nil {
-				keyErrs.Add(1)
-			}
-		}
-		return nil
-	})
-	elapsed := time.Since(start)
-	fmt.Printf("per-key errors: %d\n", keyErrs.Load())
-	probe.printCommitParts(before, probe.readHistograms(), elapsed)
-	// What a holder coming back to this backlog would see: the drain the
-	// stop does (fetch a page, ack it, again) until no task is left.
-	ackedBefore := seg.acked.Load()
-	took, left := seg.stop(e)
-	acked := seg.acked.Load() - ackedBefore
-	fmt.Printf("drain: %d delete tasks acked in %s (%.0f /s), %d left\n", acked, took.Round(time.Millisecond), float64(acked)/took.Seconds(), left)
-	return err
 }
 
 func setupBenchPutGet(get bool) func(*flag.FlagSet) runFunc {
@@ -201,97 +77,161 @@ func setupBenchPutGet(get bool) func(*flag.FlagSet) runFunc {
 		size := fs.String("size", "4KiB", "value size")
 		clients := fs.Int("clients", 16, "concurrent clients")
 		replicas := fs.Int("replicas", 1, "replicas per object")
-		return func(e *env, _ []string) error { return benchPutGet(e, get, *n, *size, *clients, *replicas) }
-	}
-}
-
-func benchPutGet(e *env, get bool, n int, size string, clients, replicas int) error {
-	sz, err := parseSize(size)
-	if err != nil {
-		return err
-	}
-	cl, err := e.client()
-	if err != nil {
-		return err
-	}
-	value := make([]byte, sz)
-	_, _ = rand.Read(value)
-	prefix := fmt.Sprintf("bench/%d/", time.Now().UnixNano())
-	put := func(i int) error {
-		ctx, c := e.ctx()
-		defer c()
-		_, err := cl.Put(ctx, fmt.Sprintf("%s%08d", prefix, i), value, client.PutOptions{Replicas: replicas})
-		return err
-	}
-	if _, err := runParallel(fmt.Sprintf("put %s", size), n, clients, 1, put); err != nil || !get {
-		return err
-	}
-	_, err = runParallel(fmt.Sprintf("get %s", size), n, clients, 1, func(i int) error {
-		ctx, c := e.ctx()
-		defer c()
-		_, _, err := cl.Get(ctx, fmt.Sprintf("%s%08d", prefix, i))
-		return err
-	})
-	return err
-}
-
-// benchConverge measures deletion convergence on real holders: the time
-// from Remove returning OK to the holder's ack being committed (the task
-// gone from the leader), one key at a time on an otherwise idle cluster.
-func setupBenchConverge(fs *flag.FlagSet) runFunc {
-	n := fs.Int("n", 200, "objects to put and remove")
-	return func(e *env, _ []string) error { return benchConverge(e, *n) }
-}
-
-func benchConverge(e *env, n int) error {
-	cl, err := e.client()
-	if err != nil {
-		return err
-	}
-	value := make([]byte, 4096)
-	lat := &latencies{}
-	prefix := fmt.Sprintf("converge/%d/", time.Now().UnixNano())
-	for i := 0; i < n; i++ {
-		key := fmt.Sprintf("%s%06d", prefix, i)
-		ctx, cancel := e.ctx()
-		inc, err := cl.Put(ctx, key, value, client.PutOptions{Replicas: 1})
-		if err != nil {
-			cancel()
-			return fmt.Errorf("put %s: %w", key, err)
-		}
-		var st api.StatResponse
-		_ = cl.Call(ctx, api.MethodStat, &api.KeyRequest{Key: key}, &st)
-		if err := cl.Remove(ctx, key); err != nil {
-			cancel()
-			return fmt.Errorf("remove %s: %w", key, err)
-		}
-		removed := time.Now()
-		seg := st.Object.Replicas[0].Segment
-		for {
-			var lt api.ListTasksResponse
-			if err := cl.Call(ctx, api.MethodListTasks, &api.ListTasksRequest{Segment: seg, Limit: 1000}, &lt); err != nil {
-				cancel()
+		return func(e *env, _ []string) error {
+			sz, err := benchSize(*size)
+			if err != nil {
 				return err
 			}
-			pending := false
-			for _, t := range lt.Tasks {
-				if t.Key == key && t.Incarnation == inc {
-					pending = true
-				}
-			}
-			if !pending {
-				lat.add(time.Since(removed))
-				break
-			}
-			if time.Since(removed) > 30*time.Second {
-				cancel()
-				return fmt.Errorf("%s: task still pending after 30s", key)
-			}
-			time.Sleep(500 * time.Microsecond)
+			return benchErr(bench.PutGet(e.benchEnv(), bench.PutGetOptions{Get: get, N: *n, Size: sz, Clients: *clients, Replicas: *replicas}))
 		}
-		cancel()
 	}
-	fmt.Printf("deletion convergence (Remove OK → ack committed), %d objects: p50 %s, p99 %s, max %s\n",
-		n, lat.pct(0.5).Round(10*time.Microsecond), lat.pct(0.99).Round(10*time.Microsecond), lat.pct(1).Round(10*time.Microsecond))
-	return nil
+}
+
+// setupBenchConverge: deletion convergence on real holders (bench.Converge).
+func setupBenchConverge(fs *flag.FlagSet) runFunc {
+	n := fs.Int("n", 200, "objects to put and remove")
+	return func(e *env, _ []string) error { return benchErr(bench.Converge(e.benchEnv(), *n)) }
+}
+
+func setupBenchPut(fs *flag.FlagSet) runFunc {
+	n := fs.Int("n", 2000, "objects")
+	size := fs.String("size", "4KiB", "value size")
+	clients := fs.Int("clients", 16, "concurrent clients")
+	replicas := fs.Int("replicas", 1, "replicas per object")
+	masterHTTP := masterHTTPFlag(fs)
+	holderHTTP := fs.String("holder-http", envString("SEXTON_HOLDER_HTTP", ""),
+		"the holders' HTTP addresses A,B (their --http-addr), to read their fsync times and CPU from /metrics; empty: not read (env SEXTON_HOLDER_HTTP)")
+	return func(e *env, _ []string) error {
+		sz, err := benchSize(*size)
+		if err != nil {
+			return err
+		}
+		return benchErr(bench.Put(e.benchEnv(), bench.PutOptions{N: *n, Size: sz, Clients: *clients, Replicas: *replicas,
+			MasterHTTP: splitList(*masterHTTP), HolderHTTP: splitList(*holderHTTP)}))
+	}
+}
+
+func setupBenchLoad(fs *flag.FlagSet) runFunc {
+	var c loadConfig
+	fs.IntVar(&c.objects, "objects", 100000, "objects to create")
+	fs.IntVar(&c.clients, "clients", 16, "batches in flight at once")
+	fs.IntVar(&c.batch, "batch", api.MaxBatchPutItems, fmt.Sprintf("objects per BatchPutStart and BatchPutEnd (1..%d)", api.MaxBatchPutItems))
+	fs.IntVar(&c.segments, "segments", 8, "simulated holders the objects are placed on")
+	fs.StringVar(&c.prefix, "prefix", "", "key prefix; keys are PREFIX plus a 10-digit index (default load/RUNID/, new each run: a reused prefix fails with OBJECT_ALREADY_EXISTS, never overwrites)")
+	size := fs.String("size", "4KiB", "size each object claims (no bytes are written)")
+	masterHTTP := masterHTTPFlag(fs)
+	return func(e *env, _ []string) error {
+		sz, err := parseSize(*size)
+		if err != nil {
+			return usagef("--size: %v", err)
+		}
+		c.size, c.masterHTTP = sz, *masterHTTP
+		return benchErr(bench.Load(e.benchEnv(), bench.LoadOptions{Objects: c.objects, Clients: c.clients, Batch: c.batch,
+			Segments: c.segments, Prefix: c.prefix, Size: c.size, MasterHTTP: splitList(c.masterHTTP)}))
+	}
+}
+
+type loadConfig struct {
+	objects, clients, batch, segments int
+	prefix                            string
+	size                              int64
+	masterHTTP                        string
+}
+
+func setupBenchHolders(fs *flag.FlagSet) runFunc {
+	var c holdersConfig
+	fs.IntVar(&c.n, "n", 1000, "simulated holders, each with its own client and connection, as real holders have")
+	fs.DurationVar(&c.duration, "duration", 30*time.Second, "how long to put and remove for")
+	fs.Float64Var(&c.rate, "removes-per-sec", 100, "Removes per second, of objects put for them (metadata only) and spread over the holders by placement")
+	fs.StringVar(&c.prefix, "prefix", "", "key prefix (default holders/RUNID/, new each run)")
+	masterHTTP := masterHTTPFlag(fs)
+	return func(e *env, _ []string) error {
+		c.masterHTTP = *masterHTTP
+		return benchErr(bench.Holders(e.benchEnv(), bench.HoldersOptions{N: c.n, Duration: c.duration, Rate: c.rate,
+			Prefix: c.prefix, MasterHTTP: splitList(c.masterHTTP)}))
+	}
+}
+
+type holdersConfig struct {
+	n          int
+	duration   time.Duration
+	rate       float64
+	prefix     string
+	masterHTTP string
+}
+
+// setupBenchDFS: DFS allocations per second and DFS put/get throughput
+// next to raw pwrite/pread (bench.DFS).
+func setupBenchDFS(fs *flag.FlagSet) runFunc {
+	o := benchDFSOptions{}
+	fs.IntVar(&o.n, "n", 2000, "allocations per allocation phase")
+	fs.IntVar(&o.ioN, "io-n", 200, "objects per size in the I/O phase")
+	fs.StringVar(&o.sizes, "sizes", "64KiB,1MiB", "value sizes of the I/O phase")
+	fs.IntVar(&o.clients, "clients", 4, "concurrent clients in the I/O phase")
+	fs.IntVar(&o.batch, "batch", 0, "also allocate in batches of this many objects (BatchPutStart/BatchPutEnd, one Raft entry each); 0 skips the phase")
+	return func(e *env, _ []string) error {
+		var sizes []bench.Size
+		for _, s := range strings.Split(o.sizes, ",") {
+			sz, err := parseSize(strings.TrimSpace(s))
+			if err != nil {
+				return err
+			}
+			sizes = append(sizes, bench.Size{Text: s, Bytes: sz})
+		}
+		return benchErr(bench.DFS(e.benchEnv(), bench.DFSOptions{N: o.n, IONum: o.ioN, Clients: o.clients, Batch: o.batch, Sizes: sizes}))
+	}
+}
+
+type benchDFSOptions struct {
+	n, ioN, clients, batch int
+	sizes                  string
+}
+
+// benchDFSChurn: the shard and bucket allocators' space efficiency under
+// churn, in process (bench.DFSChurn).
+func benchDFSChurn(args []string) error {
+	fs := newFlags("bench dfs-churn")
+	rounds := fs.Int("rounds", 200, "rounds of put/remove")
+	perRound := fs.Int("per-round", 200, "puts per round")
+	total := fs.String("space", "2GiB", "DFS space of either allocator")
+	target := fs.Float64("live", 0.6, "live bytes kept, as a fraction of the space (random removals beyond it)")
+	if err := parseFlags(fs, args); err != nil {
+		return usagef("%v", err)
+	}
+	space, err := benchSize(*total)
+	if err != nil {
+		return err
+	}
+	return bench.DFSChurn(os.Stdout, bench.ChurnOptions{Rounds: *rounds, PerRound: *perRound, Space: space, Live: *target})
+}
+
+// benchRaft: bare hashicorp/raft applies on three local nodes laid out
+// like sexton's (bench.Raft).
+func benchRaft(args []string) error {
+	fs := newFlags("bench raft")
+	n := fs.Int("n", 5000, "entries")
+	clients := fs.Int("clients", 1, "concurrent proposers")
+	size := fs.Int("size", 64, "entry size in bytes")
+	store := fs.String("raft-log-store", "", "boltdb or wal; unset, what a master picks for a new data dir (wal)")
+	inProcess := fs.Bool("in-process", false, "run all three nodes in this process instead of one process each")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	return bench.Raft(&bench.Env{Out: os.Stdout, Err: os.Stderr},
+		bench.RaftOptions{N: *n, Clients: *clients, Size: *size, Store: *store, InProcess: *inProcess})
+}
+
+// benchRaftNode is one follower of `bench raft`, in its own process; it
+// runs until its stdin closes.
+func benchRaftNode(args []string) error {
+	fs := newFlags("bench raft-node")
+	id := fs.String("id", "", "node id")
+	dir := fs.String("dir", "", "data dir")
+	addr := fs.String("raft-addr", "", "raft address")
+	peers := fs.String("peers", "", "ID=ADDR,...")
+	store := fs.String("raft-log-store", "", "boltdb or wal; unset, what a master picks for a new data dir (wal)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	return bench.RaftNode(bench.RaftNodeOptions{ID: *id, Dir: *dir, Addr: *addr, Peers: *peers, Store: *store}, os.Stdin)
 }

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/hashicorp/raft"
-
 	"sexton/holder/crashpoint"
 	"sexton/raftio"
 )
@@ -36,22 +34,8 @@ func debugRaftAppend(args []string) error {
 	if err != nil || *dir == "" {
 		return usagef("--data-dir DIR and --hex BYTES are required")
 	}
-	store, err := raftio.OpenLogStore(*dir, raftio.LogStoreOptions{Kind: *storeKind}, nil)
+	entry, err := raftio.AppendCommand(*dir, *storeKind, data)
 	if err != nil {
-		return err
-	}
-	defer store.Close()
-	logs := store.Logs
-	last, err := logs.LastIndex()
-	if err != nil {
-		return err
-	}
-	var prev raft.Log
-	if err := logs.GetLog(last, &prev); err != nil {
-		return fmt.Errorf("read last entry %d: %w", last, err)
-	}
-	entry := &raft.Log{Index: last + 1, Term: prev.Term, Type: raft.LogCommand, Data: data}
-	if err := logs.StoreLog(entry); err != nil {
 		return err
 	}
 	fmt.Printf("appended entry %d (term %d, %d bytes)\n", entry.Index, entry.Term, len(data))

@@ -246,12 +246,6 @@ func segmentsJSON(segs []api.SegmentInfo, refused []api.RefusedMount) []segmentO
 	return out
 }
 
-// refOut is one incarnation of one key (fsck's orphans and missing replicas).
-type refOut struct {
-	Key         string `json:"key"`
-	Incarnation string `json:"incarnation"`
-}
-
 // nonNil returns s, or an empty slice for nil (printed [] not null).
 func nonNil[T any](s []T) []T {
 	if s == nil {

@@ -142,3 +142,10 @@ func (p *progress) count(n int64) string {
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/mib)
 }
+
+// progressOf is a progress report as packages bench and fsck take it.
+type progressOf struct{ p *progress }
+
+func (o progressOf) Add(n int64) { o.p.add(n) }
+func (o progressOf) Finish()     { o.p.finish() }
+func (o progressOf) Abort()      { o.p.abort() }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"hash/crc32"
 	"io"
 
 	"strings"
@@ -259,7 +257,7 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 	records := 0
 	prog.scan(0, len(endpoints), 0)
 	for i, ep := range endpoints {
-		s, err := scanRecords(pool, ep, e.timeout)
+		s, err := rebuild.ScanHolder(pool, ep, e.timeout)
 		if err != nil {
 			if !o.allowMissing {
 				prog.abort()
@@ -277,7 +275,7 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 	rep.HoldersScanned = len(scans)
 	plan, err := rebuild.MergeWith(scans, rebuild.Options{
 		Verify: func(key string, inc api.ObjectIncarnation, c rebuild.Copy) bool {
-			return verifyCopy(pool, key, inc, c, e.timeout)
+			return rebuild.VerifyCopy(pool, key, inc, c, e.timeout)
 		},
 		OwnAbove:     ownAbove,
 		AllowMissing: o.allowSegments,
@@ -338,25 +336,25 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 	total := len(plan.Objects) + len(plan.Deletes)
 	done, bytes := 0, int64(0)
 	prog.adopt(0, total, 0, plan.Bytes)
-	for _, b := range batches(plan, o.batch) {
+	for _, b := range plan.Batches(o.batch) {
 		var resp api.RebuildAdoptResponse
-		if err := callRetrying(e, api.MethodRebuildAdopt, &api.RebuildAdoptRequest{ClusterID: plan.ClusterID, Objects: b.objs, Deletes: b.dels}, &resp); err != nil {
+		if err := callRetrying(e, api.MethodRebuildAdopt, &api.RebuildAdoptRequest{ClusterID: plan.ClusterID, Objects: b.Objects, Deletes: b.Deletes}, &resp); err != nil {
 			prog.abort()
 			rep.Seconds = time.Since(start).Seconds()
 			return rep, fmt.Errorf("adopt (after %d of %d items; rerun to resume): %w", done, total, err)
 		}
-		if len(resp.Objects) != len(b.objs) || len(resp.Deletes) != len(b.dels) {
+		if len(resp.Objects) != len(b.Objects) || len(resp.Deletes) != len(b.Deletes) {
 			prog.abort()
-			return rep, fmt.Errorf("adopt: the leader answered %d+%d results for %d+%d items", len(resp.Objects), len(resp.Deletes), len(b.objs), len(b.dels))
+			return rep, fmt.Errorf("adopt: the leader answered %d+%d results for %d+%d items", len(resp.Objects), len(resp.Deletes), len(b.Objects), len(b.Deletes))
 		}
 		for i, r := range resp.Objects {
-			rep.tally(r, b.objs[i].Key, b.objs[i].Incarnation, "")
-			bytes += b.objs[i].Size
+			rep.tally(r, b.Objects[i].Key, b.Objects[i].Incarnation, "")
+			bytes += b.Objects[i].Size
 		}
 		for i, r := range resp.Deletes {
-			rep.tally(r, b.dels[i].Key, b.dels[i].Incarnation, b.dels[i].Segment)
+			rep.tally(r, b.Deletes[i].Key, b.Deletes[i].Incarnation, b.Deletes[i].Segment)
 		}
-		done += len(b.objs) + len(b.dels)
+		done += len(b.Objects) + len(b.Deletes)
 		prog.adopt(done, total, bytes, plan.Bytes)
 	}
 	prog.done()
@@ -390,44 +388,6 @@ func (r *rebuildReport) tally(res api.RebuildItemResult, key string, inc api.Obj
 	}
 }
 
-type rebuildBatch struct {
-	objs []api.RebuildObject
-	dels []api.RebuildDelete
-}
-
-// maxRebuildBatchBytes keeps one entry near 1 MiB whatever the keys'
-// lengths (the fsm bounds the item count, the frame bound the bytes).
-const maxRebuildBatchBytes = 1 << 20
-
-// batches cuts the plan into entries of at most n items and about
-// maxRebuildBatchBytes: the objects first, then the deletes.
-func batches(p *rebuild.Plan, n int) []rebuildBatch {
-	var out []rebuildBatch
-	cur, size := rebuildBatch{}, 0
-	flush := func() {
-		if len(cur.objs)+len(cur.dels) > 0 {
-			out = append(out, cur)
-		}
-		cur, size = rebuildBatch{}, 0
-	}
-	for _, o := range p.Objects {
-		if len(cur.objs)+len(cur.dels) >= n || size >= maxRebuildBatchBytes {
-			flush()
-		}
-		cur.objs = append(cur.objs, o)
-		size += len(o.Key) + len(o.Tenant) + 64 + 80*len(o.Replicas)
-	}
-	for _, d := range p.Deletes {
-		if len(cur.objs)+len(cur.dels) >= n || size >= maxRebuildBatchBytes {
-			flush()
-		}
-		cur.dels = append(cur.dels, d)
-		size += len(d.Key) + len(d.Tenant) + 128
-	}
-	flush()
-	return out
-}
-
 // callRetrying calls a master method and, when the outcome is unknown or
 // the cluster has no leader for a moment (a leader change), calls again:
 // the rebuild commands are idempotent, so a repeat cannot act twice. It
@@ -450,47 +410,6 @@ func callRetrying(e *env, method string, req, resp any) error {
 		fmt.Fprintf(progressOut, "rebuild: %s: %v; retrying\n", method, err)
 		time.Sleep(500 * time.Millisecond)
 	}
-}
-
-// scanRecords reads every record of the holder at ep.
-func scanRecords(pool *transport.Pool, ep string, timeout time.Duration) (rebuild.Scan, error) {
-	s := rebuild.Scan{Endpoint: ep}
-	req := api.HolderListRecordsRequest{Limit: api.MaxRecordsPage}
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		var page api.HolderListRecordsResponse
-		err := pool.Call(ctx, ep, api.MethodHolderListRecords, &req, &page)
-		cancel()
-		if err != nil {
-			return s, err
-		}
-		if s.Segment == "" {
-			s.Segment, s.ClusterID, s.Pool, s.Capabilities = page.Segment, page.ClusterID, page.Pool, page.Capabilities
-			s.KnownSegments = page.KnownSegments
-		} else if page.Segment != s.Segment || page.ClusterID != s.ClusterID {
-			return s, fmt.Errorf("the holder changed identity during the scan (segment %s → %s)", s.Segment, page.Segment)
-		}
-		s.Records = append(s.Records, page.Records...)
-		if !page.More || len(page.Records) == 0 {
-			return s, nil
-		}
-		last := page.Records[len(page.Records)-1]
-		req.After = api.ObjectRef{Key: last.Key, Incarnation: last.Incarnation}
-	}
-}
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// verifyCopy reads a copy back (the holder checks it against its record
-// too) and compares it with the size and checksum the scan reported.
-func verifyCopy(pool *transport.Pool, key string, inc api.ObjectIncarnation, c rebuild.Copy, timeout time.Duration) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var resp api.HolderReadResponse
-	if err := pool.Call(ctx, c.Endpoint, api.MethodHolderRead, &api.HolderReadRequest{Key: key, Incarnation: inc}, &resp); err != nil {
-		return false
-	}
-	return int64(len(resp.Value)) == c.Size && crc32.Checksum(resp.Value, castagnoli) == c.CRC32C
 }
 
 func dedupe(s []string) []string {

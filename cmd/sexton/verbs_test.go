@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/fsck"
 	"sexton/holder"
 )
 
@@ -237,6 +238,6 @@ func TestJSONKeysAreSnakeCase(t *testing.T) {
 	checkKeys(t, "list-peers", []api.RaftPeer{{}})
 	checkKeys(t, "settings", api.SettingsResponse{})
 	checkKeys(t, "dfs status", api.DFSStatusResponse{DFSConfigResponse: api.DFSConfigResponse{Env: []string{}}, Units: []api.DFSUnitStatus{{}}, StrayFiles: []string{}})
-	checkKeys(t, "fsck", &fsckReport{Segments: []fsckSegment{{Orphans: []refOut{{Key: "k"}}, Missing: []refOut{}}}})
+	checkKeys(t, "fsck", &fsck.Report{Segments: []fsck.Segment{{Orphans: []fsck.Ref{{Key: "k"}}, Missing: []fsck.Ref{}}}})
 	checkKeys(t, "holder inspect", inspectJSON(holder.InspectReport{Buckets: []holder.BucketStat{{ID: 1}}}))
 }

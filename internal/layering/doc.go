@@ -3,7 +3,9 @@
 // or a lower one, never a higher one. Leaves (api, internal/*, codecs,
 // transport) know nothing of the nodes; the node packages (fsm, holder,
 // raftio) know nothing of what composes them; the composition roots
-// (devcluster, cmd/sexton) are imported by nothing but tests.
+// (devcluster, cmd/sexton) are imported by nothing but tests; bench and
+// fsck sit between them, so only a composition root runs a bench or a
+// check.
 package layering
 
 // Layers lists the module's packages by layer, lowest first, as paths
@@ -16,6 +18,9 @@ var Layers = [][]string{
 	{"fsm", "holder", "raftio"},
 	// Nodes and the client library.
 	{"master", "client", "rebuild"},
+	// Benches and checks over a running cluster, for the command line
+	// only.
+	{"bench", "fsck"},
 	// Composition roots and the tests that run the binary.
 	{"devcluster", "cmd/sexton", "integration", "deploy/monitoring", "clients/python/tests/certgen"},
 }

@@ -1,8 +1,7 @@
-package main
+package bench
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"sync"
@@ -15,36 +14,26 @@ import (
 	"sexton/client"
 )
 
-func setupBenchHolders(fs *flag.FlagSet) runFunc {
-	var c holdersConfig
-	fs.IntVar(&c.n, "n", 1000, "simulated holders, each with its own client and connection, as real holders have")
-	fs.DurationVar(&c.duration, "duration", 30*time.Second, "how long to put and remove for")
-	fs.Float64Var(&c.rate, "removes-per-sec", 100, "Removes per second, of objects put for them (metadata only) and spread over the holders by placement")
-	fs.StringVar(&c.prefix, "prefix", "", "key prefix (default holders/RUNID/, new each run)")
-	masterHTTP := masterHTTPFlag(fs)
-	return func(e *env, _ []string) error {
-		c.masterHTTP = *masterHTTP
-		return benchHolders(e, c)
-	}
-}
-
-type holdersConfig struct {
-	n          int
-	duration   time.Duration
-	rate       float64
-	prefix     string
-	masterHTTP string
+// HoldersOptions are bench holders' settings.
+type HoldersOptions struct {
+	// N simulated holders put and remove for Duration, at Rate removes a
+	// second, under Prefix (empty: holders/RUNID/).
+	N          int
+	Duration   time.Duration
+	Rate       float64
+	Prefix     string
+	MasterHTTP []string
 }
 
 // removesInFlight bounds the Removes the bench has outstanding at once.
 const removesInFlight = 64
 
-// benchHolders runs c.n simulated holders against the cluster, each with
+// Holders runs c.N simulated holders against the cluster, each with
 // its own client (its own connection to the leader, as real holders
 // have), heartbeating every second and draining its delete tasks (long
 // poll, "tombstone" at once, ack). Meanwhile it puts objects onto them
 // (metadata only, one BatchPutStart and BatchPutEnd per 20 ms tick) and
-// removes each with its own Remove at c.rate a second. It prints the
+// removes each with its own Remove at c.Rate a second. It prints the
 // leader's CPU over the run, the heartbeat round trip, and deletion
 // convergence: from the Remove's answer (OK) reaching the bench to the
 // answer of the holder's AckLocalDeleteTasks carrying the key's task,
@@ -56,39 +45,39 @@ const removesInFlight = 64
 // acked, checks that no task is left on the simulated holders, and
 // unmounts them: the cluster keeps their segment records, unmounted, for
 // the next run to mount again.
-func benchHolders(e *env, c holdersConfig) error {
-	if c.n < 1 || c.duration <= 0 || c.rate <= 0 {
+func Holders(e *Env, c HoldersOptions) error {
+	if c.N < 1 || c.Duration <= 0 || c.Rate <= 0 {
 		return usagef("--n ≥ 1, --duration > 0 and --removes-per-sec > 0")
 	}
 	run := benchRunID()
-	if c.prefix == "" {
-		c.prefix = "holders/" + run + "/"
+	if c.Prefix == "" {
+		c.Prefix = "holders/" + run + "/"
 	}
-	if err := api.ValidKey(c.prefix + "0000000000"); err != nil {
+	if err := api.ValidKey(c.Prefix + "0000000000"); err != nil {
 		return usagef("--prefix: %v", err)
 	}
-	if err := ensureOpenFiles(c.n, len(splitList(e.masters))); err != nil {
+	if err := ensureOpenFiles(c.N, len(e.Masters)); err != nil {
 		return err
 	}
-	cl, err := e.client()
+	cl, err := e.Client()
 	if err != nil {
 		return err
 	}
-	probe, err := e.masterProbe(c.masterHTTP)
+	probe, err := e.masterProbe(c.MasterHTTP)
 	if err != nil {
 		return err
 	}
-	clients := make([]*client.Client, c.n)
+	clients := make([]*client.Client, c.N)
 	for i := range clients {
-		if clients[i], err = e.newClient(); err != nil {
+		if clients[i], err = e.NewClient(); err != nil {
 			return err
 		}
 	}
 	hb := &latencies{}
-	conv := newConvergence(c.prefix)
-	fmt.Printf("bench holders: %d simulated holders (one connection each), %s at %.0f removes/s under %s\n", c.n, c.duration, c.rate, c.prefix)
+	conv := newConvergence(c.Prefix)
+	fmt.Fprintf(e.Out, "bench holders: %d simulated holders (one connection each), %s at %.0f removes/s under %s\n", c.N, c.Duration, c.Rate, c.Prefix)
 	t0 := time.Now()
-	sims, err := mountSims(e, clients, c.n, simConfig{pool: simPool, process: run, heartbeats: hb, onAck: conv.ackCommitted})
+	sims, err := mountSims(e, clients, c.N, simConfig{pool: simPool, process: run, heartbeats: hb, onAck: conv.ackCommitted})
 	if err != nil {
 		return err
 	}
@@ -96,7 +85,7 @@ func benchHolders(e *env, c holdersConfig) error {
 	for _, s := range sims {
 		s.draining.Store(true)
 	}
-	fmt.Printf("mounted %d holders in %.1fs\n", c.n, time.Since(t0).Seconds())
+	fmt.Fprintf(e.Out, "mounted %d holders in %.1fs\n", c.N, time.Since(t0).Seconds())
 
 	before, err := cl.Status(context.Background())
 	if err != nil {
@@ -138,20 +127,20 @@ func benchHolders(e *env, c holdersConfig) error {
 		}
 	}
 
-	fmt.Printf("removes: %d answered OK (%.1f/s over %.1fs), %d failed; objects put: %d, %d failed\n",
+	fmt.Fprintf(e.Out, "removes: %d answered OK (%.1f/s over %.1fs), %d failed; objects put: %d, %d failed\n",
 		r.removed, float64(r.removed)/r.elapsed.Seconds(), r.elapsed.Seconds(), r.removeFailed, r.put, r.putFailed)
-	fmt.Printf("%s; %d unanswered in all\n", hbLine, hbFailed)
+	fmt.Fprintf(e.Out, "%s; %d unanswered in all\n", hbLine, hbFailed)
 	lat := conv.lat
-	fmt.Printf("deletion convergence (Remove answered OK → the holder's ack committed): p50 %s, p99 %s, max %s (%d of %d removes",
+	fmt.Fprintf(e.Out, "deletion convergence (Remove answered OK → the holder's ack committed): p50 %s, p99 %s, max %s (%d of %d removes",
 		lat.pct(0.5).Round(10*time.Microsecond), lat.pct(0.99).Round(10*time.Microsecond), lat.pct(1).Round(10*time.Microsecond), lat.count(), r.removed)
 	if n := conv.unseen.Load(); n > 0 {
-		fmt.Printf("; %d more acked without the holder seeing the answer, not timed", n)
+		fmt.Fprintf(e.Out, "; %d more acked without the holder seeing the answer, not timed", n)
 	}
-	fmt.Println(")")
-	fmt.Printf("tasks acked: %d; tasks pending on the simulated holders: %d\n", acked, pending)
-	fmt.Println(cpuLine)
+	fmt.Fprintln(e.Out, ")")
+	fmt.Fprintf(e.Out, "tasks acked: %d; tasks pending on the simulated holders: %d\n", acked, pending)
+	fmt.Fprintln(e.Out, cpuLine)
 	if after, err := cl.Status(context.Background()); err == nil {
-		printElections(before, after)
+		printElections(e.Out, before, after)
 	}
 
 	var problems []string
@@ -184,11 +173,11 @@ type removeRun struct {
 }
 
 // removeAtRate puts and removes objects on the simulated holders for
-// c.duration: every 20 ms it puts the keys the rate owes by then (up to a
+// c.Duration: every 20 ms it puts the keys the rate owes by then (up to a
 // batch's worth; the rest next tick) and removes each put one with its
 // own Remove, at most removesInFlight at once. It returns once every
 // Remove has been answered.
-func removeAtRate(e *env, cl *client.Client, c holdersConfig, conv *convergence) removeRun {
+func removeAtRate(e *Env, cl *client.Client, c HoldersOptions, conv *convergence) removeRun {
 	var r removeRun
 	var mu sync.Mutex
 	failed := func(n int64, err error, remove bool) {
@@ -208,15 +197,15 @@ func removeAtRate(e *env, cl *client.Client, c holdersConfig, conv *convergence)
 	defer tick.Stop()
 	start := time.Now()
 	issued := 0
-	for time.Since(start) < c.duration {
+	for time.Since(start) < c.Duration {
 		<-tick.C
-		due := min(int(c.rate*time.Since(start).Seconds())-issued, api.MaxBatchPutItems)
+		due := min(int(c.Rate*time.Since(start).Seconds())-issued, api.MaxBatchPutItems)
 		if due <= 0 {
 			continue
 		}
 		items := make([]api.PutStartRequest, due)
 		for j := range items {
-			items[j] = api.PutStartRequest{Key: fmt.Sprintf("%s%010d", c.prefix, issued+j), Size: 4096, ReplicaNum: 1, Pool: simPool}
+			items[j] = api.PutStartRequest{Key: fmt.Sprintf("%s%010d", c.Prefix, issued+j), Size: 4096, ReplicaNum: 1, Pool: simPool}
 		}
 		issued += due
 		ctx, cancel := e.ctx()
@@ -256,7 +245,7 @@ func removeAtRate(e *env, cl *client.Client, c holdersConfig, conv *convergence)
 
 // convergence pairs each Remove answered OK with the committed ack of the
 // key's delete task (one replica: one task) and keeps the time between.
-// The ack can arrive first (see benchHolders); whichever comes second
+// The ack can arrive first (see Holders); whichever comes second
 // closes the pair. Keys outside the run's prefix (tasks left on the
 // simulated holders' segments by an earlier bench) are not paired.
 type convergence struct {
@@ -304,7 +293,7 @@ func (c *convergence) ackCommitted(acked []api.TaskResult, at time.Time) {
 // seen: an ack whose answer was lost (OUTCOME_UNKNOWN in an election) may
 // have been committed all the same. A key with no task left is settled,
 // counted in unseen and not timed.
-func (c *convergence) settleUnseen(e *env, cl *client.Client) {
+func (c *convergence) settleUnseen(e *Env, cl *client.Client) {
 	c.mu.Lock()
 	keys := make([]string, 0, len(c.removed))
 	for k := range c.removed {

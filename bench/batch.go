@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -60,13 +60,13 @@ func keepFirst(first, next error) error {
 // batches of size (one BatchPutStart and one BatchPutEnd, two Raft
 // entries, per batch), from clients concurrent clients. The rate counts
 // objects. It returns the keys it created.
-func benchBatchAlloc(e *env, cl *client.Client, prefix string, n, size, clients int) ([]string, error) {
+func benchBatchAlloc(e *Env, cl *client.Client, prefix string, n, size, clients int) ([]string, error) {
 	if size < 1 || size > api.MaxBatchPutItems {
 		return nil, usagef("--batch %d outside 1..%d", size, api.MaxBatchPutItems)
 	}
 	batches := (n + size - 1) / size
 	key := func(b, j int) string { return fmt.Sprintf("%sbatch%d/%08d", prefix, size, b*size+j) }
-	_, err := runParallel(fmt.Sprintf("dfs allocate+commit, batches of %d, %d client(s)", size, clients), batches, clients, size, func(b int) error {
+	_, err := e.runParallel(fmt.Sprintf("dfs allocate+commit, batches of %d, %d client(s)", size, clients), batches, clients, size, func(b int) error {
 		ctx, c := e.ctx()
 		defer c()
 		items := make([]api.PutStartRequest, size)

@@ -1,86 +1,79 @@
-package main
+package fsck
 
 import (
 	"context"
-	"flag"
-	"fmt"
-	"os"
 	"sort"
-	"text/tabwriter"
 	"time"
 
 	"sexton/api"
 	"sexton/transport"
 )
 
-// fsckSegment is what fsck found for one segment.
-type fsckSegment struct {
+// Segment is what fsck found for one segment.
+type Segment struct {
 	Segment      api.SegmentID `json:"segment"`
 	Endpoint     string        `json:"endpoint"`
 	Reachable    bool          `json:"reachable"`
 	Error        string        `json:"error,omitempty"`
 	LiveOnHolder int           `json:"live_on_holder"`
-	Orphans      []refOut      `json:"orphans"`          // live on the holder, not live in the master, no pending task
-	Missing      []refOut      `json:"missing_replicas"` // the master's replica, absent from the holder
+	Orphans      []Ref         `json:"orphans"`          // live on the holder, not live in the master, no pending task
+	Missing      []Ref         `json:"missing_replicas"` // the master's replica, absent from the holder
 	PendingTasks int           `json:"pending_tasks"`
 	DeadBytes    int64         `json:"dead_bytes"`
 	UsedBytes    int64         `json:"used_bytes"`
 }
 
-type fsckReport struct {
-	Objects  int           `json:"objects"`
-	Tasks    int           `json:"pending_tasks"`
-	Segments []fsckSegment `json:"segments"`
-	Clean    bool          `json:"clean"`
+// Report is what fsck found: the leader's object and task counts, each
+// mounted segment's comparison, and whether nothing is amiss. Its JSON
+// is `sexton fsck --json` (docs/CLI.md).
+type Report struct {
+	Objects  int       `json:"objects"`
+	Tasks    int       `json:"pending_tasks"`
+	Segments []Segment `json:"segments"`
+	Clean    bool      `json:"clean"`
 }
 
-// setupFsck compares the leader's metadata with every mounted holder's
-// scan. It only reads. Writes that race with it can show up as a
-// transient orphan or missing replica; run it again to confirm.
-func setupFsck(*flag.FlagSet) runFunc {
-	return func(e *env, _ []string) error {
-		rep, err := fsck(e)
-		if err != nil {
-			return fmt.Errorf("fsck: %w", err)
-		}
-		if err := e.output(rep, func() error { printFsck(rep); return nil }); err != nil {
-			return err
-		}
-		if !rep.Clean {
-			return fmt.Errorf("fsck: orphans, missing replicas or unreachable holders found")
-		}
-		return nil
-	}
+// Ref is one incarnation of one key (an orphan or a missing replica).
+type Ref struct {
+	Key         string `json:"key"`
+	Incarnation string `json:"incarnation"`
 }
 
-func printFsck(rep *fsckReport) {
-	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEGMENT\tENDPOINT\tLIVE\tORPHANS\tMISSING\tTASKS\tDEAD BYTES\tUSED BYTES")
-	for _, s := range rep.Segments {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Segment, s.Endpoint, s.LiveOnHolder, len(s.Orphans), len(s.Missing), s.PendingTasks, s.DeadBytes, s.UsedBytes)
-	}
-	_ = tw.Flush()
-	for _, s := range rep.Segments {
-		if s.Error != "" {
-			fmt.Printf("%s: unreachable: %s\n", s.Segment, s.Error)
-		}
-		for _, r := range s.Orphans {
-			fmt.Printf("%s: orphan %s %s\n", s.Segment, r.Key, r.Incarnation)
-		}
-		for _, r := range s.Missing {
-			fmt.Printf("%s: missing replica %s %s\n", s.Segment, r.Key, r.Incarnation)
-		}
-	}
-	fmt.Printf("%d objects, %d pending tasks: %s\n", rep.Objects, rep.Tasks, map[bool]string{true: "clean", false: "PROBLEMS FOUND"}[rep.Clean])
+// Env is what fsck runs with, given by the command line.
+type Env struct {
+	// Call calls a master method, following the leader, within the
+	// command's timeout.
+	Call func(method string, req, resp any) error
+	// ClientConfig is the transport configuration for the holders.
+	ClientConfig func() (transport.ClientConfig, error)
+	// Progress starts reporting the scan of total holders; nil reports
+	// nothing.
+	Progress func(what string, total int64, unit string) Progress
 }
 
-func fsck(e *env) (*fsckReport, error) {
+// Progress is the holder scan's progress report.
+type Progress interface {
+	Add(n int64)
+	Finish()
+	Abort()
+}
+
+type noProgress struct{}
+
+func (noProgress) Add(int64) {}
+func (noProgress) Finish()   {}
+func (noProgress) Abort()    {}
+
+// Run compares the leader's metadata with every mounted holder's scan.
+// It only reads. Writes that race with it can show up as a transient
+// orphan or missing replica; run it again to confirm.
+func Run(e Env) (*Report, error) {
 	var segs api.ListSegmentsResponse
-	if err := e.call(api.MethodListSegments, &api.Empty{}, &segs); err != nil {
+	if err := e.Call(api.MethodListSegments, &api.Empty{}, &segs); err != nil {
 		return nil, err
 	}
 	var tasks api.ListTasksResponse
-	if err := e.call(api.MethodListTasks, &api.ListTasksRequest{Limit: 1 << 30}, &tasks); err != nil {
+	if err := e.Call(api.MethodListTasks, &api.ListTasksRequest{Limit: 1 << 30}, &tasks); err != nil {
 		return nil, err
 	}
 	taskOf := map[api.SegmentID]map[api.ObjectRef]bool{}
@@ -91,11 +84,11 @@ func fsck(e *env) (*fsckReport, error) {
 		taskOf[t.Segment][api.ObjectRef{Key: t.Key, Incarnation: t.Incarnation}] = true
 	}
 	expected := map[api.SegmentID]map[api.ObjectRef]bool{}
-	rep := &fsckReport{Tasks: tasks.Total, Segments: []fsckSegment{}, Clean: true}
+	rep := &Report{Tasks: tasks.Total, Segments: []Segment{}, Clean: true}
 	cursor := ""
 	for {
 		var page api.ListResponse
-		if err := e.call(api.MethodList, &api.ListRequest{Cursor: cursor, Limit: 1000}, &page); err != nil {
+		if err := e.Call(api.MethodList, &api.ListRequest{Cursor: cursor, Limit: 1000}, &page); err != nil {
 			return nil, err
 		}
 		for _, o := range page.Objects {
@@ -115,7 +108,7 @@ func fsck(e *env) (*fsckReport, error) {
 		}
 		cursor = page.NextCursor
 	}
-	cc, err := e.clientConfig()
+	cc, err := e.ClientConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -127,18 +120,21 @@ func fsck(e *env) (*fsckReport, error) {
 			scan++
 		}
 	}
-	prog := newProgress("fsck", int64(scan), "holders")
+	var prog Progress = noProgress{}
+	if e.Progress != nil {
+		prog = e.Progress("fsck", int64(scan), "holders")
+	}
 	for _, seg := range segs.Segments {
 		if !seg.Mounted || seg.Retired {
 			continue
 		}
-		fs := fsckSegment{Segment: seg.ID, Endpoint: seg.Endpoint, PendingTasks: seg.PendingTasks, Orphans: []refOut{}, Missing: []refOut{}}
+		fs := Segment{Segment: seg.ID, Endpoint: seg.Endpoint, PendingTasks: seg.PendingTasks, Orphans: []Ref{}, Missing: []Ref{}}
 		refs, st, err := scanHolder(pool, seg.Endpoint)
 		if err != nil {
 			fs.Error = err.Error()
 			rep.Clean = false
 			rep.Segments = append(rep.Segments, fs)
-			prog.add(1)
+			prog.Add(1)
 			continue
 		}
 		fs.Reachable, fs.LiveOnHolder, fs.DeadBytes, fs.UsedBytes = true, len(refs), st.DeadBytes, st.UsedBytes
@@ -151,19 +147,19 @@ func fsck(e *env) (*fsckReport, error) {
 		for start := 0; start < len(refs); start += api.MaxReconcilePage {
 			page := refs[start:min(start+api.MaxReconcilePage, len(refs))]
 			var rr api.ReconcileResponse
-			if err := e.call(api.MethodReconcileLocalDiskObjects, &api.ReconcileRequest{Segment: seg.ID, MountEpoch: seg.MountEpoch, Objects: page}, &rr); err != nil {
-				prog.abort()
+			if err := e.Call(api.MethodReconcileLocalDiskObjects, &api.ReconcileRequest{Segment: seg.ID, MountEpoch: seg.MountEpoch, Objects: page}, &rr); err != nil {
+				prog.Abort()
 				return nil, err
 			}
 			for _, r := range rr.NotLive {
 				if !taskOf[seg.ID][r] {
-					fs.Orphans = append(fs.Orphans, refOut{Key: r.Key, Incarnation: r.Incarnation.String()})
+					fs.Orphans = append(fs.Orphans, Ref{Key: r.Key, Incarnation: r.Incarnation.String()})
 				}
 			}
 		}
 		for r := range expected[seg.ID] {
 			if !onHolder[r] {
-				fs.Missing = append(fs.Missing, refOut{Key: r.Key, Incarnation: r.Incarnation.String()})
+				fs.Missing = append(fs.Missing, Ref{Key: r.Key, Incarnation: r.Incarnation.String()})
 			}
 		}
 		sort.Slice(fs.Missing, func(i, j int) bool { return fs.Missing[i].Key < fs.Missing[j].Key })
@@ -171,12 +167,13 @@ func fsck(e *env) (*fsckReport, error) {
 			rep.Clean = false
 		}
 		rep.Segments = append(rep.Segments, fs)
-		prog.add(1)
+		prog.Add(1)
 	}
-	prog.finish()
+	prog.Finish()
 	return rep, nil
 }
 
+// scanHolder reads a holder's status and every live reference it holds.
 func scanHolder(pool *transport.Pool, addr string) ([]api.ObjectRef, api.HolderStatusResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

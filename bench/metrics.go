@@ -1,10 +1,9 @@
-package main
+package bench
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -25,13 +24,6 @@ const (
 	metricCPUSecs = "process_cpu_seconds_total"
 )
 
-// masterHTTPFlag registers --master-http: the RPC addresses say nothing of
-// the masters' HTTP ports, so a bench that reads /metrics is told them.
-func masterHTTPFlag(fs *flag.FlagSet) *string {
-	return fs.String("master-http", envString("SEXTON_MASTER_HTTP", ""),
-		"the masters' HTTP addresses A,B,C (their --http-addr), to read their own figures from /metrics (RSS, heap, CPU; for bench remove, where its commits went); empty: not read (env SEXTON_MASTER_HTTP)")
-}
-
 // masterProbe reads the masters' /metrics and /v1/status over HTTP, or
 // HTTPS with the cluster's TLS settings when they are given (a master
 // serves HTTPS when it has TLS, and asks no client certificate there).
@@ -39,19 +31,7 @@ type masterProbe struct {
 	addrs  []string
 	scheme string
 	hc     *http.Client
-}
-
-func (e *env) masterProbe(list string) (*masterProbe, error) {
-	cc, err := e.clientConfig()
-	if err != nil {
-		return nil, err
-	}
-	p := &masterProbe{addrs: splitList(list), scheme: "http", hc: &http.Client{Timeout: 5 * time.Second}}
-	if cc.TLS != nil {
-		p.scheme = "https"
-		p.hc.Transport = &http.Transport{TLSClientConfig: cc.TLS}
-	}
-	return p, nil
+	out    io.Writer // where a node that does not answer is reported
 }
 
 // get fetches path from addr, at most 64 MiB of it.
@@ -166,7 +146,7 @@ func (p *masterProbe) memory() map[string]masterMemory {
 		m, err := p.scrape(ctx, a, metricRSS, metricHeap)
 		cancel()
 		if err != nil {
-			fmt.Printf("master %s: /metrics: %v\n", a, err)
+			fmt.Fprintf(p.out, "master %s: /metrics: %v\n", a, err)
 		}
 		out[a] = m
 	}
@@ -178,7 +158,7 @@ func (p *masterProbe) memory() map[string]masterMemory {
 // cluster holds, and the growth over the added objects.
 func (p *masterProbe) printMemory(before map[string]masterMemory, objects int, added int64) {
 	if len(p.addrs) == 0 {
-		fmt.Println("masters' RSS and heap: not read (give --master-http, the masters' --http-addr list)")
+		fmt.Fprintln(p.out, "masters' RSS and heap: not read (give --master-http, the masters' --http-addr list)")
 		return
 	}
 	now := p.memory()
@@ -187,7 +167,7 @@ func (p *masterProbe) printMemory(before map[string]masterMemory, objects int, a
 		rss, okR := m[metricRSS]
 		heap, okH := m[metricHeap]
 		if !okR && !okH {
-			fmt.Printf("master %s: no %s or %s in /metrics\n", a, metricRSS, metricHeap)
+			fmt.Fprintf(p.out, "master %s: no %s or %s in /metrics\n", a, metricRSS, metricHeap)
 			continue
 		}
 		line := fmt.Sprintf("master %s:", a)
@@ -209,16 +189,16 @@ func (p *masterProbe) printMemory(before map[string]masterMemory, objects int, a
 		if r0, ok := b[metricRSS]; ok && okR && added > 0 {
 			line += fmt.Sprintf(", %.0f bytes/object (RSS growth / %d added)", (rss-r0)/float64(added), added)
 		}
-		fmt.Println(line)
+		fmt.Fprintln(p.out, line)
 	}
 }
 
 // printElections says when the Raft term moved between two statuses: the
 // run's figures then include failovers (on a loaded machine, leaders that
 // could not reach a quorum within the lease timeout stepped down).
-func printElections(before, after api.StatusResponse) {
+func printElections(w io.Writer, before, after api.StatusResponse) {
 	if after.Term > before.Term {
-		fmt.Printf("note: Raft term %d → %d during the run (elections): the figures include failovers\n", before.Term, after.Term)
+		fmt.Fprintf(w, "note: Raft term %d → %d during the run (elections): the figures include failovers\n", before.Term, after.Term)
 	}
 }
 
@@ -260,7 +240,7 @@ func (p *masterProbe) readHistograms() histogramReading {
 		body, err := p.get(ctx, a, "/metrics")
 		cancel()
 		if err != nil {
-			fmt.Printf("master %s: /metrics: %v\n", a, err)
+			fmt.Fprintf(p.out, "master %s: /metrics: %v\n", a, err)
 			continue
 		}
 		out[a] = parseHistograms(string(body), commitParts)
@@ -296,7 +276,7 @@ func histogramMean(before, after map[string]float64, name, labels string) (mean 
 // the first part: docs/SCALING.md reads the 16 × 1 target off this line.
 func (p *masterProbe) printCommitParts(before, after histogramReading, elapsed time.Duration) {
 	if len(p.addrs) == 0 {
-		fmt.Println("commit parts: not read (give --master-http, the masters' --http-addr list)")
+		fmt.Fprintln(p.out, "commit parts: not read (give --master-http, the masters' --http-addr list)")
 		return
 	}
 	ms := func(s float64) string { return fmt.Sprintf("%.3f ms", s*1e3) }
@@ -335,12 +315,12 @@ func (p *masterProbe) printCommitParts(before, after histogramReading, elapsed t
 					line += fmt.Sprintf(", AppendEntries%s %s", labels, ms(m))
 				}
 			}
-			fmt.Println(line)
+			fmt.Fprintln(p.out, line)
 			continue
 		}
 		if m, c := histogramMean(b, n, "sexton_raft_log_write_seconds", `{role="follower"}`); c > 0 {
 			fastestFollower = min(fastestFollower, m)
-			fmt.Printf("commit parts, follower %s: %.0f log writes, %s each\n", a, c, ms(m))
+			fmt.Fprintf(p.out, "commit parts, follower %s: %.0f log writes, %s each\n", a, c, ms(m))
 		}
 	}
 	// Only one leader's entries make one cycle: a run across an election
@@ -352,9 +332,9 @@ func (p *masterProbe) printCommitParts(before, after histogramReading, elapsed t
 	writes := leaderWrite + fastestFollower
 	head := fmt.Sprintf("commit cycle: %s an entry (%.0f entries in %.2f s)", ms(cycle), entries, elapsed.Seconds())
 	if writes > cycle {
-		fmt.Printf("%s, shorter than its two log writes in a row (%s): entries overlapped\n", head, ms(writes))
+		fmt.Fprintf(p.out, "%s, shorter than its two log writes in a row (%s): entries overlapped\n", head, ms(writes))
 		return
 	}
-	fmt.Printf("%s: the two log writes in a row %s (the leader's %s, the fastest follower's %s), the rest %s (transport, hand-offs, apply, answers, the clients' round trips)\n",
+	fmt.Fprintf(p.out, "%s: the two log writes in a row %s (the leader's %s, the fastest follower's %s), the rest %s (transport, hand-offs, apply, answers, the clients' round trips)\n",
 		head, ms(writes), ms(leaderWrite), ms(fastestFollower), ms(cycle-writes))
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -17,24 +17,18 @@ import (
 	"sexton/raftio"
 )
 
-// benchRaft times bare hashicorp/raft Applies on a three-node cluster laid
+// Raft times bare hashicorp/raft Applies on a three-node cluster laid
 // out like sexton's: one process per node (the followers are child
 // processes of this one), the same timeouts and log stores, TCP on
 // loopback, one data dir per node, and a no-op FSM. The proposer runs in
 // the leader's process, so what `bench remove` adds on top is sexton's own
 // cost (client RPC, validation, batching, the fsm).
-func benchRaft(args []string) error {
-	fs := newFlags("bench raft")
-	n := fs.Int("n", 5000, "entries")
-	clients := fs.Int("clients", 1, "concurrent proposers")
-	size := fs.Int("size", 64, "entry size in bytes")
-	store := fs.String("raft-log-store", "", "boltdb or wal; unset, what a master picks for a new data dir (wal)")
-	inProcess := fs.Bool("in-process", false, "run all three nodes in this process instead of one process each")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *store == "" {
-		*store = raftio.LogStoreWAL // the nodes' data dirs are new: a master would pick wal
+//
+// The followers run `sexton bench raft-node` (RaftNode) from this
+// process's executable unless o.InProcess.
+func Raft(e *Env, o RaftOptions) error {
+	if o.Store == "" {
+		o.Store = raftio.LogStoreWAL // the nodes' data dirs are new: a master would pick wal
 	}
 	dir, err := os.MkdirTemp("", "sexton-bench-raft-")
 	if err != nil {
@@ -51,15 +45,15 @@ func benchRaft(args []string) error {
 		peers = append(peers, fmt.Sprintf("b%d=%s", i, a))
 	}
 	peerList := strings.Join(peers, ",")
-	leader, err := startBareNode(filepath.Join(dir, "b0"), "b0", addrs[0], peerList, *store, false)
+	leader, err := startBareNode(filepath.Join(dir, "b0"), "b0", addrs[0], peerList, o.Store, false)
 	if err != nil {
 		return err
 	}
 	defer leader.close()
 	for i := 1; i < 3; i++ {
 		id, d := fmt.Sprintf("b%d", i), filepath.Join(dir, fmt.Sprintf("b%d", i))
-		if *inProcess {
-			f, err := startBareNode(d, id, addrs[i], peerList, *store, true)
+		if o.InProcess {
+			f, err := startBareNode(d, id, addrs[i], peerList, o.Store, true)
 			if err != nil {
 				return err
 			}
@@ -70,8 +64,8 @@ func benchRaft(args []string) error {
 		if err != nil {
 			return err
 		}
-		cmd := exec.Command(self, "bench", "raft-node", "--id", id, "--dir", d, "--raft-addr", addrs[i], "--peers", peerList, "--raft-log-store", *store)
-		cmd.Stderr = os.Stderr
+		cmd := exec.Command(self, "bench", "raft-node", "--id", id, "--dir", d, "--raft-addr", addrs[i], "--peers", peerList, "--raft-log-store", o.Store)
+		cmd.Stderr = e.Err
 		stdin, err := cmd.StdinPipe() // the child exits when this closes
 		if err != nil {
 			return err
@@ -92,34 +86,41 @@ func benchRaft(args []string) error {
 		return err
 	}
 	layout := "3 processes"
-	if *inProcess {
+	if o.InProcess {
 		layout = "1 process"
 	}
-	entry := make([]byte, *size)
-	_, err = runParallel(fmt.Sprintf("bare raft apply (%s, %d B entries, %s)", *store, *size, layout), *n, *clients, 1, func(int) error {
+	entry := make([]byte, o.Size)
+	_, err = e.runParallel(fmt.Sprintf("bare raft apply (%s, %d B entries, %s)", o.Store, o.Size, layout), o.N, o.Clients, 1, func(int) error {
 		return leader.r.Apply(entry, 10*time.Second).Error()
 	})
 	return err
 }
 
-// benchRaftNode is one follower of `bench raft`, in its own process. Its
-// election timeout is long so the parent's node wins the first election.
-func benchRaftNode(args []string) error {
-	fs := newFlags("bench raft-node")
-	id := fs.String("id", "", "node id")
-	dir := fs.String("dir", "", "data dir")
-	addr := fs.String("raft-addr", "", "raft address")
-	peers := fs.String("peers", "", "ID=ADDR,...")
-	store := fs.String("raft-log-store", "", "boltdb or wal; unset, what a master picks for a new data dir (wal)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	node, err := startBareNode(*dir, *id, *addr, *peers, *store, true)
+// RaftOptions are bench raft's settings.
+type RaftOptions struct {
+	// N entries of Size bytes from Clients concurrent proposers.
+	N, Clients, Size int
+	// Store is the log store, boltdb or wal; empty: what a master picks
+	// for a new data dir (wal).
+	Store     string
+	InProcess bool // all three nodes in this process
+}
+
+// RaftNodeOptions are one follower's settings in bench raft.
+type RaftNodeOptions struct {
+	ID, Dir, Addr, Peers, Store string
+}
+
+// RaftNode is one follower of `bench raft`, in its own process, until
+// parent (its stdin) is closed. Its election timeout is long so the
+// parent's node wins the first election.
+func RaftNode(o RaftNodeOptions, parent io.Reader) error {
+	node, err := startBareNode(o.Dir, o.ID, o.Addr, o.Peers, o.Store, true)
 	if err != nil {
 		return err
 	}
 	defer node.close()
-	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent goes away
+	_, _ = io.Copy(io.Discard, parent) // until the parent goes away
 	return nil
 }
 

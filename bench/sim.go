@@ -1,10 +1,9 @@
-package main
+package bench
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -69,7 +68,7 @@ func benchRunID() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
 
 // mountSim mounts segment id through cl and starts its heartbeat and its
 // drainer (not draining until told).
-func mountSim(e *env, cl *client.Client, id api.SegmentID, cfg simConfig) (*simHolder, error) {
+func mountSim(e *Env, cl *client.Client, id api.SegmentID, cfg simConfig) (*simHolder, error) {
 	s := &simHolder{id: id, cl: cl, cfg: cfg}
 	var resp api.MountLocalDiskResponse
 	if err := retryIdempotent(func() error {
@@ -160,7 +159,7 @@ func (s *simHolder) drainLoop(ctx context.Context) {
 }
 
 // pendingTasks is how many delete tasks the leader holds for the segment.
-func (s *simHolder) pendingTasks(e *env) (int, error) {
+func (s *simHolder) pendingTasks(e *Env) (int, error) {
 	var lt api.ListTasksResponse
 	if err := e.callVia(s.cl, api.MethodListTasks, &api.ListTasksRequest{Segment: s.id, Limit: 1}, &lt); err != nil {
 		return 0, err
@@ -173,7 +172,7 @@ func (s *simHolder) pendingTasks(e *env) (int, error) {
 // mounted: the segment record stays, unmounted (the registry has no way
 // to forget one), for the next run to mount again. It returns how long
 // the drain took and how many tasks it left pending (-1: unknown).
-func (s *simHolder) stop(e *env) (drain time.Duration, left int) {
+func (s *simHolder) stop(e *Env) (drain time.Duration, left int) {
 	s.draining.Store(true)
 	start, left := time.Now(), -1
 	for deadline := start.Add(60 * time.Second); time.Now().Before(deadline); {
@@ -197,7 +196,7 @@ func (s *simHolder) stop(e *env) (drain time.Duration, left int) {
 		return err
 	})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "sexton: unmounting simulated holder %s: %v (it stays mounted; the next bench run takes it over)\n", s.id, err)
+		fmt.Fprintf(e.Err, "sexton: unmounting simulated holder %s: %v (it stays mounted; the next bench run takes it over)\n", s.id, err)
 	}
 	return drain, left
 }
@@ -228,7 +227,7 @@ func retryIdempotent(f func() error) error {
 // mountSims mounts n simulated holders, holder i through clients[i %
 // len(clients)], a few at a time. On an error it unmounts those it
 // mounted.
-func mountSims(e *env, clients []*client.Client, n int, cfg simConfig) ([]*simHolder, error) {
+func mountSims(e *Env, clients []*client.Client, n int, cfg simConfig) ([]*simHolder, error) {
 	sims := make([]*simHolder, n)
 	err := forEachParallel(n, 32, func(i int) error {
 		s, err := mountSim(e, clients[i%len(clients)], simSegmentID(i), cfg)
@@ -243,7 +242,7 @@ func mountSims(e *env, clients []*client.Client, n int, cfg simConfig) ([]*simHo
 }
 
 // stopSims stops every holder of sims (nil entries skipped), a few at a time.
-func stopSims(e *env, sims []*simHolder) {
+func stopSims(e *Env, sims []*simHolder) {
 	_ = forEachParallel(len(sims), 32, func(i int) error {
 		if sims[i] != nil {
 			sims[i].stop(e)

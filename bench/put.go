@@ -1,9 +1,8 @@
-package main
+package bench
 
 import (
 	"context"
 	"crypto/rand"
-	"flag"
 	"fmt"
 	"strings"
 	"sync"
@@ -17,19 +16,6 @@ import (
 // holderPutSync is the holders' histogram of a put group commit's durable
 // steps (holder/metrics.go).
 const holderPutSync = "sexton_holder_put_sync_seconds"
-
-func setupBenchPut(fs *flag.FlagSet) runFunc {
-	n := fs.Int("n", 2000, "objects")
-	size := fs.String("size", "4KiB", "value size")
-	clients := fs.Int("clients", 16, "concurrent clients")
-	replicas := fs.Int("replicas", 1, "replicas per object")
-	masterHTTP := masterHTTPFlag(fs)
-	holderHTTP := fs.String("holder-http", envString("SEXTON_HOLDER_HTTP", ""),
-		"the holders' HTTP addresses A,B (their --http-addr), to read their fsync times and CPU from /metrics; empty: not read (env SEXTON_HOLDER_HTTP)")
-	return func(e *env, _ []string) error {
-		return benchPut(e, *n, *size, *clients, *replicas, *masterHTTP, *holderHTTP)
-	}
-}
 
 // putParts adds up the parts of the timed puts, as client.PutTrace
 // reports them.
@@ -126,7 +112,7 @@ func (p *masterProbe) readNodes(hists []string) histogramReading {
 		body, err := p.get(ctx, a, "/metrics")
 		cancel()
 		if err != nil {
-			fmt.Printf("%s: /metrics: %v\n", a, err)
+			fmt.Fprintf(p.out, "%s: /metrics: %v\n", a, err)
 			continue
 		}
 		m := parseHistograms(string(body), hists)
@@ -192,15 +178,22 @@ func holderSyncLine(p *masterProbe, before, after histogramReading, writes int64
 	return line
 }
 
-// benchPut times puts of n objects and takes the mean put apart: master
+// PutOptions are bench put's settings.
+type PutOptions struct {
+	N                 int
+	Size              Size
+	Clients, Replicas int
+	// MasterHTTP and HolderHTTP are the nodes' HTTP addresses, to read
+	// their figures from /metrics; empty: not read.
+	MasterHTTP, HolderHTTP []string
+}
+
+// Put times puts of o.N objects and takes the mean put apart: master
 // round trips and holder writes from the client's PutTrace, the holders'
 // fsyncs from their histograms, the Raft commit from the masters', and
 // the CPU each process spent per put.
-func benchPut(e *env, n int, size string, clients, replicas int, masterHTTP, holderHTTP string) error {
-	sz, err := parseSize(size)
-	if err != nil {
-		return err
-	}
+func Put(e *Env, o PutOptions) error {
+	n, size, sz, clients, replicas, masterHTTP, holderHTTP := o.N, o.Size.Text, o.Size.Bytes, o.Clients, o.Replicas, o.MasterHTTP, o.HolderHTTP
 	if n < 1 || clients < 1 {
 		return usagef("--n and --clients must be at least 1")
 	}
@@ -212,7 +205,7 @@ func benchPut(e *env, n int, size string, clients, replicas int, masterHTTP, hol
 	if err != nil {
 		return err
 	}
-	cl, err := e.client()
+	cl, err := e.Client()
 	if err != nil {
 		return err
 	}
@@ -227,7 +220,7 @@ func benchPut(e *env, n int, size string, clients, replicas int, masterHTTP, hol
 	holdersBefore := holders.readNodes([]string{holderPutSync})
 	cpu0 := processCPU()
 	start := time.Now()
-	_, err = runParallel(fmt.Sprintf("put %s", size), n, clients, 1, func(i int) error {
+	_, err = e.runParallel(fmt.Sprintf("put %s", size), n, clients, 1, func(i int) error {
 		ctx, c := e.ctx()
 		defer c()
 		t := time.Now()
@@ -241,11 +234,11 @@ func benchPut(e *env, n int, size string, clients, replicas int, masterHTTP, hol
 	mastersAfter := masters.readNodes(nil)
 	commitAfter := masters.readHistograms()
 
-	fmt.Println(parts.line())
+	fmt.Fprintln(e.Out, parts.line())
 	parts.mu.Lock()
 	puts, writes := parts.total.n, parts.holder.n
 	parts.mu.Unlock()
-	fmt.Println(holderSyncLine(holders, holdersBefore, holdersAfter, writes))
+	fmt.Fprintln(e.Out, holderSyncLine(holders, holdersBefore, holdersAfter, writes))
 	masters.printCommitParts(commitBefore, commitAfter, elapsed)
 	if puts > 0 {
 		line := fmt.Sprintf("CPU per put: this process %.0f µs", float64(cpu)/float64(puts)/1e3)
@@ -254,7 +247,7 @@ func benchPut(e *env, n int, size string, clients, replicas int, masterHTTP, hol
 		if len(masters.addrs) == 0 || len(holders.addrs) == 0 {
 			line += " (give --master-http and --holder-http for the masters' and holders' CPU)"
 		}
-		fmt.Println(line)
+		fmt.Fprintln(e.Out, line)
 	}
 	return err
 }

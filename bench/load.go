@@ -1,9 +1,8 @@
-package main
+package bench
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -13,33 +12,16 @@ import (
 	"sexton/client"
 )
 
-func setupBenchLoad(fs *flag.FlagSet) runFunc {
-	var c loadConfig
-	fs.IntVar(&c.objects, "objects", 100000, "objects to create")
-	fs.IntVar(&c.clients, "clients", 16, "batches in flight at once")
-	fs.IntVar(&c.batch, "batch", api.MaxBatchPutItems, fmt.Sprintf("objects per BatchPutStart and BatchPutEnd (1..%d)", api.MaxBatchPutItems))
-	fs.IntVar(&c.segments, "segments", 8, "simulated holders the objects are placed on")
-	fs.StringVar(&c.prefix, "prefix", "", "key prefix; keys are PREFIX plus a 10-digit index (default load/RUNID/, new each run: a reused prefix fails with OBJECT_ALREADY_EXISTS, never overwrites)")
-	size := fs.String("size", "4KiB", "size each object claims (no bytes are written)")
-	masterHTTP := masterHTTPFlag(fs)
-	return func(e *env, _ []string) error {
-		sz, err := parseSize(*size)
-		if err != nil {
-			return usagef("--size: %v", err)
-		}
-		c.size, c.masterHTTP = sz, *masterHTTP
-		return benchLoad(e, c)
-	}
+// LoadOptions are bench load's settings.
+type LoadOptions struct {
+	Objects, Clients, Batch, Segments int
+	// Prefix is the keys' prefix; empty: load/RUNID/.
+	Prefix     string
+	Size       int64
+	MasterHTTP []string
 }
 
-type loadConfig struct {
-	objects, clients, batch, segments int
-	prefix                            string
-	size                              int64
-	masterHTTP                        string
-}
-
-// benchLoad fills the cluster with c.objects objects through batched put
+// Load fills the cluster with c.Objects objects through batched put
 // entries onto simulated holders (no bytes are written: what is measured
 // is the masters), and prints the commit rate overall and by tenth of the
 // run, and the masters' memory afterwards. It keeps no keys: key i is
@@ -49,22 +31,22 @@ type loadConfig struct {
 // holders' segments, which are unmounted at the end: a Get of them finds
 // no holder. `sexton rm --prefix` removes them; their delete tasks are
 // acked the next time a bench mounts the simulated holders.
-func benchLoad(e *env, c loadConfig) error {
-	if c.objects < 1 || c.clients < 1 || c.segments < 1 || c.batch < 1 || c.batch > api.MaxBatchPutItems {
+func Load(e *Env, c LoadOptions) error {
+	if c.Objects < 1 || c.Clients < 1 || c.Segments < 1 || c.Batch < 1 || c.Batch > api.MaxBatchPutItems {
 		return usagef("--objects, --clients, --segments ≥ 1 and 1 ≤ --batch ≤ %d", api.MaxBatchPutItems)
 	}
 	run := benchRunID()
-	if c.prefix == "" {
-		c.prefix = "load/" + run + "/"
+	if c.Prefix == "" {
+		c.Prefix = "load/" + run + "/"
 	}
-	if err := api.ValidKey(fmt.Sprintf("%s%010d", c.prefix, c.objects-1)); err != nil {
+	if err := api.ValidKey(fmt.Sprintf("%s%010d", c.Prefix, c.Objects-1)); err != nil {
 		return usagef("--prefix: %v", err)
 	}
-	cl, err := e.client()
+	cl, err := e.Client()
 	if err != nil {
 		return err
 	}
-	probe, err := e.masterProbe(c.masterHTTP)
+	probe, err := e.masterProbe(c.MasterHTTP)
 	if err != nil {
 		return err
 	}
@@ -73,11 +55,11 @@ func benchLoad(e *env, c loadConfig) error {
 		return fmt.Errorf("status before: %w", err)
 	}
 	memBefore := probe.memory()
-	simCl, err := e.newClient() // the holders' traffic on its own connection
+	simCl, err := e.NewClient() // the holders' traffic on its own connection
 	if err != nil {
 		return err
 	}
-	sims, err := mountSims(e, []*client.Client{simCl}, c.segments, simConfig{pool: simPool, process: run})
+	sims, err := mountSims(e, []*client.Client{simCl}, c.Segments, simConfig{pool: simPool, process: run})
 	if err != nil {
 		return err
 	}
@@ -86,29 +68,29 @@ func benchLoad(e *env, c loadConfig) error {
 		s.draining.Store(true) // nothing to drain unless a put is replaced; acked as a holder would
 	}
 
-	fmt.Printf("bench load: %d objects under %s on %d simulated holders, batches of %d, %d clients\n", c.objects, c.prefix, c.segments, c.batch, c.clients)
-	batches := (c.objects + c.batch - 1) / c.batch
-	clock := &sliceClock{total: int64(c.objects), start: time.Now()}
+	fmt.Fprintf(e.Out, "bench load: %d objects under %s on %d simulated holders, batches of %d, %d clients\n", c.Objects, c.Prefix, c.Segments, c.Batch, c.Clients)
+	batches := (c.Objects + c.Batch - 1) / c.Batch
+	clock := &sliceClock{total: int64(c.Objects), start: time.Now()}
 	var next, sent, committed, retried atomic.Int64
 	var mu sync.Mutex
 	var itemErr, callErr error
 	var failed int64
 	var wg sync.WaitGroup
 	var stop atomic.Bool
-	for range min(c.clients, batches) {
+	for range min(c.Clients, batches) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			items := make([]api.PutStartRequest, 0, c.batch)
+			items := make([]api.PutStartRequest, 0, c.Batch)
 			for !stop.Load() {
 				b := int(next.Add(1) - 1)
 				if b >= batches {
 					return
 				}
-				lo, hi := b*c.batch, min((b+1)*c.batch, c.objects)
+				lo, hi := b*c.Batch, min((b+1)*c.Batch, c.Objects)
 				items = items[:0]
 				for i := lo; i < hi; i++ {
-					items = append(items, api.PutStartRequest{Key: fmt.Sprintf("%s%010d", c.prefix, i), Size: c.size, ReplicaNum: 1, Pool: simPool, IfAbsent: true})
+					items = append(items, api.PutStartRequest{Key: fmt.Sprintf("%s%010d", c.Prefix, i), Size: c.Size, ReplicaNum: 1, Pool: simPool, IfAbsent: true})
 				}
 				n, ie, err := loadBatch(e, cl, items, &retried)
 				clock.note(committed.Add(int64(n)))
@@ -128,7 +110,7 @@ func benchLoad(e *env, c loadConfig) error {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	p := newProgress("bench load", int64(c.objects), "objects")
+	p := e.progress("bench load", int64(c.Objects), "objects")
 	for reported, waiting := int64(0), true; waiting; {
 		select {
 		case <-done:
@@ -136,36 +118,36 @@ func benchLoad(e *env, c loadConfig) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 		n := sent.Load()
-		p.add(n - reported)
+		p.Add(n - reported)
 		reported = n
 	}
 	elapsed := time.Since(clock.start)
 	if callErr != nil {
-		p.abort()
+		p.Abort()
 	} else {
-		p.finish()
+		p.Finish()
 	}
 
 	ok := committed.Load()
-	fmt.Printf("committed %d objects in %.2fs: %.0f objects/s; %d failed", ok, elapsed.Seconds(), float64(ok)/elapsed.Seconds(), failed)
+	fmt.Fprintf(e.Out, "committed %d objects in %.2fs: %.0f objects/s; %d failed", ok, elapsed.Seconds(), float64(ok)/elapsed.Seconds(), failed)
 	if n := retried.Load(); n > 0 {
-		fmt.Printf("; %d batches sent again after the cluster did not answer for --timeout", n)
+		fmt.Fprintf(e.Out, "; %d batches sent again after the cluster did not answer for --timeout", n)
 	}
-	fmt.Println()
-	fmt.Printf("objects/s by tenth of the objects (does the commit rate fall as the state grows?):\n")
+	fmt.Fprintln(e.Out)
+	fmt.Fprintf(e.Out, "objects/s by tenth of the objects (does the commit rate fall as the state grows?):\n")
 	for k, r := range clock.rates() {
 		if r == 0 { // reached by the same batch as the tenth before
-			fmt.Printf("  %3d-%3d%%  %8s\n", 10*k, 10*(k+1), "-")
+			fmt.Fprintf(e.Out, "  %3d-%3d%%  %8s\n", 10*k, 10*(k+1), "-")
 			continue
 		}
-		fmt.Printf("  %3d-%3d%%  %8.0f\n", 10*k, 10*(k+1), r)
+		fmt.Fprintf(e.Out, "  %3d-%3d%%  %8.0f\n", 10*k, 10*(k+1), r)
 	}
 	after, err := cl.Status(context.Background())
 	if err != nil {
 		return fmt.Errorf("status after: %w", err)
 	}
-	fmt.Printf("cluster objects (leader's count): %d before, %d after (%+d)\n", before.Objects, after.Objects, after.Objects-before.Objects)
-	printElections(before, after)
+	fmt.Fprintf(e.Out, "cluster objects (leader's count): %d before, %d after (%+d)\n", before.Objects, after.Objects, after.Objects-before.Objects)
+	printElections(e.Out, before, after)
 	probe.printMemory(memBefore, after.Objects, ok)
 
 	switch {
@@ -192,7 +174,7 @@ const loadAttempts = 10
 // this attempt counts as committed if its key exists now (the prefix is
 // the run's own) and as failed otherwise (an earlier attempt left a
 // pending put, which refuses a new one until the leader discards it).
-func loadBatch(e *env, cl *client.Client, items []api.PutStartRequest, retried *atomic.Int64) (committed int, itemErr, err error) {
+func loadBatch(e *Env, cl *client.Client, items []api.PutStartRequest, retried *atomic.Int64) (committed int, itemErr, err error) {
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := e.ctx()
 		ok, ie, err := putBatch(ctx, cl, items)
@@ -217,7 +199,7 @@ func loadBatch(e *env, cl *client.Client, items []api.PutStartRequest, retried *
 
 // settleRepeat counts a repeated batch's items: those committed now, and
 // those not whose key exists (an earlier attempt committed them).
-func settleRepeat(e *env, cl *client.Client, items []api.PutStartRequest, ok []int, itemErr error) (int, error, error) {
+func settleRepeat(e *Env, cl *client.Client, items []api.PutStartRequest, ok []int, itemErr error) (int, error, error) {
 	done := make([]bool, len(items))
 	for _, i := range ok {
 		done[i] = true

@@ -1,14 +1,13 @@
-package main
+package bench
 
 import (
 	"crypto/rand"
-	"flag"
 	"fmt"
+	"io"
 	"math"
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -20,38 +19,32 @@ import (
 	"sexton/fsm/dfsalloc"
 )
 
-// benchDFS measures, against a running cluster whose masters and this
+// DFSOptions are bench dfs's settings.
+type DFSOptions struct {
+	// N allocations per allocation phase; IONum objects per size of the
+	// I/O phase, from Clients concurrent clients; Batch > 0 adds the
+	// batched allocation phase.
+	N, IONum, Clients, Batch int
+	Sizes                    []Size
+}
+
+// DFS measures, against a running cluster whose masters and this
 // process share the MOONCAKE_DFS_* settings: DFS allocations per second
 // through Raft (PutStart+PutEnd without writing the value; one client,
 // then 64 concurrent ones, which the leader's Raft batches), and DFS put
 // and get throughput on the posix adapter next to raw pwrite/pread of the
-// same sizes in the same root, in the same run. With --batch N it also
+// same sizes in the same root, in the same run. With o.Batch N it also
 // allocates in N-object batches (one Raft entry per batch start and end).
-func setupBenchDFS(fs *flag.FlagSet) runFunc {
-	o := benchDFSOptions{}
-	fs.IntVar(&o.n, "n", 2000, "allocations per allocation phase")
-	fs.IntVar(&o.ioN, "io-n", 200, "objects per size in the I/O phase")
-	fs.StringVar(&o.sizes, "sizes", "64KiB,1MiB", "value sizes of the I/O phase")
-	fs.IntVar(&o.clients, "clients", 4, "concurrent clients in the I/O phase")
-	fs.IntVar(&o.batch, "batch", 0, "also allocate in batches of this many objects (BatchPutStart/BatchPutEnd, one Raft entry each); 0 skips the phase")
-	return func(e *env, _ []string) error { return benchDFS(e, o) }
-}
-
-type benchDFSOptions struct {
-	n, ioN, clients, batch int
-	sizes                  string
-}
-
-func benchDFS(e *env, o benchDFSOptions) error {
+func DFS(e *Env, o DFSOptions) error {
 	settings, err := dfsio.SettingsFromEnv(os.Getenv)
 	if err != nil || !settings.Enabled() {
 		return fmt.Errorf("bench dfs needs the cluster's MOONCAKE_DFS_* settings (%s): %v", dfsio.EnvRoot, err)
 	}
-	sc, err := e.client()
+	sc, err := e.Client()
 	if err != nil {
 		return err
 	}
-	cl, err := e.newClient()
+	cl, err := e.NewClient()
 	if err != nil {
 		return err
 	}
@@ -73,16 +66,16 @@ func benchDFS(e *env, o benchDFSOptions) error {
 	}
 	for _, c := range []int{1, 64} {
 		tag := fmt.Sprintf("alloc%d", c)
-		if _, err := runParallel(fmt.Sprintf("dfs allocate+commit, %d client(s)", c), o.n, c, 1, alloc(tag)); err != nil {
+		if _, err := e.runParallel(fmt.Sprintf("dfs allocate+commit, %d client(s)", c), o.N, c, 1, alloc(tag)); err != nil {
 			return err
 		}
-		for i := 0; i < o.n; i++ {
+		for i := 0; i < o.N; i++ {
 			keys = append(keys, fmt.Sprintf("%s%s/%08d", prefix, tag, i))
 		}
 	}
-	if o.batch > 0 {
+	if o.Batch > 0 {
 		for _, c := range []int{1, 4} {
-			bk, err := benchBatchAlloc(e, cl, fmt.Sprintf("%sc%d/", prefix, c), o.n, o.batch, c)
+			bk, err := benchBatchAlloc(e, cl, fmt.Sprintf("%sc%d/", prefix, c), o.N, o.Batch, c)
 			if err != nil {
 				return err
 			}
@@ -91,22 +84,19 @@ func benchDFS(e *env, o benchDFSOptions) error {
 	}
 	benchRemoveKeys(e, cl, keys)
 
-	for _, s := range strings.Split(o.sizes, ",") {
-		sz, err := parseSize(strings.TrimSpace(s))
-		if err != nil {
-			return err
-		}
+	for _, size := range o.Sizes {
+		s, sz := size.Text, size.Bytes
 		value := make([]byte, sz)
 		_, _ = rand.Read(value)
 		mb := float64(sz) / (1 << 20)
 		tag := fmt.Sprintf("io%d", sz)
-		putRate, _ := runParallel(fmt.Sprintf("dfs put %s", s), o.ioN, o.clients, 1, func(i int) error {
+		putRate, _ := e.runParallel(fmt.Sprintf("dfs put %s", s), o.IONum, o.Clients, 1, func(i int) error {
 			ctx, c := e.ctx()
 			defer c()
 			_, err := sc.Put(ctx, fmt.Sprintf("%s%s/%08d", prefix, tag, i), value, client.PutOptions{DFSReplicas: 1})
 			return err
 		})
-		getRate, _ := runParallel(fmt.Sprintf("dfs get %s", s), o.ioN, o.clients, 1, func(i int) error {
+		getRate, _ := e.runParallel(fmt.Sprintf("dfs get %s", s), o.IONum, o.Clients, 1, func(i int) error {
 			ctx, c := e.ctx()
 			defer c()
 			v, _, err := sc.Get(ctx, fmt.Sprintf("%s%s/%08d", prefix, tag, i))
@@ -115,14 +105,14 @@ func benchDFS(e *env, o benchDFSOptions) error {
 			}
 			return err
 		})
-		rawW, rawR, err := rawPosixRates(settings.Root, value, o.ioN, o.clients, settings.Fsync)
+		rawW, rawR, err := rawPosixRates(e, settings.Root, value, o.IONum, o.Clients, settings.Fsync)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("dfs %s: put %.1f MB/s (raw pwrite %.1f MB/s), get %.1f MB/s (raw pread %.1f MB/s)\n",
+		fmt.Fprintf(e.Out, "dfs %s: put %.1f MB/s (raw pwrite %.1f MB/s), get %.1f MB/s (raw pread %.1f MB/s)\n",
 			s, putRate*mb, rawW*mb, getRate*mb, rawR*mb)
 		var ks []string
-		for i := 0; i < o.ioN; i++ {
+		for i := 0; i < o.IONum; i++ {
 			ks = append(ks, fmt.Sprintf("%s%s/%08d", prefix, tag, i))
 		}
 		benchRemoveKeys(e, cl, ks)
@@ -130,7 +120,7 @@ func benchDFS(e *env, o benchDFSOptions) error {
 	return nil
 }
 
-func benchRemoveKeys(e *env, cl *client.Client, keys []string) {
+func benchRemoveKeys(e *Env, cl *client.Client, keys []string) {
 	for start := 0; start < len(keys); start += api.MaxBatchKeys {
 		chunk := keys[start:min(start+api.MaxBatchKeys, len(keys))]
 		_ = e.callVia(cl, api.MethodBatchRemove, &api.KeysRequest{Keys: chunk}, &api.BatchRemoveResponse{})
@@ -140,7 +130,7 @@ func benchRemoveKeys(e *env, cl *client.Client, keys []string) {
 // rawPosixRates is the baseline: n pwrites then n preads of value at
 // aligned offsets of one scratch file in root (ops/s), with the same
 // concurrency and the same open-per-operation the adapter does.
-func rawPosixRates(root string, value []byte, n, clients int, fsync bool) (float64, float64, error) {
+func rawPosixRates(e *Env, root string, value []byte, n, clients int, fsync bool) (float64, float64, error) {
 	path := filepath.Join(root, fmt.Sprintf("bench-raw-%d.tmp", time.Now().UnixNano()))
 	stride := (int64(len(value)) + 4095) &^ 4095
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
@@ -152,7 +142,7 @@ func rawPosixRates(root string, value []byte, n, clients int, fsync bool) (float
 		_ = unix.Ftruncate(fd, stride*int64(n))
 	}
 	unix.Close(fd)
-	w, _ := runParallel(fmt.Sprintf("raw pwrite %d B", len(value)), n, clients, 1, func(i int) error {
+	w, _ := e.runParallel(fmt.Sprintf("raw pwrite %d B", len(value)), n, clients, 1, func(i int) error {
 		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return err
@@ -166,7 +156,7 @@ func rawPosixRates(root string, value []byte, n, clients int, fsync bool) (float
 		}
 		return nil
 	})
-	r, _ := runParallel(fmt.Sprintf("raw pread %d B", len(value)), n, clients, 1, func(i int) error {
+	r, _ := e.runParallel(fmt.Sprintf("raw pread %d B", len(value)), n, clients, 1, func(i int) error {
 		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return err
@@ -179,7 +169,7 @@ func rawPosixRates(root string, value []byte, n, clients int, fsync bool) (float
 	return w, r, nil
 }
 
-// benchDFSChurn compares the space efficiency of the shard and bucket
+// DFSChurn compares the space efficiency of the shard and bucket
 // allocators under churn, in process (the allocators are pure): every
 // round puts objects of mixed sizes (log-uniform 1 KiB..1 MiB) and
 // removes about as many random live ones, with eviction (and, for buckets,
@@ -187,19 +177,11 @@ func rawPosixRates(root string, value []byte, n, clients int, fsync bool) (float
 // live value bytes ÷ bytes the allocator's files occupy on disk
 // (preallocated: every file counts at full capacity), and ÷ bytes the
 // allocator holds (live + tombstoned/deferred).
-func benchDFSChurn(args []string) error {
-	fs := newFlags("bench dfs-churn")
-	rounds := fs.Int("rounds", 200, "rounds of put/remove")
-	perRound := fs.Int("per-round", 200, "puts per round")
-	total := fs.String("space", "2GiB", "DFS space of either allocator")
-	target := fs.Float64("live", 0.6, "live bytes kept, as a fraction of the space (random removals beyond it)")
-	if err := parseFlags(fs, args); err != nil {
-		return usagef("%v", err)
-	}
-	space, err := parseSize(*total)
-	if err != nil {
-		return err
-	}
+//
+// It runs o.Rounds rounds of o.PerRound puts in o.Space, keeping o.Live
+// of it live.
+func DFSChurn(out io.Writer, o ChurnOptions) error {
+	space := o.Space.Bytes
 	for _, kind := range []string{dfsalloc.KindShard, dfsalloc.KindBucket} {
 		cfg := dfsalloc.DefaultConfig()
 		cfg.Allocator = kind
@@ -221,9 +203,9 @@ func benchDFSChurn(args []string) error {
 		var liveBytes int64
 		failed, evictedObjs := 0, 0
 		now := int64(1e18)
-		for r := 0; r < *rounds; r++ {
+		for r := 0; r < o.Rounds; r++ {
 			now += int64(time.Second)
-			for i := 0; i < *perRound; i++ {
+			for i := 0; i < o.PerRound; i++ {
 				key := fmt.Sprintf("k%d-%d", r, i)
 				size := int64(math.Exp(rng.Float64()*math.Log(1024)) * 1024)
 				ds, err := a.Allocate([]dfsalloc.Request{{Key: key, Size: size}}, now)
@@ -236,7 +218,7 @@ func benchDFSChurn(args []string) error {
 				liveBytes += size
 			}
 			// Random removals keep the live set at the target.
-			for float64(liveBytes) > *target*float64(space) && len(live) > 0 {
+			for float64(liveBytes) > o.Live*float64(space) && len(live) > 0 {
 				{
 					j := rng.IntN(len(live))
 					o := live[j]
@@ -279,9 +261,16 @@ func benchDFSChurn(args []string) error {
 				onDisk += u.Capacity
 			}
 		}
-		fmt.Printf("churn %-6s: %d rounds x %d puts, space %s: live %d MiB in %d objects; files on disk %d MiB -> %.1f%% efficient; allocator holds %d MiB (live+dead) -> %.1f%%; %d puts refused (NO_SPACE), %d live objects evicted\n",
-			kind, *rounds, *perRound, *total, liveBytes>>20, len(live), onDisk>>20, 100*float64(liveBytes)/float64(max(onDisk, 1)),
+		fmt.Fprintf(out, "churn %-6s: %d rounds x %d puts, space %s: live %d MiB in %d objects; files on disk %d MiB -> %.1f%% efficient; allocator holds %d MiB (live+dead) -> %.1f%%; %d puts refused (NO_SPACE), %d live objects evicted\n",
+			kind, o.Rounds, o.PerRound, o.Space.Text, liveBytes>>20, len(live), onDisk>>20, 100*float64(liveBytes)/float64(max(onDisk, 1)),
 			(st.LiveBytes+st.DeadBytes)>>20, 100*float64(liveBytes)/float64(max(st.LiveBytes+st.DeadBytes, 1)), failed, evictedObjs)
 	}
 	return nil
+}
+
+// ChurnOptions are bench dfs-churn's settings.
+type ChurnOptions struct {
+	Rounds, PerRound int
+	Space            Size
+	Live             float64
 }
