@@ -44,6 +44,11 @@ const (
 	// it would reconcile (tombstone) every copy only it holds. The
 	// operator adopts it (a rebuild rerun that scans it) or retires it.
 	CodeSegmentNeedsAdoption Code = "SEGMENT_NEEDS_ADOPTION"
+	// CodeIncarnationStale: a PutCommit's incarnation can no longer
+	// commit: its reserved block expired, or the key already holds an
+	// incarnation at or above it. Nothing changed; the client asks for a
+	// new grant and writes the value again.
+	CodeIncarnationStale Code = "INCARNATION_STALE"
 )
 
 // Error is sexton's typed error. It crosses the wire as is. Leader is set on

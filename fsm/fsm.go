@@ -125,6 +125,10 @@ func (f *FSM) ApplyWake(index, term uint64, data []byte) (any, Wake, error) {
 		res = st.applyRebuildAdopt(c)
 	case *RebuildClose:
 		res = st.applyRebuildClose(c)
+	case *ReserveIncarnations:
+		res = st.applyReserve(index, c)
+	case *PutCommit:
+		res = st.applyPutCommitSessioned(c)
 	default:
 		return nil, Wake{}, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
 	}

@@ -155,7 +155,7 @@ func resultOf(cs *clientSession, r *snapshot.SessionResult) (sessResult, error) 
 		return bad("settings in a %s result, or a settings result without them", kind)
 	}
 	switch kind {
-	case CmdPutStart, CmdPutEnd, CmdPutRevoke:
+	case CmdPutStart, CmdPutEnd, CmdPutRevoke, CmdPutCommit:
 		if len(r.Items) != 0 || (kind == CmdPutStart && r.Count != 0) {
 			return bad("items or a count in a %s result", kind)
 		}
@@ -196,7 +196,7 @@ func resultOf(cs *clientSession, r *snapshot.SessionResult) (sessResult, error) 
 	default:
 		return bad("unknown kind %d", r.Kind)
 	}
-	if kind == CmdPutEnd || kind == CmdPutRevoke {
+	if kind == CmdPutEnd || kind == CmdPutRevoke || kind == CmdPutCommit {
 		if r.Count < 0 || r.Count > api.MaxReplicas {
 			return bad("%d tasks", r.Count)
 		}
