@@ -221,3 +221,18 @@ func (st *state) restoreBlocks(rs []snapshot.IncBlock) error {
 	}
 	return nil
 }
+
+// LiveBlocks is how many incarnation blocks are live and the earliest
+// expiry among them (0 for none): the leader proposes the time that
+// expires them once its clock passed it, so tombstones they hold back are
+// handed out without waiting for other traffic.
+func (f *FSM) LiveBlocks() (n int, earliest int64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for i, b := range f.st.blocks {
+		if i == 0 || b.expires < earliest {
+			earliest = b.expires
+		}
+	}
+	return len(f.st.blocks), earliest
+}
