@@ -21,8 +21,7 @@ type incBlock struct {
 func (st *state) fsmTime(now int64) int64 { return max(st.sess.clock, now) }
 
 // expireBlocks drops the blocks whose expiry the fsm's time reached; no
-// incarnation of theirs can commit any more. Withheld tombstones may
-// become fetchable, so every poll is woken.
+// incarnation of theirs can commit any more.
 func (st *state) expireBlocks(now int64) {
 	n := 0
 	for _, b := range st.blocks {
@@ -34,7 +33,6 @@ func (st *state) expireBlocks(now int64) {
 	if n != len(st.blocks) {
 		clear(st.blocks[n:])
 		st.blocks = st.blocks[:n]
-		st.wake.all = true
 	}
 }
 
@@ -49,14 +47,6 @@ func (st *state) inLiveBlock(inc api.ObjectIncarnation) bool {
 		}
 	}
 	return false
-}
-
-// tombstoneHeld reports whether no tombstone of inc may be handed out
-// now: a live block starts below it, and a put of that block may still
-// commit below inc on a holder whose floor the tombstone would raise over
-// it (docs/DESIGN.md §8 "One-commit puts").
-func tombstoneHeld(blocks []incBlock, inc api.ObjectIncarnation) bool {
-	return len(blocks) > 0 && blocks[0].lo < inc.Low
 }
 
 // applyReserve reserves the block [incBase+index+1, incBase+index+count]
@@ -224,8 +214,8 @@ func (st *state) restoreBlocks(rs []snapshot.IncBlock) error {
 
 // LiveBlocks is how many incarnation blocks are live and the earliest
 // expiry among them (0 for none): the leader proposes the time that
-// expires them once its clock passed it, so tombstones they hold back are
-// handed out without waiting for other traffic.
+// expires them once its clock passed it, so reconcile answers name their
+// uncommitted incarnations without waiting for other traffic.
 func (f *FSM) LiveBlocks() (n int, earliest int64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -235,4 +225,23 @@ func (f *FSM) LiveBlocks() (n int, earliest int64) {
 		}
 	}
 	return len(f.st.blocks), earliest
+}
+
+// NewestOf is the newest incarnation key holds in the table: its COMPLETE
+// or PENDING one or one its tasks name (zero for none). A PutCommit
+// commits only above it, so the leader grants above it.
+func (f *FSM) NewestOf(key string) api.ObjectIncarnation {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	e := f.st.objects.get(key)
+	var out api.ObjectIncarnation
+	for _, o := range []*object{e.complete, e.pending} {
+		if o != nil && out.Less(o.inc) {
+			out = o.inc
+		}
+	}
+	if t := newestTask(e.tasks); t != nil && out.Less(t.inc) {
+		out = t.inc
+	}
+	return out
 }

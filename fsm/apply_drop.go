@@ -15,7 +15,7 @@ func (st *state) applyDropReplicas(c *DropReplicas) *DropResult {
 	out := &DropResult{Dropped: []api.ObjectRef{}}
 	for _, r := range c.Refs {
 		old := st.objects.get(r.Key)
-		if !liveOn(old.complete, r.Incarnation, seg.id) || olderIn(old.tasks, r.Incarnation) || tombstoneHeld(st.blocks, r.Incarnation) {
+		if !liveOn(old.complete, r.Incarnation, seg.id) || olderIn(old.tasks, r.Incarnation) {
 			continue
 		}
 		e := old

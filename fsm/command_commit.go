@@ -26,9 +26,9 @@ const (
 	// MaxIncBlockCount bounds one block's incarnations.
 	MaxIncBlockCount = 1 << 20
 	// MaxIncBlockLife bounds how long after its reservation a block
-	// lives: tombstones above a live block wait for it (docs/DESIGN.md
-	// §8), so a block may not outlive the longest write grant a holder
-	// accepts.
+	// lives: reconcile leaves its uncommitted incarnations alone until it
+	// expires, and a block never outlives the longest write grant a
+	// holder accepts.
 	MaxIncBlockLife = int64(10 * time.Minute)
 )
 

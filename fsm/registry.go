@@ -66,9 +66,6 @@ type registry struct {
 	// older incarnation pending? which tasks did a drop release?) read
 	// only the head of the list, never the whole of it.
 	objs *objectTable
-	// blocks is the state's live incarnation blocks: a task above the
-	// lowest of them is withheld (tombstoneHeld).
-	blocks *[]incBlock
 	// wake is the state's wake-up collector: drop lists the segments of
 	// the tasks it releases (new tasks are listed by createTasks).
 	wake *wakeSet
@@ -229,7 +226,7 @@ func (r *registry) segCount(seg api.SegmentID) int {
 // fetchable reports invariant 7: t may be handed out only if no pending task
 // of the same key, on any segment, names an older incarnation.
 func (r *registry) fetchable(t *task) bool {
-	return !olderIn(r.objs.tasksOf(t.key), t.inc) && !tombstoneHeld(*r.blocks, t.inc)
+	return !olderIn(r.objs.tasksOf(t.key), t.inc)
 }
 
 // olderIn reports whether the task list at head has a task older than inc:

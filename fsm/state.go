@@ -142,7 +142,6 @@ func newStateWithCapacity(capacity int) *state {
 		sess:       newSessionTable(),
 	}
 	st.reg = newRegistry(capacity, st.objects, &st.wake)
-	st.reg.blocks = &st.blocks
 	return st
 }
 

@@ -116,8 +116,8 @@ type Config struct {
 	// (default: DiscardTimeout, after which the put is revoked anyway).
 	GrantTTL time.Duration
 	// CommitGrantTTL is how long a write grant in a PutGrant answer stays
-	// valid; the incarnation block it comes from lives twice that, and
-	// tombstones above a live block wait for it (docs/DESIGN.md §8).
+	// valid; the incarnation block it comes from lives twice that
+	// (docs/DESIGN.md §8).
 	CommitGrantTTL time.Duration
 	LeaseTTL       time.Duration // a Get protects an object from eviction this long
 	HolderTTL      time.Duration // a holder without heartbeat this long is not live

@@ -49,9 +49,13 @@ func (b *allocBlock) usable(now time.Time, ttl time.Duration) bool {
 	return b.available && b.next <= b.hi && !now.Add(ttl).After(b.expires)
 }
 
-// takeIncarnation hands out the next incarnation of this term's block and
-// the expiry of its grants, reserving a block first if none is usable.
-func (n *Node) takeIncarnation(ctx context.Context) (api.ObjectIncarnation, time.Time, error) {
+// takeIncarnation hands out the next incarnation of this term's block
+// above the key's newest one and the expiry of its grants, reserving a
+// block first if none is usable. A block reserved now is above every
+// incarnation that exists, so a key put through PutStart (whose
+// incarnation is above the blocks reserved before it) gets a new block
+// rather than a grant PutCommit would refuse.
+func (n *Node) takeIncarnation(ctx context.Context, above api.ObjectIncarnation) (api.ObjectIncarnation, time.Time, error) {
 	a := &n.incs
 	ttl := n.cfg.CommitGrantTTL
 	for {
@@ -64,10 +68,16 @@ func (n *Node) takeIncarnation(ctx context.Context) (api.ObjectIncarnation, time
 		if a.term != term {
 			a.term, a.cur, a.spare = term, allocBlock{}, allocBlock{}
 		}
-		if !a.cur.usable(now, ttl) && a.spare.usable(now, ttl) {
+		if a.cur.usable(now, ttl) && a.cur.hi <= above.Low {
+			a.cur = allocBlock{} // every incarnation left is below the key's
+		}
+		if !a.cur.usable(now, ttl) && a.spare.usable(now, ttl) && a.spare.hi > above.Low {
 			a.cur, a.spare = a.spare, allocBlock{}
 		}
 		if a.cur.usable(now, ttl) {
+			if a.cur.next <= above.Low {
+				a.cur.next = above.Low + 1
+			}
 			inc := api.ObjectIncarnation{High: a.cur.cluster, Low: a.cur.next}
 			a.cur.next++
 			a.lastUse = now
@@ -139,8 +149,8 @@ func (n *Node) reserveBlock(term uint64) {
 }
 
 // expireIncBlocks proposes the leader's time once it passed a live
-// block's expiry, so the fsm drops that block and hands out the
-// tombstones it held back (a leader duty, every second).
+// block's expiry, so the fsm drops that block and reconcile answers name
+// its uncommitted incarnations (a leader duty, every second).
 func (n *Node) expireIncBlocks() {
 	count, earliest := n.fsm.LiveBlocks()
 	if count == 0 || time.Now().UnixNano() <= earliest {
@@ -173,7 +183,7 @@ func (n *Node) handlePutGrant(ctx context.Context, req *api.PutStartRequest) (*a
 	if err != nil {
 		return nil, err
 	}
-	inc, expires, err := n.takeIncarnation(ctx)
+	inc, expires, err := n.takeIncarnation(ctx, n.fsm.NewestOf(req.Key))
 	if err != nil {
 		return nil, err
 	}

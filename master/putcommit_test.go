@@ -49,6 +49,9 @@ func TestPutGrantAndCommitIsOneEntryPut(t *testing.T) {
 	forged := *g1
 	forged.Replicas = append([]api.ReplicaLocation(nil), g1.Replicas...)
 	forged.Replicas[0].Segment = "seg-b"
+	if r.Segment == "seg-b" {
+		forged.Replicas[0].Segment = "seg-a"
+	}
 	if err := tc.putCommit("k", &forged, api.Session{}); api.CodeOf(err) != api.CodeInvalidParams {
 		t.Fatalf("commit with a grant moved to another segment: %v, want INVALID_PARAMS", err)
 	}
@@ -69,6 +72,22 @@ func TestPutGrantAndCommitIsOneEntryPut(t *testing.T) {
 	}
 	if err := tc.putCommit("k", g1, api.Session{}); api.CodeOf(err) != api.CodeIncarnationStale {
 		t.Fatalf("commit below the key's incarnation: %v, want INCARNATION_STALE", err)
+	}
+
+	// A key put through PutStart holds an incarnation above the block in
+	// use: the next grant for it comes from a block above that, so its
+	// commit is not refused.
+	tc.put(t, "m", 10, 1)
+	mInc, err := tc.get("m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm := tc.putGrant(t, "m")
+	if !mInc.Incarnation.Less(gm.Incarnation) {
+		t.Fatalf("grant %s for a key holding %s: a commit of it would be refused", gm.Incarnation, mInc.Incarnation)
+	}
+	if err := tc.putCommit("m", gm, api.Session{}); err != nil {
+		t.Fatalf("commit over a PutStart put: %v", err)
 	}
 
 	// DFS puts keep PutStart/PutEnd.
