@@ -10,6 +10,7 @@ const (
 	MethodBatchPutEnd               = "BatchPutEnd"
 	MethodPutGrant                  = "PutGrant"
 	MethodPutCommit                 = "PutCommit"
+	MethodBatchPutCommit            = "BatchPutCommit"
 	MethodGet                       = "Get"
 	MethodBatchGet                  = "BatchGet"
 	MethodExist                     = "Exist"
@@ -98,6 +99,14 @@ type PutCommitRequest struct {
 	Incarnation ObjectIncarnation `msgpack:"inc"`
 	Replicas    []ReplicaLocation `msgpack:"replicas"`
 	Session     Session           `msgpack:"sess,omitempty"`
+}
+
+// BatchPutCommitRequest commits many granted, written puts in one Raft
+// entry (at most MaxBatchPutItems, distinct keys); it is answered by a
+// BatchPutEndResponse, one result per item in order.
+type BatchPutCommitRequest struct {
+	Items   []PutCommitRequest `msgpack:"items"`
+	Session Session            `msgpack:"sess,omitempty"`
 }
 
 // PutEndRequest completes, and PutRevokeRequest abandons, a pending put.

@@ -178,6 +178,19 @@ func (t *jobTable) keptRoom(key string, inc api.ObjectIncarnation) *api.Error {
 	return nil
 }
 
+// applyPutCommitBatch is one PutCommit per item, in order.
+func (st *state) applyPutCommitBatch(c *PutCommitBatch) *PutEndBatchResult {
+	if k, dup := DuplicateBatchKey(len(c.Items), func(i int) string { return c.Items[i].Key }); dup {
+		return &PutEndBatchResult{Err: api.Errorf(api.CodeInvalidParams, "put commit batch names key %q twice", k)}
+	}
+	out := &PutEndBatchResult{Items: make([]PutEndResult, len(c.Items))}
+	for i, it := range c.Items {
+		out.Items[i] = *st.applyPutCommit(&PutCommit{V: PutCommitV1, Key: it.Key, Incarnation: it.Incarnation, Tenant: it.Tenant,
+			Size: it.Size, Replicas: it.Replicas, PutID: it.PutID, IfAbsent: it.IfAbsent, Now: c.Now})
+	}
+	return out
+}
+
 // applyPutCommitSessioned is applyPutCommit answered once per session.
 func (st *state) applyPutCommitSessioned(c *PutCommit) *PutEndResult {
 	return st.applyPutEndSessioned(CmdPutCommit, c.Session, c.Now, func() *PutEndResult { return st.applyPutCommit(c) })

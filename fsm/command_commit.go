@@ -10,12 +10,14 @@ import (
 const (
 	CmdReserveIncarnations CommandType = 27
 	CmdPutCommit           CommandType = 28
+	CmdPutCommitBatch      CommandType = 29
 )
 
 // Their current schema versions.
 const (
 	ReserveIncarnationsV1 uint8 = 1
 	PutCommitV1           uint8 = 1
+	PutCommitBatchV1      uint8 = 1
 )
 
 // Bounds of the reserved incarnation blocks.
@@ -57,6 +59,43 @@ type PutCommit struct {
 	IfAbsent    bool                    `msgpack:"if_absent"`
 	Session     api.Session             `msgpack:"sess,omitempty"`
 	Now         int64                   `msgpack:"now"`
+}
+
+// PutCommitItem is one put of a PutCommitBatch.
+type PutCommitItem struct {
+	Key         string                  `msgpack:"key"`
+	Incarnation api.ObjectIncarnation   `msgpack:"inc"`
+	Tenant      string                  `msgpack:"tenant"`
+	Size        int64                   `msgpack:"size"`
+	Replicas    []api.ReplicaDescriptor `msgpack:"replicas"`
+	PutID       string                  `msgpack:"put_id"`
+	IfAbsent    bool                    `msgpack:"if_absent"`
+}
+
+// PutCommitBatch commits many one-commit puts in one entry, each exactly
+// as a PutCommit, in order; a key named twice refuses the whole batch.
+type PutCommitBatch struct {
+	V       uint8           `msgpack:"v"`
+	Items   []PutCommitItem `msgpack:"items"`
+	Session api.Session     `msgpack:"sess,omitempty"`
+	Now     int64           `msgpack:"now"`
+}
+
+func (*PutCommitBatch) Type() CommandType { return CmdPutCommitBatch }
+
+func boundsPutCommitBatch(c *PutCommitBatch, b bounder) error {
+	if err := b.session(c.Session); err != nil {
+		return err
+	}
+	if len(c.Items) > MaxBatchPutItems {
+		return b.bad("%d items exceed %d", len(c.Items), MaxBatchPutItems)
+	}
+	for _, it := range c.Items {
+		if err := putStartBounded(b, it.Key, it.Tenant, it.PutID, it.Replicas); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (*ReserveIncarnations) Type() CommandType { return CmdReserveIncarnations }

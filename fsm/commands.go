@@ -40,6 +40,7 @@ var commands = [...]*commandSpec{
 	CmdRebuildClose:        spec[RebuildClose]("RebuildClose", RebuildCloseV1, nil),
 	CmdReserveIncarnations: spec[ReserveIncarnations]("ReserveIncarnations", ReserveIncarnationsV1, nil),
 	CmdPutCommit:           spec[PutCommit]("PutCommit", PutCommitV1, boundsPutCommit),
+	CmdPutCommitBatch:      spec[PutCommitBatch]("PutCommitBatch", PutCommitBatchV1, boundsPutCommitBatch),
 }
 
 // commandSpec describes one command type.

@@ -76,7 +76,7 @@ func TestPropertyOneCommitPuts(t *testing.T) {
 						g := grant{keys[rng.IntN(len(keys))], api.ObjectIncarnation{High: 7, Low: blocks[i][0]}, segs[rng.IntN(len(segs))]}
 						blocks[i][0]++
 						grants = append(grants, g)
-						live[copyRef{g.key, g.inc, g.seg}] = true
+						live[copyRef(g)] = true
 						break
 					}
 				}

@@ -446,6 +446,27 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 			return "block=none"
 		}
 		return fmt.Sprintf("block=%d..%d", r.Lo, r.Hi)
+	case "commitbatch":
+		// items=key:inc:seg,... in order.
+		cmd := &PutCommitBatch{Session: d.session(t, a["sess"]), Now: h.now + 1}
+		for _, it := range a.list("items") {
+			parts := strings.Split(it, ":")
+			low, err := strconv.ParseUint(parts[1], 10, 64)
+			if err != nil || len(parts) != 3 {
+				t.Fatalf("item %q: want key:inc:seg", it)
+			}
+			cmd.Items = append(cmd.Items, PutCommitItem{Key: parts[0], Incarnation: d.inc(low), Size: 10, Replicas: localReplicas(api.SegmentID(parts[2])), PutID: "put-" + parts[0]})
+		}
+		r := h.apply(cmd).(*PutEndBatchResult)
+		if r.Err != nil {
+			return fmtErr(r.Err) + fmtDup(r.Duplicate)
+		}
+		var b strings.Builder
+		for i, x := range r.Items {
+			fmt.Fprintf(&b, "%s: %s tasks=%d\n", cmd.Items[i].Key, fmtErr(x.Err), x.TasksCreated)
+		}
+		b.WriteString("dup=" + fmt.Sprint(r.Duplicate))
+		return b.String()
 	case "commit":
 		r := h.apply(&PutCommit{Key: a["key"], Incarnation: d.inc(a.u64(t, "inc")), Size: 10, Replicas: localReplicas(a.segs("segs")...),
 			PutID: "put-" + a["key"], IfAbsent: a.has("ifabsent"), Session: d.session(t, a["sess"]), Now: h.now + 1}).(*PutEndResult)

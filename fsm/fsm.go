@@ -129,6 +129,8 @@ func (f *FSM) ApplyWake(index, term uint64, data []byte) (any, Wake, error) {
 		res = st.applyReserve(index, c)
 	case *PutCommit:
 		res = st.applyPutCommitSessioned(c)
+	case *PutCommitBatch:
+		res = st.putItemsSessioned(CmdPutCommitBatch, c.Session, c.Now, func() *PutEndBatchResult { return st.applyPutCommitBatch(c) })
 	default:
 		return nil, Wake{}, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
 	}

@@ -183,12 +183,12 @@ func resultOf(cs *clientSession, r *snapshot.SessionResult) (sessResult, error) 
 			}
 			last = it.I
 		}
-	case CmdPutStartBatch, CmdPutEndBatch:
+	case CmdPutStartBatch, CmdPutEndBatch, CmdPutCommitBatch:
 		if r.Count > MaxBatchPutItems || len(r.Items) != int(r.Count) {
 			return bad("%d items of %d", len(r.Items), r.Count)
 		}
 		for i, it := range r.Items {
-			if it.I != int64(i) || (kind == CmdPutEndBatch && len(it.Replicas) != 0) || (kind == CmdPutStartBatch && it.Tasks != 0) ||
+			if it.I != int64(i) || (kind != CmdPutStartBatch && len(it.Replicas) != 0) || (kind == CmdPutStartBatch && it.Tasks != 0) ||
 				it.Tasks < 0 || it.Tasks > api.MaxReplicas {
 				return bad("bad item %d", i)
 			}

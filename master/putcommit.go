@@ -205,23 +205,40 @@ func (n *Node) handlePutCommit(_ context.Context, req *api.PutCommitRequest) (*a
 	if err := n.requireLeaderSession(req.Session); err != nil {
 		return nil, err
 	}
-	if err := api.ValidKey(req.Key); err != nil {
+	item, err := n.commitItem(req)
+	if err != nil {
 		return nil, err
 	}
+	if _, err := proposeFor[fsm.PutEndResult](n, &fsm.PutCommit{V: fsm.PutCommitV1, Key: item.Key, Incarnation: item.Incarnation,
+		Tenant: item.Tenant, Size: item.Size, Replicas: item.Replicas, PutID: item.PutID, IfAbsent: item.IfAbsent, Session: req.Session}); err != nil {
+		return nil, err
+	}
+	return &api.Empty{}, nil
+}
+
+// commitItem checks a commit request and turns it into the fsm's item:
+// each replica must carry this cluster's grant for its segment, the key
+// and the incarnation. What it refuses depends on the request alone (and
+// the cluster's grant key, which never changes), so a repeat of a batch
+// proposes the same items.
+func (n *Node) commitItem(req *api.PutCommitRequest) (fsm.PutCommitItem, error) {
+	if err := api.ValidKey(req.Key); err != nil {
+		return fsm.PutCommitItem{}, err
+	}
 	if len(req.Tenant) > api.MaxTenantLen || len(req.PutID) > api.MaxIDLen {
-		return nil, api.Errorf(api.CodeInvalidParams, "put commit: tenant of %d bytes or put id of %d bytes too long", len(req.Tenant), len(req.PutID))
+		return fsm.PutCommitItem{}, api.Errorf(api.CodeInvalidParams, "put commit: tenant of %d bytes or put id of %d bytes too long", len(req.Tenant), len(req.PutID))
 	}
 	if len(req.Replicas) == 0 || len(req.Replicas) > api.MaxReplicas {
-		return nil, api.Errorf(api.CodeInvalidParams, "put commit: %d replicas outside 1..%d", len(req.Replicas), api.MaxReplicas)
+		return fsm.PutCommitItem{}, api.Errorf(api.CodeInvalidParams, "put commit: %d replicas outside 1..%d", len(req.Replicas), api.MaxReplicas)
 	}
 	gk := n.fsm.GrantKey()
 	reps := make([]api.ReplicaDescriptor, len(req.Replicas))
 	for i, r := range req.Replicas {
 		if r.Kind != api.ReplicaLocalDisk {
-			return nil, api.Errorf(api.CodeInvalidParams, "put commit: replica %d is not LOCAL_DISK", i)
+			return fsm.PutCommitItem{}, api.Errorf(api.CodeInvalidParams, "put commit: replica %d is not LOCAL_DISK", i)
 		}
 		if err := grant.Verify(gk, r.Grant, r.Segment, req.Key, req.Incarnation, time.Unix(0, 0)); err != nil {
-			return nil, api.Errorf(api.CodeInvalidParams, "put commit: replica %d on %s: %v", i, r.Segment, err)
+			return fsm.PutCommitItem{}, api.Errorf(api.CodeInvalidParams, "put commit: replica %d on %s: %v", i, r.Segment, err)
 		}
 		pool := r.Pool
 		if seg, ok := n.fsm.Segment(r.Segment); ok {
@@ -229,9 +246,43 @@ func (n *Node) handlePutCommit(_ context.Context, req *api.PutCommitRequest) (*a
 		}
 		reps[i] = api.ReplicaDescriptor{Kind: api.ReplicaLocalDisk, Segment: r.Segment, Pool: pool}
 	}
-	if _, err := proposeFor[fsm.PutEndResult](n, &fsm.PutCommit{V: fsm.PutCommitV1, Key: req.Key, Incarnation: req.Incarnation,
-		Tenant: req.Tenant, Size: req.Size, Replicas: reps, PutID: req.PutID, IfAbsent: req.IfAbsent, Session: req.Session}); err != nil {
+	return fsm.PutCommitItem{Key: req.Key, Incarnation: req.Incarnation, Tenant: req.Tenant, Size: req.Size, Replicas: reps,
+		PutID: req.PutID, IfAbsent: req.IfAbsent}, nil
+}
+
+// handleBatchPutCommit commits many puts in one entry: items that fail
+// commitItem are answered here and never proposed, the rest are one
+// fsm.PutCommitBatch answered per item.
+func (n *Node) handleBatchPutCommit(_ context.Context, req *api.BatchPutCommitRequest) (*api.BatchPutEndResponse, error) {
+	if err := checkBatchLen(len(req.Items), api.MaxBatchPutItems, "items"); err != nil {
 		return nil, err
 	}
-	return &api.Empty{}, nil
+	if err := n.requireLeaderSession(req.Session); err != nil {
+		return nil, err
+	}
+	out := &api.BatchPutEndResponse{Results: make([]api.KeyResult, len(req.Items))}
+	items := newBatchSubset[fsm.PutCommitItem](len(req.Items))
+	for i := range req.Items {
+		out.Results[i].Key = req.Items[i].Key
+		it, err := n.commitItem(&req.Items[i])
+		if err != nil {
+			out.Results[i].Err = api.AsError(err)
+			continue
+		}
+		items.add(i, it)
+	}
+	if len(items.items) == 0 {
+		return out, nil
+	}
+	br, err := proposeFor[fsm.PutEndBatchResult](n, &fsm.PutCommitBatch{V: fsm.PutCommitBatchV1, Items: items.items, Session: req.Session})
+	if err != nil {
+		return nil, err
+	}
+	if err := items.checkAnswers(len(br.Items), "put-commit batch"); err != nil {
+		return nil, err
+	}
+	for j, r := range br.Items {
+		out.Results[items.at[j]].Err = r.Err
+	}
+	return out, nil
 }

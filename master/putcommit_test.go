@@ -124,3 +124,37 @@ func TestPutCommitAfterBlockExpiryIsRefused(t *testing.T) {
 		t.Fatalf("commit of a fresh grant: %v", err)
 	}
 }
+
+// TestBatchPutCommitAnswersPerItem: a batch commits its granted items in
+// one entry, answers an item whose grant does not match with its own
+// error (never proposed), and a repeat in its session answers the same.
+func TestBatchPutCommitAnswersPerItem(t *testing.T) {
+	tc := startCluster(t, 3)
+	tc.mountHolder(t, "seg-a", "")
+	ga, gc := tc.putGrant(t, "a"), tc.putGrant(t, "c")
+	item := func(key string, g *api.PutStartResponse) api.PutCommitRequest {
+		return api.PutCommitRequest{Key: key, Size: 10, Incarnation: g.Incarnation, Replicas: g.Replicas}
+	}
+	req := &api.BatchPutCommitRequest{Items: []api.PutCommitRequest{item("a", ga), item("b", gc), item("c", gc)},
+		Session: api.Session{ClientID: "batch", Seq: 1}}
+	var first, again api.BatchPutEndResponse
+	if err := tc.call(api.MethodBatchPutCommit, req, &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.call(api.MethodBatchPutCommit, req, &again); err != nil {
+		t.Fatal(err)
+	}
+	for _, resp := range []api.BatchPutEndResponse{first, again} {
+		if len(resp.Results) != 3 || resp.Results[0].Err != nil || api.CodeOf(resp.Results[1].Err) != api.CodeInvalidParams || resp.Results[2].Err != nil {
+			t.Fatalf("results %+v: want a ok, b INVALID_PARAMS (c's grant), c ok", resp.Results)
+		}
+	}
+	for key, g := range map[string]*api.PutStartResponse{"a": ga, "c": gc} {
+		if o, err := tc.get(key); err != nil || o.Incarnation != g.Incarnation {
+			t.Fatalf("get %s: %v %v, want %s", key, o, err, g.Incarnation)
+		}
+	}
+	if _, err := tc.get("b"); api.CodeOf(err) != api.CodeObjectNotFound {
+		t.Fatalf("get b: %v, want OBJECT_NOT_FOUND", err)
+	}
+}

@@ -26,6 +26,7 @@ func (n *Node) startRPC() error {
 	transport.Register(s, api.MethodBatchPutEnd, n.handleBatchPutEnd)
 	transport.Register(s, api.MethodPutGrant, n.handlePutGrant)
 	transport.Register(s, api.MethodPutCommit, n.handlePutCommit)
+	transport.Register(s, api.MethodBatchPutCommit, n.handleBatchPutCommit)
 	transport.Register(s, api.MethodGet, n.handleGet)
 	transport.Register(s, api.MethodBatchGet, n.handleBatchGet)
 	transport.Register(s, api.MethodExist, n.handleExist)
