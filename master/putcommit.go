@@ -84,7 +84,7 @@ func (n *Node) takeIncarnation(ctx context.Context, above api.ObjectIncarnation)
 			// Reserve the next block while this one still has a quarter
 			// of its incarnations or of its life left, so puts rarely wait
 			// for a reservation.
-			low := a.cur.hi-a.cur.next < incBlockCount/4 || a.cur.expires.Sub(now) < ttl+ttl/2
+			low := a.cur.hi+1-a.cur.next < incBlockCount/4 || a.cur.expires.Sub(now) < ttl+ttl/2
 			if low && !a.spare.available && a.reserving == nil {
 				a.reserving = make(chan struct{})
 				go n.reserveBlock(term)
