@@ -47,6 +47,11 @@ const (
 	// CodePermissionDenied: the caller's role (from its certificate or
 	// the token it proved) may not call this method; nothing was done.
 	CodePermissionDenied Code = "PERMISSION_DENIED"
+	// CodeIncarnationStale: a PutCommit's incarnation can no longer
+	// commit: its reserved block expired, or the key already holds an
+	// incarnation at or above it. Nothing changed; the client asks for a
+	// new grant and writes the value again.
+	CodeIncarnationStale Code = "INCARNATION_STALE"
 )
 
 // Error is sexton's typed error. It crosses the wire as is. Leader is set on

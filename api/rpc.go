@@ -8,6 +8,9 @@ const (
 	MethodPutRevoke                 = "PutRevoke"
 	MethodBatchPutStart             = "BatchPutStart"
 	MethodBatchPutEnd               = "BatchPutEnd"
+	MethodPutGrant                  = "PutGrant"
+	MethodPutCommit                 = "PutCommit"
+	MethodBatchPutCommit            = "BatchPutCommit"
 	MethodGet                       = "Get"
 	MethodBatchGet                  = "BatchGet"
 	MethodExist                     = "Exist"
@@ -82,6 +85,33 @@ type PutStartRequest struct {
 type PutStartResponse struct {
 	Incarnation ObjectIncarnation `msgpack:"inc"`
 	Replicas    []ReplicaLocation `msgpack:"replicas"`
+}
+
+// PutGrant takes a PutStartRequest (LOCAL_DISK replicas only, no session:
+// it commits nothing) and answers a PutStartResponse: an incarnation from
+// the leader's reserved block and a write grant per replica. The client
+// writes every replica and then sends PutCommit.
+
+// PutCommitRequest makes a granted, written put the key's value in one
+// Raft entry. Replicas are PutGrant's answer as received: each carries the
+// grant the leader checks, so only granted segments are recorded.
+type PutCommitRequest struct {
+	Key         string            `msgpack:"key"`
+	Tenant      string            `msgpack:"tenant,omitempty"`
+	Size        int64             `msgpack:"size"`
+	IfAbsent    bool              `msgpack:"if_absent,omitempty"`
+	PutID       string            `msgpack:"put_id,omitempty"`
+	Incarnation ObjectIncarnation `msgpack:"inc"`
+	Replicas    []ReplicaLocation `msgpack:"replicas"`
+	Session     Session           `msgpack:"sess,omitempty"`
+}
+
+// BatchPutCommitRequest commits many granted, written puts in one Raft
+// entry (at most MaxBatchPutItems, distinct keys); it is answered by a
+// BatchPutEndResponse, one result per item in order.
+type BatchPutCommitRequest struct {
+	Items   []PutCommitRequest `msgpack:"items"`
+	Session Session            `msgpack:"sess,omitempty"`
 }
 
 // PutEndRequest completes, and PutRevokeRequest abandons, a pending put.

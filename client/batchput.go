@@ -26,6 +26,32 @@ func (c *Client) BatchPutStart(ctx context.Context, items []api.PutStartRequest)
 	return resp.Results, nil
 }
 
+// PutGrant asks the leader for a one-commit put's incarnation and write
+// grants (LOCAL_DISK replicas only); it commits nothing. The caller writes
+// each replica and commits with BatchPutCommit (or gives the grant up:
+// the bytes are reclaimed once the grant's block expired).
+func (c *Client) PutGrant(ctx context.Context, req api.PutStartRequest) (api.PutStartResponse, error) {
+	var g api.PutStartResponse
+	err := c.masters.Call(ctx, api.MethodPutGrant, &req, &g)
+	return g, err
+}
+
+// BatchPutCommit commits up to api.MaxBatchPutItems granted, written puts
+// in one Raft entry, one result per item in order, with a session (see
+// BatchPutStart). An item answered INCARNATION_STALE must be granted and
+// written again.
+func (c *Client) BatchPutCommit(ctx context.Context, items []api.PutCommitRequest) ([]api.KeyResult, error) {
+	req := api.BatchPutCommitRequest{Items: items}
+	var resp api.BatchPutEndResponse
+	if err := c.mutate(ctx, api.MethodBatchPutCommit, &req, func(s api.Session) { req.Session = s }, &resp); err != nil {
+		return nil, err
+	}
+	if len(resp.Results) != len(items) {
+		return nil, api.Errorf(api.CodeInternal, "BatchPutCommit answered %d results for %d items", len(resp.Results), len(items))
+	}
+	return resp.Results, nil
+}
+
 // BatchPutEnd completes up to api.MaxBatchPutItems pending puts in one Raft
 // entry, one result per item in order, with a session (see BatchPutStart).
 func (c *Client) BatchPutEnd(ctx context.Context, items []api.PutEndRequest) ([]api.KeyResult, error) {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"sexton/api"
@@ -62,6 +63,9 @@ type Client struct {
 	masters  *transport.ClusterClient
 	holders  *transport.Pool
 	sessions *sessions
+	// noPutGrant says a master answered that it does not know PutGrant:
+	// puts use PutStart and PutEnd from then on.
+	noPutGrant atomic.Bool
 }
 
 // New returns a client for the masters in cfg. It does not connect until

@@ -13,8 +13,11 @@
 //
 // Put writes the value to the holders the leader chose, each write carrying
 // the leader's write grant; a holder that fails the write is excluded and
-// the put is placed again (after revoking the first attempt), so one holder
-// crash costs no failed put. Get reads from a replica and, when the replica
+// the put is placed again, so one holder crash costs no failed put. A put
+// of LOCAL_DISK replicas only is granted without a commit (PutGrant) and
+// acknowledged by its one Raft commit (PutCommit, docs/DESIGN.md §8); a
+// put with a DFS replica starts and ends with a commit each (PutStart,
+// PutEnd), and its failed first attempt is revoked. Get reads from a replica and, when the replica
 // no longer has that incarnation (an overwrite or remove raced the read),
 // asks the master again instead of reporting the key absent.
 //

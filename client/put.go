@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"sexton/internal/ctxsleep"
@@ -33,9 +34,87 @@ type PutOptions struct {
 // the grant) revokes the attempt — so the master queues deletes for any
 // bytes that did land — and places the put again away from that holder, up
 // to Config.PutAttempts times. A failed DFS write is not placed again.
+//
+// A put of LOCAL_DISK replicas only costs one Raft commit: PutGrant, the
+// holder writes, then PutCommit. A commit refused because its incarnation
+// can no longer commit (INCARNATION_STALE: the key moved past it, or its
+// block expired while the writes ran) asks for a new grant and writes
+// again. A master that does not know PutGrant gets PutStart and PutEnd.
 func (c *Client) Put(ctx context.Context, key string, value []byte, opt PutOptions) (api.ObjectIncarnation, error) {
 	req := api.PutStartRequest{Key: key, Tenant: opt.Tenant, Size: int64(len(value)), ReplicaNum: opt.Replicas,
 		DFSReplicaNum: opt.DFSReplicas, IfAbsent: opt.IfAbsent, Pool: opt.Pool}
+	if opt.DFSReplicas == 0 && !c.noPutGrant.Load() {
+		inc, err := c.putOneCommit(ctx, key, value, req)
+		if !unknownMethod(err) {
+			return inc, err
+		}
+		c.noPutGrant.Store(true)
+	}
+	return c.putTwoCommits(ctx, key, value, req)
+}
+
+// maxStaleCommits bounds how often one put is granted and written again
+// after INCARNATION_STALE: each time, another put of the key committed a
+// newer incarnation first, or the writes outlived the grant's block.
+const maxStaleCommits = 8
+
+// putOneCommit is a LOCAL_DISK put through PutGrant and PutCommit. A
+// grant that is not committed needs no revoke: its bytes are reclaimed by
+// the holders' reconcile once its block expired.
+func (c *Client) putOneCommit(ctx context.Context, key string, value []byte, req api.PutStartRequest) (api.ObjectIncarnation, error) {
+	var lastWriteErr error
+	stale := 0
+	for attempt := 0; attempt < c.cfg.PutAttempts; {
+		var g api.PutStartResponse
+		if err := c.masters.Call(ctx, api.MethodPutGrant, &req, &g); err != nil {
+			if lastWriteErr == nil {
+				return api.ObjectIncarnation{}, fmt.Errorf("PutGrant: %w", err)
+			}
+			if noPlacement(err) && attempt+1 < c.cfg.PutAttempts {
+				req.Exclude = nil
+				attempt++
+				if !ctxsleep.Sleep(ctx, 50*time.Millisecond) {
+					return api.ObjectIncarnation{}, ctx.Err()
+				}
+				continue
+			}
+			return api.ObjectIncarnation{}, fmt.Errorf("PutGrant away from %v: %w (after: %v)", req.Exclude, err, lastWriteErr)
+		}
+		failedSeg, err := c.writeReplicas(ctx, key, req.Tenant, g, value)
+		if err != nil {
+			if failedSeg == "" || !replaceable(err) {
+				return api.ObjectIncarnation{}, err
+			}
+			lastWriteErr = err
+			req.Exclude = append(req.Exclude, failedSeg)
+			attempt++
+			continue
+		}
+		cr := api.PutCommitRequest{Key: key, Tenant: req.Tenant, Size: req.Size, IfAbsent: req.IfAbsent, PutID: req.PutID,
+			Incarnation: g.Incarnation, Replicas: g.Replicas}
+		err = c.mutate(ctx, api.MethodPutCommit, &cr, func(s api.Session) { cr.Session = s }, nil)
+		if err == nil {
+			return g.Incarnation, nil
+		}
+		if api.CodeOf(err) == api.CodeIncarnationStale && stale < maxStaleCommits {
+			stale++
+			continue
+		}
+		return api.ObjectIncarnation{}, fmt.Errorf("PutCommit %s: %w", g.Incarnation, err)
+	}
+	return api.ObjectIncarnation{}, fmt.Errorf("put %s: every placement failed (%d attempts): %w", key, c.cfg.PutAttempts, lastWriteErr)
+}
+
+// unknownMethod reports whether err is a master's refusal of a method it
+// does not know (a build older than PutGrant).
+func unknownMethod(err error) bool {
+	var e *api.Error
+	return errors.As(err, &e) && e.Code == api.CodeInvalidParams && strings.Contains(e.Message, "unknown method")
+}
+
+// putTwoCommits is a put through PutStart and PutEnd: every put with a DFS
+// replica, and every put against a master without PutGrant.
+func (c *Client) putTwoCommits(ctx context.Context, key string, value []byte, req api.PutStartRequest) (api.ObjectIncarnation, error) {
 	var lastWriteErr error
 	for attempt := 0; attempt < c.cfg.PutAttempts; attempt++ {
 		var start api.PutStartResponse
@@ -56,7 +135,7 @@ func (c *Client) Put(ctx context.Context, key string, value []byte, opt PutOptio
 			}
 			return api.ObjectIncarnation{}, fmt.Errorf("PutStart away from %v: %w (after: %v)", req.Exclude, err, lastWriteErr)
 		}
-		failedSeg, err := c.writeReplicas(ctx, key, opt.Tenant, start, value)
+		failedSeg, err := c.writeReplicas(ctx, key, req.Tenant, start, value)
 		if err != nil {
 			c.revoke(ctx, key, start.Incarnation)
 			if failedSeg == "" || !replaceable(err) {

@@ -74,7 +74,13 @@ func (st *state) applyPutStartBatchSessioned(index uint64, c *PutStartBatch) *Pu
 }
 
 func (st *state) applyPutEndBatchSessioned(c *PutEndBatch) *PutEndBatchResult {
-	g := st.sessionBegin(CmdPutEndBatch, c.Session, c.Now)
+	return st.putItemsSessioned(CmdPutEndBatch, c.Session, c.Now, func() *PutEndBatchResult { return st.applyPutEndBatch(c) })
+}
+
+// putItemsSessioned serves PutEndBatch and PutCommitBatch (kind says
+// which): one result per item, each an error or a task count.
+func (st *state) putItemsSessioned(kind CommandType, s api.Session, now int64, exec func() *PutEndBatchResult) *PutEndBatchResult {
+	g := st.sessionBegin(kind, s, now)
 	if g.prev != nil {
 		out := &PutEndBatchResult{Err: g.prev.err, Duplicate: true}
 		if g.prev.err == nil {
@@ -88,10 +94,10 @@ func (st *state) applyPutEndBatchSessioned(c *PutEndBatch) *PutEndBatchResult {
 	if g.err != nil {
 		return &PutEndBatchResult{Err: g.err, Duplicate: g.dup}
 	}
-	res := st.applyPutEndBatch(c)
+	res := exec()
 	if g.cs != nil {
 		res.Err = storedErr(res.Err)
-		r := sessResult{kind: CmdPutEndBatch, err: res.Err, count: int32(len(res.Items))}
+		r := sessResult{kind: kind, err: res.Err, count: int32(len(res.Items))}
 		if len(res.Items) > 0 {
 			r.extra = &resultExtra{items: make([]itemResult, len(res.Items))}
 			for i := range res.Items {

@@ -439,6 +439,42 @@ func (d *ddRunner) run(t *testing.T, c ddCase) string {
 	case "restore":
 		h.f = restored(t, h.f)
 		return "ok"
+	case "reserve":
+		// A ReserveIncarnations entry living ms milliseconds past the
+		// harness clock (count=0: only the entry's time).
+		r := h.apply(&ReserveIncarnations{Count: a.u64(t, "count"), Expires: h.now + 1 + a.i64(t, "ms")*1e6, Now: h.now + 1}).(*ReserveResult)
+		if r.Err != nil {
+			return fmtErr(r.Err)
+		}
+		if r.Lo > r.Hi {
+			return "block=none"
+		}
+		return fmt.Sprintf("block=%d..%d", r.Lo, r.Hi)
+	case "commitbatch":
+		// items=key:inc:seg,... in order.
+		cmd := &PutCommitBatch{Session: d.session(t, a["sess"]), Now: h.now + 1}
+		for _, it := range a.list("items") {
+			parts := strings.Split(it, ":")
+			low, err := strconv.ParseUint(parts[1], 10, 64)
+			if err != nil || len(parts) != 3 {
+				t.Fatalf("item %q: want key:inc:seg", it)
+			}
+			cmd.Items = append(cmd.Items, PutCommitItem{Key: parts[0], Incarnation: d.inc(low), Size: 10, Replicas: localReplicas(api.SegmentID(parts[2])), PutID: "put-" + parts[0]})
+		}
+		r := h.apply(cmd).(*PutEndBatchResult)
+		if r.Err != nil {
+			return fmtErr(r.Err) + fmtDup(r.Duplicate)
+		}
+		var b strings.Builder
+		for i, x := range r.Items {
+			fmt.Fprintf(&b, "%s: %s tasks=%d\n", cmd.Items[i].Key, fmtErr(x.Err), x.TasksCreated)
+		}
+		b.WriteString("dup=" + fmt.Sprint(r.Duplicate))
+		return b.String()
+	case "commit":
+		r := h.apply(&PutCommit{Key: a["key"], Incarnation: d.inc(a.u64(t, "inc")), Size: 10, Replicas: localReplicas(a.segs("segs")...),
+			PutID: "put-" + a["key"], IfAbsent: a.has("ifabsent"), Session: d.session(t, a["sess"]), Now: h.now + 1}).(*PutEndResult)
+		return fmt.Sprintf("%s tasks=%d%s", fmtErr(r.Err), r.TasksCreated, fmtDup(r.Duplicate))
 	case "stats":
 		s := h.f.Stats()
 		return fmt.Sprintf("objects=%d pending_puts=%d tasks=%d/%d", s.Objects, s.PendingPuts, s.PendingTasks, s.RegistryCapacity)

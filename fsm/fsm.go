@@ -127,6 +127,12 @@ func (f *FSM) ApplyWake(index, term uint64, data []byte) (any, Wake, error) {
 		res = st.applyRebuildClose(c)
 	case *DFSMarked:
 		res = st.applyDFSMarked(c)
+	case *ReserveIncarnations:
+		res = st.applyReserve(index, c)
+	case *PutCommit:
+		res = st.applyPutCommitSessioned(c)
+	case *PutCommitBatch:
+		res = st.putItemsSessioned(CmdPutCommitBatch, c.Session, c.Now, func() *PutEndBatchResult { return st.applyPutCommitBatch(c) })
 	default:
 		return nil, Wake{}, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
 	}

@@ -207,7 +207,8 @@ func (f *FSM) FetchTasksFiltered(seg api.SegmentID, epoch uint64, limit int, ski
 // incarnation is that incarnation and has a replica on seg. A not-live ref
 // is reported only when no older incarnation of its key still has a pending
 // task, so a newest copy is never tombstoned before the older copies are
-// gone (invariant 7). Output keeps input order.
+// gone (invariant 7), and none that a live incarnation block could still
+// commit (docs/DESIGN.md §8 "One-commit puts"). Output keeps input order.
 func (f *FSM) NotLive(seg api.SegmentID, epoch uint64, refs []api.ObjectRef) ([]api.ObjectRef, error) {
 	if len(refs) > api.MaxReconcilePage {
 		return nil, api.Errorf(api.CodeInvalidParams, "reconcile: %d refs exceed %d", len(refs), api.MaxReconcilePage)
@@ -225,6 +226,10 @@ func (f *FSM) NotLive(seg api.SegmentID, epoch uint64, refs []api.ObjectRef) ([]
 			continue
 		}
 		if olderIn(e.tasks, r.Incarnation) || f.st.olderDFSMark(r.Key, r.Incarnation) {
+			continue
+		}
+		// A PutCommit may still make an incarnation of a live block live.
+		if f.st.inLiveBlock(r.Incarnation) {
 			continue
 		}
 		out = append(out, r)

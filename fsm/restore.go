@@ -299,7 +299,7 @@ func (b *restoreSink) State(s *snapshot.State) error {
 	st.incBase, st.rebuildCluster = s.IncBase, s.RebuildCluster
 	st.rebuildClosed, st.rebuildOverflow = s.RebuildClosed, s.RebuildOverflow
 	st.rebuildRemoved = restoreRemoved(s.RebuildRemoved)
-	return nil
+	return st.restoreBlocks(s.IncBlocks)
 }
 
 // hasSessions reports whether a snapshot of format carries 1.2.0's

@@ -281,6 +281,7 @@ func (st *state) sessionBegin(kind CommandType, s api.Session, now int64) sessio
 	}
 	t := st.sess
 	t.advance(now)
+	st.expireBlocks(t.clock)
 	set := st.effectiveSettings()
 	ttl := set.SessionTTLMillis * 1e6
 	cs := t.byID[s.ClientID]

@@ -155,7 +155,7 @@ func resultOf(cs *clientSession, r *snapshot.SessionResult) (sessResult, error) 
 		return bad("settings in a %s result, or a settings result without them", kind)
 	}
 	switch kind {
-	case CmdPutStart, CmdPutEnd, CmdPutRevoke:
+	case CmdPutStart, CmdPutEnd, CmdPutRevoke, CmdPutCommit:
 		if len(r.Items) != 0 || (kind == CmdPutStart && r.Count != 0) {
 			return bad("items or a count in a %s result", kind)
 		}
@@ -183,12 +183,12 @@ func resultOf(cs *clientSession, r *snapshot.SessionResult) (sessResult, error) 
 			}
 			last = it.I
 		}
-	case CmdPutStartBatch, CmdPutEndBatch:
+	case CmdPutStartBatch, CmdPutEndBatch, CmdPutCommitBatch:
 		if r.Count > MaxBatchPutItems || len(r.Items) != int(r.Count) {
 			return bad("%d items of %d", len(r.Items), r.Count)
 		}
 		for i, it := range r.Items {
-			if it.I != int64(i) || (kind == CmdPutEndBatch && len(it.Replicas) != 0) || (kind == CmdPutStartBatch && it.Tasks != 0) ||
+			if it.I != int64(i) || (kind != CmdPutStartBatch && len(it.Replicas) != 0) || (kind == CmdPutStartBatch && it.Tasks != 0) ||
 				it.Tasks < 0 || it.Tasks > api.MaxReplicas {
 				return bad("bad item %d", i)
 			}
@@ -196,7 +196,7 @@ func resultOf(cs *clientSession, r *snapshot.SessionResult) (sessResult, error) 
 	default:
 		return bad("unknown kind %d", r.Kind)
 	}
-	if kind == CmdPutEnd || kind == CmdPutRevoke {
+	if kind == CmdPutEnd || kind == CmdPutRevoke || kind == CmdPutCommit {
 		if r.Count < 0 || r.Count > api.MaxReplicas {
 			return bad("%d tasks", r.Count)
 		}

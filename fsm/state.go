@@ -87,6 +87,9 @@ type state struct {
 	// incarnation's Low: zero until a RebuildBegin raises it above every
 	// incarnation the holders of the lost cluster hold (apply_rebuild.go).
 	incBase uint64
+	// blocks are the live reserved incarnation blocks of one-commit puts,
+	// ascending (apply_commit.go); expired ones are dropped.
+	blocks []incBlock
 	// rebuildCluster is the lost cluster's id a rebuild adopts: set by the
 	// first RebuildBegin, made the cluster id by the finishing one.
 	rebuildCluster uint64

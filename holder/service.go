@@ -126,6 +126,10 @@ type Service struct {
 	// followTurn is when the follow loop last made progress (unix nanos):
 	// the holder's liveness for a watchdog (Alive).
 	followTurn atomic.Int64
+
+	// granted are the records stored under grants, asked about once the
+	// grants expired (reclaim.go).
+	granted grantedWrites
 }
 
 // StartService starts the data RPC server and the master-follow loop.
@@ -385,6 +389,12 @@ func (s *Service) followLoop() {
 				s.log.Warn("ghost check failed; retrying in a second, between fetches", "error", err)
 				ghostRetry = time.Now().Add(time.Second)
 			}
+		}
+		if err := s.reclaimGranted(); err != nil {
+			if s.handleStale(err) {
+				continue
+			}
+			s.log.Debug("asking about records of expired grants failed; asking again later", "error", err)
 		}
 		if err := s.fetchOnce(); err != nil {
 			if s.handleStale(err) {

@@ -83,8 +83,8 @@ func holderStatusWith(addr string, cc transport.ClientConfig) (api.HolderStatusR
 	return st, err
 }
 
-// putValue runs a real put through the client library: PutStart, the
-// value to every replica with its grant, PutEnd.
+// putValue runs a real put through the client library: PutGrant, the
+// value to every replica with its grant, PutCommit.
 func putValue(t *testing.T, c *cluster, _ *transport.ClusterClient, key, pool string, value []byte) api.ObjectIncarnation {
 	t.Helper()
 	ctx, cancel := ctxT(20 * time.Second)

@@ -133,7 +133,11 @@ type Config struct {
 	DiscardTimeout time.Duration // PutStarts older than this are revoked
 	// GrantTTL is how long a write grant in a PutStart answer stays valid
 	// (default: DiscardTimeout, after which the put is revoked anyway).
-	GrantTTL       time.Duration
+	GrantTTL time.Duration
+	// CommitGrantTTL is how long a write grant in a PutGrant answer stays
+	// valid; the incarnation block it comes from lives twice that
+	// (docs/DESIGN.md §8).
+	CommitGrantTTL time.Duration
 	LeaseTTL       time.Duration // a Get protects an object from eviction this long
 	HolderTTL      time.Duration // a holder without heartbeat this long is not live
 	MaxRemoveBatch int           // keys coalesced into one Remove entry
@@ -226,6 +230,9 @@ func (c *Config) setDefaults() {
 	if c.GrantTTL == 0 {
 		c.GrantTTL = min(c.DiscardTimeout, grant.MaxLifetime)
 	}
+	if c.CommitGrantTTL == 0 {
+		c.CommitGrantTTL = min(5*time.Second, c.GrantTTL)
+	}
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = 10 * time.Second
 	}
@@ -268,6 +275,9 @@ func (c *Config) validate() error {
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		return fmt.Errorf("leader lease timeout %v exceeds heartbeat timeout %v", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
+	}
+	if c.CommitGrantTTL < 0 || 2*c.CommitGrantTTL > grant.MaxLifetime {
+		return fmt.Errorf("--commit-grant-ttl %v outside (0, %v]: its incarnation blocks live twice that, and no longer than a grant may", c.CommitGrantTTL, grant.MaxLifetime/2)
 	}
 	if c.GrantTTL < 0 || c.GrantTTL > grant.MaxLifetime {
 		return fmt.Errorf("--grant-ttl %v outside (0, %v]: holders refuse longer grants (their tombstone floor is kept for that long)", c.GrantTTL, grant.MaxLifetime)

@@ -192,6 +192,7 @@ func (n *Node) becomeLeader(ctx context.Context, term uint64) {
 			return
 		case <-tick.C:
 			n.discardAbandonedPuts()
+			n.expireIncBlocks()
 		}
 	}
 }

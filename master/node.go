@@ -39,6 +39,7 @@ type Node struct {
 	logStoreReopens func() int64
 
 	segCache segmentCache // the segment list placement reads (rpc_objects.go)
+	incs     incAllocator // this term's incarnation blocks (putcommit.go)
 
 	// sizedAtBytes and sizedAtEntries are the meter's applied counts at
 	// the last followLogSize that measured the entry size; only the

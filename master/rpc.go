@@ -18,18 +18,21 @@ import (
 // TestEveryRPCMethodHasARole keeps the two lists together.
 var MethodRoles = authz.Table{
 	// The object API of clients and applications.
-	api.MethodPutStart:      {authz.Client},
-	api.MethodPutEnd:        {authz.Client},
-	api.MethodPutRevoke:     {authz.Client},
-	api.MethodBatchPutStart: {authz.Client},
-	api.MethodBatchPutEnd:   {authz.Client},
-	api.MethodGet:           {authz.Client},
-	api.MethodBatchGet:      {authz.Client},
-	api.MethodExist:         {authz.Client},
-	api.MethodRemove:        {authz.Client},
-	api.MethodBatchRemove:   {authz.Client},
-	api.MethodList:          {authz.Client},
-	api.MethodStat:          {authz.Client},
+	api.MethodPutStart:       {authz.Client},
+	api.MethodPutGrant:       {authz.Client},
+	api.MethodPutCommit:      {authz.Client},
+	api.MethodBatchPutCommit: {authz.Client},
+	api.MethodPutEnd:         {authz.Client},
+	api.MethodPutRevoke:      {authz.Client},
+	api.MethodBatchPutStart:  {authz.Client},
+	api.MethodBatchPutEnd:    {authz.Client},
+	api.MethodGet:            {authz.Client},
+	api.MethodBatchGet:       {authz.Client},
+	api.MethodExist:          {authz.Client},
+	api.MethodRemove:         {authz.Client},
+	api.MethodBatchRemove:    {authz.Client},
+	api.MethodList:           {authz.Client},
+	api.MethodStat:           {authz.Client},
 	// Status reads: they change nothing and show what `sexton status`
 	// and a client's wait for its deletes need.
 	api.MethodStatus:       {authz.Client},
@@ -100,6 +103,9 @@ func (n *Node) startRPC() error {
 	transport.Register(s, api.MethodPutRevoke, n.handlePutRevoke)
 	transport.Register(s, api.MethodBatchPutStart, n.handleBatchPutStart)
 	transport.Register(s, api.MethodBatchPutEnd, n.handleBatchPutEnd)
+	transport.Register(s, api.MethodPutGrant, n.handlePutGrant)
+	transport.Register(s, api.MethodPutCommit, n.handlePutCommit)
+	transport.Register(s, api.MethodBatchPutCommit, n.handleBatchPutCommit)
 	transport.Register(s, api.MethodGet, n.handleGet)
 	transport.Register(s, api.MethodBatchGet, n.handleBatchGet)
 	transport.Register(s, api.MethodExist, n.handleExist)

@@ -78,6 +78,7 @@ func fields140(t *testing.T) []field140 {
 		{"state rebuild_removed", SectionState, map[string]any{"master_epoch": 1, "rebuild_cluster": 7, "rebuild_removed": digest}},
 		{"state rebuild_overflow", SectionState, map[string]any{"master_epoch": 1, "rebuild_cluster": 7, "rebuild_overflow": true}},
 		{"state rebuild_closed false", SectionState, map[string]any{"master_epoch": 1, "rebuild_closed": false}},
+		{"state inc_blocks", SectionState, map[string]any{"master_epoch": 1, "inc_blocks": []any{map[string]any{"lo": 5, "hi": 9, "exp": 100}}}},
 		{"job kept", SectionJobs, encodeRec(t, fixtureJobs140()[0])},
 		{"job kept empty", SectionJobs, job},
 	}
@@ -145,6 +146,7 @@ func TestWriterRefuses140FieldsInOlderFormats(t *testing.T) {
 		{"state rebuild_closed", SectionState, &State{MasterEpoch: 1, RebuildCluster: 7, RebuildClosed: true}},
 		{"state rebuild_removed", SectionState, &State{MasterEpoch: 1, RebuildCluster: 7, RebuildRemoved: d}},
 		{"state rebuild_overflow", SectionState, &State{MasterEpoch: 1, RebuildCluster: 7, RebuildOverflow: true}},
+		{"state inc_blocks", SectionState, &State{MasterEpoch: 1, IncBlocks: []IncBlock{{Lo: 5, Hi: 9, Expires: 100}}}},
 		{"job kept", SectionJobs, fixtureJobs140()[0]},
 	} {
 		data, err := writeOne(Format140, f)
@@ -199,4 +201,43 @@ func writeOne(format string, f field140) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// TestRefusesBadIncBlocks: live incarnation blocks that are empty, not
+// ascending or overlapping, or more than MaxIncBlocks, are refused by the
+// reader and the writer alike; ascending disjoint blocks read back.
+func TestRefusesBadIncBlocks(t *testing.T) {
+	many := make([]IncBlock, MaxIncBlocks+1)
+	for i := range many {
+		many[i] = IncBlock{Lo: uint64(10*i + 1), Hi: uint64(10*i + 5), Expires: 1}
+	}
+	for name, bs := range map[string][]IncBlock{
+		"empty":       {{Lo: 9, Hi: 5, Expires: 1}},
+		"zero":        {{Lo: 0, Hi: 5, Expires: 1}},
+		"overlapping": {{Lo: 1, Hi: 5, Expires: 1}, {Lo: 5, Hi: 9, Expires: 1}},
+		"descending":  {{Lo: 10, Hi: 15, Expires: 1}, {Lo: 1, Hi: 5, Expires: 1}},
+		"too many":    many,
+	} {
+		f := field140{"state inc_blocks " + name, SectionState, &State{MasterEpoch: 1, IncBlocks: bs}}
+		if _, err := writeOne(Format140, f); err == nil {
+			t.Fatalf("%s: the writer took it", name)
+		}
+		var recs []map[string]any
+		for _, b := range bs {
+			recs = append(recs, map[string]any{"lo": b.Lo, "hi": b.Hi, "exp": b.Expires})
+		}
+		raw := field140{f.name, SectionState, map[string]any{"master_epoch": 1, "inc_blocks": recs}}
+		if _, err := readAll(stream140(t, Format140, raw)); err == nil {
+			t.Fatalf("%s: the reader took it", name)
+		}
+	}
+	ok := field140{"state inc_blocks", SectionState, &State{MasterEpoch: 1, IncBlocks: []IncBlock{{Lo: 1, Hi: 5, Expires: 1}, {Lo: 6, Hi: 9, Expires: 2}}}}
+	data, err := writeOne(Format140, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readAll(data)
+	if err != nil || len(got.states) != 1 || len(got.states[0].IncBlocks) != 2 || got.states[0].IncBlocks[1] != (IncBlock{Lo: 6, Hi: 9, Expires: 2}) {
+		t.Fatalf("ascending blocks read back: %+v %v", got.states, err)
+	}
 }

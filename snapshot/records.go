@@ -173,7 +173,7 @@ func decodeState(r *mpReader, s *State, format string) error {
 			default:
 				s.SessionClock, err = r.int("state session_clock")
 			}
-		case "legacy_settings", "rebuild_closed", "rebuild_removed", "rebuild_overflow":
+		case "legacy_settings", "rebuild_closed", "rebuild_removed", "rebuild_overflow", "inc_blocks":
 			if !atLeast140(format) {
 				return errNewerField(rec, name, format, Format140)
 			}
@@ -184,6 +184,8 @@ func decodeState(r *mpReader, s *State, format string) error {
 				s.RebuildClosed, err = r.bool("state rebuild_closed")
 			case "rebuild_removed":
 				s.RebuildRemoved, err = r.binBytes("state rebuild_removed", MaxRebuildRemoved*RebuildRemovedDigestLen)
+			case "inc_blocks":
+				s.IncBlocks, err = decodeIncBlocks(r)
 			default:
 				s.RebuildOverflow, err = r.bool("state rebuild_overflow")
 			}
@@ -347,6 +349,37 @@ func decodeAPIError(r *mpReader) (*api.Error, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+func decodeIncBlocks(r *mpReader) ([]IncBlock, error) {
+	n, err := r.arrayLen("state inc_blocks")
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	if n > MaxIncBlocks {
+		return nil, fmt.Errorf("%w: state has %d incarnation blocks, more than %d", ErrTooLarge, n, MaxIncBlocks)
+	}
+	out := make([]IncBlock, n)
+	for i := range out {
+		b := &out[i]
+		err := r.eachField("incarnation block", func(name []byte) (err error) {
+			switch string(name) {
+			case "lo":
+				b.Lo, err = r.uint("incarnation block lo")
+			case "hi":
+				b.Hi, err = r.uint("incarnation block hi")
+			case "exp":
+				b.Expires, err = r.int("incarnation block exp")
+			default:
+				return errUnknownField("incarnation block", name)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func decodeAudit(r *mpReader) ([]AuditEntry, error) {

@@ -143,7 +143,22 @@ type State struct {
 	// RebuildOverflow says the removal memory outgrew MaxRebuildRemoved
 	// and was dropped. Absent when false.
 	RebuildOverflow bool `msgpack:"rebuild_overflow,omitempty"`
+	// IncBlocks are the live reserved incarnation blocks of one-commit
+	// puts, ascending and disjoint; at most MaxIncBlocks. Absent when
+	// none.
+	IncBlocks []IncBlock `msgpack:"inc_blocks,omitempty"`
 }
+
+// IncBlock is one reserved incarnation block: Lows Lo..Hi of the
+// cluster's incarnations, committable until Expires (the fsm's time).
+type IncBlock struct {
+	Lo      uint64 `msgpack:"lo"`
+	Hi      uint64 `msgpack:"hi"`
+	Expires int64  `msgpack:"exp"`
+}
+
+// MaxIncBlocks bounds State.IncBlocks (the fsm's bound on live blocks).
+const MaxIncBlocks = 64
 
 // Bounds of the rebuild's removal memory (State.RebuildRemoved).
 const (

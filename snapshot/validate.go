@@ -119,7 +119,27 @@ func validateState(s *State) error {
 	if n := len(s.GrantKey); n != 0 && n != api.GrantKeyLen {
 		return fmt.Errorf("state: grant key of %d bytes, want %d", n, api.GrantKeyLen)
 	}
+	if err := validateIncBlocks(s.IncBlocks); err != nil {
+		return err
+	}
 	return validateRebuildRemoved(s)
+}
+
+// validateIncBlocks checks the live incarnation blocks: at most
+// MaxIncBlocks, each non-empty, ascending and disjoint.
+func validateIncBlocks(bs []IncBlock) error {
+	if len(bs) > MaxIncBlocks {
+		return fmt.Errorf("state: %d incarnation blocks, more than %d", len(bs), MaxIncBlocks)
+	}
+	for i, b := range bs {
+		if b.Lo == 0 || b.Hi < b.Lo {
+			return fmt.Errorf("state: incarnation block %d is [%d, %d]", i, b.Lo, b.Hi)
+		}
+		if i > 0 && b.Lo <= bs[i-1].Hi {
+			return fmt.Errorf("state: incarnation block %d [%d, %d] is not above block %d [%d, %d]", i, b.Lo, b.Hi, i-1, bs[i-1].Lo, bs[i-1].Hi)
+		}
+	}
+	return nil
 }
 
 // validateRebuildRemoved checks the removal memory: whole digests, at most
@@ -152,7 +172,7 @@ func (s *State) hasV120Fields() bool {
 // hasV140Fields reports whether a state record uses a field that format
 // 1.4.0 added.
 func (s *State) hasV140Fields() bool {
-	return s.Legacy != nil || s.RebuildClosed || len(s.RebuildRemoved) != 0 || s.RebuildOverflow
+	return s.Legacy != nil || s.RebuildClosed || len(s.RebuildRemoved) != 0 || s.RebuildOverflow || len(s.IncBlocks) != 0
 }
 
 func validateSession(s *SessionRecord) error {

@@ -64,6 +64,7 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 	fs.IntVar(&cfg.MaxSessionResults, "max-session-results", envInt("SEXTON_MAX_SESSION_RESULTS", 0), envUsage("SEXTON_MAX_SESSION_RESULTS", "unacknowledged results kept per client, proposed like --registry-capacity (fsm default when 0)"))
 	fs.DurationVar(&cfg.DiscardTimeout, "put-discard-timeout", envDuration("SEXTON_PUT_DISCARD_TIMEOUT", 0), envUsage("SEXTON_PUT_DISCARD_TIMEOUT", "revoke PutStarts that never end after this long (default 10m)"))
 	fs.DurationVar(&cfg.GrantTTL, "grant-ttl", envDuration("SEXTON_GRANT_TTL", 0), envUsage("SEXTON_GRANT_TTL", "how long a write grant in a PutStart answer is valid (default: --put-discard-timeout, at most 10m)"))
+	fs.DurationVar(&cfg.CommitGrantTTL, "commit-grant-ttl", envDuration("SEXTON_COMMIT_GRANT_TTL", 0), envUsage("SEXTON_COMMIT_GRANT_TTL", "how long a write grant in a PutGrant answer (one-commit put) is valid; its incarnation block lives twice that (default: 5s, at most --grant-ttl)"))
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", envDuration("SEXTON_LEASE_TTL", 0), envUsage("SEXTON_LEASE_TTL", "read lease granted by a Get (default 10s)"))
 	fs.DurationVar(&cfg.HolderTTL, "holder-ttl", envDuration("SEXTON_HOLDER_TTL", 0), envUsage("SEXTON_HOLDER_TTL", "a holder without heartbeat this long is not placed on (default 10s)"))
 	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), "log level (env SEXTON_LOG_LEVEL)")
