@@ -605,10 +605,11 @@ type HolderWriteRequest struct {
 	Key         string            `msgpack:"key"`
 	Tenant      string            `msgpack:"tenant,omitempty"`
 	Incarnation ObjectIncarnation `msgpack:"inc"`
-	Value       []byte            `msgpack:"value"`
 	// Grant is the leader's permission for this segment to store this
-	// incarnation, from PutStart's answer. Required.
+	// incarnation, from PutStart's answer. Required. It is encoded before
+	// Value so a holder can check it before the value's bytes arrive.
 	Grant *WriteGrant `msgpack:"grant,omitempty"`
+	Value []byte      `msgpack:"value"`
 }
 
 // HolderReadRequest reads (Key, Incarnation).

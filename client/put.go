@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sexton/internal/ctxsleep"
+	"sexton/internal/holderwire"
 
 	"sexton/api"
 )
@@ -185,8 +186,10 @@ func (c *Client) writeHolder(ctx context.Context, key, tenant string, inc api.Ob
 	start := time.Now()
 	hctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
+	// The value goes to the socket from the caller's slice after a short
+	// msgpack head that carries the grant (holderwire.Body).
 	err := c.holders.Call(hctx, r.Endpoint, api.MethodHolderWrite,
-		&api.HolderWriteRequest{Key: key, Tenant: tenant, Incarnation: inc, Value: value, Grant: r.Grant}, nil)
+		holderwire.Body{Req: &api.HolderWriteRequest{Key: key, Tenant: tenant, Incarnation: inc, Value: value, Grant: r.Grant}}, nil)
 	traceHolderWrite(ctx, r, len(value), start, err)
 	return err
 }

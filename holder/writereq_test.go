@@ -2,12 +2,18 @@ package holder
 
 import (
 	"bytes"
+	"context"
+	"net"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
 	"sexton/api"
+	"sexton/grant"
+	"sexton/internal/holderwire"
+	"sexton/transport"
 )
 
 // decodeWriteRequest decodes what the ordinary strict decoder decodes,
@@ -60,5 +66,106 @@ func TestDecodeWriteRequestAliasesTheValue(t *testing.T) {
 	body, _ = msgpack.Marshal(map[string]any{"key": "k", "value": "as a string"})
 	if got, err := decodeWriteRequest(body); err != nil || string(got.Value) != "as a string" {
 		t.Fatalf("str value: %+v %v", got, err)
+	}
+}
+
+// The client's HolderWrite body (holderwire.Body: a short head, then the
+// value from the caller's slice) puts the value last, after the grant, and
+// decodes unchanged both here and with the generic strict decoder a holder
+// without decodeWriteRequest uses. The default struct encoding also puts
+// the grant first.
+func TestStreamedWriteBodyPutsTheValueLast(t *testing.T) {
+	g := &api.WriteGrant{Segment: "seg", Key: "k", Incarnation: incN(3), Expires: 42, MAC: []byte("mac")}
+	for _, req := range []api.HolderWriteRequest{
+		{Key: "k", Tenant: "t", Incarnation: incN(3), Value: valueOf("big", 70000), Grant: g},
+		{Key: "k", Incarnation: incN(3), Value: []byte("small"), Grant: g},
+		{Key: "k", Incarnation: incN(3), Value: valueOf("mid", 300)},
+		{Key: "k", Incarnation: incN(3)},
+	} {
+		var head bytes.Buffer
+		enc := msgpack.NewEncoder(&head)
+		enc.UseCompactInts(true)
+		tail, err := holderwire.Body{Req: &req}.EncodeMsgpackHead(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tail) != len(req.Value) || (len(tail) > 0 && &tail[0] != &req.Value[0]) {
+			t.Fatalf("tail of %d bytes is not the request's value (%d bytes)", len(tail), len(req.Value))
+		}
+		if head.Len() > 256 {
+			t.Fatalf("head of %d bytes holds more than the fields before the value", head.Len())
+		}
+		body := append(head.Bytes(), tail...)
+		got, err := decodeWriteRequest(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var generic api.HolderWriteRequest
+		dec := msgpack.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields(true)
+		if err := dec.Decode(&generic); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []*api.HolderWriteRequest{got, &generic} {
+			if d.Key != req.Key || d.Tenant != req.Tenant || d.Incarnation != req.Incarnation || !bytes.Equal(d.Value, req.Value) || !reflect.DeepEqual(d.Grant, req.Grant) {
+				t.Fatalf("decoded %+v, want %+v", d, req)
+			}
+		}
+		plain, err := msgpack.Marshal(&req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, b := range map[string][]byte{"holderwire head": head.Bytes(), "struct encoding": plain} {
+			v := bytes.Index(b, []byte("\xa5value"))
+			if v < 0 {
+				t.Fatalf("%s: no value field", name)
+			}
+			if gi := bytes.Index(b, []byte("\xa5grant")); req.Grant != nil && (gi < 0 || gi > v) {
+				t.Fatalf("%s: the grant (at %d) does not come before the value (at %d)", name, gi, v)
+			}
+		}
+	}
+}
+
+// A write sent the way the client sends it, with a grant signed under
+// another key, is refused GRANT_REFUSED and stores nothing.
+func TestStreamedWriteWithABadGrantStoresNothing(t *testing.T) {
+	s := openT(t, t.TempDir(), StoreOptions{})
+	defer s.Close()
+	key := grant.NewKey()
+	svc := &Service{store: s, grantKey: key}
+	srv := transport.NewServer(transport.ServerConfig{MaxFrame: svc.dataMaxFrame()})
+	srv.Handle(api.MethodHolderWrite, svc.serveWrite)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	conn, err := transport.Dial(context.Background(), ln.Addr().String(), transport.ClientConfig{MaxFrame: svc.dataMaxFrame()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	value := valueOf("v", 1<<20)
+	put := func(k string, inc api.ObjectIncarnation, signer []byte) error {
+		g := grant.Sign(signer, api.WriteGrant{Segment: s.SegmentID(), Key: k, Incarnation: inc, Expires: time.Now().Add(time.Minute).UnixNano()})
+		return conn.Call(context.Background(), api.MethodHolderWrite, holderwire.Body{Req: &api.HolderWriteRequest{Key: k, Incarnation: inc, Value: value, Grant: &g}}, &api.Empty{})
+	}
+	before := s.Usage()
+	if err := put("bad", incN(1), grant.NewKey()); api.CodeOf(err) != api.CodeGrantRefused {
+		t.Fatalf("write under a foreign grant: %v, want GRANT_REFUSED", err)
+	}
+	if u := s.Usage(); u != before {
+		t.Fatalf("a refused write changed the store's usage from %+v to %+v", before, u)
+	}
+	if _, err := s.Get("bad", incN(1)); err == nil {
+		t.Fatal("a refused write is readable")
+	}
+	if err := put("good", incN(2), key); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get("good", incN(2)); err != nil || !bytes.Equal(got, value) {
+		t.Fatalf("granted write read back: %d bytes, %v", len(got), err)
 	}
 }

@@ -43,17 +43,41 @@ type envelope struct {
 	body    []byte
 }
 
-var frameBufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// frameBuf is an encoded frame: buf holds the length prefix and the
+// msgpack payload, tail (when a TailBody sent one) the last bytes of the
+// payload, written from the caller's slice after buf without a copy.
+type frameBuf struct {
+	bytes.Buffer
+	tail []byte
+}
+
+// size is the frame's length on the wire, prefix included.
+func (f *frameBuf) size() int { return f.Len() + len(f.tail) }
+
+// TailBody is a request body whose last field is a byte string sent from
+// the caller's own slice: EncodeMsgpackHead writes every field and then the
+// bin header of that last one, and returns its bytes. The frame goes out as
+// the encoded head followed by the slice in one writev, so a large value is
+// never copied into an encode buffer. The slice must stay unchanged until
+// the call returns (the server has then read the whole frame); a call that
+// gives up early may still be writing it.
+type TailBody interface {
+	EncodeMsgpackHead(enc *msgpack.Encoder) (tail []byte, err error)
+}
+
+var frameBufPool = sync.Pool{New: func() any { return new(frameBuf) }}
 
 // maxPooledFrame keeps the pool from pinning data-plane sized buffers.
 const maxPooledFrame = 256 << 10
 
 // encodeFrame builds a whole frame (length prefix included) for env with
-// body msgpack-encoded in place. The returned buffer comes from a pool:
-// hand it to releaseFrame once written.
-func encodeFrame(env *envelope, body any) (*bytes.Buffer, error) {
-	buf := frameBufPool.Get().(*bytes.Buffer)
+// body msgpack-encoded in place (a TailBody's last bytes left in place as
+// the frame's tail). The returned buffer comes from a pool: hand it to
+// releaseFrame once written.
+func encodeFrame(env *envelope, body any) (*frameBuf, error) {
+	buf := frameBufPool.Get().(*frameBuf)
 	buf.Reset()
+	buf.tail = nil
 	buf.Write([]byte{0, 0, 0, 0})
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
@@ -80,13 +104,17 @@ func encodeFrame(env *envelope, body any) (*bytes.Buffer, error) {
 		}
 	}
 	if err == nil {
-		err = enc.Encode(body)
+		if tb, ok := body.(TailBody); ok {
+			buf.tail, err = tb.EncodeMsgpackHead(enc)
+		} else {
+			err = enc.Encode(body)
+		}
 	}
 	if err != nil {
 		releaseFrame(buf)
 		return nil, api.Errorf(api.CodeInvalidParams, "encode %s body: %v", describe(env), err)
 	}
-	n := buf.Len() - frameHeaderLen
+	n := payloadLen(buf)
 	if uint64(n) > maxFrameLimit {
 		releaseFrame(buf)
 		return nil, errFrameTooLarge(uint64(n), maxFrameLimit)
@@ -95,14 +123,15 @@ func encodeFrame(env *envelope, body any) (*bytes.Buffer, error) {
 	return buf, nil
 }
 
-func releaseFrame(buf *bytes.Buffer) {
+func releaseFrame(buf *frameBuf) {
 	if buf != nil && buf.Cap() <= maxPooledFrame {
+		buf.tail = nil // the pool must not pin a caller's value
 		frameBufPool.Put(buf)
 	}
 }
 
 // payloadLen is the size of an encoded frame without its length prefix.
-func payloadLen(buf *bytes.Buffer) int { return buf.Len() - frameHeaderLen }
+func payloadLen(buf *frameBuf) int { return buf.size() - frameHeaderLen }
 
 // decodeEnvelope parses one frame payload. It first checks that the whole
 // payload is a single well-formed, bounded msgpack value, so nothing that

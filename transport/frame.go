@@ -25,9 +25,11 @@ const (
 	// authenticated, so an unauthenticated peer cannot make us allocate
 	// more than this.
 	handshakeMaxFrame = 16 << 10
-	// frameAllocStep is how much of a large frame is allocated ahead of the
-	// bytes actually received, so a peer that claims a big frame and then
-	// stalls holds at most this much memory more than it sent.
+	// frameAllocStep is how much of a large frame readFrameBody allocates
+	// ahead of the bytes actually received, so a peer that claims a big
+	// frame and then stalls holds at most this much memory more than it
+	// sent. Frames read after the handshake are allocated whole instead
+	// (readFrame).
 	frameAllocStep = 1 << 20
 )
 
@@ -40,7 +42,12 @@ func errFrameTooLarge(n uint64, limit int) *api.Error {
 // readFrame reads one frame from br. It waits without a deadline for the
 // first byte (idle connections are allowed), then gives the rest of the
 // frame frameTimeout to arrive (a half-sent frame times out). A frame longer
-// than limit is refused before anything is allocated for it.
+// than limit is refused before anything is allocated for it; a frame within
+// it is allocated at its declared length at once, because growing a 16 MiB
+// value's buffer by doubling copied it almost once more. Only an
+// authenticated peer gets here (the handshake reads with readFrameBody), and
+// what it can pin is bounded by its in-flight slots times limit, for at most
+// frameTimeout per stalled frame.
 func readFrame(nc net.Conn, br *bufio.Reader, limit int, frameTimeout time.Duration) ([]byte, error) {
 	if _, err := br.Peek(1); err != nil {
 		return nil, err
@@ -51,7 +58,7 @@ func readFrame(nc net.Conn, br *bufio.Reader, limit int, frameTimeout time.Durat
 		}
 		defer nc.SetReadDeadline(time.Time{}) //nolint:errcheck // best effort; the next read sets it again
 	}
-	return readFrameBody(br, limit)
+	return readFrameAhead(br, limit, limit)
 }
 
 // frameBuffered reports whether a whole frame already sits in br, so it
@@ -70,9 +77,17 @@ func frameBuffered(br *bufio.Reader) bool {
 }
 
 // readFrameBody reads the header and payload of one frame, refusing a
-// length over limit before allocating. It is separate from readFrame so the
-// fuzz target can drive it from a plain reader.
+// length over limit before allocating and allocating a large frame as its
+// bytes arrive. It is separate from readFrame so the handshake and the fuzz
+// target can drive it from a plain reader.
 func readFrameBody(r io.Reader, limit int) ([]byte, error) {
+	return readFrameAhead(r, limit, frameAllocStep)
+}
+
+// readFrameAhead reads one frame, allocating at most ahead bytes beyond
+// those received: a frame up to ahead bytes is read into one buffer of its
+// declared length; a longer one grows with the bytes that arrive.
+func readFrameAhead(r io.Reader, limit, ahead int) ([]byte, error) {
 	var hdr [frameHeaderLen]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
@@ -84,7 +99,7 @@ func readFrameBody(r io.Reader, limit int) ([]byte, error) {
 	if n == 0 {
 		return nil, api.Errorf(api.CodeCorrupt, "empty frame")
 	}
-	if n <= frameAllocStep {
+	if uint64(n) <= uint64(max(ahead, frameAllocStep)) {
 		buf := make([]byte, n)
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return nil, truncated(err, int(n))

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"net"
 	"sync"
@@ -26,7 +25,7 @@ type link struct {
 	frameTimeout time.Duration
 	coalesce     bool // nc is TLS: copy small batches into one write
 
-	out           chan *bytes.Buffer
+	out           chan *frameBuf
 	closing       chan struct{}
 	writerStarted atomic.Bool
 	writerDone    chan struct{}
@@ -34,7 +33,7 @@ type link struct {
 	closeOnce sync.Once
 	mu        sync.Mutex
 	reason    error
-	last      *bytes.Buffer
+	last      *frameBuf
 }
 
 func newLink(nc net.Conn, frameTimeout time.Duration) *link {
@@ -43,7 +42,7 @@ func newLink(nc net.Conn, frameTimeout time.Duration) *link {
 		br:           bufio.NewReaderSize(nc, 64<<10),
 		frameTimeout: frameTimeout,
 		coalesce:     isTLS(nc),
-		out:          make(chan *bytes.Buffer, writeBatchFrames),
+		out:          make(chan *frameBuf, writeBatchFrames),
 		closing:      make(chan struct{}),
 		writerDone:   make(chan struct{}),
 	}
@@ -56,13 +55,12 @@ func (l *link) read(limit int) ([]byte, error) {
 
 // writeDirect writes one frame synchronously; only for the handshake,
 // before the writer goroutine runs.
-func (l *link) writeDirect(buf *bytes.Buffer, deadline time.Time) error {
+func (l *link) writeDirect(buf *frameBuf, deadline time.Time) error {
 	defer releaseFrame(buf)
 	if err := l.nc.SetWriteDeadline(deadline); err != nil {
 		return err
 	}
-	_, err := l.nc.Write(buf.Bytes())
-	return err
+	return buf.writeTo(l.nc)
 }
 
 // startWriter starts the goroutine that owns the write side from now on.
@@ -74,15 +72,15 @@ func (l *link) startWriter() {
 func (l *link) writeLoop() {
 	defer close(l.writerDone)
 	defer l.nc.Close()
-	batch := make([]*bytes.Buffer, 0, writeBatchFrames)
-	bufs := make(net.Buffers, 0, writeBatchFrames)
+	batch := make([]*frameBuf, 0, writeBatchFrames)
+	bufs := make(net.Buffers, 0, 2*writeBatchFrames)
 	var joined []byte
 	for {
 		select {
 		case <-l.closing:
 			if last := l.takeLast(); last != nil {
 				_ = l.nc.SetWriteDeadline(time.Now().Add(lastFrameTimeout))
-				_, _ = l.nc.Write(last.Bytes())
+				_ = last.writeTo(l.nc)
 				releaseFrame(last)
 			}
 			return
@@ -101,18 +99,22 @@ func (l *link) writeLoop() {
 				_ = l.nc.SetWriteDeadline(time.Now().Add(l.frameTimeout))
 			}
 			var err error
-			if len(batch) == 1 {
+			if len(batch) == 1 && batch[0].tail == nil {
 				_, err = l.nc.Write(batch[0].Bytes())
 			} else if total := batchLen(batch); l.coalesce && total <= coalesceLimit {
 				joined = joined[:0]
 				for _, b := range batch {
 					joined = append(joined, b.Bytes()...)
+					joined = append(joined, b.tail...)
 				}
 				_, err = l.nc.Write(joined)
 			} else {
 				bufs = bufs[:0]
 				for _, b := range batch {
 					bufs = append(bufs, b.Bytes())
+					if len(b.tail) > 0 {
+						bufs = append(bufs, b.tail)
+					}
 				}
 				w := bufs // WriteTo consumes its receiver
 				_, err = w.WriteTo(l.nc)
@@ -138,7 +140,7 @@ var errLinkClosed = errors.New("connection closed")
 
 // send queues a frame for the writer. It gives up when the link closes or
 // cancel fires. On success the writer owns buf; on failure send releases it.
-func (l *link) send(buf *bytes.Buffer, cancel <-chan struct{}) error {
+func (l *link) send(buf *frameBuf, cancel <-chan struct{}) error {
 	select {
 	case <-l.closing:
 		releaseFrame(buf)
@@ -160,7 +162,7 @@ func (l *link) send(buf *bytes.Buffer, cancel <-chan struct{}) error {
 // trySend is send that does not wait: it reports false, keeping buf for
 // the caller, when the writer's queue is full. A closed link takes (and
 // releases) the frame.
-func (l *link) trySend(buf *bytes.Buffer) bool {
+func (l *link) trySend(buf *frameBuf) bool {
 	select {
 	case <-l.closing:
 		releaseFrame(buf)
@@ -180,7 +182,7 @@ var errCanceled = errors.New("canceled before the frame was queued")
 // shutdown closes the link once, remembering reason. A last frame (a
 // go-away telling the peer why) is written first, bounded by
 // lastFrameTimeout; without one the socket closes at once.
-func (l *link) shutdown(reason error, last *bytes.Buffer) {
+func (l *link) shutdown(reason error, last *frameBuf) {
 	first := false
 	l.closeOnce.Do(func() {
 		first = true
@@ -211,7 +213,7 @@ func (l *link) shutdown(reason error, last *bytes.Buffer) {
 	}
 }
 
-func (l *link) takeLast() *bytes.Buffer {
+func (l *link) takeLast() *frameBuf {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	last := l.last
@@ -234,10 +236,21 @@ func (l *link) wait() {
 	}
 }
 
-func batchLen(batch []*bytes.Buffer) int {
+func batchLen(batch []*frameBuf) int {
 	n := 0
 	for _, b := range batch {
-		n += b.Len()
+		n += b.size()
 	}
 	return n
+}
+
+// writeTo writes the whole frame, its tail included, to nc.
+func (f *frameBuf) writeTo(nc net.Conn) error {
+	if f.tail == nil {
+		_, err := nc.Write(f.Bytes())
+		return err
+	}
+	w := net.Buffers{f.Bytes(), f.tail}
+	_, err := w.WriteTo(nc)
+	return err
 }

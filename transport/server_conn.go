@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -358,7 +357,7 @@ func (sc *serverConn) run(ctx context.Context, c call) {
 
 // respond records the call's outcome and encodes its response frame (nil
 // when even an error response cannot be encoded).
-func (sc *serverConn) respond(env envelope, name string, start time.Time, resp any, err error) *bytes.Buffer {
+func (sc *serverConn) respond(env envelope, name string, start time.Time, resp any, err error) *frameBuf {
 	s := sc.srv
 	d := time.Since(start)
 	out := envelope{kind: kindResponse, id: env.id}
@@ -432,7 +431,7 @@ func (sc *serverConn) invoke(h HandlerFunc, ctx context.Context, req *Request) (
 
 // encodeResponse encodes the response, replacing it with an error when the
 // body cannot be encoded or would exceed the client's frame limit.
-func (sc *serverConn) encodeResponse(out *envelope, resp any, method string) *bytes.Buffer {
+func (sc *serverConn) encodeResponse(out *envelope, resp any, method string) *frameBuf {
 	if out.err != nil {
 		resp = nil
 	}

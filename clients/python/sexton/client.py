@@ -370,16 +370,14 @@ class Client:
             if not r.endpoint:
                 return r.segment, Unavailable(f"segment {r.segment} has no mounted holder")
             req = _write_request(key, tenant, inc, r)
+            # The frame's head (the grant before the value), then the value
+            # from its own buffer: never copied into a msgpack frame.
+            view = data if isinstance(data, memoryview) else memoryview(data)
             try:
-                if isinstance(data, memoryview):
-                    # Sent from the caller's buffer: the frame's head, then the value.
-                    err, _ = self._holder_pool.pipeline(r.endpoint, [PipelinedCall("HolderWrite", req, value=data)],
-                                                        time.monotonic() + self.timeout)[0]
-                    if err is not None:
-                        raise err
-                else:
-                    req["value"] = data
-                    self._holder_pool.call(r.endpoint, "HolderWrite", req, time.monotonic() + self.timeout)
+                err, _ = self._holder_pool.pipeline(r.endpoint, [PipelinedCall("HolderWrite", req, value=view)],
+                                                    time.monotonic() + self.timeout)[0]
+                if err is not None:
+                    raise err
             except SextonError as e:
                 return r.segment, _with_context(e, f"write replica on segment {r.segment} ({r.endpoint})")
         return None, None

@@ -2,7 +2,7 @@
 token handshake, leader following, and what OUTCOME_UNKNOWN means."""
 
 import time
-from typing import Any, Tuple
+from typing import Any, List, Tuple
 
 import pytest
 
@@ -357,3 +357,36 @@ def test_get_batch_asks_again_only_for_keys_whose_holder_lost_the_incarnation() 
     finally:
         h.close()
         m.close()
+
+
+def test_put_sends_the_value_after_a_head_never_in_a_built_frame(monkeypatch: Any) -> None:
+    """``put`` (like ``put_from``) writes the HolderWrite frame as its head
+    (the grant before the value) and then the value's own buffer."""
+    inc = {"h": 7, "l": 41}
+    holder = harness.FakeServer(lambda m, b: ("ok", {}))
+
+    def master(method: str, body: Any) -> Tuple[str, Any]:
+        if method == "PutStart":
+            grant = {"seg": "seg", "key": body["key"], "inc": inc, "exp": 1, "mac": b"\x01" * 32}
+            return ("ok", {"inc": inc, "replicas": [{"kind": 1, "seg": "seg", "ep": holder.addr, "grant": grant}]})
+        return ("ok", {})
+
+    built: List[str] = []
+    encode = wire.encode_frame
+
+    def spy(kind: int, req_id: int, method: str, *rest: Any) -> bytes:
+        built.append(method)
+        return encode(kind, req_id, method, *rest)
+
+    monkeypatch.setattr(wire, "encode_frame", spy)
+    m = harness.FakeServer(master)
+    try:
+        with sexton.Client(m.addr, timeout=3) as c:
+            c.put("k", b"v" * 100000)
+        (meth, w), = holder.requests
+        assert meth == "HolderWrite" and w["value"] == b"v" * 100000
+        assert list(w)[-1] == "value" and list(w).index("grant") < list(w).index("value")
+        assert "HolderWrite" not in built
+    finally:
+        for s in (holder, m):
+            s.close()

@@ -1,0 +1,126 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"sexton/api"
+)
+
+// tailReq is a TailBody: a map {"n": N, "blob": <bin>} whose blob is sent
+// as the frame's tail.
+type tailReq struct {
+	N    int
+	Blob []byte
+}
+
+func (r *tailReq) EncodeMsgpackHead(enc *msgpack.Encoder) ([]byte, error) {
+	if err := enc.EncodeMapLen(2); err != nil {
+		return nil, err
+	}
+	if err := enc.EncodeString("n"); err != nil {
+		return nil, err
+	}
+	if err := enc.EncodeInt(int64(r.N)); err != nil {
+		return nil, err
+	}
+	if err := enc.EncodeString("blob"); err != nil {
+		return nil, err
+	}
+	return r.Blob, enc.EncodeBytesLen(len(r.Blob))
+}
+
+type tailDecoded struct {
+	N    int    `msgpack:"n"`
+	Blob []byte `msgpack:"blob"`
+}
+
+// A TailBody's last bytes are not copied into the encode buffer: the frame
+// is a short head plus the caller's slice, and the server decodes the two
+// as one body.
+func TestTailBodyIsSentFromTheCallersSlice(t *testing.T) {
+	blob := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	buf, err := encodeFrame(&envelope{kind: kindRequest, id: 1, method: "Tail"}, &tailReq{N: 7, Blob: blob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() > 256 || len(buf.tail) != len(blob) || &buf.tail[0] != &blob[0] {
+		t.Fatalf("encode buffer holds %d bytes and a %d-byte tail; want a short head and the caller's slice", buf.Len(), len(buf.tail))
+	}
+	if got := int(binary.BigEndian.Uint32(buf.Bytes())); got != payloadLen(buf) || got != buf.Len()+len(blob)-frameHeaderLen {
+		t.Fatalf("length prefix %d, want head plus tail %d", got, payloadLen(buf))
+	}
+	releaseFrame(buf)
+
+	var got tailDecoded
+	ts := startServer(t, ServerConfig{MaxFrame: 4 << 20}, func(s *Server) {
+		Register(s, "Tail", func(_ context.Context, req *tailDecoded) (*echoResp, error) {
+			got = *req
+			return &echoResp{N: req.N}, nil
+		})
+	})
+	c := dial(t, ts.addr, ClientConfig{MaxFrame: 4 << 20})
+	var resp echoResp
+	if err := c.Call(context.Background(), "Tail", &tailReq{N: 7, Blob: blob}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.N != 7 || got.N != 7 || !bytes.Equal(got.Blob, blob) {
+		t.Fatalf("server decoded n=%d and a %d-byte blob (equal: %v), answered %d", got.N, len(got.Blob), bytes.Equal(got.Blob, blob), resp.N)
+	}
+	// A tail over the server's limit is refused locally, the connection kept.
+	err = c.Call(context.Background(), "Tail", &tailReq{N: 8, Blob: make([]byte, 5<<20)}, nil)
+	requireCode(t, err, api.CodeFrameTooLarge)
+	mustEcho(t, c, 9)
+}
+
+// After the handshake a frame is read into one buffer of its declared
+// length (growing by doubling copied a 16 MiB value almost once more);
+// a short frame or an oversized claim still fails closed with an error that
+// says so.
+func TestAuthenticatedFrameReadAllocatesOnce(t *testing.T) {
+	allocated := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	frameOf := func(n uint32, body []byte) []byte {
+		return append(binary.BigEndian.AppendUint32(nil, n), body...)
+	}
+	body := bytes.Repeat([]byte{7}, 16<<20)
+	raw := frameOf(uint32(len(body)), body)
+	var frame []byte
+	var err error
+	br := bufio.NewReaderSize(bytes.NewReader(raw), 64<<10)
+	got := allocated(func() { frame, err = readFrame(nil, br, 64<<20, 0) })
+	if err != nil || !bytes.Equal(frame, body) {
+		t.Fatalf("16 MiB frame read back wrong: %v", err)
+	}
+	if got > uint64(len(body))+frameAllocStep {
+		t.Fatalf("reading a 16 MiB frame allocated %d bytes, want about 16 MiB", got)
+	}
+	// Short: the declared length never arrives.
+	_, err = readFrame(nil, bufio.NewReader(bytes.NewReader(frameOf(4<<20, make([]byte, 10)))), 64<<20, 0)
+	if err == nil || !strings.Contains(err.Error(), "reading a 4194304-byte frame") || !strings.Contains(err.Error(), io.ErrUnexpectedEOF.Error()) {
+		t.Fatalf("short frame: %v", err)
+	}
+	// Oversized: refused before anything is allocated for it.
+	br = bufio.NewReaderSize(bytes.NewReader(frameOf(1<<30, nil)), 64<<10)
+	got = allocated(func() { _, err = readFrame(nil, br, 64<<20, 0) })
+	if e := requireCode(t, err, api.CodeFrameTooLarge); !strings.Contains(e.Message, "1073741824") {
+		t.Fatalf("oversized claim: %v", e)
+	}
+	if got > 64<<10 {
+		t.Fatalf("refusing a 1 GiB claim allocated %d bytes", got)
+	}
+}
