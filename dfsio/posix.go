@@ -82,6 +82,7 @@ func (p *Posix) WriteAt(d api.DFSDescriptor, value []byte) error {
 		if err := unix.Fdatasync(fd); err != nil {
 			return fmt.Errorf("dfsio: fdatasync %s: %w", path, err)
 		}
+		synced(path)
 	}
 	return nil
 }

@@ -49,6 +49,17 @@ var ErrBadRecord = errors.New("dfsio: bad range record")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// onSync, when set (by the power-loss tests only), is told the path of
+// every file whose data an fdatasync has just made durable, so a test can
+// keep the image a power cut would leave.
+var onSync func(path string)
+
+func synced(path string) {
+	if onSync != nil {
+		onSync(path)
+	}
+}
+
 // Checksum is the CRC-32C a put record carries for a value.
 func Checksum(value []byte) uint32 { return crc32.Checksum(value, castagnoli) }
 
@@ -218,6 +229,7 @@ func (p *Posix) AppendRecords(recs []RangeRecord, sync bool) error {
 	if err := unix.Fdatasync(fd); err != nil {
 		return fmt.Errorf("dfsio: fdatasync %s: %w", path, err)
 	}
+	synced(path)
 	if errors.Is(statErr, os.ErrNotExist) {
 		return syncDir(p.root)
 	}

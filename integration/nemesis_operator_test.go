@@ -47,7 +47,7 @@ func (r *nemesisRun) operatorFault(kind string, hold time.Duration, sleep func(t
 			// adopt nothing new, and must not bring back anything removed
 			// since (the history and the disk check judge that); a
 			// per-item refusal (a put in flight) is a fine answer.
-			out, err := runCLIErr("operator", "rebuild", masters, "--timeout=20s") // the cluster knows its holders
+			out, err := runCLIErr("operator", "rebuild", masters, "--dfs-root="+nc.dfsRoot, "--timeout=20s") // the cluster knows its holders
 			verdict := "done"
 			if err != nil {
 				verdict = "failed"
@@ -251,8 +251,9 @@ func (nc *nemesisCluster) rebuildUnderNemesis(t *testing.T, h *history) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	nc.dfsPreRebuild(t)
 	nc.loseEveryMaster(t)
-	out, err := runCLIErr("operator", "rebuild", "--masters="+strings.Join(nc.proxiedMasters(), ","), "--holders="+nc.holderAddrs(), "--timeout=30s")
+	out, err := runCLIErr("operator", "rebuild", "--masters="+strings.Join(nc.proxiedMasters(), ","), "--holders="+nc.holderAddrs(), "--dfs-root="+nc.dfsRoot, "--timeout=30s")
 	if err != nil {
 		t.Fatalf("operator rebuild of the nemesis cluster: %v\n%s", err, out)
 	}
@@ -261,4 +262,5 @@ func (nc *nemesisCluster) rebuildUnderNemesis(t *testing.T, h *history) {
 	for _, hn := range nc.holders {
 		nc.waitHolderMounted(t, hn)
 	}
+	nc.dfsCheck(t, "after the rebuild")
 }

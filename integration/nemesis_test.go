@@ -68,6 +68,12 @@ type nemesisCluster struct {
 	// rebuilt: the cluster was rebuilt from its holders before the run
 	// (rebuildUnderNemesis), so rebuild-live is a rerun, not a refusal.
 	rebuilt bool
+
+	// The DFS root the masters and the DFS client share
+	// (nemesis_dfs_test.go).
+	dfsRoot string
+	dfsEnv  []string
+	dfs     *nemesisDFSState
 }
 
 // startNemesisCluster starts the masters, each with its own peers list:
@@ -80,7 +86,11 @@ func startNemesisCluster(t *testing.T) *nemesisCluster {
 	t.Helper()
 	const n = 3
 	base := nemesisTempDir(t)
-	nc := &nemesisCluster{cluster: &cluster{t: t}, raftLinks: map[[2]int]*faultProxy{}}
+	nc := &nemesisCluster{cluster: &cluster{t: t}, raftLinks: map[[2]int]*faultProxy{}, dfsRoot: filepath.Join(base, "dfs"), dfs: newNemesisDFSState()}
+	if err := os.Mkdir(nc.dfsRoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	nc.dfsEnv = dfsEnv(nc.dfsRoot, "MOONCAKE_DFS_FSYNC=1")
 	for i := 0; i < n; i++ {
 		m := &masterNode{id: fmt.Sprintf("m%d", i+1), raftAddr: freePort(t), rpcAddr: freePort(t), httpAddr: freePort(t)}
 		m.dir = filepath.Join(base, m.id)
@@ -109,7 +119,7 @@ func startNemesisCluster(t *testing.T) *nemesisCluster {
 			// A put whose client vanished is revoked (and its bytes
 			// tasked) soon, so the disk check need not wait 10 minutes.
 			"--put-discard-timeout", "10s"}
-		m.proc = startProc(t, m.id, filepath.Join(base, m.id+".log"), nil, args...)
+		m.proc = startProc(t, m.id, filepath.Join(base, m.id+".log"), nc.dfsEnv, args...)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -585,6 +595,7 @@ func TestNemesisLinearizable(t *testing.T) {
 	}
 	stopWork := make(chan struct{})
 	corrupt, waitWork := nemesisWorkload(t, nc, h, 5, keys, seed, stopWork)
+	waitDFS := nemesisDFSWorkload(t, nc, seed, stopWork)
 	waitJobs := func() {}
 	if os.Getenv("SEXTON_NEMESIS_JOBS") != "off" {
 		waitJobs = nemesisPrefixJobs(t, nc, h, seed, stopWork)
@@ -601,6 +612,7 @@ func TestNemesisLinearizable(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	close(stopWork)
 	waitWork()
+	waitDFS()
 	waitJobs()
 	t.Logf("faults: %v", run.events)
 	nc.waitLeader(60 * time.Second)
@@ -640,6 +652,15 @@ func TestNemesisLinearizable(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 	}
+
+	if rebuild {
+		// A last rerun with the DFS root on the healed cluster adopts
+		// nothing new and brings back no removed DFS key.
+		out, err := runCLIErr("operator", "rebuild", "--masters="+strings.Join(nc.proxiedMasters(), ","), "--dfs-root="+nc.dfsRoot, "--timeout=30s")
+		t.Logf("final rebuild rerun with --dfs-root: %v %s", err, lastLine(out))
+	}
+	nc.dfsCheck(t, "after the run")
+	t.Logf("DFS operations: %v", nc.dfs.ops)
 
 	verdict := "linearizable"
 	defer func() {
