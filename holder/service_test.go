@@ -10,6 +10,7 @@ import (
 
 	"sexton/api"
 	"sexton/grant"
+	"sexton/internal/testutil"
 	"sexton/transport"
 )
 
@@ -111,17 +112,6 @@ func startTestService(t *testing.T, s *Store, m *fakeMaster) *Service {
 	return svc
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // Invariant 11 at the data RPC: a write is stored only with a grant the
 // leader signed for this segment, key and incarnation, unexpired, and
 // only once the holder has the grant key from a mount. Every refusal is
@@ -161,7 +151,7 @@ func TestWriteNeedsValidGrant(t *testing.T) {
 	// Not mounted yet: no grant key, so even a valid grant is refused.
 	refused("before the first mount", write("k", incN(1), signed("k", incN(1))))
 	close(m.hold)
-	waitFor(t, "mount", func() bool { mounted, _, _ := svc.mountState(); return mounted })
+	testutil.WaitFor(t, 10*time.Second, func() bool { mounted, _, _ := svc.mountState(); return mounted }, "mount")
 
 	refused("no grant", write("k", incN(1), nil))
 	forged := grant.Sign(grant.NewKey(), api.WriteGrant{Segment: seg, Key: "k", Incarnation: incN(1), Expires: exp})
@@ -204,15 +194,15 @@ func TestMountNamesTheProcess(t *testing.T) {
 	s := openT(t, t.TempDir(), StoreOptions{})
 	defer s.Close()
 	svc := startTestService(t, s, m)
-	waitFor(t, "first mount", func() bool { return len(m.mountsSeen()) == 1 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return len(m.mountsSeen()) == 1 }, "first mount")
 	m.mu.Lock()
 	m.remount = true
 	m.mu.Unlock()
-	waitFor(t, "remount", func() bool { return len(m.mountsSeen()) == 2 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return len(m.mountsSeen()) == 2 }, "remount")
 	svc.Close()
 	svc = startTestService(t, s, m)
 	defer svc.Close()
-	waitFor(t, "restart mount", func() bool { return len(m.mountsSeen()) == 3 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return len(m.mountsSeen()) == 3 }, "restart mount")
 	ms := m.mountsSeen()
 	if ms[0].Process == "" || ms[0].Process != ms[1].Process {
 		t.Fatalf("one process mounted as %q then %q", ms[0].Process, ms[1].Process)

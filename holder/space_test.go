@@ -23,6 +23,7 @@ import (
 	"sexton/api"
 	"sexton/grant"
 	"sexton/holder/fsys"
+	"sexton/internal/testutil"
 	"sexton/transport"
 )
 
@@ -215,7 +216,7 @@ func (d *fullDisk) follow() {
 	}
 	d.svc = svc
 	t.Cleanup(svc.Close)
-	waitFor(t, "the first mount to bind the store to the cluster", func() bool { return d.s.Identity().ClusterID != 0 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return d.s.Identity().ClusterID != 0 }, "the first mount to bind the store to the cluster")
 }
 
 // put stores one more object; it returns the Put's error.
@@ -295,7 +296,7 @@ func (d *fullDisk) run() {
 	}
 	start := time.Now()
 	d.m.add(tasks...)
-	waitFor(t, "every delete task acked", func() bool { p, _, _, _ := d.m.state(); return p == 0 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { p, _, _, _ := d.m.state(); return p == 0 }, "every delete task acked")
 	acked := time.Since(start)
 	metrics("tasks acked")
 	_, outcomes, _, _ := d.m.state()
@@ -304,10 +305,10 @@ func (d *fullDisk) run() {
 			t.Fatalf("task %d acked %s, want REMOVED", id, o)
 		}
 	}
-	waitFor(t, "GC to reclaim every tombstone and the reserve to come back", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		u, st := d.s.Usage(), d.s.SpaceStats()
 		return u.TombstonedObjects == 0 && u.DeadBytes == 0 && st.ReserveHeld
-	})
+	}, "GC to reclaim every tombstone and the reserve to come back")
 	reclaimed := time.Since(start)
 	metrics("reclaimed")
 	st = d.s.SpaceStats()
@@ -352,10 +353,10 @@ func (d *fullDisk) run() {
 	}
 	// The scenario can finish within one heartbeat interval; wait for the
 	// first heartbeat rather than read a capacity that was never sent.
-	waitFor(t, "a heartbeat", func() bool { _, _, hb, _ := d.m.state(); return hb.Capacity != 0 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { _, _, hb, _ := d.m.state(); return hb.Capacity != 0 }, "a heartbeat")
 	// The scenario can finish within one heartbeat interval; wait for the
 	// first heartbeat rather than read a capacity that was never sent.
-	waitFor(t, "a heartbeat", func() bool { _, _, hb, _ := d.m.state(); return hb.Capacity != 0 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { _, _, hb, _ := d.m.state(); return hb.Capacity != 0 }, "a heartbeat")
 	_, _, hb, mounts := d.m.state()
 	if hb.Capacity <= 0 || hb.Capacity >= fullCapacity || len(mounts) == 0 || mounts[0].Capacity >= fullCapacity {
 		t.Fatalf("reported capacity not clamped: heartbeat %d, mounts %+v", hb.Capacity, mounts)
@@ -400,7 +401,7 @@ func TestFirstMountOnAFullDisk(t *testing.T) {
 		}
 	}
 	d.m.add(tasks...)
-	waitFor(t, "every delete task acked", func() bool { p, _, _, _ := d.m.state(); return p == 0 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { p, _, _, _ := d.m.state(); return p == 0 }, "every delete task acked")
 	for k, inc := range d.incs {
 		if _, err := d.s.Get(k, inc); err != nil && !errors.Is(err, ErrNotFound) {
 			t.Fatalf("get %s: %v", k, err)
@@ -638,7 +639,7 @@ func TestRefusedPutsStartGCWhateverTheWatermarks(t *testing.T) {
 		t.Fatalf("NO_SPACE after only %d puts", stored)
 	}
 	// That refusal woke a pass, which had no dead bytes to reclaim yet.
-	waitFor(t, "the pass the refusal woke", func() bool { return s.GCStats().PutsRefusedPasses > 0 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return s.GCStats().PutsRefusedPasses > 0 }, "the pass the refusal woke")
 	passes := s.GCStats().Passes
 	// 3 of every 8 records dead: 37.5 % of every bucket, below the ratio.
 	var tasks []api.LocalDeleteTask
@@ -655,7 +656,7 @@ func TestRefusedPutsStartGCWhateverTheWatermarks(t *testing.T) {
 		}
 	}
 	// The tombstones' own wake finds nothing that qualifies.
-	waitFor(t, "the pass the tombstones woke", func() bool { return s.GCStats().Passes > passes })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return s.GCStats().Passes > passes }, "the pass the tombstones woke")
 	if st, u := s.GCStats(), s.Usage(); st.Rounds != 0 || u.DeadBytes == 0 {
 		t.Fatalf("GC ran before any put was refused (the scenario needs it not to): %+v %+v", st, u)
 	}
@@ -663,7 +664,7 @@ func TestRefusedPutsStartGCWhateverTheWatermarks(t *testing.T) {
 
 	// A refused put wakes GC, which reclaims the dead bytes; puts are
 	// taken again.
-	waitFor(t, "a put to succeed after refusals", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		if err := put(); err != nil {
 			if api.CodeOf(storeError(err)) != api.CodeNoSpace {
 				t.Fatalf("put %d: %v", n, err)
@@ -671,12 +672,12 @@ func TestRefusedPutsStartGCWhateverTheWatermarks(t *testing.T) {
 			return false
 		}
 		return true
-	})
+	}, "a put to succeed after refusals")
 	// CleanupPending is set with the index switch that drops the dead
 	// bytes and cleared once the sources are unlinked.
-	waitFor(t, "every dead byte reclaimed and its files gone", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
-	})
+	}, "every dead byte reclaimed and its files gone")
 	if st := s.GCStats(); st.PutsRefusedPasses == 0 || st.Rounds == 0 || st.LastError != "" {
 		t.Fatalf("after the refusal: %+v, want rounds started by refused puts reclaiming the %d dead bytes", st, deadBefore)
 	}
@@ -725,9 +726,9 @@ func TestRefusedPutsWithNoRoundThatFitsAreLogged(t *testing.T) {
 	if err := s.Put("more", "t", incN(1000), valueOf("k", valueSize)); api.CodeOf(storeError(err)) != api.CodeNoSpace {
 		t.Fatalf("put with half the bucket dead and no merge that fits: %v, want NO_SPACE", err)
 	}
-	waitFor(t, "the stuck GC to be logged", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		return logs.count("no GC round that reclaims the dead bytes fits the free space") == 1
-	})
+	}, "the stuck GC to be logged")
 	if l := logs.lines("no GC round")[0]; !strings.Contains(l, "dead_bytes=") || !strings.Contains(l, "merge_budget_bytes=") {
 		t.Fatalf("the warning does not name the dead bytes and the merge budget: %s", l)
 	}
@@ -767,7 +768,7 @@ func TestRefusedPutsOnASmallDiskPunchDeadBytes(t *testing.T) {
 		t.Fatalf("%d buckets, want the one default-sized bucket", len(b))
 	}
 	n := uint64(100)
-	waitFor(t, "a put to succeed after refusals", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		n++
 		if err := s.Put(fmt.Sprintf("new%d", n), "t", incN(n), valueOf("k", size)); err != nil {
 			if api.CodeOf(storeError(err)) != api.CodeNoSpace {
@@ -776,12 +777,12 @@ func TestRefusedPutsOnASmallDiskPunchDeadBytes(t *testing.T) {
 			return false
 		}
 		return true
-	})
+	}, "a put to succeed after refusals")
 	// CleanupPending is set with the index switch that drops the dead
 	// bytes and cleared once the sources are unlinked.
-	waitFor(t, "every dead byte reclaimed and its files gone", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
-	})
+	}, "every dead byte reclaimed and its files gone")
 	st := s.GCStats()
 	if st.BytesPunched < (objects/2)*size || st.Rounds == 0 || st.LastError != "" {
 		t.Fatalf("want the dead bytes punched and then merged away: %+v", st)
@@ -879,9 +880,9 @@ func TestMergeThatDoesNotFitPunchesDeadBytesFirst(t *testing.T) {
 				tasks = append(tasks, task(s, i, fmt.Sprintf("k%02d", i), incN(i)))
 			}
 			wantOutcomes(t, s.BatchMarkDeleted(tasks), slices.Repeat([]api.AckOutcome{api.AckRemoved}, len(tasks))...)
-			waitFor(t, "every dead byte reclaimed and its files gone", func() bool {
+			testutil.WaitFor(t, 10*time.Second, func() bool {
 				return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
-			})
+			}, "every dead byte reclaimed and its files gone")
 			if st := s.GCStats(); st.PutsRefusedPasses != 0 || st.BytesPunched < (objects/2)*size || st.Rounds == 0 {
 				t.Fatalf("want the dead bytes punched, then merged, with no put refused: %+v", st)
 			}

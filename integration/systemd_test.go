@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sexton/internal/testutil"
 )
 
 // notifyListener is what systemd listens on for a Type=notify unit: a
@@ -121,14 +123,14 @@ func TestSystemdNotify(t *testing.T) {
 	if !strings.Contains(all, "STATUS=starting: no leader known") || strings.Count(all, "WATCHDOG=1") < 3 {
 		t.Fatalf("a master without quorum: want keep-alives and a starting status, got %q\n%s", seen, tail(m1.p.logText(), 2000))
 	}
-	if code, body := httpGet(t, "http://"+m1.http+"/readyz"); code == 200 {
+	if code, body := testutil.HTTPGet(t, nil, "http://"+m1.http+"/readyz"); code == 200 {
 		t.Fatalf("/readyz is %d %q without a quorum", code, body)
 	}
 
 	start(m2)
 	readyNow := func(n *node) func() error {
 		return func() error {
-			if code, body := httpGet(t, "http://"+n.http+"/readyz"); code != 200 {
+			if code, body := testutil.HTTPGet(t, nil, "http://"+n.http+"/readyz"); code != 200 {
 				return fmt.Errorf("%s /readyz: %d %s", n.id, code, body)
 			}
 			return nil

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"crypto/tls"
-	"io"
 	"math/big"
 	"net/http"
 	"os"
@@ -14,8 +13,8 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
-	"sexton/internal/tlsconf/tlstest"
 	"sexton/transport"
 )
 
@@ -23,22 +22,13 @@ func tlsArgs(f tlsconf.Files) []string {
 	return []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-ca", f.CA}
 }
 
-func issue(t *testing.T, ca *tlstest.CA, name string) tlsconf.Files {
+func issue(t *testing.T, ca *testutil.CA, name string) tlsconf.Files {
 	t.Helper()
 	f, err := ca.Issue(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return f
-}
-
-func clientTLS(t *testing.T, f tlsconf.Files) *tls.Config {
-	t.Helper()
-	src, err := tlsconf.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src.ClientConfig()
 }
 
 // serverSerial is the serial of the certificate addr presents to a new
@@ -64,15 +54,8 @@ func serverSerial(t *testing.T, addr string, cfg *tls.Config) *big.Int {
 // The masters' Raft traffic runs over the same mutual TLS (the Raft stream
 // layer), so the failover here is elected and replicated over TLS.
 func TestMutualTLSEverywhere(t *testing.T) {
+	ca, other := testutil.NewCAs(t)
 	dir := t.TempDir()
-	ca, err := tlstest.NewCA(dir, "cluster")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := tlstest.NewCA(dir, "other")
-	if err != nil {
-		t.Fatal(err)
-	}
 	master, err := ca.IssueMaster("master", "m1", "m2", "m3")
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +102,7 @@ func TestMutualTLSEverywhere(t *testing.T) {
 	}
 	for _, addr := range []string{c.nodes[0].rpcAddr, h1.addr} {
 		dctx, dcancel := ctxT(5 * time.Second)
-		_, err := transport.Dial(dctx, addr, transport.ClientConfig{TLS: clientTLS(t, intruder)})
+		_, err := transport.Dial(dctx, addr, transport.ClientConfig{TLS: testutil.LoadTLS(t, intruder).ClientConfig()})
 		dcancel()
 		if api.CodeOf(err) != api.CodeUnauthenticated {
 			t.Fatalf("%s: a client of another CA: %v", addr, err)
@@ -166,14 +149,14 @@ func TestMutualTLSEverywhere(t *testing.T) {
 		_ = m.cmd.Process.Signal(syscall.SIGHUP)
 	}
 	_ = h1.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, 10*time.Second, "masters log the reload", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		for _, m := range c.nodes {
 			if !strings.Contains(m.logText(), "TLS material reloaded") {
 				return false
 			}
 		}
 		return strings.Contains(h1.logText(), "TLS material reloaded")
-	})
+	}, "masters log the reload")
 	after := serverSerial(t, m1.rpcAddr, c.tlsClient)
 	if before.Cmp(after) == 0 {
 		t.Fatalf("after SIGHUP new connections still get certificate serial %v", before)
@@ -185,7 +168,7 @@ func TestMutualTLSEverywhere(t *testing.T) {
 	if _, err := holderStatusWith(h1.addr, c.cc()); err != nil || !h1.running() {
 		t.Fatalf("holder after SIGHUP: running %v, %v", h1.running(), err)
 	}
-	if got := httpsGet(t, "https://"+m1.httpAddr+"/metrics", c.tlsClient); !strings.Contains(got, `sexton_tls_reloads_total{result="ok"} 1`) {
+	if _, got := testutil.HTTPGet(t, &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: c.tlsClient.Clone(), DisableKeepAlives: true}}, "https://"+m1.httpAddr+"/metrics"); !strings.Contains(got, `sexton_tls_reloads_total{result="ok"} 1`) {
 		t.Fatalf("/metrics after one reload:\n%s", grepLines(got, "sexton_tls_reloads_total"))
 	}
 
@@ -234,29 +217,6 @@ func copyFile(t *testing.T, from, to string) {
 	if err := os.Rename(tmp, to); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func httpsGet(t *testing.T, url string, cfg *tls.Config) string {
-	t.Helper()
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg.Clone(), DisableKeepAlives: true}}
-	resp, err := hc.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }
 
 func grepLines(s, sub string) string {

@@ -458,18 +458,6 @@ func (f *follower) seen() []api.LocalDeleteTask {
 	return append([]api.LocalDeleteTask(nil), f.fetched...)
 }
 
-// eventually polls cond every 10 ms until it holds or d passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // ports is this package's own range: test packages run as parallel
 // processes, and two picking from one range could collide.
 var ports = testport.Range{Lo: 20000, Hi: 26000}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 )
 
 // While the registry is full, abandoned puts cannot be revoked (their
@@ -47,10 +48,10 @@ func TestAbandonedPutRevocationWaitsForRegistryRoom(t *testing.T) {
 
 	// Drain: the holder acks every task; the revokes follow.
 	f := h.follow(t, ackAll(api.AckRemoved))
-	eventually(t, 10*time.Second, "abandoned puts revoked once the registry drained", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		st := leader.FSM().Stats()
 		return st.PendingPuts == 0 && st.PendingTasks == 0
-	})
+	}, "abandoned puts revoked once the registry drained")
 	// Each revoke queued the delete of its put's replica, and the holder
 	// got it: five tasks, one per key.
 	keys := map[string]bool{}

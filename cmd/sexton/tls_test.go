@@ -5,17 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"sexton/internal/tlsconf/tlstest"
+	"sexton/internal/testutil"
 )
 
 // The master's TLS flags fail closed: a partial set, an unknown
 // --tls-client-auth, or require without TLS are usage errors naming the
 // flag; a complete set loads.
 func TestMasterTLSFlags(t *testing.T) {
-	ca, err := tlstest.NewCA(t.TempDir(), "c")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := testutil.NewTestCA(t, "c")
 	f, err := ca.Issue("m")
 	if err != nil {
 		t.Fatal(err)
@@ -47,10 +44,7 @@ func TestMasterTLSFlags(t *testing.T) {
 // A client may give --tls-ca alone (no certificate); a certificate
 // without its key is refused.
 func TestClientTLSFlags(t *testing.T) {
-	ca, err := tlstest.NewCA(t.TempDir(), "c")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := testutil.NewTestCA(t, "c")
 	f, _ := ca.Issue("cli")
 	if c, err := (&tlsFlags{ca: f.CA}).clientConfig(); err != nil || c == nil || c.RootCAs == nil {
 		t.Fatalf("--tls-ca alone: %v %v", c, err)

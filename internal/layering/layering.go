@@ -2,6 +2,7 @@ package layering
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -45,6 +46,21 @@ func Check(layers [][]string, pkgs []Package) []string {
 				problems = append(problems, fmt.Sprintf("%s imports %s, which is in no layer of the table (internal/layering.Layers): add it where it belongs", p.Path, imp))
 			} else if to > from {
 				problems = append(problems, fmt.Sprintf("%s (layer %d) imports %s (layer %d): a package imports only its own layer or lower ones; move the code that needs %s up, or what it needs down", p.Path, from, imp, to, imp))
+			}
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+// CheckTestOnly reports every package that imports one of testOnly,
+// sorted; pkgs carry their non-test imports only.
+func CheckTestOnly(testOnly []string, pkgs []Package) []string {
+	var problems []string
+	for _, p := range pkgs {
+		for _, imp := range p.Imports {
+			if slices.Contains(testOnly, imp) {
+				problems = append(problems, fmt.Sprintf("%s imports %s, which only tests may import (internal/layering.TestOnly): move what it needs out of the test support", p.Path, imp))
 			}
 		}
 	}

@@ -61,10 +61,15 @@ func goList(t *testing.T, tags string) []Package {
 }
 
 // TestNoUpwardImports: no package of the module imports a package of a
-// higher layer, in the default build or with the testhooks tag.
+// higher layer, or a package of test support, in the default build or
+// with the testhooks tag.
 func TestNoUpwardImports(t *testing.T) {
 	for _, tags := range []string{"", "testhooks"} {
-		for _, p := range Check(Layers, goList(t, tags)) {
+		pkgs := goList(t, tags)
+		for _, p := range Check(Layers, pkgs) {
+			t.Errorf("tags %q: %s", tags, p)
+		}
+		for _, p := range CheckTestOnly(TestOnly, pkgs) {
 			t.Errorf("tags %q: %s", tags, p)
 		}
 	}
@@ -96,5 +101,18 @@ func TestCheckRefusesUpwardImports(t *testing.T) {
 		if !strings.HasPrefix(got[i], want[i]) {
 			t.Errorf("problem %d = %q, want it to start %q", i, got[i], want[i])
 		}
+	}
+}
+
+// TestCheckTestOnlyRefusesShippedImports: a package that imports test
+// support is refused; the test support importing its own leaves is not.
+func TestCheckTestOnlyRefusesShippedImports(t *testing.T) {
+	got := CheckTestOnly([]string{"internal/testutil"}, []Package{
+		{Path: "internal/testutil", Imports: []string{"internal/tlsconf"}},
+		{Path: "master", Imports: []string{"api", "internal/testutil"}},
+		{Path: "api"},
+	})
+	if len(got) != 1 || !strings.HasPrefix(got[0], "master imports internal/testutil, which only tests may import") {
+		t.Fatalf("CheckTestOnly = %q, want master's import of internal/testutil refused alone", got)
 	}
 }
