@@ -146,7 +146,7 @@ func boundsRemove(c *Remove, b bounder) error {
 			return err
 		}
 	}
-	if len(c.IfInc) != 0 && len(c.IfInc) != len(c.Keys) {
+	if !api.IfIncarnationsFit(c.IfInc, len(c.Keys)) {
 		return b.bad("%d expected incarnations for %d keys", len(c.IfInc), len(c.Keys))
 	}
 	return removeSpansBounded(b, c)
