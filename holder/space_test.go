@@ -1,7 +1,6 @@
 package holder
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -39,22 +38,7 @@ const (
 )
 
 // syncBuffer is a log sink tests read while the holder writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+type syncBuffer struct{ testutil.SyncBuffer }
 
 func (b *syncBuffer) count(substr string) int { return strings.Count(b.String(), substr) }
 

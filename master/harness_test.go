@@ -18,7 +18,6 @@ package master
 // Everything is torn down by t.Cleanup.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -34,6 +33,7 @@ import (
 	"sexton/api"
 	"sexton/fsm"
 	"sexton/internal/testport"
+	"sexton/internal/testutil"
 	"sexton/transport"
 )
 
@@ -54,7 +54,7 @@ type testCluster struct {
 	nodes []*Node // nil while a node is stopped
 	// Client follows the leader across all nodes' RPC addresses.
 	Client *transport.ClusterClient
-	logs   *lockedBuffer
+	logs   *testutil.SyncBuffer
 }
 
 // startCluster starts n (1 or 3) masters bootstrapped together and waits
@@ -62,7 +62,7 @@ type testCluster struct {
 // second); opts adjust every node's Config before it starts.
 func startCluster(t testing.TB, n int, opts ...func(*Config)) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, logs: &lockedBuffer{}}
+	tc := &testCluster{t: t, logs: masterLogs()}
 	var peers []Peer
 	for i := 0; i < n; i++ {
 		peers = append(peers, Peer{ID: fmt.Sprintf("m%d", i+1), RaftAddr: freeAddr(t)})
@@ -467,29 +467,15 @@ func freeAddr(t testing.TB) string {
 	return ports.Addr(t)
 }
 
-// lockedBuffer collects the masters' logs; they are printed when a test
-// fails.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// masterLogs collects the masters' logs; they are printed when a test
+// fails, and as they come with SEXTON_TEST_MASTER_LOG set.
+func masterLogs() *testutil.SyncBuffer {
+	b := &testutil.SyncBuffer{}
 	if os.Getenv("SEXTON_TEST_MASTER_LOG") != "" {
-		os.Stderr.Write(p)
+		b.Tee = os.Stderr
 	}
-	return l.b.Write(p)
+	return b
 }
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]byte(nil), l.b.Bytes()...)
-}
-
-func (l *lockedBuffer) String() string { return string(l.Bytes()) }
 
 // putMany puts keys (one LOCAL_DISK replica each) in batches of
 // MaxBatchPutItems.

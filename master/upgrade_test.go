@@ -229,7 +229,7 @@ func TestUpgradeFromBeforeReplicatedSettings(t *testing.T) {
 // was: started again with the flag it restores and replays the old
 // build's state.
 func TestUpgradeWithoutTheOldCapacityRefusesToStart(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := masterLogs()
 	raftAddr := freeAddr(t)
 	cfg := Config{
 		ID: "m1", DataDir: filepath.Join(t.TempDir(), "m1"), RaftAddr: raftAddr, RPCAddr: freeAddr(t),

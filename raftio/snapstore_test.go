@@ -14,13 +14,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"sexton/holder/fsys"
+	"sexton/internal/testutil"
 	"sexton/raftio/raftiotest"
 )
 
@@ -31,22 +31,7 @@ var snapTestConf = raft.Configuration{Servers: []raft.Server{
 }}
 
 // logBuf is a logger writing into a buffer the test can read.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuf struct{ testutil.SyncBuffer }
 
 func (l *logBuf) logger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Output: l, Level: hclog.Info})
