@@ -77,17 +77,24 @@ func startFakeMaster(t *testing.T, key []byte, opts ...func(*fakeMaster)) *fakeM
 		m.acked = append(m.acked, req.Results...)
 		return &api.AckTasksResponse{}, nil
 	})
-	transport.Register(m.srv, api.MethodReconcileLocalDiskObjects, func(_ context.Context, _ *api.ReconcileRequest) (*api.ReconcileResponse, error) {
+	m.ln = serveFakeMaster(t, m.srv)
+	return m
+}
+
+// serveFakeMaster answers reconciliation with nothing to drop and serves
+// srv on a loopback port until the test ends.
+func serveFakeMaster(t *testing.T, srv *transport.Server) net.Listener {
+	t.Helper()
+	transport.Register(srv, api.MethodReconcileLocalDiskObjects, func(_ context.Context, _ *api.ReconcileRequest) (*api.ReconcileResponse, error) {
 		return &api.ReconcileResponse{}, nil
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.ln = ln
-	go func() { _ = m.srv.Serve(ln) }()
-	t.Cleanup(func() { _ = m.srv.Close() })
-	return m
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln
 }
 
 func (m *fakeMaster) ackedCount() int {

@@ -121,16 +121,7 @@ func startTaskMaster(t *testing.T) *taskMaster {
 		}
 		return &api.AckTasksResponse{Dropped: n}, nil
 	})
-	transport.Register(m.srv, api.MethodReconcileLocalDiskObjects, func(_ context.Context, _ *api.ReconcileRequest) (*api.ReconcileResponse, error) {
-		return &api.ReconcileResponse{}, nil
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.ln = ln
-	go func() { _ = m.srv.Serve(ln) }()
-	t.Cleanup(func() { _ = m.srv.Close() })
+	m.ln = serveFakeMaster(t, m.srv)
 	return m
 }
 
@@ -739,22 +730,14 @@ func TestRefusedPutsOnASmallDiskPunchDeadBytes(t *testing.T) {
 	if err := s.StartGC(gc, nil); err != nil {
 		t.Fatal(err)
 	}
-	const objects, size = 20, 1_000_000
-	for i := uint64(1); i <= objects; i++ {
-		mustPut(t, s, fmt.Sprintf("k%02d", i), incN(i), valueOf("k", size))
-	}
-	var tasks []api.LocalDeleteTask
-	for i := uint64(1); i <= objects; i += 2 {
-		tasks = append(tasks, task(s, i, fmt.Sprintf("k%02d", i), incN(i)))
-	}
-	wantOutcomes(t, s.BatchMarkDeleted(tasks), slices.Repeat([]api.AckOutcome{api.AckRemoved}, len(tasks))...)
+	putAndRemoveOdd(t, s)
 	if b := s.BucketStats(); len(b) != 1 {
 		t.Fatalf("%d buckets, want the one default-sized bucket", len(b))
 	}
 	n := uint64(100)
 	testutil.WaitFor(t, 10*time.Second, func() bool {
 		n++
-		if err := s.Put(fmt.Sprintf("new%d", n), "t", incN(n), valueOf("k", size)); err != nil {
+		if err := s.Put(fmt.Sprintf("new%d", n), "t", incN(n), valueOf("k", punchSize)); err != nil {
 			if api.CodeOf(storeError(err)) != api.CodeNoSpace {
 				t.Fatalf("put: %v", err)
 			}
@@ -768,16 +751,16 @@ func TestRefusedPutsOnASmallDiskPunchDeadBytes(t *testing.T) {
 		return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
 	}, "every dead byte reclaimed and its files gone")
 	st := s.GCStats()
-	if st.BytesPunched < (objects/2)*size || st.Rounds == 0 || st.LastError != "" {
+	if st.BytesPunched < (punchObjects/2)*punchSize || st.Rounds == 0 || st.LastError != "" {
 		t.Fatalf("want the dead bytes punched and then merged away: %+v", st)
 	}
-	for i := uint64(1); i <= objects; i++ {
+	for i := uint64(1); i <= punchObjects; i++ {
 		key := fmt.Sprintf("k%02d", i)
 		if i%2 == 1 {
 			wantRefused(t, s, key, incN(i))
 			continue
 		}
-		mustGet(t, s, key, incN(i), valueOf("k", size))
+		mustGet(t, s, key, incN(i), valueOf("k", punchSize))
 	}
 	t.Logf("gc %+v; space %+v", st, s.SpaceStats())
 }
@@ -837,6 +820,24 @@ func TestGCTargetValidationSkipsTombstonedRecords(t *testing.T) {
 	}
 }
 
+// punchObjects objects of punchSize bytes fill one bucket of the 32 MiB
+// tmpfs of the punching tests (putAndRemoveOdd).
+const punchObjects, punchSize = 20, 1_000_000
+
+// putAndRemoveOdd puts k01…k20 and removes the odd ones: half the
+// bucket's bytes dead.
+func putAndRemoveOdd(t *testing.T, s *Store) {
+	t.Helper()
+	for i := uint64(1); i <= punchObjects; i++ {
+		mustPut(t, s, fmt.Sprintf("k%02d", i), incN(i), valueOf("k", punchSize))
+	}
+	var tasks []api.LocalDeleteTask
+	for i := uint64(1); i <= punchObjects; i += 2 {
+		tasks = append(tasks, task(s, i, fmt.Sprintf("k%02d", i), incN(i)))
+	}
+	wantOutcomes(t, s.BatchMarkDeleted(tasks), slices.Repeat([]api.AckOutcome{api.AckRemoved}, len(tasks))...)
+}
+
 // The same disk when no put is refused: a merge that qualifies but does
 // not fit the free space punches its dead records out first, then runs,
 // and the next put is taken at the first try. With a capacity, usage is at
@@ -855,22 +856,14 @@ func TestMergeThatDoesNotFitPunchesDeadBytesFirst(t *testing.T) {
 			if err := s.StartGC(gc, nil); err != nil {
 				t.Fatal(err)
 			}
-			const objects, size = 20, 1_000_000
-			for i := uint64(1); i <= objects; i++ {
-				mustPut(t, s, fmt.Sprintf("k%02d", i), incN(i), valueOf("k", size))
-			}
-			var tasks []api.LocalDeleteTask
-			for i := uint64(1); i <= objects; i += 2 {
-				tasks = append(tasks, task(s, i, fmt.Sprintf("k%02d", i), incN(i)))
-			}
-			wantOutcomes(t, s.BatchMarkDeleted(tasks), slices.Repeat([]api.AckOutcome{api.AckRemoved}, len(tasks))...)
+			putAndRemoveOdd(t, s)
 			testutil.WaitFor(t, 10*time.Second, func() bool {
 				return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
 			}, "every dead byte reclaimed and its files gone")
-			if st := s.GCStats(); st.PutsRefusedPasses != 0 || st.BytesPunched < (objects/2)*size || st.Rounds == 0 {
+			if st := s.GCStats(); st.PutsRefusedPasses != 0 || st.BytesPunched < (punchObjects/2)*punchSize || st.Rounds == 0 {
 				t.Fatalf("want the dead bytes punched, then merged, with no put refused: %+v", st)
 			}
-			mustPut(t, s, "next", incN(100), valueOf("k", size))
+			mustPut(t, s, "next", incN(100), valueOf("k", punchSize))
 		})
 	}
 }

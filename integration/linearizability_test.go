@@ -187,6 +187,24 @@ func clientOutcome(err error) string {
 	return ""
 }
 
+// putOutcome is clientOutcome for a put, whose NOT_FOUND (the PutEnd of
+// a revoked put) did nothing.
+func putOutcome(err error) string {
+	if out := clientOutcome(err); out != "absent" {
+		return out
+	}
+	return ""
+}
+
+// getOutcome is clientOutcome for a get: a read that got no answer says
+// nothing.
+func getOutcome(err error) string {
+	if out := clientOutcome(err); out != "unknown" {
+		return out
+	}
+	return ""
+}
+
 // registerWorkload runs clients doing put/get/rm on keys until stop closes.
 func registerWorkload(t *testing.T, c *cluster, h *history, clients int, keys []string, seed uint64, stop <-chan struct{}) (getErrors *atomic.Int64, wait func()) {
 	getErrors = &atomic.Int64{}
@@ -204,20 +222,14 @@ func registerWorkload(t *testing.T, c *cluster, h *history, clients int, keys []
 			case r < 4:
 				v := fmt.Sprintf("c%d-%d", w, n)
 				_, err := cl.Put(ctx, key, []byte(v), client.PutOptions{})
-				out := clientOutcome(err)
-				if out == "absent" {
-					out = "" // a put's NOT_FOUND (PutEnd of a revoked put) did nothing
-				}
+				out := putOutcome(err)
 				if out == "" && err != nil && api.CodeOf(err) != api.CodeObjectAlreadyExists {
 					t.Logf("put %s: %v", key, err)
 				}
 				h.record(w, regOp{Kind: "put", Key: key, Value: v}, call, regOut{Outcome: out})
 			case r < 7:
 				v, _, err := cl.Get(ctx, key)
-				out := clientOutcome(err)
-				if out == "unknown" {
-					out = "" // a read that got no answer says nothing
-				}
+				out := getOutcome(err)
 				if out == "" {
 					getErrors.Add(1)
 					t.Logf("get %s: %v", key, err)

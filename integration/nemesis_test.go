@@ -457,20 +457,14 @@ func nemesisWorkload(t *testing.T, nc *nemesisCluster, h *history, clients int, 
 			case r < 4:
 				v := fmt.Sprintf("c%d-%d", w, n)
 				_, err := cl.Put(ctx, key, nemesisValue(v), client.PutOptions{Pool: "nem", Replicas: 1 + rng.IntN(2)})
-				out := clientOutcome(err)
-				if out == "absent" {
-					out = "" // a put's NOT_FOUND (PutEnd of a revoked put) did nothing
-				}
+				out := putOutcome(err)
 				if out == "" {
 					failures.add("put", err)
 				}
 				h.record(w, regOp{Kind: "put", Key: key, Value: v}, call, regOut{Outcome: out})
 			case r < 7:
 				body, _, err := cl.Get(ctx, key)
-				out := clientOutcome(err)
-				if out == "unknown" {
-					out = "" // a read that got no answer says nothing
-				}
+				out := getOutcome(err)
 				if out == "" {
 					failures.add("get", err)
 				}

@@ -233,17 +233,7 @@ func TestRaftTLSCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreignCert, err := tls.LoadX509KeyPair(foreign.Cert, foreign.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := raft.NewNetworkTransport(certDialer{ln, foreignCert}, 1, 2*time.Second, io.Discard)
-	t.Cleanup(func() { _ = tr.Close() })
-	aeErr, rvErr = injectHigherTerm(t, tr, raft.ServerAddress(tc.cfgs[fi].RaftAddr), tc.cfgs[(li+2)%3].ID, before)
+	aeErr, rvErr = injectHigherTerm(t, certTransport(t, foreign), raft.ServerAddress(tc.cfgs[fi].RaftAddr), tc.cfgs[(li+2)%3].ID, before)
 	if aeErr == nil || rvErr == nil {
 		t.Errorf("a dialer with another CA's certificate was answered: %v, %v", aeErr, rvErr)
 	}
@@ -365,6 +355,23 @@ func (d certDialer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn,
 	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(a), &tls.Config{Certificates: []tls.Certificate{d.cert}, InsecureSkipVerify: true})
 }
 
+// certTransport is an intruder's Raft transport that dials with the
+// certificate of f and trusts any server.
+func certTransport(t *testing.T, f tlsconf.Files) *raft.NetworkTransport {
+	t.Helper()
+	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := raft.NewNetworkTransport(certDialer{ln, cert}, 1, 2*time.Second, io.Discard)
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
+}
+
 // TestRaftTLSRefusesNonMasterCertificates: with TLS, a certificate of the
 // cluster's own CA that does not name a master of the configuration — a
 // client-only one, a holder's — cannot send a follower a TimeoutNow or a
@@ -389,16 +396,7 @@ func TestRaftTLSRefusesNonMasterCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []tlsconf.Files{clientOnly, holder} {
-		cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := raft.NewNetworkTransport(certDialer{ln, cert}, 1, 2*time.Second, io.Discard)
-		t.Cleanup(func() { _ = tr.Close() })
+		tr := certTransport(t, f)
 		hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(leader.cfg.ID), Addr: []byte(tc.cfgs[li].RaftAddr)}
 		var tnResp raft.TimeoutNowResponse
 		tnErr := tr.TimeoutNow(raft.ServerID(victim.cfg.ID), target, &raft.TimeoutNowRequest{RPCHeader: hdr}, &tnResp)
