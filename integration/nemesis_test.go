@@ -215,15 +215,7 @@ func (nc *nemesisCluster) findLeader() int {
 
 // signalNoWait sends sig to p's current process, if it runs.
 func signalNoWait(p *proc, sig syscall.Signal) {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	select {
-	case <-done:
-	default:
+	if cmd, _ := p.live(); cmd != nil {
 		_ = cmd.Process.Signal(sig)
 	}
 }

@@ -240,6 +240,22 @@ func TestFullSingleMasterStaysCalmAndRecovers(t *testing.T) {
 	})
 }
 
+// removeEach is a poke that removes the next of keys each call, failing
+// the test when the removal fails (with m3 full, the others commit it) or
+// no key is left.
+func removeEach(t *testing.T, tc *testCluster, keys []string) func() {
+	return func() {
+		t.Helper()
+		if len(keys) == 0 {
+			t.Fatalf("no keys left to remove")
+		}
+		if err := tc.remove(keys[0]); err != nil {
+			t.Fatalf("remove %s with m3 full: %v", keys[0], err)
+		}
+		keys = keys[1:]
+	}
+}
+
 // startFullM3Cluster starts three masters of which m3 has the fault, with
 // m3 leading or not as asked, and puts some objects to remove later.
 func startFullM3Cluster(t *testing.T, fault diskFault, m3Leads bool) (*testCluster, []string) {
@@ -282,16 +298,7 @@ func TestFullFollowerDoesNotDisruptCluster(t *testing.T) {
 		leader := tc.node(li)
 
 		fault.Fill(t)
-		removeNext := func() {
-			t.Helper()
-			if len(keys) == 0 {
-				t.Fatalf("no keys left to remove")
-			}
-			if err := tc.remove(keys[0]); err != nil {
-				t.Fatalf("remove %s with m3 full: %v", keys[0], err)
-			}
-			keys = keys[1:]
-		}
+		removeNext := removeEach(t, tc, keys)
 		waitCannotWriteReported(t, full, padded(t, tc, fault, removeNext))
 		leaderTerm, fullTerm := leader.raft.CurrentTerm(), full.raft.CurrentTerm()
 		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
@@ -364,16 +371,7 @@ func TestFullLeaderStepsAsideForGood(t *testing.T) {
 			}
 			return err == nil && tc.leaderIndex(t) != 2
 		}, "a healthy node to lead and commit removes")
-		removeNext := func() {
-			t.Helper()
-			if len(keys) == 0 {
-				t.Fatalf("no keys left to remove")
-			}
-			if err := tc.remove(keys[0]); err != nil {
-				t.Fatalf("remove %s with m3 full: %v", keys[0], err)
-			}
-			keys = keys[1:]
-		}
+		removeNext := removeEach(t, tc, keys)
 		waitCannotWriteReported(t, full, padded(t, tc, fault, removeNext))
 		li := tc.leaderIndex(t)
 		leader := tc.node(li)

@@ -165,6 +165,20 @@ func (tc *testCluster) node(i int) *Node { return tc.nodes[i] }
 
 // waitLeader waits until exactly one running node is the ready leader and
 // returns it.
+// waitAllApplied waits until every node has applied what the leader has.
+func (tc *testCluster) waitAllApplied(t testing.TB, what string) {
+	t.Helper()
+	leader := tc.waitLeader(t)
+	testutil.WaitFor(t, harnessTimeout, func() bool {
+		for _, n := range tc.nodes {
+			if n.fsm.Stats().AppliedIndex < leader.fsm.Stats().AppliedIndex {
+				return false
+			}
+		}
+		return true
+	}, what)
+}
+
 func (tc *testCluster) waitLeader(t testing.TB) *Node {
 	t.Helper()
 	return tc.nodes[tc.leaderIndex(t)]

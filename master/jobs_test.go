@@ -126,10 +126,7 @@ func TestPrefixDeleteJobCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Nobody acks: the job stalls after the registry's first 90 slots.
-	testutil.WaitFor(t, 20*time.Second, func() bool {
-		j, _ := tc.waitLeader(t).fsm.Job(job.ID)
-		return j.State == api.JobPausedRegistryFull
-	}, "job paused")
+	tc.waitJobState(t, job.ID, api.JobPausedRegistryFull)
 	j, err := tc.cancelJob(job.ID)
 	if err != nil || j.State != api.JobCancelled {
 		t.Fatalf("cancel: %+v %v", j, err)
@@ -184,10 +181,7 @@ func TestPrefixDeleteKeepsAPutAcknowledgedAfterItsStart(t *testing.T) {
 	}
 	// The leader has scanned and removed up to the reserve; the puts'
 	// keys lie after its cursor.
-	testutil.WaitFor(t, 20*time.Second, func() bool {
-		j, _ := tc.waitLeader(t).fsm.Job(job.ID)
-		return j.State == api.JobPausedRegistryFull
-	}, "job paused")
+	tc.waitJobState(t, job.ID, api.JobPausedRegistryFull)
 	for i, k := range []string{newKey, overwritten} {
 		if err := tc.call(api.MethodPutEnd, &api.PutEndRequest{Key: k, Incarnation: started[i].Incarnation}, &api.Empty{}); err != nil {
 			t.Fatalf("PutEnd %s: %v", k, err)
@@ -233,10 +227,7 @@ func TestPrefixDeleteLeavesTheReserveWithReplicatedKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 20*time.Second, func() bool {
-		j, _ := tc.waitLeader(t).fsm.Job(job.ID)
-		return j.State == api.JobPausedRegistryFull
-	}, "job paused")
+	tc.waitJobState(t, job.ID, api.JobPausedRegistryFull)
 	st := tc.waitLeader(t).fsm.Stats()
 	if limit := capacity - fsm.JobRegistryReserve(capacity); st.PendingTasks > limit {
 		t.Fatalf("job filled %d of %d slots, past the clients' reserve (%d)", st.PendingTasks, capacity, limit)
@@ -269,6 +260,15 @@ func (tc *testCluster) callRetry(method string, req any, setSession func(api.Ses
 		}
 		return err
 	}
+}
+
+// waitJobState waits until the leader's fsm has job id in state.
+func (tc *testCluster) waitJobState(t *testing.T, id uint64, state string) {
+	t.Helper()
+	testutil.WaitFor(t, 20*time.Second, func() bool {
+		j, _ := tc.waitLeader(t).fsm.Job(id)
+		return j.State == state
+	}, fmt.Sprintf("job %d %s", id, state))
 }
 
 func (tc *testCluster) startJob(prefix string, all bool) (api.JobInfo, error) {

@@ -334,7 +334,15 @@ func TestRaftHandshakeRelayIsRefused(t *testing.T) {
 	}
 	waitRefused(t, victim, "accept", "identity", 2)
 	waitRefused(t, leader, "accept", "identity", 2)
-	time.Sleep(time.Second) // give any effect time to show
+	wantNothingMoved(t, tc, victim, before, leader, leaderBefore)
+}
+
+// wantNothingMoved gives an intruder's RPCs a second to show any effect,
+// then fails unless victim's view is still before and leader still leads
+// in its term.
+func wantNothingMoved(t *testing.T, tc *testCluster, victim *Node, before raftView, leader *Node, leaderBefore raftView) {
+	t.Helper()
+	time.Sleep(time.Second)
 	leaderNow := tc.waitLeader(t)
 	if after := viewOf(t, victim); after != before {
 		t.Errorf("follower changed: before %+v after %+v", before, after)
@@ -407,14 +415,7 @@ func TestRaftTLSRefusesNonMasterCertificates(t *testing.T) {
 		}
 	}
 	waitRefused(t, victim, "accept", "identity", 6)
-	time.Sleep(time.Second) // give any effect time to show
-	leaderNow := tc.waitLeader(t)
-	if after := viewOf(t, victim); after != before {
-		t.Errorf("follower changed: before %+v after %+v", before, after)
-	}
-	if leaderNow != leader || viewOf(t, leaderNow).term != leaderBefore.term {
-		t.Errorf("leadership changed: %s term %d → %s term %d", leader.cfg.ID, leaderBefore.term, leaderNow.cfg.ID, viewOf(t, leaderNow).term)
-	}
+	wantNothingMoved(t, tc, victim, before, leader, leaderBefore)
 	tc.commitOn(t, 1001, 0, 1, 2)
 }
 

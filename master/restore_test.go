@@ -54,15 +54,7 @@ func TestRestoreOfAFileTheFSMRefusesChangesNothing(t *testing.T) {
 	tc := startCluster(t, 3, func(c *Config) { c.RegistryCapacity = 2 })
 	tc.mountHolder(t, "seg-a", "")
 	mine := tc.put(t, "mine", 1, 1)
-	leader := tc.waitLeader(t)
-	testutil.WaitFor(t, harnessTimeout, func() bool {
-		for _, n := range tc.nodes {
-			if n.fsm.Stats().AppliedIndex < leader.fsm.Stats().AppliedIndex {
-				return false
-			}
-		}
-		return true
-	}, "every node applied the put")
+	tc.waitAllApplied(t, "every node applied the put")
 	before := make([]nodeState, len(tc.nodes))
 	for i, n := range tc.nodes {
 		before[i] = stateOf(n)

@@ -198,15 +198,7 @@ func TestUpgradeFromBeforeReplicatedSettings(t *testing.T) {
 	f := (tc.leaderIndex(t) + 1) % len(tc.nodes)
 	tc.stop(f)
 	tc.start(f)
-	leader := tc.waitLeader(t)
-	testutil.WaitFor(t, harnessTimeout, func() bool {
-		for _, n := range tc.nodes {
-			if n.fsm.Stats().AppliedIndex < leader.fsm.Stats().AppliedIndex {
-				return false
-			}
-		}
-		return true
-	}, "the restarted node caught up")
+	tc.waitAllApplied(t, "the restarted node caught up")
 	for _, n := range tc.nodes {
 		if err := holdsOldBuildState(n); err != nil {
 			t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"sexton/api"
-	"sexton/internal/tlsconf"
 	"sexton/internal/testutil"
+	"sexton/internal/tlsconf"
 )
 
 type tlsFixture struct {
