@@ -648,11 +648,7 @@ func TestRefusedPutsStartGCWhateverTheWatermarks(t *testing.T) {
 		}
 		return true
 	}, "a put to succeed after refusals")
-	// CleanupPending is set with the index switch that drops the dead
-	// bytes and cleared once the sources are unlinked.
-	testutil.WaitFor(t, 10*time.Second, func() bool {
-		return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
-	}, "every dead byte reclaimed and its files gone")
+	waitDeadReclaimed(t, s)
 	if st := s.GCStats(); st.PutsRefusedPasses == 0 || st.Rounds == 0 || st.LastError != "" {
 		t.Fatalf("after the refusal: %+v, want rounds started by refused puts reclaiming the %d dead bytes", st, deadBefore)
 	}
@@ -745,11 +741,7 @@ func TestRefusedPutsOnASmallDiskPunchDeadBytes(t *testing.T) {
 		}
 		return true
 	}, "a put to succeed after refusals")
-	// CleanupPending is set with the index switch that drops the dead
-	// bytes and cleared once the sources are unlinked.
-	testutil.WaitFor(t, 10*time.Second, func() bool {
-		return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
-	}, "every dead byte reclaimed and its files gone")
+	waitDeadReclaimed(t, s)
 	st := s.GCStats()
 	if st.BytesPunched < (punchObjects/2)*punchSize || st.Rounds == 0 || st.LastError != "" {
 		t.Fatalf("want the dead bytes punched and then merged away: %+v", st)
@@ -818,6 +810,16 @@ func TestGCTargetValidationSkipsTombstonedRecords(t *testing.T) {
 	if err := validate(); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("a target with a damaged live record: %v, want CORRUPT", err)
 	}
+}
+
+// waitDeadReclaimed waits until s has no dead bytes and no cleanup
+// pending: CleanupPending is set with the index switch that drops the
+// dead bytes and cleared once the sources are unlinked.
+func waitDeadReclaimed(t *testing.T, s *Store) {
+	t.Helper()
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
+	}, "every dead byte reclaimed and its files gone")
 }
 
 // punchObjects objects of punchSize bytes fill one bucket of the 32 MiB

@@ -6,13 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"sexton/api"
 	"sexton/fsm/dfsalloc"
+	"sexton/internal/testutil"
 	"sexton/transport"
 )
 
@@ -99,25 +99,12 @@ func value(key string, n int) []byte {
 // requireNoOverlap fails if two descriptors share a byte of one file.
 func requireNoOverlap(t *testing.T, ds map[string]api.DFSDescriptor) {
 	t.Helper()
-	type r struct {
-		key       string
-		path      string
-		off, size int64
-	}
-	var rs []r
+	var rs []testutil.FileRange
 	for k, d := range ds {
-		rs = append(rs, r{k, d.Path, d.Offset, d.AlignedSize})
+		rs = append(rs, testutil.FileRange{Who: k, Path: d.Path, Off: d.Offset, Size: d.AlignedSize})
 	}
-	sort.Slice(rs, func(i, j int) bool {
-		if rs[i].path != rs[j].path {
-			return rs[i].path < rs[j].path
-		}
-		return rs[i].off < rs[j].off
-	})
-	for i := 1; i < len(rs); i++ {
-		if rs[i].path == rs[i-1].path && rs[i-1].off+rs[i-1].size > rs[i].off {
-			t.Fatalf("%s [%d,+%d) overlaps %s [%d,+%d) in %s", rs[i].key, rs[i].off, rs[i].size, rs[i-1].key, rs[i-1].off, rs[i-1].size, rs[i].path)
-		}
+	if a, b, ok := testutil.Overlap(rs); ok {
+		t.Fatalf("%s [%d,+%d) overlaps %s [%d,+%d) in %s", b.Who, b.Off, b.Size, a.Who, a.Off, a.Size, b.Path)
 	}
 }
 

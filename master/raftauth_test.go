@@ -204,16 +204,23 @@ func (tc *testCluster) commitOn(t *testing.T, maxSessions int, on ...int) uint64
 	return want
 }
 
+// startTLSCluster starts three masters with certificates of ca, commits
+// on all of them, and returns the cluster with its leader's index and a
+// follower's.
+func startTLSCluster(t *testing.T, ca *testutil.CA) (tc *testCluster, li, fi int) {
+	t.Helper()
+	tc = startCluster(t, 3, slowElections, func(c *Config) { c.TLS = ca.MasterSource(t, c.ID) })
+	tc.commitOn(t, 1000, 0, 1, 2)
+	li = tc.leaderIndex(t)
+	return tc, li, (li + 1) % 3
+}
+
 // TestRaftTLSCluster: three masters with certificates of one CA elect a
 // leader and replicate over mutual TLS; a dialer with a certificate of
 // another CA, or with none, is refused and moves nothing.
 func TestRaftTLSCluster(t *testing.T) {
 	ca, other := testutil.NewCAs(t)
-	tc := startCluster(t, 3, slowElections, func(c *Config) { c.TLS = ca.MasterSource(t, c.ID) })
-	tc.commitOn(t, 1000, 0, 1, 2)
-
-	li := tc.leaderIndex(t)
-	fi := (li + 1) % 3
+	tc, li, fi := startTLSCluster(t, ca)
 	leader, victim := tc.node(li), tc.node(fi)
 	before, leaderBefore := viewOf(t, victim), viewOf(t, leader)
 
@@ -387,10 +394,7 @@ func certTransport(t *testing.T, f tlsconf.Files) *raft.NetworkTransport {
 // leader, the term and the state stay.
 func TestRaftTLSRefusesNonMasterCertificates(t *testing.T) {
 	ca := testutil.NewTestCA(t, "cluster")
-	tc := startCluster(t, 3, slowElections, func(c *Config) { c.TLS = ca.MasterSource(t, c.ID) })
-	tc.commitOn(t, 1000, 0, 1, 2)
-	li := tc.leaderIndex(t)
-	fi := (li + 1) % 3
+	tc, li, fi := startTLSCluster(t, ca)
 	leader, victim := tc.node(li), tc.node(fi)
 	before, leaderBefore := viewOf(t, victim), viewOf(t, leader)
 	target := raft.ServerAddress(tc.cfgs[fi].RaftAddr)
