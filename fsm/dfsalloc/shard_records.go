@@ -1,6 +1,7 @@
 package dfsalloc
 
 import (
+	"cmp"
 	"slices"
 )
 
@@ -172,7 +173,7 @@ func (a *shardAllocator) restore(records []Record) error {
 // and rebuilds the free list as their complement.
 func (a *shardAllocator) finishShard(s *shard, used []extent) error {
 	sorted := slices.Clone(used)
-	slices.SortFunc(sorted, func(x, y extent) int { return cmpInt64(x.off, y.off) })
+	slices.SortFunc(sorted, func(x, y extent) int { return cmp.Compare(x.off, y.off) })
 	for i := 1; i < len(sorted); i++ {
 		if p := sorted[i-1]; p.off+p.len > sorted[i].off {
 			return corruptf("shard %d: ranges %d+%d and %d+%d overlap", s.id, p.off, p.len, sorted[i].off, sorted[i].len)
