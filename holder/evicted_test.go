@@ -108,21 +108,8 @@ func TestOldFormatTombstonesReadAsRemoved(t *testing.T) {
 	// Bucket 2 is rewritten in the old shape, which has no evicted key at
 	// all; bucket 1 goes to the floor through GC first.
 	old := readMetaFile(t, dir, 2)
-	b, err := sealChecksum(&struct {
-		V        uint32 `msgpack:"v"`
-		BucketID uint64 `msgpack:"id"`
-		DataSize int64  `msgpack:"data_size"`
-		Objects  []struct {
-			Key         string                `msgpack:"key"`
-			Tenant      string                `msgpack:"tenant"`
-			Incarnation api.ObjectIncarnation `msgpack:"inc"`
-			Offset      int64                 `msgpack:"off"`
-			Size        int64                 `msgpack:"size"`
-			CRC32C      uint32                `msgpack:"crc"`
-			Tombstoned  bool                  `msgpack:"tomb"`
-		} `msgpack:"objects"`
-		Checksum uint32 `msgpack:"checksum"`
-	}{V: 1, BucketID: 2, DataSize: old.DataSize, Objects: []struct {
+	// An object record of the old shape: no evicted key.
+	type oldObject struct {
 		Key         string                `msgpack:"key"`
 		Tenant      string                `msgpack:"tenant"`
 		Incarnation api.ObjectIncarnation `msgpack:"inc"`
@@ -130,7 +117,14 @@ func TestOldFormatTombstonesReadAsRemoved(t *testing.T) {
 		Size        int64                 `msgpack:"size"`
 		CRC32C      uint32                `msgpack:"crc"`
 		Tombstoned  bool                  `msgpack:"tomb"`
-	}{
+	}
+	b, err := sealChecksum(&struct {
+		V        uint32      `msgpack:"v"`
+		BucketID uint64      `msgpack:"id"`
+		DataSize int64       `msgpack:"data_size"`
+		Objects  []oldObject `msgpack:"objects"`
+		Checksum uint32      `msgpack:"checksum"`
+	}{V: 1, BucketID: 2, DataSize: old.DataSize, Objects: []oldObject{
 		{old.Objects[0].Key, old.Objects[0].Tenant, old.Objects[0].Incarnation, old.Objects[0].Offset, old.Objects[0].Size, old.Objects[0].CRC32C, true},
 		{old.Objects[1].Key, old.Objects[1].Tenant, old.Objects[1].Incarnation, old.Objects[1].Offset, old.Objects[1].Size, old.Objects[1].CRC32C, false},
 	}})
