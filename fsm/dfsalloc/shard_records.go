@@ -70,22 +70,14 @@ func (a *shardAllocator) Records() []Record {
 // Restore rebuilds the state into a new allocator and swaps it in only if
 // every record is valid and no two ranges overlap.
 func (a *shardAllocator) Restore(records []Record) error {
-	n := newShardAllocator(a.cfg)
-	if err := n.restore(records); err != nil {
-		return err
-	}
-	*a = *n
-	return nil
+	return restoreFresh(a, newShardAllocator(a.cfg), records)
 }
 
 func (a *shardAllocator) restore(records []Record) error {
-	if len(records) == 0 {
-		return corruptf("no records: a shard allocator writes at least its meta record")
-	}
-	if err := checkMeta(records[0], a.cfg); err != nil {
+	m, err := metaOf(records, a.cfg, KindShard)
+	if err != nil {
 		return err
 	}
-	m := records[0].Meta
 	if m.NextBucketID != 0 || m.MaxBuckets != 0 || m.OpenBucket != 0 {
 		return corruptf("shard meta record carries bucket fields")
 	}
