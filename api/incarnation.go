@@ -33,6 +33,14 @@ func (i ObjectIncarnation) Less(o ObjectIncarnation) bool {
 
 func (i ObjectIncarnation) String() string { return fmt.Sprintf("%016x:%d", i.High, i.Low) }
 
+// IfIncarnationsFit is the one rule for the expected incarnations of a
+// batch remove of keys keys, checked by the client, the RPC handler, the
+// batcher and the fsm alike: none at all (every key unconditional), or
+// one per key in order (a zero one: that key unconditional).
+func IfIncarnationsFit(ifInc []ObjectIncarnation, keys int) bool {
+	return len(ifInc) == 0 || len(ifInc) == keys
+}
+
 // ObjectRef names one incarnation of one key, as a holder reports what it
 // stores during reconciliation.
 type ObjectRef struct {

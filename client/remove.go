@@ -30,11 +30,11 @@ func (c *Client) Remove(ctx context.Context, key string, opts ...RemoveOption) e
 
 // BatchRemove deletes many keys, api.MaxBatchKeys per Raft entry; the
 // answer has one result per key in order, duplicates included. ifIncs is
-// nil or has one entry per key (a zero incarnation: unconditional). An
+// empty or has one entry per key (a zero incarnation: unconditional). An
 // error means the results of the chunk it names and of every later chunk
 // are unknown.
 func (c *Client) BatchRemove(ctx context.Context, keys []string, ifIncs []api.ObjectIncarnation) ([]api.KeyResult, error) {
-	if ifIncs != nil && len(ifIncs) != len(keys) {
+	if !api.IfIncarnationsFit(ifIncs, len(keys)) {
 		return nil, api.Errorf(api.CodeInvalidParams, "%d conditions for %d keys", len(ifIncs), len(keys))
 	}
 	out := make([]api.KeyResult, 0, len(keys))

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -28,7 +29,7 @@ type keptSet struct {
 }
 
 func (t *jobTable) find(id uint64) *api.JobInfo {
-	i, ok := slices.BinarySearchFunc(t.jobs, id, func(j *api.JobInfo, id uint64) int { return cmpUint(j.ID, id) })
+	i, ok := slices.BinarySearchFunc(t.jobs, id, func(j *api.JobInfo, id uint64) int { return cmp.Compare(j.ID, id) })
 	if !ok {
 		return nil
 	}

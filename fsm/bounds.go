@@ -146,7 +146,7 @@ func boundsRemove(c *Remove, b bounder) error {
 			return err
 		}
 	}
-	if len(c.IfInc) != 0 && len(c.IfInc) != len(c.Keys) {
+	if !api.IfIncarnationsFit(c.IfInc, len(c.Keys)) {
 		return b.bad("%d expected incarnations for %d keys", len(c.IfInc), len(c.Keys))
 	}
 	return removeSpansBounded(b, c)
@@ -174,15 +174,22 @@ func boundsRetireStorage(c *RetireStorage, b bounder) error {
 }
 
 func boundsDropReplicas(c *DropReplicas, b bounder) error {
-	if len(c.Refs) > api.MaxBatchKeys {
-		return b.bad("%d refs exceed %d", len(c.Refs), api.MaxBatchKeys)
+	return boundsSegmentRefs(b, c.Segment, c.Refs)
+}
+
+// boundsSegmentRefs bounds a batch of one segment's refs (DropReplicas,
+// DropTombstoned): at most api.MaxBatchKeys, each key and the segment id
+// within their lengths.
+func boundsSegmentRefs(b bounder, seg api.SegmentID, refs []api.ObjectRef) error {
+	if len(refs) > api.MaxBatchKeys {
+		return b.bad("%d refs exceed %d", len(refs), api.MaxBatchKeys)
 	}
-	for _, r := range c.Refs {
+	for _, r := range refs {
 		if err := b.keyLen("ref key", r.Key); err != nil {
 			return err
 		}
 	}
-	return b.idLen("segment id", string(c.Segment))
+	return b.idLen("segment id", string(seg))
 }
 
 func boundsDFSConfigure(c *DFSConfigure, b bounder) error {

@@ -28,15 +28,7 @@ type DropTombstoned struct {
 func (*DropTombstoned) Type() CommandType { return CmdDropTombstoned }
 
 func boundsDropTombstoned(c *DropTombstoned, b bounder) error {
-	if len(c.Refs) > api.MaxBatchKeys {
-		return b.bad("%d refs exceed %d", len(c.Refs), api.MaxBatchKeys)
-	}
-	for _, r := range c.Refs {
-		if err := b.keyLen("ref key", r.Key); err != nil {
-			return err
-		}
-	}
-	return b.idLen("segment id", string(c.Segment))
+	return boundsSegmentRefs(b, c.Segment, c.Refs)
 }
 
 // DropTombstonedResult answers DropTombstoned: the refs whose replica on

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"sort"
 	"testing"
 
 	"sexton/api"
 	"sexton/fsm/dfsalloc"
+	"sexton/internal/testutil"
 )
 
 // Random DFS put / overwrite / revoke / remove / evict / file-op / lost
@@ -96,31 +96,18 @@ func TestDFSRandomSequencesDeterministicAndDisjoint(t *testing.T) {
 // checkDisjoint fails if two incarnations' DFS ranges overlap.
 func checkDisjoint(t *testing.T, f *FSM) {
 	t.Helper()
-	type rng struct {
-		path      string
-		off, size int64
-		who       string
-	}
-	var rs []rng
+	var rs []testutil.FileRange
 	f.mu.RLock()
 	for _, k := range f.st.objects.keys() {
 		e := f.st.objects.get(k)
 		for _, o := range []*object{e.complete, e.pending} {
 			for _, d := range dfsReplicasOf(o) {
-				rs = append(rs, rng{d.Path, d.Offset, d.AlignedSize, k})
+				rs = append(rs, testutil.FileRange{Who: k, Path: d.Path, Off: d.Offset, Size: d.AlignedSize})
 			}
 		}
 	}
 	f.mu.RUnlock()
-	sort.Slice(rs, func(i, j int) bool {
-		if rs[i].path != rs[j].path {
-			return rs[i].path < rs[j].path
-		}
-		return rs[i].off < rs[j].off
-	})
-	for i := 1; i < len(rs); i++ {
-		if rs[i].path == rs[i-1].path && rs[i-1].off+rs[i-1].size > rs[i].off {
-			t.Fatalf("%s and %s overlap in %s at %d", rs[i-1].who, rs[i].who, rs[i].path, rs[i].off)
-		}
+	if a, b, ok := testutil.Overlap(rs); ok {
+		t.Fatalf("%s and %s overlap in %s at %d", a.Who, b.Who, b.Path, b.Off)
 	}
 }

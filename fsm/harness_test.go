@@ -27,8 +27,9 @@ func newHarness(t testing.TB, capacity int) *harness {
 	return &harness{t: t, f: newWithCapacity(capacity), term: 1, now: 1000}
 }
 
-// apply encodes and applies cmd at the next index.
-func (h *harness) apply(cmd Command) any {
+// next encodes cmd for the next index and moves the index and the
+// leader's clock on.
+func (h *harness) next(cmd Command) []byte {
 	h.t.Helper()
 	data, err := Encode(cmd)
 	if err != nil {
@@ -36,6 +37,13 @@ func (h *harness) apply(cmd Command) any {
 	}
 	h.index++
 	h.now++
+	return data
+}
+
+// apply encodes and applies cmd at the next index.
+func (h *harness) apply(cmd Command) any {
+	h.t.Helper()
+	data := h.next(cmd)
 	res, wake, err := h.f.ApplyWake(h.index, h.term, data)
 	if err != nil {
 		h.t.Fatalf("apply %T: %v", cmd, err)

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -275,7 +276,7 @@ func (f *FSM) TasksOfKey(key string) []api.LocalDeleteTask {
 	for t := f.st.objects.get(key).tasks; t != nil; t = t.keyNext {
 		out = append(out, t.view())
 	}
-	slices.SortFunc(out, func(a, b api.LocalDeleteTask) int { return cmpUint(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b api.LocalDeleteTask) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
@@ -292,16 +293,6 @@ func (f *FSM) Withheld(tasks []api.LocalDeleteTask) []bool {
 		}
 	}
 	return out
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Segment returns one segment's info.

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -150,7 +151,7 @@ func (r *registry) insertRestored(ts []*task) {
 			}
 			return 1
 		}
-		return cmpUint(a.id, b.id)
+		return cmp.Compare(a.id, b.id)
 	})
 	for i := 0; i < len(sorted); {
 		j := i + 1

@@ -35,12 +35,7 @@ type oldEntry struct {
 // logOld applies cmd (a v1 body) on the old build and keeps the entry.
 func logOld(h *harness, cmd Command) oldEntry {
 	h.t.Helper()
-	data, err := Encode(cmd)
-	if err != nil {
-		h.t.Fatalf("encode %T: %v", cmd, err)
-	}
-	h.index++
-	h.now++
+	data := h.next(cmd)
 	res, err := h.f.Apply(h.index, h.term, data)
 	if err != nil {
 		h.t.Fatalf("old build apply %T: %v", cmd, err)

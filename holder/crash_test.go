@@ -50,11 +50,7 @@ func TestTombstoneCrashPoints(t *testing.T) {
 			mustPut(t, s, "bystander", incN(1), []byte("stays"))
 			s.Close()
 
-			out, ws := runChildProcess(t, roleTombstone, dir, point)
-			wantKilled(t, point, out, ws)
-
-			s = openT(t, dir, StoreOptions{})
-			defer s.Close()
+			s = killAndReopen(t, dir, roleTombstone, point, "", "")
 			mustGet(t, s, "bystander", incN(1), []byte("stays"))
 			_, err := s.Get(crashKey, crashInc)
 			if committed[point] {
@@ -86,6 +82,22 @@ func TestTombstoneCrashPoints(t *testing.T) {
 	})
 }
 
+// killAndReopen runs role on dir in a child process killed at point; an
+// output containing answered (when set) is the operation answered before
+// it was durable, refused as early. It returns dir reopened, closed with
+// the test.
+func killAndReopen(t *testing.T, dir, role, point, answered, early string) *Store {
+	t.Helper()
+	out, ws := runChildProcess(t, role, dir, point)
+	wantKilled(t, point, out, ws)
+	if answered != "" && strings.Contains(out, answered) {
+		t.Fatalf("%s (crash at %s)", early, point)
+	}
+	s := openT(t, dir, StoreOptions{})
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // TestPutCrashPoints kills a holder process at every step of a put into
 // a new bucket: the put is never acknowledged, and after restart the
 // record exists exactly when its metadata rename happened; no uncommitted
@@ -98,14 +110,7 @@ func TestPutCrashPoints(t *testing.T) {
 			s := openT(t, dir, StoreOptions{}) // marks the directory
 			s.Close()
 
-			out, ws := runChildProcess(t, rolePut, dir, point)
-			wantKilled(t, point, out, ws)
-			if strings.Contains(out, "ACK") {
-				t.Fatalf("put acknowledged before it was durable (crash at %s)", point)
-			}
-
-			s = openT(t, dir, StoreOptions{})
-			defer s.Close()
+			s = killAndReopen(t, dir, rolePut, point, "ACK", "put acknowledged before it was durable")
 			got, err := s.Get(crashKey, crashInc)
 			if committed[point] {
 				if err != nil || string(got) != string(crashValue()) {
@@ -187,14 +192,7 @@ func TestTombstoneFloorCrashPoints(t *testing.T) {
 			mustPut(t, s, "bystander", incN(1), []byte("stays"))
 			s.Close()
 
-			out, ws := runChildProcess(t, roleAbsent, dir, point)
-			wantKilled(t, point, out, ws)
-			if strings.Contains(out, "results:") {
-				t.Fatalf("task answered before its floor was durable (crash at %s)", point)
-			}
-
-			s = openT(t, dir, StoreOptions{})
-			defer s.Close()
+			s = killAndReopen(t, dir, roleAbsent, point, "results:", "task answered before its floor was durable")
 			mustGet(t, s, "bystander", incN(1), []byte("stays"))
 			if got := s.FloorEntries(); (got == 1) != committed[point] {
 				t.Fatalf("after %s: floor holds %d keys", point, got)

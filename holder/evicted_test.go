@@ -39,10 +39,7 @@ func wantDead(t *testing.T, s *Store, when, key string, inc api.ObjectIncarnatio
 func TestEvictedMarkIsDurableAndToldFromRemoval(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir, StoreOptions{BucketKeysLimit: 2})
-	mustPut(t, s, "gone", incN(1), valueOf("gone", 300))
-	mustPut(t, s, "evicted", incN(2), valueOf("evicted", 300))
-	mustPut(t, s, "stays", incN(3), valueOf("stays", 300))
-	mustPut(t, s, "removed", incN(4), valueOf("removed", 300))
+	mustPutEach(t, s, 300, "gone", "evicted", "stays", "removed")
 	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "gone", incN(1)), task(s, 2, "removed", incN(4))}), api.AckRemoved, api.AckRemoved)
 	wantOutcomes(t, s.BatchMarkEvicted([]api.LocalDeleteTask{task(s, 3, "evicted", incN(2))}), api.AckRemoved)
 	// An eviction of a record already removed keeps it removed.
@@ -105,30 +102,14 @@ func readFloorFile(t *testing.T, dir string) *floorFile {
 func TestOldFormatTombstonesReadAsRemoved(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir, StoreOptions{BucketKeysLimit: 2})
-	mustPut(t, s, "a", incN(1), valueOf("a", 100))
-	mustPut(t, s, "b", incN(2), valueOf("b", 100))
-	mustPut(t, s, "c", incN(3), valueOf("c", 100))
-	mustPut(t, s, "d", incN(4), valueOf("d", 100))
+	mustPutEach(t, s, 100, "a", "b", "c", "d")
 	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "a", incN(1)), task(s, 2, "c", incN(3))}), api.AckRemoved, api.AckRemoved)
 	s.Close()
 	// Bucket 2 is rewritten in the old shape, which has no evicted key at
 	// all; bucket 1 goes to the floor through GC first.
 	old := readMetaFile(t, dir, 2)
-	b, err := sealChecksum(&struct {
-		V        uint32 `msgpack:"v"`
-		BucketID uint64 `msgpack:"id"`
-		DataSize int64  `msgpack:"data_size"`
-		Objects  []struct {
-			Key         string                `msgpack:"key"`
-			Tenant      string                `msgpack:"tenant"`
-			Incarnation api.ObjectIncarnation `msgpack:"inc"`
-			Offset      int64                 `msgpack:"off"`
-			Size        int64                 `msgpack:"size"`
-			CRC32C      uint32                `msgpack:"crc"`
-			Tombstoned  bool                  `msgpack:"tomb"`
-		} `msgpack:"objects"`
-		Checksum uint32 `msgpack:"checksum"`
-	}{V: 1, BucketID: 2, DataSize: old.DataSize, Objects: []struct {
+	// An object record of the old shape: no evicted key.
+	type oldObject struct {
 		Key         string                `msgpack:"key"`
 		Tenant      string                `msgpack:"tenant"`
 		Incarnation api.ObjectIncarnation `msgpack:"inc"`
@@ -136,7 +117,14 @@ func TestOldFormatTombstonesReadAsRemoved(t *testing.T) {
 		Size        int64                 `msgpack:"size"`
 		CRC32C      uint32                `msgpack:"crc"`
 		Tombstoned  bool                  `msgpack:"tomb"`
-	}{
+	}
+	b, err := sealChecksum(&struct {
+		V        uint32      `msgpack:"v"`
+		BucketID uint64      `msgpack:"id"`
+		DataSize int64       `msgpack:"data_size"`
+		Objects  []oldObject `msgpack:"objects"`
+		Checksum uint32      `msgpack:"checksum"`
+	}{V: 1, BucketID: 2, DataSize: old.DataSize, Objects: []oldObject{
 		{old.Objects[0].Key, old.Objects[0].Tenant, old.Objects[0].Incarnation, old.Objects[0].Offset, old.Objects[0].Size, old.Objects[0].CRC32C, true},
 		{old.Objects[1].Key, old.Objects[1].Tenant, old.Objects[1].Incarnation, old.Objects[1].Offset, old.Objects[1].Size, old.Objects[1].CRC32C, false},
 	}})

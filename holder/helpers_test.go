@@ -50,6 +50,15 @@ func mustPut(t testing.TB, s *Store, key string, inc api.ObjectIncarnation, v []
 	}
 }
 
+// mustPutEach puts keys[i] with incarnation i+1 and a value of size bytes
+// made from the key (valueOf).
+func mustPutEach(t testing.TB, s *Store, size int, keys ...string) {
+	t.Helper()
+	for i, k := range keys {
+		mustPut(t, s, k, incN(uint64(i+1)), valueOf(k, size))
+	}
+}
+
 func mustGet(t testing.TB, s *Store, key string, inc api.ObjectIncarnation, want []byte) {
 	t.Helper()
 	got, err := s.Get(key, inc)

@@ -3,7 +3,6 @@ package holder
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"runtime"
@@ -14,22 +13,8 @@ import (
 
 	"sexton/api"
 	"sexton/grant"
+	"sexton/internal/testutil"
 )
-
-// httpGet returns the status and body of GET url.
-func httpGet(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	return resp.StatusCode, string(b)
-}
 
 // sample finds the value of one series (name and labels exactly as the
 // text format writes them, e.g. `x{a="b"}`) in a /metrics body.
@@ -63,13 +48,13 @@ func TestHolderHTTPAndMetrics(t *testing.T) {
 	defer svc.Close()
 	base := "http://" + svc.HTTPAddr()
 
-	if code, _ := httpGet(t, base+"/healthz"); code != http.StatusOK {
+	if code, _ := testutil.HTTPGet(t, nil, base+"/healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz = %d before mount, want 200", code)
 	}
-	if code, body := httpGet(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not mounted") {
+	if code, body := testutil.HTTPGet(t, nil, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not mounted") {
 		t.Fatalf("/readyz = %d %q while the mount is held, want 503 naming the mount", code, body)
 	}
-	_, body := httpGet(t, base+"/metrics")
+	_, body := testutil.HTTPGet(t, nil, base+"/metrics")
 	if v, ok := sample(body, "sexton_holder_mounted"); !ok || v != 0 {
 		t.Fatalf("sexton_holder_mounted = %v (present %v) before mount", v, ok)
 	}
@@ -84,14 +69,14 @@ func TestHolderHTTPAndMetrics(t *testing.T) {
 	}
 
 	close(m.hold)
-	waitFor(t, "/readyz 200 after mount and replay", func() bool {
-		code, _ := httpGet(t, base+"/readyz")
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		code, _ := testutil.HTTPGet(t, nil, base+"/readyz")
 		return code == http.StatusOK
-	})
+	}, "/readyz 200 after mount and replay")
 
 	// Tombstone the full bucket: one batch, one bucket persistence.
 	f.kill("k0", "k1", "k2", "k3")
-	_, body = httpGet(t, base+"/metrics")
+	_, body = testutil.HTTPGet(t, nil, base+"/metrics")
 	for series, want := range map[string]float64{
 		"sexton_holder_mounted":                                      1,
 		"sexton_holder_mount_epoch":                                  1,
@@ -116,11 +101,11 @@ func TestHolderHTTPAndMetrics(t *testing.T) {
 	if ratio, ok := sample(body, "sexton_holder_disk_usage_ratio"); !ok || used <= 4500 || ratio != used/(1<<20) {
 		t.Errorf("usage ratio %v (present %v) for %v used bytes of 1 MiB", ratio, ok, used)
 	}
-	waitFor(t, "an empty fetch counted", func() bool {
-		_, body := httpGet(t, base+"/metrics")
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		_, body := testutil.HTTPGet(t, nil, base+"/metrics")
 		v, _ := sample(body, `sexton_holder_fetches_total{result="empty"}`)
 		return v >= 1
-	})
+	}, "an empty fetch counted")
 
 	// GC with the capacity: the fully dead bucket is unlinked.
 	o := testGCOptions()
@@ -128,12 +113,12 @@ func TestHolderHTTPAndMetrics(t *testing.T) {
 	if err := f.s.StartGC(o, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "GC reclaims the dead bucket", func() bool {
-		_, body = httpGet(t, base+"/metrics")
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		_, body = testutil.HTTPGet(t, nil, base+"/metrics")
 		v, _ := sample(body, "sexton_holder_dead_bytes")
 		c, _ := sample(body, "sexton_holder_gc_cleanup_pending")
 		return v == 0 && c == 0
-	})
+	}, "GC reclaims the dead bucket")
 	for series, want := range map[string]float64{
 		"sexton_holder_gc_enabled":                          1,
 		`sexton_holder_gc_buckets_total{action="unlinked"}`: 1,
@@ -169,8 +154,8 @@ func TestHolderTaskOutcomeCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	waitFor(t, "both tasks acked", func() bool { return m.ackedCount() >= 2 })
-	_, body := httpGet(t, "http://"+svc.HTTPAddr()+"/metrics")
+	testutil.WaitFor(t, 10*time.Second, func() bool { return m.ackedCount() >= 2 }, "both tasks acked")
+	_, body := testutil.HTTPGet(t, nil, "http://"+svc.HTTPAddr()+"/metrics")
 	for series, want := range map[string]float64{
 		"sexton_holder_tasks_fetched_total":                         2,
 		`sexton_holder_task_outcomes_total{outcome="Removed"}`:      1,

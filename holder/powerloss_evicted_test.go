@@ -18,26 +18,7 @@ import (
 func TestPowerLossEvicted(t *testing.T) {
 	for _, point := range withAfterReturn(TombstoneCrashPoints) {
 		t.Run("tombstone/"+pointName(point), func(t *testing.T) {
-			dir := t.TempDir()
-			pl := newPowerLoss(t, dir)
-			s := openT(t, dir, StoreOptions{FS: pl})
-			mustPut(t, s, crashKey, crashInc, crashValue())
-			mustPut(t, s, "bystander", incN(1), []byte("stays"))
-			hit := cutAtPoint(t, pl, point)
-			res := s.BatchMarkEvicted([]api.LocalDeleteTask{task(s, 1, crashKey, crashInc)})
-			acked := res[0].Outcome == api.AckRemoved
-			if point != "" && !hit.Load() {
-				t.Fatalf("%s was not hit", point)
-			}
-			if acked != (point == "" || point == "tombstone.after-dir-fsync") {
-				t.Fatalf("cut at %s: answered %v", pointName(point), res[0].Outcome)
-			}
-			powerCut(t, s, pl)
-			wantCleanInspect(t, dir, "after the cut")
-
-			s = openT(t, dir, StoreOptions{})
-			defer s.Close()
-			mustGet(t, s, "bystander", incN(1), []byte("stays"))
+			s, acked := cutMark(t, point, "tombstone.after-dir-fsync", true, api.AckRemoved, (*Store).BatchMarkEvicted)
 			r, ok := deadRecord(s.Records(), crashKey, crashInc)
 			switch {
 			case acked && (!r.Tombstoned || !r.Evicted):

@@ -127,26 +127,7 @@ func TestPowerLossPut(t *testing.T) {
 func TestPowerLossTombstone(t *testing.T) {
 	for _, point := range withAfterReturn(TombstoneCrashPoints) {
 		t.Run(pointName(point), func(t *testing.T) {
-			dir := t.TempDir()
-			pl := newPowerLoss(t, dir)
-			s := openT(t, dir, StoreOptions{FS: pl})
-			mustPut(t, s, crashKey, crashInc, crashValue())
-			mustPut(t, s, "bystander", incN(1), []byte("stays"))
-			hit := cutAtPoint(t, pl, point)
-			res := s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, crashKey, crashInc)})
-			acked := res[0].Outcome == api.AckRemoved
-			if point != "" && !hit.Load() {
-				t.Fatalf("%s was not hit", point)
-			}
-			if acked != (point == "" || point == "tombstone.after-dir-fsync") {
-				t.Fatalf("cut at %s: answered %v", pointName(point), res[0].Outcome)
-			}
-			powerCut(t, s, pl)
-			wantCleanInspect(t, dir, "after the cut")
-
-			s = openT(t, dir, StoreOptions{})
-			defer s.Close()
-			mustGet(t, s, "bystander", incN(1), []byte("stays"))
+			s, acked := cutMark(t, point, "tombstone.after-dir-fsync", true, api.AckRemoved, (*Store).BatchMarkDeleted)
 			got, err := s.Get(crashKey, crashInc)
 			switch {
 			case acked && !errors.Is(err, ErrNotFound):
@@ -166,25 +147,7 @@ func TestPowerLossTombstone(t *testing.T) {
 func TestPowerLossTombstoneFloor(t *testing.T) {
 	for _, point := range withAfterReturn(FloorCrashPoints) {
 		t.Run(pointName(point), func(t *testing.T) {
-			dir := t.TempDir()
-			pl := newPowerLoss(t, dir)
-			s := openT(t, dir, StoreOptions{FS: pl})
-			mustPut(t, s, "bystander", incN(1), []byte("stays"))
-			hit := cutAtPoint(t, pl, point)
-			res := s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, crashKey, crashInc)})
-			acked := res[0].Outcome == api.AckStaleVersion
-			if point != "" && !hit.Load() {
-				t.Fatalf("%s was not hit", point)
-			}
-			if acked != (point == "" || point == "tombstone.floor.after-dir-fsync") {
-				t.Fatalf("cut at %s: answered %v", pointName(point), res[0].Outcome)
-			}
-			powerCut(t, s, pl)
-			wantCleanInspect(t, dir, "after the cut")
-
-			s = openT(t, dir, StoreOptions{})
-			defer s.Close()
-			mustGet(t, s, "bystander", incN(1), []byte("stays"))
+			s, acked := cutMark(t, point, "tombstone.floor.after-dir-fsync", false, api.AckStaleVersion, (*Store).BatchMarkDeleted)
 			if acked {
 				wantRefused(t, s, crashKey, crashInc)
 			}
@@ -293,4 +256,37 @@ func TestPowerLossKnownSegments(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("known segments after the cut: %v, want %v", got, want)
 	}
+}
+
+// cutMark runs mark (BatchMarkDeleted or BatchMarkEvicted) on crashKey
+// in a store that holds a bystander, and crashKey too when withRecord,
+// with the power cut at point. The answer must be want exactly when
+// point is "" or answeredAt. It returns the store reopened after the cut
+// (the bystander checked; closed with the test) and whether the mark was
+// answered.
+func cutMark(t *testing.T, point, answeredAt string, withRecord bool, want api.AckOutcome, mark func(*Store, []api.LocalDeleteTask) []api.TaskResult) (*Store, bool) {
+	t.Helper()
+	dir := t.TempDir()
+	pl := newPowerLoss(t, dir)
+	s := openT(t, dir, StoreOptions{FS: pl})
+	if withRecord {
+		mustPut(t, s, crashKey, crashInc, crashValue())
+	}
+	mustPut(t, s, "bystander", incN(1), []byte("stays"))
+	hit := cutAtPoint(t, pl, point)
+	res := mark(s, []api.LocalDeleteTask{task(s, 1, crashKey, crashInc)})
+	acked := res[0].Outcome == want
+	if point != "" && !hit.Load() {
+		t.Fatalf("%s was not hit", point)
+	}
+	if acked != (point == "" || point == answeredAt) {
+		t.Fatalf("cut at %s: answered %v", pointName(point), res[0].Outcome)
+	}
+	powerCut(t, s, pl)
+	wantCleanInspect(t, dir, "after the cut")
+
+	s = openT(t, dir, StoreOptions{})
+	t.Cleanup(func() { s.Close() })
+	mustGet(t, s, "bystander", incN(1), []byte("stays"))
+	return s, acked
 }

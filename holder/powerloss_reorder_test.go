@@ -135,19 +135,8 @@ func reorderedGCCut(t *testing.T, scenario string, fail, cut int) bool {
 		pl.Cut()
 	}
 	_ = f.s.Close()
-	pending := pl.Pending()
-	for outcome, keep := range reorderings(len(pending)) {
-		t.Run(name+"/"+outcome, func(t *testing.T) {
-			dst := t.TempDir()
-			if err := pl.RestoreTo(dst, keep); err != nil {
-				t.Fatal(err)
-			}
-			var kept []string
-			for i, op := range pending {
-				if keep(i) {
-					kept = append(kept, op)
-				}
-			}
+	t.Run(name, func(t *testing.T) {
+		checkReorderings(t, pl, func(t *testing.T, dst string, kept, pending []string) {
 			t.Logf("pending %q; persisted %q", pending, kept)
 			if rep, err := Inspect(dst); err != nil || len(rep.Problems) > 0 {
 				t.Fatalf("persisted %q of %q: fsck: %v %v", kept, pending, err, rep.Problems)
@@ -158,7 +147,7 @@ func reorderedGCCut(t *testing.T, scenario string, fail, cut int) bool {
 			wantNoDuplicates(t, g.s, kept, pending)
 			g.check()
 		})
-	}
+	})
 	f.s = openT(t, t.TempDir(), StoreOptions{}) // the fixture's cleanup closes it
 	return returned
 }

@@ -12,8 +12,8 @@ import (
 
 	"sexton/api"
 	"sexton/grant"
+	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
-	"sexton/internal/tlsconf/tlstest"
 	"sexton/transport"
 )
 
@@ -94,7 +94,7 @@ func TestDataListenerRoles(t *testing.T) {
 // A holder's certificate on another holder's data listener cannot read
 // or write values: they are a client's calls.
 func TestDataListenerRefusesHolderCertificate(t *testing.T) {
-	ca, err := tlstest.NewCA(t.TempDir(), "cluster")
+	ca, err := testutil.NewCA(t.TempDir(), "cluster")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,12 +104,12 @@ func TestDataListenerRefusesHolderCertificate(t *testing.T) {
 	defer s.Close()
 	svc, err := StartService(s, ServiceConfig{Masters: []string{m.ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
 		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond,
-		TLS: tlsSource(t, ca, tlsconf.RoleHolder, "h1")})
+		TLS: ca.Source(t, tlsconf.RoleHolder, "h1")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	other := transport.ClientConfig{TLS: tlsSource(t, ca, tlsconf.RoleHolder, "h2").ClientConfig()}
+	other := transport.ClientConfig{TLS: ca.Source(t, tlsconf.RoleHolder, "h2").ClientConfig()}
 	for _, c := range []struct {
 		method    string
 		req, resp any
@@ -125,7 +125,7 @@ func TestDataListenerRefusesHolderCertificate(t *testing.T) {
 			t.Errorf("%s refusals counted %v, want 1", c.method, got)
 		}
 	}
-	client := transport.ClientConfig{TLS: tlsSource(t, ca, tlsconf.RoleClient, "app").ClientConfig()}
+	client := transport.ClientConfig{TLS: ca.Source(t, tlsconf.RoleClient, "app").ClientConfig()}
 	if err := dataCall(t, svc.Addr(), client, api.MethodHolderStatus, &api.Empty{}, &api.HolderStatusResponse{}); err != nil {
 		t.Fatalf("status with a client certificate: %v", err)
 	}

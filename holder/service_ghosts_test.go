@@ -4,9 +4,11 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"sexton/api"
 	"sexton/grant"
+	"sexton/internal/testutil"
 	"sexton/transport"
 )
 
@@ -52,12 +54,12 @@ func TestGhostCheckReportsOnlyTombstonedReplicas(t *testing.T) {
 	close(m.hold)
 	svc := startTestService(t, s, m)
 	defer svc.Close()
-	waitFor(t, "the ghost check's reports", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return len(m.reported) >= 2
-	})
-	waitFor(t, "the dropped count", func() bool { return svc.ghostsDropped.Load() == 2 })
+	}, "the ghost check's reports")
+	testutil.WaitFor(t, 10*time.Second, func() bool { return svc.ghostsDropped.Load() == 2 }, "the dropped count")
 	m.mu.Lock()
 	got := append([]api.ObjectRef(nil), m.reported...)
 	m.mu.Unlock()
@@ -77,7 +79,7 @@ func TestGhostCheckAgainstAnOldMasterGoesOn(t *testing.T) {
 	close(m.hold)
 	svc := startTestService(t, s, m)
 	defer svc.Close()
-	waitFor(t, "the task acked", func() bool { return m.ackedCount() == 1 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return m.ackedCount() == 1 }, "the task acked")
 	if n := svc.ghostsDropped.Load(); n != 0 {
 		t.Fatalf("%d ghosts dropped against an old master", n)
 	}
@@ -100,6 +102,6 @@ func TestGhostCheckThatKeepsFailingDoesNotStopDeletes(t *testing.T) {
 	close(m.hold)
 	svc := startTestService(t, s, m)
 	defer svc.Close()
-	waitFor(t, "the task acked", func() bool { return m.ackedCount() == 1 })
-	waitFor(t, "the check retried", func() bool { return asked.Load() >= 2 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return m.ackedCount() == 1 }, "the task acked")
+	testutil.WaitFor(t, 10*time.Second, func() bool { return asked.Load() >= 2 }, "the check retried")
 }

@@ -10,6 +10,7 @@ import (
 
 	"sexton/api"
 	"sexton/grant"
+	"sexton/internal/testutil"
 	"sexton/transport"
 )
 
@@ -76,17 +77,24 @@ func startFakeMaster(t *testing.T, key []byte, opts ...func(*fakeMaster)) *fakeM
 		m.acked = append(m.acked, req.Results...)
 		return &api.AckTasksResponse{}, nil
 	})
-	transport.Register(m.srv, api.MethodReconcileLocalDiskObjects, func(_ context.Context, _ *api.ReconcileRequest) (*api.ReconcileResponse, error) {
+	m.ln = serveFakeMaster(t, m.srv)
+	return m
+}
+
+// serveFakeMaster answers reconciliation with nothing to drop and serves
+// srv on a loopback port until the test ends.
+func serveFakeMaster(t *testing.T, srv *transport.Server) net.Listener {
+	t.Helper()
+	transport.Register(srv, api.MethodReconcileLocalDiskObjects, func(_ context.Context, _ *api.ReconcileRequest) (*api.ReconcileResponse, error) {
 		return &api.ReconcileResponse{}, nil
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.ln = ln
-	go func() { _ = m.srv.Serve(ln) }()
-	t.Cleanup(func() { _ = m.srv.Close() })
-	return m
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln
 }
 
 func (m *fakeMaster) ackedCount() int {
@@ -109,17 +117,6 @@ func startTestService(t *testing.T, s *Store, m *fakeMaster) *Service {
 		t.Fatal(err)
 	}
 	return svc
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // Invariant 11 at the data RPC: a write is stored only with a grant the
@@ -161,7 +158,7 @@ func TestWriteNeedsValidGrant(t *testing.T) {
 	// Not mounted yet: no grant key, so even a valid grant is refused.
 	refused("before the first mount", write("k", incN(1), signed("k", incN(1))))
 	close(m.hold)
-	waitFor(t, "mount", func() bool { mounted, _, _ := svc.mountState(); return mounted })
+	testutil.WaitFor(t, 10*time.Second, func() bool { mounted, _, _ := svc.mountState(); return mounted }, "mount")
 
 	refused("no grant", write("k", incN(1), nil))
 	forged := grant.Sign(grant.NewKey(), api.WriteGrant{Segment: seg, Key: "k", Incarnation: incN(1), Expires: exp})
@@ -204,15 +201,15 @@ func TestMountNamesTheProcess(t *testing.T) {
 	s := openT(t, t.TempDir(), StoreOptions{})
 	defer s.Close()
 	svc := startTestService(t, s, m)
-	waitFor(t, "first mount", func() bool { return len(m.mountsSeen()) == 1 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return len(m.mountsSeen()) == 1 }, "first mount")
 	m.mu.Lock()
 	m.remount = true
 	m.mu.Unlock()
-	waitFor(t, "remount", func() bool { return len(m.mountsSeen()) == 2 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return len(m.mountsSeen()) == 2 }, "remount")
 	svc.Close()
 	svc = startTestService(t, s, m)
 	defer svc.Close()
-	waitFor(t, "restart mount", func() bool { return len(m.mountsSeen()) == 3 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return len(m.mountsSeen()) == 3 }, "restart mount")
 	ms := m.mountsSeen()
 	if ms[0].Process == "" || ms[0].Process != ms[1].Process {
 		t.Fatalf("one process mounted as %q then %q", ms[0].Process, ms[1].Process)

@@ -1,7 +1,6 @@
 package holder
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"sexton/grant"
 	"sexton/internal/fsys"
 	"sexton/internal/fsys/errorfs"
+	"sexton/internal/testutil"
 	"sexton/transport"
 )
 
@@ -39,22 +39,7 @@ const (
 )
 
 // syncBuffer is a log sink tests read while the holder writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+type syncBuffer struct{ testutil.SyncBuffer }
 
 func (b *syncBuffer) count(substr string) int { return strings.Count(b.String(), substr) }
 
@@ -137,16 +122,7 @@ func startTaskMaster(t *testing.T) *taskMaster {
 		}
 		return &api.AckTasksResponse{Dropped: n}, nil
 	})
-	transport.Register(m.srv, api.MethodReconcileLocalDiskObjects, func(_ context.Context, _ *api.ReconcileRequest) (*api.ReconcileResponse, error) {
-		return &api.ReconcileResponse{}, nil
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.ln = ln
-	go func() { _ = m.srv.Serve(ln) }()
-	t.Cleanup(func() { _ = m.srv.Close() })
+	m.ln = serveFakeMaster(t, m.srv)
 	return m
 }
 
@@ -216,7 +192,7 @@ func (d *fullDisk) follow() {
 	}
 	d.svc = svc
 	t.Cleanup(svc.Close)
-	waitFor(t, "the first mount to bind the store to the cluster", func() bool { return d.s.Identity().ClusterID != 0 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return d.s.Identity().ClusterID != 0 }, "the first mount to bind the store to the cluster")
 }
 
 // put stores one more object; it returns the Put's error.
@@ -296,7 +272,7 @@ func (d *fullDisk) run() {
 	}
 	start := time.Now()
 	d.m.add(tasks...)
-	waitFor(t, "every delete task acked", func() bool { p, _, _, _ := d.m.state(); return p == 0 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { p, _, _, _ := d.m.state(); return p == 0 }, "every delete task acked")
 	acked := time.Since(start)
 	metrics("tasks acked")
 	_, outcomes, _, _ := d.m.state()
@@ -305,10 +281,10 @@ func (d *fullDisk) run() {
 			t.Fatalf("task %d acked %s, want REMOVED", id, o)
 		}
 	}
-	waitFor(t, "GC to reclaim every tombstone and the reserve to come back", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		u, st := d.s.Usage(), d.s.SpaceStats()
 		return u.TombstonedObjects == 0 && u.DeadBytes == 0 && st.ReserveHeld
-	})
+	}, "GC to reclaim every tombstone and the reserve to come back")
 	reclaimed := time.Since(start)
 	metrics("reclaimed")
 	st = d.s.SpaceStats()
@@ -353,10 +329,10 @@ func (d *fullDisk) run() {
 	}
 	// The scenario can finish within one heartbeat interval; wait for the
 	// first heartbeat rather than read a capacity that was never sent.
-	waitFor(t, "a heartbeat", func() bool { _, _, hb, _ := d.m.state(); return hb.Capacity != 0 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { _, _, hb, _ := d.m.state(); return hb.Capacity != 0 }, "a heartbeat")
 	// The scenario can finish within one heartbeat interval; wait for the
 	// first heartbeat rather than read a capacity that was never sent.
-	waitFor(t, "a heartbeat", func() bool { _, _, hb, _ := d.m.state(); return hb.Capacity != 0 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { _, _, hb, _ := d.m.state(); return hb.Capacity != 0 }, "a heartbeat")
 	_, _, hb, mounts := d.m.state()
 	if hb.Capacity <= 0 || hb.Capacity >= fullCapacity || len(mounts) == 0 || mounts[0].Capacity >= fullCapacity {
 		t.Fatalf("reported capacity not clamped: heartbeat %d, mounts %+v", hb.Capacity, mounts)
@@ -401,7 +377,7 @@ func TestFirstMountOnAFullDisk(t *testing.T) {
 		}
 	}
 	d.m.add(tasks...)
-	waitFor(t, "every delete task acked", func() bool { p, _, _, _ := d.m.state(); return p == 0 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { p, _, _, _ := d.m.state(); return p == 0 }, "every delete task acked")
 	for k, inc := range d.incs {
 		if _, err := d.s.Get(k, inc); err != nil && !errors.Is(err, ErrNotFound) {
 			t.Fatalf("get %s: %v", k, err)
@@ -639,7 +615,7 @@ func TestRefusedPutsStartGCWhateverTheWatermarks(t *testing.T) {
 		t.Fatalf("NO_SPACE after only %d puts", stored)
 	}
 	// That refusal woke a pass, which had no dead bytes to reclaim yet.
-	waitFor(t, "the pass the refusal woke", func() bool { return s.GCStats().PutsRefusedPasses > 0 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return s.GCStats().PutsRefusedPasses > 0 }, "the pass the refusal woke")
 	passes := s.GCStats().Passes
 	// 3 of every 8 records dead: 37.5 % of every bucket, below the ratio.
 	var tasks []api.LocalDeleteTask
@@ -656,7 +632,7 @@ func TestRefusedPutsStartGCWhateverTheWatermarks(t *testing.T) {
 		}
 	}
 	// The tombstones' own wake finds nothing that qualifies.
-	waitFor(t, "the pass the tombstones woke", func() bool { return s.GCStats().Passes > passes })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return s.GCStats().Passes > passes }, "the pass the tombstones woke")
 	if st, u := s.GCStats(), s.Usage(); st.Rounds != 0 || u.DeadBytes == 0 {
 		t.Fatalf("GC ran before any put was refused (the scenario needs it not to): %+v %+v", st, u)
 	}
@@ -664,7 +640,7 @@ func TestRefusedPutsStartGCWhateverTheWatermarks(t *testing.T) {
 
 	// A refused put wakes GC, which reclaims the dead bytes; puts are
 	// taken again.
-	waitFor(t, "a put to succeed after refusals", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		if err := put(); err != nil {
 			if api.CodeOf(storeError(err)) != api.CodeNoSpace {
 				t.Fatalf("put %d: %v", n, err)
@@ -672,12 +648,8 @@ func TestRefusedPutsStartGCWhateverTheWatermarks(t *testing.T) {
 			return false
 		}
 		return true
-	})
-	// CleanupPending is set with the index switch that drops the dead
-	// bytes and cleared once the sources are unlinked.
-	waitFor(t, "every dead byte reclaimed and its files gone", func() bool {
-		return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
-	})
+	}, "a put to succeed after refusals")
+	waitDeadReclaimed(t, s)
 	if st := s.GCStats(); st.PutsRefusedPasses == 0 || st.Rounds == 0 || st.LastError != "" {
 		t.Fatalf("after the refusal: %+v, want rounds started by refused puts reclaiming the %d dead bytes", st, deadBefore)
 	}
@@ -729,9 +701,9 @@ func TestRefusedPutsWithNoRoundThatFitsAreLogged(t *testing.T) {
 	if err := s.Put("more", "t", incN(1000), valueOf("k", valueSize)); api.CodeOf(storeError(err)) != api.CodeNoSpace {
 		t.Fatalf("put with half the bucket dead and no merge that fits: %v, want NO_SPACE", err)
 	}
-	waitFor(t, "the stuck GC to be logged", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		return logs.count("no GC round that reclaims the dead bytes fits the free space") == 1
-	})
+	}, "the stuck GC to be logged")
 	if l := logs.lines("no GC round")[0]; !strings.Contains(l, "dead_bytes=") || !strings.Contains(l, "merge_budget_bytes=") {
 		t.Fatalf("the warning does not name the dead bytes and the merge budget: %s", l)
 	}
@@ -758,45 +730,33 @@ func TestRefusedPutsOnASmallDiskPunchDeadBytes(t *testing.T) {
 	if err := s.StartGC(gc, nil); err != nil {
 		t.Fatal(err)
 	}
-	const objects, size = 20, 1_000_000
-	for i := uint64(1); i <= objects; i++ {
-		mustPut(t, s, fmt.Sprintf("k%02d", i), incN(i), valueOf("k", size))
-	}
-	var tasks []api.LocalDeleteTask
-	for i := uint64(1); i <= objects; i += 2 {
-		tasks = append(tasks, task(s, i, fmt.Sprintf("k%02d", i), incN(i)))
-	}
-	wantOutcomes(t, s.BatchMarkDeleted(tasks), slices.Repeat([]api.AckOutcome{api.AckRemoved}, len(tasks))...)
+	putAndRemoveOdd(t, s)
 	if b := s.BucketStats(); len(b) != 1 {
 		t.Fatalf("%d buckets, want the one default-sized bucket", len(b))
 	}
 	n := uint64(100)
-	waitFor(t, "a put to succeed after refusals", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		n++
-		if err := s.Put(fmt.Sprintf("new%d", n), "t", incN(n), valueOf("k", size)); err != nil {
+		if err := s.Put(fmt.Sprintf("new%d", n), "t", incN(n), valueOf("k", punchSize)); err != nil {
 			if api.CodeOf(storeError(err)) != api.CodeNoSpace {
 				t.Fatalf("put: %v", err)
 			}
 			return false
 		}
 		return true
-	})
-	// CleanupPending is set with the index switch that drops the dead
-	// bytes and cleared once the sources are unlinked.
-	waitFor(t, "every dead byte reclaimed and its files gone", func() bool {
-		return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
-	})
+	}, "a put to succeed after refusals")
+	waitDeadReclaimed(t, s)
 	st := s.GCStats()
-	if st.BytesPunched < (objects/2)*size || st.Rounds == 0 || st.LastError != "" {
+	if st.BytesPunched < (punchObjects/2)*punchSize || st.Rounds == 0 || st.LastError != "" {
 		t.Fatalf("want the dead bytes punched and then merged away: %+v", st)
 	}
-	for i := uint64(1); i <= objects; i++ {
+	for i := uint64(1); i <= punchObjects; i++ {
 		key := fmt.Sprintf("k%02d", i)
 		if i%2 == 1 {
 			wantRefused(t, s, key, incN(i))
 			continue
 		}
-		mustGet(t, s, key, incN(i), valueOf("k", size))
+		mustGet(t, s, key, incN(i), valueOf("k", punchSize))
 	}
 	t.Logf("gc %+v; space %+v", st, s.SpaceStats())
 }
@@ -856,6 +816,34 @@ func TestGCTargetValidationSkipsTombstonedRecords(t *testing.T) {
 	}
 }
 
+// waitDeadReclaimed waits until s has no dead bytes and no cleanup
+// pending: CleanupPending is set with the index switch that drops the
+// dead bytes and cleared once the sources are unlinked.
+func waitDeadReclaimed(t *testing.T, s *Store) {
+	t.Helper()
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
+	}, "every dead byte reclaimed and its files gone")
+}
+
+// punchObjects objects of punchSize bytes fill one bucket of the 32 MiB
+// tmpfs of the punching tests (putAndRemoveOdd).
+const punchObjects, punchSize = 20, 1_000_000
+
+// putAndRemoveOdd puts k01…k20 and removes the odd ones: half the
+// bucket's bytes dead.
+func putAndRemoveOdd(t *testing.T, s *Store) {
+	t.Helper()
+	for i := uint64(1); i <= punchObjects; i++ {
+		mustPut(t, s, fmt.Sprintf("k%02d", i), incN(i), valueOf("k", punchSize))
+	}
+	var tasks []api.LocalDeleteTask
+	for i := uint64(1); i <= punchObjects; i += 2 {
+		tasks = append(tasks, task(s, i, fmt.Sprintf("k%02d", i), incN(i)))
+	}
+	wantOutcomes(t, s.BatchMarkDeleted(tasks), slices.Repeat([]api.AckOutcome{api.AckRemoved}, len(tasks))...)
+}
+
 // The same disk when no put is refused: a merge that qualifies but does
 // not fit the free space punches its dead records out first, then runs,
 // and the next put is taken at the first try. With a capacity, usage is at
@@ -874,22 +862,14 @@ func TestMergeThatDoesNotFitPunchesDeadBytesFirst(t *testing.T) {
 			if err := s.StartGC(gc, nil); err != nil {
 				t.Fatal(err)
 			}
-			const objects, size = 20, 1_000_000
-			for i := uint64(1); i <= objects; i++ {
-				mustPut(t, s, fmt.Sprintf("k%02d", i), incN(i), valueOf("k", size))
-			}
-			var tasks []api.LocalDeleteTask
-			for i := uint64(1); i <= objects; i += 2 {
-				tasks = append(tasks, task(s, i, fmt.Sprintf("k%02d", i), incN(i)))
-			}
-			wantOutcomes(t, s.BatchMarkDeleted(tasks), slices.Repeat([]api.AckOutcome{api.AckRemoved}, len(tasks))...)
-			waitFor(t, "every dead byte reclaimed and its files gone", func() bool {
+			putAndRemoveOdd(t, s)
+			testutil.WaitFor(t, 10*time.Second, func() bool {
 				return s.Usage().DeadBytes == 0 && !s.GCStats().CleanupPending
-			})
-			if st := s.GCStats(); st.PutsRefusedPasses != 0 || st.BytesPunched < (objects/2)*size || st.Rounds == 0 {
+			}, "every dead byte reclaimed and its files gone")
+			if st := s.GCStats(); st.PutsRefusedPasses != 0 || st.BytesPunched < (punchObjects/2)*punchSize || st.Rounds == 0 {
 				t.Fatalf("want the dead bytes punched, then merged, with no put refused: %+v", st)
 			}
-			mustPut(t, s, "next", incN(100), valueOf("k", size))
+			mustPut(t, s, "next", incN(100), valueOf("k", punchSize))
 		})
 	}
 }

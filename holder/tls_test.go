@@ -14,53 +14,36 @@ import (
 
 	"sexton/api"
 	"sexton/grant"
+	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
-	"sexton/internal/tlsconf/tlstest"
 	"sexton/transport"
 )
-
-// tlsSource is a certificate of ca for a caller of role
-// (sexton://<role>/<name>).
-func tlsSource(t *testing.T, ca *tlstest.CA, role, name string) *tlsconf.Source {
-	t.Helper()
-	f, err := ca.IssueRole(role, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := tlsconf.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src
-}
 
 // With TLS the holder mounts through a master listener that requires a
 // client certificate (it presents its own), and its data listener with
 // TLSRequireClientCert serves a client with a certificate of the CA and
 // refuses one without, or with another CA's.
 func TestHolderTLSBothWays(t *testing.T) {
-	dir := t.TempDir()
-	ca, _ := tlstest.NewCA(dir, "cluster")
-	other, _ := tlstest.NewCA(dir, "other")
+	ca, other := testutil.NewCAs(t)
 	m := startFakeMaster(t, grant.NewKey())
 	close(m.hold)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	masterTLS := tlsSource(t, ca, tlsconf.RoleMaster, "master").ServerConfig(tlsconf.RequireClientCert)
+	masterTLS := ca.Source(t, tlsconf.RoleMaster, "master").ServerConfig(tlsconf.RequireClientCert)
 	go func() { _ = m.srv.Serve(tls.NewListener(ln, masterTLS)) }()
 
 	s := openT(t, t.TempDir(), StoreOptions{})
 	defer s.Close()
 	svc, err := StartService(s, ServiceConfig{Masters: []string{ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
 		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond,
-		TLS: tlsSource(t, ca, tlsconf.RoleHolder, "holder"), TLSRequireClientCert: true})
+		TLS: ca.Source(t, tlsconf.RoleHolder, "holder"), TLSRequireClientCert: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	waitFor(t, "a mount over TLS", func() bool { return len(m.mountsSeen()) > 0 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return len(m.mountsSeen()) > 0 }, "a mount over TLS")
 
 	status := func(cfg *tls.Config) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -72,25 +55,19 @@ func TestHolderTLSBothWays(t *testing.T) {
 		defer conn.Close()
 		return conn.Call(ctx, api.MethodHolderStatus, &api.Empty{}, &api.HolderStatusResponse{})
 	}
-	if err := status(tlsSource(t, ca, tlsconf.RoleClient, "client").ClientConfig()); err != nil {
+	if err := status(ca.Source(t, tlsconf.RoleClient, "client").ClientConfig()); err != nil {
 		t.Fatalf("client with a certificate of the CA: %v", err)
 	}
-	pem, err := os.ReadFile(ca.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	if err := status(&tls.Config{RootCAs: pool}); api.CodeOf(err) != api.CodeUnauthenticated {
+	if err := status(&tls.Config{RootCAs: ca.Pool(t)}); api.CodeOf(err) != api.CodeUnauthenticated {
 		t.Fatalf("client without a certificate on a listener that requires one: %v", err)
 	}
-	if err := status(tlsSource(t, other, tlsconf.RoleClient, "intruder").ClientConfig()); api.CodeOf(err) != api.CodeUnauthenticated {
+	if err := status(other.Source(t, tlsconf.RoleClient, "intruder").ClientConfig()); api.CodeOf(err) != api.CodeUnauthenticated {
 		t.Fatalf("client of another CA: %v", err)
 	}
 	if err := svc.ReloadTLS(); err != nil {
 		t.Fatal(err)
 	}
-	if err := status(tlsSource(t, ca, tlsconf.RoleClient, "client2").ClientConfig()); err != nil {
+	if err := status(ca.Source(t, tlsconf.RoleClient, "client2").ClientConfig()); err != nil {
 		t.Fatalf("after a reload: %v", err)
 	}
 }
@@ -100,13 +77,13 @@ func TestHolderTLSBothWays(t *testing.T) {
 // data listener requires one, and refuses plain HTTP.
 func TestHolderHTTPIsHTTPSWithTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca, _ := tlstest.NewCA(dir, "cluster")
+	ca, _ := testutil.NewCA(dir, "cluster")
 	s := openT(t, t.TempDir(), StoreOptions{})
 	defer s.Close()
 	// No master answers: the HTTP port serves from the start.
 	svc, err := StartService(s, ServiceConfig{Masters: []string{"127.0.0.1:1"}, ListenAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
 		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond,
-		TLS: tlsSource(t, ca, tlsconf.RoleHolder, "holder"), TLSRequireClientCert: true})
+		TLS: ca.Source(t, tlsconf.RoleHolder, "holder"), TLSRequireClientCert: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,35 +1,16 @@
 package integration
 
 import (
-	"bytes"
 	"encoding/json"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"sexton/client"
+	"sexton/internal/testutil"
 )
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // rm --wait shows per replica where a removal stands: while one holder is
 // stopped its replica is not acknowledged (a timed-out wait exits 1 and
@@ -91,7 +72,7 @@ func TestRmWaitReportsPendingUntilTheHolderReturns(t *testing.T) {
 
 	// A wait that outlasts the stop: pending lines on stderr naming the
 	// stopped holder, then done once it runs again.
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.SyncBuffer
 	rm := exec.Command(binary, append([]string{"rm", "rw/b", "--wait", "60s"}, m...)...)
 	rm.Stdout, rm.Stderr = &stdout, &stderr
 	if err := rm.Start(); err != nil {

@@ -17,9 +17,7 @@ import (
 // share the batch entry's incarnation, and no two ranges overlap. A batch
 // naming a key twice is refused whole.
 func TestDFSBatchPut64ThroughThreeMasters(t *testing.T) {
-	root := t.TempDir()
-	env := dfsEnv(root)
-	c := startClusterEnv(t, 3, env)
+	root, env, c := startDFSCluster(t, 3)
 	cl := c.client(0)
 	ctx, cancel := ctxT(3 * time.Minute)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 
 	"sexton/api"
 	"sexton/dfsio"
+	"sexton/internal/testutil"
 	"sexton/transport"
 )
 
@@ -68,11 +69,11 @@ func TestDFSJournalRecordsPutsAndRemovals(t *testing.T) {
 		t.Fatal("no removal record of b once rm --wait returned")
 	}
 	var recs []dfsio.RangeRecord
-	waitFor(t, 20*time.Second, "the removal record of a's overwritten incarnation", func() bool {
+	testutil.WaitFor(t, 20*time.Second, func() bool {
 		_, oldGone, all := scan()
 		recs = all
 		return oldGone
-	})
+	}, "the removal record of a's overwritten incarnation")
 	puts := map[string][]dfsio.RangeRecord{}
 	for _, r := range recs {
 		if r.Op == dfsio.RecordPut {

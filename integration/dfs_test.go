@@ -6,18 +6,27 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"sexton/api"
 	"sexton/fsm/dfsalloc"
+	"sexton/internal/testutil"
 	"sexton/transport"
 )
 
 // dfsEnv is the MOONCAKE_DFS_* environment of masters and clients: a
 // bucket allocator with small buckets below root.
+// startDFSCluster starts n masters with a DFS root in a temporary
+// directory, and returns the root and the masters' environment.
+func startDFSCluster(t *testing.T, n int) (root string, env []string, c *cluster) {
+	t.Helper()
+	root = t.TempDir()
+	env = dfsEnv(root)
+	return root, env, startClusterEnv(t, n, env)
+}
+
 func dfsEnv(root string, extra ...string) []string {
 	return append([]string{
 		"MOONCAKE_DFS_ROOT_DIR=" + root,
@@ -99,25 +108,12 @@ func value(key string, n int) []byte {
 // requireNoOverlap fails if two descriptors share a byte of one file.
 func requireNoOverlap(t *testing.T, ds map[string]api.DFSDescriptor) {
 	t.Helper()
-	type r struct {
-		key       string
-		path      string
-		off, size int64
-	}
-	var rs []r
+	var rs []testutil.FileRange
 	for k, d := range ds {
-		rs = append(rs, r{k, d.Path, d.Offset, d.AlignedSize})
+		rs = append(rs, testutil.FileRange{Who: k, Path: d.Path, Off: d.Offset, Size: d.AlignedSize})
 	}
-	sort.Slice(rs, func(i, j int) bool {
-		if rs[i].path != rs[j].path {
-			return rs[i].path < rs[j].path
-		}
-		return rs[i].off < rs[j].off
-	})
-	for i := 1; i < len(rs); i++ {
-		if rs[i].path == rs[i-1].path && rs[i-1].off+rs[i-1].size > rs[i].off {
-			t.Fatalf("%s [%d,+%d) overlaps %s [%d,+%d) in %s", rs[i].key, rs[i].off, rs[i].size, rs[i-1].key, rs[i-1].off, rs[i-1].size, rs[i].path)
-		}
+	if a, b, ok := testutil.Overlap(rs); ok {
+		t.Fatalf("%s [%d,+%d) overlaps %s [%d,+%d) in %s", b.Who, b.Off, b.Size, a.Who, a.Off, a.Size, b.Path)
 	}
 }
 
@@ -125,9 +121,7 @@ func requireNoOverlap(t *testing.T, ds map[string]api.DFSDescriptor) {
 // the leader; the new leader serves the objects and keeps allocating after
 // the old cursor.
 func TestDFSFailoverServesAndAllocatesAfterOldCursor(t *testing.T) {
-	root := t.TempDir()
-	env := dfsEnv(root)
-	c := startClusterEnv(t, 3, env)
+	root, env, c := startDFSCluster(t, 3)
 	cl := c.client(0)
 	descs := map[string]api.DFSDescriptor{}
 	var maxEnd int64
@@ -173,9 +167,7 @@ func TestDFSFailoverServesAndAllocatesAfterOldCursor(t *testing.T) {
 // allocator: objects readable, next allocation after the old ones, same
 // bucket ids.
 func TestDFSSnapshotRestoreKeepsAllocator(t *testing.T) {
-	root := t.TempDir()
-	env := dfsEnv(root)
-	a := startClusterEnv(t, 1, env)
+	_, env, a := startDFSCluster(t, 1)
 	acl := a.client(0)
 	descs := map[string]api.DFSDescriptor{}
 	for i := 0; i < 3; i++ {
@@ -218,9 +210,7 @@ func TestDFSSnapshotRestoreKeepsAllocator(t *testing.T) {
 // A bucket file the state does not know is reported and, after the grace
 // period, removed; the files the state knows stay.
 func TestDFSStrayBucketFileReportedAndRemoved(t *testing.T) {
-	root := t.TempDir()
-	env := dfsEnv(root)
-	c := startClusterEnv(t, 1, env)
+	root, env, c := startDFSCluster(t, 1)
 	cl := c.client(0)
 	dfsPut(t, c, env, "stray/live", value("live", 100))
 	live := dfsDesc(t, cl, "stray/live")
@@ -338,9 +328,7 @@ func TestDFSEvictionDeleteFailureRetriedWhileCharged(t *testing.T) {
 // A client whose DFS settings differ from the master's refuses DFS reads
 // and writes, naming the mismatch.
 func TestDFSClientWithOtherSettingsRefuses(t *testing.T) {
-	root := t.TempDir()
-	env := dfsEnv(root)
-	c := startClusterEnv(t, 1, env)
+	root, env, c := startDFSCluster(t, 1)
 	dfsPut(t, c, env, "mm/k", value("k", 10))
 	other := append(dfsEnv(root), "MOONCAKE_DFS_BUCKET_CAPACITY=131072")
 	out, err := dfsCLI(t, c, other, "get", "mm/k")
@@ -359,7 +347,7 @@ func TestDFSClientWithOtherSettingsRefuses(t *testing.T) {
 	}
 	// The refused put's range is held until the leader has written its
 	// removal record to the root's journal.
-	waitFor(t, 20*time.Second, "the refused put's range freed", func() bool { return dfsStatus(t, c.client(0)).Entries == 1 })
+	testutil.WaitFor(t, 20*time.Second, func() bool { return dfsStatus(t, c.client(0)).Entries == 1 }, "the refused put's range freed")
 	out, _ = dfsCLI(t, c, env, "operator", "dfs", "status")
 	if !strings.Contains(out, "allocator:         bucket") || !strings.Contains(out, "entries:           1") {
 		t.Fatalf("dfs status:\n%s", out)
@@ -375,9 +363,7 @@ func TestDFSClientWithOtherSettingsRefuses(t *testing.T) {
 // A file the state needs that is missing at a leader's start marks its
 // entries lost: the objects are gone, loudly, never a silent gap.
 func TestDFSMissingBucketFileMarkedLostAtLeaderStart(t *testing.T) {
-	root := t.TempDir()
-	env := dfsEnv(root)
-	c := startClusterEnv(t, 1, env)
+	root, env, c := startDFSCluster(t, 1)
 	cl := c.client(0)
 	dfsPut(t, c, env, "lost/k", value("k", 100))
 	d := dfsDesc(t, cl, "lost/k")

@@ -2,25 +2,13 @@ package integration
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 )
-
-func httpGet(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 // The HTTP endpoints an operator scrapes and probes, on a cluster running
 // raft-wal: /readyz on every node once a leader is known and applied,
@@ -39,7 +27,7 @@ func TestHTTPEndpointsAndWALRestart(t *testing.T) {
 	for _, m := range c.nodes {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			code, body := httpGet(t, "http://"+m.httpAddr+"/readyz")
+			code, body := testutil.HTTPGet(t, nil, "http://"+m.httpAddr+"/readyz")
 			if code == 200 {
 				break
 			}
@@ -48,19 +36,19 @@ func TestHTTPEndpointsAndWALRestart(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		if code, _ := httpGet(t, "http://"+m.httpAddr+"/healthz"); code != 200 {
+		if code, _ := testutil.HTTPGet(t, nil, "http://"+m.httpAddr+"/healthz"); code != 200 {
 			t.Fatalf("%s /healthz: %d", m.id, code)
 		}
 	}
 	leader := c.leader()
-	_, metrics := httpGet(t, "http://"+leader.httpAddr+"/metrics")
+	_, metrics := testutil.HTTPGet(t, nil, "http://"+leader.httpAddr+"/metrics")
 	for _, want := range []string{`sexton_raft_state{state="Leader"} 1`, "sexton_registry_occupancy_ratio 2e-05",
 		fmt.Sprintf(`sexton_pending_tasks{segment="%s"} 1`, h.seg), "sexton_raft_commit_seconds_count", `sexton_rpc_seconds_count{method="Remove"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Fatalf("leader /metrics lacks %q", want)
 		}
 	}
-	_, status := httpGet(t, "http://"+leader.httpAddr+"/v1/status")
+	_, status := testutil.HTTPGet(t, nil, "http://"+leader.httpAddr+"/v1/status")
 	if !strings.Contains(status, `"state":"Leader"`) || !strings.Contains(status, `"pending_tasks":1`) {
 		t.Fatalf("/v1/status: %s", status)
 	}

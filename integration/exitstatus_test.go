@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"sexton/internal/testutil"
 )
 
 // cliOutcome runs one `sexton` client verb and classifies what its exit
@@ -52,66 +54,57 @@ func TestCLIExitStatusTellsTheTruthUnderLeaderKills(t *testing.T) {
 	common := []string{"--masters", strings.Join(c.addrs(), ","), "--timeout", "20s"}
 	dir := t.TempDir()
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
 	var failMu sync.Mutex
 	failures := map[string]int{} // message → count, for the log
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(seed, uint64(w)))
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
+	wait := testutil.RunWorkers(4, stop, func(w int) (func(n int) bool, func()) {
+		rng := rand.New(rand.NewPCG(seed, uint64(w)))
+		return func(n int) bool {
+			key := keys[rng.IntN(len(keys))]
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			call := time.Now()
+			var in regOp
+			var out regOut
+			var msg string
+			switch r := rng.IntN(10); {
+			case r < 5:
+				v := fmt.Sprintf("w%d-%d", w, n)
+				f := filepath.Join(dir, v)
+				if err := os.WriteFile(f, []byte(v), 0o644); err != nil {
+					t.Error(err)
+					cancel()
+					return false
 				}
-				key := keys[rng.IntN(len(keys))]
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				call := time.Now()
-				var in regOp
-				var out regOut
-				var msg string
-				switch r := rng.IntN(10); {
-				case r < 5:
-					v := fmt.Sprintf("w%d-%d", w, n)
-					f := filepath.Join(dir, v)
-					if err := os.WriteFile(f, []byte(v), 0o644); err != nil {
-						t.Error(err)
-						cancel()
-						return
-					}
-					in = regOp{Kind: "put", Key: key, Value: v}
-					out.Outcome, _, msg = cliOutcome(ctx, append([]string{"put", key, f}, common...)...)
-					if out.Outcome == "absent" {
-						out.Outcome = "" // a definite failure of some step: nothing took effect
-					}
-				case r < 7:
-					in = regOp{Kind: "get", Key: key}
-					var v []byte
-					out.Outcome, v, msg = cliOutcome(ctx, append([]string{"get", key}, common...)...)
-					out.Value = string(v)
-					if out.Outcome == "unknown" {
-						out.Outcome = ""
-					}
-				default:
-					in = regOp{Kind: "rm", Key: key}
-					out.Outcome, _, msg = cliOutcome(ctx, append([]string{"rm", key}, common...)...)
+				in = regOp{Kind: "put", Key: key, Value: v}
+				out.Outcome, _, msg = cliOutcome(ctx, append([]string{"put", key, f}, common...)...)
+				if out.Outcome == "absent" {
+					out.Outcome = "" // a definite failure of some step: nothing took effect
 				}
-				cancel()
-				if msg != "" {
-					m := in.Kind + " " + out.Outcome + ": " + incPattern.ReplaceAllString(firstLine(msg), "INC")
-					failMu.Lock()
-					failures[m]++
-					failMu.Unlock()
+			case r < 7:
+				in = regOp{Kind: "get", Key: key}
+				var v []byte
+				out.Outcome, v, msg = cliOutcome(ctx, append([]string{"get", key}, common...)...)
+				out.Value = string(v)
+				if out.Outcome == "unknown" {
+					out.Outcome = ""
 				}
-				h.record(w, in, call, out)
+			default:
+				in = regOp{Kind: "rm", Key: key}
+				out.Outcome, _, msg = cliOutcome(ctx, append([]string{"rm", key}, common...)...)
 			}
-		}(w)
-	}
+			cancel()
+			if msg != "" {
+				m := in.Kind + " " + out.Outcome + ": " + incPattern.ReplaceAllString(firstLine(msg), "INC")
+				failMu.Lock()
+				failures[m]++
+				failMu.Unlock()
+			}
+			h.record(w, in, call, out)
+			return true
+		}, nil
+	})
 	kills := killLeaderEvery(t, c, 3*time.Second, 4)
 	close(stop)
-	wg.Wait()
+	wait()
 	t.Logf("leader killed %d times", kills)
 	for m, n := range failures {
 		t.Logf("%4d × %s", n, m)

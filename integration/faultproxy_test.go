@@ -199,16 +199,36 @@ func (p *faultProxy) awaitPass(c *proxyConn) bool {
 
 // set changes the link's state; dropping closes every open connection.
 func (p *faultProxy) set(s linkState) {
-	p.mu.Lock()
-	if p.state == s {
-		p.mu.Unlock()
-		return
+	p.transition(func() bool { return p.state == s }, func() bool {
+		p.state = s
+		return s == linkDrop
+	})
+}
+
+func (p *faultProxy) close() {
+	if p.transition(func() bool { return p.closed }, func() bool {
+		p.closed = true
+		return true
+	}) {
+		p.ln.Close()
+		p.wg.Wait()
 	}
-	p.state = s
+}
+
+// transition runs apply under the lock unless already says the proxy is
+// there, wakes the connections waiting for a change, and closes every
+// open connection when apply says so. It reports whether apply ran.
+func (p *faultProxy) transition(already func() bool, apply func() (closeAll bool)) bool {
+	p.mu.Lock()
+	if already() {
+		p.mu.Unlock()
+		return false
+	}
+	closeAll := apply()
 	close(p.changed)
 	p.changed = make(chan struct{})
 	var kill []*proxyConn
-	if s == linkDrop {
+	if closeAll {
 		for c := range p.conns {
 			kill = append(kill, c)
 		}
@@ -217,25 +237,5 @@ func (p *faultProxy) set(s linkState) {
 	for _, c := range kill {
 		c.close()
 	}
-}
-
-func (p *faultProxy) close() {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	p.closed = true
-	close(p.changed)
-	p.changed = make(chan struct{})
-	var kill []*proxyConn
-	for c := range p.conns {
-		kill = append(kill, c)
-	}
-	p.mu.Unlock()
-	p.ln.Close()
-	for _, c := range kill {
-		c.close()
-	}
-	p.wg.Wait()
+	return true
 }

@@ -106,17 +106,27 @@ func (p *proc) kill() { p.signal(syscall.SIGKILL) }
 // stop sends SIGTERM and waits.
 func (p *proc) stop() { p.signal(syscall.SIGTERM) }
 
-func (p *proc) signal(sig syscall.Signal) {
+// live is p's process and the channel closed when it exits, or nil when
+// none runs.
+func (p *proc) live() (*exec.Cmd, chan struct{}) {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.mu.Unlock()
 	if cmd == nil {
-		return
+		return nil, nil
 	}
 	select {
 	case <-done:
-		return
+		return nil, nil
 	default:
+		return cmd, done
+	}
+}
+
+func (p *proc) signal(sig syscall.Signal) {
+	cmd, done := p.live()
+	if cmd == nil {
+		return
 	}
 	_ = cmd.Process.Signal(sig)
 	select {
@@ -339,6 +349,17 @@ func (c *cluster) waitLeader(d time.Duration) *masterNode {
 }
 
 func (c *cluster) leader() *masterNode { return c.waitLeader(30 * time.Second) }
+
+// follower is a master other than the leader.
+func (c *cluster) follower() *masterNode {
+	leader := c.leader()
+	for _, m := range c.nodes {
+		if m != leader {
+			return m
+		}
+	}
+	return nil
+}
 
 func ctxT(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)

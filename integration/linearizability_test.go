@@ -18,6 +18,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/internal/testutil"
 )
 
 // The checks in this file record what real clients were told while they
@@ -186,64 +187,66 @@ func clientOutcome(err error) string {
 	return ""
 }
 
+// putOutcome is clientOutcome for a put, whose NOT_FOUND (the PutEnd of
+// a revoked put) did nothing.
+func putOutcome(err error) string {
+	if out := clientOutcome(err); out != "absent" {
+		return out
+	}
+	return ""
+}
+
+// getOutcome is clientOutcome for a get: a read that got no answer says
+// nothing.
+func getOutcome(err error) string {
+	if out := clientOutcome(err); out != "unknown" {
+		return out
+	}
+	return ""
+}
+
 // registerWorkload runs clients doing put/get/rm on keys until stop closes.
 func registerWorkload(t *testing.T, c *cluster, h *history, clients int, keys []string, seed uint64, stop <-chan struct{}) (getErrors *atomic.Int64, wait func()) {
 	getErrors = &atomic.Int64{}
-	var wg sync.WaitGroup
-	for w := 0; w < clients; w++ {
+	wait = testutil.RunWorkers(clients, stop, func(w int) (func(n int) bool, func()) {
 		cl, err := client.New(client.Config{Masters: c.addrs(), Token: c.token, Timeout: 20 * time.Second, AttemptTimeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		wg.Add(1)
-		go func(w int, cl *client.Client) {
-			defer wg.Done()
-			defer cl.Close()
-			rng := rand.New(rand.NewPCG(seed, uint64(w)))
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
+		rng := rand.New(rand.NewPCG(seed, uint64(w)))
+		return func(n int) bool {
+			key := keys[rng.IntN(len(keys))]
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			call := time.Now()
+			switch r := rng.IntN(10); {
+			case r < 4:
+				v := fmt.Sprintf("c%d-%d", w, n)
+				_, err := cl.Put(ctx, key, []byte(v), client.PutOptions{})
+				out := putOutcome(err)
+				if out == "" && err != nil && api.CodeOf(err) != api.CodeObjectAlreadyExists {
+					t.Logf("put %s: %v", key, err)
 				}
-				key := keys[rng.IntN(len(keys))]
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				call := time.Now()
-				switch r := rng.IntN(10); {
-				case r < 4:
-					v := fmt.Sprintf("c%d-%d", w, n)
-					_, err := cl.Put(ctx, key, []byte(v), client.PutOptions{})
-					out := clientOutcome(err)
-					if out == "absent" {
-						out = "" // a put's NOT_FOUND (PutEnd of a revoked put) did nothing
-					}
-					if out == "" && err != nil && api.CodeOf(err) != api.CodeObjectAlreadyExists {
-						t.Logf("put %s: %v", key, err)
-					}
-					h.record(w, regOp{Kind: "put", Key: key, Value: v}, call, regOut{Outcome: out})
-				case r < 7:
-					v, _, err := cl.Get(ctx, key)
-					out := clientOutcome(err)
-					if out == "unknown" {
-						out = "" // a read that got no answer says nothing
-					}
-					if out == "" {
-						getErrors.Add(1)
-						t.Logf("get %s: %v", key, err)
-					}
-					h.record(w, regOp{Kind: "get", Key: key}, call, regOut{Outcome: out, Value: string(v)})
-				default:
-					err := cl.Remove(ctx, key)
-					if clientOutcome(err) == "" {
-						t.Logf("rm %s: %v", key, err)
-					}
-					h.record(w, regOp{Kind: "rm", Key: key}, call, regOut{Outcome: clientOutcome(err)})
+				h.record(w, regOp{Kind: "put", Key: key, Value: v}, call, regOut{Outcome: out})
+			case r < 7:
+				v, _, err := cl.Get(ctx, key)
+				out := getOutcome(err)
+				if out == "" {
+					getErrors.Add(1)
+					t.Logf("get %s: %v", key, err)
 				}
-				cancel()
+				h.record(w, regOp{Kind: "get", Key: key}, call, regOut{Outcome: out, Value: string(v)})
+			default:
+				err := cl.Remove(ctx, key)
+				if clientOutcome(err) == "" {
+					t.Logf("rm %s: %v", key, err)
+				}
+				h.record(w, regOp{Kind: "rm", Key: key}, call, regOut{Outcome: clientOutcome(err)})
 			}
-		}(w, cl)
-	}
-	return getErrors, wg.Wait
+			cancel()
+			return true
+		}, cl.Close
+	})
+	return getErrors, wait
 }
 
 // linearizabilityCluster is three masters and two holders.

@@ -19,6 +19,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/internal/testutil"
 )
 
 // The nemesis test runs three masters and two holders from the built
@@ -224,15 +225,7 @@ func (nc *nemesisCluster) findLeader() int {
 
 // signalNoWait sends sig to p's current process, if it runs.
 func signalNoWait(p *proc, sig syscall.Signal) {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	select {
-	case <-done:
-	default:
+	if cmd, _ := p.live(); cmd != nil {
 		_ = cmd.Process.Signal(sig)
 	}
 }
@@ -443,10 +436,9 @@ func nemesisValue(v string) []byte {
 // put, get, rm and a two-key batch rm.
 func nemesisWorkload(t *testing.T, nc *nemesisCluster, h *history, clients int, keys []string, seed uint64, stop <-chan struct{}) (corrupt *atomic.Int64, wait func()) {
 	corrupt = &atomic.Int64{}
-	var wg sync.WaitGroup
 	failures := &errorTally{counts: map[string]int{}}
 	t.Cleanup(func() { t.Logf("operations that failed definitely, by error code: %v", failures.counts) })
-	for w := 0; w < clients; w++ {
+	wait = testutil.RunWorkers(clients, stop, func(w int) (func(n int) bool, func()) {
 		// Half the clients give up sooner than most faults last, so
 		// outcomes the client cannot know (recorded open-ended) are
 		// part of the history; the other half outlast them.
@@ -458,72 +450,57 @@ func nemesisWorkload(t *testing.T, nc *nemesisCluster, h *history, clients int, 
 		if err != nil {
 			t.Fatal(err)
 		}
-		wg.Add(1)
-		go func(w int, cl *client.Client) {
-			defer wg.Done()
-			defer cl.Close()
-			rng := rand.New(rand.NewPCG(seed, uint64(w)+1))
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
+		rng := rand.New(rand.NewPCG(seed, uint64(w)+1))
+		return func(n int) bool {
+			key := keys[rng.IntN(len(keys))]
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			call := time.Now()
+			switch r := rng.IntN(10); {
+			case r < 4:
+				v := fmt.Sprintf("c%d-%d", w, n)
+				_, err := cl.Put(ctx, key, nemesisValue(v), client.PutOptions{Pool: "nem", Replicas: 1 + rng.IntN(2)})
+				out := putOutcome(err)
+				if out == "" {
+					failures.add("put", err)
 				}
-				key := keys[rng.IntN(len(keys))]
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				call := time.Now()
-				switch r := rng.IntN(10); {
-				case r < 4:
-					v := fmt.Sprintf("c%d-%d", w, n)
-					_, err := cl.Put(ctx, key, nemesisValue(v), client.PutOptions{Pool: "nem", Replicas: 1 + rng.IntN(2)})
+				h.record(w, regOp{Kind: "put", Key: key, Value: v}, call, regOut{Outcome: out})
+			case r < 7:
+				body, _, err := cl.Get(ctx, key)
+				out := getOutcome(err)
+				if out == "" {
+					failures.add("get", err)
+				}
+				v := ""
+				if out == "ok" {
+					v, _, _ = strings.Cut(string(body), ";")
+					if string(nemesisValue(v)) != string(body) {
+						corrupt.Add(1)
+						t.Errorf("get %s: %d bytes that no put wrote (starting %q)", key, len(body), tail(string(body), 40))
+					}
+				}
+				h.record(w, regOp{Kind: "get", Key: key}, call, regOut{Outcome: out, Value: v})
+			case r < 9:
+				err := cl.Remove(ctx, key)
+				h.record(w, regOp{Kind: "rm", Key: key}, call, regOut{Outcome: clientOutcome(err)})
+			default:
+				other := keys[(slices.Index(keys, key)+1+rng.IntN(len(keys)-1))%len(keys)]
+				res, err := cl.BatchRemove(ctx, []string{key, other}, nil)
+				for i, k := range []string{key, other} {
 					out := clientOutcome(err)
 					if out == "absent" {
-						out = "" // a put's NOT_FOUND (PutEnd of a revoked put) did nothing
+						out = ""
 					}
-					if out == "" {
-						failures.add("put", err)
+					if err == nil && i < len(res) {
+						out = clientOutcome(keyResultErr(res[i]))
 					}
-					h.record(w, regOp{Kind: "put", Key: key, Value: v}, call, regOut{Outcome: out})
-				case r < 7:
-					body, _, err := cl.Get(ctx, key)
-					out := clientOutcome(err)
-					if out == "unknown" {
-						out = "" // a read that got no answer says nothing
-					}
-					if out == "" {
-						failures.add("get", err)
-					}
-					v := ""
-					if out == "ok" {
-						v, _, _ = strings.Cut(string(body), ";")
-						if string(nemesisValue(v)) != string(body) {
-							corrupt.Add(1)
-							t.Errorf("get %s: %d bytes that no put wrote (starting %q)", key, len(body), tail(string(body), 40))
-						}
-					}
-					h.record(w, regOp{Kind: "get", Key: key}, call, regOut{Outcome: out, Value: v})
-				case r < 9:
-					err := cl.Remove(ctx, key)
-					h.record(w, regOp{Kind: "rm", Key: key}, call, regOut{Outcome: clientOutcome(err)})
-				default:
-					other := keys[(slices.Index(keys, key)+1+rng.IntN(len(keys)-1))%len(keys)]
-					res, err := cl.BatchRemove(ctx, []string{key, other}, nil)
-					for i, k := range []string{key, other} {
-						out := clientOutcome(err)
-						if out == "absent" {
-							out = ""
-						}
-						if err == nil && i < len(res) {
-							out = clientOutcome(keyResultErr(res[i]))
-						}
-						h.record(w, regOp{Kind: "rm", Key: k}, call, regOut{Outcome: out})
-					}
+					h.record(w, regOp{Kind: "rm", Key: k}, call, regOut{Outcome: out})
 				}
-				cancel()
 			}
-		}(w, cl)
-	}
-	return corrupt, wg.Wait
+			cancel()
+			return true
+		}, cl.Close
+	})
+	return corrupt, wait
 }
 
 // errorTally counts definite failures by operation and error code.

@@ -11,6 +11,7 @@ import (
 
 	"sexton/api"
 	"sexton/dfsio"
+	"sexton/internal/testutil"
 )
 
 // TestRebuildDFSRemovalSurvivesLeaderKill is the DFS removal drill: on a
@@ -62,7 +63,7 @@ func TestRebuildDFSRemovalSurvivesLeaderKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the removal records of every removed key", func() bool {
+	testutil.WaitFor(t, 30*time.Second, func() bool {
 		recs, _, err := fs.ScanRecords()
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +80,7 @@ func TestRebuildDFSRemovalSurvivesLeaderKill(t *testing.T) {
 			}
 		}
 		return true
-	})
+	}, "the removal records of every removed key")
 
 	for _, m := range c.nodes {
 		if m != old {

@@ -11,6 +11,7 @@ import (
 	"sexton/api"
 	"sexton/client"
 	"sexton/dfsio"
+	"sexton/internal/testutil"
 )
 
 // TestRebuildAdoptsDFSReplicasFromTheRootsRecords is the DFS drill: a
@@ -51,7 +52,7 @@ func TestRebuildAdoptsDFSReplicasFromTheRootsRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the removal record of dfs/gone", func() bool {
+	testutil.WaitFor(t, 20*time.Second, func() bool {
 		recs, _, err := fs.ScanRecords()
 		if err != nil {
 			t.Fatal(err)
@@ -62,7 +63,7 @@ func TestRebuildAdoptsDFSReplicasFromTheRootsRecords(t *testing.T) {
 			}
 		}
 		return false
-	})
+	}, "the removal record of dfs/gone")
 
 	m := c.nodes[0]
 	m.kill()

@@ -33,11 +33,7 @@ import (
 //   - a key removed after that stays removed through another rerun;
 //   - `operator rebuild --close` ends the window: a rerun is refused.
 func TestRebuildLateHolderIsAdoptedNeverReconciled(t *testing.T) {
-	c := startCluster(t, 3)
-	h1 := c.startHolder(t, "h1", "a")
-	h2 := c.startHolder(t, "h2", "a")
-	h3 := c.startHolder(t, "h3", "b")
-	h3seg := c.waitHolderMounted(t, h3).Segment
+	c, h1, h2, h3, h3seg := startRebuildDrill(t)
 	lib := c.lib()
 	ctx, cancel := ctxT(120 * time.Second)
 	defer cancel()

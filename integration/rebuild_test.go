@@ -42,12 +42,19 @@ func randomValue(t *testing.T, n int) []byte {
 	return v
 }
 
+// startRebuildDrill starts the rebuild drills' cluster: three masters,
+// h1 and h2 in pool a, h3 alone in pool b, and h3's segment.
+func startRebuildDrill(t *testing.T) (c *cluster, h1, h2, h3 *holderNode, h3seg api.SegmentID) {
+	t.Helper()
+	c = startCluster(t, 3)
+	h1 = c.startHolder(t, "h1", "a")
+	h2 = c.startHolder(t, "h2", "a")
+	h3 = c.startHolder(t, "h3", "b")
+	return c, h1, h2, h3, c.waitHolderMounted(t, h3).Segment
+}
+
 func testRebuild(t *testing.T, missing bool) {
-	c := startCluster(t, 3)
-	h1 := c.startHolder(t, "h1", "a")
-	h2 := c.startHolder(t, "h2", "a")
-	h3 := c.startHolder(t, "h3", "b")
-	h3seg := c.waitHolderMounted(t, h3).Segment
+	c, h1, h2, h3, h3seg := startRebuildDrill(t)
 	lib := c.lib()
 	ctx, cancel := ctxT(60 * time.Second)
 	defer cancel()

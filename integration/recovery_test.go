@@ -18,14 +18,7 @@ func TestFollowerCatchesUpThroughSnapshot(t *testing.T) {
 	c := startCluster(t, 3, "--raft-snapshot-threshold", "64", "--raft-trailing-logs", "16", "--raft-snapshot-interval", "200ms")
 	cl := c.client(0)
 	mountFake(t, cl, "snap", "p1")
-	leader := c.leader()
-	var follower *masterNode
-	for _, m := range c.nodes {
-		if m != leader {
-			follower = m
-			break
-		}
-	}
+	follower := c.follower()
 	follower.kill()
 	for i := 0; i < 300; i++ {
 		ctx, cancel := ctxT(10 * time.Second)

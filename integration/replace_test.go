@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sexton/client"
+	"sexton/internal/testutil"
 )
 
 // A holder SIGKILLed while puts stream in costs no failed put: a write the
@@ -24,45 +25,35 @@ func TestHolderCrashCostsNoFailedPuts(t *testing.T) {
 	var failed, done atomic.Int64
 	var killed atomic.Bool
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 4; w++ {
+	wait := testutil.RunWorkers(4, stop, func(w int) (func(i int) bool, func()) {
 		cl, err := client.New(client.Config{Masters: c.addrs(), Timeout: 20 * time.Second, AttemptTimeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		wg.Add(1)
-		go func(w int, cl *client.Client) {
-			defer wg.Done()
-			defer cl.Close()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				key := fmt.Sprintf("crash/%d/%06d", w, i)
-				after := killed.Load()
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				_, err := cl.Put(ctx, key, []byte(key), client.PutOptions{})
-				cancel()
-				done.Add(1)
-				if err != nil {
-					failed.Add(1)
-					t.Errorf("put %s: %v", key, err)
-					continue
-				}
-				if after {
-					acked.Store(key, key)
-				}
+		return func(i int) bool {
+			key := fmt.Sprintf("crash/%d/%06d", w, i)
+			after := killed.Load()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, err := cl.Put(ctx, key, []byte(key), client.PutOptions{})
+			cancel()
+			done.Add(1)
+			if err != nil {
+				failed.Add(1)
+				t.Errorf("put %s: %v", key, err)
+				return true
 			}
-		}(w, cl)
-	}
+			if after {
+				acked.Store(key, key)
+			}
+			return true
+		}, cl.Close
+	})
 	time.Sleep(2 * time.Second)
 	victim.kill()
 	killed.Store(true)
 	time.Sleep(4 * time.Second) // well inside the master's 10 s heartbeat TTL
 	close(stop)
-	wg.Wait()
+	wait()
 	t.Logf("%d puts, %d failed", done.Load(), failed.Load())
 	if failed.Load() > 0 {
 		t.Fatalf("%d of %d puts failed around a holder crash", failed.Load(), done.Load())

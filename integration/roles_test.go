@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sexton/client"
+	"sexton/internal/testutil"
 )
 
 // Role tokens through the real binaries: the masters take --client-token,
@@ -75,7 +76,7 @@ func TestRoleTokensThroughTheBinaries(t *testing.T) {
 	if strings.Contains(log, "no role token is set") {
 		t.Error("the shared-token warning was logged with role tokens set")
 	}
-	_, metrics := httpGet(t, "http://"+c.nodes[0].httpAddr+"/metrics")
+	_, metrics := testutil.HTTPGet(t, nil, "http://"+c.nodes[0].httpAddr+"/metrics")
 	if !strings.Contains(metrics, `sexton_rpc_audit_total{method="SnapshotSave",outcome="PERMISSION_DENIED",role="client"} 1`) {
 		t.Fatalf("/metrics lacks the refused snapshot save:\n%s", grepLines(metrics, "sexton_rpc_audit_total"))
 	}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
-	"sexton/internal/tlsconf/tlstest"
 )
 
 // roleCerts are the callers of a mutual-TLS cluster, each with its own
@@ -117,7 +117,7 @@ func issuerCN(t *testing.T, addr string, f tlsconf.Files) string {
 // the client's name with the operator role is an operator.
 func TestMutualTLSRolesEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := tlstest.NewCA(dir, "cluster")
+	ca, err := testutil.NewCA(dir, "cluster")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,15 +147,15 @@ func TestMutualTLSRolesEndToEnd(t *testing.T) {
 	victim.start()
 	// Up and serving before the SIGHUPs below (a process that has not
 	// yet installed its handler dies of one).
-	waitFor(t, 30*time.Second, "the killed master back", func() bool {
+	testutil.WaitFor(t, 30*time.Second, func() bool {
 		_, err := c.status(victim)
 		return err == nil
-	})
+	}, "the killed master back")
 
 	// Reload to a new CA. First every node trusts both (the CA file they
 	// all read becomes a bundle), then the masters present a certificate
 	// of the new CA.
-	next, err := tlstest.NewCA(dir, "next")
+	next, err := testutil.NewCA(dir, "next")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestMutualTLSRolesEndToEnd(t *testing.T) {
 		for _, p := range ps {
 			_ = p.cmd.Process.Signal(syscall.SIGHUP)
 		}
-		waitFor(t, 10*time.Second, what, func() bool {
+		testutil.WaitFor(t, 10*time.Second, func() bool {
 			for _, p := range ps {
 				if reloads(p) < want {
 					lagging = p
@@ -194,7 +194,7 @@ func TestMutualTLSRolesEndToEnd(t *testing.T) {
 				}
 			}
 			return true
-		})
+		}, what)
 	}
 	copyFile(t, bundle, ca.CAFile)
 	hup(nodes, 1, "every node reloads the CA bundle")

@@ -61,13 +61,7 @@ func TestWipedFollowerCatchesUpBySnapshot(t *testing.T) {
 		}
 	}
 	leader := c.leader()
-	var f *masterNode
-	for _, m := range c.nodes {
-		if m != leader {
-			f = m
-			break
-		}
-	}
+	f := c.follower()
 	f.stop()
 	if _, ok := f.wait(20 * time.Second); !ok {
 		t.Fatalf("%s did not stop", f.id)

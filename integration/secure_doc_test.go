@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
 )
@@ -149,12 +150,12 @@ func TestSecureClusterFromNothingDoc(t *testing.T) {
 	}
 	cl := transport.NewClusterClient(masters, transport.ClusterConfig{ClientConfig: transport.ClientConfig{TLS: clientTLS(t, operator)}, MaxWait: 5 * time.Second})
 	defer cl.Close()
-	waitFor(t, 60*time.Second, "two holders mounted", func() bool {
+	testutil.WaitFor(t, 60*time.Second, func() bool {
 		ctx, cancel := ctxT(5 * time.Second)
 		defer cancel()
 		var segs api.ListSegmentsResponse
 		return cl.Call(ctx, api.MethodListSegments, &api.Empty{}, &segs) == nil && len(segs.Segments) == 2
-	})
+	}, "two holders mounted")
 
 	out := run(callers)
 	if !strings.Contains(out, "hello") {

@@ -29,13 +29,7 @@ func TestRefusedPutsStartGCOnASmallDisk(t *testing.T) {
 	h.proc = startProc(t, h.name, filepath.Join(t.TempDir(), "small.log"), []string{holder.EnvBucketKeysLimit + "=4"}, h.args(c)...)
 	c.waitHolderMounted(t, h)
 
-	value := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 1_000_000) }
-	put := func(i int) error {
-		ctx, cancel := ctxT(30 * time.Second)
-		defer cancel()
-		_, err := c.lib().Put(ctx, fmt.Sprintf("small/%03d", i), value(i), client.PutOptions{Pool: h.pool})
-		return err
-	}
+	put := func(i int) error { return putSmall(c, h, i) }
 	stored := 0
 	for ; ; stored++ {
 		if err := put(stored); err != nil {
@@ -89,7 +83,7 @@ func TestRefusedPutsStartGCOnASmallDisk(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || !bytes.Equal(got, value(i)) {
+		if err != nil || !bytes.Equal(got, smallValue(i)) {
 			t.Fatalf("small/%03d after GC: %v (%d bytes)", i, err, len(got))
 		}
 	}
@@ -108,13 +102,7 @@ func TestRefusedPutsOnASmallDiskWithDefaultBuckets(t *testing.T) {
 	h.proc = startProc(t, h.name, filepath.Join(t.TempDir(), "small.log"), nil, h.args(c)...)
 	c.waitHolderMounted(t, h)
 
-	value := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 1_000_000) }
-	put := func(i int) error {
-		ctx, cancel := ctxT(30 * time.Second)
-		defer cancel()
-		_, err := c.lib().Put(ctx, fmt.Sprintf("small/%03d", i), value(i), client.PutOptions{Pool: h.pool})
-		return err
-	}
+	put := func(i int) error { return putSmall(c, h, i) }
 	for i := 0; i < 20; i++ {
 		if err := put(i); err != nil {
 			t.Fatalf("put %d of 20: %v", i, err)
@@ -150,7 +138,7 @@ func TestRefusedPutsOnASmallDiskWithDefaultBuckets(t *testing.T) {
 		ctx, cancel := ctxT(10 * time.Second)
 		got, _, err := c.lib().Get(ctx, fmt.Sprintf("small/%03d", i))
 		cancel()
-		if err != nil || !bytes.Equal(got, value(i)) {
+		if err != nil || !bytes.Equal(got, smallValue(i)) {
 			t.Fatalf("small/%03d after GC: %v (%d bytes)", i, err, len(got))
 		}
 	}
@@ -174,4 +162,15 @@ func mountSmallDisk(t *testing.T, notRoot string) string {
 		}
 	})
 	return mnt
+}
+
+// smallValue is the 1 MB value of object i of the small-disk tests.
+func smallValue(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 1_000_000) }
+
+// putSmall puts object i (small/NNN, smallValue(i)) in h's pool.
+func putSmall(c *cluster, h *holderNode, i int) error {
+	ctx, cancel := ctxT(30 * time.Second)
+	defer cancel()
+	_, err := c.lib().Put(ctx, fmt.Sprintf("small/%03d", i), smallValue(i), client.PutOptions{Pool: h.pool})
+	return err
 }

@@ -2,40 +2,25 @@ package integration
 
 import (
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"sexton/internal/testutil"
 )
 
 // notifyListener is what systemd listens on for a Type=notify unit: a
 // unixgram socket named in NOTIFY_SOCKET.
 type notifyListener struct {
 	path string
-	msgs chan string
+	msgs <-chan string
 }
 
 func listenNotify(t *testing.T, name string) *notifyListener {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name+".sock")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	l := &notifyListener{path: path, msgs: make(chan string, 1000)}
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			l.msgs <- string(buf[:n])
-		}
-	}()
-	return l
+	return &notifyListener{path: path, msgs: testutil.ListenNotify(t, path)}
 }
 
 // env is what systemd gives the service: the socket and a 400ms watchdog.
@@ -43,50 +28,53 @@ func (l *notifyListener) env() []string {
 	return []string{"NOTIFY_SOCKET=" + l.path, "WATCHDOG_USEC=400000", "WATCHDOG_PID="}
 }
 
-// until reads messages until one contains want (and then checks now), or
-// fails after d. It returns how many WATCHDOG=1 came before it.
-func (l *notifyListener) until(t *testing.T, want string, d time.Duration, now func() error) int {
-	t.Helper()
-	dogs := 0
-	var seen []string
+// read reads messages until one satisfies stop or d passes; it returns
+// what it read and whether stop ended it.
+func (l *notifyListener) read(d time.Duration, stop func(m string) bool) (seen []string, stopped bool) {
 	end := time.After(d)
 	for {
 		select {
 		case m := <-l.msgs:
 			seen = append(seen, m)
-			if strings.Contains(m, "WATCHDOG=1") {
-				dogs++
-			}
-			if strings.Contains(m, want) {
-				if now != nil {
-					if err := now(); err != nil {
-						t.Fatalf("%q arrived, but: %v", want, err)
-					}
-				}
-				return dogs
+			if stop(m) {
+				return seen, true
 			}
 		case <-end:
-			t.Fatalf("no %q within %v; got %q", want, d, seen)
+			return seen, false
 		}
 	}
+}
+
+// until reads messages until one contains want (and then checks now), or
+// fails after d. It returns how many WATCHDOG=1 came before it.
+func (l *notifyListener) until(t *testing.T, want string, d time.Duration, now func() error) int {
+	t.Helper()
+	seen, ok := l.read(d, func(m string) bool { return strings.Contains(m, want) })
+	if !ok {
+		t.Fatalf("no %q within %v; got %q", want, d, seen)
+	}
+	if now != nil {
+		if err := now(); err != nil {
+			t.Fatalf("%q arrived, but: %v", want, err)
+		}
+	}
+	dogs := 0
+	for _, m := range seen {
+		if strings.Contains(m, "WATCHDOG=1") {
+			dogs++
+		}
+	}
+	return dogs
 }
 
 // quiet reads messages for d and fails if one contains never.
 func (l *notifyListener) quiet(t *testing.T, never string, d time.Duration) []string {
 	t.Helper()
-	var seen []string
-	end := time.After(d)
-	for {
-		select {
-		case m := <-l.msgs:
-			seen = append(seen, m)
-			if strings.Contains(m, never) {
-				t.Fatalf("%q too early: %q", never, seen)
-			}
-		case <-end:
-			return seen
-		}
+	seen, early := l.read(d, func(m string) bool { return strings.Contains(m, never) })
+	if early {
+		t.Fatalf("%q too early: %q", never, seen)
 	}
+	return seen
 }
 
 // The binary under a Type=notify unit, started as systemd would start the
@@ -121,14 +109,14 @@ func TestSystemdNotify(t *testing.T) {
 	if !strings.Contains(all, "STATUS=starting: no leader known") || strings.Count(all, "WATCHDOG=1") < 3 {
 		t.Fatalf("a master without quorum: want keep-alives and a starting status, got %q\n%s", seen, tail(m1.p.logText(), 2000))
 	}
-	if code, body := httpGet(t, "http://"+m1.http+"/readyz"); code == 200 {
+	if code, body := testutil.HTTPGet(t, nil, "http://"+m1.http+"/readyz"); code == 200 {
 		t.Fatalf("/readyz is %d %q without a quorum", code, body)
 	}
 
 	start(m2)
 	readyNow := func(n *node) func() error {
 		return func() error {
-			if code, body := httpGet(t, "http://"+n.http+"/readyz"); code != 200 {
+			if code, body := testutil.HTTPGet(t, nil, "http://"+n.http+"/readyz"); code != 200 {
 				return fmt.Errorf("%s /readyz: %d %s", n.id, code, body)
 			}
 			return nil

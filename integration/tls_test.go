@@ -2,7 +2,6 @@ package integration
 
 import (
 	"crypto/tls"
-	"io"
 	"math/big"
 	"net/http"
 	"os"
@@ -14,8 +13,8 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
-	"sexton/internal/tlsconf/tlstest"
 	"sexton/transport"
 )
 
@@ -23,7 +22,7 @@ func tlsArgs(f tlsconf.Files) []string {
 	return []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-ca", f.CA}
 }
 
-func issue(t *testing.T, ca *tlstest.CA, name string) tlsconf.Files {
+func issue(t *testing.T, ca *testutil.CA, name string) tlsconf.Files {
 	t.Helper()
 	f, err := ca.Issue(name)
 	if err != nil {
@@ -34,7 +33,7 @@ func issue(t *testing.T, ca *tlstest.CA, name string) tlsconf.Files {
 
 // issueRole is issue for a caller of role (a sexton://<role>/<name>
 // certificate).
-func issueRole(t *testing.T, ca *tlstest.CA, role, name string) tlsconf.Files {
+func issueRole(t *testing.T, ca *testutil.CA, role, name string) tlsconf.Files {
 	t.Helper()
 	f, err := ca.IssueRole(role, name)
 	if err != nil {
@@ -75,15 +74,8 @@ func serverSerial(t *testing.T, addr string, cfg *tls.Config) *big.Int {
 // The masters' Raft traffic runs over the same mutual TLS (the Raft stream
 // layer), so the failover here is elected and replicated over TLS.
 func TestMutualTLSEverywhere(t *testing.T) {
+	ca, other := testutil.NewCAs(t)
 	dir := t.TempDir()
-	ca, err := tlstest.NewCA(dir, "cluster")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := tlstest.NewCA(dir, "other")
-	if err != nil {
-		t.Fatal(err)
-	}
 	master, err := ca.IssueMaster("master", "m1", "m2", "m3")
 	if err != nil {
 		t.Fatal(err)
@@ -132,14 +124,14 @@ func TestMutualTLSEverywhere(t *testing.T) {
 	if _, statErr := os.Stat(snapFile); statErr == nil {
 		t.Fatal("a refused snapshot save wrote a file")
 	}
-	waitFor(t, 5*time.Second, "the refusal in a master's audit log", func() bool {
+	testutil.WaitFor(t, 5*time.Second, func() bool {
 		for _, m := range c.nodes {
 			if strings.Contains(m.logText(), "rpc audit: refused") && strings.Contains(m.logText(), "sexton://client/cli") {
 				return true
 			}
 		}
 		return false
-	})
+	}, "the refusal in a master's audit log")
 	// A holder's certificate does not make it a client.
 	hcert := issueRole(t, ca, tlsconf.RoleHolder, "hx")
 	out, err = runCLIErr(append([]string{"get", "tls/a", "--masters", strings.Join(c.addrs(), ",")}, tlsArgs(hcert)...)...)
@@ -156,7 +148,7 @@ func TestMutualTLSEverywhere(t *testing.T) {
 	}
 	for _, addr := range []string{c.nodes[0].rpcAddr, h1.addr} {
 		dctx, dcancel := ctxT(5 * time.Second)
-		_, err := transport.Dial(dctx, addr, transport.ClientConfig{TLS: clientTLS(t, intruder)})
+		_, err := transport.Dial(dctx, addr, transport.ClientConfig{TLS: testutil.LoadTLS(t, intruder).ClientConfig()})
 		dcancel()
 		if api.CodeOf(err) != api.CodeUnauthenticated {
 			t.Fatalf("%s: a client of another CA: %v", addr, err)
@@ -203,14 +195,14 @@ func TestMutualTLSEverywhere(t *testing.T) {
 		_ = m.cmd.Process.Signal(syscall.SIGHUP)
 	}
 	_ = h1.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, 10*time.Second, "masters log the reload", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		for _, m := range c.nodes {
 			if !strings.Contains(m.logText(), "TLS material reloaded") {
 				return false
 			}
 		}
 		return strings.Contains(h1.logText(), "TLS material reloaded")
-	})
+	}, "masters log the reload")
 	after := serverSerial(t, m1.rpcAddr, c.tlsClient)
 	if before.Cmp(after) == 0 {
 		t.Fatalf("after SIGHUP new connections still get certificate serial %v", before)
@@ -222,7 +214,7 @@ func TestMutualTLSEverywhere(t *testing.T) {
 	if _, err := holderStatusWith(h1.addr, c.cc()); err != nil || !h1.running() {
 		t.Fatalf("holder after SIGHUP: running %v, %v", h1.running(), err)
 	}
-	if got := httpsGet(t, "https://"+m1.httpAddr+"/metrics", c.tlsClient); !strings.Contains(got, `sexton_tls_reloads_total{result="ok"} 1`) {
+	if _, got := testutil.HTTPGet(t, &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: c.tlsClient.Clone(), DisableKeepAlives: true}}, "https://"+m1.httpAddr+"/metrics"); !strings.Contains(got, `sexton_tls_reloads_total{result="ok"} 1`) {
 		t.Fatalf("/metrics after one reload:\n%s", grepLines(got, "sexton_tls_reloads_total"))
 	}
 
@@ -271,29 +263,6 @@ func copyFile(t *testing.T, from, to string) {
 	if err := os.Rename(tmp, to); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func httpsGet(t *testing.T, url string, cfg *tls.Config) string {
-	t.Helper()
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg.Clone(), DisableKeepAlives: true}}
-	resp, err := hc.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }
 
 func grepLines(s, sub string) string {
@@ -361,7 +330,8 @@ func TestTLSHelperCertificatesRunACluster(t *testing.T) {
 	// certificate needed; plain HTTP gets nothing.
 	caOnly := clientTLS(t, files("client", "app")).Clone()
 	caOnly.GetClientCertificate = nil
-	if got := httpsGet(t, "https://"+holderHTTP+"/metrics", caOnly); !strings.Contains(got, "sexton_holder_") {
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: caOnly, DisableKeepAlives: true}}
+	if _, got := testutil.HTTPGet(t, hc, "https://"+holderHTTP+"/metrics"); !strings.Contains(got, "sexton_holder_") {
 		t.Fatalf("holder /metrics over HTTPS:\n%.500s", got)
 	}
 	plain := &http.Client{Timeout: 5 * time.Second}

@@ -82,7 +82,7 @@ func (b *removeBatcher) remove(keys []string, ifInc []api.ObjectIncarnation, ses
 // only while the queue is full. The RPC handlers use it so that a queued
 // request parks no goroutine (transport.AsyncHandlerFunc).
 func (b *removeBatcher) submit(keys []string, ifInc []api.ObjectIncarnation, sess api.Session, done func(removeReply)) {
-	if len(ifInc) != 0 && len(ifInc) != len(keys) {
+	if !api.IfIncarnationsFit(ifInc, len(keys)) {
 		done(removeReply{err: api.Errorf(api.CodeInternal, "%d expected incarnations for %d keys", len(ifInc), len(keys))})
 		return
 	}

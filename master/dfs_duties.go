@@ -6,6 +6,7 @@ package master
 // dfsWaitReady). The DFS RPC handlers are in rpc_dfs.go.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -480,7 +481,7 @@ func (n *Node) dfsWaitReady(ctx context.Context, reps []api.ReplicaDescriptor) e
 			if r.Kind != api.ReplicaDFS || r.DFS == nil {
 				continue
 			}
-			i, found := slices.BinarySearchFunc(stats.Units, r.DFS.UnitID, func(u dfsalloc.UnitStats, id uint64) int { return cmpU64(u.Unit, id) })
+			i, found := slices.BinarySearchFunc(stats.Units, r.DFS.UnitID, func(u dfsalloc.UnitStats, id uint64) int { return cmp.Compare(u.Unit, id) })
 			if !found || stats.Units[i].File != dfsalloc.FileReady {
 				missing = r.DFS.Path
 				break
@@ -498,14 +499,4 @@ func (n *Node) dfsWaitReady(ctx context.Context, reps []api.ReplicaDescriptor) e
 			return api.Errorf(api.CodeUnavailable, "DFS file %s not created within %v", missing, n.cfg.ApplyTimeout)
 		}
 	}
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -12,37 +12,34 @@ package master
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
-	"golang.org/x/sys/unix"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 	"sexton/raftio"
+	"sexton/raftio/raftiotest"
 )
 
 // diskFault fills a node's data dir and gives the space back.
 type diskFault interface {
 	// configure points cfg (the full node's) at the fault.
 	configure(t *testing.T, cfg *Config)
-	fill(t *testing.T)
-	release(t *testing.T)
+	Fill(t *testing.T)
+	Release(t *testing.T)
 }
 
 // tmpfsFault is a small tmpfs for the data dir, filled by a filler file.
 // With walSegment the node keeps its log in raft-wal, in segments of that
 // size.
 type tmpfsFault struct {
-	dir        string
+	*raftiotest.Tmpfs
 	walSegment int
 }
 
@@ -57,30 +54,15 @@ func newTmpfsWALFault(t *testing.T) *tmpfsFault {
 	return f
 }
 
+// newTmpfsFault skips without root or a tmpfs; the injected-fault variant
+// covers the scenario then. Its unmount is registered before the
+// cluster's cleanup, so it runs after the nodes have stopped.
 func newTmpfsFault(t *testing.T) *tmpfsFault {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root; the injected-fault variant covers this scenario")
-	}
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=8m"); err != nil {
-		t.Skipf("cannot mount a tmpfs on %s (%v); the injected-fault variant covers this scenario", dir, err)
-	}
-	// Registered before the cluster's cleanup, so it runs after the
-	// nodes have stopped.
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, 0); err != nil {
-			// Never leave the mount behind: detach it (it goes when the
-			// last file in it is closed) and report the busy unmount.
-			derr := unix.Unmount(dir, unix.MNT_DETACH)
-			t.Errorf("unmount %s: %v (lazy unmount: %v)", dir, err, derr)
-		}
-	})
-	return &tmpfsFault{dir: filepath.Join(dir, "data")}
+	return &tmpfsFault{Tmpfs: raftiotest.NewTmpfs(t)}
 }
 
 func (f *tmpfsFault) configure(_ *testing.T, cfg *Config) {
-	cfg.DataDir = f.dir
+	cfg.DataDir = f.Dir
 	// Named either way: a 64 MiB raft-wal segment, the default's, does
 	// not fit the 8 MiB tmpfs.
 	cfg.LogStore = raftio.LogStoreBoltDB
@@ -119,42 +101,6 @@ func padded(t *testing.T, tc *testCluster, fault diskFault, poke func()) func() 
 	}
 }
 
-func (f *tmpfsFault) filler() string { return filepath.Join(filepath.Dir(f.dir), "filler") }
-
-// fill writes the filler file until the file system refuses.
-func (f *tmpfsFault) fill(t *testing.T) {
-	t.Helper()
-	fh, err := os.Create(f.filler())
-	if err != nil {
-		t.Fatalf("filler: %v", err)
-	}
-	defer fh.Close()
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := fh.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("filling %s: %v", f.filler(), err)
-			}
-			break
-		}
-	}
-	// The last partial pages too: write byte by byte until refused.
-	for {
-		if _, err := fh.Write(chunk[:512]); err != nil {
-			break
-		}
-	}
-	free, _, _ := raftio.DirSpace(f.dir)
-	t.Logf("tmpfs filled: %d bytes free", free)
-}
-
-func (f *tmpfsFault) release(t *testing.T) {
-	t.Helper()
-	if err := os.Remove(f.filler()); err != nil {
-		t.Fatalf("remove filler: %v", err)
-	}
-}
-
 // injectedFault makes writes to the node's log store, and its probe, fail
 // with ENOSPC while full; with allWrites, stable store writes (the term,
 // the vote) fail too. Without it, it behaves as boltdb does on a full
@@ -165,56 +111,21 @@ type injectedFault struct {
 	allWrites bool
 }
 
-var errInjectedENOSPC = fmt.Errorf("injected: %w", syscall.ENOSPC)
-
 func (f *injectedFault) configure(_ *testing.T, cfg *Config) {
 	cfg.hooks.wrapStore = func(l raft.LogStore, s raft.StableStore) (raft.LogStore, raft.StableStore) {
-		fs := &faultyStore{LogStore: l, StableStore: s, full: &f.full, allWrites: f.allWrites}
+		fs := &raftiotest.FaultyStore{LogStore: l, StableStore: s, Full: &f.full, AllWrites: f.allWrites}
 		return fs, fs
 	}
 	cfg.hooks.probe = func() error {
 		if f.full.Load() {
-			return errInjectedENOSPC
+			return raftiotest.ErrInjectedENOSPC
 		}
 		return nil
 	}
 }
 
-func (f *injectedFault) fill(*testing.T)    { f.full.Store(true) }
-func (f *injectedFault) release(*testing.T) { f.full.Store(false) }
-
-type faultyStore struct {
-	raft.LogStore
-	raft.StableStore
-	full      *atomic.Bool
-	allWrites bool
-}
-
-func (s *faultyStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
-func (s *faultyStore) StoreLogs(l []*raft.Log) error {
-	if s.full.Load() {
-		return errInjectedENOSPC
-	}
-	return s.LogStore.StoreLogs(l)
-}
-func (s *faultyStore) DeleteRange(a, b uint64) error {
-	if s.full.Load() {
-		return errInjectedENOSPC
-	}
-	return s.LogStore.DeleteRange(a, b)
-}
-func (s *faultyStore) Set(k, v []byte) error {
-	if s.allWrites && s.full.Load() {
-		return errInjectedENOSPC
-	}
-	return s.StableStore.Set(k, v)
-}
-func (s *faultyStore) SetUint64(k []byte, v uint64) error {
-	if s.allWrites && s.full.Load() {
-		return errInjectedENOSPC
-	}
-	return s.StableStore.SetUint64(k, v)
-}
+func (f *injectedFault) Fill(*testing.T)    { f.full.Store(true) }
+func (f *injectedFault) Release(*testing.T) { f.full.Store(false) }
 
 // forEachDiskFault runs a scenario on a full tmpfs and with every store
 // write failing; withLogWritesOnly adds the injected fault in which only
@@ -274,7 +185,7 @@ func TestFullSingleMasterStaysCalmAndRecovers(t *testing.T) {
 		tc.mountHolder(t, "seg-a", "")
 		keys := putKeys(t, tc, 3)
 
-		fault.fill(t)
+		fault.Fill(t)
 		// Commits fail now; keep trying one until the node reports it.
 		waitCannotWriteReported(t, n, padded(t, tc, fault, func() { _ = tc.remove(keys[0]) }))
 		term0 := n.raft.CurrentTerm()
@@ -292,13 +203,13 @@ func TestFullSingleMasterStaysCalmAndRecovers(t *testing.T) {
 		t.Logf("while full: state %s, term %d (was %d)", st.RaftState, st.Term, term0)
 		logOperatorView(t, n, tc)
 
-		fault.release(t)
+		fault.Release(t)
 		attempt := 0
-		waitFor(t, 20*time.Second, "a commit to succeed after space returned", func() bool {
+		testutil.WaitFor(t, 20*time.Second, func() bool {
 			attempt++
 			_, err := tc.putStart(&api.PutStartRequest{Key: fmt.Sprintf("probe-%d", attempt), Size: 10, ReplicaNum: 1})
 			return err == nil
-		})
+		}, "a commit to succeed after space returned")
 		tc.put(t, "after", 10, 1)
 		if err := tc.remove("after"); err != nil {
 			t.Fatalf("remove after recovery: %v", err)
@@ -307,10 +218,10 @@ func TestFullSingleMasterStaysCalmAndRecovers(t *testing.T) {
 			t.Fatalf("still reports cannot write after commits succeed: %+v", st)
 		}
 		// (Ready also needs everything committed applied: wait for that.)
-		waitFor(t, 5*time.Second, "/readyz to answer 200 after recovery", func() bool {
+		testutil.WaitFor(t, 5*time.Second, func() bool {
 			code, _ := nodeGet(t, n, "/readyz")
 			return code == http.StatusOK
-		})
+		}, "/readyz to answer 200 after recovery")
 		if v := metricValue(t, n, "sexton_raft_log_store_cannot_write"); v != "0" {
 			t.Fatalf("sexton_raft_log_store_cannot_write after recovery = %s", v)
 		}
@@ -327,6 +238,22 @@ func TestFullSingleMasterStaysCalmAndRecovers(t *testing.T) {
 		}
 		t.Logf("recovered: term %d", n.raft.CurrentTerm())
 	})
+}
+
+// removeEach is a poke that removes the next of keys each call, failing
+// the test when the removal fails (with m3 full, the others commit it) or
+// no key is left.
+func removeEach(t *testing.T, tc *testCluster, keys []string) func() {
+	return func() {
+		t.Helper()
+		if len(keys) == 0 {
+			t.Fatalf("no keys left to remove")
+		}
+		if err := tc.remove(keys[0]); err != nil {
+			t.Fatalf("remove %s with m3 full: %v", keys[0], err)
+		}
+		keys = keys[1:]
+	}
 }
 
 // startFullM3Cluster starts three masters of which m3 has the fault, with
@@ -370,17 +297,8 @@ func TestFullFollowerDoesNotDisruptCluster(t *testing.T) {
 		li := tc.leaderIndex(t)
 		leader := tc.node(li)
 
-		fault.fill(t)
-		removeNext := func() {
-			t.Helper()
-			if len(keys) == 0 {
-				t.Fatalf("no keys left to remove")
-			}
-			if err := tc.remove(keys[0]); err != nil {
-				t.Fatalf("remove %s with m3 full: %v", keys[0], err)
-			}
-			keys = keys[1:]
-		}
+		fault.Fill(t)
+		removeNext := removeEach(t, tc, keys)
 		waitCannotWriteReported(t, full, padded(t, tc, fault, removeNext))
 		leaderTerm, fullTerm := leader.raft.CurrentTerm(), full.raft.CurrentTerm()
 		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
@@ -413,14 +331,14 @@ func TestFullFollowerDoesNotDisruptCluster(t *testing.T) {
 		}
 		logStoreMetrics(t, full)
 
-		fault.release(t)
-		waitFor(t, 20*time.Second, "m3 to catch up with the leader", func() bool {
+		fault.Release(t)
+		testutil.WaitFor(t, 20*time.Second, func() bool {
 			return !full.status().LogStoreCannotWrite && full.raft.AppliedIndex() >= newLeader.raft.AppliedIndex()
-		})
-		waitFor(t, 5*time.Second, "m3's /readyz to answer 200 after catching up", func() bool {
+		}, "m3 to catch up with the leader")
+		testutil.WaitFor(t, 5*time.Second, func() bool {
 			code, _ := nodeGet(t, full, "/readyz")
 			return code == http.StatusOK
-		})
+		}, "m3's /readyz to answer 200 after catching up")
 		t.Logf("m3 caught up: applied %d, leader applied %d, m3 term %d, leader term %d",
 			full.raft.AppliedIndex(), newLeader.raft.AppliedIndex(), full.raft.CurrentTerm(), newLeader.raft.CurrentTerm())
 	})
@@ -435,11 +353,11 @@ func TestFullLeaderStepsAsideForGood(t *testing.T) {
 		tc, keys := startFullM3Cluster(t, fault, true)
 		full := tc.node(2)
 
-		fault.fill(t)
+		fault.Fill(t)
 		pad := padded(t, tc, fault, func() {})
 		// A remove m3 took as leader may end OUTCOME_UNKNOWN; once the
 		// others lead, every remove must succeed.
-		waitFor(t, 10*time.Second, "a healthy node to lead and commit removes", func() bool {
+		testutil.WaitFor(t, 10*time.Second, func() bool {
 			pad()
 			if len(keys) == 0 {
 				t.Fatalf("no keys left to remove")
@@ -452,17 +370,8 @@ func TestFullLeaderStepsAsideForGood(t *testing.T) {
 				keys = keys[1:]
 			}
 			return err == nil && tc.leaderIndex(t) != 2
-		})
-		removeNext := func() {
-			t.Helper()
-			if len(keys) == 0 {
-				t.Fatalf("no keys left to remove")
-			}
-			if err := tc.remove(keys[0]); err != nil {
-				t.Fatalf("remove %s with m3 full: %v", keys[0], err)
-			}
-			keys = keys[1:]
-		}
+		}, "a healthy node to lead and commit removes")
+		removeNext := removeEach(t, tc, keys)
 		waitCannotWriteReported(t, full, padded(t, tc, fault, removeNext))
 		li := tc.leaderIndex(t)
 		leader := tc.node(li)
@@ -481,10 +390,10 @@ func TestFullLeaderStepsAsideForGood(t *testing.T) {
 		}
 		logOperatorView(t, full, tc)
 
-		fault.release(t)
-		waitFor(t, 20*time.Second, "m3 to catch up with the leader", func() bool {
+		fault.Release(t)
+		testutil.WaitFor(t, 20*time.Second, func() bool {
 			return !full.status().LogStoreCannotWrite && full.raft.AppliedIndex() >= leader.raft.AppliedIndex()
-		})
+		}, "m3 to catch up with the leader")
 		t.Logf("m3 caught up: applied %d, leader applied %d, m3 term %d, leader term %d",
 			full.raft.AppliedIndex(), leader.raft.AppliedIndex(), full.raft.CurrentTerm(), leader.raft.CurrentTerm())
 	})
@@ -553,7 +462,7 @@ func logOperatorView(t *testing.T, n *Node, tc *testCluster) {
 // nodeGet is an HTTP GET of path on n's plain HTTP listener.
 func nodeGet(t *testing.T, n *Node, path string) (int, string) {
 	t.Helper()
-	return httpGet(t, plainHTTP, "http://"+n.HTTPAddr()+path)
+	return testutil.HTTPGet(t, plainHTTP, "http://"+n.HTTPAddr()+path)
 }
 
 // metricValue is the value of the sample named exactly series (name plus
@@ -568,14 +477,4 @@ func metricValue(t *testing.T, n *Node, series string) string {
 		}
 	}
 	return ""
-}
-
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out after %v waiting for %s", limit, what)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 )
 
 // saveSnapshot fetches the leader's snapshot the way `operator snapshot
@@ -94,10 +95,10 @@ func TestRestoreOfAnOlderFileNeedsAllowRollback(t *testing.T) {
 	if _, err := tc.restoreUpload(t, "old-allowed", old, true); err != nil {
 		t.Fatalf("restore of an older file with allow-rollback: %v", err)
 	}
-	eventually(t, harnessTimeout, "the restored table lists k again", func() bool {
+	testutil.WaitFor(t, harnessTimeout, func() bool {
 		o, err := tc.get("k")
 		return err == nil && o.Incarnation == k.Incarnation
-	})
+	}, "the restored table lists k again")
 }
 
 // TestGhostCheckDropsOnlyTheReportedReplicas: of an object on two

@@ -18,7 +18,6 @@ package master
 // Everything is torn down by t.Cleanup.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -35,6 +34,7 @@ import (
 	"sexton/fsm"
 	"sexton/internal/secret"
 	"sexton/internal/testport"
+	"sexton/internal/testutil"
 	"sexton/transport"
 )
 
@@ -55,7 +55,7 @@ type testCluster struct {
 	nodes []*Node // nil while a node is stopped
 	// Client follows the leader across all nodes' RPC addresses.
 	Client *transport.ClusterClient
-	logs   *lockedBuffer
+	logs   *testutil.SyncBuffer
 }
 
 // startCluster starts n (1 or 3) masters bootstrapped together and waits
@@ -63,7 +63,7 @@ type testCluster struct {
 // second); opts adjust every node's Config before it starts.
 func startCluster(t testing.TB, n int, opts ...func(*Config)) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, logs: &lockedBuffer{}}
+	tc := &testCluster{t: t, logs: masterLogs()}
 	var peers []Peer
 	for i := 0; i < n; i++ {
 		peers = append(peers, Peer{ID: fmt.Sprintf("m%d", i+1), RaftAddr: freeAddr(t)})
@@ -166,6 +166,20 @@ func (tc *testCluster) node(i int) *Node { return tc.nodes[i] }
 
 // waitLeader waits until exactly one running node is the ready leader and
 // returns it.
+// waitAllApplied waits until every node has applied what the leader has.
+func (tc *testCluster) waitAllApplied(t testing.TB, what string) {
+	t.Helper()
+	leader := tc.waitLeader(t)
+	testutil.WaitFor(t, harnessTimeout, func() bool {
+		for _, n := range tc.nodes {
+			if n.fsm.Stats().AppliedIndex < leader.fsm.Stats().AppliedIndex {
+				return false
+			}
+		}
+		return true
+	}, what)
+}
+
 func (tc *testCluster) waitLeader(t testing.TB) *Node {
 	t.Helper()
 	return tc.nodes[tc.leaderIndex(t)]
@@ -459,18 +473,6 @@ func (f *follower) seen() []api.LocalDeleteTask {
 	return append([]api.LocalDeleteTask(nil), f.fetched...)
 }
 
-// eventually polls cond every 10 ms until it holds or d passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // ports is this package's own range: test packages run as parallel
 // processes, and two picking from one range could collide.
 var ports = testport.Range{Lo: 20000, Hi: 26000}
@@ -480,29 +482,15 @@ func freeAddr(t testing.TB) string {
 	return ports.Addr(t)
 }
 
-// lockedBuffer collects the masters' logs; they are printed when a test
-// fails.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// masterLogs collects the masters' logs; they are printed when a test
+// fails, and as they come with SEXTON_TEST_MASTER_LOG set.
+func masterLogs() *testutil.SyncBuffer {
+	b := &testutil.SyncBuffer{}
 	if os.Getenv("SEXTON_TEST_MASTER_LOG") != "" {
-		os.Stderr.Write(p)
+		b.Tee = os.Stderr
 	}
-	return l.b.Write(p)
+	return b
 }
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]byte(nil), l.b.Bytes()...)
-}
-
-func (l *lockedBuffer) String() string { return string(l.Bytes()) }
 
 // putMany puts keys (one LOCAL_DISK replica each) in batches of
 // MaxBatchPutItems.

@@ -9,6 +9,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/internal/testutil"
 )
 
 // TestPrefixDeleteJobSurvivesLeaderKill: a prefix delete over many more
@@ -66,7 +67,7 @@ func TestPrefixDeleteJobSurvivesLeaderKill(t *testing.T) {
 		t.Fatalf("job %d not listed", job.ID)
 		return api.JobInfo{}
 	}
-	eventually(t, 20*time.Second, "job paused with a full registry", func() bool { return jobNow().State == api.JobPausedRegistryFull })
+	testutil.WaitFor(t, 20*time.Second, func() bool { return jobNow().State == api.JobPausedRegistryFull }, "job paused with a full registry")
 	st := tc.waitLeader(t).fsm.Stats()
 	// +1: the overwrite above queued its old copy's task, maybe after the
 	// job had filled its share.
@@ -85,10 +86,10 @@ func TestPrefixDeleteJobSurvivesLeaderKill(t *testing.T) {
 	}
 
 	h.follow(t, ackAll(api.AckRemoved))
-	eventually(t, 30*time.Second, "job past a third of the keys", func() bool { return jobNow().Removed > nKeys/3 })
+	testutil.WaitFor(t, 30*time.Second, func() bool { return jobNow().Removed > nKeys/3 }, "job past a third of the keys")
 	before := jobNow()
 	tc.kill(tc.leaderIndex(t))
-	eventually(t, 60*time.Second, "job done after the leader's crash", func() bool { return jobNow().State == api.JobDone })
+	testutil.WaitFor(t, 60*time.Second, func() bool { return jobNow().State == api.JobDone }, "job done after the leader's crash")
 	done := jobNow()
 	if done.Removed != nKeys-1 || done.Removed <= before.Removed {
 		t.Fatalf("job removed %d (had %d at the crash), want %d", done.Removed, before.Removed, nKeys-1)
@@ -125,10 +126,7 @@ func TestPrefixDeleteJobCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Nobody acks: the job stalls after the registry's first 90 slots.
-	eventually(t, 20*time.Second, "job paused", func() bool {
-		j, _ := tc.waitLeader(t).fsm.Job(job.ID)
-		return j.State == api.JobPausedRegistryFull
-	})
+	tc.waitJobState(t, job.ID, api.JobPausedRegistryFull)
 	j, err := tc.cancelJob(job.ID)
 	if err != nil || j.State != api.JobCancelled {
 		t.Fatalf("cancel: %+v %v", j, err)
@@ -183,20 +181,17 @@ func TestPrefixDeleteKeepsAPutAcknowledgedAfterItsStart(t *testing.T) {
 	}
 	// The leader has scanned and removed up to the reserve; the puts'
 	// keys lie after its cursor.
-	eventually(t, 20*time.Second, "job paused", func() bool {
-		j, _ := tc.waitLeader(t).fsm.Job(job.ID)
-		return j.State == api.JobPausedRegistryFull
-	})
+	tc.waitJobState(t, job.ID, api.JobPausedRegistryFull)
 	for i, k := range []string{newKey, overwritten} {
 		if err := tc.call(api.MethodPutEnd, &api.PutEndRequest{Key: k, Incarnation: started[i].Incarnation}, &api.Empty{}); err != nil {
 			t.Fatalf("PutEnd %s: %v", k, err)
 		}
 	}
 	h.follow(t, ackAll(api.AckRemoved))
-	eventually(t, 30*time.Second, "job done", func() bool {
+	testutil.WaitFor(t, 30*time.Second, func() bool {
 		j, _ := tc.waitLeader(t).fsm.Job(job.ID)
 		return j.State == api.JobDone
-	})
+	}, "job done")
 	for i, k := range []string{newKey, overwritten} {
 		o, err := tc.get(k)
 		if err != nil || o.Incarnation != started[i].Incarnation {
@@ -232,10 +227,7 @@ func TestPrefixDeleteLeavesTheReserveWithReplicatedKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "job paused", func() bool {
-		j, _ := tc.waitLeader(t).fsm.Job(job.ID)
-		return j.State == api.JobPausedRegistryFull
-	})
+	tc.waitJobState(t, job.ID, api.JobPausedRegistryFull)
 	st := tc.waitLeader(t).fsm.Stats()
 	if limit := capacity - fsm.JobRegistryReserve(capacity); st.PendingTasks > limit {
 		t.Fatalf("job filled %d of %d slots, past the clients' reserve (%d)", st.PendingTasks, capacity, limit)
@@ -268,6 +260,15 @@ func (tc *testCluster) callRetry(method string, req any, setSession func(api.Ses
 		}
 		return err
 	}
+}
+
+// waitJobState waits until the leader's fsm has job id in state.
+func (tc *testCluster) waitJobState(t *testing.T, id uint64, state string) {
+	t.Helper()
+	testutil.WaitFor(t, 20*time.Second, func() bool {
+		j, _ := tc.waitLeader(t).fsm.Job(id)
+		return j.State == state
+	}, fmt.Sprintf("job %d %s", id, state))
 }
 
 func (tc *testCluster) startJob(prefix string, all bool) (api.JobInfo, error) {

@@ -3,6 +3,8 @@ package master
 import (
 	"testing"
 	"time"
+
+	"sexton/internal/testutil"
 )
 
 // Liveness is not readiness: a node whose peers are gone has no leader
@@ -15,7 +17,7 @@ func TestRaftResponsiveWithoutQuorum(t *testing.T) {
 		if ok, why := tc.node(i).RaftResponsive(2 * time.Second); !ok {
 			t.Fatalf("node %d of a healthy cluster: %s", i, why)
 		}
-		eventually(t, 10*time.Second, "every node ready", func() bool { ok, _ := tc.node(i).Readiness(); return ok })
+		testutil.WaitFor(t, 10*time.Second, func() bool { ok, _ := tc.node(i).Readiness(); return ok }, "every node ready")
 	}
 	alone := (li + 1) % 3
 	for i := range 3 {
@@ -24,7 +26,7 @@ func TestRaftResponsiveWithoutQuorum(t *testing.T) {
 		}
 	}
 	n := tc.node(alone)
-	eventually(t, 10*time.Second, "the lone node not ready", func() bool { ok, _ := n.Readiness(); return !ok })
+	testutil.WaitFor(t, 10*time.Second, func() bool { ok, _ := n.Readiness(); return !ok }, "the lone node not ready")
 	for range 3 {
 		if ok, why := n.RaftResponsive(2 * time.Second); !ok {
 			t.Fatalf("a node without quorum is hung: %s", why)

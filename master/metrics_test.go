@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 )
 
 // samples gathers n's registry and returns the samples of metric name
@@ -99,10 +100,10 @@ func TestAlertGauges(t *testing.T) {
 	// Nobody fetches the task: its age grows on every node that applied it.
 	time.Sleep(300 * time.Millisecond)
 	for _, n := range tc.nodes {
-		eventually(t, harnessTimeout, n.cfg.ID+" reports the task's age", func() bool {
+		testutil.WaitFor(t, harnessTimeout, func() bool {
 			v, ok := gauge(t, n, "sexton_delete_task_oldest_age_seconds", "segment", "seg-a")
 			return ok && v >= 0.3 && v < 30
-		})
+		}, n.cfg.ID+" reports the task's age")
 	}
 
 	// The holder heartbeats: the leader reports a small age, followers nothing.
@@ -120,19 +121,19 @@ func TestAlertGauges(t *testing.T) {
 	h.die()
 	// On the node that leads now: under make test's load an election can
 	// come between (a new leader counts the age from its term's start).
-	eventually(t, harnessTimeout, "the dead holder's heartbeat age passes 1s", func() bool {
+	testutil.WaitFor(t, harnessTimeout, func() bool {
 		v, ok := gauge(t, tc.waitLeader(t), "sexton_holder_heartbeat_age_seconds", "segment", "seg-a")
 		return ok && v > 1
-	})
+	}, "the dead holder's heartbeat age passes 1s")
 
 	// Acking the task drops the age: nothing is pending on the segment.
 	tasks := h.fetch(t, 10, time.Second)
 	h.ack(t, tasks, ackAll(api.AckRemoved))
 	for _, n := range tc.nodes {
-		eventually(t, harnessTimeout, n.cfg.ID+" drops the age after the ack", func() bool {
+		testutil.WaitFor(t, harnessTimeout, func() bool {
 			_, ok := gauge(t, n, "sexton_delete_task_oldest_age_seconds", "segment", "seg-a")
 			return !ok
-		})
+		}, n.cfg.ID+" drops the age after the ack")
 	}
 }
 
@@ -148,7 +149,7 @@ func TestHaltedGauge(t *testing.T) {
 	// What the adapter calls on a refused entry (it then blocks forever,
 	// which a test cannot leave behind).
 	n.rfsm.halt(errors.New("raft log entry 99: unknown command type"))
-	eventually(t, harnessTimeout, "the refusal reaches Halt", func() bool { return halts.Load() == 1 })
+	testutil.WaitFor(t, harnessTimeout, func() bool { return halts.Load() == 1 }, "the refusal reaches Halt")
 	if v, _ := gauge(t, n, "sexton_master_halted"); v != 1 {
 		t.Fatalf("sexton_master_halted = %v after a refused entry, want 1", v)
 	}

@@ -7,6 +7,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 )
 
 // listKeyTasks lists key's delete tasks with their progress.
@@ -102,14 +103,14 @@ func TestTaskProgressSaysWhyATaskWaits(t *testing.T) {
 
 	// After its backoff h1 gets the task again and acks it: the ack
 	// commits, the task is gone, and the lag is observed.
-	eventually(t, 5*time.Second, "h1 gets the failed task again", func() bool {
+	testutil.WaitFor(t, 5*time.Second, func() bool {
 		again := h1.fetch(t, 0, 0)
 		if len(again) == 0 {
 			return false
 		}
 		h1.ack(t, again, ackAll(api.AckRemoved))
 		return true
-	})
+	}, "h1 gets the failed task again")
 	if _, ok := tc.listKeyTasks(t, "k")[got[0].ID]; ok {
 		t.Fatalf("task %d still pending after its ack", got[0].ID)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -27,39 +26,19 @@ func proposeFor[R any](n *Node, cmd fsm.Command) (*R, error) {
 	if !ok {
 		return nil, api.Errorf(api.CodeInternal, "%s answered %T, want %T", cmd.Type(), res, r)
 	}
-	v := reflect.ValueOf(r).Elem()
-	if dup := v.FieldByName("Duplicate"); dup.Kind() == reflect.Bool {
-		n.metrics.noteDuplicate(cmd.Type(), dup.Bool())
+	a := fsm.AnswerOf(r)
+	if a.Sessioned {
+		n.metrics.noteDuplicate(cmd.Type(), a.Duplicate)
 	}
-	if e, _ := fieldOf(v, "Err").(*api.Error); e != nil {
-		return r, e
+	if a.Err != nil {
+		return r, a.Err
 	}
 	return r, nil
 }
 
-// fieldOf is v's field name, or nil when v has none. The fsm's answers and
-// commands are plain data without methods; the few fields every one of
-// them carries (a command's Now, an answer's Err and Duplicate) are read
-// and set by name here, so adding a command needs no method for it.
-func fieldOf(v reflect.Value, name string) any {
-	f := v.FieldByName(name)
-	if !f.IsValid() {
-		return nil
-	}
-	return f.Interface()
-}
-
-// stampNow sets cmd's Now, the leader's clock that Apply records, unless
-// the caller set it: a handler that decided something at an instant (a
-// placement, a lease check) proposes that instant.
-func stampNow(cmd fsm.Command) {
-	f := reflect.ValueOf(cmd).Elem().FieldByName("Now")
-	if f.Kind() == reflect.Int64 && f.Int() == 0 {
-		f.SetInt(time.Now().UnixNano())
-	}
-}
-
-// propose stamps cmd with the leader's clock (stampNow), encodes it,
+// propose stamps cmd with the leader's clock, unless the caller set it (a
+// handler that decided something at an instant, a placement or a lease
+// check, proposes that instant), encodes it,
 // applies it through Raft and returns the fsm's result once the entry is
 // committed and applied on this node.
 //
@@ -78,7 +57,7 @@ func (n *Node) propose(cmd fsm.Command) (any, error) {
 // (the entry failed, or was applied after the wait ended), so the caller
 // still acts on what proposeApplied returns, whichever comes first.
 func (n *Node) proposeApplied(cmd fsm.Command, onApplied func(any)) (any, error) {
-	stampNow(cmd)
+	fsm.StampNow(cmd, time.Now().UnixNano())
 	data, err := fsm.Encode(cmd)
 	if err != nil {
 		return nil, api.Errorf(api.CodeInvalidParams, "encode %T: %v", cmd, err)

@@ -2,8 +2,6 @@ package master
 
 import (
 	"crypto/tls"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -18,9 +16,10 @@ import (
 
 	"sexton/api"
 	"sexton/internal/secret"
+	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
-	"sexton/internal/tlsconf/tlstest"
 	"sexton/raftio"
+	"sexton/raftio/raftiotest"
 )
 
 // Cluster tokens of the strength secret.CheckToken asks for: two
@@ -119,9 +118,9 @@ func TestRaftPortRefusesStrangers(t *testing.T) {
 	fi := (li + 1) % 3
 	leader, victim := tc.node(li), tc.node(fi)
 	// Let the follower apply everything before looking.
-	eventually(t, harnessTimeout, "follower caught up", func() bool {
+	testutil.WaitFor(t, harnessTimeout, func() bool {
 		return victim.raft.AppliedIndex() == leader.raft.AppliedIndex()
-	})
+	}, "follower caught up")
 	before, leaderBefore := viewOf(t, victim), viewOf(t, leader)
 	t.Logf("before: follower %s %+v, leader %s %+v", victim.cfg.ID, before, leader.cfg.ID, leaderBefore)
 
@@ -222,29 +221,28 @@ func (tc *testCluster) commitOn(t *testing.T, maxSessions int, on ...int) uint64
 	want := tc.waitLeader(t).raft.AppliedIndex()
 	for _, i := range on {
 		n := tc.node(i)
-		eventually(t, harnessTimeout, n.cfg.ID+" applies the entry", func() bool { return n.raft.AppliedIndex() >= want })
+		testutil.WaitFor(t, harnessTimeout, func() bool { return n.raft.AppliedIndex() >= want }, n.cfg.ID+" applies the entry")
 	}
 	return want
+}
+
+// startTLSCluster starts three masters with certificates of ca, commits
+// on all of them, and returns the cluster with its leader's index and a
+// follower's.
+func startTLSCluster(t *testing.T, ca *testutil.CA) (tc *testCluster, li, fi int) {
+	t.Helper()
+	tc = startCluster(t, 3, slowElections, func(c *Config) { c.TLS = ca.MasterSource(t, c.ID) })
+	tc.commitOn(t, 1000, 0, 1, 2)
+	li = tc.leaderIndex(t)
+	return tc, li, (li + 1) % 3
 }
 
 // TestRaftTLSCluster: three masters with certificates of one CA elect a
 // leader and replicate over mutual TLS; a dialer with a certificate of
 // another CA, or with none, is refused and moves nothing.
 func TestRaftTLSCluster(t *testing.T) {
-	dir := t.TempDir()
-	ca, err := tlstest.NewCA(dir, "cluster")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := tlstest.NewCA(dir, "other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := startCluster(t, 3, slowElections, func(c *Config) { c.TLS = issueMasterTLS(t, ca, c.ID) })
-	tc.commitOn(t, 1000, 0, 1, 2)
-
-	li := tc.leaderIndex(t)
-	fi := (li + 1) % 3
+	ca, other := testutil.NewCAs(t)
+	tc, li, fi := startTLSCluster(t, ca)
 	leader, victim := tc.node(li), tc.node(fi)
 	before, leaderBefore := viewOf(t, victim), viewOf(t, leader)
 
@@ -264,17 +262,7 @@ func TestRaftTLSCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreignCert, err := tls.LoadX509KeyPair(foreign.Cert, foreign.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := raft.NewNetworkTransport(certDialer{ln, foreignCert}, 1, 2*time.Second, io.Discard)
-	t.Cleanup(func() { _ = tr.Close() })
-	aeErr, rvErr = injectHigherTerm(t, tr, raft.ServerAddress(tc.cfgs[fi].RaftAddr), tc.cfgs[(li+2)%3].ID, before)
+	aeErr, rvErr = injectHigherTerm(t, certTransport(t, foreign), raft.ServerAddress(tc.cfgs[fi].RaftAddr), tc.cfgs[(li+2)%3].ID, before)
 	if aeErr == nil || rvErr == nil {
 		t.Errorf("a dialer with another CA's certificate was answered: %v, %v", aeErr, rvErr)
 	}
@@ -311,10 +299,10 @@ func TestRaftTokenMismatchBetweenMasters(t *testing.T) {
 	odd := tc.node(2)
 	// m3 hears no leader, so it campaigns; m1 and m2 refuse its
 	// connections, and it refuses the leader's.
-	eventually(t, harnessTimeout, "m3's vote requests are refused", func() bool {
+	testutil.WaitFor(t, harnessTimeout, func() bool {
 		return refusedCount(t, odd, "dial", "token") > 0 &&
 			refusedCount(t, tc.node(0), "accept", "token")+refusedCount(t, tc.node(1), "accept", "token") > 0
-	})
+	}, "m3's vote requests are refused")
 	if refusedCount(t, odd, "accept", "token") == 0 || refusedCount(t, leader, "dial", "token") == 0 {
 		t.Errorf("the leader's connections to m3 were not refused on both sides")
 	}
@@ -350,122 +338,6 @@ func TestDevMasterDoesNotWarnAboutOpenRaftPort(t *testing.T) {
 	}
 }
 
-// relayLayer is the stream layer of an intruder who receives a master's
-// own Raft dials (its address is in the master's configuration) and
-// relays them: each Dial connects to the target, passes the target's
-// challenge to a fresh dial of the victim's, and passes the victim's
-// proof back to the target, ids swapped when swap is set.
-type relayLayer struct {
-	net.Listener // the intruder transport's own, unused
-	dials        chan relayedDial
-	swap         bool
-}
-
-type relayedDial struct {
-	c  net.Conn
-	at time.Time
-}
-
-// newRelayLayer receives the victim's dials on ghost.
-func newRelayLayer(t *testing.T, ghost net.Listener, swap bool) *relayLayer {
-	t.Helper()
-	own, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &relayLayer{Listener: own, dials: make(chan relayedDial, 64), swap: swap}
-	go func() {
-		for {
-			c, err := ghost.Accept()
-			if err != nil {
-				return
-			}
-			select {
-			case r.dials <- relayedDial{c, time.Now()}:
-			default:
-				_ = c.Close()
-			}
-		}
-	}()
-	t.Cleanup(func() { _ = ghost.Close() })
-	return r
-}
-
-// victimDial is a dial of the victim's fresh enough that its handshake
-// has time left.
-func (r *relayLayer) victimDial(timeout time.Duration) (net.Conn, error) {
-	deadline := time.After(timeout)
-	for {
-		select {
-		case d := <-r.dials:
-			if time.Since(d.at) < time.Second {
-				return d.c, nil
-			}
-			_ = d.c.Close()
-		case <-deadline:
-			return nil, errors.New("the victim did not dial the relay")
-		}
-	}
-}
-
-func (r *relayLayer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", string(a), timeout)
-	if err != nil {
-		return nil, err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			_ = c.Close()
-		}
-	}()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	hello := make([]byte, len(raftAuthMagic)+raftNonceLen)
-	if _, err := io.ReadFull(c, hello); err != nil {
-		return nil, err
-	}
-	v, err := r.victimDial(10 * time.Second)
-	if err != nil {
-		return nil, err
-	}
-	defer v.Close()
-	_ = v.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := v.Write(hello); err != nil {
-		return nil, err
-	}
-	head := make([]byte, len(raftAuthMagic)+raftNonceLen)
-	if _, err := io.ReadFull(v, head); err != nil {
-		return nil, err
-	}
-	dialer, err := readID(v)
-	if err != nil {
-		return nil, err
-	}
-	target, err := readID(v)
-	if err != nil {
-		return nil, err
-	}
-	mac := make([]byte, raftMACLen)
-	if _, err := io.ReadFull(v, mac); err != nil {
-		return nil, err
-	}
-	if r.swap {
-		dialer, target = target, dialer
-	}
-	msg := append(head, byte(len(dialer)))
-	msg = append(append(msg, dialer...), byte(len(target)))
-	msg = append(append(msg, target...), mac...)
-	if _, err := c.Write(msg); err != nil {
-		return nil, err
-	}
-	if _, err := io.ReadFull(c, make([]byte, raftMACLen)); err != nil {
-		return nil, fmt.Errorf("the target refused the relayed proof: %w", err)
-	}
-	_ = c.SetDeadline(time.Time{})
-	ok = true
-	return c, nil
-}
-
 // TestRaftHandshakeRelayIsRefused: an intruder at an address the leader's
 // Raft configuration lists (a non-voter "ghost") receives the leader's
 // own dials and relays the leader's token proof to a follower and back
@@ -482,7 +354,7 @@ func TestRaftHandshakeRelayIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	relay := newRelayLayer(t, ghost, false)
+	relay := raftiotest.NewRelayLayer(t, ghost, false)
 	if err := leader.raft.AddNonvoter("ghost", raft.ServerAddress(ghost.Addr().String()), 0, 10*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +373,15 @@ func TestRaftHandshakeRelayIsRefused(t *testing.T) {
 	}
 	waitRefused(t, victim, "accept", "identity", 2)
 	waitRefused(t, leader, "accept", "identity", 2)
-	time.Sleep(time.Second) // give any effect time to show
+	wantNothingMoved(t, tc, victim, before, leader, leaderBefore)
+}
+
+// wantNothingMoved gives an intruder's RPCs a second to show any effect,
+// then fails unless victim's view is still before and leader still leads
+// in its term.
+func wantNothingMoved(t *testing.T, tc *testCluster, victim *Node, before raftView, leader *Node, leaderBefore raftView) {
+	t.Helper()
+	time.Sleep(time.Second)
 	leaderNow := tc.waitLeader(t)
 	if after := viewOf(t, victim); after != before {
 		t.Errorf("follower changed: before %+v after %+v", before, after)
@@ -522,20 +402,31 @@ func (d certDialer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn,
 	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(a), &tls.Config{Certificates: []tls.Certificate{d.cert}, InsecureSkipVerify: true})
 }
 
+// certTransport is an intruder's Raft transport that dials with the
+// certificate of f and trusts any server.
+func certTransport(t *testing.T, f tlsconf.Files) *raft.NetworkTransport {
+	t.Helper()
+	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := raft.NewNetworkTransport(certDialer{ln, cert}, 1, 2*time.Second, io.Discard)
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
+}
+
 // TestRaftTLSRefusesNonMasterCertificates: with TLS, a certificate of the
 // cluster's own CA that does not name a master of the configuration — a
 // client-only one, a holder's — cannot send a follower a TimeoutNow or a
 // higher-term RequestVote: refused before a Raft byte is read, and the
 // leader, the term and the state stay.
 func TestRaftTLSRefusesNonMasterCertificates(t *testing.T) {
-	ca, err := tlstest.NewCA(t.TempDir(), "cluster")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := startCluster(t, 3, slowElections, func(c *Config) { c.TLS = issueMasterTLS(t, ca, c.ID) })
-	tc.commitOn(t, 1000, 0, 1, 2)
-	li := tc.leaderIndex(t)
-	fi := (li + 1) % 3
+	ca := testutil.NewTestCA(t, "cluster")
+	tc, li, fi := startTLSCluster(t, ca)
 	leader, victim := tc.node(li), tc.node(fi)
 	before, leaderBefore := viewOf(t, victim), viewOf(t, leader)
 	target := raft.ServerAddress(tc.cfgs[fi].RaftAddr)
@@ -549,16 +440,7 @@ func TestRaftTLSRefusesNonMasterCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []tlsconf.Files{clientOnly, holder} {
-		cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := raft.NewNetworkTransport(certDialer{ln, cert}, 1, 2*time.Second, io.Discard)
-		t.Cleanup(func() { _ = tr.Close() })
+		tr := certTransport(t, f)
 		hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(leader.cfg.ID), Addr: []byte(tc.cfgs[li].RaftAddr)}
 		var tnResp raft.TimeoutNowResponse
 		tnErr := tr.TimeoutNow(raft.ServerID(victim.cfg.ID), target, &raft.TimeoutNowRequest{RPCHeader: hdr}, &tnResp)
@@ -569,14 +451,7 @@ func TestRaftTLSRefusesNonMasterCertificates(t *testing.T) {
 		}
 	}
 	waitRefused(t, victim, "accept", "identity", 6)
-	time.Sleep(time.Second) // give any effect time to show
-	leaderNow := tc.waitLeader(t)
-	if after := viewOf(t, victim); after != before {
-		t.Errorf("follower changed: before %+v after %+v", before, after)
-	}
-	if leaderNow != leader || viewOf(t, leaderNow).term != leaderBefore.term {
-		t.Errorf("leadership changed: %s term %d → %s term %d", leader.cfg.ID, leaderBefore.term, leaderNow.cfg.ID, viewOf(t, leaderNow).term)
-	}
+	wantNothingMoved(t, tc, victim, before, leader, leaderBefore)
 	tc.commitOn(t, 1001, 0, 1, 2)
 }
 
@@ -586,18 +461,15 @@ func TestRaftTLSRefusesNonMasterCertificates(t *testing.T) {
 // checks the ids of the configuration the leader holds, the added
 // server's included.
 func TestRaftJoinWithTokenAndTLS(t *testing.T) {
-	ca, err := tlstest.NewCA(t.TempDir(), "cluster")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := testutil.NewTestCA(t, "cluster")
 	tc := startCluster(t, 3, func(c *Config) {
 		c.ClusterToken = testToken
-		c.TLS = issueMasterTLS(t, ca, c.ID)
+		c.TLS = ca.MasterSource(t, c.ID)
 	})
 	cfg := tc.cfgs[0]
 	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.RPCAddr = "m4", filepath.Join(t.TempDir(), "m4"), freeAddr(t), freeAddr(t)
 	cfg.Peers, cfg.Bootstrap = nil, false
-	cfg.TLS = issueMasterTLS(t, ca, "m4")
+	cfg.TLS = ca.MasterSource(t, "m4")
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "master-m4", Level: hclog.Info, Output: tc.logs})
 	m4, err := New(cfg)
 	if err != nil {
@@ -609,7 +481,7 @@ func TestRaftJoinWithTokenAndTLS(t *testing.T) {
 		t.Fatalf("add m4: %v", err)
 	}
 	want := tc.commitOn(t, 1000, 0, 1, 2)
-	eventually(t, harnessTimeout, "m4 applies the cluster's entries", func() bool { return m4.raft.AppliedIndex() >= want })
+	testutil.WaitFor(t, harnessTimeout, func() bool { return m4.raft.AppliedIndex() >= want }, "m4 applies the cluster's entries")
 	for _, n := range append([]*Node{m4}, tc.nodes...) {
 		if got := refusedCount(t, n, "accept", "identity") + refusedCount(t, n, "dial", "identity"); got != 0 {
 			t.Errorf("%s refused %v connections for their ids", n.cfg.ID, got)
@@ -621,11 +493,8 @@ func TestRaftJoinWithTokenAndTLS(t *testing.T) {
 // certificate does not name its id (a holder's, another master's) does
 // not start, and says which name the certificate needs.
 func TestMasterRefusesToStartWithoutAMasterCertificate(t *testing.T) {
-	ca, err := tlstest.NewCA(t.TempDir(), "cluster")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, src := range map[string]*tlsconf.Source{"holder": issueTLS(t, ca, "h1"), "other master": issueMasterTLS(t, ca, "m2")} {
+	ca := testutil.NewTestCA(t, "cluster")
+	for name, src := range map[string]*tlsconf.Source{"holder": ca.Source(t, "", "h1"), "other master": ca.MasterSource(t, "m2")} {
 		cfg := Config{ID: "m1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), RPCAddr: freeAddr(t), Bootstrap: true, TLS: src, Logger: hclog.NewNullLogger()}
 		n, err := New(cfg)
 		if err == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 )
 
 // TestDeposedLeaderIsNeverReady loses leadership exactly between a new
@@ -48,18 +49,18 @@ func TestDeposedLeaderIsNeverReady(t *testing.T) {
 	if err := tc.nodes[first].raft.LeadershipTransfer().Error(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, harnessTimeout, "the new leader reaches the hook", func() bool { return victim.Load() != nil })
+	testutil.WaitFor(t, harnessTimeout, func() bool { return victim.Load() != nil }, "the new leader reaches the hook")
 	v := victim.Load()
 	// Some node other than the victim leads; the victim may be elected
 	// again later, but only with a barrier of its own.
-	eventually(t, harnessTimeout, "a ready leader other than the deposed one", func() bool {
+	testutil.WaitFor(t, harnessTimeout, func() bool {
 		for _, n := range tc.nodes {
 			if n != v && n.IsLeader() {
 				return true
 			}
 		}
 		return false
-	})
+	}, "a ready leader other than the deposed one")
 	for i := 0; i < 20; i++ {
 		if v.raft.State() != raft.Leader && v.IsLeader() {
 			t.Fatalf("deposed leader %s counts itself ready while %v", v.cfg.ID, v.raft.State())

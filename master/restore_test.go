@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 )
 
 // restoreUpload sends a snapshot file to the leader the way `operator
@@ -53,15 +54,7 @@ func TestRestoreOfAFileTheFSMRefusesChangesNothing(t *testing.T) {
 	tc := startCluster(t, 3, func(c *Config) { c.RegistryCapacity = 2 })
 	tc.mountHolder(t, "seg-a", "")
 	mine := tc.put(t, "mine", 1, 1)
-	leader := tc.waitLeader(t)
-	eventually(t, harnessTimeout, "every node applied the put", func() bool {
-		for _, n := range tc.nodes {
-			if n.fsm.Stats().AppliedIndex < leader.fsm.Stats().AppliedIndex {
-				return false
-			}
-		}
-		return true
-	})
+	tc.waitAllApplied(t, "every node applied the put")
 	before := make([]nodeState, len(tc.nodes))
 	for i, n := range tc.nodes {
 		before[i] = stateOf(n)
@@ -126,21 +119,21 @@ func TestRestoreOfAFileTheFSMRefusesChangesNothing(t *testing.T) {
 		_, err := n.fsm.Get("mine")
 		return s.cluster == restoreFixtureCluster && s.objects == 2 && s.tasks == 3 && api.CodeOf(err) == api.CodeObjectNotFound
 	}
-	eventually(t, harnessTimeout, "every node holds the restored state", func() bool {
+	testutil.WaitFor(t, harnessTimeout, func() bool {
 		for _, n := range tc.nodes {
 			if !restored(n) {
 				return false
 			}
 		}
 		return true
-	})
+	}, "every node holds the restored state")
 	// And every node restarts from the restored snapshot.
 	for i := range tc.nodes {
 		tc.stop(i)
 		tc.start(i)
 		tc.waitLeader(t)
 		if n := tc.nodes[i]; !restored(n) {
-			eventually(t, harnessTimeout, n.cfg.ID+" restarted into the restored state", func() bool { return restored(n) })
+			testutil.WaitFor(t, harnessTimeout, func() bool { return restored(n) }, n.cfg.ID+" restarted into the restored state")
 		}
 	}
 	for _, n := range tc.nodes {

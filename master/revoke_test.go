@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 )
 
 // While the registry is full, abandoned puts cannot be revoked (their
@@ -36,11 +37,11 @@ func TestAbandonedPutRevocationWaitsForRegistryRoom(t *testing.T) {
 	// five more passes with the registry still full then propose nothing
 	// (the gate's timing is in testdata/policy/revoke_gate.txt). Unchecked,
 	// each pass would propose a refused revoke.
-	eventually(t, 10*time.Second, "a revoke refused for the full registry", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		leader.soft.mu.Lock()
 		defer leader.soft.mu.Unlock()
 		return leader.soft.revoke.failures > 0
-	})
+	}, "a revoke refused for the full registry")
 	before := leader.Raft().LastIndex()
 	for range 5 {
 		leader.discardAbandonedPuts()
@@ -57,10 +58,10 @@ func TestAbandonedPutRevocationWaitsForRegistryRoom(t *testing.T) {
 
 	// Drain: the holder acks every task; the revokes follow.
 	f := h.follow(t, ackAll(api.AckRemoved))
-	eventually(t, 10*time.Second, "abandoned puts revoked once the registry drained", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		st := leader.FSM().Stats()
 		return st.PendingPuts == 0 && st.PendingTasks == 0
-	})
+	}, "abandoned puts revoked once the registry drained")
 	// Each revoke queued the delete of its put's replica, and the holder
 	// got it: five tasks, one per key.
 	keys := map[string]bool{}

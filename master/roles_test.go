@@ -18,8 +18,8 @@ import (
 	"sexton/api"
 	"sexton/holder"
 	"sexton/internal/authz"
+	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
-	"sexton/internal/tlsconf/tlstest"
 	"sexton/transport"
 )
 
@@ -164,7 +164,7 @@ func TestDuplicateRoleTokensRefused(t *testing.T) {
 // certificate without a sexton role name is refused on every method,
 // naming the URI it lacks; a master's certificate is an operator's.
 func TestRoleCertificatesRefuseOtherRoles(t *testing.T) {
-	ca, err := tlstest.NewCA(t.TempDir(), "cluster")
+	ca, err := testutil.NewCA(t.TempDir(), "cluster")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,9 +384,9 @@ func TestTokenListsRollWithoutDowntime(t *testing.T) {
 			// The restarted master rejoins: a leader among all three, and
 			// this one follows it (its Raft connections are admitted).
 			li := tc.leaderIndex(t)
-			eventually(t, harnessTimeout, "the restarted master catches up", func() bool {
+			testutil.WaitFor(t, harnessTimeout, func() bool {
 				return tc.node(i).raft.AppliedIndex() >= tc.node(li).raft.LastIndex()-1 && tc.node(i).raft.Leader() != ""
-			})
+			}, "the restarted master catches up")
 		}
 	}
 	roll(oldCluster+","+newCluster, oldClient+","+newClient)

@@ -10,6 +10,7 @@ import (
 
 	"sexton/api"
 	"sexton/grant"
+	"sexton/internal/testutil"
 )
 
 func sess(client string, seq uint64) api.Session { return api.Session{ClientID: client, Seq: seq} }
@@ -18,14 +19,14 @@ func sess(client string, seq uint64) api.Session { return api.Session{ClientID: 
 func (tc *testCluster) waitApplied(t *testing.T) {
 	t.Helper()
 	want := tc.waitLeader(t).fsm.Stats().AppliedIndex
-	eventually(t, harnessTimeout, "every node caught up with the leader", func() bool {
+	testutil.WaitFor(t, harnessTimeout, func() bool {
 		for _, n := range tc.nodes {
 			if n != nil && n.fsm.Stats().AppliedIndex < want {
 				return false
 			}
 		}
 		return true
-	})
+	}, "every node caught up with the leader")
 }
 
 // TestRetriedRemoveDoesNotDeleteANewerPut is fault 1: client A's Remove of
@@ -353,9 +354,9 @@ func TestRetriedPutStartAfterRevokeGetsNoGrants(t *testing.T) {
 		t.Fatalf("batch put start: %v %+v", err, bs.Results)
 	}
 	leader := tc.waitLeader(t)
-	eventually(t, harnessTimeout, "the leader to discard both abandoned puts", func() bool {
+	testutil.WaitFor(t, harnessTimeout, func() bool {
 		return leader.fsm.Stats().PendingPuts == 0
-	})
+	}, "the leader to discard both abandoned puts")
 	for _, key := range []string{"k", "b"} {
 		if len(leader.fsm.TasksOfKey(key)) == 0 {
 			t.Fatalf("the revoke of %q queued no delete task for its replica", key)

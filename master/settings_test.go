@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 )
 
 // byNode gives each node of a test cluster its own registry capacity flag
@@ -28,14 +29,14 @@ func TestSettingsBootstrapFromTheFirstLeadersFlags(t *testing.T) {
 	tc := startCluster(t, 3, byNode(flags...))
 	leader := tc.waitLeader(t)
 	want := leader.cfg.RegistryCapacity
-	eventually(t, harnessTimeout, "every node applied the bootstrap settings", func() bool {
+	testutil.WaitFor(t, harnessTimeout, func() bool {
 		for _, n := range tc.nodes {
 			if s, ok := n.fsm.Settings(); !ok || s.RegistryCapacity != want {
 				return false
 			}
 		}
 		return true
-	})
+	}, "every node applied the bootstrap settings")
 	var got api.SettingsResponse
 	if err := tc.call(api.MethodSettingsGet, &api.Empty{}, &got); err != nil {
 		t.Fatal(err)
@@ -51,9 +52,9 @@ func TestSettingsBootstrapFromTheFirstLeadersFlags(t *testing.T) {
 			continue
 		}
 		msg := fmt.Sprintf("registry-capacity: flag %d, replicated %d", n.cfg.RegistryCapacity, want)
-		eventually(t, 3*time.Second, n.cfg.ID+" warns about its flag", func() bool {
+		testutil.WaitFor(t, 3*time.Second, func() bool {
 			return strings.Contains(tc.logs.String(), msg)
-		})
+		}, n.cfg.ID+" warns about its flag")
 	}
 }
 
@@ -94,14 +95,14 @@ func TestRollingCapacityChangeCannotSplitNodes(t *testing.T) {
 		t.Fatalf("removed %v under a replicated capacity of 2, want k1 and k2", removed)
 	}
 	leaderIndex := tc.waitLeader(t).fsm.Stats().AppliedIndex
-	eventually(t, harnessTimeout, "every node applied the remove", func() bool {
+	testutil.WaitFor(t, harnessTimeout, func() bool {
 		for _, n := range tc.nodes {
 			if n.fsm.Stats().AppliedIndex < leaderIndex {
 				return false
 			}
 		}
 		return true
-	})
+	}, "every node applied the remove")
 	for _, n := range tc.nodes {
 		if st := n.fsm.Stats(); st.PendingTasks != 2 {
 			t.Errorf("%s (flag %d) holds %d tasks, the leader's answer made 2", n.cfg.ID, n.cfg.RegistryCapacity, st.PendingTasks)

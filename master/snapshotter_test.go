@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sexton/fsm"
+	"sexton/internal/testutil"
 )
 
 // TestSnapshotByLogBytes: with raft's entry-count trigger out of reach, a
@@ -37,16 +38,16 @@ func TestSnapshotByLogBytes(t *testing.T) {
 	for i := range 200 {
 		tc.put(t, fmt.Sprintf("snap/key-%04d-%s", i, "padding-to-make-entries-bigger"), 10, 1)
 	}
-	eventually(t, 10*time.Second, "a snapshot taken by the byte trigger", func() bool { return lastSnap() > 0 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return lastSnap() > 0 }, "a snapshot taken by the byte trigger")
 	if m := n.rfsm.meter.lastSnapBytes.Load(); m == 0 {
 		t.Fatalf("snapshot size not recorded")
 	}
 	// Compaction follows the snapshot (raft publishes the snapshot's index
 	// just before it compacts): the log's first index moves past the start.
-	eventually(t, 10*time.Second, "the log compacted behind the snapshot", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		first, err := n.guard.FirstIndex()
 		return err == nil && first > 1
-	})
+	}, "the log compacted behind the snapshot")
 }
 
 // TestSnapshotNowEndpoint: POST /debug/snapshot (with EnableDebug) takes
@@ -57,7 +58,7 @@ func TestSnapshotNowEndpoint(t *testing.T) {
 		n := tc.waitLeader(t)
 		tc.mountHolder(t, "seg-a", "")
 		url := "http://" + n.HTTPAddr() + "/debug/snapshot"
-		if code, _ := httpGet(t, http.DefaultClient, url); code != map[bool]int{false: 404, true: 405}[debug] {
+		if code, _ := testutil.HTTPGet(t, http.DefaultClient, url); code != map[bool]int{false: 404, true: 405}[debug] {
 			t.Fatalf("EnableDebug=%v: GET answered %d", debug, code)
 		}
 		resp, err := http.Post(url, "text/plain", nil)
@@ -91,10 +92,10 @@ func TestCountTriggerFollowsSnapshotSize(t *testing.T) {
 		tc.put(t, fmt.Sprintf("count/key-%04d-%s", i, "padding-to-make-entries-bigger"), 10, 1)
 	}
 	var want uint64
-	eventually(t, 10*time.Second, "the count trigger moved to the snapshot's size", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		want = countTrigger(1, n.rfsm.meter.lastSnapBytes.Load())
 		return want > 1 && n.Raft().ReloadableConfig().SnapshotThreshold == want
-	})
+	}, "the count trigger moved to the snapshot's size")
 }
 
 // TestTrailingLogsFollowEntrySize: the log kept behind a snapshot is
@@ -112,10 +113,10 @@ func TestTrailingLogsFollowEntrySize(t *testing.T) {
 	for i := range 200 {
 		tc.put(t, fmt.Sprintf("trailing/key-%04d-%s", i, strings.Repeat("p", 100)), 10, 1)
 	}
-	eventually(t, 10*time.Second, "TrailingLogs sized to 32 KiB of entries", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		got := n.Raft().ReloadableConfig().TrailingLogs
 		return got >= minTrailingLogs && got < 500
-	})
+	}, "TrailingLogs sized to 32 KiB of entries")
 }
 
 // TestRestoreSetsSnapshotSize: a restored snapshot counts as the node's

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"sexton/internal/testutil"
+	"sexton/raftio/raftiotest"
 )
 
 func lastSnapshotIndex(n *Node) uint64 {
@@ -50,7 +53,7 @@ func TestNodeRestartsFromALegacySnapshot(t *testing.T) {
 	if err != nil || len(metas) != 1 {
 		t.Fatalf("List = %v, %v", metas, err)
 	}
-	m, state, err := readSnap(s, metas[0].ID)
+	m, state, err := raftiotest.ReadSnap(s, metas[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,10 +150,10 @@ func TestNodeRestartFallsBackPastACorruptSnapshot(t *testing.T) {
 
 	tc.start(0)
 	n = tc.waitLeader(t)
-	eventually(t, 10*time.Second, "the log replayed past the older snapshot", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		got := stateOf(n)
 		return got.cluster == want.cluster && got.objects == want.objects
-	})
+	}, "the log replayed past the older snapshot")
 	if got := lastSnapshotIndex(n); got != older {
 		t.Fatalf("started from snapshot index %d, want the older %d", got, older)
 	}

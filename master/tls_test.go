@@ -3,8 +3,6 @@ package master
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -12,14 +10,14 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
-	"sexton/internal/tlsconf/tlstest"
 	"sexton/transport"
 )
 
 // tlsNode starts a one-node cluster whose RPC and HTTP listeners use a
 // certificate of ca.
-func tlsNode(t *testing.T, ca *tlstest.CA, opts ...func(*Config)) (*testCluster, *tlsconf.Source) {
+func tlsNode(t *testing.T, ca *testutil.CA, opts ...func(*Config)) (*testCluster, *tlsconf.Source) {
 	t.Helper()
 	files, err := ca.IssueMaster("master", "m1")
 	if err != nil {
@@ -36,44 +34,13 @@ func tlsNode(t *testing.T, ca *tlstest.CA, opts ...func(*Config)) (*testCluster,
 	return tc, src
 }
 
-// loadSource is a client's certificate (sexton://client/<name>) of ca.
-func loadSource(t *testing.T, ca *tlstest.CA, name string) *tlsconf.Source {
+func httpsClient(t *testing.T, ca *testutil.CA) *http.Client {
 	t.Helper()
-	files, err := ca.IssueRole(tlsconf.RoleClient, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := tlsconf.Load(files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src
-}
-
-func httpsClient(t *testing.T, ca *tlstest.CA) *http.Client {
-	t.Helper()
-	pem, err := os.ReadFile(ca.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(t)}, DisableKeepAlives: true}}
 }
 
 // plainHTTP keeps no idle connections (goleak checks at exit).
 var plainHTTP = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-
-func httpGet(t *testing.T, cl *http.Client, url string) (int, string) {
-	t.Helper()
-	resp, err := cl.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 func statusVia(addr string, cfg transport.ClientConfig) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -91,20 +58,18 @@ func statusVia(addr string, cfg transport.ClientConfig) error {
 // certificate of the CA (optional by default) and refuses a foreign one;
 // the HTTP listener is HTTPS; a reload is counted by result in /metrics.
 func TestMasterTLSListeners(t *testing.T) {
-	dir := t.TempDir()
-	ca, _ := tlstest.NewCA(dir, "cluster")
-	other, _ := tlstest.NewCA(dir, "other")
+	ca, other := testutil.NewCAs(t)
 	tc, src := tlsNode(t, ca)
 	n := tc.node(0)
 
-	client := loadSource(t, ca, "client")
+	client := ca.Source(t, tlsconf.RoleClient, "client")
 	if err := statusVia(n.RPCAddr(), transport.ClientConfig{TLS: client.ClientConfig()}); err != nil {
 		t.Fatalf("client with a certificate: %v", err)
 	}
-	if err := statusVia(n.RPCAddr(), transport.ClientConfig{TLS: &tls.Config{RootCAs: httpsClient(t, ca).Transport.(*http.Transport).TLSClientConfig.RootCAs}}); err != nil {
+	if err := statusVia(n.RPCAddr(), transport.ClientConfig{TLS: &tls.Config{RootCAs: ca.Pool(t)}}); err != nil {
 		t.Fatalf("client without a certificate on the optional listener: %v", err)
 	}
-	if err := statusVia(n.RPCAddr(), transport.ClientConfig{TLS: loadSource(t, other, "x").ClientConfig()}); api.CodeOf(err) != api.CodeUnauthenticated {
+	if err := statusVia(n.RPCAddr(), transport.ClientConfig{TLS: other.Source(t, tlsconf.RoleClient, "x").ClientConfig()}); api.CodeOf(err) != api.CodeUnauthenticated {
 		t.Fatalf("client of another CA: %v", err)
 	}
 	if err := statusVia(n.RPCAddr(), transport.ClientConfig{HandshakeTimeout: 300 * time.Millisecond}); err == nil {
@@ -113,12 +78,12 @@ func TestMasterTLSListeners(t *testing.T) {
 
 	hc := httpsClient(t, ca)
 	base := "https://" + n.HTTPAddr()
-	if code, _ := httpGet(t, hc, base+"/healthz"); code != 200 {
+	if code, _ := testutil.HTTPGet(t, hc, base+"/healthz"); code != 200 {
 		t.Fatalf("/healthz over TLS: %d", code)
 	}
 	// Go's TLS server answers a plain request with a 400; what matters
 	// is that nothing is served in the clear.
-	if code, _ := httpGet(t, plainHTTP, "http://"+n.HTTPAddr()+"/healthz"); code == 200 {
+	if code, _ := testutil.HTTPGet(t, plainHTTP, "http://"+n.HTTPAddr()+"/healthz"); code == 200 {
 		t.Fatal("/healthz served in plain HTTP on the TLS listener")
 	}
 
@@ -131,7 +96,7 @@ func TestMasterTLSListeners(t *testing.T) {
 	if err := n.ReloadTLS(); err == nil {
 		t.Fatal("reload of a garbage key succeeded")
 	}
-	_, metrics := httpGet(t, hc, base+"/metrics")
+	_, metrics := testutil.HTTPGet(t, hc, base+"/metrics")
 	for _, want := range []string{`sexton_tls_reloads_total{result="ok"} 1`, `sexton_tls_reloads_total{result="error"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Fatalf("/metrics lacks %s", want)
@@ -145,14 +110,14 @@ func TestMasterTLSListeners(t *testing.T) {
 
 // --tls-client-auth=require: a client without a certificate is refused.
 func TestMasterTLSRequireClientCert(t *testing.T) {
-	ca, _ := tlstest.NewCA(t.TempDir(), "cluster")
+	ca := testutil.NewTestCA(t, "cluster")
 	tc, _ := tlsNode(t, ca, func(c *Config) { c.TLSRequireClientCert = true })
 	addr := tc.node(0).RPCAddr()
-	pool := httpsClient(t, ca).Transport.(*http.Transport).TLSClientConfig.RootCAs
+	pool := ca.Pool(t)
 	if err := statusVia(addr, transport.ClientConfig{TLS: &tls.Config{RootCAs: pool}}); api.CodeOf(err) != api.CodeUnauthenticated {
 		t.Fatalf("client without a certificate: %v", err)
 	}
-	if err := statusVia(addr, transport.ClientConfig{TLS: loadSource(t, ca, "holder").ClientConfig()}); err != nil {
+	if err := statusVia(addr, transport.ClientConfig{TLS: ca.Source(t, tlsconf.RoleClient, "holder").ClientConfig()}); err != nil {
 		t.Fatalf("client with a certificate: %v", err)
 	}
 }
@@ -167,11 +132,11 @@ func TestMasterDebugEndpointsOffByDefault(t *testing.T) {
 		if debug {
 			want = http.StatusOK
 		}
-		if code, _ := httpGet(t, plainHTTP, base+"/debug/pprof/"); code != want {
+		if code, _ := testutil.HTTPGet(t, plainHTTP, base+"/debug/pprof/"); code != want {
 			t.Fatalf("EnableDebug=%v: /debug/pprof/ answered %d, want %d", debug, code, want)
 		}
 		for _, p := range []string{"/metrics", "/healthz", "/readyz"} {
-			if code, _ := httpGet(t, plainHTTP, base+p); code != 200 {
+			if code, _ := testutil.HTTPGet(t, plainHTTP, base+p); code != 200 {
 				t.Fatalf("EnableDebug=%v: %s answered %d", debug, p, code)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/internal/testutil"
 	"sexton/raftio"
 	"sexton/snapshot"
 )
@@ -185,27 +186,19 @@ func holdsOldBuildState(n *Node) error {
 // survives a restart.
 func TestUpgradeFromBeforeReplicatedSettings(t *testing.T) {
 	tc := startCluster(t, 3, upgradedFrom(t, oldCapacity, oldCapacity, oldCapacity))
-	eventually(t, harnessTimeout, "every node holds the old build's state with replicated settings", func() bool {
+	testutil.WaitFor(t, harnessTimeout, func() bool {
 		for _, n := range tc.nodes {
 			if s, ok := n.fsm.Settings(); !ok || s.RegistryCapacity != oldCapacity || holdsOldBuildState(n) != nil {
 				return false
 			}
 		}
 		return true
-	})
+	}, "every node holds the old build's state with replicated settings")
 	// A follower restarts from its own data dir.
 	f := (tc.leaderIndex(t) + 1) % len(tc.nodes)
 	tc.stop(f)
 	tc.start(f)
-	leader := tc.waitLeader(t)
-	eventually(t, harnessTimeout, "the restarted node caught up", func() bool {
-		for _, n := range tc.nodes {
-			if n.fsm.Stats().AppliedIndex < leader.fsm.Stats().AppliedIndex {
-				return false
-			}
-		}
-		return true
-	})
+	tc.waitAllApplied(t, "the restarted node caught up")
 	for _, n := range tc.nodes {
 		if err := holdsOldBuildState(n); err != nil {
 			t.Fatal(err)
@@ -228,7 +221,7 @@ func TestUpgradeFromBeforeReplicatedSettings(t *testing.T) {
 // was: started again with the flag it restores and replays the old
 // build's state.
 func TestUpgradeWithoutTheOldCapacityRefusesToStart(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := masterLogs()
 	raftAddr := freeAddr(t)
 	cfg := Config{
 		ID: "m1", DataDir: filepath.Join(t.TempDir(), "m1"), RaftAddr: raftAddr, RPCAddr: freeAddr(t),
@@ -259,10 +252,10 @@ func TestUpgradeWithoutTheOldCapacityRefusesToStart(t *testing.T) {
 	t.Cleanup(func() { tc.stop(0) })
 	tc.start(0)
 	n := tc.waitLeader(t)
-	eventually(t, harnessTimeout, "the old build's state with replicated settings", func() bool {
+	testutil.WaitFor(t, harnessTimeout, func() bool {
 		s, ok := n.fsm.Settings()
 		return ok && s.RegistryCapacity == oldCapacity && holdsOldBuildState(n) == nil
-	})
+	}, "the old build's state with replicated settings")
 }
 
 // TestUpgradeWithDifferentLegacyCapacitiesIsLogged: the masters were given
@@ -275,21 +268,21 @@ func TestUpgradeWithDifferentLegacyCapacitiesIsLogged(t *testing.T) {
 	tc := startCluster(t, 3, upgradedFrom(t, oldCapacity, oldCapacity, oldCapacity-500))
 	leader := tc.waitLeader(t)
 	want := leader.cfg.LegacyRegistryCapacity
-	eventually(t, harnessTimeout, "every node applied the first Settings entry", func() bool {
+	testutil.WaitFor(t, harnessTimeout, func() bool {
 		for _, n := range tc.nodes {
 			if s, ok := n.fsm.Settings(); !ok || s.RegistryCapacity != want {
 				return false
 			}
 		}
 		return true
-	})
+	}, "every node applied the first Settings entry")
 	for _, n := range tc.nodes {
 		if n.cfg.LegacyRegistryCapacity == want {
 			continue
 		}
 		msg := fmt.Sprintf("legacy_registry_capacity=%d leader_legacy_registry_capacity=%d", n.cfg.LegacyRegistryCapacity, want)
-		eventually(t, 3*time.Second, n.cfg.ID+" says its legacy capacity differs from the leader's", func() bool {
+		testutil.WaitFor(t, 3*time.Second, func() bool {
 			return strings.Contains(tc.logs.String(), msg)
-		})
+		}, n.cfg.ID+" says its legacy capacity differs from the leader's")
 	}
 }

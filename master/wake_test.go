@@ -8,6 +8,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/internal/testutil"
 )
 
 // scanCounter counts, per segment, how often a fetch read the fsm: once
@@ -48,7 +49,7 @@ func parkPoll(t *testing.T, h *fakeHolder, scans *scanCounter, wait time.Duratio
 		resp, err := h.fetchResp(0, wait)
 		out <- pollResult{resp, err, time.Now()}
 	}()
-	eventually(t, harnessTimeout, "the poll reads the fsm", func() bool { return scans.of(h.Seg) > before })
+	testutil.WaitFor(t, harnessTimeout, func() bool { return scans.of(h.Seg) > before }, "the poll reads the fsm")
 	return out
 }
 

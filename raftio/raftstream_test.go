@@ -13,8 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
-	"sexton/internal/tlsconf"
-	"sexton/internal/tlsconf/tlstest"
+	"sexton/internal/testutil"
+	"sexton/raftio/raftiotest"
 )
 
 // refusals counts a stream's RaftAuth.Refused calls by side and reason.
@@ -120,55 +120,17 @@ func (e *testRaftEnd) appendTo(target *testRaftEnd) error {
 	return err
 }
 
-// issueTLS is a node's TLS source with a certificate of ca that names
-// no master (a holder's or a client's).
-func issueTLS(t testing.TB, ca *tlstest.CA, name string) *tlsconf.Source {
-	t.Helper()
-	f, err := ca.Issue(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loadTLS(t, f)
-}
-
-// issueMasterTLS is master id's TLS source with a certificate of ca.
-func issueMasterTLS(t testing.TB, ca *tlstest.CA, id string) *tlsconf.Source {
-	t.Helper()
-	f, err := ca.IssueMaster(id, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loadTLS(t, f)
-}
-
-func loadTLS(t testing.TB, f tlsconf.Files) *tlsconf.Source {
-	t.Helper()
-	s, err := tlsconf.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // TestRaftStreamAuthMatrix: an AppendEntries gets through only when both
 // ends agree on the token and hold certificates of the same CA; every
 // other pairing is refused, and the refusal is counted on the side that
 // noticed it with the reason it noticed.
 func TestRaftStreamAuthMatrix(t *testing.T) {
-	dir := t.TempDir()
-	ca, err := tlstest.NewCA(dir, "cluster")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := tlstest.NewCA(dir, "other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvTLS, peerTLS := issueMasterTLS(t, ca, "m1"), issueMasterTLS(t, ca, "m2")
+	ca, other := testutil.NewCAs(t)
+	srvTLS, peerTLS := ca.MasterSource(t, "m1"), ca.MasterSource(t, "m2")
 	// Certificates of the cluster's CA that do not name the dialer a
 	// master of the configuration: a holder's, and a master's of
 	// another id.
-	holderTLS, strangerTLS := issueTLS(t, ca, "h1"), issueMasterTLS(t, ca, "m9")
+	holderTLS, strangerTLS := ca.Source(t, "", "h1"), ca.MasterSource(t, "m9")
 	// A certificate of another CA, from a dialer that trusts the
 	// cluster's CA: only the acceptor's check of the client certificate
 	// can refuse it.
@@ -177,7 +139,7 @@ func TestRaftStreamAuthMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	foreign.CA = ca.CAFile
-	foreignTLS := loadTLS(t, foreign)
+	foreignTLS := testutil.LoadTLS(t, foreign)
 
 	short := 500 * time.Millisecond // how long a dialer waits for an open peer's challenge
 	cases := []struct {
@@ -221,7 +183,7 @@ func TestRaftStreamAuthMatrix(t *testing.T) {
 				t.Fatalf("AppendEntries: err=%v, want getting through=%v", err, c.getThrough)
 			}
 			if c.acceptWhy != "" {
-				eventually(t, 5*time.Second, "acceptor counts refusal "+c.acceptWhy, func() bool { return srv.ref.get("accept/"+c.acceptWhy) > 0 })
+				testutil.WaitFor(t, 5*time.Second, func() bool { return srv.ref.get("accept/"+c.acceptWhy) > 0 }, "acceptor counts refusal "+c.acceptWhy)
 			}
 			if c.dialWhy != "" && cli.ref.get("dial/"+c.dialWhy) == 0 {
 				t.Errorf("dialer refusals %v, want dial/%s", cli.ref.n, c.dialWhy)
@@ -257,7 +219,7 @@ func TestRaftStreamSilentDialer(t *testing.T) {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("the silent dialer was still connected after %v", time.Since(start))
 	}
-	eventually(t, time.Second, "the timeout is counted", func() bool { return srv.ref.get("accept/"+refuseTimeout) == 1 })
+	testutil.WaitFor(t, time.Second, func() bool { return srv.ref.get("accept/"+refuseTimeout) == 1 }, "the timeout is counted")
 }
 
 // TestRaftStreamDialerChecksAcceptorProof: an acceptor that does not know
@@ -368,7 +330,7 @@ func TestRaftStreamProofIsBoundToItsDirection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			relay := newRelayLayer(t, ghost, c.swap)
+			relay := raftiotest.NewRelayLayer(t, ghost, c.swap)
 			a1, a2 := string(m1.trans.LocalAddr()), string(m2.trans.LocalAddr())
 			m1.peers.Follow(staticConf(map[string]string{"m1": a1, "m2": ghost.Addr().String()}))
 			m2.peers.Follow(staticConf(map[string]string{"m1": a1, "m2": a2}))
@@ -392,7 +354,7 @@ func TestRaftStreamProofIsBoundToItsDirection(t *testing.T) {
 			} else {
 				t.Logf("relay refused: %v", err)
 			}
-			eventually(t, 5*time.Second, "m1 counts refusal "+c.why, func() bool { return m1.ref.get("accept/"+c.why) > 0 })
+			testutil.WaitFor(t, 5*time.Second, func() bool { return m1.ref.get("accept/"+c.why) > 0 }, "m1 counts refusal "+c.why)
 		})
 	}
 }
@@ -439,5 +401,5 @@ func TestRaftStreamRefusesOtherHandshakeVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = c.Write(append([]byte(old), make([]byte, raftNonceLen+raftMACLen)...))
-	eventually(t, 5*time.Second, "the acceptor counts accept/version", func() bool { return ref.get("accept/"+refuseVersion) == 1 })
+	testutil.WaitFor(t, 5*time.Second, func() bool { return ref.get("accept/"+refuseVersion) == 1 }, "the acceptor counts accept/version")
 }

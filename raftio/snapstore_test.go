@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -22,6 +21,8 @@ import (
 
 	"sexton/internal/fsys"
 	"sexton/internal/fsys/errorfs"
+	"sexton/internal/testutil"
+	"sexton/raftio/raftiotest"
 )
 
 // snapTestConf is the configuration the tests' snapshots carry.
@@ -31,22 +32,7 @@ var snapTestConf = raft.Configuration{Servers: []raft.Server{
 }}
 
 // logBuf is a logger writing into a buffer the test can read.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuf struct{ testutil.SyncBuffer }
 
 func (l *logBuf) logger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Output: l, Level: hclog.Info})
@@ -86,17 +72,6 @@ func mustPutSnap(t testing.TB, s raft.SnapshotStore, term, index uint64, data []
 		t.Fatal(err)
 	}
 	return id
-}
-
-// readSnap opens id and reads its whole state.
-func readSnap(s raft.SnapshotStore, id string) (*raft.SnapshotMeta, []byte, error) {
-	m, rc, err := s.Open(id)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	return m, b, err
 }
 
 func listIDs(t testing.TB, s raft.SnapshotStore) []string {
@@ -157,7 +132,7 @@ func TestSnapshotStoreRoundTrip(t *testing.T) {
 		t.Fatalf("List = %v, want %v", got, want)
 	}
 	for _, id := range want {
-		m, b, err := readSnap(s, id)
+		m, b, err := raftiotest.ReadSnap(s, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +141,7 @@ func TestSnapshotStoreRoundTrip(t *testing.T) {
 			t.Fatalf("%s read back %d bytes, meta %+v", id, len(b), m)
 		}
 	}
-	if _, _, err := readSnap(s, ids[0]); !errors.Is(err, fs.ErrNotExist) {
+	if _, _, err := raftiotest.ReadSnap(s, ids[0]); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the reaped %s opens: %v", ids[0], err)
 	}
 	var files []string
@@ -213,7 +188,7 @@ func TestSnapshotStoreRoundTrip(t *testing.T) {
 	_, _ = a.Cancel(), b.Cancel()
 	// An empty state (sexton bench raft's no-op fsm) is a snapshot too.
 	id := mustPutSnap(t, s, 4, 1, nil)
-	if _, b, err := readSnap(s, id); err != nil || len(b) != 0 {
+	if _, b, err := raftiotest.ReadSnap(s, id); err != nil || len(b) != 0 {
 		t.Fatalf("empty snapshot: %d bytes, %v", len(b), err)
 	}
 }
@@ -257,7 +232,7 @@ func TestSnapshotStoreOpenRefuses(t *testing.T) {
 			t.Fatalf("%s: the error does not name %s: %v", what, file, err)
 		}
 	}
-	if _, _, err := readSnap(s, id); err != nil {
+	if _, _, err := raftiotest.ReadSnap(s, id); err != nil {
 		t.Fatal(err)
 	}
 
@@ -336,7 +311,7 @@ func TestSnapshotStoreOpenRefuses(t *testing.T) {
 			t.Fatalf("Open(%q) accepted it", bad)
 		}
 	}
-	if _, _, err := readSnap(s, id); err != nil {
+	if _, _, err := raftiotest.ReadSnap(s, id); err != nil {
 		t.Fatalf("after the checks the snapshot no longer opens: %v", err)
 	}
 }
@@ -402,7 +377,7 @@ func TestSnapshotStoreReadsLegacy(t *testing.T) {
 		t.Fatalf("List = %v, want %v", got, want)
 	}
 	for _, id := range []string{l1, l2, n1} {
-		m, b, err := readSnap(s, id)
+		m, b, err := raftiotest.ReadSnap(s, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -741,7 +716,7 @@ func checkImage(t *testing.T, dataDir string, allowed [][]string, data map[strin
 		if id == newID {
 			want = newData
 		}
-		_, b, err := readSnap(s, id)
+		_, b, err := raftiotest.ReadSnap(s, id)
 		if err != nil {
 			out = append(out, fmt.Sprintf("listed %s does not open: %v", id, err))
 		} else if !bytes.Equal(b, want) {
@@ -854,7 +829,7 @@ func TestSnapshotStoreWriteBehind(t *testing.T) {
 	if err := sink.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, b, err := readSnap(s, sink.ID())
+	_, b, err := raftiotest.ReadSnap(s, sink.ID())
 	if err != nil {
 		t.Fatal(err)
 	}

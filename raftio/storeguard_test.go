@@ -9,17 +9,19 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"sexton/raftio/raftiotest"
 )
 
 func newTestGuard(t *testing.T, full *atomic.Bool) *StoreGuard {
 	t.Helper()
 	inner := raft.NewInmemStore()
-	fs := &faultyStore{LogStore: inner, StableStore: inner, full: full, allWrites: true}
+	fs := &raftiotest.FaultyStore{LogStore: inner, StableStore: inner, Full: full, AllWrites: true}
 	g := NewStoreGuard(fs, fs, t.TempDir(), hclog.NewNullLogger(), nil)
 	g.probeInterval = 10 * time.Millisecond
 	g.probe = func() error {
 		if full.Load() {
-			return errInjectedENOSPC
+			return raftiotest.ErrInjectedENOSPC
 		}
 		return nil
 	}
@@ -40,7 +42,7 @@ func TestStoreGuardTermWriteWaitsForSpace(t *testing.T) {
 		t.Fatalf("term write returned %v while the store cannot write", err)
 	case <-time.After(200 * time.Millisecond):
 	}
-	if cannot, _, err := g.State(); !cannot || !errors.Is(err, errInjectedENOSPC) {
+	if cannot, _, err := g.State(); !cannot || !errors.Is(err, raftiotest.ErrInjectedENOSPC) {
 		t.Fatalf("state: cannot write %v, %v", cannot, err)
 	}
 	full.Store(false)
@@ -119,7 +121,7 @@ func TestPreVoteGateRefusesWhileStoreCannotWrite(t *testing.T) {
 		t.Fatalf("a healthy node's pre-vote did not go to the peer")
 	}
 	full.Store(true)
-	g.failed("store_logs", errInjectedENOSPC)
+	g.failed("store_logs", raftiotest.ErrInjectedENOSPC)
 	resp = raft.RequestPreVoteResponse{Granted: true}
 	if err := gate.RequestPreVote("peer", nobody, &raft.RequestPreVoteRequest{Term: 7}, &resp); err != nil || resp.Granted || resp.Term != 7 {
 		t.Fatalf("pre-vote while the store cannot write: %v, %+v; want refused without asking", err, resp)

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"sexton/raftio/raftiotest"
 )
 
 // walEntry is entry i of the tests' logs: 8 KiB that name their index.
@@ -60,12 +62,12 @@ func TestWALRecoversFromAFullDisk(t *testing.T) {
 }
 
 func testWALRecoversFromAFullDisk(t *testing.T, left int64, reopen bool) {
-	fault := newTmpfsFault(t) // 8 MiB; skips unless root
-	if err := os.MkdirAll(fault.dir, 0o755); err != nil {
+	fault := raftiotest.NewTmpfs(t) // 8 MiB; skips unless root
+	if err := os.MkdirAll(fault.Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	const segment = 256 << 10 // ~31 entries a segment
-	st, err := OpenLogStore(fault.dir, LogStoreOptions{Kind: LogStoreWAL, WALSegmentSize: segment}, nil)
+	st, err := OpenLogStore(fault.Dir, LogStoreOptions{Kind: LogStoreWAL, WALSegmentSize: segment}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,13 +89,13 @@ func testWALRecoversFromAFullDisk(t *testing.T, left int64, reopen bool) {
 		}
 	}
 
-	fault.fill(t)
+	fault.Fill(t)
 	if left > 0 {
-		fi, err := os.Stat(fault.filler())
+		fi, err := os.Stat(fault.Filler())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Truncate(fault.filler(), fi.Size()-left); err != nil {
+		if err := os.Truncate(fault.Filler(), fi.Size()-left); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -118,7 +120,7 @@ func testWALRecoversFromAFullDisk(t *testing.T, left int64, reopen bool) {
 	}
 	checkWALHolds(t, st, last)
 
-	fault.release(t)
+	fault.Release(t)
 	before := last
 	// Across at least two more segment rotations.
 	for range 80 {
@@ -135,7 +137,7 @@ func testWALRecoversFromAFullDisk(t *testing.T, left int64, reopen bool) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err = OpenLogStore(fault.dir, LogStoreOptions{Kind: LogStoreWAL, WALSegmentSize: segment}, nil)
+	st, err = OpenLogStore(fault.Dir, LogStoreOptions{Kind: LogStoreWAL, WALSegmentSize: segment}, nil)
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}

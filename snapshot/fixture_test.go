@@ -110,36 +110,55 @@ func fixtureDFS(t fataler) [][]byte {
 	}
 }
 
-// writeFixture110 writes the fixture with the real Writer.
-func writeFixture110(t fataler) []byte {
-	var buf bytes.Buffer
-	w, err := NewWriter(&buf, fixtureHeader)
-	must(t, err)
-	must(t, w.BeginSection(SectionMetadata))
-	for _, o := range fixtureObjects() {
-		must(t, w.WriteRecord(o))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionSegments))
-	for _, s := range fixtureSegments() {
-		must(t, w.WriteRecord(s))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionTasks))
-	for _, task := range fixtureTasks() {
-		must(t, w.WriteRecord(task))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionState))
-	must(t, w.WriteRecord(fixtureState()))
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionDFSBuckets))
+// fixtureDFSRecords is fixtureDFS as records the Writer copies verbatim.
+func fixtureDFSRecords(t fataler) []msgpack.RawMessage {
+	var recs []msgpack.RawMessage
 	for _, raw := range fixtureDFS(t) {
-		must(t, w.WriteRecord(msgpack.RawMessage(raw)))
+		recs = append(recs, raw)
 	}
-	must(t, w.EndSection())
+	return recs
+}
+
+// fixtureSection is one section of a fixture: its name and its records
+// in order.
+type fixtureSection struct {
+	name    string
+	records []any
+}
+
+func section[R any](name string, records []R) fixtureSection {
+	s := fixtureSection{name: name}
+	for _, r := range records {
+		s.records = append(s.records, r)
+	}
+	return s
+}
+
+// writeSections writes a fixture with the real Writer: header h, then
+// the sections in order.
+func writeSections(t fataler, h Header, sections ...fixtureSection) []byte {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, h)
+	must(t, err)
+	for _, s := range sections {
+		must(t, w.BeginSection(s.name))
+		for _, r := range s.records {
+			must(t, w.WriteRecord(r))
+		}
+		must(t, w.EndSection())
+	}
 	must(t, w.Close())
 	return buf.Bytes()
+}
+
+// writeFixture110 writes the fixture with the real Writer.
+func writeFixture110(t fataler) []byte {
+	return writeSections(t, fixtureHeader,
+		section(SectionMetadata, fixtureObjects()),
+		section(SectionSegments, fixtureSegments()),
+		section(SectionTasks, fixtureTasks()),
+		section(SectionState, []*State{fixtureState()}),
+		section(SectionDFSBuckets, fixtureDFSRecords(t)))
 }
 
 // The 1.2.0 fixture: the 1.1.0 contents plus a process id on the mounted
@@ -188,39 +207,13 @@ func fixtureSessions120() []*SessionRecord {
 
 // writeFixture120 writes the 1.2.0 fixture with the real Writer.
 func writeFixture120(t fataler) []byte {
-	var buf bytes.Buffer
-	w, err := NewWriter(&buf, fixtureHeader120)
-	must(t, err)
-	must(t, w.BeginSection(SectionMetadata))
-	for _, o := range fixtureObjects() {
-		must(t, w.WriteRecord(o))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionSegments))
-	for _, s := range fixtureSegments120() {
-		must(t, w.WriteRecord(s))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionState))
-	must(t, w.WriteRecord(fixtureState120()))
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionTasks))
-	for _, task := range fixtureTasks() {
-		must(t, w.WriteRecord(task))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionSessions))
-	for _, s := range fixtureSessions120() {
-		must(t, w.WriteRecord(s))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionDFSBuckets))
-	for _, raw := range fixtureDFS(t) {
-		must(t, w.WriteRecord(msgpack.RawMessage(raw)))
-	}
-	must(t, w.EndSection())
-	must(t, w.Close())
-	return buf.Bytes()
+	return writeSections(t, fixtureHeader120,
+		section(SectionMetadata, fixtureObjects()),
+		section(SectionSegments, fixtureSegments120()),
+		section(SectionState, []*State{fixtureState120()}),
+		section(SectionTasks, fixtureTasks()),
+		section(SectionSessions, fixtureSessions120()),
+		section(SectionDFSBuckets, fixtureDFSRecords(t)))
 }
 
 // The 1.0.0 fixture: what an old master would have written. Its encoder
@@ -284,44 +277,14 @@ func fixtureJobs130() []*Job {
 }
 
 func writeFixture130(t fataler) []byte {
-	var buf bytes.Buffer
-	w, err := NewWriter(&buf, fixtureHeader130)
-	must(t, err)
-	must(t, w.BeginSection(SectionMetadata))
-	for _, o := range fixtureObjects() {
-		must(t, w.WriteRecord(o))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionSegments))
-	for _, s := range fixtureSegments120() {
-		must(t, w.WriteRecord(s))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionState))
-	must(t, w.WriteRecord(fixtureState120()))
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionTasks))
-	for _, task := range fixtureTasks() {
-		must(t, w.WriteRecord(task))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionSessions))
-	for _, s := range fixtureSessions120() {
-		must(t, w.WriteRecord(s))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionJobs))
-	for _, j := range fixtureJobs130() {
-		must(t, w.WriteRecord(j))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionDFSBuckets))
-	for _, raw := range fixtureDFS(t) {
-		must(t, w.WriteRecord(msgpack.RawMessage(raw)))
-	}
-	must(t, w.EndSection())
-	must(t, w.Close())
-	return buf.Bytes()
+	return writeSections(t, fixtureHeader130,
+		section(SectionMetadata, fixtureObjects()),
+		section(SectionSegments, fixtureSegments120()),
+		section(SectionState, []*State{fixtureState120()}),
+		section(SectionTasks, fixtureTasks()),
+		section(SectionSessions, fixtureSessions120()),
+		section(SectionJobs, fixtureJobs130()),
+		section(SectionDFSBuckets, fixtureDFSRecords(t)))
 }
 
 // The 1.4.0 fixture: 1.3.0's sections with every field 1.4.0 added — a
@@ -366,44 +329,36 @@ func fixtureJobs140() []*Job {
 	return jobs
 }
 
+// writerAtJobs is a Writer of a snapshot with header h whose jobs
+// section has begun: the sections before it empty but for the 1.2.0
+// fixture's state.
+func writerAtJobs(t fataler, h Header) (*Writer, *bytes.Buffer) {
+	buf := &bytes.Buffer{}
+	w, err := NewWriter(buf, h)
+	must(t, err)
+	for _, s := range []string{SectionMetadata, SectionSegments} {
+		must(t, w.BeginSection(s))
+		must(t, w.EndSection())
+	}
+	must(t, w.BeginSection(SectionState))
+	must(t, w.WriteRecord(fixtureState120()))
+	must(t, w.EndSection())
+	for _, s := range []string{SectionTasks, SectionSessions} {
+		must(t, w.BeginSection(s))
+		must(t, w.EndSection())
+	}
+	must(t, w.BeginSection(SectionJobs))
+	return w, buf
+}
+
 // writeFixture140 writes the 1.4.0 fixture with state as its state record.
 func writeFixture140(t fataler, state *State) []byte {
-	var buf bytes.Buffer
-	w, err := NewWriter(&buf, fixtureHeader140)
-	must(t, err)
-	must(t, w.BeginSection(SectionMetadata))
-	for _, o := range fixtureObjects() {
-		must(t, w.WriteRecord(o))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionSegments))
-	for _, s := range fixtureSegments140() {
-		must(t, w.WriteRecord(s))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionState))
-	must(t, w.WriteRecord(state))
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionTasks))
-	for _, task := range fixtureTasks() {
-		must(t, w.WriteRecord(task))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionSessions))
-	for _, s := range fixtureSessions120() {
-		must(t, w.WriteRecord(s))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionJobs))
-	for _, j := range fixtureJobs140() {
-		must(t, w.WriteRecord(j))
-	}
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionDFSBuckets))
-	for _, raw := range fixtureDFS(t) {
-		must(t, w.WriteRecord(msgpack.RawMessage(raw)))
-	}
-	must(t, w.EndSection())
-	must(t, w.Close())
-	return buf.Bytes()
+	return writeSections(t, fixtureHeader140,
+		section(SectionMetadata, fixtureObjects()),
+		section(SectionSegments, fixtureSegments140()),
+		section(SectionState, []*State{state}),
+		section(SectionTasks, fixtureTasks()),
+		section(SectionSessions, fixtureSessions120()),
+		section(SectionJobs, fixtureJobs140()),
+		section(SectionDFSBuckets, fixtureDFSRecords(t)))
 }

@@ -41,30 +41,25 @@ type sectionSpec struct {
 	singleton bool
 }
 
+// sections130 are the sections of 1.3.0 and 1.4.0.
+var sections130 = []sectionSpec{
+	{name: SectionMetadata, required: true},
+	{name: SectionSegments, required: true},
+	{name: SectionState, required: true, singleton: true},
+	{name: SectionTasks, required: true},
+	{name: SectionSessions, required: true},
+	{name: SectionJobs, required: true},
+	{name: SectionDFSBuckets},
+}
+
 // formatSpecs lists, per readable format, its sections in the only order
 // they may appear.
 var formatSpecs = map[string][]sectionSpec{
 	// 1.4.0 has 1.3.0's sections; what it adds are record fields
 	// (atLeast140).
-	Format140: {
-		{name: SectionMetadata, required: true},
-		{name: SectionSegments, required: true},
-		{name: SectionState, required: true, singleton: true},
-		{name: SectionTasks, required: true},
-		{name: SectionSessions, required: true},
-		{name: SectionJobs, required: true},
-		{name: SectionDFSBuckets},
-	},
+	Format140: sections130,
 	// 1.3.0 adds the bulk-delete jobs after the sessions.
-	Format130: {
-		{name: SectionMetadata, required: true},
-		{name: SectionSegments, required: true},
-		{name: SectionState, required: true, singleton: true},
-		{name: SectionTasks, required: true},
-		{name: SectionSessions, required: true},
-		{name: SectionJobs, required: true},
-		{name: SectionDFSBuckets},
-	},
+	Format130: sections130,
 	// 1.2.0 moves state before the tasks, so a reader knows the
 	// snapshot's settings (its registry capacity) before the first task.
 	Format120: {

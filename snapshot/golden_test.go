@@ -144,21 +144,7 @@ func TestWriterRefusesBadJob(t *testing.T) {
 		{ID: 1, Kind: api.JobKindPrefixDelete, Prefix: "a/", Cursor: "b", State: api.JobRunning},
 		{ID: 1, Kind: api.JobKindPrefixDelete, State: api.JobRunning, Removed: -1},
 	} {
-		var buf bytes.Buffer
-		w, err := NewWriter(&buf, fixtureHeader130)
-		must(t, err)
-		for _, s := range []string{SectionMetadata, SectionSegments} {
-			must(t, w.BeginSection(s))
-			must(t, w.EndSection())
-		}
-		must(t, w.BeginSection(SectionState))
-		must(t, w.WriteRecord(fixtureState120()))
-		must(t, w.EndSection())
-		for _, s := range []string{SectionTasks, SectionSessions} {
-			must(t, w.BeginSection(s))
-			must(t, w.EndSection())
-		}
-		must(t, w.BeginSection(SectionJobs))
+		w, _ := writerAtJobs(t, fixtureHeader130)
 		if err := w.WriteRecord(j); err == nil {
 			t.Fatalf("writer took job %+v", *j)
 		}

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/vmihailenco/msgpack/v5"
+	"sexton/internal/testutil"
 )
 
 // collectSink keeps everything Read hands it.
@@ -45,14 +45,7 @@ func readAll(data []byte) (*collectSink, error) {
 // encodeRec reflection-encodes v the way the Writer does.
 func encodeRec(t fataler, v any) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	enc.UseCompactInts(true)
-	enc.SetSortMapKeys(true)
-	if err := enc.Encode(v); err != nil {
-		t.Fatalf("encode %T: %v", v, err)
-	}
-	return buf.Bytes()
+	return testutil.Msgpack(t, v)
 }
 
 // streamBuilder assembles streams frame by frame with correct checksums,

@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"reflect"
@@ -14,21 +13,7 @@ import (
 // jobStream writes a 1.4.0 snapshot whose jobs section holds j.
 func jobStream(t *testing.T, j *Job) ([]byte, error) {
 	t.Helper()
-	var buf bytes.Buffer
-	w, err := NewWriter(&buf, fixtureHeader140)
-	must(t, err)
-	for _, s := range []string{SectionMetadata, SectionSegments} {
-		must(t, w.BeginSection(s))
-		must(t, w.EndSection())
-	}
-	must(t, w.BeginSection(SectionState))
-	must(t, w.WriteRecord(fixtureState120()))
-	must(t, w.EndSection())
-	for _, s := range []string{SectionTasks, SectionSessions} {
-		must(t, w.BeginSection(s))
-		must(t, w.EndSection())
-	}
-	must(t, w.BeginSection(SectionJobs))
+	w, buf := writerAtJobs(t, fixtureHeader140)
 	if err := w.WriteRecord(j); err != nil {
 		return nil, err
 	}

@@ -80,46 +80,31 @@ func (r *mpReader) peekNil() bool {
 // mapLen reads a map header; nil reads as -1. The count is bounded by the
 // remaining bytes (every entry takes at least two).
 func (r *mpReader) mapLen(what string) (int, error) {
-	c, err := r.code(what)
-	if err != nil {
-		return 0, err
-	}
-	var n uint64
-	switch {
-	case c >= 0x80 && c <= 0x8f:
-		n = uint64(c & 0x0f)
-	case c == 0xde:
-		n, err = r.be(2, what)
-	case c == 0xdf:
-		n, err = r.be(4, what)
-	case c == 0xc0:
-		return -1, nil
-	default:
-		return 0, errType(what, c)
-	}
-	if err != nil {
-		return 0, err
-	}
-	if n > uint64(r.remaining()/2) {
-		return 0, fmt.Errorf("%w: %s: map claims %d entries in %d bytes", ErrCorrupt, what, n, r.remaining())
-	}
-	return int(n), nil
+	return r.headerLen(what, 0x80, 0xde, 0xdf, 2, "map claims %d entries")
 }
 
 // arrayLen reads an array header; nil reads as -1. The count is bounded by
 // the remaining bytes (every element takes at least one).
 func (r *mpReader) arrayLen(what string) (int, error) {
+	return r.headerLen(what, 0x90, 0xdc, 0xdd, 1, "array claims %d elements")
+}
+
+// headerLen reads a map or an array header: a fixed one (fix to fix+15),
+// one with a 16-bit (c16) or 32-bit (c32) count, or nil (-1). A count of
+// more items than the remaining bytes hold at minItem bytes each is
+// refused with claims, which formats the count.
+func (r *mpReader) headerLen(what string, fix, c16, c32 byte, minItem int, claims string) (int, error) {
 	c, err := r.code(what)
 	if err != nil {
 		return 0, err
 	}
 	var n uint64
 	switch {
-	case c >= 0x90 && c <= 0x9f:
+	case c >= fix && c <= fix|0x0f:
 		n = uint64(c & 0x0f)
-	case c == 0xdc:
+	case c == c16:
 		n, err = r.be(2, what)
-	case c == 0xdd:
+	case c == c32:
 		n, err = r.be(4, what)
 	case c == 0xc0:
 		return -1, nil
@@ -129,8 +114,8 @@ func (r *mpReader) arrayLen(what string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if n > uint64(r.remaining()) {
-		return 0, fmt.Errorf("%w: %s: array claims %d elements in %d bytes", ErrCorrupt, what, n, r.remaining())
+	if n > uint64(r.remaining()/minItem) {
+		return 0, fmt.Errorf("%w: %s: "+claims+" in %d bytes", ErrCorrupt, what, n, r.remaining())
 	}
 	return int(n), nil
 }

@@ -5,11 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 )
 
 // A minimal valid 1.1.0 body, for tests that change one thing.
@@ -308,16 +308,6 @@ func TestRefusesChecksumMismatchByName(t *testing.T) {
 	}
 }
 
-// allocatedDuring returns the bytes the heap handed out while f ran.
-func allocatedDuring(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 func TestRefusesOversizedLengthsWithoutAllocating(t *testing.T) {
 	const budget = 4 << 20 // far below any of the claims
 	head := func() *streamBuilder { return newStream(t, fixtureHeader) }
@@ -379,7 +369,7 @@ func TestRefusesOversizedLengthsWithoutAllocating(t *testing.T) {
 
 	for name, c := range cases {
 		var err error
-		alloc := allocatedDuring(func() { _, err = readAll(c.data) })
+		alloc := testutil.AllocatedDuring(func() { _, err = readAll(c.data) })
 		if err == nil || !errors.Is(err, c.want) {
 			t.Fatalf("%s: got %v, want %v", name, err, c.want)
 		}

@@ -21,6 +21,20 @@ func newTestWriter(t *testing.T) (*Writer, *bytes.Buffer) {
 	return w, &buf
 }
 
+// beginDFSSection writes the 1.1.0 sections, empty but for a valid
+// state, and begins the DFS section.
+func beginDFSSection(t *testing.T, w *Writer) {
+	t.Helper()
+	for _, s := range []string{SectionMetadata, SectionSegments, SectionTasks, SectionState} {
+		must(t, w.BeginSection(s))
+		if s == SectionState {
+			must(t, w.WriteRecord(validState()))
+		}
+		must(t, w.EndSection())
+	}
+	must(t, w.BeginSection(SectionDFSBuckets))
+}
+
 func TestWriterForcesFormat140UnlessAskedForAnOlderOne(t *testing.T) {
 	for in, want := range map[string]string{"1.0.0": Format140, "9.9.9": Format140, "": Format140, Format140: Format140,
 		Format130: Format130, Format120: Format120, Format110: Format110} {
@@ -170,14 +184,7 @@ func TestWriterRefusesMisuse(t *testing.T) {
 			return w.BeginSection(SectionState) // EndSection follows
 		}, ErrWriterUsage},
 		"malformed raw dfs record": {func(w *Writer) error {
-			for _, s := range []string{SectionMetadata, SectionSegments, SectionTasks, SectionState} {
-				must(t, w.BeginSection(s))
-				if s == SectionState {
-					must(t, w.WriteRecord(validState()))
-				}
-				must(t, w.EndSection())
-			}
-			must(t, w.BeginSection(SectionDFSBuckets))
+			beginDFSSection(t, w)
 			return w.WriteRecord(msgpack.RawMessage{0x92, 0x01})
 		}, ErrWriterUsage},
 	}
@@ -300,14 +307,7 @@ func TestWriterRefusesDFSRecordsTheReaderWouldRefuse(t *testing.T) {
 		"short string": msgpack.RawMessage{0xa5, 'x'},
 	} {
 		w, _ := newTestWriter(t)
-		for _, s := range []string{SectionMetadata, SectionSegments, SectionTasks, SectionState} {
-			must(t, w.BeginSection(s))
-			if s == SectionState {
-				must(t, w.WriteRecord(validState()))
-			}
-			must(t, w.EndSection())
-		}
-		must(t, w.BeginSection(SectionDFSBuckets))
+		beginDFSSection(t, w)
 		if err := w.WriteRecord(rec); !errors.Is(err, ErrWriterUsage) {
 			t.Fatalf("%s: got %v, want ErrWriterUsage", name, err)
 		}

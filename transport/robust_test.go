@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 )
 
 // An authenticated client that claims a frame over the limit is told
@@ -40,14 +40,7 @@ func TestOversizedFrameRefusedOthersUnaffected(t *testing.T) {
 // readFrameBody refuses an oversized claim before allocating for it, and
 // for a large allowed claim allocates only as the bytes arrive.
 func TestFrameReadAllocatesOnlyWhatArrives(t *testing.T) {
-	allocated := func(f func()) uint64 {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		f()
-		runtime.ReadMemStats(&after)
-		return after.TotalAlloc - before.TotalAlloc
-	}
+	allocated := testutil.AllocatedDuring
 	claim := func(n uint32, body []byte) io.Reader {
 		var hdr [4]byte
 		binary.BigEndian.PutUint32(hdr[:], n)

@@ -14,9 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"sexton/api"
+	"sexton/internal/testutil"
 )
 
 // rpcBody is one request body a sexton server accepts: the method it
@@ -174,14 +173,7 @@ func requestHeader(t testing.TB, method string) []byte {
 // with sorted map keys so equal values give equal bytes.
 func encodeBody(t testing.TB, v any) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	enc.UseCompactInts(true)
-	enc.SetSortMapKeys(true)
-	if err := enc.Encode(v); err != nil {
-		t.Fatalf("encoding %T: %v", v, err)
-	}
-	return buf.Bytes()
+	return testutil.Msgpack(t, v)
 }
 
 // checkBodyRoundTrip: an accepted body, re-encoded and decoded again

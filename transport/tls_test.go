@@ -3,7 +3,6 @@ package transport
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"net"
 	"os"
 	"strings"
@@ -14,12 +13,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
-	"sexton/internal/tlsconf/tlstest"
 )
 
 type tlsFixture struct {
-	ca, other *tlstest.CA
+	ca, other *testutil.CA
 	server    *tlsconf.Source
 	client    *tlsconf.Source
 	foreign   *tlsconf.Source
@@ -27,39 +26,15 @@ type tlsFixture struct {
 
 func newTLSFixture(t *testing.T) *tlsFixture {
 	t.Helper()
-	dir := t.TempDir()
 	f := &tlsFixture{}
-	var err error
-	if f.ca, err = tlstest.NewCA(dir, "cluster"); err != nil {
-		t.Fatal(err)
-	}
-	if f.other, err = tlstest.NewCA(dir, "other"); err != nil {
-		t.Fatal(err)
-	}
-	load := func(ca *tlstest.CA, name string) *tlsconf.Source {
-		files, err := ca.Issue(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := tlsconf.Load(files)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	f.server, f.client, f.foreign = load(f.ca, "server"), load(f.ca, "client"), load(f.other, "intruder")
+	f.ca, f.other = testutil.NewCAs(t)
+	f.server, f.client, f.foreign = f.ca.Source(t, "", "server"), f.ca.Source(t, "", "client"), f.other.Source(t, "", "intruder")
 	return f
 }
 
 // caOnly is a client that verifies the server but has no certificate.
 func (f *tlsFixture) caOnly(t *testing.T) *tls.Config {
-	pem, err := os.ReadFile(f.ca.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return &tls.Config{RootCAs: f.ca.Pool(t), MinVersion: tls.VersionTLS12}
 }
 
 // Mutual TLS with a token inside: calls work, many concurrent calls on one

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"sexton/holder"
 	"sexton/internal/sdnotify"
 	"sexton/internal/testport"
+	"sexton/internal/testutil"
 	"sexton/master"
 )
 
@@ -23,27 +22,9 @@ var ports = testport.Range{Lo: 16000, Hi: 18000}
 // NOTIFY_SOCKET with a 200ms watchdog, and returns its datagrams.
 func notifySocket(t *testing.T) <-chan string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	t.Setenv("NOTIFY_SOCKET", path)
+	ch := testutil.NotifySocket(t)
 	t.Setenv("WATCHDOG_USEC", "200000")
 	t.Setenv("WATCHDOG_PID", "")
-	ch := make(chan string, 1000)
-	go func() {
-		defer close(ch)
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			ch <- string(buf[:n])
-		}
-	}()
 	return ch
 }
 

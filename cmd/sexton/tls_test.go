@@ -6,17 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"sexton/internal/tlsconf/tlstest"
+	"sexton/internal/testutil"
 )
 
 // The master's TLS flags fail closed: a partial set, an unknown
 // --tls-client-auth, or require without TLS are usage errors naming the
 // flag; a complete set loads.
 func TestMasterTLSFlags(t *testing.T) {
-	ca, err := tlstest.NewCA(t.TempDir(), "c")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := testutil.NewTestCA(t, "c")
 	f, err := ca.Issue("m")
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +50,7 @@ const testToken = "test-cluster-token-0123456789abcdef"
 // each of them starts it, the insecure one with a warning; a weak token is
 // refused; a master with neither TLS nor token starts with a warning.
 func TestMasterRefusesUnauthenticatedTLS(t *testing.T) {
-	ca, err := tlstest.NewCA(t.TempDir(), "c")
+	ca, err := testutil.NewCA(t.TempDir(), "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,10 +102,7 @@ func TestMasterRefusesUnauthenticatedTLS(t *testing.T) {
 // A client may give --tls-ca alone (no certificate); a certificate
 // without its key is refused.
 func TestClientTLSFlags(t *testing.T) {
-	ca, err := tlstest.NewCA(t.TempDir(), "c")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := testutil.NewTestCA(t, "c")
 	f, _ := ca.Issue("cli")
 	if c, err := (&tlsFlags{ca: f.CA}).clientConfig(); err != nil || c == nil || c.RootCAs == nil {
 		t.Fatalf("--tls-ca alone: %v %v", c, err)
@@ -127,7 +121,7 @@ func TestClientTLSFlags(t *testing.T) {
 // A holder refuses TLS that authenticates no client and a weak token
 // before it opens its directory.
 func TestHolderRefusesUnauthenticatedTLS(t *testing.T) {
-	ca, err := tlstest.NewCA(t.TempDir(), "c")
+	ca, err := testutil.NewCA(t.TempDir(), "c")
 	if err != nil {
 		t.Fatal(err)
 	}

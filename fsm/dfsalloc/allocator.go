@@ -1,6 +1,7 @@
 package dfsalloc
 
 import (
+	"cmp"
 	"slices"
 
 	"sexton/api"
@@ -149,6 +150,6 @@ func sortEntries(m map[int64]*entry, dst []*entry) []*entry {
 	for _, e := range m {
 		dst = append(dst, e)
 	}
-	slices.SortFunc(dst, func(x, y *entry) int { return cmpInt64(x.offset, y.offset) })
+	slices.SortFunc(dst, func(x, y *entry) int { return cmp.Compare(x.offset, y.offset) })
 	return dst
 }

@@ -231,13 +231,3 @@ func (a *bucketAllocator) drop(b *bucket, now int64) {
 	b.deletingSince = now
 	b.version++
 }
-
-func cmpInt64(x, y int64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
-}

@@ -1,6 +1,9 @@
 package dfsalloc
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // charge is what b counts for the eviction watermarks: a sealed bucket its
 // whole capacity (no more can go in), the open one its cursor.
@@ -41,10 +44,10 @@ func (a *bucketAllocator) PlanEviction(_ int64, leased func(string) bool) Evicti
 	}
 	target := a.cfg.LowWatermark * total
 	slices.SortFunc(live, func(x, y *bucket) int {
-		if c := cmpInt64(x.lastAccess, y.lastAccess); c != 0 {
+		if c := cmp.Compare(x.lastAccess, y.lastAccess); c != 0 {
 			return c
 		}
-		return cmpUint64(x.id, y.id)
+		return cmp.Compare(x.id, y.id)
 	})
 	for _, b := range live {
 		if usage <= target || len(plan.Candidates) >= MaxPlanCandidates {
@@ -105,14 +108,4 @@ func allAccepted(refs []EntryRef, check func(EntryRef) bool) bool {
 		}
 	}
 	return true
-}
-
-func cmpUint64(x, y uint64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }

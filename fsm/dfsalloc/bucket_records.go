@@ -64,22 +64,27 @@ func (a *bucketAllocator) Records() []Record {
 // everything that Records guarantees, and replaces a's state only if all of
 // it holds.
 func (a *bucketAllocator) Restore(records []Record) error {
-	n := newBucketAllocator(a.cfg)
-	if err := n.restore(records); err != nil {
+	return restoreFresh(a, newBucketAllocator(a.cfg), records)
+}
+
+// restoreFresh restores records into fresh, a new allocator of a's kind
+// and configuration, and replaces *a with it only if every record holds.
+func restoreFresh[A any, P interface {
+	*A
+	restore([]Record) error
+}](a, fresh P, records []Record) error {
+	if err := fresh.restore(records); err != nil {
 		return err
 	}
-	*a = *n
+	*a = *fresh
 	return nil
 }
 
 func (a *bucketAllocator) restore(records []Record) error {
-	if len(records) == 0 {
-		return corruptf("no records: a bucket allocator writes at least its meta record")
-	}
-	if err := checkMeta(records[0], a.cfg); err != nil {
+	m, err := metaOf(records, a.cfg, KindBucket)
+	if err != nil {
 		return err
 	}
-	m := records[0].Meta
 	if m.NextBucketID < 1 || m.NextBucketID > MaxBucketID+1 {
 		return corruptf("next bucket id %d is not in [1, %d]", m.NextBucketID, uint64(MaxBucketID)+1)
 	}
@@ -211,6 +216,18 @@ func checkEntry(at int, r *EntryRecord, alignment, capacity int64) error {
 }
 
 // checkMeta: the first record is a meta record agreeing with cfg.
+// metaOf is the meta record that starts the records of a kind allocator,
+// checked against cfg (checkMeta).
+func metaOf(records []Record, cfg Config, kind string) (*MetaRecord, error) {
+	if len(records) == 0 {
+		return nil, corruptf("no records: a %s allocator writes at least its meta record", kind)
+	}
+	if err := checkMeta(records[0], cfg); err != nil {
+		return nil, err
+	}
+	return records[0].Meta, nil
+}
+
 func checkMeta(r Record, cfg Config) error {
 	if err := r.check(); err != nil {
 		return errorf(err, "record 0")

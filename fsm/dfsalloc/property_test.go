@@ -2,6 +2,7 @@ package dfsalloc
 
 import (
 	"bytes"
+	"cmp"
 	"reflect"
 	"slices"
 	"testing"
@@ -69,10 +70,10 @@ func (m *allocModel) liveKeys() []placeKey {
 		ks = append(ks, k)
 	}
 	slices.SortFunc(ks, func(x, y placeKey) int {
-		if c := cmpUint64(x.unit, y.unit); c != 0 {
+		if c := cmp.Compare(x.unit, y.unit); c != 0 {
 			return c
 		}
-		return cmpInt64(x.off, y.off)
+		return cmp.Compare(x.off, y.off)
 	})
 	return ks
 }

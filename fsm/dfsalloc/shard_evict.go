@@ -1,6 +1,9 @@
 package dfsalloc
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // PlanEviction: for every shard whose live bytes are at or above the high
 // watermark of its capacity, its least recently used committed entries that
@@ -24,7 +27,7 @@ func (a *shardAllocator) PlanEviction(_ int64, leased func(string) bool) Evictio
 		}
 		target := a.cfg.LowWatermark * capacity
 		es := s.sortedEntries()
-		slices.SortStableFunc(es, func(x, y *entry) int { return cmpInt64(x.lastAccess, y.lastAccess) })
+		slices.SortStableFunc(es, func(x, y *entry) int { return cmp.Compare(x.lastAccess, y.lastAccess) })
 		var refs []EntryRef
 		for _, e := range es {
 			if live <= target || budget == 0 {
@@ -80,10 +83,10 @@ func (a *shardAllocator) ApplyEviction(plan EvictionPlan, now int64, check func(
 		}
 	}
 	slices.SortFunc(out, func(x, y EntryRef) int {
-		if c := cmpUint64(x.Desc.UnitID, y.Desc.UnitID); c != 0 {
+		if c := cmp.Compare(x.Desc.UnitID, y.Desc.UnitID); c != 0 {
 			return c
 		}
-		return cmpInt64(x.Desc.Offset, y.Desc.Offset)
+		return cmp.Compare(x.Desc.Offset, y.Desc.Offset)
 	})
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package dfsalloc
 
 import (
+	"cmp"
 	"slices"
 )
 
@@ -69,22 +70,14 @@ func (a *shardAllocator) Records() []Record {
 // Restore rebuilds the state into a new allocator and swaps it in only if
 // every record is valid and no two ranges overlap.
 func (a *shardAllocator) Restore(records []Record) error {
-	n := newShardAllocator(a.cfg)
-	if err := n.restore(records); err != nil {
-		return err
-	}
-	*a = *n
-	return nil
+	return restoreFresh(a, newShardAllocator(a.cfg), records)
 }
 
 func (a *shardAllocator) restore(records []Record) error {
-	if len(records) == 0 {
-		return corruptf("no records: a shard allocator writes at least its meta record")
-	}
-	if err := checkMeta(records[0], a.cfg); err != nil {
+	m, err := metaOf(records, a.cfg, KindShard)
+	if err != nil {
 		return err
 	}
-	m := records[0].Meta
 	if m.NextBucketID != 0 || m.MaxBuckets != 0 || m.OpenBucket != 0 {
 		return corruptf("shard meta record carries bucket fields")
 	}
@@ -172,7 +165,7 @@ func (a *shardAllocator) restore(records []Record) error {
 // and rebuilds the free list as their complement.
 func (a *shardAllocator) finishShard(s *shard, used []extent) error {
 	sorted := slices.Clone(used)
-	slices.SortFunc(sorted, func(x, y extent) int { return cmpInt64(x.off, y.off) })
+	slices.SortFunc(sorted, func(x, y extent) int { return cmp.Compare(x.off, y.off) })
 	for i := 1; i < len(sorted); i++ {
 		if p := sorted[i-1]; p.off+p.len > sorted[i].off {
 			return corruptf("shard %d: ranges %d+%d and %d+%d overlap", s.id, p.off, p.len, sorted[i].off, sorted[i].len)

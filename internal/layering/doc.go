@@ -5,7 +5,8 @@
 // raftio) know nothing of what composes them; the composition roots
 // (devcluster, cmd/sexton) are imported by nothing but tests; bench and
 // fsck sit between them, so only a composition root runs a bench or a
-// check.
+// check. The packages of test support (TestOnly) are imported by tests
+// alone.
 package layering
 
 // Layers lists the module's packages by layer, lowest first, as paths
@@ -13,7 +14,8 @@ package layering
 // itself). A package in no layer is an error: add it where it belongs.
 var Layers = [][]string{
 	// Leaves: codecs, wire formats and helpers.
-	{"api", "internal/...", "grant", "snapshot", "fsm/...", "holder/...", "dfsio", "transport"},
+	// internal/testutil and raftio/raftiotest are leaves too, and TestOnly.
+	{"api", "internal/...", "grant", "snapshot", "fsm/...", "holder/...", "raftio/...", "dfsio", "transport"},
 	// One node's state machine, storage or Raft plumbing.
 	{"fsm", "holder", "raftio"},
 	// Nodes and the client library.
@@ -26,7 +28,8 @@ var Layers = [][]string{
 }
 
 // TestOnly lists packages that only tests may import: the fault
-// filesystems fail and lose writes on purpose, and the data-driven runner
-// links package testing, so no package that ships (in the default build
-// or with the testhooks tag) may link them.
-var TestOnly = []string{"internal/fsys/errorfs", "internal/testutil/datadriven"}
+// filesystems fail and lose writes on purpose, the data-driven runner links
+// package testing, and the rest hold what tests share (polling, HTTP,
+// certificates, the handshake relay), so no package that ships (in the
+// default build or with the testhooks tag) may link them.
+var TestOnly = []string{"internal/fsys/errorfs", "internal/testutil", "internal/testutil/datadriven", "raftio/raftiotest"}

@@ -1,39 +1,13 @@
 package sdnotify
 
 import (
-	"net"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// listen makes a unixgram socket, points NOTIFY_SOCKET at it and returns
-// a channel of the datagrams it receives.
-func listen(t *testing.T) <-chan string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	t.Setenv("NOTIFY_SOCKET", path)
-	ch := make(chan string, 1000)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				close(ch)
-				return
-			}
-			ch <- string(buf[:n])
-		}
-	}()
-	return ch
-}
+	"sexton/internal/testutil"
+)
 
 func TestNotifyWithoutSocketIsNoOp(t *testing.T) {
 	t.Setenv("NOTIFY_SOCKET", "")
@@ -69,7 +43,7 @@ func TestWatchdogInterval(t *testing.T) {
 // after the probe first says yes; WATCHDOG=1 stops while unhealthy and
 // resumes after.
 func TestReadyOnlyWhenReadyAndKeepAlivesOnlyWhenHealthy(t *testing.T) {
-	ch := listen(t)
+	ch := testutil.NotifySocket(t)
 	t.Setenv("WATCHDOG_USEC", "100000") // keep-alives every 50ms
 	t.Setenv("WATCHDOG_PID", "")
 	var ready, healthy atomic.Bool

@@ -7,8 +7,8 @@ import (
 	"os"
 	"testing"
 
+	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
-	"sexton/internal/tlsconf/tlstest"
 )
 
 func handshake(t *testing.T, srv, cli *tls.Config) error {
@@ -46,23 +46,9 @@ func handshake(t *testing.T, srv, cli *tls.Config) error {
 	return <-done
 }
 
-func load(t *testing.T, f tlsconf.Files) *tlsconf.Source {
-	t.Helper()
-	s, err := tlsconf.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func TestMutualTLSAndForeignCA(t *testing.T) {
-	dir := t.TempDir()
-	ca, _ := tlstest.NewCA(dir, "a")
-	other, _ := tlstest.NewCA(dir, "b")
-	fs, _ := ca.Issue("server")
-	fc, _ := ca.Issue("client")
-	fx, _ := other.Issue("intruder")
-	srv, cli, bad := load(t, fs), load(t, fc), load(t, fx)
+	ca, other := testutil.NewCAs(t)
+	srv, cli, bad := ca.Source(t, "", "server"), ca.Source(t, "", "client"), other.Source(t, "", "intruder")
 
 	if err := handshake(t, srv.ServerConfig(tlsconf.RequireClientCert), cli.ClientConfig()); err != nil {
 		t.Fatalf("same CA refused: %v", err)
@@ -86,11 +72,11 @@ func TestMutualTLSAndForeignCA(t *testing.T) {
 
 func TestReloadSwapsMaterialAndKeepsOldOnError(t *testing.T) {
 	dir := t.TempDir()
-	ca, _ := tlstest.NewCA(dir, "a")
-	next, _ := tlstest.NewCA(dir, "n")
+	ca, _ := testutil.NewCA(dir, "a")
+	next, _ := testutil.NewCA(dir, "n")
 	fs, _ := ca.Issue("server")
 	fc, _ := ca.Issue("client")
-	srv, cli := load(t, fs), load(t, fc)
+	srv, cli := testutil.LoadTLS(t, fs), testutil.LoadTLS(t, fc)
 
 	// Roll the server onto the new CA by rewriting its files in place.
 	nf, _ := next.Issue("server")
@@ -117,7 +103,7 @@ func TestReloadSwapsMaterialAndKeepsOldOnError(t *testing.T) {
 		t.Fatal("reload of a garbage key succeeded")
 	}
 	nc, _ := next.Issue("client")
-	if err := handshake(t, srv.ServerConfig(tlsconf.RequireClientCert), load(t, nc).ClientConfig()); err != nil {
+	if err := handshake(t, srv.ServerConfig(tlsconf.RequireClientCert), testutil.LoadTLS(t, nc).ClientConfig()); err != nil {
 		t.Fatalf("a failed reload took the working material away: %v", err)
 	}
 }

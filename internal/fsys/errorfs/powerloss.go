@@ -320,32 +320,37 @@ func (p *PowerLoss) Statfs(path string) (fsys.Space, error) { return p.inner.Sta
 // Fallocate implements FS. It is a mutation like a write: the allocated
 // (zero) bytes become durable with the file's next fsync.
 func (p *PowerLoss) Fallocate(f fsys.File, size int64) error {
+	inner, err := p.mutateFile(f)
+	if err != nil {
+		return err
+	}
+	return p.inner.Fallocate(inner, size)
+}
+
+// mutateFile checks that a mutation of f may happen now (mutating) and
+// returns the inner file system's file under f.
+func (p *PowerLoss) mutateFile(f fsys.File) (fsys.File, error) {
 	p.mu.Lock()
 	err := p.mutating()
 	p.mu.Unlock()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if pf, ok := f.(*plFile); ok {
-		f = pf.File
+		return pf.File, nil
 	}
-	return p.inner.Fallocate(f, size)
+	return f, nil
 }
 
 // PunchHole implements FS. It is a mutation like a write; the holder
 // punches only bytes nothing reads again, so whether a cut keeps or
 // undoes the hole does not matter to it.
 func (p *PowerLoss) PunchHole(f fsys.File, off, size int64) error {
-	p.mu.Lock()
-	err := p.mutating()
-	p.mu.Unlock()
+	inner, err := p.mutateFile(f)
 	if err != nil {
 		return err
 	}
-	if pf, ok := f.(*plFile); ok {
-		f = pf.File
-	}
-	return p.inner.PunchHole(f, off, size)
+	return p.inner.PunchHole(inner, off, size)
 }
 
 // Lock implements FS. A lock file it creates is a new entry like any

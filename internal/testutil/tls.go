@@ -1,12 +1,12 @@
-// Package tlstest makes throwaway certificate authorities and node
-// certificates for tests: ECDSA P-256, valid for an hour, with 127.0.0.1,
-// ::1 and localhost as subject alternative names and both server and client
-// usage, so one certificate serves a node's listeners and its dialers
-// (IssueMaster adds the master names the Raft port requires, IssueRole the
-// role name the RPC listeners decide calls by; IssueClient makes a
-// client-only one without either). The signing itself is
-// tlsconf.Authority's, which `sexton tls` uses too.
-package tlstest
+package testutil
+
+// The certificates here are for tests: ECDSA P-256, valid for an hour,
+// with 127.0.0.1, ::1 and localhost as subject alternative names and both
+// server and client usage, so one certificate serves a node's listeners
+// and its dialers (IssueMaster adds the master names the Raft port
+// requires, IssueRole the role name the RPC listeners decide calls by;
+// IssueClient makes a client-only one without either). The signing itself
+// is tlsconf.Authority's, which `sexton tls` uses too.
 
 import (
 	"crypto/x509"
@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 
 	"sexton/internal/tlsconf"
@@ -104,4 +105,85 @@ func (ca *CA) issue(name string, usage []x509.ExtKeyUsage, uris []*url.URL) (tls
 		return tlsconf.Files{}, err
 	}
 	return f, nil
+}
+
+// NewCAs makes the two CAs most TLS tests need in a temporary directory:
+// ca, the cluster's, and other, a stranger's whose certificates the
+// cluster must refuse.
+func NewCAs(t testing.TB) (ca, other *CA) {
+	t.Helper()
+	dir := t.TempDir()
+	var err error
+	if ca, err = NewCA(dir, "cluster"); err != nil {
+		t.Fatal(err)
+	}
+	if other, err = NewCA(dir, "other"); err != nil {
+		t.Fatal(err)
+	}
+	return ca, other
+}
+
+// Source is the TLS source of a caller of role (tlsconf.RoleClient,
+// RoleHolder or RoleOperator) named name, with a certificate of ca that
+// carries its role URI (IssueRole). An empty role issues one without a
+// role URI (Issue), which the RPC listeners refuse every call of: for
+// the Raft port and the transport's own tests.
+func (ca *CA) Source(t testing.TB, role, name string) *tlsconf.Source {
+	t.Helper()
+	issue := func() (tlsconf.Files, error) { return ca.IssueRole(role, name) }
+	if role == "" {
+		issue = func() (tlsconf.Files, error) { return ca.Issue(name) }
+	}
+	f, err := issue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return LoadTLS(t, f)
+}
+
+// MasterSource is master id's TLS source with a certificate of ca that
+// names it as that master.
+func (ca *CA) MasterSource(t testing.TB, id string) *tlsconf.Source {
+	t.Helper()
+	f, err := ca.IssueMaster(id, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return LoadTLS(t, f)
+}
+
+// Pool is a certificate pool holding ca alone: what a client that
+// verifies servers but has no certificate of its own trusts.
+func (ca *CA) Pool(t testing.TB) *x509.CertPool {
+	t.Helper()
+	pem, err := os.ReadFile(ca.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("%s holds no certificate", ca.CAFile)
+	}
+	return pool
+}
+
+// LoadTLS loads the TLS source of files, failing the test if it cannot.
+func LoadTLS(t testing.TB, f tlsconf.Files) *tlsconf.Source {
+	t.Helper()
+	s, err := tlsconf.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// NewTestCA is NewCA in a temporary directory, failing the test if it
+// cannot make the CA.
+func NewTestCA(t testing.TB, name string) *CA {
+	t.Helper()
+	ca, err := NewCA(t.TempDir(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
 }

@@ -1,4 +1,4 @@
-package tlstest
+package testutil
 
 import (
 	"crypto/x509"
