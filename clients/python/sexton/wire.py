@@ -617,7 +617,7 @@ class Pool:
         conn = self._take(addr)
         if conn is None:
             conn = Connection(addr, token=self._token, max_frame=self._max_frame,
-                              deadline=min(deadline, time.monotonic() + self._connect_timeout))
+                              deadline=min(deadline, time.monotonic() + self._connect_timeout), tls=self._tls)
         try:
             out = conn.pipeline(calls, deadline)
         except SextonError:
