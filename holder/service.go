@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"sexton/api"
 	"sexton/internal/authz"
+	"sexton/internal/opshttp"
 	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
@@ -119,8 +119,7 @@ type Service struct {
 
 	metrics *serviceMetrics
 	reg     *prometheus.Registry
-	httpSrv *http.Server
-	httpLn  net.Listener
+	httpSrv *opshttp.Server
 
 	// followTurn is when the follow loop last made progress (unix nanos):
 	// the holder's liveness for a watchdog (Alive).
