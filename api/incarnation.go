@@ -57,3 +57,15 @@ func ParseIncarnation(s string) (ObjectIncarnation, error) {
 	}
 	return ObjectIncarnation{High: h, Low: l}, nil
 }
+
+// IfIncMismatch checks the shape of a batch remove's expected
+// incarnations against its keys: none (every remove unconditional) or
+// one per key. It returns "" when they fit, else what is wrong, for the
+// caller to wrap in its own error (the client, the master's handler and
+// group commit, and the fsm's bounds all check it).
+func IfIncMismatch(ifInc, keys int) string {
+	if ifInc == 0 || ifInc == keys {
+		return ""
+	}
+	return fmt.Sprintf("%d expected incarnations for %d keys (want none or one per key)", ifInc, keys)
+}

@@ -34,14 +34,14 @@ func (c *Client) Remove(ctx context.Context, key string, opts ...RemoveOption) e
 // error means the results of the chunk it names and of every later chunk
 // are unknown.
 func (c *Client) BatchRemove(ctx context.Context, keys []string, ifIncs []api.ObjectIncarnation) ([]api.KeyResult, error) {
-	if ifIncs != nil && len(ifIncs) != len(keys) {
-		return nil, api.Errorf(api.CodeInvalidParams, "%d conditions for %d keys", len(ifIncs), len(keys))
+	if m := api.IfIncMismatch(len(ifIncs), len(keys)); m != "" {
+		return nil, api.Errorf(api.CodeInvalidParams, "%s", m)
 	}
 	out := make([]api.KeyResult, 0, len(keys))
 	for start := 0; start < len(keys); start += api.MaxBatchKeys {
 		end := min(start+api.MaxBatchKeys, len(keys))
 		req := api.BatchRemoveRequest{Keys: keys[start:end]}
-		if ifIncs != nil {
+		if len(ifIncs) != 0 {
 			req.IfIncarnations = ifIncs[start:end]
 		}
 		var resp api.BatchRemoveResponse
