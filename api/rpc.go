@@ -179,6 +179,15 @@ type RemoveRequest struct {
 	Session       Session            `msgpack:"sess,omitempty"`
 }
 
+// RemoveItem is one key of a batch remove with its condition: removed
+// only while its incarnation is IfInc (zero: unconditional). Go callers
+// pass these (client.(*Client).RemoveItems); the wire keeps the keys and
+// the conditions as parallel slices (BatchRemoveRequest).
+type RemoveItem struct {
+	Key   string
+	IfInc ObjectIncarnation
+}
+
 // BatchRemoveRequest removes many keys in one Raft entry. IfIncarnations is
 // empty, or has one entry per key where a zero incarnation means
 // unconditional.
