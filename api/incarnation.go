@@ -33,14 +33,6 @@ func (i ObjectIncarnation) Less(o ObjectIncarnation) bool {
 
 func (i ObjectIncarnation) String() string { return fmt.Sprintf("%016x:%d", i.High, i.Low) }
 
-// IfIncarnationsFit is the one rule for the expected incarnations of a
-// batch remove of keys keys, checked by the client, the RPC handler, the
-// batcher and the fsm alike: none at all (every key unconditional), or
-// one per key in order (a zero one: that key unconditional).
-func IfIncarnationsFit(ifInc []ObjectIncarnation, keys int) bool {
-	return len(ifInc) == 0 || len(ifInc) == keys
-}
-
 // ObjectRef names one incarnation of one key, as a holder reports what it
 // stores during reconciliation.
 type ObjectRef struct {
@@ -64,4 +56,16 @@ func ParseIncarnation(s string) (ObjectIncarnation, error) {
 		return ObjectIncarnation{}, Errorf(CodeInvalidParams, "incarnation %q: index: %v", s, err)
 	}
 	return ObjectIncarnation{High: h, Low: l}, nil
+}
+
+// IfIncMismatch checks the shape of a batch remove's expected
+// incarnations against its keys: none (every remove unconditional) or
+// one per key. It returns "" when they fit, else what is wrong, for the
+// caller to wrap in its own error (the client, the master's handler and
+// group commit, and the fsm's bounds all check it).
+func IfIncMismatch(ifInc, keys int) string {
+	if ifInc == 0 || ifInc == keys {
+		return ""
+	}
+	return fmt.Sprintf("%d expected incarnations for %d keys (want none or one per key)", ifInc, keys)
 }

@@ -209,6 +209,15 @@ type RemoveRequest struct {
 	Session       Session            `msgpack:"sess,omitempty"`
 }
 
+// RemoveItem is one key of a batch remove with its condition: removed
+// only while its incarnation is IfInc (zero: unconditional). Go callers
+// pass these (client.(*Client).RemoveItems); the wire keeps the keys and
+// the conditions as parallel slices (BatchRemoveRequest).
+type RemoveItem struct {
+	Key   string
+	IfInc ObjectIncarnation
+}
+
 // BatchRemoveRequest removes many keys in one Raft entry. IfIncarnations is
 // empty, or has one entry per key where a zero incarnation means
 // unconditional.
@@ -741,27 +750,6 @@ type EvictRequest struct {
 // newest copy of a key whose older copies still await deletion.
 type EvictResponse struct {
 	Evicted []ObjectRef `msgpack:"evicted"`
-}
-
-// Settings are the cluster-wide knobs that change what Apply does. They are
-// replicated state (invariant 12): set at bootstrap from the first leader's
-// flags, changed only through the log, never by a node's own flags. In a
-// SettingsSet request a zero field means "leave as it is".
-type Settings struct {
-	// RegistryCapacity bounds the local delete registry (tasks plus
-	// reservations). It cannot be set below the tasks pending now.
-	RegistryCapacity int `msgpack:"registry_cap,omitempty" json:"registry_capacity"`
-	// SessionTTLMillis: a client session idle this long (leader time) is
-	// forgotten with its results; a request that arrives after that starts
-	// a new session and runs again. Exactly-once therefore holds for
-	// retries within the TTL (one hour by default, far beyond any client's
-	// retry window), not beyond it.
-	SessionTTLMillis int64 `msgpack:"session_ttl_ms,omitempty" json:"session_ttl_ms"`
-	// MaxSessions bounds the client sessions kept; when full of sessions
-	// younger than the TTL, requests of new clients are refused.
-	MaxSessions int `msgpack:"max_sessions,omitempty" json:"max_sessions"`
-	// MaxSessionResults bounds the unacknowledged results kept per client.
-	MaxSessionResults int `msgpack:"max_session_results,omitempty" json:"max_session_results"`
 }
 
 // SettingsSetRequest changes some settings.

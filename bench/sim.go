@@ -71,9 +71,12 @@ func benchRunID() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
 func mountSim(e *Env, cl *client.Client, id api.SegmentID, cfg simConfig) (*simHolder, error) {
 	s := &simHolder{id: id, cl: cl, cfg: cfg}
 	var resp api.MountLocalDiskResponse
-	if err := retryIdempotent(func() error {
-		return e.callVia(cl, api.MethodMountLocalDisk, &api.MountLocalDiskRequest{ClientID: string(id), Segment: id, Pool: cfg.pool,
-			Capacity: 1 << 50, Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: "bench.invalid:0", Process: cfg.process}, &resp)
+	if err := retryIdempotent(func() (err error) {
+		ctx, cancel := e.ctx()
+		defer cancel()
+		resp, err = cl.HolderLink().Mount(ctx, &api.MountLocalDiskRequest{ClientID: string(id), Segment: id, Pool: cfg.pool,
+			Capacity: 1 << 50, Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: "bench.invalid:0", Process: cfg.process})
+		return err
 	}); err != nil {
 		return nil, fmt.Errorf("mount simulated holder %s: %w", id, err)
 	}
@@ -100,8 +103,7 @@ func (s *simHolder) heartbeatLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		hctx, c := context.WithTimeout(ctx, 3*time.Second)
 		start := time.Now()
-		var hr api.HeartbeatResponse
-		err := s.cl.Call(hctx, api.MethodHeartbeat, &api.HeartbeatRequest{ClientID: string(s.id), Segment: s.id, MountEpoch: s.epoch, Capacity: 1 << 50}, &hr)
+		hr, err := s.cl.HolderLink().Heartbeat(hctx, &api.HeartbeatRequest{ClientID: string(s.id), Segment: s.id, MountEpoch: s.epoch, Capacity: 1 << 50})
 		c()
 		switch {
 		case err != nil:
@@ -129,9 +131,8 @@ func (s *simHolder) drainLoop(ctx context.Context) {
 			continue
 		}
 		fctx, c := context.WithTimeout(ctx, simFetchWait+5*time.Second)
-		var fr api.FetchTasksResponse
-		err := s.cl.Call(fctx, api.MethodFetchLocalDeleteTasks, &api.FetchTasksRequest{Segment: s.id, MountEpoch: s.epoch,
-			Limit: api.MaxFetchLimit, WaitMillis: simFetchWait.Milliseconds()}, &fr)
+		fr, err := s.cl.HolderLink().Fetch(fctx, &api.FetchTasksRequest{Segment: s.id, MountEpoch: s.epoch,
+			Limit: api.MaxFetchLimit, WaitMillis: simFetchWait.Milliseconds()})
 		c()
 		if err != nil {
 			ctxsleep.Sleep(ctx, 200*time.Millisecond) // as a holder does: no spinning on a failing leader
@@ -145,8 +146,7 @@ func (s *simHolder) drainLoop(ctx context.Context) {
 			res[i] = api.TaskResult{TaskID: t.ID, Key: t.Key, Incarnation: t.Incarnation, Outcome: api.AckRemoved}
 		}
 		actx, c2 := context.WithTimeout(ctx, 15*time.Second)
-		var ar api.AckTasksResponse
-		err = s.cl.Call(actx, api.MethodAckLocalDeleteTasks, &api.AckTasksRequest{Segment: s.id, MountEpoch: s.epoch, Results: res}, &ar)
+		ar, err := s.cl.HolderLink().Ack(actx, &api.AckTasksRequest{Segment: s.id, MountEpoch: s.epoch, Results: res})
 		c2()
 		if err != nil {
 			continue // the tasks stay pending and come back on a later fetch
@@ -189,7 +189,9 @@ func (s *simHolder) stop(e *Env) (drain time.Duration, left int) {
 	s.cancel()
 	s.wg.Wait()
 	err := retryIdempotent(func() error {
-		err := e.callVia(s.cl, api.MethodUnmountLocalDisk, &api.UnmountLocalDiskRequest{Segment: s.id, MountEpoch: s.epoch}, nil)
+		ctx, cancel := e.ctx()
+		defer cancel()
+		err := s.cl.HolderLink().Unmount(ctx, &api.UnmountLocalDiskRequest{Segment: s.id, MountEpoch: s.epoch})
 		if api.CodeOf(err) == api.CodeStaleMountEpoch {
 			return nil // an earlier attempt did it (or another mount took the segment)
 		}

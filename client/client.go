@@ -125,6 +125,10 @@ func (c *Client) Call(ctx context.Context, method string, req, resp any) error {
 	return c.masters.Call(ctx, method, req, resp)
 }
 
+// HolderLink is the holder↔master protocol over this client's masters,
+// for programs that act as a holder (the bench simulator, tests).
+func (c *Client) HolderLink() transport.HolderLink { return transport.NewHolderLink(c.Call) }
+
 // mutate calls a mutating master method with a fresh session, set into the
 // request by setSession. Every retry carries the same session, so the
 // request acts at most once; giving up after an attempt that may have run

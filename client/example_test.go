@@ -136,6 +136,30 @@ func ExampleClient_BatchRemove() {
 	// <nil>
 }
 
+func ExampleClient_RemoveItems() {
+	cl, _ := client.New(client.Config{Masters: masters})
+	defer cl.Close()
+	ctx := context.Background()
+	old, _ := cl.Put(ctx, "example/items/a", []byte("old"), client.PutOptions{})
+	_, _ = cl.Put(ctx, "example/items/a", []byte("new"), client.PutOptions{})
+	_, _ = cl.Put(ctx, "example/items/b", []byte("b"), client.PutOptions{})
+	// Each key with its own condition: a's overwritten value is not its
+	// current one, so a stays; b has no condition.
+	results, err := cl.RemoveItems(ctx, []api.RemoveItem{{Key: "example/items/a", IfInc: old}, {Key: "example/items/b"}})
+	for _, r := range results {
+		if r.Err != nil {
+			fmt.Println(r.Key, r.Err.Code)
+		} else {
+			fmt.Println(r.Key, "removed")
+		}
+	}
+	fmt.Println(err)
+	// Output:
+	// example/items/a INCARNATION_MISMATCH
+	// example/items/b removed
+	// <nil>
+}
+
 func ExampleClient_List() {
 	cl, _ := client.New(client.Config{Masters: masters})
 	defer cl.Close()

@@ -30,19 +30,45 @@ func (c *Client) Remove(ctx context.Context, key string, opts ...RemoveOption) e
 
 // BatchRemove deletes many keys, api.MaxBatchKeys per Raft entry; the
 // answer has one result per key in order, duplicates included. ifIncs is
-// empty or has one entry per key (a zero incarnation: unconditional). An
-// error means the results of the chunk it names and of every later chunk
-// are unknown.
+// nil or has one entry per key (a zero incarnation: unconditional);
+// RemoveItems takes each key with its condition instead. An error means
+// the results of the chunk it names and of every later chunk are unknown.
 func (c *Client) BatchRemove(ctx context.Context, keys []string, ifIncs []api.ObjectIncarnation) ([]api.KeyResult, error) {
-	if !api.IfIncarnationsFit(ifIncs, len(keys)) {
-		return nil, api.Errorf(api.CodeInvalidParams, "%d conditions for %d keys", len(ifIncs), len(keys))
+	if m := api.IfIncMismatch(len(ifIncs), len(keys)); m != "" {
+		return nil, api.Errorf(api.CodeInvalidParams, "%s", m)
 	}
-	out := make([]api.KeyResult, 0, len(keys))
-	for start := 0; start < len(keys); start += api.MaxBatchKeys {
-		end := min(start+api.MaxBatchKeys, len(keys))
-		req := api.BatchRemoveRequest{Keys: keys[start:end]}
-		if ifIncs != nil {
-			req.IfIncarnations = ifIncs[start:end]
+	items := make([]api.RemoveItem, len(keys))
+	for i, k := range keys {
+		items[i].Key = k
+		if len(ifIncs) != 0 {
+			items[i].IfInc = ifIncs[i]
+		}
+	}
+	return c.RemoveItems(ctx, items)
+}
+
+// RemoveItems deletes many keys, each unless its incarnation is not
+// IfInc (zero: unconditional), api.MaxBatchKeys per Raft entry; the
+// answer has one result per item in order, duplicates included. An error
+// means the results of the chunk it names and of every later chunk are
+// unknown.
+func (c *Client) RemoveItems(ctx context.Context, items []api.RemoveItem) ([]api.KeyResult, error) {
+	out := make([]api.KeyResult, 0, len(items))
+	for start := 0; start < len(items); start += api.MaxBatchKeys {
+		chunk := items[start:min(start+api.MaxBatchKeys, len(items))]
+		req := api.BatchRemoveRequest{Keys: make([]string, len(chunk))}
+		conditional := false
+		for i, it := range chunk {
+			req.Keys[i] = it.Key
+			conditional = conditional || it.IfInc != (api.ObjectIncarnation{})
+		}
+		// The wire carries the conditions as a slice parallel to the keys,
+		// left out when every remove of the chunk is unconditional.
+		if conditional {
+			req.IfIncarnations = make([]api.ObjectIncarnation, len(chunk))
+			for i, it := range chunk {
+				req.IfIncarnations[i] = it.IfInc
+			}
 		}
 		var resp api.BatchRemoveResponse
 		if err := c.mutate(ctx, api.MethodBatchRemove, &req, func(s api.Session) { req.Session = s }, &resp); err != nil {

@@ -146,8 +146,8 @@ func boundsRemove(c *Remove, b bounder) error {
 			return err
 		}
 	}
-	if !api.IfIncarnationsFit(c.IfInc, len(c.Keys)) {
-		return b.bad("%d expected incarnations for %d keys", len(c.IfInc), len(c.Keys))
+	if m := api.IfIncMismatch(len(c.IfInc), len(c.Keys)); m != "" {
+		return b.bad("%s", m)
 	}
 	return removeSpansBounded(b, c)
 }

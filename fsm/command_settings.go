@@ -47,68 +47,30 @@ type SettingsResult struct {
 	OwnLegacy     api.Settings
 }
 
-// Defaults of the replicated settings, in force until a Settings entry
-// changes them.
+// Defaults and bounds of the replicated settings; the table in package
+// api (api.SettingsTable) is where they are set.
 const (
-	DefaultSessionTTLMillis  = int64(60 * 60 * 1000) // one hour
-	DefaultMaxSessions       = 100000
-	DefaultMaxSessionResults = 1024
-)
+	DefaultSessionTTLMillis  = api.DefaultSessionTTLMillis
+	DefaultMaxSessions       = api.DefaultMaxSessions
+	DefaultMaxSessionResults = api.DefaultMaxSessionResults
 
-// Bounds of the replicated settings. A Settings command or a snapshot
-// outside them is refused.
-const (
-	MaxRegistryCapacity  = 1 << 30
-	MaxSessionTTLMillis  = int64(7 * 24 * 60 * 60 * 1000) // a week
-	MaxMaxSessions       = 10_000_000
-	MaxMaxSessionResults = 1 << 16
-	minSessionTTLMillis  = int64(1000) // a TTL below a second would expire retries in flight
+	MaxRegistryCapacity  = api.MaxRegistryCapacity
+	MaxSessionTTLMillis  = api.MaxSessionTTLMillis
+	MaxMaxSessions       = api.MaxMaxSessions
+	MaxMaxSessionResults = api.MaxMaxSessionResults
 )
 
 // DefaultSettings returns the settings in force in a cluster that never
 // applied a Settings entry.
-func DefaultSettings() api.Settings {
-	return api.Settings{
-		RegistryCapacity:  DefaultRegistryCapacity,
-		SessionTTLMillis:  DefaultSessionTTLMillis,
-		MaxSessions:       DefaultMaxSessions,
-		MaxSessionResults: DefaultMaxSessionResults,
-	}
-}
+func DefaultSettings() api.Settings { return api.DefaultSettings() }
 
 // withDefaults fills s's zero fields from DefaultSettings.
 func withDefaults(s api.Settings) api.Settings { return merged(DefaultSettings(), s) }
 
 // merged returns cur with the non-zero fields of change applied.
-func merged(cur, change api.Settings) api.Settings {
-	if change.RegistryCapacity != 0 {
-		cur.RegistryCapacity = change.RegistryCapacity
-	}
-	if change.SessionTTLMillis != 0 {
-		cur.SessionTTLMillis = change.SessionTTLMillis
-	}
-	if change.MaxSessions != 0 {
-		cur.MaxSessions = change.MaxSessions
-	}
-	if change.MaxSessionResults != 0 {
-		cur.MaxSessionResults = change.MaxSessionResults
-	}
-	return cur
-}
+func merged(cur, change api.Settings) api.Settings { return cur.Merged(change) }
 
 // CheckSettings refuses values outside the bounds (zero fields are
 // "unchanged" and pass). The leader calls it before proposing; Apply and
 // Restore call it too.
-func CheckSettings(s api.Settings) *api.Error {
-	switch {
-	case s.RegistryCapacity < 0 || s.RegistryCapacity > MaxRegistryCapacity:
-		return api.Errorf(api.CodeInvalidParams, "settings: registry capacity %d outside 1..%d", s.RegistryCapacity, MaxRegistryCapacity)
-	case s.SessionTTLMillis != 0 && (s.SessionTTLMillis < minSessionTTLMillis || s.SessionTTLMillis > MaxSessionTTLMillis):
-		return api.Errorf(api.CodeInvalidParams, "settings: session TTL %d ms outside %d..%d", s.SessionTTLMillis, minSessionTTLMillis, MaxSessionTTLMillis)
-	case s.MaxSessions < 0 || s.MaxSessions > MaxMaxSessions:
-		return api.Errorf(api.CodeInvalidParams, "settings: max sessions %d outside 1..%d", s.MaxSessions, MaxMaxSessions)
-	case s.MaxSessionResults < 0 || s.MaxSessionResults > MaxMaxSessionResults:
-		return api.Errorf(api.CodeInvalidParams, "settings: max session results %d outside 1..%d", s.MaxSessionResults, MaxMaxSessionResults)
-	}
-	return nil
-}
+func CheckSettings(s api.Settings) *api.Error { return s.Check() }

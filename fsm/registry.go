@@ -10,7 +10,7 @@ import (
 
 // DefaultRegistryCapacity is the LocalDeleteRegistry's size when Config
 // names none.
-const DefaultRegistryCapacity = 50000
+const DefaultRegistryCapacity = api.DefaultRegistryCapacity
 
 // taskIdent is what makes a task unique: one segment, one key, one
 // incarnation.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"sexton/api"
 	"sexton/internal/authz"
+	"sexton/internal/opshttp"
 	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
@@ -83,6 +83,7 @@ type Service struct {
 	store *Store
 	log   hclog.Logger
 	cl    *transport.ClusterClient
+	link  transport.HolderLink // the holder protocol over cl
 	srv   *transport.Server
 	ln    net.Listener
 
@@ -120,8 +121,7 @@ type Service struct {
 
 	metrics *serviceMetrics
 	reg     *prometheus.Registry
-	httpSrv *http.Server
-	httpLn  net.Listener
+	httpSrv *opshttp.Server
 
 	// followTurn is when the follow loop last made progress (unix nanos):
 	// the holder's liveness for a watchdog (Alive).
@@ -160,6 +160,7 @@ func StartService(store *Store, cfg ServiceConfig) (*Service, error) {
 		ClientConfig: transport.ClientConfig{Token: secret.First(cfg.ClusterToken), TLS: clientTLS(cfg.TLS)},
 		MaxWait:      cfg.FetchWait + 10*time.Second,
 	})
+	s.link = s.cl.HolderLink()
 	if err := s.startDataServer(); err != nil {
 		s.cl.Close()
 		return nil, err
@@ -269,15 +270,14 @@ func signal(ch chan struct{}) {
 func (s *Service) mount() error {
 	ctx, cancel := s.ctx(20 * time.Second)
 	defer cancel()
-	var resp api.MountLocalDiskResponse
 	// The marker's cluster lets a rebuilt cluster tell a late holder of
 	// the lost cluster (refused until adopted) from a new one.
 	marker := s.store.Identity().ClusterID
-	err := s.cl.Call(ctx, api.MethodMountLocalDisk, &api.MountLocalDiskRequest{
+	resp, err := s.link.Mount(ctx, &api.MountLocalDiskRequest{
 		ClientID: s.cfg.ClientID, Segment: s.store.SegmentID(), Pool: s.cfg.Pool, Capacity: s.store.EffectiveCapacity(),
 		Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: s.advertise(), Process: s.process,
 		MarkerCluster: &marker,
-	}, &resp)
+	})
 	if err != nil {
 		return err
 	}
@@ -446,10 +446,10 @@ func (s *Service) fetchOnce() error {
 	}
 	ctx, cancel := s.ctx(s.cfg.FetchWait + 5*time.Second)
 	defer cancel()
-	var fr api.FetchTasksResponse
-	if err := s.cl.Call(ctx, api.MethodFetchLocalDeleteTasks, &api.FetchTasksRequest{
+	fr, err := s.link.Fetch(ctx, &api.FetchTasksRequest{
 		Segment: s.store.SegmentID(), MountEpoch: epoch, Limit: api.MaxFetchLimit, WaitMillis: s.cfg.FetchWait.Milliseconds(),
-	}, &fr); err != nil {
+	})
+	if err != nil {
 		s.metrics.fetches.WithLabelValues("error").Inc()
 		return err
 	}
@@ -482,8 +482,7 @@ func (s *Service) fetchOnce() error {
 			followBeforeAck.Hit()
 			s.waitAckGate()
 		}
-		var ar api.AckTasksResponse
-		if err := s.cl.Call(ctx, api.MethodAckLocalDeleteTasks, &api.AckTasksRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Results: terminal, Failures: failures}, &ar); err != nil {
+		if _, err := s.link.Ack(ctx, &api.AckTasksRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Results: terminal, Failures: failures}); err != nil {
 			s.metrics.acks.WithLabelValues("error").Inc()
 			return err
 		}
@@ -507,8 +506,7 @@ func (s *Service) reconcile() error {
 		s.followTurn.Store(time.Now().UnixNano()) // a long reconcile is progress
 		page := refs[start:min(start+api.MaxReconcilePage, len(refs))]
 		ctx, cancel := s.ctx(20 * time.Second)
-		var rr api.ReconcileResponse
-		err := s.cl.Call(ctx, api.MethodReconcileLocalDiskObjects, &api.ReconcileRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Objects: page}, &rr)
+		rr, err := s.link.Reconcile(ctx, &api.ReconcileRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Objects: page})
 		cancel()
 		if err != nil {
 			return err
@@ -539,10 +537,9 @@ func (s *Service) heartbeatLoop() {
 		}
 		u := s.store.Usage()
 		ctx, cancel := s.ctx(5 * time.Second)
-		var hr api.HeartbeatResponse
-		err := s.cl.Call(ctx, api.MethodHeartbeat, &api.HeartbeatRequest{ClientID: s.cfg.ClientID, Segment: s.store.SegmentID(),
+		hr, err := s.link.Heartbeat(ctx, &api.HeartbeatRequest{ClientID: s.cfg.ClientID, Segment: s.store.SegmentID(),
 			MountEpoch: epoch, Used: u.UsedBytes, Capacity: s.store.EffectiveCapacity(), DeadBytes: u.DeadBytes,
-			KnownSegments: s.store.KnownSegmentsDigest()}, &hr)
+			KnownSegments: s.store.KnownSegmentsDigest()})
 		cancel()
 		if err != nil {
 			continue

@@ -28,8 +28,7 @@ func (s *Service) EvictObjects(refs []api.ObjectRef) ([]api.ObjectRef, error) {
 	for start := 0; start < len(refs); start += api.MaxBatchKeys {
 		page := refs[start:min(start+api.MaxBatchKeys, len(refs))]
 		ctx, cancel := s.ctx(20 * time.Second)
-		var resp api.EvictResponse
-		err := s.cl.Call(ctx, api.MethodEvictLocalDiskObjects, &api.EvictRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Refs: page}, &resp)
+		resp, err := s.link.Evict(ctx, &api.EvictRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Refs: page})
 		cancel()
 		if err != nil {
 			s.handleStale(err)

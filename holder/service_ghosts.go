@@ -25,16 +25,14 @@ func (s *Service) checkGhosts() (unsupported bool, err error) {
 	for {
 		s.followTurn.Store(time.Now().UnixNano()) // a long check is progress
 		ctx, cancel := s.ctx(20 * time.Second)
-		var lr api.ListReplicasResponse
-		err := s.cl.Call(ctx, api.MethodListLocalDiskReplicas, &api.ListReplicasRequest{Segment: seg, MountEpoch: epoch, After: after, Limit: api.MaxReconcilePage}, &lr)
+		lr, err := s.link.ListReplicas(ctx, &api.ListReplicasRequest{Segment: seg, MountEpoch: epoch, After: after, Limit: api.MaxReconcilePage})
 		cancel()
 		if err != nil {
 			return unknownMethod(err, api.MethodListLocalDiskReplicas), err
 		}
 		if dead := s.store.Tombstoned(lr.Refs); len(dead) > 0 {
 			ctx, cancel := s.ctx(20 * time.Second)
-			var dr api.DropTombstonedResponse
-			err := s.cl.Call(ctx, api.MethodDropTombstonedReplicas, &api.DropTombstonedRequest{Segment: seg, MountEpoch: epoch, Refs: dead}, &dr)
+			dr, err := s.link.DropTombstoned(ctx, &api.DropTombstonedRequest{Segment: seg, MountEpoch: epoch, Refs: dead})
 			cancel()
 			if err != nil {
 				return unknownMethod(err, api.MethodDropTombstonedReplicas), err

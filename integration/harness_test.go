@@ -386,9 +386,9 @@ func mountFake(t *testing.T, cl *transport.ClusterClient, name, pool string, cap
 	h := &fakeHolder{seg: api.SegmentID("seg-" + name), client: "client-" + name, pool: pool, cl: cl, stop: make(chan struct{})}
 	ctx, cancel := ctxT(20 * time.Second)
 	defer cancel()
-	var resp api.MountLocalDiskResponse
-	if err := cl.Call(ctx, api.MethodMountLocalDisk, &api.MountLocalDiskRequest{ClientID: h.client, Segment: h.seg, Pool: pool,
-		Capacity: 1 << 40, Capabilities: caps, Endpoint: "fake.invalid:1"}, &resp); err != nil {
+	resp, err := cl.HolderLink().Mount(ctx, &api.MountLocalDiskRequest{ClientID: h.client, Segment: h.seg, Pool: pool,
+		Capacity: 1 << 40, Capabilities: caps, Endpoint: "fake.invalid:1"})
+	if err != nil {
 		t.Fatalf("mount %s: %v", name, err)
 	}
 	h.epoch = resp.MountEpoch
@@ -399,7 +399,7 @@ func mountFake(t *testing.T, cl *transport.ClusterClient, name, pool string, cap
 		defer tk.Stop()
 		for {
 			ctx, cancel := ctxT(2 * time.Second)
-			_ = cl.Call(ctx, api.MethodHeartbeat, &api.HeartbeatRequest{ClientID: h.client, Segment: h.seg, MountEpoch: h.epoch, Capacity: 1 << 40}, nil)
+			_, _ = cl.HolderLink().Heartbeat(ctx, &api.HeartbeatRequest{ClientID: h.client, Segment: h.seg, MountEpoch: h.epoch, Capacity: 1 << 40})
 			cancel()
 			select {
 			case <-h.stop:

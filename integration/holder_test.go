@@ -216,12 +216,12 @@ func TestSecondHolderFailsAndRemountFencesOldEpoch(t *testing.T) {
 	}
 	ctx, cancel := ctxT(10 * time.Second)
 	defer cancel()
-	err = cl.Call(ctx, api.MethodFetchLocalDeleteTasks, &api.FetchTasksRequest{Segment: st1.Segment, MountEpoch: st1.MountEpoch, Limit: 10}, &api.FetchTasksResponse{})
+	_, err = cl.HolderLink().Fetch(ctx, &api.FetchTasksRequest{Segment: st1.Segment, MountEpoch: st1.MountEpoch, Limit: 10})
 	if api.CodeOf(err) != api.CodeStaleMountEpoch {
 		t.Fatalf("fetch with the old epoch: %v, want STALE_MOUNT_EPOCH", err)
 	}
-	err = cl.Call(ctx, api.MethodAckLocalDeleteTasks, &api.AckTasksRequest{Segment: st1.Segment, MountEpoch: st1.MountEpoch,
-		Results: []api.TaskResult{{TaskID: 1, Key: "x", Outcome: api.AckRemoved}}}, &api.AckTasksResponse{})
+	_, err = cl.HolderLink().Ack(ctx, &api.AckTasksRequest{Segment: st1.Segment, MountEpoch: st1.MountEpoch,
+		Results: []api.TaskResult{{TaskID: 1, Key: "x", Outcome: api.AckRemoved}}})
 	if api.CodeOf(err) != api.CodeStaleMountEpoch {
 		t.Fatalf("ack with the old epoch: %v, want STALE_MOUNT_EPOCH", err)
 	}

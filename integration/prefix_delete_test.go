@@ -241,8 +241,8 @@ func putBatchMeta(cl *transport.ClusterClient, keys []string, pool string) error
 func ackBatch(cl *transport.ClusterClient, h *fakeHolder) int {
 	ctx, cancel := ctxT(5 * time.Second)
 	defer cancel()
-	var fr api.FetchTasksResponse
-	if err := cl.Call(ctx, api.MethodFetchLocalDeleteTasks, &api.FetchTasksRequest{Segment: h.seg, MountEpoch: h.epoch, Limit: api.MaxFetchLimit, WaitMillis: 200}, &fr); err != nil {
+	fr, err := cl.HolderLink().Fetch(ctx, &api.FetchTasksRequest{Segment: h.seg, MountEpoch: h.epoch, Limit: api.MaxFetchLimit, WaitMillis: 200})
+	if err != nil {
 		time.Sleep(50 * time.Millisecond)
 		return 0
 	}
@@ -253,7 +253,7 @@ func ackBatch(cl *transport.ClusterClient, h *fakeHolder) int {
 	for _, tk := range fr.Tasks {
 		req.Results = append(req.Results, api.TaskResult{TaskID: tk.ID, Key: tk.Key, Incarnation: tk.Incarnation, Outcome: api.AckRemoved})
 	}
-	if err := cl.Call(ctx, api.MethodAckLocalDeleteTasks, req, &api.AckTasksResponse{}); err != nil {
+	if _, err := cl.HolderLink().Ack(ctx, req); err != nil {
 		time.Sleep(50 * time.Millisecond)
 		return 0
 	}

@@ -82,8 +82,8 @@ func (b *removeBatcher) remove(keys []string, ifInc []api.ObjectIncarnation, ses
 // only while the queue is full. The RPC handlers use it so that a queued
 // request parks no goroutine (transport.AsyncHandlerFunc).
 func (b *removeBatcher) submit(keys []string, ifInc []api.ObjectIncarnation, sess api.Session, done func(removeReply)) {
-	if !api.IfIncarnationsFit(ifInc, len(keys)) {
-		done(removeReply{err: api.Errorf(api.CodeInternal, "%d expected incarnations for %d keys", len(ifInc), len(keys))})
+	if m := api.IfIncMismatch(len(ifInc), len(keys)); m != "" {
+		done(removeReply{err: api.Errorf(api.CodeInternal, "%s", m)})
 		return
 	}
 	r := &removeReq{keys: keys, ifInc: ifInc, sess: sess, done: done}

@@ -108,16 +108,13 @@ type Config struct {
 	// a snapshot this node takes at (raftio/snappace.go; 0: unpaced).
 	SnapshotWriteRate uint64
 
-	// RegistryCapacity, SessionTTL, MaxSessions and MaxSessionResults
-	// change what Apply does, so they are replicated settings (invariant
-	// 12): these values are only proposed by the first leader of a cluster
-	// whose state has no settings yet. Afterwards the replicated values
-	// win; a value here that disagrees is logged and ignored. Zero takes
-	// the fsm's default.
-	RegistryCapacity  int
-	SessionTTL        time.Duration
-	MaxSessions       int
-	MaxSessionResults int
+	// Settings change what Apply does, so they are replicated settings
+	// (invariant 12): these values (api.SettingsTable; one flag each) are
+	// only proposed by the first leader of a cluster whose state has no
+	// settings yet. Afterwards the replicated values win; a value here
+	// that disagrees is logged and ignored. A zero field takes the fsm's
+	// default.
+	Settings api.Settings
 	// LegacyRegistryCapacity is the registry capacity the build from
 	// before replicated settings ran with (its --registry-capacity), for
 	// a state that has no replicated settings yet: the fsm restores a
@@ -282,9 +279,6 @@ func (c *Config) validate() error {
 	if c.GrantTTL < 0 || c.GrantTTL > grant.MaxLifetime {
 		return fmt.Errorf("--grant-ttl %v outside (0, %v]: holders refuse longer grants (their tombstone floor is kept for that long)", c.GrantTTL, grant.MaxLifetime)
 	}
-	if c.SessionTTL < 0 {
-		return fmt.Errorf("session ttl %v is negative", c.SessionTTL)
-	}
 	if err := fsm.CheckSettings(c.settingsFlags()); err != nil {
 		return fmt.Errorf("settings flags: %v", err)
 	}
@@ -314,11 +308,4 @@ func (c *Config) legacySettings() api.Settings {
 
 // settingsFlags are the settings flags as a Settings change (zero: not
 // given, the fsm's default).
-func (c *Config) settingsFlags() api.Settings {
-	return api.Settings{
-		RegistryCapacity:  c.RegistryCapacity,
-		SessionTTLMillis:  c.SessionTTL.Milliseconds(),
-		MaxSessions:       c.MaxSessions,
-		MaxSessionResults: c.MaxSessionResults,
-	}
-}
+func (c *Config) settingsFlags() api.Settings { return c.Settings }

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -34,8 +35,8 @@ func (h *fakeHolder) listReplicas(t *testing.T) []api.ObjectRef {
 	var out []api.ObjectRef
 	req := &api.ListReplicasRequest{Segment: h.Seg, MountEpoch: h.Epoch}
 	for {
-		var resp api.ListReplicasResponse
-		if err := h.tc.call(api.MethodListLocalDiskReplicas, req, &resp); err != nil {
+		resp, err := h.tc.link().ListReplicas(context.Background(), req)
+		if err != nil {
 			t.Fatalf("list replicas of %s: %v", h.Seg, err)
 		}
 		out = append(out, resp.Refs...)
@@ -48,8 +49,7 @@ func (h *fakeHolder) listReplicas(t *testing.T) []api.ObjectRef {
 
 // reportTombstoned tells the leader the holder holds refs tombstoned.
 func (h *fakeHolder) reportTombstoned(refs ...api.ObjectRef) (*api.DropTombstonedResponse, error) {
-	var resp api.DropTombstonedResponse
-	err := h.tc.call(api.MethodDropTombstonedReplicas, &api.DropTombstonedRequest{Segment: h.Seg, MountEpoch: h.Epoch, Refs: refs}, &resp)
+	resp, err := h.tc.link().DropTombstoned(context.Background(), &api.DropTombstonedRequest{Segment: h.Seg, MountEpoch: h.Epoch, Refs: refs})
 	return &resp, err
 }
 

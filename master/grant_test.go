@@ -2,6 +2,7 @@ package master
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -13,11 +14,10 @@ import (
 // key the answer hands the holder.
 func mountGrantKey(t *testing.T, h *fakeHolder) []byte {
 	t.Helper()
-	var resp api.MountLocalDiskResponse
-	err := h.tc.call(api.MethodMountLocalDisk, &api.MountLocalDiskRequest{
+	resp, err := h.tc.link().Mount(context.Background(), &api.MountLocalDiskRequest{
 		ClientID: h.ClientID, Segment: h.Seg, Pool: h.Pool, Capacity: h.Capacity,
 		Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: "fake-" + string(h.Seg), Process: h.Process,
-	}, &resp)
+	})
 	if err != nil {
 		t.Fatalf("mount %s: %v", h.Seg, err)
 	}

@@ -206,6 +206,19 @@ func (tc *testCluster) leaderIndex(t testing.TB) int {
 }
 
 // call calls method on the leader through the cluster client.
+// link is the holder protocol over tc.Client, as the fake holders speak
+// it; a call whose context has no deadline gets harnessTimeout.
+func (tc *testCluster) link() transport.HolderLink {
+	return transport.NewHolderLink(func(ctx context.Context, method string, req, resp any) error {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, harnessTimeout)
+			defer cancel()
+		}
+		return tc.Client.Call(ctx, method, req, resp)
+	})
+}
+
 func (tc *testCluster) call(method string, req, resp any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), harnessTimeout)
 	defer cancel()
@@ -310,11 +323,10 @@ func (h *fakeHolder) die() { h.stopBeats() }
 
 // mount (re)mounts the segment and records the mount epoch.
 func (h *fakeHolder) mount() error {
-	var resp api.MountLocalDiskResponse
-	err := h.tc.call(api.MethodMountLocalDisk, &api.MountLocalDiskRequest{
+	resp, err := h.tc.link().Mount(context.Background(), &api.MountLocalDiskRequest{
 		ClientID: h.ClientID, Segment: h.Seg, Pool: h.Pool, Capacity: h.Capacity,
 		Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: "fake-" + string(h.Seg), Process: h.Process,
-	}, &resp)
+	})
 	if err == nil {
 		h.epochMu.Lock()
 		h.Epoch = resp.MountEpoch
@@ -325,9 +337,8 @@ func (h *fakeHolder) mount() error {
 
 // heartbeat sends one heartbeat at the current mount epoch.
 func (h *fakeHolder) heartbeat() (*api.HeartbeatResponse, error) {
-	var resp api.HeartbeatResponse
-	err := h.tc.call(api.MethodHeartbeat, &api.HeartbeatRequest{ClientID: h.ClientID, Segment: h.Seg,
-		MountEpoch: h.Epoch, Capacity: h.Capacity}, &resp)
+	resp, err := h.tc.link().Heartbeat(context.Background(), &api.HeartbeatRequest{ClientID: h.ClientID, Segment: h.Seg,
+		MountEpoch: h.Epoch, Capacity: h.Capacity})
 	return &resp, err
 }
 
@@ -347,12 +358,11 @@ func (h *fakeHolder) keepAlive(interval time.Duration) (stop func()) {
 				return
 			case <-tick.C:
 				ctx, cancel := context.WithTimeout(context.Background(), interval*5)
-				var resp api.HeartbeatResponse
 				h.epochMu.Lock()
 				epoch := h.Epoch
 				h.epochMu.Unlock()
-				_ = h.tc.Client.Call(ctx, api.MethodHeartbeat, &api.HeartbeatRequest{ClientID: h.ClientID, Segment: h.Seg,
-					MountEpoch: epoch, Capacity: h.Capacity}, &resp)
+				_, _ = h.tc.link().Heartbeat(ctx, &api.HeartbeatRequest{ClientID: h.ClientID, Segment: h.Seg,
+					MountEpoch: epoch, Capacity: h.Capacity})
 				cancel()
 			}
 		}
@@ -365,9 +375,8 @@ func (h *fakeHolder) keepAlive(interval time.Duration) (stop func()) {
 func (h *fakeHolder) fetchResp(limit int, wait time.Duration) (*api.FetchTasksResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait+harnessTimeout)
 	defer cancel()
-	var resp api.FetchTasksResponse
-	err := h.tc.Client.Call(ctx, api.MethodFetchLocalDeleteTasks, &api.FetchTasksRequest{Segment: h.Seg, MountEpoch: h.Epoch,
-		Limit: limit, WaitMillis: wait.Milliseconds()}, &resp)
+	resp, err := h.tc.link().Fetch(ctx, &api.FetchTasksRequest{Segment: h.Seg, MountEpoch: h.Epoch,
+		Limit: limit, WaitMillis: wait.Milliseconds()})
 	return &resp, err
 }
 
@@ -396,8 +405,7 @@ func (h *fakeHolder) ackResp(tasks []api.LocalDeleteTask, decide func(api.LocalD
 	for i, task := range tasks {
 		results[i] = api.TaskResult{TaskID: task.ID, Key: task.Key, Incarnation: task.Incarnation, Outcome: decide(task)}
 	}
-	var resp api.AckTasksResponse
-	err := h.tc.call(api.MethodAckLocalDeleteTasks, &api.AckTasksRequest{Segment: h.Seg, MountEpoch: h.Epoch, Results: results}, &resp)
+	resp, err := h.tc.link().Ack(context.Background(), &api.AckTasksRequest{Segment: h.Seg, MountEpoch: h.Epoch, Results: results})
 	return resp.Dropped, err
 }
 
@@ -414,15 +422,13 @@ func (h *fakeHolder) ack(t testing.TB, tasks []api.LocalDeleteTask, decide func(
 // reconcile reports refs as the holder's live set; the answer names those
 // the leader says to tombstone.
 func (h *fakeHolder) reconcile(refs []api.ObjectRef) ([]api.ObjectRef, error) {
-	var resp api.ReconcileResponse
-	err := h.tc.call(api.MethodReconcileLocalDiskObjects, &api.ReconcileRequest{Segment: h.Seg, MountEpoch: h.Epoch, Objects: refs}, &resp)
+	resp, err := h.tc.link().Reconcile(context.Background(), &api.ReconcileRequest{Segment: h.Seg, MountEpoch: h.Epoch, Objects: refs})
 	return resp.NotLive, err
 }
 
 // evict asks the leader to drop the segment's replicas of refs.
 func (h *fakeHolder) evict(refs []api.ObjectRef) ([]api.ObjectRef, error) {
-	var resp api.EvictResponse
-	err := h.tc.call(api.MethodEvictLocalDiskObjects, &api.EvictRequest{Segment: h.Seg, MountEpoch: h.Epoch, Refs: refs}, &resp)
+	resp, err := h.tc.link().Evict(context.Background(), &api.EvictRequest{Segment: h.Seg, MountEpoch: h.Epoch, Refs: refs})
 	return resp.Evicted, err
 }
 

@@ -1,38 +1,18 @@
 package master
 
 import (
-	"crypto/tls"
 	"encoding/json"
-	"net"
 	"net/http"
-	"net/http/pprof"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"sexton/internal/tlsconf"
+	"sexton/internal/opshttp"
 )
 
+// startHTTP serves the operator's endpoints (internal/opshttp: /metrics,
+// /healthz, /readyz, pprof with --enable-debug) and the master's own:
+// /v1/status and, with --enable-debug, /debug/snapshot.
 func (n *Node) startHTTP() error {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if ok, why := n.readiness(); !ok {
-			http.Error(w, why, http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ready\n"))
-	})
 	if n.cfg.EnableDebug {
-		// Profiles only when asked for (--enable-debug): they expose
-		// internals, and a CPU profile or trace costs CPU for as long as
-		// anyone who can reach this port asks (docs/SECURITY.md).
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		// A snapshot now, for measuring what one costs (a remove bench
 		// running across it; docs/SCALING.md, "How to reproduce"). POST only.
 		mux.HandleFunc("/debug/snapshot", n.serveSnapshotNow)
@@ -41,22 +21,11 @@ func (n *Node) startHTTP() error {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(n.status())
 	})
-	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
+	srv, err := opshttp.Start(opshttp.Config{Addr: n.cfg.HTTPAddr, TLS: n.cfg.TLS, Metrics: n.metrics.reg,
+		Ready: n.readiness, Debug: n.cfg.EnableDebug}, mux)
 	if err != nil {
 		return err
 	}
-	if n.cfg.TLS != nil {
-		// A client certificate is optional here whatever
-		// --tls-client-auth says: health probes and scrapers rarely
-		// carry one, and nothing here changes state.
-		ln = tls.NewListener(ln, n.cfg.TLS.ServerConfig(tlsconf.VerifyClientCertIfGiven))
-	}
-	n.httpLn = ln
-	n.httpSrv = &http.Server{Handler: mux}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		_ = n.httpSrv.Serve(ln)
-	}()
+	n.httpSrv = srv
 	return nil
 }

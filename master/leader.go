@@ -269,15 +269,11 @@ func (n *Node) settingsCommand(change api.Settings, sess api.Session) *fsm.Setti
 // force.
 func settingsFlagConflicts(flags, replicated api.Settings) []string {
 	var out []string
-	add := func(name string, flag, repl int64) {
-		if flag != 0 && flag != repl {
-			out = append(out, fmt.Sprintf("%s: flag %d, replicated %d", name, flag, repl))
+	for _, sp := range api.SettingsTable {
+		if f, r := sp.Get(&flags), sp.Get(&replicated); f != 0 && f != r {
+			out = append(out, fmt.Sprintf("%s: flag %s, replicated %s", sp.Flag, sp.Format(f), sp.Format(r)))
 		}
 	}
-	add("registry-capacity", int64(flags.RegistryCapacity), int64(replicated.RegistryCapacity))
-	add("session-ttl (ms)", flags.SessionTTLMillis, replicated.SessionTTLMillis)
-	add("max-sessions", int64(flags.MaxSessions), int64(replicated.MaxSessions))
-	add("max-session-results", int64(flags.MaxSessionResults), int64(replicated.MaxSessionResults))
 	return out
 }
 

@@ -234,8 +234,7 @@ func TestReconcileSparesLeasedIncarnations(t *testing.T) {
 
 	// A caller that cannot wait for the lease: inc1 is left out.
 	ctx, cancel := context.WithTimeout(context.Background(), 1200*time.Millisecond)
-	var short api.ReconcileResponse
-	err := tc.Client.Call(ctx, api.MethodReconcileLocalDiskObjects, &api.ReconcileRequest{Segment: h.Seg, MountEpoch: h.Epoch, Objects: refs}, &short)
+	short, err := tc.link().Reconcile(ctx, &api.ReconcileRequest{Segment: h.Seg, MountEpoch: h.Epoch, Objects: refs})
 	cancel()
 	if err != nil {
 		t.Fatal(err)

@@ -175,10 +175,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if set.RegistryCapacity > 0 {
 		ch <- prometheus.MustNewConstMetric(descRegistryOcc, prometheus.GaugeValue, float64(st.PendingTasks)/float64(set.RegistryCapacity))
 	}
-	ch <- prometheus.MustNewConstMetric(descSettings, prometheus.GaugeValue, float64(set.RegistryCapacity), "registry_capacity")
-	ch <- prometheus.MustNewConstMetric(descSettings, prometheus.GaugeValue, float64(set.SessionTTLMillis)/1000, "session_ttl_seconds")
-	ch <- prometheus.MustNewConstMetric(descSettings, prometheus.GaugeValue, float64(set.MaxSessions), "max_sessions")
-	ch <- prometheus.MustNewConstMetric(descSettings, prometheus.GaugeValue, float64(set.MaxSessionResults), "max_session_results")
+	for _, sp := range api.SettingsTable {
+		v, name := float64(sp.Get(&set)), sp.Name()
+		if sp.Unit == api.UnitMillis {
+			v, name = v/1000, name+"_seconds"
+		}
+		ch <- prometheus.MustNewConstMetric(descSettings, prometheus.GaugeValue, v, name)
+	}
 	ss := n.fsm.SessionStats()
 	ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(ss.Clients), "clients")
 	ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(ss.Results), "results")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/fsm"
+	"sexton/internal/opshttp"
 	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 	"sexton/raftio"
@@ -48,8 +48,7 @@ type Node struct {
 
 	rpc       *transport.Server
 	rpcLn     net.Listener
-	httpSrv   *http.Server
-	httpLn    net.Listener
+	httpSrv   *opshttp.Server
 	metrics   *metrics
 	soft      *softState
 	refused   refusedMounts // late holders' refused mounts (rebuild_mounts.go)
@@ -254,10 +253,10 @@ func (n *Node) RPCAddr() string { return n.rpcLn.Addr().String() }
 
 // HTTPAddr is the address the HTTP server listens on, or "".
 func (n *Node) HTTPAddr() string {
-	if n.httpLn == nil {
+	if n.httpSrv == nil {
 		return ""
 	}
-	return n.httpLn.Addr().String()
+	return n.httpSrv.Addr()
 }
 
 // IsLeader reports whether this node is the ready leader.

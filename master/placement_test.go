@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestPlacementSeesSegmentChanges(t *testing.T) {
 	if segs := n.placementSegments(); len(segs) != 2 {
 		t.Fatalf("after mounting seg-b the cache holds %d segments", len(segs))
 	}
-	if err := tc.call(api.MethodUnmountLocalDisk, &api.UnmountLocalDiskRequest{Segment: a.Seg, MountEpoch: a.Epoch}, &api.Empty{}); err != nil {
+	if err := tc.link().Unmount(context.Background(), &api.UnmountLocalDiskRequest{Segment: a.Seg, MountEpoch: a.Epoch}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 20 {

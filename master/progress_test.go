@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -68,9 +69,8 @@ func TestTaskProgressSaysWhyATaskWaits(t *testing.T) {
 	if len(got) != 1 || got[0].Incarnation != old {
 		t.Fatalf("h1 fetched %+v, want the old copy's task only", got)
 	}
-	var ar api.AckTasksResponse
-	if err := tc.call(api.MethodAckLocalDeleteTasks, &api.AckTasksRequest{Segment: h1.Seg, MountEpoch: h1.Epoch,
-		Failures: []api.TaskFailure{{TaskID: got[0].ID, Error: "disk on fire"}}}, &ar); err != nil {
+	if _, err := tc.link().Ack(context.Background(), &api.AckTasksRequest{Segment: h1.Seg, MountEpoch: h1.Epoch,
+		Failures: []api.TaskFailure{{TaskID: got[0].ID, Error: "disk on fire"}}}); err != nil {
 		t.Fatal(err)
 	}
 	x := tc.listKeyTasks(t, "k")[got[0].ID]

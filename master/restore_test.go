@@ -51,7 +51,7 @@ func TestRestoreOfAFileTheFSMRefusesChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := startCluster(t, 3, func(c *Config) { c.RegistryCapacity = 2 })
+	tc := startCluster(t, 3, func(c *Config) { c.Settings.RegistryCapacity = 2 })
 	tc.mountHolder(t, "seg-a", "")
 	mine := tc.put(t, "mine", 1, 1)
 	tc.waitAllApplied(t, "every node applied the put")

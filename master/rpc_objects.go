@@ -312,8 +312,8 @@ func (n *Node) handleBatchRemove(_ context.Context, req *api.BatchRemoveRequest)
 	if err := checkBatchLen(len(req.Keys), api.MaxBatchKeys, "keys"); err != nil {
 		return nil, err
 	}
-	if !api.IfIncarnationsFit(req.IfIncarnations, len(req.Keys)) {
-		return nil, api.Errorf(api.CodeInvalidParams, "%d expected incarnations for %d keys (want none or one per key)", len(req.IfIncarnations), len(req.Keys))
+	if m := api.IfIncMismatch(len(req.IfIncarnations), len(req.Keys)); m != "" {
+		return nil, api.Errorf(api.CodeInvalidParams, "%s", m)
 	}
 	if err := n.requireLeaderSession(req.Session); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
@@ -205,7 +206,7 @@ func TestRetriedPutStartWhenPlacementNowFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tc.call(api.MethodUnmountLocalDisk, &api.UnmountLocalDiskRequest{Segment: a.Seg, MountEpoch: a.Epoch}, &api.Empty{}); err != nil {
+	if err := tc.link().Unmount(context.Background(), &api.UnmountLocalDiskRequest{Segment: a.Seg, MountEpoch: a.Epoch}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tc.putStart(&api.PutStartRequest{Key: "other", Size: 1, ReplicaNum: 1}); err == nil {
@@ -264,7 +265,7 @@ func TestRetriedBatchPutStartLinesUpWithTheRequest(t *testing.T) {
 	if again := summary(call()); !reflect.DeepEqual(again, first) {
 		t.Fatalf("repeat answered %v, first %v", again, first)
 	}
-	if err := tc.call(api.MethodUnmountLocalDisk, &api.UnmountLocalDiskRequest{Segment: a.Seg, MountEpoch: a.Epoch}, &api.Empty{}); err != nil {
+	if err := tc.link().Unmount(context.Background(), &api.UnmountLocalDiskRequest{Segment: a.Seg, MountEpoch: a.Epoch}); err != nil {
 		t.Fatal(err)
 	}
 	if again := summary(call()); !reflect.DeepEqual(again, first) {

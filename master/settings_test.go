@@ -16,7 +16,7 @@ func byNode(caps ...int) func(*Config) {
 	return func(c *Config) {
 		var i int
 		fmt.Sscanf(c.ID, "m%d", &i)
-		c.RegistryCapacity = caps[i-1]
+		c.Settings.RegistryCapacity = caps[i-1]
 	}
 }
 
@@ -28,7 +28,7 @@ func TestSettingsBootstrapFromTheFirstLeadersFlags(t *testing.T) {
 	flags := []int{7, 9, 11}
 	tc := startCluster(t, 3, byNode(flags...))
 	leader := tc.waitLeader(t)
-	want := leader.cfg.RegistryCapacity
+	want := leader.cfg.Settings.RegistryCapacity
 	testutil.WaitFor(t, harnessTimeout, func() bool {
 		for _, n := range tc.nodes {
 			if s, ok := n.fsm.Settings(); !ok || s.RegistryCapacity != want {
@@ -48,10 +48,10 @@ func TestSettingsBootstrapFromTheFirstLeadersFlags(t *testing.T) {
 		if st := n.status(); st.RegistryCap != want {
 			t.Fatalf("%s status shows registry capacity %d, want the replicated %d", n.cfg.ID, st.RegistryCap, want)
 		}
-		if n.cfg.RegistryCapacity == want {
+		if n.cfg.Settings.RegistryCapacity == want {
 			continue
 		}
-		msg := fmt.Sprintf("registry-capacity: flag %d, replicated %d", n.cfg.RegistryCapacity, want)
+		msg := fmt.Sprintf("registry-capacity: flag %d, replicated %d", n.cfg.Settings.RegistryCapacity, want)
 		testutil.WaitFor(t, 3*time.Second, func() bool {
 			return strings.Contains(tc.logs.String(), msg)
 		}, n.cfg.ID+" warns about its flag")
@@ -105,12 +105,12 @@ func TestRollingCapacityChangeCannotSplitNodes(t *testing.T) {
 	}, "every node applied the remove")
 	for _, n := range tc.nodes {
 		if st := n.fsm.Stats(); st.PendingTasks != 2 {
-			t.Errorf("%s (flag %d) holds %d tasks, the leader's answer made 2", n.cfg.ID, n.cfg.RegistryCapacity, st.PendingTasks)
+			t.Errorf("%s (flag %d) holds %d tasks, the leader's answer made 2", n.cfg.ID, n.cfg.Settings.RegistryCapacity, st.PendingTasks)
 		}
 		for _, k := range []string{"k1", "k2", "k3"} {
 			_, err := n.fsm.Get(k)
 			if exists := err == nil; exists == removed[k] {
-				t.Errorf("%s (flag %d): %s exists=%v, but the leader answered removed=%v", n.cfg.ID, n.cfg.RegistryCapacity, k, exists, removed[k])
+				t.Errorf("%s (flag %d): %s exists=%v, but the leader answered removed=%v", n.cfg.ID, n.cfg.Settings.RegistryCapacity, k, exists, removed[k])
 			}
 		}
 		if s, _ := n.fsm.Settings(); s.RegistryCapacity != 2 {

@@ -202,24 +202,18 @@ func decodeSettings(r *mpReader) (*api.Settings, error) {
 		return nil, nil
 	}
 	s := &api.Settings{}
-	err := r.eachField(rec, func(name []byte) (err error) {
-		var v int64
-		switch string(name) {
-		case "registry_cap":
-			v, err = r.int("settings registry_cap")
-			s.RegistryCapacity = int(v)
-		case "session_ttl_ms":
-			s.SessionTTLMillis, err = r.int("settings session_ttl_ms")
-		case "max_sessions":
-			v, err = r.int("settings max_sessions")
-			s.MaxSessions = int(v)
-		case "max_session_results":
-			v, err = r.int("settings max_session_results")
-			s.MaxSessionResults = int(v)
-		default:
+	err := r.eachField(rec, func(name []byte) error {
+		// Every field is an integer under its key in api.SettingsTable.
+		sp, ok := api.SettingByKey(string(name))
+		if !ok {
 			return errUnknownField(rec, name)
 		}
-		return err
+		v, err := r.int("settings " + sp.Key)
+		if err != nil {
+			return err
+		}
+		sp.Set(s, v)
+		return nil
 	})
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"sexton/api"
 	"sexton/dfsio"
 	"sexton/internal/heapfloor"
 	"sexton/master"
@@ -57,11 +58,10 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 	snapRate := fs.String("raft-snapshot-write-rate", envString("SEXTON_RAFT_SNAPSHOT_WRITE_RATE", "200MiB"), envUsage("SEXTON_RAFT_SNAPSHOT_WRITE_RATE", "bytes a second at most that a snapshot this master takes is written at, so that it does not take the disk and a core from the log's appends (0: as fast as it goes; one sent by the leader is never held back)"))
 	trailing := fs.Int("raft-trailing-logs", envInt("SEXTON_RAFT_TRAILING_LOGS", 0), envUsage("SEXTON_RAFT_TRAILING_LOGS", "log entries kept after a snapshot, at most (default 10240)"))
 	trailingBytes := fs.String("raft-trailing-log-bytes", envString("SEXTON_RAFT_TRAILING_LOG_BYTES", "64MiB"), envUsage("SEXTON_RAFT_TRAILING_LOG_BYTES", "about how much log is kept after a snapshot: --raft-trailing-logs is lowered to that many entries of the sizes being applied"))
-	fs.IntVar(&cfg.RegistryCapacity, "registry-capacity", envInt("SEXTON_REGISTRY_CAPACITY", 0), envUsage("SEXTON_REGISTRY_CAPACITY", "local-delete registry capacity proposed when a new cluster has no settings yet (default 50000); afterwards the replicated value wins: operator settings set"))
+	readSettings := settingFlags(fs, func(sp api.SettingSpec) string {
+		return fmt.Sprintf("%s; proposed when a new cluster has no settings yet (default %s); afterwards the replicated value wins: operator settings set", sp.Help, sp.Format(sp.Default))
+	}, true)
 	fs.IntVar(&cfg.LegacyRegistryCapacity, "legacy-registry-capacity", envInt("SEXTON_LEGACY_REGISTRY_CAPACITY", 0), "upgrading a cluster from a build before replicated settings: the --registry-capacity that build ran with, the same on every master; its 1.0.0/1.1.0 snapshot and log restore and replay under it until the first Settings entry, which keeps it unless --registry-capacity is given; then no longer consulted (default 50000; env SEXTON_LEGACY_REGISTRY_CAPACITY)")
-	fs.DurationVar(&cfg.SessionTTL, "session-ttl", envDuration("SEXTON_SESSION_TTL", 0), envUsage("SEXTON_SESSION_TTL", "client session idle time before its results are forgotten, proposed like --registry-capacity (fsm default when 0)"))
-	fs.IntVar(&cfg.MaxSessions, "max-sessions", envInt("SEXTON_MAX_SESSIONS", 0), envUsage("SEXTON_MAX_SESSIONS", "client sessions kept, proposed like --registry-capacity (fsm default when 0)"))
-	fs.IntVar(&cfg.MaxSessionResults, "max-session-results", envInt("SEXTON_MAX_SESSION_RESULTS", 0), envUsage("SEXTON_MAX_SESSION_RESULTS", "unacknowledged results kept per client, proposed like --registry-capacity (fsm default when 0)"))
 	fs.DurationVar(&cfg.DiscardTimeout, "put-discard-timeout", envDuration("SEXTON_PUT_DISCARD_TIMEOUT", 0), envUsage("SEXTON_PUT_DISCARD_TIMEOUT", "revoke PutStarts that never end after this long (default 10m)"))
 	fs.DurationVar(&cfg.GrantTTL, "grant-ttl", envDuration("SEXTON_GRANT_TTL", 0), envUsage("SEXTON_GRANT_TTL", "how long a write grant in a PutStart answer is valid (default: --put-discard-timeout, at most 10m)"))
 	fs.DurationVar(&cfg.CommitGrantTTL, "commit-grant-ttl", envDuration("SEXTON_COMMIT_GRANT_TTL", 0), envUsage("SEXTON_COMMIT_GRANT_TTL", "how long a write grant in a PutGrant answer (one-commit put) is valid; its incarnation block lives twice that (default: 5s, at most --grant-ttl)"))
@@ -86,6 +86,7 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 			return fmt.Errorf("--peers: %w", err)
 		}
 		cfg.Peers, cfg.Bootstrap = p, *boot
+		cfg.Settings = readSettings()
 		// With neither --peers nor --bootstrap given, a node starts as a
 		// one-node cluster. --bootstrap=false keeps a node empty so that
 		// add-voter can bring it into an existing cluster.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -32,12 +33,9 @@ func setupSettingsShow(*flag.FlagSet) runFunc {
 }
 
 func setupSettingsSet(fs *flag.FlagSet) runFunc {
-	capacity := fs.Int("registry-capacity", 0, "local delete registry capacity (tasks + reservations); not below the tasks pending now")
-	ttl := fs.Duration("session-ttl", 0, "forget a client session idle this long (leader time)")
-	maxSessions := fs.Int("max-sessions", 0, "client sessions kept at most")
-	maxResults := fs.Int("max-session-results", 0, "unacknowledged results kept per client")
+	read := settingFlags(fs, func(sp api.SettingSpec) string { return sp.Help }, false)
 	return func(e *env, _ []string) error {
-		want := api.Settings{RegistryCapacity: *capacity, SessionTTLMillis: ttl.Milliseconds(), MaxSessions: *maxSessions, MaxSessionResults: *maxResults}
+		want := read()
 		if want == (api.Settings{}) {
 			return usagef("operator settings set: name at least one setting")
 		}
@@ -53,14 +51,58 @@ func setupSettingsSet(fs *flag.FlagSet) runFunc {
 	}
 }
 
+// settingFlags defines one flag per row of api.SettingsTable on fs, named
+// by its Flag, a duration for a setting in milliseconds; with env each
+// reads SEXTON_<FLAG> for its default (the master's flags). read returns
+// the values given as a Settings change (zero: not given).
+func settingFlags(fs *flag.FlagSet, usage func(api.SettingSpec) string, env bool) (read func() api.Settings) {
+	type field struct {
+		sp  api.SettingSpec
+		n   *int64
+		dur *time.Duration
+	}
+	var fields []field
+	for _, sp := range api.SettingsTable {
+		f, u, name := field{sp: sp}, usage(sp), ""
+		if env {
+			name = "SEXTON_" + strings.ToUpper(strings.ReplaceAll(sp.Flag, "-", "_"))
+			u = envUsage(name, u)
+		}
+		if sp.Unit == api.UnitMillis {
+			def := time.Duration(0)
+			if env {
+				def = envDuration(name, 0)
+			}
+			f.dur = fs.Duration(sp.Flag, def, u)
+		} else {
+			def := 0
+			if env {
+				def = envInt(name, 0)
+			}
+			f.n = fs.Int64(sp.Flag, int64(def), u)
+		}
+		fields = append(fields, f)
+	}
+	return func() api.Settings {
+		var s api.Settings
+		for _, f := range fields {
+			if f.dur != nil {
+				f.sp.Set(&s, f.dur.Milliseconds())
+			} else {
+				f.sp.Set(&s, *f.n)
+			}
+		}
+		return s
+	}
+}
+
 func printSettings(e *env, resp api.SettingsResponse) error {
 	return e.output(resp, func() error {
 		s := resp.Settings
 		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "registry_capacity\t%d\n", s.RegistryCapacity)
-		fmt.Fprintf(tw, "session_ttl\t%s\n", time.Duration(s.SessionTTLMillis)*time.Millisecond)
-		fmt.Fprintf(tw, "max_sessions\t%d\n", s.MaxSessions)
-		fmt.Fprintf(tw, "max_session_results\t%d\n", s.MaxSessionResults)
+		for _, sp := range api.SettingsTable {
+			fmt.Fprintf(tw, "%s\t%s\n", sp.Name(), sp.Format(sp.Get(&s)))
+		}
 		fmt.Fprintf(tw, "as of index\t%d\n", resp.Index)
 		return tw.Flush()
 	})
