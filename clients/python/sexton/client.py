@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from .errors import (
     Corrupt,
+    IncarnationStale,
     InvalidParams,
     NoSpace,
     ObjectNotFound,
@@ -97,6 +98,16 @@ def _with_context(err: SextonError, prefix: str) -> SextonError:
 
 
 # Write failures after which a put is placed again elsewhere.
+#: How often one put is granted and written again after INCARNATION_STALE
+#: (each time another put of the key committed first, or the writes
+#: outlived the grant's block), as in the Go client.
+MAX_STALE_COMMITS = 8
+
+
+class _NoPutGrant(Exception):
+    """The master does not know PutGrant (a build older than it)."""
+
+
 _REPLACEABLE = {"UNAVAILABLE", "TIMEOUT", "NO_SPACE", "GRANT_REFUSED", "INTERNAL"}
 
 
@@ -171,6 +182,8 @@ class Client:
         self._master_pool = Pool(token=tok, max_frame=DEFAULT_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._holder_pool = Pool(token=tok, max_frame=DATA_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._closed = False
+        #: Set once a master refused PutGrant as an unknown method.
+        self._no_put_grant = False
         #: Hosts (names or addresses as the masters give holder endpoints,
         #: or whole endpoints) whose replicas are read first: a replica on the client's own
         #: machine is the cheapest to read.
@@ -298,45 +311,102 @@ class Client:
 
     def _put(self, key: str, data: Union[bytes, memoryview], *, replicas: int, tenant: str, if_absent: bool,
              pool: str, prefer: Sequence[str] = ()) -> Incarnation:
+        # One Raft commit (PutGrant, the holder writes, PutCommit), as the Go
+        # client puts; PutStart and PutEnd against a master without PutGrant.
+        if not self._no_put_grant:
+            try:
+                return self._put_one_commit(key, data, replicas, tenant, if_absent, pool, prefer)
+            except _NoPutGrant:
+                self._no_put_grant = True
+        return self._put_two_commits(key, data, replicas, tenant, if_absent, pool, prefer)
+
+    def _put_one_commit(self, key: str, data: Union[bytes, memoryview], replicas: int, tenant: str,
+                        if_absent: bool, pool: str, prefer: Sequence[str]) -> Incarnation:
+        """A put through PutGrant and PutCommit. A grant that is not committed
+        needs no revoke: the holders reclaim its bytes once its block expired.
+        A commit refused with INCARNATION_STALE (the key moved past the
+        incarnation, or its block expired during the writes) is granted and
+        written again, at most MAX_STALE_COMMITS times."""
+        exclude: List[str] = []
+        last_write_err: Optional[SextonError] = None
+        placement_deadline = time.monotonic() + self.placement_wait
+        attempt = 0
+        stale = 0
+        while attempt < self.put_attempts:
+            req = _put_request(key, len(data), replicas, tenant, if_absent, pool, prefer, exclude)
+            try:
+                # Not a mutation: a grant commits nothing, a repeat is another grant.
+                grant = self.call("PutGrant", req)
+            except SextonError as e:
+                if isinstance(e, InvalidParams) and "unknown method" in e.message:
+                    raise _NoPutGrant() from None
+                attempt = self._placement_refused(e, "PutGrant", exclude, attempt, placement_deadline,
+                                                  last_write_err)
+                continue
+            inc = Incarnation.from_wire(grant.get("inc"))
+            granted = grant.get("replicas") or []
+            placed = [Replica.from_wire(r) for r in granted]
+            failed_seg, err = self._write_replicas(key, tenant, inc, placed, data)
+            if err is not None:
+                if failed_seg is None or err.code not in _REPLACEABLE:
+                    raise err
+                last_write_err = err
+                exclude.append(failed_seg)
+                attempt += 1
+                continue
+            # The replicas as granted: each carries the grant the leader checks.
+            commit: Dict[str, Any] = {"key": key, "size": len(data), "inc": inc.wire(), "replicas": granted}
+            if tenant:
+                commit["tenant"] = tenant
+            if if_absent:
+                commit["if_absent"] = True
+            try:
+                self._mutate("PutCommit", commit)
+            except IncarnationStale as e:
+                if stale < MAX_STALE_COMMITS:
+                    stale += 1
+                    continue
+                raise _with_context(e, f"PutCommit {inc}") from None
+            except SextonError as e:
+                raise _with_context(e, f"PutCommit {inc}") from None
+            return inc
+        raise Unavailable(f"put {key}: every placement failed ({self.put_attempts} attempts): {last_write_err}")
+
+    def _placement_refused(self, e: SextonError, method: str, exclude: List[str], attempt: int,
+                           placement_deadline: float, last_write_err: Optional[SextonError]) -> int:
+        """After a refused PutGrant or PutStart (it did nothing): the attempt
+        to go on with, or raise."""
+        if isinstance(e, NoSpace):
+            # Nowhere else to go after a failed write: try the excluded
+            # holders again, as the Go client does.
+            if exclude and attempt + 1 < self.put_attempts:
+                exclude.clear()
+                time.sleep(0.05)
+                return attempt + 1
+            # Right after a failover the new leader has not yet heard the
+            # holders' heartbeats (docs/PROTOCOL.md §5): wait a moment.
+            if time.monotonic() < placement_deadline:
+                time.sleep(0.1)
+                return attempt
+        if last_write_err is not None:
+            raise _with_context(e, f"{method} after a failed write ({last_write_err})") from last_write_err
+        raise e
+
+    def _put_two_commits(self, key: str, data: Union[bytes, memoryview], replicas: int, tenant: str,
+                         if_absent: bool, pool: str, prefer: Sequence[str]) -> Incarnation:
         exclude: List[str] = []
         last_write_err: Optional[SextonError] = None
         placement_deadline = time.monotonic() + self.placement_wait
         attempt = 0
         while attempt < self.put_attempts:
-            req: Dict[str, Any] = {"key": key, "size": len(data), "replicas": replicas}
-            if tenant:
-                req["tenant"] = tenant
-            if if_absent:
-                req["if_absent"] = True
-            if pool:
-                req["pool"] = pool
-            if prefer:
-                req["prefer"] = list(prefer)
-            if exclude:
-                req["exclude"] = list(exclude)
+            req = _put_request(key, len(data), replicas, tenant, if_absent, pool, prefer, exclude)
             try:
+                # A refused PutStart did nothing, so every retry takes a new seq.
                 start = self._mutate("PutStart", req)
-            except NoSpace as e:
-                # A refused PutStart did nothing, so every retry below takes
-                # a new seq. Nowhere else to go after a failed write: try
-                # the excluded holders again, as the Go client does.
-                if exclude and attempt + 1 < self.put_attempts:
-                    exclude.clear()
-                    attempt += 1
-                    time.sleep(0.05)
-                    continue
-                # Right after a failover the new leader has not yet heard the
-                # holders' heartbeats (docs/PROTOCOL.md §5): wait a moment.
-                if time.monotonic() < placement_deadline:
-                    time.sleep(0.1)
-                    continue
-                if last_write_err is not None:
-                    raise _with_context(e, f"PutStart after a failed write ({last_write_err})") from last_write_err
-                raise
             except SextonError as e:
-                if last_write_err is not None:
-                    raise _with_context(e, f"PutStart after a failed write ({last_write_err})") from last_write_err
-                raise
+                attempt = self._placement_refused(e, "PutStart", exclude, attempt, placement_deadline,
+                                                  last_write_err)
+                continue
             inc = Incarnation.from_wire(start.get("inc"))
             placed = [Replica.from_wire(r) for r in (start.get("replicas") or [])]
             failed_seg, err = self._write_replicas(key, tenant, inc, placed, data)
@@ -835,6 +905,23 @@ def _endpoint_host(endpoint: str) -> str:
 def _chunks(seq: Sequence[_T], n: int) -> Iterator[List[_T]]:
     for i in range(0, len(seq), n):
         yield list(seq[i:i + n])
+
+
+def _put_request(key: str, size: int, replicas: int, tenant: str, if_absent: bool, pool: str,
+                 prefer: Sequence[str], exclude: List[str]) -> Dict[str, Any]:
+    """A PutGrant or PutStart body."""
+    req: Dict[str, Any] = {"key": key, "size": size, "replicas": replicas}
+    if tenant:
+        req["tenant"] = tenant
+    if if_absent:
+        req["if_absent"] = True
+    if pool:
+        req["pool"] = pool
+    if prefer:
+        req["prefer"] = list(prefer)
+    if exclude:
+        req["exclude"] = list(exclude)
+    return req
 
 
 def _write_request(key: str, tenant: str, inc: Incarnation, r: Replica) -> Dict[str, Any]:

@@ -56,6 +56,14 @@ class IncarnationMismatch(SextonError):
     code = "INCARNATION_MISMATCH"
 
 
+class IncarnationStale(SextonError):
+    """A PutCommit's incarnation can no longer commit (its block expired,
+    or the key holds an incarnation at or above it); nothing changed. The
+    client's put asks for a new grant and writes again."""
+
+    code = "INCARNATION_STALE"
+
+
 class NoSpace(SextonError):
     """No placement possible (no pool with enough live holders with room)."""
 
@@ -141,6 +149,7 @@ _BY_CODE: Dict[str, Type[SextonError]] = {
         InvalidKey,
         InvalidParams,
         IncarnationMismatch,
+        IncarnationStale,
         NoSpace,
         RegistryFull,
         GrantRefused,

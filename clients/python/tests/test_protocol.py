@@ -139,12 +139,84 @@ def test_refused_answers_are_not_retried() -> None:
         srv.close()
 
 
+def older_master(handler: Any) -> Any:
+    """A master built before PutGrant: it refuses it as an unknown method."""
+    def h(method: str, body: Any) -> Tuple[str, Any]:
+        if method == "PutGrant":
+            return ("err", {"code": "INVALID_PARAMS", "msg": 'unknown method "PutGrant"'})
+        return handler(method, body)
+    return h
+
+
+def test_put_is_one_commit_granted_and_written_again_after_a_failed_write_or_a_stale_commit() -> None:
+    # PutGrant, a refused write (no revoke: the holder reclaims an
+    # uncommitted grant), PutGrant away from it, the write, a PutCommit
+    # refused as INCARNATION_STALE, a new grant and write, the PutCommit
+    # whose answer is lost (repeated under its session), nothing else.
+    incs = iter([{"h": 7, "l": 40}, {"h": 7, "l": 41}, {"h": 7, "l": 42}])
+    bad = harness.FakeServer(lambda m, b: ("err", {"code": "GRANT_REFUSED", "msg": "expired"}))
+    good = harness.FakeServer(lambda m, b: ("ok", {}))
+    segs = iter([("seg-bad", bad.addr), ("seg-good", good.addr), ("seg-good", good.addr)])
+    commits = iter([("err", {"code": "INCARNATION_STALE", "msg": "moved"}), ("drop", None)])
+
+    def master(method: str, body: Any) -> Tuple[str, Any]:
+        if method == "PutGrant":
+            seg, ep = next(segs)
+            inc = next(incs)
+            grant = {"seg": seg, "key": body["key"], "inc": inc, "exp": 1, "mac": b"\x01" * 32}
+            return ("ok", {"inc": inc, "replicas": [{"kind": 1, "seg": seg, "ep": ep, "grant": grant}]})
+        if method == "PutCommit":
+            return next(commits, ("ok", {}))
+        return ("err", {"code": "INVALID_PARAMS", "msg": "unexpected " + method})
+
+    m = harness.FakeServer(master)
+    try:
+        with sexton.Client(m.addr, timeout=3) as c:
+            got = c.put("k", b"value", if_absent=True)
+        assert got == sexton.Incarnation(high=7, low=42)
+        methods = [meth for meth, _ in m.requests]
+        assert methods == ["PutGrant", "PutGrant", "PutCommit", "PutGrant", "PutCommit", "PutCommit"], methods
+        grants = [b for meth, b in m.requests if meth == "PutGrant"]
+        assert "exclude" not in grants[0] and grants[1]["exclude"] == ["seg-bad"]
+        assert all("sess" not in b for b in grants)  # a grant commits nothing
+        first, lost, again = [b for meth, b in m.requests if meth == "PutCommit"]
+        assert lost["sess"] == again["sess"] and lost["sess"]["seq"] > first["sess"]["seq"]
+        assert again["inc"] == {"h": 7, "l": 42} and again["size"] == 5 and again["if_absent"] is True
+        assert again["replicas"][0]["grant"]["inc"] == {"h": 7, "l": 42}  # the replicas as granted
+        assert [meth for meth, _ in good.requests] == ["HolderWrite", "HolderWrite"]
+    finally:
+        for s in (bad, good, m):
+            s.close()
+
+
+def test_put_against_an_older_master_falls_back_to_put_start_and_end_once() -> None:
+    h = harness.FakeServer(lambda m, b: ("ok", {}))
+    inc = {"h": 3, "l": 11}
+
+    @older_master
+    def master(method: str, body: Any) -> Tuple[str, Any]:
+        if method == "PutStart":
+            return ("ok", {"inc": inc, "replicas": [{"kind": 1, "seg": "s", "ep": h.addr, "grant": {"mac": b"m"}}]})
+        return ("ok", {})
+
+    m = harness.FakeServer(master)
+    try:
+        with sexton.Client(m.addr, timeout=3) as c:
+            c.put("a", b"v")
+            c.put("b", b"v")
+        assert [meth for meth, _ in m.requests] == ["PutGrant", "PutStart", "PutEnd", "PutStart", "PutEnd"]
+    finally:
+        h.close()
+        m.close()
+
+
 def test_put_places_again_away_from_a_failed_holder() -> None:
     inc = {"h": 7, "l": 40}
     bad = harness.FakeServer(lambda m, b: ("err", {"code": "GRANT_REFUSED", "msg": "expired"}))
     good = harness.FakeServer(lambda m, b: ("ok", {}))
     starts = iter([("seg-bad", bad.addr), ("seg-good", good.addr)])
 
+    @older_master
     def master(method: str, body: Any) -> Tuple[str, Any]:
         if method == "PutStart":
             seg, ep = next(starts)
@@ -158,8 +230,8 @@ def test_put_places_again_away_from_a_failed_holder() -> None:
             got = c.put("k", b"value")
         assert got == sexton.Incarnation(high=7, low=40) and str(got) == "0000000000000007:40"
         methods = [meth for meth, _ in m.requests]
-        assert methods == ["PutStart", "PutRevoke", "PutStart", "PutEnd"]
-        bodies = [b for _, b in m.requests]
+        assert methods == ["PutGrant", "PutStart", "PutRevoke", "PutStart", "PutEnd"]
+        bodies = [b for meth, b in m.requests if meth != "PutGrant"]
         assert bodies[2]["exclude"] == ["seg-bad"] and "exclude" not in bodies[0]
         assert [b["sess"]["seq"] for b in bodies] == [1, 2, 3, 4]  # a new request, a new number
         (meth, w), = good.requests
@@ -203,6 +275,7 @@ def test_a_put_whose_end_fails(end_code: str, raised: type, revoked: bool) -> No
     h = harness.FakeServer(lambda m, b: ("ok", {}))
     inc = {"h": 3, "l": 11}
 
+    @older_master
     def master(method: str, body: Any) -> Tuple[str, Any]:
         if method == "PutStart":
             return ("ok", {"inc": inc, "replicas": [{"kind": 1, "seg": "s", "ep": h.addr, "grant": {"mac": b"m"}}]})
@@ -230,6 +303,7 @@ def test_put_waits_out_no_space_with_new_sequence_numbers() -> None:
     inc = {"h": 2, "l": 8}
     refusals = iter(range(2))
 
+    @older_master
     def master(method: str, body: Any) -> Tuple[str, Any]:
         if method == "PutStart" and next(refusals, None) is not None:
             return ("err", {"code": "NO_SPACE", "msg": "no pool has 1 live holders"})
@@ -255,7 +329,7 @@ def test_put_waits_out_no_space_with_new_sequence_numbers() -> None:
 def test_put_batch_repeats_its_session_and_places_a_failed_item_again() -> None:
     # The first BatchPutStart is taken and its answer lost: the repeat
     # carries the same session. The holder refuses one item's write: that
-    # item is revoked and put again on its own, away from that holder; the
+    # item is revoked and put again on its own (one commit), away from that holder; the
     # other ends in the BatchPutEnd. Both writes went down one connection.
     inc_a, inc_b, inc_c = {"h": 7, "l": 40}, {"h": 7, "l": 41}, {"h": 7, "l": 50}
 
@@ -279,7 +353,7 @@ def test_put_batch_repeats_its_session_and_places_a_failed_item_again() -> None:
                                        {"inc": inc_b, "replicas": [replica("s1", "b", inc_b)]}]})
         if method == "BatchPutEnd":
             return ("ok", {"results": [{"key": it["key"]} for it in body["items"]]})
-        if method == "PutStart":
+        if method == "PutGrant":
             return ("ok", {"inc": inc_c, "replicas": [replica("s2", "b", inc_c)]})
         return ("ok", {})
 
@@ -290,7 +364,7 @@ def test_put_batch_repeats_its_session_and_places_a_failed_item_again() -> None:
         assert [(r.key, r.ok) for r in res] == [("a", True), ("b", True)]
         assert res[0].incarnation == sexton.Incarnation(7, 40) and res[1].incarnation == sexton.Incarnation(7, 50)
         methods = [meth for meth, _ in m.requests]
-        assert methods == ["BatchPutStart", "BatchPutStart", "PutRevoke", "BatchPutEnd", "PutStart", "PutEnd"], methods
+        assert methods == ["BatchPutStart", "BatchPutStart", "PutRevoke", "BatchPutEnd", "PutGrant", "PutCommit"], methods
         bodies = [b for _, b in m.requests]
         assert bodies[0]["sess"] == bodies[1]["sess"]
         assert bodies[2]["key"] == "b" and bodies[2]["inc"] == inc_b
@@ -366,7 +440,7 @@ def test_put_sends_the_value_after_a_head_never_in_a_built_frame(monkeypatch: An
     holder = harness.FakeServer(lambda m, b: ("ok", {}))
 
     def master(method: str, body: Any) -> Tuple[str, Any]:
-        if method == "PutStart":
+        if method == "PutGrant":
             grant = {"seg": "seg", "key": body["key"], "inc": inc, "exp": 1, "mac": b"\x01" * 32}
             return ("ok", {"inc": inc, "replicas": [{"kind": 1, "seg": "seg", "ep": holder.addr, "grant": grant}]})
         return ("ok", {})
