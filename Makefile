@@ -16,7 +16,7 @@ FUZZ_LONG   ?= 2m
 # them as python3-msgpack and python3-pytest (.ci/run installs them).
 PYTHON      ?= /usr/bin/python3
 
-.PHONY: all build test lint fmt-check vet staticcheck unit release-check monitoring-check fuzz-short fuzz bench run soak clean python-test units-check model-short model durability jepsen
+.PHONY: all build test lint fmt-check vet staticcheck unit release-check monitoring-check fuzz-short fuzz bench run soak clean python-test units-check model-short model durability jepsen image deploy-check deploy-render
 
 all: build
 
@@ -127,6 +127,27 @@ jepsen:
 	mkdir -p $(NEMESIS_OUT)
 	SEXTON_NEMESIS_DURATION=$(NEMESIS_DURATION) SEXTON_PORCUPINE_DIR=$(NEMESIS_OUT) \
 		$(GO) test -tags $(TESTTAGS) -count=1 -timeout 60m -v ./integration -run '^TestNemesisLinearizable$$'
+
+# The container image as a tarball (`docker load -i bin/sexton-image.tar`),
+# built without a Docker daemon by deploy/check/cmd/mkimage: one layer with
+# a static binary, user 65532. deploy/check is a Go module of its own, so
+# the Helm SDK and the Kubernetes types stay out of sexton's go.mod.
+IMAGE       ?= bin/sexton-image.tar
+IMAGE_TAG   ?= sexton:$(subst +,-,$(VERSION))
+image:
+	CGO_ENABLED=0 GOOS=linux $(GO) build -ldflags "$(LDFLAGS)" -o bin/sexton-image-bin ./cmd/sexton
+	cd deploy/check && $(GO) run ./cmd/mkimage -bin ../../bin/sexton-image-bin -out ../../$(IMAGE) -tag '$(IMAGE_TAG)' -version '$(VERSION)' -commit '$(COMMIT)' -created '$(BUILD_DATE)'
+
+# The image builder's test and the Helm chart's: rendered, linted and every
+# object strict-decoded into its Kubernetes type, offline; and
+# deploy/kubernetes in sync with the chart's default render.
+deploy-check:
+	CGO_ENABLED=0 GOOS=linux $(GO) build -o bin/sexton-static ./cmd/sexton
+	cd deploy/check && $(GO) vet ./... && $(STATICCHECK) ./... && SEXTON_STATIC_BIN=$(CURDIR)/bin/sexton-static $(GO) test -count=1 -timeout 5m ./...
+
+# Regenerates deploy/kubernetes/sexton.yaml from the chart's defaults.
+deploy-render:
+	cd deploy/check && SEXTON_DEPLOY_RENDER=1 $(GO) test -count=1 -run '^TestRenderedManifestsInSync$$' .
 
 clean:
 	rm -rf bin
