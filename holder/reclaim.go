@@ -76,6 +76,14 @@ func (g *grantedWrites) again(ws []grantedWrite) {
 	}
 }
 
+// retry puts back writes the master named not live whose tombstone
+// failed: due at once, so the next pass tombstones them again.
+func (g *grantedWrites) retry(ws []grantedWrite) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.list = append(g.list, ws...)
+}
+
 // reclaimGranted asks the master about the records whose grants expired
 // and tombstones those it names not live. A failed call puts them back
 // as they were.
@@ -117,11 +125,19 @@ func (s *Service) reclaimGranted() error {
 	if len(tasks) == 0 {
 		return nil
 	}
+	var failed []grantedWrite
 	for _, res := range s.store.BatchMarkDeleted(tasks) {
-		if res.Outcome == api.AckRemoved {
+		switch res.Outcome {
+		case api.AckRemoved:
 			s.reconciled.Add(1)
+		case api.AckRetryableFailure:
+			// The tombstone did not persist (a full or read-only disk):
+			// the master's answer stands, so it is tried again at the next
+			// pass rather than left to the periodic reconcile.
+			failed = append(failed, grantedWrite{ref: api.ObjectRef{Key: res.Key, Incarnation: res.Incarnation}})
 		}
 	}
+	s.granted.retry(failed)
 	s.log.Info("tombstoned records written under expired grants that the master does not know as live", "count", len(tasks))
 	return nil
 }
