@@ -442,7 +442,7 @@ class Client:
             req = _write_request(key, tenant, inc, r)
             # The frame's head (the grant before the value), then the value
             # from its own buffer: never copied into a msgpack frame.
-            view = data if isinstance(data, memoryview) else memoryview(data)
+            view = byte_view(data)
             try:
                 err, _ = self._holder_pool.pipeline(r.endpoint, [PipelinedCall("HolderWrite", req, value=view)],
                                                     time.monotonic() + self.timeout)[0]
@@ -587,7 +587,11 @@ class Client:
     def batch_get_into(self, keys: Sequence[str], buffers: Sequence[Union[bytearray, memoryview]]) -> List[GetResult]:
         """``get_into`` of many keys, key i into ``buffers[i]``, as one
         BatchGet and pipelined holder reads. Each result's ``value`` is a
-        memoryview of its buffer's first ``size`` bytes."""
+        memoryview of its buffer's first ``size`` bytes. A buffer may be a
+        :class:`~sexton.regions.Regions` (the value received into several
+        regions in order), or a function of the key's
+        :class:`ObjectInfo` that returns its buffer, for a caller that
+        lays the buffer out once it knows the object's size."""
         if len(buffers) != len(keys):
             raise InvalidParams(f"batch_get_into: {len(buffers)} buffers for {len(keys)} keys; give one buffer per key")
         return self._get_batch(keys, buffers)
@@ -598,8 +602,8 @@ class Client:
         if buffers is not None:
             views = []
             for b in buffers:
-                v = byte_view(b)
-                if v.readonly:
+                v = b if callable(b) else byte_view(b)
+                if getattr(v, "readonly", False):
                     raise InvalidParams("get_into needs a writable buffer (a bytearray or a writable memoryview)")
                 views.append(v)
         for lo in range(0, len(keys), MAX_BATCH_KEYS):
@@ -620,11 +624,15 @@ class Client:
                     obj = self._prefer(ObjectInfo.from_wire(r.get("object") or {}))
                     out[i].info = obj
                     if views is not None:
-                        if obj.size > len(views[i]):
-                            out[i].error = InvalidParams(f"{obj.key} ({obj.incarnation}) is {obj.size} bytes, its buffer "
-                                                         f"{len(views[i])}: give a buffer of at least the object's size")
+                        view = byte_view(views[i](obj)) if callable(views[i]) else views[i]
+                        if view.readonly:
+                            out[i].error = InvalidParams(f"{obj.key}: the buffer given for it is read-only")
                             continue
-                        reads.append((i, obj, views[i][:obj.size]))
+                        if obj.size > len(view):
+                            out[i].error = InvalidParams(f"{obj.key} ({obj.incarnation}) is {obj.size} bytes, its buffer "
+                                                         f"{len(view)}: give a buffer of at least the object's size")
+                            continue
+                        reads.append((i, obj, view[:obj.size]))
                     else:
                         reads.append((i, obj, memoryview(bytearray(obj.size))))
                 gone = self._read_many(reads, out, last)
