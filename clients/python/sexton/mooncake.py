@@ -220,6 +220,17 @@ class MooncakeDistributedStore:
         none was given)."""
         return self._hostname or socket.gethostname()
 
+    def health_check(self) -> int:
+        """0 when a master answers, 1 before ``setup`` or after ``close``, 2
+        when no master answers (Mooncake's codes)."""
+        if self._client is None:
+            return 1
+        try:
+            self._client.status()
+            return 0
+        except SextonError:
+            return 2
+
     def close(self) -> int:
         if self._client is not None:
             self._client.close()
@@ -293,7 +304,7 @@ class MooncakeDistributedStore:
         return self._guard(lambda: self._insert(key, self._view(buffer_ptr, size), config))
 
     def put_parts(self, key: str, *parts: Any, config: Optional[ReplicateConfig] = None) -> int:
-        return self._guard(lambda: self._insert(key, memoryview(b"".join(byte_view(p) for p in parts)), config))
+        return self._guard(lambda: self._insert(key, Regions(parts), config))
 
     def put_batch(self, keys: Sequence[str], values: Sequence[Any], config: Optional[ReplicateConfig] = None) -> int:
         """0 when every key holds a value, else the first failed key's code."""
@@ -391,7 +402,7 @@ class MooncakeDistributedStore:
         return self._guard(lambda: self._replace(key, self._view(buffer_ptr, size), config))
 
     def upsert_parts(self, key: str, *parts: Any, config: Optional[ReplicateConfig] = None) -> int:
-        return self._guard(lambda: self._replace(key, memoryview(b"".join(byte_view(p) for p in parts)), config))
+        return self._guard(lambda: self._replace(key, Regions(parts), config))
 
     def upsert_batch(self, keys: Sequence[str], values: Sequence[Any], config: Optional[ReplicateConfig] = None) -> int:
         if len(keys) != len(values):
@@ -405,7 +416,7 @@ class MooncakeDistributedStore:
             return [ErrorCode.INVALID_PARAMS] * len(keys)
         return [self.upsert_from(k, p, n, config) for k, p, n in zip(keys, buffer_ptrs, sizes)]
 
-    def _insert(self, key: str, data: memoryview, config: Optional[ReplicateConfig]) -> int:
+    def _insert(self, key: str, data: Union[memoryview, Regions], config: Optional[ReplicateConfig]) -> int:
         """Insert-if-absent of one key, racing well: a put refused because
         the key exists, or because another put of it is in flight, or whose
         outcome is unknown, becomes a wait for the key to exist; a key that
@@ -455,7 +466,7 @@ class MooncakeDistributedStore:
                 codes[i] = 0 if ex else self._guard(lambda i=i: self._insert(keys[i], views[i], config))
         return codes
 
-    def _replace(self, key: str, data: memoryview, config: Optional[ReplicateConfig]) -> int:
+    def _replace(self, key: str, data: Union[memoryview, Regions], config: Optional[ReplicateConfig]) -> int:
         """sexton's put; while another put of the key is in flight, wait for
         it to end (bounded by put_wait) and put again."""
         c = self.client

@@ -82,6 +82,19 @@ def test_setup_refuses_what_sexton_cannot_use(dev: harness.DevCluster) -> None:
     # Comma- and semicolon-separated lists and a sexton:// prefix work.
     assert s.setup("node7:12345", "", 0, 0, "tcp", "", f"sexton://{dev.rpc};{dev.rpc}") == 0
     assert s.get_hostname() == "node7:12345"
+    assert s.health_check() == 0
+    s.close()
+    assert s.health_check() == 1  # closed
+    # A master that stops answering after setup: 2.
+    gone: List[bool] = []
+    fake = harness.FakeServer(lambda method, body: ("drop", None) if gone else ("ok", {}))
+    try:
+        assert s.setup("localhost", "", 0, 0, "tcp", "", fake.addr, timeout=0.5) == 0
+        gone.append(True)
+        fake.close()
+        assert s.health_check() == 2
+    finally:
+        fake.close()
     s.close()
 
 
@@ -97,7 +110,10 @@ def test_put_is_insert_if_absent_and_upsert_replaces(store: MooncakeDistributedS
     cfg.preferred_segment = store.get_hostname()
     k2 = key("cfg")
     assert store.put(k2, b"with config", cfg) == OK and store.get(k2) == b"with config"
-    assert store.put_parts(key("parts"), b"Hello, ", b"World!") == OK
+    kp = key("parts")
+    assert store.put_parts(kp, b"Hello, ", bytearray(b"World"), memoryview(b"!")) == OK and store.get(kp) == b"Hello, World!"
+    assert store.upsert_parts(kp, b"Bye", b"") == OK and store.get(kp) == b"Bye"
+    assert store.put_parts(key("parts-bad"), b"x", "not bytes") == INVALID_PARAMS
     keys = [key(f"b{i}") for i in range(3)]
     assert store.put_batch(keys, [b"value1", b"value2", b"value3"]) == OK
     assert store.put_batch(keys, [b"x", b"y", b"z"]) == OK
@@ -125,6 +141,7 @@ def test_queries_and_removes_return_mooncakes_codes(store: MooncakeDistributedSt
     assert store.batch_remove(ks + [missing]) == [OK, OK, OK, NOT_FOUND]
     assert store.get_buffer(missing) is None
     assert store.init_all("tcp", "") == OK
+    assert store.health_check() == 0
 
 
 def test_remove_by_regex_and_remove_all(store: MooncakeDistributedStore) -> None:
