@@ -3,29 +3,19 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"sexton/api"
 	"sexton/client"
-	"sexton/devcluster"
 )
 
 // A put that prefers a segment lands there, named by segment id or by
 // holder endpoint, through Put and PutBatch alike; with a preference no
 // segment matches it is placed anyway; the values read back.
 func TestPutPreferPlacesOnTheNamedSegment(t *testing.T) {
-	dir := t.TempDir()
-	dc, err := devcluster.Start(devcluster.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dc.Close()
-	second := startHolder(t, filepath.Join(dir, "holder2"), dc.MasterAddr())
-	cl := newTestClient(t, []string{dc.MasterAddr()})
+	cl, second := twoHolders(t)
 	ctx := context.Background()
-	waitSegments(t, cl, 2)
 	var ls api.ListSegmentsResponse
 	if err := cl.Call(ctx, api.MethodListSegments, &api.Empty{}, &ls); err != nil {
 		t.Fatal(err)
