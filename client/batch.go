@@ -74,8 +74,7 @@ func (c *Client) PutBatch(ctx context.Context, items []PutItem) ([]PutResult, er
 func (c *Client) putChunk(ctx context.Context, items []PutItem, out []PutResult) error {
 	reqs := make([]api.PutStartRequest, len(items))
 	for i, it := range items {
-		reqs[i] = api.PutStartRequest{Key: it.Key, Tenant: it.Tenant, Size: int64(len(it.Value)), ReplicaNum: it.Replicas,
-			DFSReplicaNum: it.DFSReplicas, IfAbsent: it.IfAbsent, Pool: it.Pool}
+		reqs[i] = it.startRequest(it.Key, len(it.Value))
 	}
 	starts, err := c.BatchPutStart(ctx, reqs)
 	if err != nil {

@@ -113,16 +113,8 @@ func TestBatchPerKeyOutcomes(t *testing.T) {
 // replica, and a put batch places the writes the dead holder failed on the
 // live one.
 func TestBatchOneHolderDown(t *testing.T) {
-	dir := t.TempDir()
-	dc, err := devcluster.Start(devcluster.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dc.Close()
-	second := startHolder(t, filepath.Join(dir, "holder2"), dc.MasterAddr())
-	cl := newTestClient(t, []string{dc.MasterAddr()})
+	cl, second := twoHolders(t)
 	ctx := context.Background()
-	waitSegments(t, cl, 2)
 
 	var items []client.PutItem
 	for i := range 32 {
@@ -317,6 +309,22 @@ func (h *testHolder) close() {
 		h.svc.Close()
 		h.store.Close()
 	})
+}
+
+// twoHolders starts a dev cluster with a second holder, both mounted, and
+// a client of it; the cluster stops when the test ends.
+func twoHolders(t *testing.T) (*client.Client, *testHolder) {
+	t.Helper()
+	dir := t.TempDir()
+	dc, err := devcluster.Start(devcluster.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dc.Close)
+	second := startHolder(t, filepath.Join(dir, "holder2"), dc.MasterAddr())
+	cl := newTestClient(t, []string{dc.MasterAddr()})
+	waitSegments(t, cl, 2)
+	return cl, second
 }
 
 // startHolder starts a second holder of the cluster at master.

@@ -41,6 +41,13 @@ type Config struct {
 	// ReadAttempts bounds how often a read asks the master again after a
 	// replica no longer had the incarnation it named (4 if 0).
 	ReadAttempts int
+	// ReadPrefer names the replicas reads try first, as PutOptions.Prefer
+	// names segments: a segment id or holder endpoint, then a host ("host"
+	// or "host:port"). Replicas named exactly come first, then those on a
+	// named host, then the others in the master's order. A program on the
+	// same machine as a holder names that machine: Mooncake's reads from
+	// the local segment.
+	ReadPrefer []string
 }
 
 // DFS reads and writes DFS replicas (the client's MOONCAKE_DFS_* settings,

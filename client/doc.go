@@ -25,8 +25,13 @@
 // trip per phase (BatchPutStart/BatchPutEnd, BatchGet) and the holder calls
 // issued concurrently, pipelined on the one connection per holder; each
 // key has its own result. GetInto and GetBatchInto decode the holder's
-// answer into the caller's buffer. WithPutTrace reports a put's master
-// round trips and holder writes as they end (sexton bench put).
+// answer into the caller's buffer; Exist asks about many keys at once.
+// PutOptions.Prefer asks the masters to place a put's first replica on a
+// named segment, holder or host, and Config.ReadPrefer makes reads try
+// the replicas it names first: a program on a holder's machine keeps its
+// bytes local, as Mooncake's preferred_segment does. WithPutTrace
+// reports a put's master round trips and holder writes as they end
+// (sexton bench put).
 //
 // The client knows nothing of Raft or the fsm.
 package client

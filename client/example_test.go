@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -232,4 +233,53 @@ func ExampleClient_Status() {
 	fmt.Println(st.RaftState, st.ClusterID != 0, err)
 	// Output:
 	// Leader true <nil>
+}
+
+// The data path of a KV cache (Mooncake's batch_put_from and
+// batch_get_into): blocks are slices of one region, put from it without a
+// copy, placed on the holder of this host when it has room, and read back
+// into another region with one BatchGet and pipelined holder reads.
+func ExampleClient_PutBatch() {
+	host, _ := os.Hostname()
+	cl, err := client.New(client.Config{Masters: masters, ReadPrefer: []string{host, "127.0.0.1"}})
+	if err != nil {
+		panic(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	const blocks, size = 4, 4096
+	src, dst := make([]byte, blocks*size), make([]byte, blocks*size)
+	for i := range src {
+		src[i] = byte(i / size)
+	}
+	items := make([]client.PutItem, blocks)
+	keys := make([]string, blocks)
+	bufs := make([][]byte, blocks)
+	for i := range items {
+		keys[i] = fmt.Sprintf("example/kv/block-%d", i)
+		bufs[i] = dst[i*size : (i+1)*size]
+		items[i] = client.PutItem{Key: keys[i], Value: src[i*size : (i+1)*size],
+			PutOptions: client.PutOptions{IfAbsent: true, Prefer: []string{host, "127.0.0.1"}}}
+	}
+	if _, err := cl.PutBatch(ctx, items); err != nil {
+		panic(err)
+	}
+	got, err := cl.GetBatchInto(ctx, keys, bufs)
+	if err != nil {
+		panic(err)
+	}
+	for _, g := range got {
+		if g.Err != nil {
+			panic(g.Err)
+		}
+	}
+	fmt.Println(bytes.Equal(src, dst))
+	again, _ := cl.PutBatch(ctx, items[:1])
+	fmt.Println(api.CodeOf(again[0].Err))
+	exist, _ := cl.Exist(ctx, []string{keys[0], "example/kv/never-put"})
+	fmt.Println(exist)
+	// Output:
+	// true
+	// OBJECT_ALREADY_EXISTS
+	// [true false]
 }

@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
+	"net"
+	"slices"
 	"strings"
 
 	"sexton/api"
@@ -45,7 +47,7 @@ func (c *Client) readReplicas(ctx context.Context, obj api.ObjectInfo) (value []
 func (c *Client) readReplicasInto(ctx context.Context, obj api.ObjectInfo, buf []byte) (value []byte, gone bool, err error) {
 	var errs []string
 	var only error
-	for _, r := range obj.Replicas {
+	for _, r := range c.readOrder(obj.Replicas) {
 		var v []byte
 		var err error
 		switch {
@@ -86,6 +88,36 @@ func (c *Client) readReplicasInto(ctx context.Context, obj api.ObjectInfo, buf [
 		return nil, false, only // the one replica is refused: say why
 	}
 	return nil, gone, api.Errorf(api.CodeUnavailable, "no replica of %s (%s) could be read: %s", obj.Key, obj.Incarnation, strings.Join(errs, "; "))
+}
+
+// readOrder is replicas in the order reads try them: Config.ReadPrefer's
+// exact names first, then its hosts, each group in the master's order.
+func (c *Client) readOrder(replicas []api.ReplicaLocation) []api.ReplicaLocation {
+	if len(c.cfg.ReadPrefer) == 0 || len(replicas) < 2 {
+		return replicas
+	}
+	rank := func(r api.ReplicaLocation) int {
+		switch {
+		case r.Kind != api.ReplicaLocalDisk:
+			return 2
+		case slices.ContainsFunc(c.cfg.ReadPrefer, func(p string) bool { return p == string(r.Segment) || (r.Endpoint != "" && p == r.Endpoint) }):
+			return 0
+		case r.Endpoint != "" && slices.ContainsFunc(c.cfg.ReadPrefer, func(p string) bool { return hostOf(p) == hostOf(r.Endpoint) }):
+			return 1
+		}
+		return 2
+	}
+	out := slices.Clone(replicas)
+	slices.SortStableFunc(out, func(a, b api.ReplicaLocation) int { return rank(a) - rank(b) })
+	return out
+}
+
+// hostOf is the host of "host:port", or the string itself when it has no port.
+func hostOf(s string) string {
+	if h, _, err := net.SplitHostPort(s); err == nil {
+		return h
+	}
+	return s
 }
 
 func replicaName(r api.ReplicaLocation) string {

@@ -26,6 +26,19 @@ type PutOptions struct {
 	IfAbsent bool
 	// Pool restricts placement to one pool.
 	Pool string
+	// Prefer names where the first replica should go when one of them can
+	// take it: a segment id, a holder endpoint, or a host ("host" or
+	// "host:port", the port being ignored). Segments named exactly win
+	// over segments on a named host; with none live with room, the put is
+	// placed as if nothing were preferred. Mooncake's preferred_segment;
+	// at most 16 entries.
+	Prefer []string
+}
+
+// startRequest is the PutStart (and PutGrant) body of a put of size bytes.
+func (opt PutOptions) startRequest(key string, size int) api.PutStartRequest {
+	return api.PutStartRequest{Key: key, Tenant: opt.Tenant, Size: int64(size), ReplicaNum: opt.Replicas,
+		DFSReplicaNum: opt.DFSReplicas, IfAbsent: opt.IfAbsent, Pool: opt.Pool, Prefer: opt.Prefer}
 }
 
 // Put stores value under key and returns the new incarnation once the
@@ -42,8 +55,7 @@ type PutOptions struct {
 // block expired while the writes ran) asks for a new grant and writes
 // again. A master that does not know PutGrant gets PutStart and PutEnd.
 func (c *Client) Put(ctx context.Context, key string, value []byte, opt PutOptions) (api.ObjectIncarnation, error) {
-	req := api.PutStartRequest{Key: key, Tenant: opt.Tenant, Size: int64(len(value)), ReplicaNum: opt.Replicas,
-		DFSReplicaNum: opt.DFSReplicas, IfAbsent: opt.IfAbsent, Pool: opt.Pool}
+	req := opt.startRequest(key, len(value))
 	if opt.DFSReplicas == 0 && !c.noPutGrant.Load() {
 		inc, err := c.putOneCommit(ctx, key, value, req)
 		if !unknownMethod(err) {

@@ -17,6 +17,24 @@ func (c *Client) Stat(ctx context.Context, key string) (api.StatResponse, error)
 	return resp, err
 }
 
+// Exist reports, per key in order, whether it holds a complete value: one
+// Exist call per api.MaxBatchKeys keys (Mooncake's batch_is_exist).
+func (c *Client) Exist(ctx context.Context, keys []string) ([]bool, error) {
+	out := make([]bool, 0, len(keys))
+	for lo := 0; lo < len(keys); lo += api.MaxBatchKeys {
+		chunk := keys[lo:min(lo+api.MaxBatchKeys, len(keys))]
+		var resp api.ExistResponse
+		if err := c.Call(ctx, api.MethodExist, &api.KeysRequest{Keys: chunk}, &resp); err != nil {
+			return nil, err
+		}
+		if len(resp.Exists) != len(chunk) {
+			return nil, api.Errorf(api.CodeInternal, "Exist answered %d results for %d keys", len(resp.Exists), len(chunk))
+		}
+		out = append(out, resp.Exists...)
+	}
+	return out, nil
+}
+
 // List pages through objects whose key starts with prefix, strictly after
 // cursor; the returned cursor is empty on the last page.
 func (c *Client) List(ctx context.Context, prefix, cursor string, limit int) ([]api.ObjectInfo, string, error) {

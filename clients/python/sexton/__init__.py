@@ -57,6 +57,7 @@ from .errors import (
     PermissionDenied,
     Unavailable,
 )
+from .regions import Regions
 from .types import DeleteTask, GetResult, Incarnation, KeyResult, ObjectInfo, PutResult, Replica, Stat
 
 __version__ = "0.1.0"
@@ -79,6 +80,7 @@ __all__ = [
     "KeyResult",
     "GetResult",
     "PutResult",
+    "Regions",
     "NoSpace",
     "NotLeader",
     "ObjectAlreadyExists",

@@ -12,7 +12,7 @@ import random
 import threading
 import time
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from .errors import (
     Corrupt,
@@ -442,7 +442,7 @@ class Client:
             req = _write_request(key, tenant, inc, r)
             # The frame's head (the grant before the value), then the value
             # from its own buffer: never copied into a msgpack frame.
-            view = data if isinstance(data, memoryview) else memoryview(data)
+            view = byte_view(data)
             try:
                 err, _ = self._holder_pool.pipeline(r.endpoint, [PipelinedCall("HolderWrite", req, value=view)],
                                                     time.monotonic() + self.timeout)[0]
@@ -520,16 +520,13 @@ class Client:
                 else:
                     call = PipelinedCall("HolderWrite", _write_request(items[i][0], tenant, inc, r), value=items[i][1])
                     by_ep.setdefault(r.endpoint, []).append((i, r.segment, call))
-        for ep, writes in by_ep.items():
-            for lo in range(0, len(writes), PIPELINE_DEPTH):
-                group = [w for w in writes[lo:lo + PIPELINE_DEPTH] if w[0] not in failed]
-                try:
-                    answers = self._holder_pool.pipeline(ep, [c for _, _, c in group], time.monotonic() + self.timeout)
-                except SextonError as e:
-                    answers = [(e, None)] * len(group)
-                for (i, seg, _), (err, _) in zip(group, answers):
-                    if err is not None and i not in failed:
-                        failed[i] = (seg, _with_context(err, f"write replica on segment {seg} ({ep})"))
+
+        def written(ep: str, w: Tuple[int, str, PipelinedCall], err: Optional[SextonError], _: Any) -> None:
+            i, seg, _ = w
+            if err is not None and i not in failed:
+                failed[i] = (seg, _with_context(err, f"write replica on segment {seg} ({ep})"))
+
+        self._pipelined(by_ep, lambda w: w[2], written, skip=lambda w: w[0] in failed)
         ends: List[int] = []
         redo: List[int] = []
         for i in range(len(items)):
@@ -587,7 +584,11 @@ class Client:
     def batch_get_into(self, keys: Sequence[str], buffers: Sequence[Union[bytearray, memoryview]]) -> List[GetResult]:
         """``get_into`` of many keys, key i into ``buffers[i]``, as one
         BatchGet and pipelined holder reads. Each result's ``value`` is a
-        memoryview of its buffer's first ``size`` bytes."""
+        memoryview of its buffer's first ``size`` bytes. A buffer may be a
+        :class:`~sexton.regions.Regions` (the value received into several
+        regions in order), or a function of the key's
+        :class:`ObjectInfo` that returns its buffer, for a caller that
+        lays the buffer out once it knows the object's size."""
         if len(buffers) != len(keys):
             raise InvalidParams(f"batch_get_into: {len(buffers)} buffers for {len(keys)} keys; give one buffer per key")
         return self._get_batch(keys, buffers)
@@ -598,8 +599,8 @@ class Client:
         if buffers is not None:
             views = []
             for b in buffers:
-                v = byte_view(b)
-                if v.readonly:
+                v = b if callable(b) else byte_view(b)
+                if getattr(v, "readonly", False):
                     raise InvalidParams("get_into needs a writable buffer (a bytearray or a writable memoryview)")
                 views.append(v)
         for lo in range(0, len(keys), MAX_BATCH_KEYS):
@@ -620,11 +621,15 @@ class Client:
                     obj = self._prefer(ObjectInfo.from_wire(r.get("object") or {}))
                     out[i].info = obj
                     if views is not None:
-                        if obj.size > len(views[i]):
-                            out[i].error = InvalidParams(f"{obj.key} ({obj.incarnation}) is {obj.size} bytes, its buffer "
-                                                         f"{len(views[i])}: give a buffer of at least the object's size")
+                        view = byte_view(views[i](obj)) if callable(views[i]) else views[i]
+                        if view.readonly:
+                            out[i].error = InvalidParams(f"{obj.key}: the buffer given for it is read-only")
                             continue
-                        reads.append((i, obj, views[i][:obj.size]))
+                        if obj.size > len(view):
+                            out[i].error = InvalidParams(f"{obj.key} ({obj.incarnation}) is {obj.size} bytes, its buffer "
+                                                         f"{len(view)}: give a buffer of at least the object's size")
+                            continue
+                        reads.append((i, obj, view[:obj.size]))
                     else:
                         reads.append((i, obj, memoryview(bytearray(obj.size))))
                 gone = self._read_many(reads, out, last)
@@ -662,29 +667,64 @@ class Client:
                     nxt.append((i, obj, view, k + 1))
                     continue
                 by_ep.setdefault(r.endpoint, []).append((i, obj, view, k))
-            for ep, group in by_ep.items():
-                for lo in range(0, len(group), PIPELINE_DEPTH):
-                    part = group[lo:lo + PIPELINE_DEPTH]
-                    calls = [PipelinedCall("HolderRead", {"key": obj.key, "inc": obj.incarnation.wire()}, into=view)
-                             for _, obj, view, _ in part]
-                    try:
-                        answers = self._holder_pool.pipeline(ep, calls, time.monotonic() + self.timeout)
-                    except SextonError as e:
-                        answers = [(e, None)] * len(part)
-                    for (i, obj, view, k), (err, body) in zip(part, answers):
-                        if err is None:
-                            err = _take_value(body, view, obj.size)
-                        if err is None:
-                            out[i].value = view
-                            out[i].size = obj.size
-                            out[i].error = None
-                            continue
-                        if isinstance(err, ObjectNotFound):
-                            gone.add(i)
-                        errs[i].append(f"{ep}: {err}")
-                        nxt.append((i, obj, view, k + 1))
+
+            def read(ep: str, rd: Tuple[int, ObjectInfo, memoryview, int], err: Optional[SextonError], body: Any) -> None:
+                i, obj, view, k = rd
+                if err is None:
+                    err = _take_value(body, view, obj.size)
+                if err is None:
+                    out[i].value = view
+                    out[i].size = obj.size
+                    out[i].error = None
+                    return
+                if isinstance(err, ObjectNotFound):
+                    gone.add(i)
+                errs[i].append(f"{ep}: {err}")
+                nxt.append((i, obj, view, k + 1))
+
+            self._pipelined(by_ep, lambda rd: PipelinedCall("HolderRead", {"key": rd[1].key, "inc": rd[1].incarnation.wire()},
+                                                            into=rd[2]), read)
             pending = nxt
         return sorted(i for i in gone if out[i].error is not None)
+
+    def _pipelined(self, by_ep: Dict[str, List[_T]], call_of: Callable[[_T], PipelinedCall],
+                   take: Callable[[str, _T, Optional[SextonError], Any], None],
+                   skip: Optional[Callable[[_T], bool]] = None) -> None:
+        """Each holder's calls pipelined on one connection, PIPELINE_DEPTH
+        at a time, the holders concurrently (a thread for each holder but
+        the first): a batch takes as long as its slowest holder, not as
+        their sum. take(endpoint, item, error, body) sees every answer;
+        items skip names when their turn comes are not sent."""
+        def one(ep: str, items: List[_T]) -> None:
+            for lo in range(0, len(items), PIPELINE_DEPTH):
+                group = [x for x in items[lo:lo + PIPELINE_DEPTH] if skip is None or not skip(x)]
+                if not group:
+                    continue
+                try:
+                    answers = self._holder_pool.pipeline(ep, [call_of(x) for x in group], time.monotonic() + self.timeout)
+                except SextonError as e:
+                    answers = [(e, None)] * len(group)
+                for x, (err, body) in zip(group, answers):
+                    take(ep, x, err, body)
+
+        eps = list(by_ep.items())
+        raised: List[BaseException] = []
+
+        def guarded(ep: str, items: List[_T]) -> None:
+            try:
+                one(ep, items)
+            except BaseException as e:  # handed to the calling thread
+                raised.append(e)
+
+        threads = [threading.Thread(target=guarded, args=e, daemon=True) for e in eps[1:]]
+        for t in threads:
+            t.start()
+        if eps:
+            guarded(*eps[0])
+        for t in threads:
+            t.join()
+        if raised:
+            raise raised[0]
 
     # -- get -------------------------------------------------------------
 

@@ -32,10 +32,12 @@ import re
 import socket
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from .client import Client
 from .errors import ObjectAlreadyExists, ObjectNotFound, OutcomeUnknown, SextonError
+from .regions import Regions
+from .types import ObjectInfo
 from .wire import byte_view
 
 __all__ = ["MooncakeDistributedStore", "ReplicateConfig", "BufferHandle", "ErrorCode"]
@@ -166,6 +168,7 @@ class MooncakeDistributedStore:
         self._buffers: Dict[int, int] = {}  # registered address -> size
         self._starts: List[int] = []  # registered addresses, sorted
         self._lock = threading.Lock()
+        self._scratch = memoryview(bytearray(_SCRATCH))  # get_into_ranges' discarded bytes
 
     # -- set-up -----------------------------------------------------------
 
@@ -216,6 +219,17 @@ class MooncakeDistributedStore:
         """The ``local_hostname`` given to ``setup`` (this machine's name when
         none was given)."""
         return self._hostname or socket.gethostname()
+
+    def health_check(self) -> int:
+        """0 when a master answers, 1 before ``setup`` or after ``close``, 2
+        when no master answers (Mooncake's codes)."""
+        if self._client is None:
+            return 1
+        try:
+            self._client.status()
+            return 0
+        except SextonError:
+            return 2
 
     def close(self) -> int:
         if self._client is not None:
@@ -290,7 +304,7 @@ class MooncakeDistributedStore:
         return self._guard(lambda: self._insert(key, self._view(buffer_ptr, size), config))
 
     def put_parts(self, key: str, *parts: Any, config: Optional[ReplicateConfig] = None) -> int:
-        return self._guard(lambda: self._insert(key, memoryview(b"".join(byte_view(p) for p in parts)), config))
+        return self._guard(lambda: self._insert(key, Regions(parts), config))
 
     def put_batch(self, keys: Sequence[str], values: Sequence[Any], config: Optional[ReplicateConfig] = None) -> int:
         """0 when every key holds a value, else the first failed key's code."""
@@ -306,91 +320,79 @@ class MooncakeDistributedStore:
         per key."""
         if not (len(keys) == len(buffer_ptrs) == len(sizes)):
             return [ErrorCode.INVALID_PARAMS] * len(keys)
-        views: List[Optional[memoryview]] = []
-        codes: List[int] = []
-        for p, n in zip(buffer_ptrs, sizes):
-            try:
-                views.append(self._view(p, n))
-                codes.append(0)
-            except SextonError as e:
-                views.append(None)
-                codes.append(error_code(e))
-        idx = [i for i, v in enumerate(views) if v is not None]
-        got = self._insert_many([keys[i] for i in idx], [views[i] for i in idx], config)  # type: ignore[misc]
-        for i, c in zip(idx, got):
-            codes[i] = c
-        return codes
+        return self._put_many(keys, [lambda p=p, n=n: self._view(p, n) for p, n in zip(buffer_ptrs, sizes)], config)
 
     def batch_put_from_multi_buffers(self, keys: Sequence[str], all_buffer_ptrs: Sequence[Sequence[Pointer]],
                                      all_sizes: Sequence[Sequence[int]],
                                      config: Optional[ReplicateConfig] = None) -> List[int]:
         """Insert-if-absent of many keys, each the concatenation of several
-        registered regions (vLLM's per-layer blocks). The parts of a key
-        are joined into one buffer (one copy) before the batch is sent."""
+        registered regions (vLLM's per-layer blocks). A key's regions are
+        sent one after the other from where they are (:class:`Regions`),
+        never joined into one buffer."""
         if not (len(keys) == len(all_buffer_ptrs) == len(all_sizes)):
             return [ErrorCode.INVALID_PARAMS] * len(keys)
+        return self._put_many(keys, [lambda p=p, n=n: self._regions(p, n) for p, n in zip(all_buffer_ptrs, all_sizes)],
+                              config)
+
+    def _put_many(self, keys: Sequence[str], sources: Sequence[Callable[[], Any]],
+                  config: Optional[ReplicateConfig]) -> List[int]:
+        """Insert-if-absent of key i from what sources[i]() names (a
+        SextonError there is that key's code): a code per key."""
         codes = [0] * len(keys)
-        joined: List[memoryview] = []
+        views: List[Any] = []
         idx: List[int] = []
-        for i, (ptrs, sizes) in enumerate(zip(all_buffer_ptrs, all_sizes)):
+        for i, src in enumerate(sources):
             try:
-                if len(ptrs) != len(sizes):
-                    raise SextonError(f"{len(ptrs)} buffers and {len(sizes)} sizes", code="INVALID_PARAMS")
-                buf = bytearray(sum(sizes))
-                at = 0
-                for p, n in zip(ptrs, sizes):
-                    buf[at:at + n] = self._view(p, n)
-                    at += n
-                joined.append(memoryview(buf))
+                views.append(src())
                 idx.append(i)
             except SextonError as e:
                 codes[i] = error_code(e)
-        for i, c in zip(idx, self._insert_many([keys[i] for i in idx], joined, config)):
+        for i, c in zip(idx, self._insert_many([keys[i] for i in idx], views, config)):
             codes[i] = c
         return codes
 
     def batch_get_into_multi_buffers(self, keys: Sequence[str], all_buffer_ptrs: Sequence[Sequence[Pointer]],
                                      all_sizes: Sequence[Sequence[int]], prefer_same_node: bool = True) -> List[int]:
         """Each key's value spread over several registered regions in order:
-        bytes read per key, or a negative code. A value is received into
-        one buffer and then copied into the regions (one copy); one larger
-        than the regions together is ``INVALID_PARAMS``. Reads prefer this
-        host's replicas whatever ``prefer_same_node`` says."""
+        bytes read per key, or a negative code. The holder's answer is
+        received straight into the regions, one after the other
+        (:class:`Regions`); a value larger than the regions together is
+        ``INVALID_PARAMS``. Reads prefer this host's replicas whatever
+        ``prefer_same_node`` says."""
         if not (len(keys) == len(all_buffer_ptrs) == len(all_sizes)):
             return [ErrorCode.INVALID_PARAMS] * len(keys)
+        return self._get_many(keys, [lambda p=p, n=n: self._regions(p, n) for p, n in zip(all_buffer_ptrs, all_sizes)])
+
+    def _get_many(self, keys: Sequence[str], targets: Sequence[Callable[[], Any]]) -> List[int]:
+        """Key i received into what targets[i]() names (a SextonError there
+        is that key's code), all in one batch: bytes read per key, or a
+        negative code."""
         out = [0] * len(keys)
+        views: List[Any] = []
         idx: List[int] = []
-        regions: List[List[memoryview]] = []
-        for i, (ptrs, sizes) in enumerate(zip(all_buffer_ptrs, all_sizes)):
+        for i, dst in enumerate(targets):
             try:
-                if len(ptrs) != len(sizes):
-                    raise SextonError(f"{len(ptrs)} buffers and {len(sizes)} sizes", code="INVALID_PARAMS")
-                regions.append([self._view(p, n) for p, n in zip(ptrs, sizes)])
+                views.append(dst())
                 idx.append(i)
             except SextonError as e:
                 out[i] = error_code(e)
         if not idx:
             return out
-        temps = [bytearray(sum(len(v) for v in r)) for r in regions]
         try:
-            res = self.client.batch_get_into([keys[i] for i in idx], temps)
+            res = self.client.batch_get_into([keys[i] for i in idx], views)
         except SextonError as e:
             for i in idx:
                 out[i] = error_code(e)
             return out
-        for i, r, tmp, parts in zip(idx, res, temps, regions):
-            if not r.ok:
-                out[i] = error_code(r.error)  # type: ignore[arg-type]
-                continue
-            at = 0
-            for v in parts:
-                n = min(len(v), r.size - at)
-                if n <= 0:
-                    break
-                v[:n] = memoryview(tmp)[at:at + n]
-                at += n
-            out[i] = r.size
+        for i, r in zip(idx, res):
+            out[i] = r.size if r.ok else error_code(r.error)  # type: ignore[arg-type]
         return out
+
+    def _regions(self, ptrs: Sequence[Pointer], sizes: Sequence[int]) -> Regions:
+        """The registered regions ptrs[k]+sizes[k] as one value."""
+        if len(ptrs) != len(sizes):
+            raise SextonError(f"{len(ptrs)} buffers and {len(sizes)} sizes", code="INVALID_PARAMS")
+        return Regions([self._view(p, n) for p, n in zip(ptrs, sizes)])
 
     def upsert(self, key: str, value: Any, config: Optional[ReplicateConfig] = None) -> int:
         """Insert or replace (sexton's ``put``)."""
@@ -400,7 +402,7 @@ class MooncakeDistributedStore:
         return self._guard(lambda: self._replace(key, self._view(buffer_ptr, size), config))
 
     def upsert_parts(self, key: str, *parts: Any, config: Optional[ReplicateConfig] = None) -> int:
-        return self._guard(lambda: self._replace(key, memoryview(b"".join(byte_view(p) for p in parts)), config))
+        return self._guard(lambda: self._replace(key, Regions(parts), config))
 
     def upsert_batch(self, keys: Sequence[str], values: Sequence[Any], config: Optional[ReplicateConfig] = None) -> int:
         if len(keys) != len(values):
@@ -414,7 +416,7 @@ class MooncakeDistributedStore:
             return [ErrorCode.INVALID_PARAMS] * len(keys)
         return [self.upsert_from(k, p, n, config) for k, p, n in zip(keys, buffer_ptrs, sizes)]
 
-    def _insert(self, key: str, data: memoryview, config: Optional[ReplicateConfig]) -> int:
+    def _insert(self, key: str, data: Union[memoryview, Regions], config: Optional[ReplicateConfig]) -> int:
         """Insert-if-absent of one key, racing well: a put refused because
         the key exists, or because another put of it is in flight, or whose
         outcome is unknown, becomes a wait for the key to exist; a key that
@@ -464,7 +466,7 @@ class MooncakeDistributedStore:
                 codes[i] = 0 if ex else self._guard(lambda i=i: self._insert(keys[i], views[i], config))
         return codes
 
-    def _replace(self, key: str, data: memoryview, config: Optional[ReplicateConfig]) -> int:
+    def _replace(self, key: str, data: Union[memoryview, Regions], config: Optional[ReplicateConfig]) -> int:
         """sexton's put; while another put of the key is in flight, wait for
         it to end (bounded by put_wait) and put again."""
         c = self.client
@@ -520,25 +522,7 @@ class MooncakeDistributedStore:
         negative code."""
         if not (len(keys) == len(buffer_ptrs) == len(sizes)):
             return [ErrorCode.INVALID_PARAMS] * len(keys)
-        out: List[int] = [0] * len(keys)
-        idx: List[int] = []
-        views: List[memoryview] = []
-        for i, (p, n) in enumerate(zip(buffer_ptrs, sizes)):
-            try:
-                views.append(self._view(p, n))
-                idx.append(i)
-            except SextonError as e:
-                out[i] = error_code(e)
-        if idx:
-            try:
-                res = self.client.batch_get_into([keys[i] for i in idx], views)
-            except SextonError as e:
-                for i in idx:
-                    out[i] = error_code(e)
-                return out
-            for i, r in zip(idx, res):
-                out[i] = r.size if r.ok else error_code(r.error)  # type: ignore[arg-type]
-        return out
+        return self._get_many(keys, [lambda p=p, n=n: self._view(p, n) for p, n in zip(buffer_ptrs, sizes)])
 
     def get_into_ranges(self, buffer_ptrs: Sequence[Pointer], all_keys: Sequence[Sequence[str]],
                         all_dst_offsets: Sequence[Sequence[Sequence[int]]],
@@ -547,52 +531,45 @@ class MooncakeDistributedStore:
         """Byte ranges of objects into registered buffers, Mooncake's
         buffer-major shape: ``results[i][j][k]`` is the bytes read for
         fragment k of key j into buffer i, or a negative code. sexton reads
-        whole objects, so each distinct key is read once (one BatchGet)
-        and the fragments are copied from it."""
+        whole objects: each key of each buffer is one holder read (all in
+        one BatchGet, pipelined), received straight into its fragments'
+        places in the buffer, the bytes no fragment wants into a scratch
+        buffer of at most 64 KiB. A key whose fragments overlap in the
+        object is received whole and its fragments copied from it."""
         n = len(buffer_ptrs)
         if not (len(all_keys) == len(all_dst_offsets) == len(all_src_offsets) == len(all_sizes) == n):
             return [[[ErrorCode.INVALID_PARAMS] * len(all_sizes[i][j]) for j in range(len(all_keys[i]))]
                     for i in range(min(len(all_keys), len(all_sizes)))]
-        wanted = sorted({k for keys in all_keys for k in keys})
-        try:
-            got = {r.key: r for r in self.client.get_batch(wanted)} if wanted else {}
-        except SextonError as e:
-            got = {}
-            fail = error_code(e)
-        else:
-            fail = ErrorCode.INTERNAL_ERROR
         out: List[List[List[int]]] = []
+        reads: List[_RangeRead] = []
         for i in range(n):
-            per_key: List[List[int]] = []
             keys, dsts, srcs, lens = all_keys[i], all_dst_offsets[i], all_src_offsets[i], all_sizes[i]
             if not (len(keys) == len(dsts) == len(srcs) == len(lens)):
                 out.append([[ErrorCode.INVALID_PARAMS] * len(lens[j]) if j < len(lens) else [] for j in range(len(keys))])
                 continue
-            extent = max((d + s for j in range(len(keys)) for d, s in zip(dsts[j], lens[j])), default=0)
+            extent = max((d + m for j in range(len(keys)) for d, m in zip(dsts[j], lens[j])), default=0)
             try:
                 dest: Optional[memoryview] = self._view(buffer_ptrs[i], extent)
             except SextonError:
                 dest = None
+            per_key: List[List[int]] = []
             for j, k in enumerate(keys):
-                frags: List[int] = []
                 if not (len(dsts[j]) == len(srcs[j]) == len(lens[j])):
                     per_key.append([ErrorCode.INVALID_PARAMS] * len(lens[j]))
                     continue
-                r = got.get(k)
-                for d, s, m in zip(dsts[j], srcs[j], lens[j]):
-                    if dest is None or d < 0 or m < 0:
-                        frags.append(ErrorCode.INVALID_PARAMS)
-                    elif r is None:
-                        frags.append(fail)
-                    elif not r.ok:
-                        frags.append(error_code(r.error))  # type: ignore[arg-type]
-                    elif s < 0 or s + m > r.size:
-                        frags.append(ErrorCode.INVALID_PARAMS)
-                    else:
-                        dest[d:d + m] = memoryview(r.value)[s:s + m]  # type: ignore[arg-type]
-                        frags.append(m)
-                per_key.append(frags)
+                rr = _RangeRead(k, dest, list(zip(dsts[j], srcs[j], lens[j])), self._scratch)
+                per_key.append(rr.codes)
+                if rr.wanted:
+                    reads.append(rr)
             out.append(per_key)
+        if reads:
+            try:
+                res: List[Any] = self.client.batch_get_into([r.key for r in reads], [r.layout for r in reads])
+                fail = ErrorCode.INTERNAL_ERROR
+            except SextonError as e:
+                res, fail = [None] * len(reads), error_code(e)
+            for rr, r in zip(reads, res):
+                rr.finish(r, fail)
         return out
 
     # -- queries ----------------------------------------------------------
@@ -704,6 +681,62 @@ class MooncakeDistributedStore:
             return error_code(e)
         except (TypeError, ValueError):
             return ErrorCode.INVALID_PARAMS  # a value that is not a contiguous bytes-like object
+
+
+#: The most memory a get_into_ranges read takes for bytes no fragment wants.
+_SCRATCH = 64 << 10
+
+
+class _RangeRead:
+    """One key's fragments ``(dst, src, size)`` into one buffer, for
+    ``get_into_ranges``. ``codes`` holds each fragment's result, 0 until
+    read; ``layout`` gives, once the object's size is known, where the
+    holder's answer is received: the fragments' places in ``dest`` in
+    object order, the bytes between and after them into ``scratch``."""
+
+    def __init__(self, key: str, dest: Optional[memoryview], frags: List[Any], scratch: memoryview) -> None:
+        self.key, self.dest, self.frags, self.scratch = key, dest, frags, scratch
+        self.codes = [ErrorCode.INVALID_PARAMS if dest is None or d < 0 or s < 0 or m < 0 else 0 for d, s, m in frags]
+        self.wanted = [f for f, c in zip(frags, self.codes) if c == 0]
+        self.whole: Optional[bytearray] = None
+        self.size = 0
+
+    def layout(self, obj: ObjectInfo) -> Any:
+        self.size = size = obj.size
+        assert self.dest is not None
+        live = sorted((s, d, m) for d, s, m in self.wanted if s + m <= size and m > 0)
+        if any(a[0] + a[2] > b[0] for a, b in zip(live, live[1:])):
+            self.whole = bytearray(size)  # overlapping fragments: received whole, copied from
+            return self.whole
+        self.whole = None
+        parts: List[memoryview] = []
+        at = 0
+        for s, d, m in live + [(size, 0, 0)]:
+            while at < s:  # bytes no fragment wants
+                skip = min(s - at, len(self.scratch))
+                parts.append(self.scratch[:skip])
+                at += skip
+            if m:
+                parts.append(self.dest[d:d + m])
+                at = s + m
+        return Regions(parts)
+
+    def finish(self, r: Any, fail: int) -> None:
+        """Set each fragment's result from the read's result r (None: the
+        batch failed with fail)."""
+        for k, (d, s, m) in enumerate(self.frags):
+            if self.codes[k] != 0:
+                continue
+            if r is None:
+                self.codes[k] = fail
+            elif not r.ok:
+                self.codes[k] = error_code(r.error)
+            elif s + m > self.size:
+                self.codes[k] = ErrorCode.INVALID_PARAMS
+            else:
+                if self.whole is not None and self.dest is not None:
+                    self.dest[d:d + m] = memoryview(self.whole)[s:s + m]
+                self.codes[k] = m
 
 
 def _replicas(config: Optional[ReplicateConfig]) -> int:

@@ -44,6 +44,7 @@ from .errors import (
     error_for,
     from_wire,
 )
+from .regions import Regions
 
 PROTOCOL_VERSION = 1
 NONCE_LEN = 32
@@ -110,7 +111,11 @@ def _map_header(n: int) -> bytes:
 
 
 def byte_view(value: Union[bytes, bytearray, memoryview]) -> memoryview:
-    """A flat unsigned-byte view of a bytes-like value, without copying."""
+    """A flat unsigned-byte view of a bytes-like value, without copying
+    (a :class:`Regions` is returned as it is: sent and received part by
+    part)."""
+    if isinstance(value, Regions):
+        return value  # type: ignore[return-value]
     mv = memoryview(value)
     if not mv.contiguous:
         raise error_for("INVALID_PARAMS", "the value's buffer is not contiguous")
@@ -383,7 +388,9 @@ class Connection:
             return kind, req_id, err, body
         have = len(first) - sc.pos
         buf[:have] = first[sc.pos:]
-        self._recv_into(buf[have:size], deadline)
+        rest = buf[have:size]
+        for part in rest.parts if isinstance(rest, Regions) else (rest,):
+            self._recv_into(part, deadline)
         return kind, req_id, None, {"value": size, "into": True}
 
     def _read_frame(self, limit: int, deadline: float) -> bytearray:
@@ -517,7 +524,7 @@ class Connection:
                 if c.value is not None:
                     head, value = encode_request_parts(self._next_id, c.method, left_ms, c.body, c.value)
                     size = len(head) - 4 + len(value)
-                    frames += [head, value]
+                    frames += [head] + (value.parts if isinstance(value, Regions) else [value])
                 else:
                     frame = encode_frame(KIND_REQUEST, self._next_id, c.method, left_ms, None, c.body)
                     size = len(frame) - 4

@@ -6,9 +6,11 @@ of many processes putting the same keys."""
 
 import ctypes
 import multiprocessing as mp
+import os
 import sys
 import threading
 import time
+import tracemalloc
 import uuid
 from pathlib import Path
 from typing import Dict, Iterator, List
@@ -18,6 +20,7 @@ import pytest
 import harness
 import sexton
 from sexton.mooncake import ErrorCode, MooncakeDistributedStore, ReplicateConfig
+from sexton.regions import Regions
 
 SHIM = str(Path(__file__).resolve().parents[1] / "mooncake_shim")
 
@@ -79,6 +82,19 @@ def test_setup_refuses_what_sexton_cannot_use(dev: harness.DevCluster) -> None:
     # Comma- and semicolon-separated lists and a sexton:// prefix work.
     assert s.setup("node7:12345", "", 0, 0, "tcp", "", f"sexton://{dev.rpc};{dev.rpc}") == 0
     assert s.get_hostname() == "node7:12345"
+    assert s.health_check() == 0
+    s.close()
+    assert s.health_check() == 1  # closed
+    # A master that stops answering after setup: 2.
+    gone: List[bool] = []
+    fake = harness.FakeServer(lambda method, body: ("drop", None) if gone else ("ok", {}))
+    try:
+        assert s.setup("localhost", "", 0, 0, "tcp", "", fake.addr, timeout=0.5) == 0
+        gone.append(True)
+        fake.close()
+        assert s.health_check() == 2
+    finally:
+        fake.close()
     s.close()
 
 
@@ -94,7 +110,10 @@ def test_put_is_insert_if_absent_and_upsert_replaces(store: MooncakeDistributedS
     cfg.preferred_segment = store.get_hostname()
     k2 = key("cfg")
     assert store.put(k2, b"with config", cfg) == OK and store.get(k2) == b"with config"
-    assert store.put_parts(key("parts"), b"Hello, ", b"World!") == OK
+    kp = key("parts")
+    assert store.put_parts(kp, b"Hello, ", bytearray(b"World"), memoryview(b"!")) == OK and store.get(kp) == b"Hello, World!"
+    assert store.upsert_parts(kp, b"Bye", b"") == OK and store.get(kp) == b"Bye"
+    assert store.put_parts(key("parts-bad"), b"x", "not bytes") == INVALID_PARAMS
     keys = [key(f"b{i}") for i in range(3)]
     assert store.put_batch(keys, [b"value1", b"value2", b"value3"]) == OK
     assert store.put_batch(keys, [b"x", b"y", b"z"]) == OK
@@ -122,6 +141,7 @@ def test_queries_and_removes_return_mooncakes_codes(store: MooncakeDistributedSt
     assert store.batch_remove(ks + [missing]) == [OK, OK, OK, NOT_FOUND]
     assert store.get_buffer(missing) is None
     assert store.init_all("tcp", "") == OK
+    assert store.health_check() == 0
 
 
 def test_remove_by_regex_and_remove_all(store: MooncakeDistributedStore) -> None:
@@ -230,6 +250,87 @@ def test_get_into_ranges_as_documented(store: MooncakeDistributedStore) -> None:
     # A missing key's fragments fail, the others succeed; a source range past the end is refused.
     res = store.get_into_ranges([p0], [[key("missing"), k1]], [[[0], [0, 4]]], [[[0], [0, 39]]], [[[4], [4, 4]]])
     assert res == [[[NOT_FOUND], [4, INVALID_PARAMS]]]
+
+
+def peak_during(fn):  # type: ignore[no-untyped-def]
+    """fn()'s result and the most memory Python allocated while it ran."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def test_buffers_are_filled_in_place_with_no_value_sized_allocation(store: MooncakeDistributedStore) -> None:
+    # Values of 8 MiB in 4 parts of 2 MiB, parts interleaved in one region
+    # (per-layer KV tensors), and the single-buffer forms: no call may
+    # allocate as much as one part, so no value passes through an
+    # intermediate bytes or bytearray on the way in or out. (msgpack's
+    # packer takes a 1 MiB scratch buffer for each request head it packs.)
+    layers, part, n = 4, 2 << 20, 2
+    total = layers * part * n
+    data = os.urandom(total)
+    src, sp = cbuf(data)
+    dst, dp = cbuf(size=total)
+    assert store.register_buffer(sp, total) == 0 and store.register_buffer(dp, total) == 0
+    keys = [key(f"inplace{b}") for b in range(n)]
+    ptrs = [[sp + (l * n + b) * part for l in range(layers)] for b in range(n)]
+    dptrs = [[dp + (l * n + b) * part for l in range(layers)] for b in range(n)]
+    sizes = [[part] * layers for _ in range(n)]
+    store.is_exist(keys[0])  # connections made before measuring
+    codes, peak = peak_during(lambda: store.batch_put_from_multi_buffers(keys, ptrs, sizes))
+    assert codes == [OK] * n and peak < part, peak
+    got, peak = peak_during(lambda: store.batch_get_into_multi_buffers(keys, dptrs, sizes))
+    assert got == [layers * part] * n and peak < part, peak
+    assert bytes(dst) == data
+    ctypes.memset(dp, 0, total)
+    got, peak = peak_during(lambda: store.batch_get_into(keys, [dp + b * layers * part for b in range(n)], [layers * part] * n))
+    assert got == [layers * part] * n and peak < part, peak
+    assert bytes(dst) == b"".join(store.get(k) for k in keys)
+    one = [key(f"inplace-one{b}") for b in range(n)]
+    codes, peak = peak_during(lambda: store.batch_put_from(one, [sp + b * layers * part for b in range(n)], [layers * part] * n))
+    assert codes == [OK] * n and peak < part, peak
+    # get_into_ranges: fragments of the 8 MiB values land in place, the
+    # bytes no fragment wants go to a 64 KiB scratch buffer.
+    ctypes.memset(dp, 0, total)
+    frag = 1000
+    res, peak = peak_during(lambda: store.get_into_ranges(
+        [dp], [keys], [[[b * 4 * frag, b * 4 * frag + 2 * frag] for b in range(n)]],
+        [[[10, 3 * part] for _ in range(n)]], [[[frag, 2 * frag] for _ in range(n)]]))
+    assert res == [[[frag, 2 * frag]] * n] and peak < part, peak
+    for b in range(n):
+        value = store.get(keys[b])
+        assert bytes(dst[b * 4 * frag:b * 4 * frag + frag]) == value[10:10 + frag]
+        assert bytes(dst[b * 4 * frag + 2 * frag:b * 4 * frag + 4 * frag]) == value[3 * part:3 * part + 2 * frag]
+
+
+def test_regions_slice_and_assign_across_their_parts() -> None:
+    a, b, c = bytearray(3), bytearray(0), bytearray(4)
+    r = Regions([a, b, memoryview(c)])
+    assert len(r) == 7 and len(r.parts) == 2 and not r.readonly
+    r[2:5] = b"xyz"
+    assert bytes(a) == b"\0\0x" and bytes(c) == b"yz\0\0"
+    assert r[1:6].tobytes() == b"\0xyz\0" and len(r[6:100]) == 1 and len(r[5:2]) == 0
+    with pytest.raises(ValueError):
+        r[0:2] = b"abc"
+    with pytest.raises(ValueError):
+        r[::2]  # noqa: B018
+    assert Regions([b"ro", bytearray(1)]).readonly
+
+
+def test_get_into_ranges_with_overlapping_fragments(store: MooncakeDistributedStore) -> None:
+    # Two fragments of one key that share source bytes, in either order,
+    # and a zero-length one: each gets its bytes.
+    k = key("overlap")
+    v = bytes(range(200))
+    assert store.put(k, v) == OK
+    buf = bytearray(300)
+    res = store.get_into_ranges([buf], [[k]], [[[0, 100, 250]]], [[[50, 10, 0]]], [[[100, 60, 0]]])
+    assert res == [[[100, 60, 0]]]
+    assert bytes(buf[0:100]) == v[50:150] and bytes(buf[100:160]) == v[10:70]
 
 
 def test_get_buffer_is_the_value_without_a_copy(store: MooncakeDistributedStore) -> None:

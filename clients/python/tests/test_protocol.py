@@ -376,6 +376,49 @@ def test_put_batch_repeats_its_session_and_places_a_failed_item_again() -> None:
         m.close()
 
 
+def test_batches_call_their_holders_at_once() -> None:
+    # Two holders that each take 0.5 s per call: a batch with a key on each
+    # waits for the slower one, not for both in turn, writing and reading.
+    delay = 0.5
+
+    def holder(method: str, body: Any) -> Tuple[str, Any]:
+        time.sleep(delay)
+        return ("ok", {} if method == "HolderWrite" else {"value": body["key"].encode()})
+
+    hs = [harness.FakeServer(holder), harness.FakeServer(holder)]
+    inc = {"h": 3, "l": 1}
+
+    def master(method: str, body: Any) -> Tuple[str, Any]:
+        if method == "BatchPutStart":
+            return ("ok", {"results": [{"inc": inc, "replicas": [{"kind": 1, "seg": f"s{i}", "ep": hs[i].addr,
+                                                                  "grant": {"seg": f"s{i}", "key": it["key"], "inc": inc,
+                                                                            "exp": 1, "mac": b"\x01" * 32}}]}
+                                       for i, it in enumerate(body["items"])]})
+        if method == "BatchPutEnd":
+            return ("ok", {"results": [{"key": it["key"]} for it in body["items"]]})
+        if method == "BatchGet":
+            return ("ok", {"results": [{"object": {"key": k, "size": 2, "inc": inc, "created": 0,
+                                                   "replicas": [{"kind": 1, "seg": f"s{i}", "ep": hs[i].addr}]}}
+                                       for i, k in enumerate(body["keys"])]})
+        return ("ok", {})
+
+    m = harness.FakeServer(master)
+    try:
+        with sexton.Client(m.addr, timeout=5) as c:
+            t0 = time.monotonic()
+            res = c.put_batch([("k0", b"v0"), ("k1", b"v1")])
+            t1 = time.monotonic()
+            got = c.batch_get_into(["k0", "k1"], [bytearray(2), bytearray(2)])
+            t2 = time.monotonic()
+        assert all(r.ok for r in res) and [bytes(g.value) for g in got] == [b"k0", b"k1"]
+        assert t1 - t0 < 1.6 * delay and t2 - t1 < 1.6 * delay, (t1 - t0, t2 - t1)
+        assert [meth for h in hs for meth, _ in h.requests] == ["HolderWrite", "HolderRead"] * 2
+    finally:
+        for h in hs:
+            h.close()
+        m.close()
+
+
 def test_pipelined_calls_get_their_own_answers() -> None:
     # Three calls sent before any answer is read: each answer lands with
     # the call of its id, a value into that call's buffer when it gave one
