@@ -15,6 +15,7 @@ import (
 	"sexton/internal/authz"
 	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
+	"sexton/master/policy"
 	"sexton/raftio"
 )
 
@@ -99,7 +100,7 @@ type Config struct {
 	TrailingLogs       uint64
 	// TrailingLogBytes is about how much log, in bytes, a node keeps
 	// behind its last snapshot: TrailingLogs is lowered to that many
-	// entries of the sizes being applied (snapshotter.go, trailingCount).
+	// entries of the sizes being applied (snapshotter.go, policy.TrailingCount).
 	TrailingLogBytes uint64
 	// SnapshotLogBytes is the least log, in bytes applied since the last
 	// snapshot, that triggers a new one (snapshotter.go; default 64 MiB).
@@ -210,13 +211,13 @@ func (c *Config) setDefaults() {
 		c.SnapshotInterval = 30 * time.Second
 	}
 	if c.SnapshotLogBytes == 0 {
-		c.SnapshotLogBytes = defaultSnapshotLogBytes
+		c.SnapshotLogBytes = policy.DefaultSnapshotLogBytes
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240
 	}
 	if c.TrailingLogBytes == 0 {
-		c.TrailingLogBytes = defaultTrailingLogBytes
+		c.TrailingLogBytes = policy.DefaultTrailingLogBytes
 	}
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = 10 * time.Second

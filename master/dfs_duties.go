@@ -391,10 +391,10 @@ func (n *Node) dfsFlushTouches() {
 func (n *Node) dfsEvict() {
 	// As in handleEvict: no Get may answer an entry between the lease
 	// check and the applied eviction.
-	n.soft.dropMu.Lock()
-	defer n.soft.dropMu.Unlock()
+	n.soft.DropMu.Lock()
+	defer n.soft.DropMu.Unlock()
 	now := time.Now()
-	plan, ok := n.fsm.DFSPlanEviction(now.UnixNano(), func(key string) bool { return n.soft.leasedKey(key, now) })
+	plan, ok := n.fsm.DFSPlanEviction(now.UnixNano(), func(key string) bool { return n.soft.LeasedKey(key, now) })
 	if !ok || len(plan.Candidates) == 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package master
+package policy
 
 import (
 	"sync"
@@ -7,12 +7,12 @@ import (
 	"sexton/api"
 )
 
-// softState is what only the leader knows and a new leader rebuilds:
+// State is what only the leader knows and a new leader rebuilds:
 // which holders are alive (from heartbeats), which incarnations are under a
 // read lease, and which delete tasks are backing off after failures. None
 // of it is replicated; a failover resets it, and the new leader compensates
 // by treating every incarnation as leased for one period.
-type softState struct {
+type State struct {
 	mu      sync.Mutex
 	holders map[api.SegmentID]holderLiveness
 	// leases holds, per incarnation, the end of its read lease; keyLeases
@@ -36,11 +36,11 @@ type softState struct {
 	// one decision here that no caller hands a time to; tests set it.
 	clock func() time.Time
 
-	// dropMu orders lease grants against replica drops: a Get holds it
+	// DropMu orders lease grants against replica drops: a Get holds it
 	// shared from its fsm read to its lease grant, an eviction exclusively
 	// from its lease check until its drop is applied, so no Get can answer
 	// a replica between an eviction's check and its drop.
-	dropMu sync.RWMutex
+	DropMu sync.RWMutex
 }
 
 // minLeaseSweep is the lease-map size below which expired leases are not
@@ -51,11 +51,11 @@ const (
 )
 
 // A task that failed (acked RetryableFailure, or fetched again without an
-// answer) is withheld from fetches for retryBackoffMin, doubling with
+// answer) is withheld from fetches for RetryBackoffMin, doubling with
 // every further failure up to retryBackoffMax, so failing tasks do not
 // hide the ones behind them.
 const (
-	retryBackoffMin = 500 * time.Millisecond
+	RetryBackoffMin = 500 * time.Millisecond
 	retryBackoffMax = 30 * time.Second
 )
 
@@ -71,7 +71,7 @@ type holderLiveness struct {
 }
 
 // taskRetry is one task's delivery state for the mount epoch it was last
-// given to: a new mount (another process) starts without it.
+// Given to: a new mount (another process) starts without it.
 type taskRetry struct {
 	epoch    uint64
 	failures int
@@ -96,22 +96,23 @@ func (r taskRetry) renew(epoch uint64) taskRetry {
 	return taskRetry{epoch: epoch, attempts: r.attempts, lastGiven: r.lastGiven}
 }
 
-// taskAttempts is what ListTasks shows of one task's deliveries.
-type taskAttempts struct {
-	attempts  int
-	lastGiven time.Time
-	lastErr   string // set only while it is the current mount's
-	failing   bool   // the last attempt at the current mount failed
+// TaskAttempts is what ListTasks shows of one task's deliveries.
+type TaskAttempts struct {
+	Attempts  int
+	LastGiven time.Time
+	LastErr   string // set only while it is the current mount's
+	Failing   bool   // the last attempt at the current mount failed
 }
 
-func newSoftState() *softState {
-	s := &softState{holders: map[api.SegmentID]holderLiveness{}, reading: map[string]int{}, clock: time.Now}
+// NewState is a term's soft state before its first heartbeat.
+func NewState() *State {
+	s := &State{holders: map[api.SegmentID]holderLiveness{}, reading: map[string]int{}, clock: time.Now}
 	s.reset()
 	return s
 }
 
 // reset forgets everything a term learnt (callers hold mu or own s).
-func (s *softState) reset() {
+func (s *State) reset() {
 	s.leases = map[api.ObjectRef]time.Time{}
 	s.keyLeases = map[string]time.Time{}
 	s.sweepAt = minLeaseSweep
@@ -120,7 +121,9 @@ func (s *softState) reset() {
 	s.revoke = revokeGate{}
 }
 
-func (s *softState) beginTerm(leaseFloor time.Time) {
+// BeginTerm forgets the last term and leases every incarnation until
+// leaseFloor.
+func (s *State) BeginTerm(leaseFloor time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.holders = map[api.SegmentID]holderLiveness{}
@@ -128,21 +131,23 @@ func (s *softState) beginTerm(leaseFloor time.Time) {
 	s.leaseFloor = leaseFloor
 }
 
-func (s *softState) heartbeat(seg api.SegmentID, used, capacity, dead int64, now time.Time) {
+// Heartbeat records what the holder of seg reported at now.
+func (s *State) Heartbeat(seg api.SegmentID, used, capacity, dead int64, now time.Time) {
 	s.mu.Lock()
 	s.holders[seg] = holderLiveness{lastSeen: now, used: used, capacity: capacity, deadBytes: dead}
 	s.mu.Unlock()
 }
 
-func (s *softState) forget(seg api.SegmentID) {
+// Forget drops the holder of seg (unmounted).
+func (s *State) Forget(seg api.SegmentID) {
 	s.mu.Lock()
 	delete(s.holders, seg)
 	s.mu.Unlock()
 }
 
-// heartbeatAges is, per holder this term knows, the time since its last
+// HeartbeatAges is, per holder this term knows, the time since its last
 // heartbeat (a holder mounted when the term began counts from then).
-func (s *softState) heartbeatAges(now time.Time) map[api.SegmentID]time.Duration {
+func (s *State) HeartbeatAges(now time.Time) map[api.SegmentID]time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[api.SegmentID]time.Duration, len(s.holders))
@@ -152,16 +157,31 @@ func (s *softState) heartbeatAges(now time.Time) map[api.SegmentID]time.Duration
 	return out
 }
 
-func (s *softState) live(seg api.SegmentID, ttl time.Duration, now time.Time) (holderLiveness, bool) {
+// Live reports whether the holder of seg sent a heartbeat within ttl of
+// now.
+func (s *State) Live(seg api.SegmentID, ttl time.Duration, now time.Time) bool {
+	_, ok := s.live(seg, ttl, now)
+	return ok
+}
+
+// LeaseFloor is the instant until which the term leases every
+// incarnation.
+func (s *State) LeaseFloor() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leaseFloor
+}
+
+func (s *State) live(seg api.SegmentID, ttl time.Duration, now time.Time) (holderLiveness, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, ok := s.holders[seg]
 	return h, ok && now.Sub(h.lastSeen) <= ttl
 }
 
-// beginRead marks keys as being read. Call it before reading the fsm and
-// endRead after; in between, tasks of those keys are withheld.
-func (s *softState) beginRead(keys ...string) {
+// BeginRead marks keys as being read. Call it before reading the fsm and
+// EndRead after; in between, tasks of those keys are withheld.
+func (s *State) BeginRead(keys ...string) {
 	s.mu.Lock()
 	for _, k := range keys {
 		s.reading[k]++
@@ -169,10 +189,10 @@ func (s *softState) beginRead(keys ...string) {
 	s.mu.Unlock()
 }
 
-// endRead grants a read lease until until on each incarnation read (refs
+// EndRead grants a read lease until until on each incarnation read (refs
 // may be fewer than keys: keys not found lease nothing) and ends the reads
-// beginRead marked.
-func (s *softState) endRead(keys []string, refs []api.ObjectRef, until time.Time) {
+// BeginRead marked.
+func (s *State) EndRead(keys []string, refs []api.ObjectRef, until time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range refs {
@@ -185,14 +205,14 @@ func (s *softState) endRead(keys []string, refs []api.ObjectRef, until time.Time
 	}
 }
 
-// grantLease leases one incarnation until until.
-func (s *softState) grantLease(ref api.ObjectRef, until time.Time) {
+// GrantLease leases one incarnation until until.
+func (s *State) GrantLease(ref api.ObjectRef, until time.Time) {
 	s.mu.Lock()
 	s.grantLocked(ref, until)
 	s.mu.Unlock()
 }
 
-func (s *softState) grantLocked(ref api.ObjectRef, until time.Time) {
+func (s *State) grantLocked(ref api.ObjectRef, until time.Time) {
 	if until.After(s.leases[ref]) {
 		s.leases[ref] = until
 	}
@@ -219,10 +239,10 @@ func (s *softState) grantLocked(ref api.ObjectRef, until time.Time) {
 	}
 }
 
-// leaseEnd is when ref stops being protected from deletion and eviction
+// leaseEndLocked is when ref stops being protected from deletion and eviction
 // at now: the latest of the term's floor, its own lease, and, while a Get
 // of its key is in flight, shortly after now. Zero: not protected.
-func (s *softState) leaseEnd(ref api.ObjectRef, now time.Time) time.Time {
+func (s *State) leaseEndLocked(ref api.ObjectRef, now time.Time) time.Time {
 	var end time.Time
 	if now.Before(s.leaseFloor) {
 		end = s.leaseFloor
@@ -236,29 +256,29 @@ func (s *softState) leaseEnd(ref api.ObjectRef, now time.Time) time.Time {
 	return end
 }
 
-// leaseEndOf is leaseEnd for callers that do not hold mu.
-func (s *softState) leaseEndOf(ref api.ObjectRef, now time.Time) time.Time {
+// LeaseEnd is leaseEndLocked for callers that do not hold mu.
+func (s *State) LeaseEnd(ref api.ObjectRef, now time.Time) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.leaseEnd(ref, now)
+	return s.leaseEndLocked(ref, now)
 }
 
-// leased reports whether ref is under a read lease at now.
-func (s *softState) leased(ref api.ObjectRef, now time.Time) bool {
+// Leased reports whether ref is under a read lease at now.
+func (s *State) Leased(ref api.ObjectRef, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.leaseEnd(ref, now).IsZero()
+	return !s.leaseEndLocked(ref, now).IsZero()
 }
 
-// leasedKey reports whether any incarnation of key is under a read lease
+// LeasedKey reports whether any incarnation of key is under a read lease
 // at now.
-func (s *softState) leasedKey(key string, now time.Time) bool {
+func (s *State) LeasedKey(key string, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return now.Before(s.leaseFloor) || now.Before(s.keyLeases[key]) || s.reading[key] > 0
 }
 
-// withheld reports whether task t may not be given to the holder mounted
+// Withheld reports whether task t may not be given to the holder mounted
 // at epoch now, and until when: its incarnation is leased (a reader may
 // still be reading that copy), or the task is backing off after failures.
 //
@@ -266,10 +286,10 @@ func (s *softState) leasedKey(key string, now time.Time) bool {
 // is fetch, tombstone, ack), so a task it was given and fetches again
 // without an ack or a RetryableFailure in between failed silently (the
 // holder does not ack failures): it backs off as if reported.
-func (s *softState) withheld(t api.LocalDeleteTask, epoch uint64, now time.Time) (bool, time.Time) {
+func (s *State) Withheld(t api.LocalDeleteTask, epoch uint64, now time.Time) (bool, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	end := s.leaseEnd(api.ObjectRef{Key: t.Key, Incarnation: t.Incarnation}, now)
+	end := s.leaseEndLocked(api.ObjectRef{Key: t.Key, Incarnation: t.Incarnation}, now)
 	r, ok := s.retries[t.ID]
 	if ok && r.epoch == epoch && !r.given.IsZero() {
 		r = s.failLocked(t.ID, epoch, "fetched again without an answer", now)
@@ -280,8 +300,8 @@ func (s *softState) withheld(t api.LocalDeleteTask, epoch uint64, now time.Time)
 	return !end.IsZero(), end
 }
 
-// given records that tasks were handed to the holder mounted at epoch.
-func (s *softState) given(tasks []api.LocalDeleteTask, epoch uint64, now time.Time) {
+// Given records that tasks were handed to the holder mounted at epoch.
+func (s *State) Given(tasks []api.LocalDeleteTask, epoch uint64, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, t := range tasks {
@@ -294,15 +314,15 @@ func (s *softState) given(tasks []api.LocalDeleteTask, epoch uint64, now time.Ti
 	s.sweepRetriesLocked(now)
 }
 
-// taskFailed backs task id off after a RetryableFailure reported by the
+// TaskFailed backs task id off after a RetryableFailure reported by the
 // holder mounted at epoch, and keeps why.
-func (s *softState) taskFailed(id, epoch uint64, why string, now time.Time) {
+func (s *State) TaskFailed(id, epoch uint64, why string, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failLocked(id, epoch, why, now)
 }
 
-func (s *softState) failLocked(id, epoch uint64, why string, now time.Time) taskRetry {
+func (s *State) failLocked(id, epoch uint64, why string, now time.Time) taskRetry {
 	r := s.retries[id].renew(epoch)
 	if why == "" {
 		why = "holder reported a retryable failure"
@@ -310,7 +330,7 @@ func (s *softState) failLocked(id, epoch uint64, why string, now time.Time) task
 	r.lastErr = why
 	r.failures++
 	r.given = time.Time{}
-	d := retryBackoffMin << min(r.failures-1, 16)
+	d := RetryBackoffMin << min(r.failures-1, 16)
 	r.until = now.Add(min(d, retryBackoffMax))
 	s.retries[id] = r
 	return r
@@ -320,7 +340,7 @@ func (s *softState) failLocked(id, epoch uint64, why string, now time.Time) task
 // backoff and delivery both lie longer than the longest backoff back: the
 // task is gone (acked under another leader, retired) or its holder went
 // quiet. Forgetting costs at most one missed backoff.
-func (s *softState) sweepRetriesLocked(now time.Time) {
+func (s *State) sweepRetriesLocked(now time.Time) {
 	if len(s.retries) < s.retrySweepAt {
 		return
 	}
@@ -332,27 +352,27 @@ func (s *softState) sweepRetriesLocked(now time.Time) {
 	s.retrySweepAt = max(2*len(s.retries), minRetrySweep)
 }
 
-// attemptsOf is what this term knows of each task's deliveries; a task
+// AttemptsOf is what this term knows of each task's deliveries; a task
 // is failing when its last attempt at the mount at epochs[i] failed.
-func (s *softState) attemptsOf(ids []uint64, epochs []uint64) []taskAttempts {
+func (s *State) AttemptsOf(ids []uint64, epochs []uint64) []TaskAttempts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]taskAttempts, len(ids))
+	out := make([]TaskAttempts, len(ids))
 	for i, id := range ids {
 		r, ok := s.retries[id]
 		if !ok {
 			continue
 		}
-		out[i] = taskAttempts{attempts: r.attempts, lastGiven: r.lastGiven}
+		out[i] = TaskAttempts{Attempts: r.attempts, LastGiven: r.lastGiven}
 		if r.epoch == epochs[i] && r.failures > 0 {
-			out[i].lastErr, out[i].failing = r.lastErr, true
+			out[i].LastErr, out[i].Failing = r.lastErr, true
 		}
 	}
 	return out
 }
 
-// taskDone forgets a task that ended.
-func (s *softState) taskDone(id uint64) {
+// TaskDone forgets a task that ended.
+func (s *State) TaskDone(id uint64) {
 	s.mu.Lock()
 	delete(s.retries, id)
 	s.mu.Unlock()
@@ -376,17 +396,17 @@ const (
 	revokeBackoffMax = time.Minute
 )
 
-// revokeOpen reports whether abandoned puts may be revoked now, given the
+// RevokeOpen reports whether abandoned puts may be revoked now, given the
 // registry's pending tasks and capacity.
-func (s *softState) revokeOpen(tasks, capacity int, now time.Time) bool {
+func (s *State) RevokeOpen(tasks, capacity int, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.revoke
 	return g.failures == 0 || !now.Before(g.until) || tasks < g.tasks || capacity > g.capacity
 }
 
-// revokeFull records that a revoke was refused for a full registry.
-func (s *softState) revokeFull(tasks, capacity int, now time.Time) {
+// RevokeFull records that a revoke was refused for a full registry.
+func (s *State) RevokeFull(tasks, capacity int, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := &s.revoke
@@ -395,8 +415,15 @@ func (s *softState) revokeFull(tasks, capacity int, now time.Time) {
 	g.until = now.Add(min(revokeBackoffMin<<min(g.failures-1, 16), revokeBackoffMax))
 }
 
-// revokeDone reopens the gate after a revoke went through.
-func (s *softState) revokeDone() {
+// RevokeFailures is how many revokes the gate has refused in a row.
+func (s *State) RevokeFailures() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.revoke.failures
+}
+
+// RevokeDone reopens the gate after a revoke went through.
+func (s *State) RevokeDone() {
 	s.mu.Lock()
 	s.revoke = revokeGate{}
 	s.mu.Unlock()
