@@ -3,7 +3,9 @@
 // the term's lease floor, task retry backoff, the revoke gate), where a
 // put's replicas go (Place, PlacePreferred), when a node snapshots and how
 // much log it keeps (Meter, CountTrigger, TrailingCount, LogSizing,
-// StaggerOf), and whether a node is ready (ReadyFor).
+// StaggerOf), whether a node is ready (ReadyFor), and the DFS duties'
+// decisions (DFSDuties: read touches, file op backoff, stray files;
+// LostUnits, UnreadyDFSFile).
 //
 // Every decision takes the time as an argument and does no I/O, so
 // TestPolicy runs them on a fake clock from testdata/*.txt, one file per

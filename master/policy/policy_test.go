@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/api"
+	"sexton/fsm/dfsalloc"
 	"sexton/internal/testutil/datadriven"
 )
 
@@ -23,7 +24,7 @@ import (
 // are offsets from the clock's start (+1.5s), which `advance` moves.
 func TestPolicy(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		p := &policy{now: policyStart, soft: NewState()}
+		p := &policy{now: policyStart, soft: NewState(), dfs: NewDFSDuties()}
 		p.soft.clock = func() time.Time { return p.now }
 		datadriven.RunFile(t, path, p.run)
 	})
@@ -39,6 +40,7 @@ type policy struct {
 	soft  *State
 	segs  []api.SegmentInfo
 	meter Meter
+	dfs   *DFSDuties
 }
 
 func rel(t time.Time) string {
@@ -232,6 +234,64 @@ func (p *policy) run(t *testing.T, c datadriven.Cmd) string {
 		cfg := LogSizes{Threshold: uint64(c.Int(t, "cfg-threshold", 0)), Trailing: uint64(c.Int(t, "cfg-trailing", 0)), TrailingBytes: uint64(c.Int(t, "trailing-bytes", 0))}
 		want, move := LogSizing(cur, cfg, uint64(c.Int(t, "last-snap", 0)), c.Float(t, "avg", 0))
 		return fmt.Sprintf("threshold=%d trailing=%d reload=%v", want.SnapshotThreshold, want.TrailingLogs, move)
+
+	// The DFS duties: read touches, file op retries, stray files, and
+	// whether a put's DFS files are ready.
+	case "dfs-read":
+		desc := api.DFSDescriptor{UnitID: uint64(c.Int(t, "unit", 1)), Path: c.Need(t, "path"), Offset: c.Int(t, "offset", 0)}
+		p.dfs.NoteRead(c.Need(t, "key"), []api.ReplicaDescriptor{{Kind: api.ReplicaDFS, DFS: &desc}, {Kind: api.ReplicaLocalDisk}}, p.now, c.Dur(t, "interval", 5*time.Second))
+		return fmt.Sprintf("pending=%d remembered=%d", len(p.dfs.touches), len(p.dfs.touched))
+	case "dfs-touches":
+		var out []string
+		for _, r := range p.dfs.TakeTouches(p.now, c.Dur(t, "interval", 5*time.Second)) {
+			out = append(out, fmt.Sprintf("%s %s+%d", r.Key, r.Desc.Path, r.Desc.Offset))
+		}
+		return fmt.Sprintf("%s\nremembered=%d", strings.Join(append([]string{"touches:"}, out...), " "), len(p.dfs.touched))
+	case "dfs-op-due":
+		return fmt.Sprintf("due=%v", p.dfs.FileOpDue(uint64(c.Int(t, "unit", 1)), uint32(c.Int(t, "failures", 0)), p.now))
+	case "dfs-op-done":
+		p.dfs.FileOpDone(uint64(c.Int(t, "unit", 1)), c.Has("failed"), p.now)
+		return "ok"
+	case "dfs-strays":
+		known := map[string]bool{}
+		for _, k := range strings.Split(c.Str("known", ""), ",") {
+			known[k] = k != ""
+		}
+		seen, due := p.dfs.ScanStrays(strings.Split(c.Str("names", ""), ","), known, p.now, c.Dur(t, "grace", 10*time.Second))
+		out := "seen:" + strings.Join(append([]string{""}, seen...), " ") + "\ndue:"
+		for _, st := range due {
+			out += fmt.Sprintf(" %s (first %s)", st.Path, rel(st.FirstSeen))
+		}
+		out += "\nstrays:"
+		for _, st := range p.dfs.Strays() {
+			out += " " + st.Path
+		}
+		return out
+	case "dfs-stray-removed":
+		p.dfs.StrayRemoved(c.Need(t, "path"))
+		return "ok"
+	case "dfs-unready":
+		var units []dfsalloc.UnitStats
+		for _, u := range strings.Split(c.Need(t, "units"), ",") {
+			id, file, _ := strings.Cut(u, ":")
+			n, err := strconv.ParseUint(id, 10, 64)
+			if err != nil {
+				return c.Fail(t, err.Error())
+			}
+			st := dfsalloc.UnitStats{Unit: n, Path: "u" + id, File: dfsalloc.FileNeeded}
+			if file == "ready" {
+				st.File = dfsalloc.FileReady
+			}
+			units = append(units, st)
+		}
+		var reps []api.ReplicaDescriptor
+		for _, id := range ints(t, c, "reps") {
+			reps = append(reps, api.ReplicaDescriptor{Kind: api.ReplicaDFS, DFS: &api.DFSDescriptor{UnitID: id, Path: fmt.Sprintf("u%d", id)}})
+		}
+		if f := UnreadyDFSFile(units, reps); f != "" {
+			return "waiting for " + f
+		}
+		return "ready"
 
 	// Readiness (/readyz).
 	case "ready":
