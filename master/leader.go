@@ -168,22 +168,13 @@ func (n *Node) becomeLeader(ctx context.Context, term uint64) {
 		n.log.Info("leader ready", "master_epoch", eb.MasterEpoch, "cluster_id", eb.ClusterID, "took", time.Since(start))
 		break
 	}
+	// The DFS and job duties run beside the tick loop until ctx ends.
+	var duties sync.WaitGroup
+	defer duties.Wait()
 	if n.dfs != nil {
-		var dfsWG sync.WaitGroup
-		dfsWG.Add(1)
-		go func() {
-			defer dfsWG.Done()
-			n.dfsLeader(ctx)
-		}()
-		defer dfsWG.Wait()
+		duties.Go(func() { n.dfsLeader(ctx) })
 	}
-	var jobsWG sync.WaitGroup
-	jobsWG.Add(1)
-	go func() {
-		defer jobsWG.Done()
-		n.jobsLeader(ctx)
-	}()
-	defer jobsWG.Wait()
+	duties.Go(func() { n.jobsLeader(ctx) })
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
