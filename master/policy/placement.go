@@ -14,14 +14,14 @@ type candidate struct {
 	free int64
 }
 
-// NoPlacement is place's one error. It depends on the request alone, so a
+// NoPlacement is Place's one error. It depends on the request alone, so a
 // repeated sessioned PutStart whose first attempt could not be placed is
 // answered with the same error whatever placement says this time.
 func NoPlacement(replicaNum int, size int64) *api.Error {
 	return api.Errorf(api.CodeNoSpace, "no pool has %d live holders with %d free bytes", replicaNum, size)
 }
 
-// place picks replicaNum distinct live segments of one pool. The pool is
+// Place picks replicaNum distinct live segments of one pool. The pool is
 // drawn with probability proportional to its free capacity among pools
 // that have enough live segments; within it, segments are drawn weighted by
 // free capacity without replacement.

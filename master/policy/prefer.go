@@ -15,6 +15,8 @@ const (
 	maxPreferLen = 512
 )
 
+// CheckPrefer refuses a Prefer list longer than maxPrefer or with an
+// entry empty or longer than maxPreferLen.
 func CheckPrefer(prefer []string) error {
 	if len(prefer) > maxPrefer {
 		return api.Errorf(api.CodeInvalidParams, "%d preferred segments exceed %d", len(prefer), maxPrefer)

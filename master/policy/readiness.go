@@ -15,7 +15,7 @@ type ReadinessFacts struct {
 	StoreErr          error
 	LeaderKnown       bool // some node is known to lead this term
 	Leading           bool // this node is in raft's Leader state
-	LeaderReady       bool // this node finished its term's barrier and EpochBegin (isReady)
+	LeaderReady       bool // this node finished its term's barrier and EpochBegin (the master's isReady)
 	Applied, Commit   uint64
 }
 

@@ -47,7 +47,7 @@ func CountTrigger(configured, lastSnapBytes uint64) uint64 {
 }
 
 // DefaultTrailingLogBytes is about how much log a node keeps behind its
-// last snapshot (Config.TrailingLogBytes, TrailingCount), for a follower
+// last snapshot (the master's TrailingLogBytes, TrailingCount), for a follower
 // that fell a little behind to catch up from instead of a whole snapshot.
 const DefaultTrailingLogBytes = 64 << 20
 
@@ -109,14 +109,14 @@ type Meter struct {
 	LastPersistNano atomic.Int64  // how long the last Persist took
 }
 
-// sinceSnapshot is the log bytes applied since the last snapshot.
+// SinceSnapshot is the log bytes applied since the last snapshot.
 func (m *Meter) SinceSnapshot() uint64 {
 	return m.AppliedBytes.Load() - m.AppliedAtSnap.Load()
 }
 
-// due says whether a snapshot should be taken now. stagger (≥ 1) scales
+// Due says whether a snapshot should be taken now. stagger (≥ 1) scales
 // the trigger so that the members of a cluster, which apply the same log,
-// do not all snapshot at the same index (snapshotStagger).
+// do not all snapshot at the same index (StaggerOf).
 func (m *Meter) Due(minBytes uint64, stagger float64) bool {
 	trigger := max(minBytes, uint64(float64(m.LastSnapBytes.Load())*snapshotLogRatio))
 	return m.SinceSnapshot() >= uint64(float64(trigger)*stagger)
