@@ -10,6 +10,20 @@ func checkBatchLen(n, max int, what string) error {
 	return nil
 }
 
+// checkRefs refuses a request naming more than api.MaxBatchKeys
+// incarnations, or one with an invalid key.
+func checkRefs(refs []api.ObjectRef) error {
+	if len(refs) > api.MaxBatchKeys {
+		return api.Errorf(api.CodeInvalidParams, "%d refs exceed %d", len(refs), api.MaxBatchKeys)
+	}
+	for _, r := range refs {
+		if err := api.ValidKey(r.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // batchSubset is the part of a batch request that is proposed: the items
 // that passed the leader's checks, each with its index in the request, so
 // the per-item answers of the entry map back to request order. Items that

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"sexton/internal/authz"
 	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
+	"sexton/master/policy"
 	"sexton/raftio"
 )
 
@@ -99,7 +101,7 @@ type Config struct {
 	TrailingLogs       uint64
 	// TrailingLogBytes is about how much log, in bytes, a node keeps
 	// behind its last snapshot: TrailingLogs is lowered to that many
-	// entries of the sizes being applied (snapshotter.go, trailingCount).
+	// entries of the sizes being applied (snapshotter.go, policy.TrailingCount).
 	TrailingLogBytes uint64
 	// SnapshotLogBytes is the least log, in bytes applied since the last
 	// snapshot, that triggers a new one (snapshotter.go; default 64 MiB).
@@ -178,73 +180,31 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.ID == "" {
-		c.ID = "m1"
-	}
-	if c.DataDir == "" {
-		c.DataDir = "sexton-data"
-	}
-	if c.RaftAddr == "" {
-		c.RaftAddr = "127.0.0.1:7001"
-	}
-	if c.RPCAddr == "" {
-		c.RPCAddr = "127.0.0.1:7101"
-	}
-	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = 500 * time.Millisecond
-	}
-	if c.ElectionTimeout == 0 {
-		c.ElectionTimeout = 500 * time.Millisecond
-	}
-	if c.LeaderLeaseTimeout == 0 {
-		c.LeaderLeaseTimeout = 250 * time.Millisecond
-	}
-	if c.CommitTimeout == 0 {
-		c.CommitTimeout = 5 * time.Millisecond
-	}
-	if c.SnapshotThreshold == 0 {
-		// A backstop: the byte trigger (SnapshotLogBytes) normally fires first.
-		c.SnapshotThreshold = 65536
-	}
-	if c.SnapshotInterval == 0 {
-		c.SnapshotInterval = 30 * time.Second
-	}
-	if c.SnapshotLogBytes == 0 {
-		c.SnapshotLogBytes = defaultSnapshotLogBytes
-	}
-	if c.TrailingLogs == 0 {
-		c.TrailingLogs = 10240
-	}
-	if c.TrailingLogBytes == 0 {
-		c.TrailingLogBytes = defaultTrailingLogBytes
-	}
-	if c.ApplyTimeout == 0 {
-		c.ApplyTimeout = 10 * time.Second
-	}
-	if c.DiscardTimeout == 0 {
-		c.DiscardTimeout = 10 * time.Minute
-	}
-	if c.GrantTTL == 0 {
-		c.GrantTTL = min(c.DiscardTimeout, grant.MaxLifetime)
-	}
-	if c.CommitGrantTTL == 0 {
-		c.CommitGrantTTL = min(5*time.Second, c.GrantTTL)
-	}
-	if c.LeaseTTL == 0 {
-		c.LeaseTTL = 10 * time.Second
-	}
-	if c.HolderTTL == 0 {
-		c.HolderTTL = 10 * time.Second
-	}
-	if c.MaxRemoveBatch == 0 {
-		c.MaxRemoveBatch = 4096
-	}
+	c.ID = cmp.Or(c.ID, "m1")
+	c.DataDir = cmp.Or(c.DataDir, "sexton-data")
+	c.RaftAddr = cmp.Or(c.RaftAddr, "127.0.0.1:7001")
+	c.RPCAddr = cmp.Or(c.RPCAddr, "127.0.0.1:7101")
+	c.HeartbeatTimeout = cmp.Or(c.HeartbeatTimeout, 500*time.Millisecond)
+	c.ElectionTimeout = cmp.Or(c.ElectionTimeout, 500*time.Millisecond)
+	c.LeaderLeaseTimeout = cmp.Or(c.LeaderLeaseTimeout, 250*time.Millisecond)
+	c.CommitTimeout = cmp.Or(c.CommitTimeout, 5*time.Millisecond)
+	// A backstop: the byte trigger (SnapshotLogBytes) normally fires first.
+	c.SnapshotThreshold = cmp.Or(c.SnapshotThreshold, 65536)
+	c.SnapshotInterval = cmp.Or(c.SnapshotInterval, 30*time.Second)
+	c.SnapshotLogBytes = cmp.Or(c.SnapshotLogBytes, policy.DefaultSnapshotLogBytes)
+	c.TrailingLogs = cmp.Or(c.TrailingLogs, 10240)
+	c.TrailingLogBytes = cmp.Or(c.TrailingLogBytes, policy.DefaultTrailingLogBytes)
+	c.ApplyTimeout = cmp.Or(c.ApplyTimeout, 10*time.Second)
+	c.DiscardTimeout = cmp.Or(c.DiscardTimeout, 10*time.Minute)
+	c.GrantTTL = cmp.Or(c.GrantTTL, min(c.DiscardTimeout, grant.MaxLifetime))
+	c.CommitGrantTTL = cmp.Or(c.CommitGrantTTL, min(5*time.Second, c.GrantTTL))
+	c.LeaseTTL = cmp.Or(c.LeaseTTL, 10*time.Second)
+	c.HolderTTL = cmp.Or(c.HolderTTL, 10*time.Second)
+	c.MaxRemoveBatch = cmp.Or(c.MaxRemoveBatch, 4096)
 	if c.DFSStrayGrace == 0 && c.DFS.Enabled() {
 		c.DFSStrayGrace = 10 * time.Duration(c.DFS.Alloc.EvictionCheckInterval) * time.Second
 	}
-	if c.DFSTick == 0 {
-		c.DFSTick = 200 * time.Millisecond
-	}
+	c.DFSTick = cmp.Or(c.DFSTick, 200*time.Millisecond)
 	if c.Logger == nil {
 		c.Logger = hclog.New(&hclog.LoggerOptions{Name: "sexton-master", Level: hclog.Info})
 	}

@@ -3,42 +3,29 @@ package master
 // The leader's DFS duties: the duty loop (configure the cluster, check the
 // root, create and delete files, evict, flush read touches, remove stray
 // files) and the two hooks the object handlers use (noteDFSRead,
-// dfsWaitReady). The DFS RPC handlers are in rpc_dfs.go.
+// dfsWaitReady): the node glue around the decisions of policy.DFSDuties.
+// The DFS RPC handlers are in rpc_dfs.go.
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"slices"
-	"sort"
-	"strconv"
-	"sync"
 	"time"
 
 	"sexton/api"
 	"sexton/dfsio"
 	"sexton/fsm"
 	"sexton/fsm/dfsalloc"
+	"sexton/master/policy"
 )
 
 // dfsNode is this master's DFS machinery: the file system below the DFS
-// root and the leader's soft state for its DFS duties (touch coalescing,
-// stray files seen, retry backoff). None of it is replicated; a new leader
-// starts it afresh and resumes the file work from the state.
+// root and the leader's soft state for its DFS duties (policy.DFSDuties).
 type dfsNode struct {
 	fs   *dfsio.Posix
 	kick chan struct{}
-
-	mu       sync.Mutex
-	touches  map[string]dfsalloc.EntryRef // to propose at the next check
-	touched  map[string]time.Time         // when each entry was last proposed
-	strays   map[string]time.Time         // unknown files and when first seen
-	attempts map[uint64]time.Time         // last failed file op per unit
+	*policy.DFSDuties
 }
-
-// maxPendingTouches bounds the touch buffer; reads beyond it between two
-// checks are simply not recorded (LRU order is a hint, not a guarantee).
-const maxPendingTouches = 1 << 16
 
 func newDFSNode(s dfsio.Settings) (*dfsNode, error) {
 	if !s.Enabled() {
@@ -48,12 +35,7 @@ func newDFSNode(s dfsio.Settings) (*dfsNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dfsNode{fs: fs, kick: make(chan struct{}, 1), touches: map[string]dfsalloc.EntryRef{},
-		touched: map[string]time.Time{}, strays: map[string]time.Time{}, attempts: map[uint64]time.Time{}}, nil
-}
-
-func touchKey(r dfsalloc.EntryRef) string {
-	return r.Key + "\x00" + r.Desc.Path + "\x00" + strconv.FormatInt(r.Desc.Offset, 10)
+	return &dfsNode{fs: fs, kick: make(chan struct{}, 1), DFSDuties: policy.NewDFSDuties()}, nil
 }
 
 func (d *dfsNode) nudge() {
@@ -78,22 +60,7 @@ func (n *Node) noteDFSRead(key string, reps []api.ReplicaDescriptor) {
 	if d == nil {
 		return
 	}
-	now := time.Now()
-	interval := n.dfsCheckInterval()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, r := range reps {
-		if r.Kind != api.ReplicaDFS || r.DFS == nil {
-			continue
-		}
-		ref := dfsalloc.EntryRef{Key: key, Desc: *r.DFS}
-		k := touchKey(ref)
-		if now.Sub(d.touched[k]) < interval || len(d.touches) >= maxPendingTouches {
-			continue
-		}
-		d.touched[k] = now
-		d.touches[k] = ref
-	}
+	d.NoteRead(key, reps, time.Now(), n.dfsCheckInterval())
 }
 
 // dfsLeader runs the DFS duties while this node leads: configure the
@@ -222,7 +189,7 @@ func (n *Node) dfsCheckMissing() bool {
 	if !ok {
 		return true
 	}
-	lost, err := dfsLostUnits(stats.Units, n.dfs.fs.Exists)
+	lost, err := policy.LostUnits(stats.Units, n.dfs.fs.Exists)
 	if err != nil {
 		n.log.Error("DFS ROOT UNUSABLE during the missing-file check: nothing marked lost", "root", n.dfs.fs.Root(), "error", err)
 		return false
@@ -242,36 +209,6 @@ func (n *Node) dfsCheckMissing() bool {
 	return true
 }
 
-// dfsLostUnits decides which ready units have lost their file. An
-// unusable root stops the whole decision: a file missing from it says
-// nothing about the cluster's data. Any other error skips that unit.
-func dfsLostUnits(units []dfsalloc.UnitStats, exists func(string) (bool, error)) ([]dfsalloc.UnitStats, error) {
-	var lost []dfsalloc.UnitStats
-	for _, u := range units {
-		if u.File != dfsalloc.FileReady || u.State == dfsalloc.UnitDeleting {
-			continue
-		}
-		ok, err := exists(u.Path)
-		if errors.Is(err, dfsio.ErrRootUnusable) {
-			return nil, err
-		}
-		if err != nil || ok {
-			continue
-		}
-		lost = append(lost, u)
-	}
-	return lost, nil
-}
-
-// backoff is the wait before retrying a unit's failed file op.
-func backoff(failures uint32) time.Duration {
-	d := 200 * time.Millisecond
-	for i := uint32(0); i < failures && d < 30*time.Second; i++ {
-		d *= 2
-	}
-	return min(d, 30*time.Second)
-}
-
 // dfsFileOps performs the file work the state waits for, one op at a time
 // (so per unit in order), and records each outcome by a command.
 func (n *Node) dfsFileOps(ctx context.Context) {
@@ -281,17 +218,14 @@ func (n *Node) dfsFileOps(ctx context.Context) {
 			return
 		}
 		now := time.Now()
-		d.mu.Lock()
-		last, failed := d.attempts[op.Unit]
-		d.mu.Unlock()
-		if failed && now.Sub(last) < backoff(op.Failures) {
+		if !d.FileOpDue(op.Unit, op.Failures, now) {
 			continue
 		}
 		switch op.Kind {
 		case dfsalloc.FileCreate:
 			if err := d.fs.Create(op.Path, op.Size); err != nil {
 				n.log.Warn("DFS file create failed; retrying", "unit", op.Unit, "path", op.Path, "error", err)
-				n.dfsAttempt(op.Unit, true)
+				d.FileOpDone(op.Unit, true, time.Now())
 				continue
 			}
 			r, err := proposeFor[fsm.DFSResult](n, &fsm.DFSFileOp{V: fsm.DFSFileOpV1, Kind: op.Kind, Unit: op.Unit, OK: true})
@@ -302,7 +236,7 @@ func (n *Node) dfsFileOps(ctx context.Context) {
 				// The unit went away meanwhile: the file just made is nobody's.
 				_ = d.fs.Remove(op.Path)
 			}
-			n.dfsAttempt(op.Unit, false)
+			d.FileOpDone(op.Unit, false, time.Now())
 		case dfsalloc.FileDelete:
 			if now.UnixNano() < op.NotBefore {
 				continue
@@ -314,7 +248,7 @@ func (n *Node) dfsFileOps(ctx context.Context) {
 			if _, perr := n.propose(&fsm.DFSFileOp{V: fsm.DFSFileOpV1, Kind: op.Kind, Unit: op.Unit, OK: err == nil}); perr != nil {
 				return
 			}
-			n.dfsAttempt(op.Unit, err != nil)
+			d.FileOpDone(op.Unit, err != nil, time.Now())
 		}
 	}
 }
@@ -350,33 +284,10 @@ func (n *Node) dfsWriteMarks() {
 	}
 }
 
-func (n *Node) dfsAttempt(unit uint64, failed bool) {
-	n.dfs.mu.Lock()
-	if failed {
-		n.dfs.attempts[unit] = time.Now()
-	} else {
-		delete(n.dfs.attempts, unit)
-	}
-	n.dfs.mu.Unlock()
-}
-
+// dfsFlushTouches proposes the reads noted since the last check as
+// touches, for LRU eviction.
 func (n *Node) dfsFlushTouches() {
-	d := n.dfs
-	d.mu.Lock()
-	refs := make([]dfsalloc.EntryRef, 0, len(d.touches))
-	for _, r := range d.touches {
-		refs = append(refs, r)
-	}
-	d.touches = map[string]dfsalloc.EntryRef{}
-	cutoff := time.Now().Add(-n.dfsCheckInterval())
-	for k, t := range d.touched {
-		if t.Before(cutoff) {
-			delete(d.touched, k)
-		}
-	}
-	d.mu.Unlock()
-	// Sorted so the entry is the same whatever the map order was.
-	sort.Slice(refs, func(i, j int) bool { return touchKey(refs[i]) < touchKey(refs[j]) })
+	refs := n.dfs.TakeTouches(time.Now(), n.dfsCheckInterval())
 	for len(refs) > 0 {
 		chunk := refs[:min(len(refs), api.MaxBatchKeys)]
 		refs = refs[len(chunk):]
@@ -391,10 +302,10 @@ func (n *Node) dfsFlushTouches() {
 func (n *Node) dfsEvict() {
 	// As in handleEvict: no Get may answer an entry between the lease
 	// check and the applied eviction.
-	n.soft.dropMu.Lock()
-	defer n.soft.dropMu.Unlock()
+	n.soft.DropMu.Lock()
+	defer n.soft.DropMu.Unlock()
 	now := time.Now()
-	plan, ok := n.fsm.DFSPlanEviction(now.UnixNano(), func(key string) bool { return n.soft.leasedKey(key, now) })
+	plan, ok := n.fsm.DFSPlanEviction(now.UnixNano(), func(key string) bool { return n.soft.LeasedKey(key, now) })
 	if !ok || len(plan.Candidates) == 0 {
 		return
 	}
@@ -429,43 +340,21 @@ func (n *Node) dfsScanStrays() {
 		n.log.Warn("DFS root not listable", "root", d.fs.Root(), "error", err)
 		return
 	}
-	known := n.dfsKnownPaths()
-	now := time.Now()
-	present := map[string]bool{}
-	for _, name := range names {
-		present[name] = true
-		if known[name] {
-			continue
-		}
-		d.mu.Lock()
-		first, seen := d.strays[name]
-		if !seen {
-			d.strays[name] = now
-		}
-		d.mu.Unlock()
-		if !seen {
-			n.log.Warn("stray DFS file the state does not know; removing it after the grace period", "path", name, "grace", n.cfg.DFSStrayGrace)
-			continue
-		}
-		if now.Sub(first) < n.cfg.DFSStrayGrace || n.dfsKnownPaths()[name] {
-			continue
-		}
-		if err := d.fs.Remove(name); err != nil {
-			n.log.Warn("stray DFS file not removed", "path", name, "error", err)
-			continue
-		}
-		n.log.Warn("stray DFS file removed", "path", name, "first_seen", first)
-		d.mu.Lock()
-		delete(d.strays, name)
-		d.mu.Unlock()
+	seen, due := d.ScanStrays(names, n.dfsKnownPaths(), time.Now(), n.cfg.DFSStrayGrace)
+	for _, name := range seen {
+		n.log.Warn("stray DFS file the state does not know; removing it after the grace period", "path", name, "grace", n.cfg.DFSStrayGrace)
 	}
-	d.mu.Lock()
-	for name := range d.strays {
-		if !present[name] || known[name] {
-			delete(d.strays, name)
+	for _, st := range due {
+		if n.dfsKnownPaths()[st.Path] {
+			continue
 		}
+		if err := d.fs.Remove(st.Path); err != nil {
+			n.log.Warn("stray DFS file not removed", "path", st.Path, "error", err)
+			continue
+		}
+		n.log.Warn("stray DFS file removed", "path", st.Path, "first_seen", st.FirstSeen)
+		d.StrayRemoved(st.Path)
 	}
-	d.mu.Unlock()
 }
 
 // dfsWaitReady waits until every unit the DFS descriptors name has its
@@ -476,17 +365,7 @@ func (n *Node) dfsWaitReady(ctx context.Context, reps []api.ReplicaDescriptor) e
 	for {
 		wake := n.wake.dfsChanged()
 		stats, _ := n.fsm.DFSStats()
-		missing := ""
-		for _, r := range reps {
-			if r.Kind != api.ReplicaDFS || r.DFS == nil {
-				continue
-			}
-			i, found := slices.BinarySearchFunc(stats.Units, r.DFS.UnitID, func(u dfsalloc.UnitStats, id uint64) int { return cmp.Compare(u.Unit, id) })
-			if !found || stats.Units[i].File != dfsalloc.FileReady {
-				missing = r.DFS.Path
-				break
-			}
-		}
+		missing := policy.UnreadyDFSFile(stats.Units, reps)
 		if missing == "" {
 			return nil
 		}

@@ -231,9 +231,7 @@ func (tc *testCluster) call(method string, req, resp any) error {
 func (tc *testCluster) waitLeaseFloor(t testing.TB) {
 	t.Helper()
 	n := tc.waitLeader(t)
-	n.soft.mu.Lock()
-	floor := n.soft.leaseFloor
-	n.soft.mu.Unlock()
+	floor := n.soft.LeaseFloor()
 	time.Sleep(time.Until(floor) + 10*time.Millisecond)
 }
 

@@ -148,14 +148,14 @@ func (n *Node) becomeLeader(ctx context.Context, term uint64) {
 		if eb.MasterEpoch == 1 {
 			floor = time.Time{}
 		}
-		n.soft.beginTerm(floor)
+		n.soft.BeginTerm(floor)
 		// Liveness is soft state the old leader took with it. Assume every
 		// mounted holder alive for one TTL rather than refusing every put
 		// until the first heartbeats arrive; a dead one stops being placed
 		// on when the TTL passes without a heartbeat.
 		for _, seg := range n.fsm.Segments() {
 			if seg.Mounted && !seg.Retired {
-				n.soft.heartbeat(seg.ID, 0, seg.Capacity, 0, time.Now())
+				n.soft.Heartbeat(seg.ID, 0, seg.Capacity, 0, time.Now())
 			}
 		}
 		if n.cfg.hooks.beforeReady != nil {
@@ -168,22 +168,13 @@ func (n *Node) becomeLeader(ctx context.Context, term uint64) {
 		n.log.Info("leader ready", "master_epoch", eb.MasterEpoch, "cluster_id", eb.ClusterID, "took", time.Since(start))
 		break
 	}
+	// The DFS and job duties run beside the tick loop until ctx ends.
+	var duties sync.WaitGroup
+	defer duties.Wait()
 	if n.dfs != nil {
-		var dfsWG sync.WaitGroup
-		dfsWG.Add(1)
-		go func() {
-			defer dfsWG.Done()
-			n.dfsLeader(ctx)
-		}()
-		defer dfsWG.Wait()
+		duties.Go(func() { n.dfsLeader(ctx) })
 	}
-	var jobsWG sync.WaitGroup
-	jobsWG.Add(1)
-	go func() {
-		defer jobsWG.Done()
-		n.jobsLeader(ctx)
-	}()
-	defer jobsWG.Wait()
+	duties.Go(func() { n.jobsLeader(ctx) })
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -313,7 +304,7 @@ func (n *Node) warnSettingsFlags() {
 func (n *Node) discardAbandonedPuts() {
 	now := time.Now()
 	st := n.fsm.Stats()
-	if !n.soft.revokeOpen(st.PendingTasks, st.RegistryCapacity, now) {
+	if !n.soft.RevokeOpen(st.PendingTasks, st.RegistryCapacity, now) {
 		return
 	}
 	cutoff := now.Add(-n.cfg.DiscardTimeout).UnixNano()
@@ -325,14 +316,14 @@ func (n *Node) discardAbandonedPuts() {
 		switch {
 		case api.CodeOf(err) == api.CodeLocalDeleteRegistryFull:
 			st := n.fsm.Stats()
-			n.soft.revokeFull(st.PendingTasks, st.RegistryCapacity, time.Now())
+			n.soft.RevokeFull(st.PendingTasks, st.RegistryCapacity, time.Now())
 			n.log.Warn("discard of abandoned puts paused: the delete registry is full", "key", p.Key, "inc", p.Incarnation,
 				"pending_tasks", st.PendingTasks, "capacity", st.RegistryCapacity)
 			return
 		case err != nil:
 			n.log.Warn("discard of abandoned put refused", "key", p.Key, "inc", p.Incarnation, "error", err)
 		default:
-			n.soft.revokeDone()
+			n.soft.RevokeDone()
 			n.log.Info("discarded abandoned put", "key", p.Key, "inc", p.Incarnation)
 		}
 	}

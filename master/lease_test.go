@@ -208,9 +208,7 @@ func TestNewLeaderWithholdsDeletesForOneLeasePeriod(t *testing.T) {
 	if tasks := h.fetch(t, 0, 0); len(tasks) != 0 {
 		t.Fatalf("the new leader handed out %v within its first lease period", tasks)
 	}
-	leader.soft.mu.Lock()
-	floor := leader.soft.leaseFloor
-	leader.soft.mu.Unlock()
+	floor := leader.soft.LeaseFloor()
 	tasks := h.fetch(t, 0, 5*time.Second)
 	if _, ok := taskOf(tasks, "k", ps1.Incarnation); !ok || time.Now().Before(floor) {
 		t.Fatalf("long poll answered %v at %v before the floor; want inc1's task once the floor passed", tasks, time.Until(floor))

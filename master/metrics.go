@@ -215,7 +215,7 @@ func (c *stateCollector) collectDeletion(ch chan<- prometheus.Metric) {
 	if n.raft == nil || !n.isReady() {
 		return
 	}
-	ages := n.soft.heartbeatAges(now)
+	ages := n.soft.HeartbeatAges(now)
 	for _, seg := range segs {
 		if !seg.Mounted || seg.Retired {
 			continue

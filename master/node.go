@@ -18,6 +18,7 @@ import (
 	"sexton/internal/opshttp"
 	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
+	"sexton/master/policy"
 	"sexton/raftio"
 	"sexton/transport"
 )
@@ -50,7 +51,7 @@ type Node struct {
 	rpcLn     net.Listener
 	httpSrv   *opshttp.Server
 	metrics   *metrics
-	soft      *softState
+	soft      *policy.State
 	refused   refusedMounts // late holders' refused mounts (rebuild_mounts.go)
 	segSet    segmentSetCache
 	dfs       *dfsNode // nil when MOONCAKE_DFS_ROOT_DIR is unset
@@ -111,7 +112,7 @@ func New(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("config collectors: %w", err)
 		}
 	}
-	n.soft = newSoftState()
+	n.soft = policy.NewState()
 	dfs, err := newDFSNode(cfg.DFS)
 	if err != nil {
 		return nil, fmt.Errorf("dfs: %w", err)

@@ -271,18 +271,5 @@ func (n *Node) handleBatchPutCommit(_ context.Context, req *api.BatchPutCommitRe
 		}
 		items.add(i, it)
 	}
-	if len(items.items) == 0 {
-		return out, nil
-	}
-	br, err := proposeFor[fsm.PutEndBatchResult](n, &fsm.PutCommitBatch{V: fsm.PutCommitBatchV1, Items: items.items, Session: req.Session})
-	if err != nil {
-		return nil, err
-	}
-	if err := items.checkAnswers(len(br.Items), "put-commit batch"); err != nil {
-		return nil, err
-	}
-	for j, r := range br.Items {
-		out.Results[items.at[j]].Err = r.Err
-	}
-	return out, nil
+	return proposeEndBatch(n, items, &fsm.PutCommitBatch{V: fsm.PutCommitBatchV1, Items: items.items, Session: req.Session}, "put-commit batch", out)
 }

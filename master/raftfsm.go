@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/fsm"
+	"sexton/master/policy"
 	"sexton/raftio"
 )
 
@@ -25,7 +26,7 @@ type raftFSM struct {
 	obs  func(d time.Duration)
 	// snapObs observes how long Snapshot held the fsm goroutine.
 	snapObs func(d time.Duration)
-	meter   snapshotMeter // log bytes applied and snapshot sizes (snapshotter.go)
+	meter   policy.Meter // log bytes applied and snapshot sizes (snapshotter.go)
 	// snapRate is the bytes a second Persist writes a snapshot at, at
 	// most (raftio/snappace.go; 0: as fast as it goes).
 	snapRate int64
@@ -46,8 +47,8 @@ func (r *raftFSM) Apply(l *raft.Log) any {
 		return nil
 	}
 	start := time.Now()
-	r.meter.appliedBytes.Add(uint64(len(l.Data)))
-	r.meter.appliedEntries.Add(1)
+	r.meter.AppliedBytes.Add(uint64(len(l.Data)))
+	r.meter.AppliedEntries.Add(1)
 	res, wake, err := r.f.ApplyWake(l.Index, l.Term, l.Data)
 	if err != nil {
 		// Never skip an entry and never return: returning would let
@@ -93,7 +94,7 @@ func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 	// Called on the fsm goroutine between applies: what was applied so far
 	// is exactly what this snapshot holds.
 	start := time.Now()
-	r.meter.appliedAtSnap.Store(r.meter.appliedBytes.Load())
+	r.meter.AppliedAtSnap.Store(r.meter.AppliedBytes.Load())
 	s := &fsmSnapshot{v: r.f.Snapshot(), meter: &r.meter, rate: r.snapRate, stopping: r.stopping}
 	if r.snapObs != nil {
 		r.snapObs(time.Since(start))
@@ -125,8 +126,8 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	// one: without its size they fall to their floors, and a master
 	// restarted at 10 M objects takes a 1.7 GB snapshot after 64 MiB of
 	// log.
-	r.meter.lastSnapBytes.Store(cr.n)
-	r.meter.appliedAtSnap.Store(r.meter.appliedBytes.Load())
+	r.meter.LastSnapBytes.Store(cr.n)
+	r.meter.AppliedAtSnap.Store(r.meter.AppliedBytes.Load())
 	r.wake.all() // a restored state may differ anywhere
 	return nil
 }
@@ -154,7 +155,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 type fsmSnapshot struct {
 	v        *fsm.View
-	meter    *snapshotMeter
+	meter    *policy.Meter
 	rate     int64
 	stopping <-chan struct{}
 }
@@ -170,8 +171,8 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if err := sink.Close(); err != nil {
 		return err
 	}
-	s.meter.lastSnapBytes.Store(uint64(n))
-	s.meter.lastPersistNano.Store(int64(time.Since(start)))
+	s.meter.LastSnapBytes.Store(uint64(n))
+	s.meter.LastPersistNano.Store(int64(time.Since(start)))
 	return nil
 }
 

@@ -35,13 +35,9 @@ func TestAbandonedPutRevocationWaitsForRegistryRoom(t *testing.T) {
 
 	// The leader's discard tick refuses one revoke and closes the gate;
 	// five more passes with the registry still full then propose nothing
-	// (the gate's timing is in testdata/policy/revoke_gate.txt). Unchecked,
+	// (the gate's timing is in policy/testdata/revoke_gate.txt). Unchecked,
 	// each pass would propose a refused revoke.
-	testutil.WaitFor(t, 10*time.Second, func() bool {
-		leader.soft.mu.Lock()
-		defer leader.soft.mu.Unlock()
-		return leader.soft.revoke.failures > 0
-	}, "a revoke refused for the full registry")
+	testutil.WaitFor(t, 10*time.Second, func() bool { return leader.soft.RevokeFailures() > 0 }, "a revoke refused for the full registry")
 	before := leader.Raft().LastIndex()
 	for range 5 {
 		leader.discardAbandonedPuts()

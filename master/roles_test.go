@@ -46,6 +46,28 @@ func registryCap(t *testing.T, addr string, cfg transport.ClientConfig) int {
 	return s.Settings.RegistryCapacity
 }
 
+// setCapAs sets the replicated settings set as who (cfg) and checks the
+// registry capacity is then want.
+func setCapAs(t *testing.T, addr string, cfg transport.ClientConfig, who string, set *api.SettingsSetRequest, want int) {
+	t.Helper()
+	if err := callAs(t, addr, cfg, api.MethodSettingsSet, set, &api.SettingsResponse{}); err != nil {
+		t.Fatalf("settings set as %s: %v", who, err)
+	}
+	if got := registryCap(t, addr, cfg); got != want {
+		t.Fatalf("registry capacity %d after the set as %s, want %d", got, who, want)
+	}
+}
+
+// wantLogged checks that logs hold each line.
+func wantLogged(t *testing.T, logs string, lines ...string) {
+	t.Helper()
+	for _, w := range lines {
+		if !strings.Contains(logs, w) {
+			t.Errorf("the log lacks %q", w)
+		}
+	}
+}
+
 // wantDenied checks err is PERMISSION_DENIED naming the method, the
 // caller's role and the role the method needs.
 func wantDenied(t *testing.T, err error, method, role, need string) {
@@ -94,26 +116,15 @@ func TestRoleTokensRefuseOtherRoles(t *testing.T) {
 	wantDenied(t, callAs(t, addr, holder, api.MethodPutStart, &api.PutStartRequest{Key: "k", Size: 1, ReplicaNum: 1}, &api.PutStartResponse{}), api.MethodPutStart, "holder", "client")
 	wantDenied(t, callAs(t, addr, holder, api.MethodGet, &api.KeyRequest{Key: "k"}, &api.GetResponse{}), api.MethodGet, "holder", "client")
 
-	var resp api.SettingsResponse
-	if err := callAs(t, addr, operator, api.MethodSettingsSet, set, &resp); err != nil {
-		t.Fatalf("settings set as the operator: %v", err)
-	}
-	if got := registryCap(t, addr, operator); got != before+7 {
-		t.Fatalf("registry capacity %d after the operator's set, want %d", got, before+7)
-	}
+	setCapAs(t, addr, operator, "the operator", set, before+7)
 
 	logs := tc.logs.String()
-	for _, w := range []string{
+	wantLogged(t, logs,
 		`rpc audit: refused: method=SettingsSet role=client identity="client token"`,
 		`rpc audit: refused: method=SnapshotSave role=client identity="client token"`,
 		`rpc audit: refused: method=PutStart role=holder identity="holder token"`,
 		`rpc audit: refused: method=Get role=holder identity="holder token"`,
-		`rpc audit: method=SettingsSet role=operator identity="operator token"`,
-	} {
-		if !strings.Contains(logs, w) {
-			t.Errorf("the log lacks %q", w)
-		}
-	}
+		`rpc audit: method=SettingsSet role=operator identity="operator token"`)
 	if strings.Contains(logs, "secret") {
 		t.Error("a token is in the log")
 	}
@@ -217,23 +228,12 @@ func TestRoleCertificatesRefuseOtherRoles(t *testing.T) {
 	if got := registryCap(t, addr, master); got != before {
 		t.Fatalf("refused calls changed the registry capacity to %d", got)
 	}
-	if err := callAs(t, addr, master, api.MethodSettingsSet, set, &api.SettingsResponse{}); err != nil {
-		t.Fatalf("settings set with a master certificate: %v", err)
-	}
-	if got := registryCap(t, addr, master); got != before+3 {
-		t.Fatalf("registry capacity %d after the master's set, want %d", got, before+3)
-	}
-	logs := tc.logs.String()
-	for _, w := range []string{
+	setCapAs(t, addr, master, "a master certificate", set, before+3)
+	wantLogged(t, tc.logs.String(),
 		`rpc audit: refused: method=SettingsSet role=client identity="CN=app sexton://client/app"`,
 		`rpc audit: refused: method=SnapshotRestore role=anonymous`,
 		`rpc audit: refused: method=Status role=none identity=CN=plain`,
-		`rpc audit: method=SettingsSet role=operator identity="CN=master sexton://master/m1"`,
-	} {
-		if !strings.Contains(logs, w) {
-			t.Errorf("the log lacks %q", w)
-		}
-	}
+		`rpc audit: method=SettingsSet role=operator identity="CN=master sexton://master/m1"`)
 	var m dto.Metric
 	if err := n.metrics.audit.WithLabelValues(api.MethodSettingsSet, "client", string(api.CodePermissionDenied)).Write(&m); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
+	"sexton/master/policy"
 )
 
 // handleBatchPutStart starts many puts with one PutStartBatch entry and
@@ -97,7 +98,7 @@ func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRe
 		case fsm.IsUnplaced(r.Err):
 			// Unplaced, the first time or in the answer a repeat gets
 			// from the session table: the same placement error.
-			out.Results[i].Err = noPlacement(req.Items[i].ReplicaNum, it.Size)
+			out.Results[i].Err = policy.NoPlacement(req.Items[i].ReplicaNum, it.Size)
 		case r.Err != nil:
 			out.Results[i].Err = r.Err
 		case gone[j] != nil:
@@ -133,18 +134,25 @@ func (n *Node) handleBatchPutEnd(_ context.Context, req *api.BatchPutEndRequest)
 		}
 		items.add(i, fsm.PutEndItem{Key: r.Key, Incarnation: r.Incarnation})
 	}
-	if len(items.items) == 0 {
+	return proposeEndBatch(n, items, &fsm.PutEndBatch{V: fsm.PutEndBatchV2, Items: items.items, Session: req.Session}, "put-end batch", out)
+}
+
+// proposeEndBatch proposes cmd, an entry of the items of sub (nothing
+// when sub is empty), and answers each proposed item in out in request
+// order.
+func proposeEndBatch[T any](n *Node, sub *batchSubset[T], cmd fsm.Command, what string, out *api.BatchPutEndResponse) (*api.BatchPutEndResponse, error) {
+	if len(sub.items) == 0 {
 		return out, nil
 	}
-	br, err := proposeFor[fsm.PutEndBatchResult](n, &fsm.PutEndBatch{V: fsm.PutEndBatchV2, Items: items.items, Session: req.Session})
+	br, err := proposeFor[fsm.PutEndBatchResult](n, cmd)
 	if err != nil {
 		return nil, err
 	}
-	if err := items.checkAnswers(len(br.Items), "put-end batch"); err != nil {
+	if err := sub.checkAnswers(len(br.Items), what); err != nil {
 		return nil, err
 	}
 	for j, r := range br.Items {
-		out.Results[items.at[j]].Err = r.Err
+		out.Results[sub.at[j]].Err = r.Err
 	}
 	return out, nil
 }

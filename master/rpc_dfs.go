@@ -2,7 +2,6 @@ package master
 
 import (
 	"context"
-	"sort"
 	"time"
 
 	"sexton/api"
@@ -44,12 +43,9 @@ func (n *Node) handleDFSStatus(_ context.Context, _ *api.Empty) (*api.DFSStatusR
 			PendingEntries: u.PendingEntries, DeleteFailures: u.DeleteFailures})
 	}
 	if n.dfs != nil {
-		n.dfs.mu.Lock()
-		for name, t := range n.dfs.strays {
-			out.StrayFiles = append(out.StrayFiles, name+" (seen "+t.UTC().Format(time.RFC3339)+")")
+		for _, st := range n.dfs.Strays() {
+			out.StrayFiles = append(out.StrayFiles, st.Path+" (seen "+st.FirstSeen.UTC().Format(time.RFC3339)+")")
 		}
-		n.dfs.mu.Unlock()
-		sort.Strings(out.StrayFiles)
 	}
 	return out, nil
 }

@@ -16,22 +16,17 @@ func (n *Node) handleEvict(_ context.Context, req *api.EvictRequest) (*api.Evict
 	if err := n.requireLeader(); err != nil {
 		return nil, err
 	}
-	if len(req.Refs) > api.MaxBatchKeys {
-		return nil, api.Errorf(api.CodeInvalidParams, "%d refs exceed %d", len(req.Refs), api.MaxBatchKeys)
-	}
-	for _, r := range req.Refs {
-		if err := api.ValidKey(r.Key); err != nil {
-			return nil, err
-		}
+	if err := checkRefs(req.Refs); err != nil {
+		return nil, err
 	}
 	// Hold reads back from the lease check until the drop is applied: a
 	// Get in between would answer a replica this entry then drops.
-	n.soft.dropMu.Lock()
-	defer n.soft.dropMu.Unlock()
+	n.soft.DropMu.Lock()
+	defer n.soft.DropMu.Unlock()
 	now := time.Now()
 	refs := make([]api.ObjectRef, 0, len(req.Refs))
 	for _, r := range req.Refs {
-		if !n.soft.leased(r, now) {
+		if !n.soft.Leased(r, now) {
 			refs = append(refs, r)
 		}
 	}

@@ -41,13 +41,8 @@ func (n *Node) handleDropTombstoned(_ context.Context, req *api.DropTombstonedRe
 	if err := n.requireLeader(); err != nil {
 		return nil, err
 	}
-	if len(req.Refs) > api.MaxBatchKeys {
-		return nil, api.Errorf(api.CodeInvalidParams, "%d refs exceed %d", len(req.Refs), api.MaxBatchKeys)
-	}
-	for _, r := range req.Refs {
-		if err := api.ValidKey(r.Key); err != nil {
-			return nil, err
-		}
+	if err := checkRefs(req.Refs); err != nil {
+		return nil, err
 	}
 	if len(req.Refs) == 0 {
 		return &api.DropTombstonedResponse{Dropped: []api.ObjectRef{}}, nil

@@ -37,7 +37,7 @@ func (n *Node) handleMount(_ context.Context, req *api.MountLocalDiskRequest) (*
 		return nil, err
 	}
 	n.refused.forget(req.Segment)
-	n.soft.heartbeat(req.Segment, 0, req.Capacity, 0, time.Now())
+	n.soft.Heartbeat(req.Segment, 0, req.Capacity, 0, time.Now())
 	// The grant key lets the holder check write grants without asking
 	// (invariant 11); every leader of the cluster signs with this one.
 	return &api.MountLocalDiskResponse{MountEpoch: r.MountEpoch, MasterEpoch: r.MasterEpoch, ClusterID: r.ClusterID,
@@ -51,7 +51,7 @@ func (n *Node) handleUnmount(_ context.Context, req *api.UnmountLocalDiskRequest
 	if _, err := proposeFor[fsm.UnmountResult](n, &fsm.UnmountLocalDisk{V: fsm.UnmountLocalDiskV1, Segment: req.Segment, Epoch: req.MountEpoch}); err != nil {
 		return nil, err
 	}
-	n.soft.forget(req.Segment)
+	n.soft.Forget(req.Segment)
 	return &api.Empty{}, nil
 }
 
@@ -72,7 +72,7 @@ func (n *Node) handleHeartbeat(_ context.Context, req *api.HeartbeatRequest) (*a
 	if ids, digest := n.segmentSet(); digest != req.KnownSegments && len(ids) <= api.MaxRebuildSegmentsKnown {
 		out.Segments, out.ClusterID = ids, n.fsm.Stats().ClusterID
 	}
-	n.soft.heartbeat(req.Segment, req.Used, req.Capacity, req.DeadBytes, time.Now())
+	n.soft.Heartbeat(req.Segment, req.Used, req.Capacity, req.DeadBytes, time.Now())
 	return out, nil
 }
 
@@ -115,7 +115,7 @@ func (n *Node) handleFetchTasks(ctx context.Context, req *api.FetchTasksRequest)
 		now := time.Now()
 		var next time.Time // when the first withheld task may become fetchable
 		tasks, more, err := n.fsm.FetchTasksFiltered(req.Segment, req.MountEpoch, req.Limit, func(t api.LocalDeleteTask) bool {
-			held, until := n.soft.withheld(t, req.MountEpoch, now)
+			held, until := n.soft.Withheld(t, req.MountEpoch, now)
 			if held && (next.IsZero() || until.Before(next)) {
 				next = until
 			}
@@ -125,7 +125,7 @@ func (n *Node) handleFetchTasks(ctx context.Context, req *api.FetchTasksRequest)
 			return nil, err
 		}
 		if len(tasks) > 0 || wait <= 0 {
-			n.soft.given(tasks, req.MountEpoch, now)
+			n.soft.Given(tasks, req.MountEpoch, now)
 			n.metrics.fetchedTasks.Add(float64(len(tasks)))
 			return &api.FetchTasksResponse{Tasks: tasks, MasterEpoch: n.fsm.Stats().MasterEpoch, More: more}, nil
 		}
@@ -176,7 +176,7 @@ func (n *Node) handleAckTasks(_ context.Context, req *api.AckTasksRequest) (*api
 				if len(why) > api.MaxTaskErrorLen {
 					why = why[:api.MaxTaskErrorLen]
 				}
-				n.soft.taskFailed(f.TaskID, req.MountEpoch, why, now)
+				n.soft.TaskFailed(f.TaskID, req.MountEpoch, why, now)
 			}
 		}
 	}
@@ -190,9 +190,9 @@ func (n *Node) handleAckTasks(_ context.Context, req *api.AckTasksRequest) (*api
 	now = time.Now()
 	for _, x := range req.Results {
 		if x.Outcome.Terminal() {
-			n.soft.taskDone(x.TaskID)
+			n.soft.TaskDone(x.TaskID)
 		} else {
-			n.soft.taskFailed(x.TaskID, req.MountEpoch, "", now)
+			n.soft.TaskFailed(x.TaskID, req.MountEpoch, "", now)
 		}
 	}
 	n.metrics.ackedTasks.Add(float64(r.Dropped))
@@ -233,7 +233,7 @@ func (n *Node) handleReconcile(ctx context.Context, req *api.ReconcileRequest) (
 		var last time.Time
 		free := notLive[:0:0]
 		for _, r := range notLive {
-			if end := n.soft.leaseEndOf(r, now); !end.IsZero() {
+			if end := n.soft.LeaseEnd(r, now); !end.IsZero() {
 				if end.After(last) {
 					last = end
 				}
@@ -322,7 +322,7 @@ func (n *Node) taskProgress(tasks []api.LocalDeleteTask, now time.Time) []api.Ta
 		seg, ok := segs[t.Segment]
 		if !ok {
 			seg, _ = n.fsm.Segment(t.Segment)
-			_, live := n.soft.live(t.Segment, n.cfg.HolderTTL, now)
+			live := n.soft.Live(t.Segment, n.cfg.HolderTTL, now)
 			segs[t.Segment], down[t.Segment] = seg, !seg.Mounted || !live
 		}
 		ids[i], epochs[i] = t.ID, seg.MountEpoch
@@ -330,16 +330,16 @@ func (n *Node) taskProgress(tasks []api.LocalDeleteTask, now time.Time) []api.Ta
 	withheld := n.fsm.Withheld(tasks)
 	leases := make([]time.Time, len(tasks))
 	for i, t := range tasks {
-		leases[i] = n.soft.leaseEndOf(api.ObjectRef{Key: t.Key, Incarnation: t.Incarnation}, now)
+		leases[i] = n.soft.LeaseEnd(api.ObjectRef{Key: t.Key, Incarnation: t.Incarnation}, now)
 	}
-	attempts := n.soft.attemptsOf(ids, epochs)
+	attempts := n.soft.AttemptsOf(ids, epochs)
 	out := make([]api.TaskProgress, len(tasks))
 	for i, t := range tasks {
 		seg := segs[t.Segment]
 		a := attempts[i]
-		p := api.TaskProgress{Holder: seg.Endpoint, Attempts: a.attempts, LastError: a.lastErr}
-		if !a.lastGiven.IsZero() {
-			p.LastGiven = a.lastGiven.UnixNano()
+		p := api.TaskProgress{Holder: seg.Endpoint, Attempts: a.Attempts, LastError: a.LastErr}
+		if !a.LastGiven.IsZero() {
+			p.LastGiven = a.LastGiven.UnixNano()
 		}
 		switch {
 		case down[t.Segment]:
@@ -348,7 +348,7 @@ func (n *Node) taskProgress(tasks []api.LocalDeleteTask, now time.Time) []api.Ta
 			p.State = api.TaskWithheld
 		case !leases[i].IsZero():
 			p.State, p.LeaseEnd = api.TaskLeased, leases[i].UnixNano()
-		case a.failing:
+		case a.Failing:
 			p.State = api.TaskRetrying
 		default:
 			p.State = api.TaskPending

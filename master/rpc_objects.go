@@ -8,6 +8,7 @@ import (
 	"sexton/dfsio"
 	"sexton/fsm"
 	"sexton/grant"
+	"sexton/master/policy"
 )
 
 // locations joins replica descriptors with the data address of the holder
@@ -52,7 +53,7 @@ func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*a
 	r, err := proposeFor[fsm.PutStartResult](n, &fsm.PutStart{V: fsm.PutStartV2, Key: req.Key, Tenant: req.Tenant, Size: req.Size,
 		Replicas: reps, PutID: req.PutID, IfAbsent: req.IfAbsent, Session: req.Session, Now: now.UnixNano()})
 	if r != nil && fsm.IsUnplaced(r.Err) {
-		return nil, noPlacement(req.ReplicaNum, req.Size)
+		return nil, policy.NoPlacement(req.ReplicaNum, req.Size)
 	}
 	if err != nil {
 		return nil, err
@@ -142,7 +143,7 @@ func (n *Node) checkPut(req *api.PutStartRequest) error {
 	if len(req.Exclude) > maxExclude {
 		return api.Errorf(api.CodeInvalidParams, "%d excluded segments exceed %d", len(req.Exclude), maxExclude)
 	}
-	if err := checkPrefer(req.Prefer); err != nil {
+	if err := policy.CheckPrefer(req.Prefer); err != nil {
 		return err
 	}
 	if req.ReplicaNum == 0 && req.DFSReplicaNum == 0 {
@@ -246,14 +247,14 @@ func (n *Node) handleBatchGet(_ context.Context, req *api.KeysRequest) (*api.Bat
 // reads in progress and hold new ones back until their drop is applied),
 // so neither can delete what the read is about to answer.
 func (n *Node) readLeased(keys []string, read func() []api.ObjectRef) {
-	n.soft.dropMu.RLock()
-	defer n.soft.dropMu.RUnlock()
-	n.soft.beginRead(keys...)
+	n.soft.DropMu.RLock()
+	defer n.soft.DropMu.RUnlock()
+	n.soft.BeginRead(keys...)
 	refs := read()
 	if n.cfg.hooks.afterRead != nil {
 		n.cfg.hooks.afterRead(keys)
 	}
-	n.soft.endRead(keys, refs, time.Now().Add(n.cfg.LeaseTTL))
+	n.soft.EndRead(keys, refs, time.Now().Add(n.cfg.LeaseTTL))
 }
 
 func (n *Node) handleExist(_ context.Context, req *api.KeysRequest) (*api.ExistResponse, error) {

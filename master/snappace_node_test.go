@@ -27,7 +27,7 @@ func TestSnapshotWriteRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
-	size := n.rfsm.meter.lastSnapBytes.Load()
+	size := n.rfsm.meter.LastSnapBytes.Load()
 	want := time.Duration(float64(size) / rate * float64(time.Second))
 	if size < 2<<10 || took < want*9/10 {
 		t.Fatalf("a %d-byte snapshot at %d bytes/s took %v, want at least %v", size, rate, took, want)

@@ -12,6 +12,7 @@ import (
 
 	"sexton/fsm"
 	"sexton/internal/testutil"
+	"sexton/master/policy"
 )
 
 // TestSnapshotByLogBytes: with raft's entry-count trigger out of reach, a
@@ -39,7 +40,7 @@ func TestSnapshotByLogBytes(t *testing.T) {
 		tc.put(t, fmt.Sprintf("snap/key-%04d-%s", i, "padding-to-make-entries-bigger"), 10, 1)
 	}
 	testutil.WaitFor(t, 10*time.Second, func() bool { return lastSnap() > 0 }, "a snapshot taken by the byte trigger")
-	if m := n.rfsm.meter.lastSnapBytes.Load(); m == 0 {
+	if m := n.rfsm.meter.LastSnapBytes.Load(); m == 0 {
 		t.Fatalf("snapshot size not recorded")
 	}
 	// Compaction follows the snapshot (raft publishes the snapshot's index
@@ -76,8 +77,8 @@ func TestSnapshotNowEndpoint(t *testing.T) {
 // TestCountTriggerFollowsSnapshotSize: once a snapshot is taken, raft's
 // entry-count trigger is one entry per snapshotBytesPerEntry of it (never
 // below the configured threshold), so a large state is not snapshotted
-// again after a few megabytes of small entries. countTrigger's figures are
-// in testdata/policy/snapshot_triggers.txt; this checks that a running
+// again after a few megabytes of small entries. policy.CountTrigger's figures are
+// in policy/testdata/snapshot_triggers.txt; this checks that a running
 // node applies them.
 func TestCountTriggerFollowsSnapshotSize(t *testing.T) {
 	tc := startCluster(t, 1, func(c *Config) {
@@ -93,7 +94,7 @@ func TestCountTriggerFollowsSnapshotSize(t *testing.T) {
 	}
 	var want uint64
 	testutil.WaitFor(t, 10*time.Second, func() bool {
-		want = countTrigger(1, n.rfsm.meter.lastSnapBytes.Load())
+		want = policy.CountTrigger(1, n.rfsm.meter.LastSnapBytes.Load())
 		return want > 1 && n.Raft().ReloadableConfig().SnapshotThreshold == want
 	}, "the count trigger moved to the snapshot's size")
 }
@@ -101,7 +102,7 @@ func TestCountTriggerFollowsSnapshotSize(t *testing.T) {
 // TestTrailingLogsFollowEntrySize: the log kept behind a snapshot is
 // sized in bytes: with entries of a few hundred bytes and a 32 KiB budget,
 // raft's TrailingLogs drops from the configured 1,000 to about a hundred.
-// trailingCount's figures are in testdata/policy/snapshot_triggers.txt;
+// policy.TrailingCount's figures are in policy/testdata/snapshot_triggers.txt;
 // this checks that a running node applies them.
 func TestTrailingLogsFollowEntrySize(t *testing.T) {
 	tc := startCluster(t, 1, func(c *Config) {
@@ -115,7 +116,7 @@ func TestTrailingLogsFollowEntrySize(t *testing.T) {
 	}
 	testutil.WaitFor(t, 10*time.Second, func() bool {
 		got := n.Raft().ReloadableConfig().TrailingLogs
-		return got >= minTrailingLogs && got < 500
+		return got >= policy.MinTrailingLogs && got < 500
 	}, "TrailingLogs sized to 32 KiB of entries")
 }
 
@@ -132,14 +133,14 @@ func TestRestoreSetsSnapshotSize(t *testing.T) {
 	}
 	v.Release()
 	r := &raftFSM{f: fsm.New(fsm.Config{}), wake: newWakeups()}
-	r.meter.appliedBytes.Store(12345)
+	r.meter.AppliedBytes.Store(12345)
 	if err := r.Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.meter.lastSnapBytes.Load(); got != uint64(buf.Len()) {
+	if got := r.meter.LastSnapBytes.Load(); got != uint64(buf.Len()) {
 		t.Fatalf("last snapshot size after a restore: %d, the snapshot is %d bytes", got, buf.Len())
 	}
-	if got := r.meter.sinceSnapshot(); got != 0 {
+	if got := r.meter.SinceSnapshot(); got != 0 {
 		t.Fatalf("log applied since the restored snapshot: %d, want 0", got)
 	}
 }

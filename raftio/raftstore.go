@@ -187,17 +187,9 @@ func ChooseLogStore(dir, kind string) (chosen, onDisk string, err error) {
 // putting the new store in place and moving the old one aside leaves
 // that, and migrate-log-store finishes it.
 func DetectLogStore(dir string) (string, error) {
-	bolt, err := exists(filepath.Join(dir, BoltDBFileName))
+	bolt, wal, err := logStoresIn(dir)
 	if err != nil {
 		return "", fmt.Errorf("raft log store: %w", err)
-	}
-	wal := false
-	switch ents, err := os.ReadDir(filepath.Join(dir, WALDirName)); {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return "", fmt.Errorf("raft log store: %w", err)
-	default:
-		wal = len(ents) > 0 // an empty raft-wal/ holds no log
 	}
 	switch {
 	case bolt && wal:
@@ -209,6 +201,19 @@ func DetectLogStore(dir string) (string, error) {
 		return LogStoreWAL, nil
 	}
 	return "", nil
+}
+
+// logStoresIn says whether dir holds a boltdb log and a raft-wal log (an
+// empty raft-wal/ holds none).
+func logStoresIn(dir string) (bolt, wal bool, err error) {
+	if bolt, err = exists(StorePath(dir, LogStoreBoltDB)); err != nil {
+		return false, false, err
+	}
+	ents, err := os.ReadDir(StorePath(dir, LogStoreWAL))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, false, err
+	}
+	return bolt, len(ents) > 0, nil
 }
 
 // exists says whether name exists.

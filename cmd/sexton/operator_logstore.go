@@ -6,11 +6,11 @@ import (
 	"sort"
 	"time"
 
-	"sexton/master"
+	"sexton/raftio"
 )
 
 // setupRaftMigrateLogStore is `operator raft migrate-log-store`: offline,
-// on one stopped master's data dir (master.MigrateLogStore).
+// on one stopped master's data dir (raftio.MigrateLogStore).
 func setupRaftMigrateLogStore(fs *flag.FlagSet) runFunc {
 	dir := fs.String("data-dir", "", "the stopped master's data dir")
 	to := fs.String("to", "", "the log store to move to: wal or boltdb")
@@ -18,7 +18,7 @@ func setupRaftMigrateLogStore(fs *flag.FlagSet) runFunc {
 		if *dir == "" || *to == "" {
 			return usagef("--data-dir DIR and --to wal|boltdb are required")
 		}
-		res, err := master.MigrateLogStore(*dir, *to, time.Now(), func(format string, args ...any) {
+		res, err := raftio.MigrateLogStore(*dir, *to, time.Now(), func(format string, args ...any) {
 			fmt.Printf(format+"\n", args...)
 		})
 		if err != nil {

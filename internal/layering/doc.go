@@ -2,7 +2,7 @@
 // that keeps imports pointing down it: a package may import its own layer
 // or a lower one, never a higher one. Leaves (api, internal/*, codecs,
 // transport) know nothing of the nodes; the node packages (fsm, holder,
-// raftio) know nothing of what composes them; the composition roots
+// raftio, master/policy) know nothing of what composes them; the composition roots
 // (devcluster, cmd/sexton) are imported by nothing but tests; bench and
 // fsck sit between them, so only a composition root runs a bench or a
 // check. The packages of test support (TestOnly) are imported by tests
@@ -16,8 +16,9 @@ var Layers = [][]string{
 	// Leaves: codecs, wire formats and helpers.
 	// internal/testutil and raftio/raftiotest are leaves too, and TestOnly.
 	{"api", "internal/...", "grant", "snapshot", "fsm/...", "holder/...", "raftio/...", "dfsio", "transport"},
-	// One node's state machine, storage or Raft plumbing.
-	{"fsm", "holder", "raftio"},
+	// One node's state machine, storage or Raft plumbing, and the
+	// master's pure leader policy.
+	{"fsm", "holder", "raftio", "master/policy"},
 	// Nodes and the client library.
 	{"master", "client", "rebuild"},
 	// Benches and checks over a running cluster, for the command line

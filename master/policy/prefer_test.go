@@ -1,4 +1,4 @@
-package master
+package policy
 
 import (
 	"math/rand/v2"
@@ -11,7 +11,7 @@ import (
 
 func TestPlacementPrefersTheNamedSegment(t *testing.T) {
 	now := time.Unix(1000, 0)
-	s := newSoftState()
+	s := NewState()
 	all := []api.SegmentInfo{
 		{ID: "a1", Pool: "A", Mounted: true, Capacity: 1000, Endpoint: "10.0.0.1:7201"},
 		{ID: "a2", Pool: "A", Mounted: true, Capacity: 1000, Endpoint: "10.0.0.2:7201"},
@@ -19,7 +19,7 @@ func TestPlacementPrefersTheNamedSegment(t *testing.T) {
 		{ID: "b1", Pool: "B", Mounted: true, Capacity: 1000, Endpoint: "10.0.0.4:7201"},
 	}
 	for _, seg := range all {
-		s.heartbeat(seg.ID, 0, 1000, 0, now)
+		s.Heartbeat(seg.ID, 0, 1000, 0, now)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	// By host, by endpoint and by segment id: the first replica is always
@@ -27,7 +27,7 @@ func TestPlacementPrefersTheNamedSegment(t *testing.T) {
 	// Mooncake's "host:port" names the host (its port is not the holder's).
 	for _, prefer := range [][]string{{"10.0.0.2"}, {"10.0.0.2:7201"}, {"a2"}, {"nowhere", "a2"}, {"10.0.0.2:12345"}} {
 		for i := 0; i < 100; i++ {
-			got, ok := placePreferred(all, prefer, s, 10*time.Second, now, 10, 2, "", rng)
+			got, ok := PlacePreferred(all, prefer, s, 10*time.Second, now, 10, 2, "", rng)
 			if !ok || len(got) != 2 || got[0].ID != "a2" || got[1].ID == "a2" || got[1].Pool != "A" {
 				t.Fatalf("prefer %v: placed %v (ok %v), want a2 first and another holder of pool A", prefer, got, ok)
 			}
@@ -36,12 +36,12 @@ func TestPlacementPrefersTheNamedSegment(t *testing.T) {
 	// An exact name wins over a host match: on one machine with two
 	// holders, the endpoint picks one of them.
 	same := append(all[:len(all):len(all)], api.SegmentInfo{ID: "a4", Pool: "A", Mounted: true, Capacity: 1000, Endpoint: "10.0.0.2:7202"})
-	s.heartbeat("a4", 0, 1000, 0, now)
+	s.Heartbeat("a4", 0, 1000, 0, now)
 	seen := map[api.SegmentID]int{}
 	for i := 0; i < 100; i++ {
-		got, _ := placePreferred(same, []string{"10.0.0.2:7202"}, s, 10*time.Second, now, 10, 1, "", rng)
+		got, _ := PlacePreferred(same, []string{"10.0.0.2:7202"}, s, 10*time.Second, now, 10, 1, "", rng)
 		seen[got[0].ID]++
-		got, _ = placePreferred(same, []string{"10.0.0.2"}, s, 10*time.Second, now, 10, 1, "", rng)
+		got, _ = PlacePreferred(same, []string{"10.0.0.2"}, s, 10*time.Second, now, 10, 1, "", rng)
 		seen[got[0].ID+"-host"]++
 	}
 	if seen["a4"] != 100 || seen["a2-host"] == 0 || seen["a4-host"] == 0 {
@@ -49,23 +49,23 @@ func TestPlacementPrefersTheNamedSegment(t *testing.T) {
 	}
 	// Not placeable there: nothing named, a dead or full segment, a pool
 	// too small for the other replicas. The caller then places as usual.
-	s.heartbeat("a3", 0, 1000, 0, now.Add(-time.Minute))
-	s.heartbeat("a1", 995, 1000, 0, now) // 5 bytes free
+	s.Heartbeat("a3", 0, 1000, 0, now.Add(-time.Minute))
+	s.Heartbeat("a1", 995, 1000, 0, now) // 5 bytes free
 	for _, c := range []struct {
 		prefer []string
 		n      int
 	}{{nil, 1}, {[]string{"10.0.0.9"}, 1}, {[]string{"a3"}, 1}, {[]string{"a1"}, 1}, {[]string{"b1"}, 2}} {
-		if got, ok := placePreferred(all, c.prefer, s, 10*time.Second, now, 10, c.n, "", rng); ok {
+		if got, ok := PlacePreferred(all, c.prefer, s, 10*time.Second, now, 10, c.n, "", rng); ok {
 			t.Fatalf("prefer %v, %d replicas: placed %v, want no preferred placement", c.prefer, c.n, got)
 		}
 	}
-	if err := checkPrefer(make([]string, maxPrefer+1)); api.CodeOf(err) != api.CodeInvalidParams {
+	if err := CheckPrefer(make([]string, maxPrefer+1)); api.CodeOf(err) != api.CodeInvalidParams {
 		t.Fatalf("too many preferred segments: %v", err)
 	}
-	if err := checkPrefer([]string{""}); api.CodeOf(err) != api.CodeInvalidParams {
+	if err := CheckPrefer([]string{""}); api.CodeOf(err) != api.CodeInvalidParams {
 		t.Fatalf("an empty preferred segment: %v", err)
 	}
-	if err := checkPrefer([]string{strings.Repeat("x", maxPreferLen+1)}); api.CodeOf(err) != api.CodeInvalidParams {
+	if err := CheckPrefer([]string{strings.Repeat("x", maxPreferLen+1)}); api.CodeOf(err) != api.CodeInvalidParams {
 		t.Fatalf("a preferred segment too long: %v", err)
 	}
 }

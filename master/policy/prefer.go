@@ -1,4 +1,4 @@
-package master
+package policy
 
 import (
 	"math/rand/v2"
@@ -15,7 +15,9 @@ const (
 	maxPreferLen = 512
 )
 
-func checkPrefer(prefer []string) error {
+// CheckPrefer refuses a Prefer list longer than maxPrefer or with an
+// entry empty or longer than maxPreferLen.
+func CheckPrefer(prefer []string) error {
 	if len(prefer) > maxPrefer {
 		return api.Errorf(api.CodeInvalidParams, "%d preferred segments exceed %d", len(prefer), maxPrefer)
 	}
@@ -27,7 +29,7 @@ func checkPrefer(prefer []string) error {
 	return nil
 }
 
-// placePreferred places the first replica on a segment the request
+// PlacePreferred places the first replica on a segment the request
 // prefers, drawn as place draws, and the others as place does within that
 // segment's pool. The segments an entry names exactly (segment id or
 // holder endpoint) come first; only when there are none, those on a host
@@ -36,7 +38,7 @@ func checkPrefer(prefer []string) error {
 // put (none named, none live with room, or its pool short of holders for
 // the other replicas): the caller then places as if nothing were
 // preferred.
-func placePreferred(candidates []api.SegmentInfo, prefer []string, s *softState, ttl time.Duration, now time.Time, size int64, replicaNum int, onlyPool string, rng *rand.Rand) ([]api.SegmentInfo, bool) {
+func PlacePreferred(candidates []api.SegmentInfo, prefer []string, s *State, ttl time.Duration, now time.Time, size int64, replicaNum int, onlyPool string, rng *rand.Rand) ([]api.SegmentInfo, bool) {
 	if len(prefer) == 0 {
 		return nil, false
 	}
@@ -47,7 +49,7 @@ func placePreferred(candidates []api.SegmentInfo, prefer []string, s *softState,
 	if len(preferred) == 0 {
 		return nil, false
 	}
-	first, err := place(preferred, s, ttl, now, size, 1, onlyPool, rng)
+	first, err := Place(preferred, s, ttl, now, size, 1, onlyPool, rng)
 	if err != nil {
 		return nil, false
 	}
@@ -55,7 +57,7 @@ func placePreferred(candidates []api.SegmentInfo, prefer []string, s *softState,
 		return first, true
 	}
 	rest := slices.DeleteFunc(slices.Clone(candidates), func(seg api.SegmentInfo) bool { return seg.ID == first[0].ID })
-	more, err := place(rest, s, ttl, now, size, replicaNum-1, first[0].Pool, rng)
+	more, err := Place(rest, s, ttl, now, size, replicaNum-1, first[0].Pool, rng)
 	if err != nil {
 		return nil, false
 	}

@@ -1,10 +1,9 @@
-package master
+package raftio
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +16,6 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"sexton/holder/crashpoint"
-	"sexton/raftio"
 )
 
 // Crash points of MigrateLogStore: after the new store is complete and
@@ -56,7 +54,7 @@ type MigrateLogStoreResult struct {
 }
 
 // MigrateLogStore moves a stopped master's Raft log and stable store in
-// dir to the other kind of store, to (raftio.LogStoreBoltDB or raftio.LogStoreWAL).
+// dir to the other kind of store, to (LogStoreBoltDB or LogStoreWAL).
 // now names the old store's place aside; logf, if not nil, reports the
 // steps.
 //
@@ -79,8 +77,8 @@ func MigrateLogStore(dir, to string, now time.Time, logf func(format string, arg
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	if to != raftio.LogStoreBoltDB && to != raftio.LogStoreWAL {
-		return nil, fmt.Errorf("--to %q: want %s or %s", to, raftio.LogStoreBoltDB, raftio.LogStoreWAL)
+	if to != LogStoreBoltDB && to != LogStoreWAL {
+		return nil, fmt.Errorf("--to %q: want %s or %s", to, LogStoreBoltDB, LogStoreWAL)
 	}
 	if fi, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
@@ -94,23 +92,23 @@ func MigrateLogStore(dir, to string, now time.Time, logf func(format string, arg
 		return nil, err
 	}
 	hasFrom, hasTo := hasBolt, hasWAL
-	if from == raftio.LogStoreWAL {
+	if from == LogStoreWAL {
 		hasFrom, hasTo = hasWAL, hasBolt
 	}
 	switch {
 	case hasFrom && hasTo:
 		return finishMigration(dir, res, now, logf)
 	case hasTo:
-		return nil, fmt.Errorf("%s already holds a %s log (%s): nothing to migrate", dir, to, raftio.StorePath(dir, to))
+		return nil, fmt.Errorf("%s already holds a %s log (%s): nothing to migrate", dir, to, StorePath(dir, to))
 	case !hasFrom:
-		return nil, fmt.Errorf("%s holds no Raft log (neither %s nor a non-empty %s/): nothing to migrate", dir, raftio.BoltDBFileName, raftio.WALDirName)
+		return nil, fmt.Errorf("%s holds no Raft log (neither %s nor a non-empty %s/): nothing to migrate", dir, BoltDBFileName, WALDirName)
 	}
 
 	keys, err := stableKeys(dir, from)
 	if err != nil {
 		return nil, err
 	}
-	tmp := raftio.StorePath(dir, to) + migratingSuffix
+	tmp := StorePath(dir, to) + migratingSuffix
 	if ok, err := exists(tmp); err != nil {
 		return nil, err
 	} else if ok {
@@ -123,12 +121,12 @@ func MigrateLogStore(dir, to string, now time.Time, logf func(format string, arg
 	}
 
 	quiet := hclog.NewNullLogger()
-	src, err := raftio.OpenLogStoreAt(from, raftio.StorePath(dir, from), 0, quiet)
+	src, err := OpenLogStoreAt(from, StorePath(dir, from), 0, quiet)
 	if err != nil {
 		return nil, fmt.Errorf("open the %s store: %w", from, err)
 	}
 	defer func() { _ = src.Close() }()
-	dst, err := raftio.OpenLogStoreAt(to, tmp, 0, quiet)
+	dst, err := OpenLogStoreAt(to, tmp, 0, quiet)
 	if err != nil {
 		return nil, fmt.Errorf("create the %s store %s: %w", to, tmp, err)
 	}
@@ -149,7 +147,7 @@ func MigrateLogStore(dir, to string, now time.Time, logf func(format string, arg
 		return nil, err
 	}
 	logf("copied entries %d..%d and %d stable keys to %s; verifying", res.First, res.Last, len(res.Stable), tmp)
-	check, err := raftio.OpenLogStoreAt(to, tmp, 0, quiet)
+	check, err := OpenLogStoreAt(to, tmp, 0, quiet)
 	if err != nil {
 		return nil, fmt.Errorf("reopen %s to verify it: %w", tmp, err)
 	}
@@ -162,7 +160,7 @@ func MigrateLogStore(dir, to string, now time.Time, logf func(format string, arg
 	}
 	migrateBeforeSwitch.Hit()
 
-	if err := os.Rename(tmp, raftio.StorePath(dir, to)); err != nil {
+	if err := os.Rename(tmp, StorePath(dir, to)); err != nil {
 		return nil, fmt.Errorf("switch: %w (the %s store stays in force)", err, from)
 	}
 	if err := syncDir(dir); err != nil {
@@ -185,12 +183,12 @@ func finishMigration(dir string, res *MigrateLogStoreResult, now time.Time, logf
 		return nil, err
 	}
 	quiet := hclog.NewNullLogger()
-	src, err := raftio.OpenLogStoreAt(res.From, raftio.StorePath(dir, res.From), 0, quiet)
+	src, err := OpenLogStoreAt(res.From, StorePath(dir, res.From), 0, quiet)
 	if err != nil {
 		return nil, fmt.Errorf("open the %s store: %w", res.From, err)
 	}
 	defer func() { _ = src.Close() }()
-	dst, err := raftio.OpenLogStoreAt(res.To, raftio.StorePath(dir, res.To), 0, quiet)
+	dst, err := OpenLogStoreAt(res.To, StorePath(dir, res.To), 0, quiet)
 	if err != nil {
 		return nil, fmt.Errorf("open the %s store: %w", res.To, err)
 	}
@@ -212,7 +210,7 @@ func finishMigration(dir string, res *MigrateLogStoreResult, now time.Time, logf
 
 // moveAside renames the old store out of the way, keeping it.
 func moveAside(dir string, res *MigrateLogStoreResult, now time.Time) error {
-	old := raftio.StorePath(dir, res.From)
+	old := StorePath(dir, res.From)
 	res.Aside = old + ".migrated-" + now.UTC().Format("20060102T150405Z")
 	if err := os.Rename(old, res.Aside); err != nil {
 		return fmt.Errorf("move the %s store aside: %w (the %s store is complete in place: run the migration again to finish)", res.From, err, res.To)
@@ -221,22 +219,10 @@ func moveAside(dir string, res *MigrateLogStoreResult, now time.Time) error {
 }
 
 func otherKind(kind string) string {
-	if kind == raftio.LogStoreWAL {
-		return raftio.LogStoreBoltDB
+	if kind == LogStoreWAL {
+		return LogStoreBoltDB
 	}
-	return raftio.LogStoreWAL
-}
-
-// logStoresIn says whether dir holds a boltdb and a raft-wal log.
-func logStoresIn(dir string) (bolt, wal bool, err error) {
-	if bolt, err = exists(raftio.StorePath(dir, raftio.LogStoreBoltDB)); err != nil {
-		return false, false, err
-	}
-	ents, err := os.ReadDir(raftio.StorePath(dir, raftio.LogStoreWAL))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, false, err
-	}
-	return bolt, len(ents) > 0, nil
+	return LogStoreWAL
 }
 
 // stableKeys lists the stable-store keys of the log store of kind in dir,
@@ -245,9 +231,9 @@ func logStoresIn(dir string) (bolt, wal bool, err error) {
 // says whether the node is stopped. A key hashicorp/raft does not write
 // is refused, since its encoding is unknown.
 func stableKeys(dir, kind string) ([]string, error) {
-	file, bucket := raftio.StorePath(dir, raftio.LogStoreBoltDB), []byte("conf") // raft-boltdb's stable bucket
-	if kind == raftio.LogStoreWAL {
-		file, bucket = filepath.Join(raftio.StorePath(dir, raftio.LogStoreWAL), metadb.FileName), []byte(metadb.StableBucket)
+	file, bucket := StorePath(dir, LogStoreBoltDB), []byte("conf") // raft-boltdb's stable bucket
+	if kind == LogStoreWAL {
+		file, bucket = filepath.Join(StorePath(dir, LogStoreWAL), metadb.FileName), []byte(metadb.StableBucket)
 	}
 	db, err := bbolt.Open(file, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType})
 	if errors.Is(err, bolterrors.ErrTimeout) {
@@ -357,7 +343,7 @@ func readStable(s raft.StableStore, keys []string) (map[string]string, error) {
 
 // sameStores compares a's log and stable store with b's: first and last
 // index, every entry's index, term, type, data and extensions, and keys.
-func sameStores(a, b *raftio.LogStore, keys []string) error {
+func sameStores(a, b *LogStore, keys []string) error {
 	af, err1 := a.Logs.FirstIndex()
 	al, err2 := a.Logs.LastIndex()
 	bf, err3 := b.Logs.FirstIndex()
@@ -433,12 +419,3 @@ func syncFile(name string) error {
 
 // syncDir fsyncs a directory, making the renames in it durable.
 func syncDir(dir string) error { return syncFile(dir) }
-
-// exists says whether name exists.
-func exists(name string) (bool, error) {
-	_, err := os.Lstat(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	return err == nil, err
-}
