@@ -54,6 +54,7 @@ func (st *state) applyRebuildBegin(c *RebuildBegin) *RebuildBeginResult {
 		// copy above the base is one this cluster issued, whose fate its
 		// own table decides, never a rerun's scan.
 		st.incBase = max(st.incBase, c.IncFloor)
+		st.rebuildBase = max(st.rebuildBase, c.IncFloor)
 	}
 	added := 0
 	for _, s := range c.Segments {
@@ -102,7 +103,7 @@ func (st *state) applyRebuildAdopt(c *RebuildAdopt) *RebuildAdoptResult {
 
 // checkRebuildInc refuses an incarnation the rebuild may not name: zero
 // (legacy, cannot be told apart from another legacy copy) or above the
-// base (it could equal one this cluster issues).
+// rebuild's base (it could equal one this cluster issues).
 func (st *state) checkRebuildInc(key string, inc api.ObjectIncarnation) *api.Error {
 	if err := api.ValidKey(key); err != nil {
 		return api.AsError(err)
@@ -110,8 +111,8 @@ func (st *state) checkRebuildInc(key string, inc api.ObjectIncarnation) *api.Err
 	if inc.IsZero() {
 		return api.Errorf(api.CodeInvalidParams, "rebuild %q: legacy (zero) incarnation cannot be adopted", key)
 	}
-	if inc.Low > st.incBase {
-		return api.Errorf(api.CodeInvalidParams, "rebuild %q: incarnation %s is above the rebuild's incarnation base %d", key, inc, st.incBase)
+	if inc.Low > st.rebuildBase {
+		return api.Errorf(api.CodeInvalidParams, "rebuild %q: incarnation %s is above the rebuild's incarnation base %d: a copy this cluster issued, which its own table decides", key, inc, st.rebuildBase)
 	}
 	return nil
 }

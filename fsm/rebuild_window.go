@@ -143,5 +143,5 @@ func (f *FSM) Rebuild() RebuildStatus {
 	defer f.mu.RUnlock()
 	st := f.st
 	return RebuildStatus{Cluster: st.rebuildCluster, Finished: st.rebuildCluster != 0 && st.clusterID == st.rebuildCluster,
-		Closed: st.rebuildClosed, Removed: len(st.rebuildRemoved), Overflowed: st.rebuildOverflow, IncBase: st.incBase}
+		Closed: st.rebuildClosed, Removed: len(st.rebuildRemoved), Overflowed: st.rebuildOverflow, IncBase: st.rebuildBase}
 }

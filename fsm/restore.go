@@ -296,7 +296,12 @@ func (b *restoreSink) State(s *snapshot.State) error {
 		st.grantKey = append([]byte(nil), s.GrantKey...)
 	}
 	st.sess.clock = s.SessionClock
-	st.incBase, st.rebuildCluster = s.IncBase, s.RebuildCluster
+	st.incBase, st.rebuildCluster, st.rebuildBase = s.IncBase, s.RebuildCluster, s.RebuildBase
+	if st.rebuildBase == 0 && st.rebuildCluster != 0 {
+		// A state written before the field: the base it then had is the
+		// best bound there is.
+		st.rebuildBase = st.incBase
+	}
 	st.rebuildClosed, st.rebuildOverflow = s.RebuildClosed, s.RebuildOverflow
 	st.rebuildRemoved = restoreRemoved(s.RebuildRemoved)
 	return st.restoreBlocks(s.IncBlocks)

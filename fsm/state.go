@@ -87,6 +87,11 @@ type state struct {
 	// incarnation's Low: zero until a RebuildBegin raises it above every
 	// incarnation the holders of the lost cluster hold (apply_rebuild.go).
 	incBase uint64
+	// rebuildBase is the incarnation base the rebuilt table was first
+	// served under: the lost cluster's copies are at or below it, this
+	// cluster's own above it. incBase moves on with every reserved block;
+	// this does not, so a rerun can still tell the two apart.
+	rebuildBase uint64
 	// blocks are the live reserved incarnation blocks of one-commit puts,
 	// ascending (apply_commit.go); expired ones are dropped.
 	blocks []incBlock

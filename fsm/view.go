@@ -51,7 +51,7 @@ func (f *FSM) Snapshot() *View {
 			GrantKey: slices.Clone(st.grantKey), SessionClock: st.sess.clock,
 			IncBase: st.incBase, RebuildCluster: st.rebuildCluster,
 			RebuildClosed: st.rebuildClosed, RebuildRemoved: st.removedBytes(), RebuildOverflow: st.rebuildOverflow,
-			IncBlocks: st.blockRecords(),
+			IncBlocks: st.blockRecords(), RebuildBase: st.rebuildBase,
 		},
 		sessions: st.sess.views(),
 	}

@@ -53,6 +53,12 @@ func (r *nemesisRun) operatorFault(kind string, hold time.Duration, sleep func(t
 				verdict = "failed"
 			}
 			r.note("rebuild-rerun", fmt.Sprintf("rerun of the rebuild on the serving cluster %s: %s", verdict, lastLine(out)))
+			if n := rerunAdopted(out); n > 0 {
+				// Every holder was scanned by the first rebuild: a copy a
+				// rerun finds new is one the serving cluster issued, whose
+				// fate its own table decides (a revoked put's, say).
+				nc.t.Errorf("rebuild-live: a rerun adopted %d objects on a cluster whose every holder the first rebuild scanned: %s", n, lastLine(out))
+			}
 			return
 		}
 		out, err := runCLIErr("operator", "rebuild", masters, "--timeout=10s")
@@ -263,4 +269,18 @@ func (nc *nemesisCluster) rebuildUnderNemesis(t *testing.T, h *history) {
 		nc.waitHolderMounted(t, hn)
 	}
 	nc.dfsCheck(t, "after the rebuild")
+}
+
+// rerunAdopted reads "adopted N" from a rebuild's report line; -1 when the
+// output has none.
+func rerunAdopted(out string) int {
+	i := strings.LastIndex(out, "adopted ")
+	if i < 0 {
+		return -1
+	}
+	n := -1
+	if _, err := fmt.Sscanf(out[i:], "adopted %d,", &n); err != nil {
+		return -1
+	}
+	return n
 }

@@ -635,6 +635,9 @@ func TestNemesisLinearizable(t *testing.T) {
 		// nothing new and brings back no removed DFS key.
 		out, err := runCLIErr("operator", "rebuild", "--masters="+strings.Join(nc.proxiedMasters(), ","), "--dfs-root="+nc.dfsRoot, "--timeout=30s")
 		t.Logf("final rebuild rerun with --dfs-root: %v %s", err, lastLine(out))
+		if n := rerunAdopted(out); n > 0 {
+			t.Errorf("the final rerun adopted %d objects: every holder and the DFS root were scanned by the first rebuild, so each was the serving cluster's own copy: %s", n, lastLine(out))
+		}
 	}
 	nc.dfsCheck(t, "after the run")
 	t.Logf("DFS operations: %v", nc.dfs.ops)

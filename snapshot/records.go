@@ -173,7 +173,7 @@ func decodeState(r *mpReader, s *State, format string) error {
 			default:
 				s.SessionClock, err = r.int("state session_clock")
 			}
-		case "legacy_settings", "rebuild_closed", "rebuild_removed", "rebuild_overflow", "inc_blocks":
+		case "legacy_settings", "rebuild_closed", "rebuild_removed", "rebuild_overflow", "inc_blocks", "rebuild_base":
 			if !atLeast140(format) {
 				return errNewerField(rec, name, format, Format140)
 			}
@@ -186,6 +186,8 @@ func decodeState(r *mpReader, s *State, format string) error {
 				s.RebuildRemoved, err = r.binBytes("state rebuild_removed", MaxRebuildRemoved*RebuildRemovedDigestLen)
 			case "inc_blocks":
 				s.IncBlocks, err = decodeIncBlocks(r)
+			case "rebuild_base":
+				s.RebuildBase, err = r.uint("state rebuild_base")
 			default:
 				s.RebuildOverflow, err = r.bool("state rebuild_overflow")
 			}

@@ -147,6 +147,12 @@ type State struct {
 	// puts, ascending and disjoint; at most MaxIncBlocks. Absent when
 	// none.
 	IncBlocks []IncBlock `msgpack:"inc_blocks,omitempty"`
+	// RebuildBase is the incarnation base a rebuilt cluster's table was
+	// first served under: every copy of the lost cluster is at or below
+	// it, every copy the rebuilt cluster issued is above it. Unlike
+	// IncBase it does not move when incarnation blocks are reserved.
+	// Absent (zero) on a cluster that was never rebuilt.
+	RebuildBase uint64 `msgpack:"rebuild_base,omitempty"`
 }
 
 // IncBlock is one reserved incarnation block: Lows Lo..Hi of the

@@ -122,6 +122,9 @@ func validateState(s *State) error {
 	if err := validateIncBlocks(s.IncBlocks); err != nil {
 		return err
 	}
+	if s.RebuildBase != 0 && (s.RebuildCluster == 0 || s.RebuildBase > s.IncBase) {
+		return fmt.Errorf("state: rebuild_base %d without a rebuild, or above inc_base %d", s.RebuildBase, s.IncBase)
+	}
 	return validateRebuildRemoved(s)
 }
 
@@ -172,7 +175,7 @@ func (s *State) hasV120Fields() bool {
 // hasV140Fields reports whether a state record uses a field that format
 // 1.4.0 added.
 func (s *State) hasV140Fields() bool {
-	return s.Legacy != nil || s.RebuildClosed || len(s.RebuildRemoved) != 0 || s.RebuildOverflow || len(s.IncBlocks) != 0
+	return s.Legacy != nil || s.RebuildClosed || len(s.RebuildRemoved) != 0 || s.RebuildOverflow || len(s.IncBlocks) != 0 || s.RebuildBase != 0
 }
 
 func validateSession(s *SessionRecord) error {
