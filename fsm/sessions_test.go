@@ -269,7 +269,7 @@ func TestRestoreRefusesInconsistentSessions(t *testing.T) {
 		b := &restoreSink{st: newState(api.Settings{}, false), format: snapshot.Format120, haveState: true}
 		var err error
 		for i := range recs {
-			if err = b.Session(&recs[i]); err != nil {
+			if err = b.session(&recs[i]); err != nil {
 				break
 			}
 		}
@@ -278,7 +278,7 @@ func TestRestoreRefusesInconsistentSessions(t *testing.T) {
 		}
 	}
 	b := &restoreSink{st: newState(api.Settings{}, false), format: snapshot.Format110}
-	if err := b.Session(&snapshot.SessionRecord{ClientID: "a"}); !errors.Is(err, ErrCorruptSnapshot) {
+	if err := b.session(&snapshot.SessionRecord{ClientID: "a"}); !errors.Is(err, ErrCorruptSnapshot) {
 		t.Errorf("session in 1.1.0: %v", err)
 	}
 }

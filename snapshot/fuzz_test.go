@@ -83,7 +83,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			for _, s := range formatSpecs[format] {
 				mr := &mpReader{b: data, in: &interner{}}
 				for mr.remaining() > 0 {
-					if recordDecoder(format, s.name)(mr, &collectSink{}) != nil {
+					if _, err := s.get(mr, format); err != nil {
 						break
 					}
 				}

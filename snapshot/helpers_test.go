@@ -23,17 +23,33 @@ type collectSink struct {
 	jobs     []*Job
 }
 
-func (c *collectSink) Header(h Header) error    { c.header = h; c.headers++; return nil }
-func (c *collectSink) Object(o *Object) error   { c.objects = append(c.objects, o); return nil }
-func (c *collectSink) Segment(s *Segment) error { c.segments = append(c.segments, s); return nil }
-func (c *collectSink) Task(t *Task) error       { c.tasks = append(c.tasks, t); return nil }
-func (c *collectSink) State(s *State) error     { c.states = append(c.states, s); return nil }
-func (c *collectSink) Session(s *SessionRecord) error {
-	c.sessions = append(c.sessions, s)
-	return nil
+func (c *collectSink) Header(h Header) error { c.header = h; c.headers++; return nil }
+
+// Section keeps each record by its type; a record of a type no section
+// takes fails the read.
+func (c *collectSink) Section(name string) (func(any) error, error) {
+	return func(rec any) error {
+		switch r := rec.(type) {
+		case *Object:
+			c.objects = append(c.objects, r)
+		case *Segment:
+			c.segments = append(c.segments, r)
+		case *Task:
+			c.tasks = append(c.tasks, r)
+		case *State:
+			c.states = append(c.states, r)
+		case *SessionRecord:
+			c.sessions = append(c.sessions, r)
+		case *Job:
+			c.jobs = append(c.jobs, r)
+		case []byte:
+			c.dfs = append(c.dfs, r)
+		default:
+			return fmt.Errorf("section %s: a record of type %T", name, rec)
+		}
+		return nil
+	}, nil
 }
-func (c *collectSink) DFSRecord(raw []byte) error { c.dfs = append(c.dfs, raw); return nil }
-func (c *collectSink) Job(j *Job) error           { c.jobs = append(c.jobs, j); return nil }
 
 // readAll reads data into a fresh collectSink.
 func readAll(data []byte) (*collectSink, error) {
