@@ -90,11 +90,11 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 		}
 		var o Object
-		if decodeObject(&mpReader{b: data}, &o, nil) != nil {
+		if decodeObject(&mpReader{b: data}, &o, nil, Format140) != nil {
 			return
 		}
 		var again Object
-		if err := decodeObject(&mpReader{b: appendObject(nil, &o)}, &again, nil); err != nil {
+		if err := decodeObject(&mpReader{b: appendObject(nil, &o)}, &again, nil, Format140); err != nil {
 			t.Fatalf("re-encoded object does not decode: %v", err)
 		}
 		if !reflect.DeepEqual(o, again) {

@@ -25,30 +25,31 @@ type collectSink struct {
 
 func (c *collectSink) Header(h Header) error { c.header = h; c.headers++; return nil }
 
-// Section keeps each record by its type; a record of a type no section
-// takes fails the read.
+// Section keeps each section's records; a record of another type than
+// the section's fails the read.
 func (c *collectSink) Section(name string) (func(any) error, error) {
+	keep, ok := map[string]func(any) error{
+		SectionMetadata: keepAs(name, &c.objects), SectionSegments: keepAs(name, &c.segments),
+		SectionState: keepAs(name, &c.states), SectionTasks: keepAs(name, &c.tasks),
+		SectionSessions: keepAs(name, &c.sessions), SectionJobs: keepAs(name, &c.jobs),
+		SectionDFSBuckets: keepAs(name, &c.dfs),
+	}[name]
+	if !ok {
+		return nil, fmt.Errorf("no section %q", name)
+	}
+	return keep, nil
+}
+
+// keepAs appends each record, a T, to dst.
+func keepAs[T any](section string, dst *[]T) func(any) error {
 	return func(rec any) error {
-		switch r := rec.(type) {
-		case *Object:
-			c.objects = append(c.objects, r)
-		case *Segment:
-			c.segments = append(c.segments, r)
-		case *Task:
-			c.tasks = append(c.tasks, r)
-		case *State:
-			c.states = append(c.states, r)
-		case *SessionRecord:
-			c.sessions = append(c.sessions, r)
-		case *Job:
-			c.jobs = append(c.jobs, r)
-		case []byte:
-			c.dfs = append(c.dfs, r)
-		default:
-			return fmt.Errorf("section %s: a record of type %T", name, rec)
+		r, ok := rec.(T)
+		if !ok {
+			return fmt.Errorf("section %s: a record of type %T", section, rec)
 		}
+		*dst = append(*dst, r)
 		return nil
-	}, nil
+	}
 }
 
 // readAll reads data into a fresh collectSink.

@@ -49,8 +49,8 @@ func getDFSRecord(mr *mpReader, _ string) (any, error) {
 	return bytes.Clone(mr.b[start:mr.off]), nil
 }
 
-// DecodeDFSRecord unmarshals a raw dfs_buckets record handed to
-// Sink.DFSRecord into v, refusing fields v does not have. The record is
+// DecodeDFSRecord unmarshals a raw dfs_buckets record handed to the sink
+// into v, refusing fields v does not have. The record is
 // first walked by the bounded reader: msgpack's reflection decoder
 // allocates a claimed array length whole, so every claim must first be
 // shown to fit the bytes at hand.

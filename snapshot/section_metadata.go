@@ -14,11 +14,8 @@ var metadataSection = sectionSpec{
 		func(_ *Writer, o *Object) error { return validateObject(o) },
 		func(w *Writer, o *Object) error { w.buf = appendObject(w.buf, o); return nil }),
 	get: func(mr *mpReader, format string) (any, error) {
-		if format == Format100 {
-			return getTyped(func(mr *mpReader, o *Object, _ string) error { return decodeObject100(mr, o) }, validateObject)(mr, format)
-		}
 		blk := new(objectBlock)
-		if err := decodeObject(mr, &blk.o, &blk.rep); err != nil {
+		if err := decodeObject(mr, &blk.o, &blk.rep, format); err != nil {
 			return nil, err
 		}
 		if err := validateObject(&blk.o); err != nil {

@@ -7,13 +7,8 @@ const SectionSegments = "segments"
 
 var segmentsSection = sectionSpec{
 	name: SectionSegments, since: Format100, required: true,
-	put: putTyped(SectionSegments, "snapshot.Segment records", checkSegment, addReflect[Segment]),
-	get: func(mr *mpReader, format string) (any, error) {
-		if format == Format100 {
-			return getTyped(func(mr *mpReader, s *Segment, _ string) error { return decodeSegment100(mr, s) }, validateSegment)(mr, format)
-		}
-		return getTyped(decodeSegment, validateSegment)(mr, format)
-	},
+	put:   putTyped(SectionSegments, "snapshot.Segment records", checkSegment, addReflect[Segment]),
+	get:   getTyped(decodeSegment, validateSegment),
 	count: func(c *Counts) { c.Segments++ },
 }
 
