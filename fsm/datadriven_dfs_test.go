@@ -10,25 +10,6 @@ import (
 	"sexton/fsm/dfsalloc"
 )
 
-// dfsVerbs are the verbs of the batch and DFS commands.
-var dfsVerbs = map[string]verb{
-	"startbatch":    {"items=key:place[:size],... [sess=c:seq] (place: dfs, or segments joined by +)", (*ddRunner).startbatch},
-	"endbatch":      {"items=key@inc,... [sess=c:seq]", (*ddRunner).endbatch},
-	"dfsconfigure":  {"alloc=bucket|shard [max_buckets=N] [high=0.9 low=0.7] [noevict]", (*ddRunner).dfsconfigure},
-	"dfsput":        {"key=K size=N (PutStart and PutEnd of a DFS-only object)", (*ddRunner).dfsput},
-	"dfsstart":      {"key=K size=N (PutStart of a DFS-only object)", (*ddRunner).dfsstart},
-	"dfstouch":      {"keys=a,b (DFSTouch of the objects' DFS entries)", (*ddRunner).dfstouch},
-	"dfsevict":      {"(DFSEvict with the plan the leader would make now)", (*ddRunner).dfsevict},
-	"dfsfileops":    {"(the file work the state waits for)", (*ddRunner).dfsfileops},
-	"dfsfileop":     {"kind=create|delete unit=N [fail]", (*ddRunner).dfsfileop},
-	"dfsmaxbuckets": {"max=N", (*ddRunner).dfsmaxbuckets},
-	"dfsmarklost":   {"unit=N", (*ddRunner).dfsmarklost},
-	"dfsstats":      {"(the allocator's counters)", (*ddRunner).dfsstats},
-	"dfsmarks":      {"(the removal records the leader owes the journal)", (*ddRunner).dfsmarks},
-	"dfsmarked":     {"[n=N] (DFSMarked of the first N queued marks; all)", (*ddRunner).dfsmarked},
-	"dfsmarkbound":  {"n=N (lowers the queue's bound to N marks for this file)", (*ddRunner).dfsmarkbound},
-}
-
 func (d *ddRunner) startbatch(_ *testing.T, a ddArgs) string {
 	var items []PutStartItem
 	for _, spec := range a.list("items") {

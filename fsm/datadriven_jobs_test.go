@@ -21,14 +21,6 @@ func candidateKeys(cs []JobCandidate) []string {
 	return keys
 }
 
-// jobVerbs are the verbs of bulk-delete jobs.
-var jobVerbs = map[string]verb{
-	"job-start":  {"prefix=P [sess=c:seq]", (*ddRunner).jobStart},
-	"job-step":   {"job=ID [after=C] [keys=a,b] [last] [pause] (a step as given), or job=ID auto=N (the leader's step: the fsm's candidates)", (*ddRunner).jobStep},
-	"job-cancel": {"job=ID [sess=c:seq]", (*ddRunner).jobCancel},
-	"jobs":       {"", (*ddRunner).jobs},
-}
-
 func (d *ddRunner) jobStart(_ *testing.T, a ddArgs) string {
 	return fmtJobResult(d.h.apply(&JobStart{Prefix: a.str("prefix"), Session: a.session(), Now: d.h.now}).(*JobResult))
 }

@@ -10,17 +10,6 @@ import (
 	"sexton/fsm/dfsalloc"
 )
 
-// rebuildVerbs are the verbs of a rebuild. Incarnations name the
-// rebuild's cluster (the harness's cluster follows a successful begin); a
-// replica dfs-U-OFF-SIZE is a DFS replica in bucket U at OFF of SIZE bytes.
-var rebuildVerbs = map[string]verb{
-	"rebuild-begin":        {"cluster=N floor=F segs=s1,s2[:nocaps] [finish]", (*ddRunner).rebuildBegin},
-	"rebuild-adopt":        {"[cluster=N] objs=key@low:seg+seg,... dels=seg/key@low,...", (*ddRunner).rebuildAdopt},
-	"rebuild-close":        {"cluster=N", (*ddRunner).rebuildClose},
-	"rebuild-status":       {"", (*ddRunner).rebuildStatus},
-	"rebuild-memory-bound": {"n=N (lowers the removal memory's bound for the test)", (*ddRunner).rebuildMemoryBound},
-}
-
 func (d *ddRunner) rebuildBegin(_ *testing.T, a ddArgs) string {
 	cmd := &RebuildBegin{ClusterID: a.u64("cluster"), IncFloor: a.u64("floor"), Finish: a.has("finish"), Now: d.h.now}
 	for _, spec := range a.list("segs") {

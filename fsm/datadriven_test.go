@@ -22,9 +22,9 @@ import (
 //	expected output
 //	<blank line>
 //
-// run in order against one FSM. Every verb is one row of the verb tables
-// (coreVerbs here, dfsVerbs, rebuildVerbs, jobVerbs beside it): its
-// arguments and the handler that applies it and renders the outcome.
+// run in order against one FSM. Every verb is one row of the verb table
+// (verbs): its arguments and the handler that applies it and renders the
+// outcome.
 // `go test ./fsm -run TestScenarios/<file> -rewrite` rewrites the
 // expected outputs (review the diff before keeping it).
 
@@ -54,20 +54,72 @@ type verb struct {
 	run  func(d *ddRunner, t *testing.T, a ddArgs) string
 }
 
-// allVerbs is the language: every table's rows, a verb named twice being
-// an error of the tables.
-var allVerbs = func() map[string]verb {
-	all := map[string]verb{}
-	for _, table := range []map[string]verb{coreVerbs, dfsVerbs, rebuildVerbs, jobVerbs} {
-		for name, v := range table {
-			if _, dup := all[name]; dup {
-				panic("data-driven verb " + name + " is in two tables")
-			}
-			all[name] = v
-		}
-	}
-	return all
-}()
+// verbs is the language: one row per verb, its arguments and its handler
+// (datadriven_verbs_test.go, datadriven_dfs_test.go,
+// datadriven_rebuild_test.go, datadriven_jobs_test.go).
+var verbs = map[string]verb{
+	// Objects, segments, tasks, sessions and settings.
+	"epoch":       {"cluster=N", (*ddRunner).epoch},
+	"mount":       {"client=C seg=S [caps=tomb|none|cap,...] [pool=P] [ep=E] [process=P] [marker=N]", (*ddRunner).mount},
+	"unmount":     {"seg=S epoch=N", (*ddRunner).unmount},
+	"putstart":    {"key=K segs=s1,... [ifabsent] [sess=c:seq]", (*ddRunner).putstart},
+	"put":         {"key=K segs=s1,... [ifabsent] (PutStart, then PutEnd)", (*ddRunner).put},
+	"putend":      {"key=K inc=N [sess=c:seq]", (*ddRunner).putend},
+	"revoke":      {"key=K inc=N [sess=c:seq]", (*ddRunner).revoke},
+	"remove":      {"keys=a,b [if=low,...] [sess=c:seq] [spans=sess/n;...]", (*ddRunner).remove},
+	"woke":        {"(whose long polls the last entry concerns)", (*ddRunner).wokeVerb},
+	"tick":        {"ms=N (advances the clock the next entries carry)", (*ddRunner).tick},
+	"sessions":    {"", (*ddRunner).sessions},
+	"ack":         {"seg=S epoch=N results=id[/key/low]:removed|already|stale|retry|bad,...", (*ddRunner).ackVerb},
+	"fetch":       {"seg=S epoch=N [limit=N]", (*ddRunner).fetchVerb},
+	"drop":        {"seg=S epoch=N refs=key@low,...", (*ddRunner).drop},
+	"droptomb":    {"seg=S epoch=N refs=key@low,...", (*ddRunner).droptomb},
+	"replicas":    {"seg=S epoch=N [after=K] [limit=N]", (*ddRunner).replicas},
+	"notlive":     {"seg=S epoch=N refs=key@low,...", (*ddRunner).notlive},
+	"get":         {"key=K [putid]", (*ddRunner).get},
+	"stat":        {"key=K", (*ddRunner).stat},
+	"tasks":       {"[seg=S]", (*ddRunner).tasks},
+	"segments":    {"", (*ddRunner).segments},
+	"retire":      {"seg=S by=B reason=R", (*ddRunner).retire},
+	"restore":     {"(a snapshot written and read back)", (*ddRunner).restoreVerb},
+	"reserve":     {"count=N ms=N", (*ddRunner).reserve},
+	"commitbatch": {"items=key:inc:seg,... [sess=c:seq]", (*ddRunner).commitbatch},
+	"commit":      {"key=K inc=N segs=s1,... [ifabsent] [sess=c:seq]", (*ddRunner).commit},
+	"stats":       {"", (*ddRunner).stats},
+	"settings":    {"[capacity=N ttl_ms=N max_sessions=N max_results=N sess=c:seq] (none: the effective settings)", (*ddRunner).settings},
+
+	// The batch and DFS commands.
+	"startbatch":    {"items=key:place[:size],... [sess=c:seq] (place: dfs, or segments joined by +)", (*ddRunner).startbatch},
+	"endbatch":      {"items=key@inc,... [sess=c:seq]", (*ddRunner).endbatch},
+	"dfsconfigure":  {"alloc=bucket|shard [max_buckets=N] [high=0.9 low=0.7] [noevict]", (*ddRunner).dfsconfigure},
+	"dfsput":        {"key=K size=N (PutStart and PutEnd of a DFS-only object)", (*ddRunner).dfsput},
+	"dfsstart":      {"key=K size=N (PutStart of a DFS-only object)", (*ddRunner).dfsstart},
+	"dfstouch":      {"keys=a,b (DFSTouch of the objects' DFS entries)", (*ddRunner).dfstouch},
+	"dfsevict":      {"(DFSEvict with the plan the leader would make now)", (*ddRunner).dfsevict},
+	"dfsfileops":    {"(the file work the state waits for)", (*ddRunner).dfsfileops},
+	"dfsfileop":     {"kind=create|delete unit=N [fail]", (*ddRunner).dfsfileop},
+	"dfsmaxbuckets": {"max=N", (*ddRunner).dfsmaxbuckets},
+	"dfsmarklost":   {"unit=N", (*ddRunner).dfsmarklost},
+	"dfsstats":      {"(the allocator's counters)", (*ddRunner).dfsstats},
+	"dfsmarks":      {"(the removal records the leader owes the journal)", (*ddRunner).dfsmarks},
+	"dfsmarked":     {"[n=N] (DFSMarked of the first N queued marks; all)", (*ddRunner).dfsmarked},
+	"dfsmarkbound":  {"n=N (lowers the queue's bound to N marks for this file)", (*ddRunner).dfsmarkbound},
+
+	// A rebuild. Incarnations name the rebuild's cluster (the harness's
+	// cluster follows a successful begin); a replica dfs-U-OFF-SIZE is a
+	// DFS replica in bucket U at OFF of SIZE bytes.
+	"rebuild-begin":        {"cluster=N floor=F segs=s1,s2[:nocaps] [finish]", (*ddRunner).rebuildBegin},
+	"rebuild-adopt":        {"[cluster=N] objs=key@low:seg+seg,... dels=seg/key@low,...", (*ddRunner).rebuildAdopt},
+	"rebuild-close":        {"cluster=N", (*ddRunner).rebuildClose},
+	"rebuild-status":       {"", (*ddRunner).rebuildStatus},
+	"rebuild-memory-bound": {"n=N (lowers the removal memory's bound for the test)", (*ddRunner).rebuildMemoryBound},
+
+	// Bulk-delete jobs.
+	"job-start":  {"prefix=P [sess=c:seq]", (*ddRunner).jobStart},
+	"job-step":   {"job=ID [after=C] [keys=a,b] [last] [pause] (a step as given), or job=ID auto=N (the leader's step: the fsm's candidates)", (*ddRunner).jobStep},
+	"job-cancel": {"job=ID [sess=c:seq]", (*ddRunner).jobCancel},
+	"jobs":       {"", (*ddRunner).jobs},
+}
 
 type ddRunner struct {
 	h *harness
@@ -78,10 +130,10 @@ type ddRunner struct {
 // read, or an input section (no verb takes one).
 func (d *ddRunner) run(t *testing.T, td *datadriven.TestData) string {
 	t.Helper()
-	v, ok := allVerbs[td.Cmd]
+	v, ok := verbs[td.Cmd]
 	if !ok {
-		names := make([]string, 0, len(allVerbs))
-		for name := range allVerbs {
+		names := make([]string, 0, len(verbs))
+		for name := range verbs {
 			names = append(names, name)
 		}
 		slices.Sort(names)

@@ -9,39 +9,6 @@ import (
 	"sexton/api"
 )
 
-// coreVerbs are the verbs of objects, segments, tasks, sessions and
-// settings.
-var coreVerbs = map[string]verb{
-	"epoch":       {"cluster=N", (*ddRunner).epoch},
-	"mount":       {"client=C seg=S [caps=tomb|none|cap,...] [pool=P] [ep=E] [process=P] [marker=N]", (*ddRunner).mount},
-	"unmount":     {"seg=S epoch=N", (*ddRunner).unmount},
-	"putstart":    {"key=K segs=s1,... [ifabsent] [sess=c:seq]", (*ddRunner).putstart},
-	"put":         {"key=K segs=s1,... [ifabsent] (PutStart, then PutEnd)", (*ddRunner).put},
-	"putend":      {"key=K inc=N [sess=c:seq]", (*ddRunner).putend},
-	"revoke":      {"key=K inc=N [sess=c:seq]", (*ddRunner).revoke},
-	"remove":      {"keys=a,b [if=low,...] [sess=c:seq] [spans=sess/n;...]", (*ddRunner).remove},
-	"woke":        {"(whose long polls the last entry concerns)", (*ddRunner).wokeVerb},
-	"tick":        {"ms=N (advances the clock the next entries carry)", (*ddRunner).tick},
-	"sessions":    {"", (*ddRunner).sessions},
-	"ack":         {"seg=S epoch=N results=id[/key/low]:removed|already|stale|retry|bad,...", (*ddRunner).ackVerb},
-	"fetch":       {"seg=S epoch=N [limit=N]", (*ddRunner).fetchVerb},
-	"drop":        {"seg=S epoch=N refs=key@low,...", (*ddRunner).drop},
-	"droptomb":    {"seg=S epoch=N refs=key@low,...", (*ddRunner).droptomb},
-	"replicas":    {"seg=S epoch=N [after=K] [limit=N]", (*ddRunner).replicas},
-	"notlive":     {"seg=S epoch=N refs=key@low,...", (*ddRunner).notlive},
-	"get":         {"key=K [putid]", (*ddRunner).get},
-	"stat":        {"key=K", (*ddRunner).stat},
-	"tasks":       {"[seg=S]", (*ddRunner).tasks},
-	"segments":    {"", (*ddRunner).segments},
-	"retire":      {"seg=S by=B reason=R", (*ddRunner).retire},
-	"restore":     {"(a snapshot written and read back)", (*ddRunner).restoreVerb},
-	"reserve":     {"count=N ms=N", (*ddRunner).reserve},
-	"commitbatch": {"items=key:inc:seg,... [sess=c:seq]", (*ddRunner).commitbatch},
-	"commit":      {"key=K inc=N segs=s1,... [ifabsent] [sess=c:seq]", (*ddRunner).commit},
-	"stats":       {"", (*ddRunner).stats},
-	"settings":    {"[capacity=N ttl_ms=N max_sessions=N max_results=N sess=c:seq] (none: the effective settings)", (*ddRunner).settings},
-}
-
 func (d *ddRunner) epoch(_ *testing.T, a ddArgs) string {
 	r := d.h.epoch(a.u64("cluster"))
 	return fmt.Sprintf("master_epoch=%d cluster=%d", r.MasterEpoch, r.ClusterID)

@@ -8,11 +8,7 @@ const SectionMetadata = "metadata"
 
 var metadataSection = sectionSpec{
 	name: SectionMetadata, since: Format100, required: true,
-	// Objects are appended by hand (appendObject): the bytes equal
-	// msgpack's reflection encoding with compact ints.
-	put: putTyped(SectionMetadata, "snapshot.Object records",
-		func(_ *Writer, o *Object) error { return validateObject(o) },
-		func(w *Writer, o *Object) error { w.buf = appendObject(w.buf, o); return nil }),
+	put: putFast(SectionMetadata, "snapshot.Object records", validateObject, appendObject),
 	get: func(mr *mpReader, format string) (any, error) {
 		blk := new(objectBlock)
 		if err := decodeObject(mr, &blk.o, &blk.rep, format); err != nil {

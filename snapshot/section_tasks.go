@@ -5,10 +5,7 @@ const SectionTasks = "local_delete_tasks"
 
 var tasksSection = sectionSpec{
 	name: SectionTasks, since: Format110, required: true,
-	// Tasks are appended by hand (appendTask), like objects.
-	put: putTyped(SectionTasks, "snapshot.Task records",
-		func(_ *Writer, t *Task) error { return validateTask(t) },
-		func(w *Writer, t *Task) error { w.buf = appendTask(w.buf, t); return nil }),
+	put:   putFast(SectionTasks, "snapshot.Task records", validateTask, appendTask),
 	get:   getTyped(func(mr *mpReader, t *Task, _ string) error { return decodeTask(mr, t) }, validateTask),
 	count: func(c *Counts) { c.Tasks++ },
 }
