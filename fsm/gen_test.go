@@ -71,21 +71,9 @@ func (g *cmdGen) sessioned(cmd Command) Command {
 		return cmd
 	}
 	s := g.session()
-	switch c := cmd.(type) {
-	case *PutStart:
-		c.Session = s
-	case *PutEnd:
-		c.Session = s
-	case *PutRevoke:
-		c.Session = s
-	case *Settings:
-		c.Session = s
-	case *JobStart:
-		c.Session = s
-	case *JobCancel:
-		c.Session = s
-	case *Remove:
-		c.Session = s
+	// Every sessioned body has Session (api.Session) `msgpack:"sess"`.
+	reflect.ValueOf(cmd).Elem().FieldByName("Session").Set(reflect.ValueOf(s))
+	if c, ok := cmd.(*Remove); ok {
 		if len(c.Keys) > 1 && g.pick(3) == 0 {
 			// A group commit: the first key is another request.
 			c.Session = api.Session{}
