@@ -9,15 +9,9 @@ import "sexton/api"
 // terminal; RetryableFailure keeps it. One invalid outcome rejects the whole
 // ack.
 func (st *state) applyAck(c *LocalDeleteAck) *AckResult {
-	seg := st.segments[c.Segment]
-	if seg == nil {
-		return &AckResult{Err: api.Errorf(api.CodeSegmentNotFound, "ack: unknown segment %s", c.Segment)}
-	}
-	if !seg.mounted || seg.epoch != c.Epoch {
-		return &AckResult{Err: staleEpoch(seg, c.Epoch)}
-	}
-	if !seg.capable() {
-		return &AckResult{Err: api.Errorf(api.CodeCapabilityRequired, "ack: segment %s does not advertise %s", seg.id, api.CapObjectTombstoneV1)}
+	seg, err := st.checkFetcher("ack", c.Segment, c.Epoch)
+	if err != nil {
+		return &AckResult{Err: api.AsError(err)}
 	}
 	for i, r := range c.Results {
 		if !r.Outcome.Valid() {

@@ -132,9 +132,9 @@ func (st *state) applyPutCommit(c *PutCommit) *PutEndResult {
 	var plan taskPlan
 	prev := e.complete
 	if prev != nil {
-		plan = st.planTasks(c.Key, e, prev)
-		if !st.reg.fits(len(plan)) {
-			return fail(registryFull(c.Key, len(plan), st.reg.len(), st.reg.capacity))
+		var err *api.Error
+		if plan, err = st.planFitting(c.Key, e, prev); err != nil {
+			return fail(err)
 		}
 	}
 	created := 0

@@ -5,12 +5,9 @@ import "sexton/api"
 // applyDropReplicas drops seg's replicas of the named incarnations, for a
 // holder that evicts live data. Only the segment's current owner may do it.
 func (st *state) applyDropReplicas(c *DropReplicas) *DropResult {
-	seg := st.segments[c.Segment]
-	if seg == nil {
-		return &DropResult{Err: api.Errorf(api.CodeSegmentNotFound, "drop replicas: unknown segment %s", c.Segment)}
-	}
-	if !seg.mounted || seg.epoch != c.Epoch {
-		return &DropResult{Err: staleEpoch(seg, c.Epoch)}
+	seg, err := st.mountedAt("drop replicas", c.Segment, c.Epoch)
+	if err != nil {
+		return &DropResult{Err: err}
 	}
 	out := &DropResult{Dropped: []api.ObjectRef{}}
 	for _, r := range c.Refs {

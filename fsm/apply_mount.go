@@ -104,12 +104,9 @@ func (st *state) applyMount(c *MountLocalDisk) *MountResult {
 // segment's tasks stay for whoever mounts it next.
 func (st *state) applyUnmount(c *UnmountLocalDisk) *UnmountResult {
 	st.segGen++
-	seg := st.segments[c.Segment]
-	if seg == nil {
-		return &UnmountResult{Err: api.Errorf(api.CodeSegmentNotFound, "unmount: unknown segment %s", c.Segment)}
-	}
-	if !seg.mounted || seg.epoch != c.Epoch {
-		return &UnmountResult{Err: staleEpoch(seg, c.Epoch)}
+	seg, err := st.mountedAt("unmount", c.Segment, c.Epoch)
+	if err != nil {
+		return &UnmountResult{Err: err}
 	}
 	delete(st.clients, seg.client)
 	seg.mounted, seg.client, seg.process = false, "", ""

@@ -120,9 +120,9 @@ func (st *state) applyPutEnd(c *PutEnd) *PutEndResult {
 	var plan taskPlan
 	prev := e.complete
 	if prev != nil {
-		plan = st.planTasks(c.Key, e, prev)
-		if !st.reg.fits(len(plan)) {
-			return &PutEndResult{Err: registryFull(c.Key, len(plan), st.reg.len(), st.reg.capacity)}
+		var err *api.Error
+		if plan, err = st.planFitting(c.Key, e, prev); err != nil {
+			return &PutEndResult{Err: err}
 		}
 		if err := st.dfsMarksFit(c.Key, prev); err != nil {
 			return &PutEndResult{Err: err}
@@ -153,9 +153,9 @@ func (st *state) applyPutRevoke(c *PutRevoke) *PutEndResult {
 	if e.pending == nil || e.pending.inc != c.Incarnation {
 		return &PutEndResult{Err: noPending(c.Key, c.Incarnation, e)}
 	}
-	plan := st.planTasks(c.Key, e, e.pending)
-	if !st.reg.fits(len(plan)) {
-		return &PutEndResult{Err: registryFull(c.Key, len(plan), st.reg.len(), st.reg.capacity)}
+	plan, err := st.planFitting(c.Key, e, e.pending)
+	if err != nil {
+		return &PutEndResult{Err: err}
 	}
 	if err := st.dfsMarksFit(c.Key, e.pending); err != nil {
 		return &PutEndResult{Err: err}

@@ -167,9 +167,9 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 		// put may be revoked, and a revoked put's task must not cost an
 		// acknowledged value; a put that ends supersedes this copy as any
 		// PutEnd does.
-		plan := st.planTasks(o.Key, e, adopted)
-		if !st.reg.fits(len(plan)) {
-			return failed(registryFull(o.Key, len(plan), st.reg.len(), st.reg.capacity))
+		plan, err := st.planFitting(o.Key, e, adopted)
+		if err != nil {
+			return failed(err)
 		}
 		n := st.createTasks(&e, plan, adopted.tenant(), now)
 		st.objects.set(o.Key, old, e)
@@ -186,9 +186,9 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 	if prev != nil {
 		// The adopted incarnation is newer than the one in the table (a
 		// resumed rebuild saw a holder the first pass did not).
-		plan = st.planTasks(o.Key, e, prev)
-		if !st.reg.fits(len(plan)) {
-			return failed(registryFull(o.Key, len(plan), st.reg.len(), st.reg.capacity))
+		var err *api.Error
+		if plan, err = st.planFitting(o.Key, e, prev); err != nil {
+			return failed(err)
 		}
 		if err := st.dfsMarksFit(o.Key, prev); err != nil {
 			return failed(err)

@@ -6,12 +6,9 @@ import "sexton/api"
 // its holder reported tombstoned. Only the segment's current owner may
 // report: a stale mount epoch changes nothing.
 func (st *state) applyDropTombstoned(c *DropTombstoned) *DropTombstonedResult {
-	seg := st.segments[c.Segment]
-	if seg == nil {
-		return &DropTombstonedResult{Err: api.Errorf(api.CodeSegmentNotFound, "drop tombstoned replicas: unknown segment %s", c.Segment)}
-	}
-	if !seg.mounted || seg.epoch != c.Epoch {
-		return &DropTombstonedResult{Err: staleEpoch(seg, c.Epoch)}
+	seg, err := st.mountedAt("drop tombstoned replicas", c.Segment, c.Epoch)
+	if err != nil {
+		return &DropTombstonedResult{Err: err}
 	}
 	out := &DropTombstonedResult{Dropped: []api.ObjectRef{}}
 	for _, r := range c.Refs {

@@ -23,9 +23,7 @@ func localItem(key string, segs ...api.SegmentID) PutStartItem {
 }
 
 func TestPutStartBatchPerItemResultsInOrderAndSharedIncarnation(t *testing.T) {
-	h := newHarness(t, 100)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, 100)
 	r := h.startBatch(localItem("a", "s1"), localItem("", "s1"), localItem("b", "nope"), localItem("c", "s1"))
 	if r.Err != nil || len(r.Items) != 4 {
 		t.Fatalf("batch: %v, %d items", r.Err, len(r.Items))
@@ -67,9 +65,7 @@ func TestPutStartBatchPerItemResultsInOrderAndSharedIncarnation(t *testing.T) {
 }
 
 func TestPutStartBatchDuplicateKeyRefusedWhole(t *testing.T) {
-	h := newHarness(t, 100)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, 100)
 	r := h.startBatch(localItem("a", "s1"), localItem("b", "s1"), localItem("a", "s1"))
 	if codeOf(r.Err) != api.CodeInvalidParams || r.Items != nil {
 		t.Fatalf("duplicate batch: %+v", r)
@@ -82,9 +78,7 @@ func TestPutStartBatchDuplicateKeyRefusedWhole(t *testing.T) {
 }
 
 func TestPutStartBatchDFSFailureIsAtomic(t *testing.T) {
-	h := newHarness(t, 100)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, 100)
 	h.dfsConfigure("bucket") // 4 buckets of 64 KiB
 	before := h.dfsStats()
 	dfsItem := func(k string) PutStartItem {

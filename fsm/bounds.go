@@ -100,29 +100,26 @@ func boundsPutStart(c *PutStart, b bounder) error {
 }
 
 func boundsPutStartBatch(c *PutStartBatch, b bounder) error {
-	if err := b.session(c.Session); err != nil {
-		return err
-	}
-	if len(c.Items) > MaxBatchPutItems {
-		return b.bad("%d items exceed %d", len(c.Items), MaxBatchPutItems)
-	}
-	for _, it := range c.Items {
-		if err := putStartBounded(b, it.Key, it.Tenant, it.PutID, it.Replicas); err != nil {
-			return err
-		}
-	}
-	return nil
+	return boundsBatch(b, c.Session, c.Items, func(it PutStartItem) error {
+		return putStartBounded(b, it.Key, it.Tenant, it.PutID, it.Replicas)
+	})
 }
 
 func boundsPutEndBatch(c *PutEndBatch, b bounder) error {
-	if err := b.session(c.Session); err != nil {
+	return boundsBatch(b, c.Session, c.Items, func(it PutEndItem) error { return b.keyLen("key", it.Key) })
+}
+
+// boundsBatch checks a batch of puts: its session, at most
+// MaxBatchPutItems items, and each item.
+func boundsBatch[T any](b bounder, s api.Session, items []T, item func(T) error) error {
+	if err := b.session(s); err != nil {
 		return err
 	}
-	if len(c.Items) > MaxBatchPutItems {
-		return b.bad("%d items exceed %d", len(c.Items), MaxBatchPutItems)
+	if len(items) > MaxBatchPutItems {
+		return b.bad("%d items exceed %d", len(items), MaxBatchPutItems)
 	}
-	for _, it := range c.Items {
-		if err := b.keyLen("key", it.Key); err != nil {
+	for _, it := range items {
+		if err := item(it); err != nil {
 			return err
 		}
 	}

@@ -27,9 +27,7 @@ func rawEntry(t testing.TB, typ CommandType, body any) []byte {
 
 // populated returns a harness with a segment, objects and pending tasks.
 func populated(t testing.TB) *harness {
-	h := newHarness(t, DefaultRegistryCapacity)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, DefaultRegistryCapacity)
 	h.put("a", "s1")
 	h.put("b", "s1")
 	h.put("c", "s1")

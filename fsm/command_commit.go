@@ -84,18 +84,9 @@ type PutCommitBatch struct {
 func (*PutCommitBatch) Type() CommandType { return CmdPutCommitBatch }
 
 func boundsPutCommitBatch(c *PutCommitBatch, b bounder) error {
-	if err := b.session(c.Session); err != nil {
-		return err
-	}
-	if len(c.Items) > MaxBatchPutItems {
-		return b.bad("%d items exceed %d", len(c.Items), MaxBatchPutItems)
-	}
-	for _, it := range c.Items {
-		if err := putStartBounded(b, it.Key, it.Tenant, it.PutID, it.Replicas); err != nil {
-			return err
-		}
-	}
-	return nil
+	return boundsBatch(b, c.Session, c.Items, func(it PutCommitItem) error {
+		return putStartBounded(b, it.Key, it.Tenant, it.PutID, it.Replicas)
+	})
 }
 
 func (*ReserveIncarnations) Type() CommandType { return CmdReserveIncarnations }

@@ -1,141 +1,247 @@
 package fsm
 
 import (
-	"flag"
 	"fmt"
-	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/datadriven"
+
 	"sexton/api"
 )
 
-// The scenario tests are data-driven, after etcd-io/raft's testdata: each
-// file is a sequence of blocks
+// The scenario tests are data-driven (github.com/cockroachdb/datadriven,
+// after etcd-io/raft's testdata): each file under testdata/ is a sequence
+// of blocks
 //
-//	command arg=value flag ...
+//	verb arg=value flag ...
 //	----
 //	expected output
 //	<blank line>
 //
-// run against one FSM. `go test ./fsm -run X -rewrite` rewrites the
+// run in order against one FSM. Every verb is one row of the verb table
+// (verbs): its arguments and the handler that applies it and renders the
+// outcome.
+// `go test ./fsm -run TestScenarios/<file> -rewrite` rewrites the
 // expected outputs (review the diff before keeping it).
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of data-driven tests")
 
-type ddCase struct {
-	line     int
-	cmd      string
-	expected string
-}
-
-func parseDD(t *testing.T, path string) (cases []ddCase, comments map[int][]string) {
-	t.Helper()
-	raw, err := os.ReadFile(path)
+// TestScenarios runs every data-driven file of testdata/ (the fuzz corpus
+// is a directory and is not read) as a subtest named after the file: a new
+// scenario is a new file, nothing to register.
+func TestScenarios(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(string(raw), "\n")
-	comments = map[int][]string{}
-	for i := 0; i < len(lines); i++ {
-		l := lines[i]
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		if strings.HasPrefix(l, "#") {
-			comments[len(cases)] = append(comments[len(cases)], l)
-			continue
-		}
-		c := ddCase{line: i + 1, cmd: strings.TrimSpace(l)}
-		i++
-		if i >= len(lines) || lines[i] != "----" {
-			t.Fatalf("%s:%d: command without ---- separator", path, c.line)
-		}
-		var out []string
-		for i++; i < len(lines) && lines[i] != ""; i++ {
-			out = append(out, lines[i])
-		}
-		c.expected = strings.Join(out, "\n")
-		cases = append(cases, c)
+	if len(paths) == 0 {
+		t.Fatal("no scenario files under testdata/")
 	}
-	return cases, comments
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
+			d := &ddRunner{h: newHarness(t, DefaultRegistryCapacity)}
+			datadriven.RunTest(t, path, d.run)
+		})
+	}
 }
 
-// runDataDriven runs the data-driven file at path.
-func runDataDriven(t *testing.T, path string) {
-	t.Helper()
-	cases, comments := parseDD(t, path)
-	d := &ddRunner{h: newHarness(t, DefaultRegistryCapacity)}
-	var b strings.Builder
-	for i, c := range cases {
-		got := strings.TrimRight(d.run(t, c), "\n")
-		if *rewrite {
-			for _, cm := range comments[i] {
-				b.WriteString(cm + "\n")
-			}
-			b.WriteString(c.cmd + "\n----\n" + got + "\n\n")
-			continue
-		}
-		if got != c.expected {
-			t.Errorf("%s:%d: %s\n got:\n%s\nwant:\n%s", path, c.line, c.cmd, got, c.expected)
-		}
-	}
-	if *rewrite {
-		for _, cm := range comments[len(cases)] {
-			b.WriteString(cm + "\n")
-		}
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+// verb is one row of a verb table.
+type verb struct {
+	// args are the verb's arguments as the files write them.
+	args string
+	run  func(d *ddRunner, t *testing.T, a ddArgs) string
+}
+
+// verbs is the language: one row per verb, its arguments and its handler
+// (datadriven_verbs_test.go, datadriven_dfs_test.go,
+// datadriven_rebuild_test.go, datadriven_jobs_test.go).
+var verbs = map[string]verb{
+	// Objects, segments, tasks, sessions and settings.
+	"epoch":       {"cluster=N", (*ddRunner).epoch},
+	"mount":       {"client=C seg=S [caps=tomb|none|cap,...] [pool=P] [ep=E] [process=P] [marker=N]", (*ddRunner).mount},
+	"unmount":     {"seg=S epoch=N", (*ddRunner).unmount},
+	"putstart":    {"key=K segs=s1,... [ifabsent] [sess=c:seq]", (*ddRunner).putstart},
+	"put":         {"key=K segs=s1,... [ifabsent] (PutStart, then PutEnd)", (*ddRunner).put},
+	"putend":      {"key=K inc=N [sess=c:seq]", (*ddRunner).putend},
+	"revoke":      {"key=K inc=N [sess=c:seq]", (*ddRunner).revoke},
+	"remove":      {"keys=a,b [if=low,...] [sess=c:seq] [spans=sess/n;...]", (*ddRunner).remove},
+	"woke":        {"(whose long polls the last entry concerns)", (*ddRunner).wokeVerb},
+	"tick":        {"ms=N (advances the clock the next entries carry)", (*ddRunner).tick},
+	"sessions":    {"", (*ddRunner).sessions},
+	"ack":         {"seg=S epoch=N results=id[/key/low]:removed|already|stale|retry|bad,...", (*ddRunner).ackVerb},
+	"fetch":       {"seg=S epoch=N [limit=N]", (*ddRunner).fetchVerb},
+	"drop":        {"seg=S epoch=N refs=key@low,...", (*ddRunner).drop},
+	"droptomb":    {"seg=S epoch=N refs=key@low,...", (*ddRunner).droptomb},
+	"replicas":    {"seg=S epoch=N [after=K] [limit=N]", (*ddRunner).replicas},
+	"notlive":     {"seg=S epoch=N refs=key@low,...", (*ddRunner).notlive},
+	"get":         {"key=K [putid]", (*ddRunner).get},
+	"stat":        {"key=K", (*ddRunner).stat},
+	"tasks":       {"[seg=S]", (*ddRunner).tasks},
+	"segments":    {"", (*ddRunner).segments},
+	"retire":      {"seg=S by=B reason=R", (*ddRunner).retire},
+	"restore":     {"(a snapshot written and read back)", (*ddRunner).restoreVerb},
+	"reserve":     {"count=N ms=N", (*ddRunner).reserve},
+	"commitbatch": {"items=key:inc:seg,... [sess=c:seq]", (*ddRunner).commitbatch},
+	"commit":      {"key=K inc=N segs=s1,... [ifabsent] [sess=c:seq]", (*ddRunner).commit},
+	"stats":       {"", (*ddRunner).stats},
+	"settings":    {"[capacity=N ttl_ms=N max_sessions=N max_results=N sess=c:seq] (none: the effective settings)", (*ddRunner).settings},
+
+	// The batch and DFS commands.
+	"startbatch":    {"items=key:place[:size],... [sess=c:seq] (place: dfs, or segments joined by +)", (*ddRunner).startbatch},
+	"endbatch":      {"items=key@inc,... [sess=c:seq]", (*ddRunner).endbatch},
+	"dfsconfigure":  {"alloc=bucket|shard [max_buckets=N] [high=0.9 low=0.7] [noevict]", (*ddRunner).dfsconfigure},
+	"dfsput":        {"key=K size=N (PutStart and PutEnd of a DFS-only object)", (*ddRunner).dfsput},
+	"dfsstart":      {"key=K size=N (PutStart of a DFS-only object)", (*ddRunner).dfsstart},
+	"dfstouch":      {"keys=a,b (DFSTouch of the objects' DFS entries)", (*ddRunner).dfstouch},
+	"dfsevict":      {"(DFSEvict with the plan the leader would make now)", (*ddRunner).dfsevict},
+	"dfsfileops":    {"(the file work the state waits for)", (*ddRunner).dfsfileops},
+	"dfsfileop":     {"kind=create|delete unit=N [fail]", (*ddRunner).dfsfileop},
+	"dfsmaxbuckets": {"max=N", (*ddRunner).dfsmaxbuckets},
+	"dfsmarklost":   {"unit=N", (*ddRunner).dfsmarklost},
+	"dfsstats":      {"(the allocator's counters)", (*ddRunner).dfsstats},
+	"dfsmarks":      {"(the removal records the leader owes the journal)", (*ddRunner).dfsmarks},
+	"dfsmarked":     {"[n=N] (DFSMarked of the first N queued marks; all)", (*ddRunner).dfsmarked},
+	"dfsmarkbound":  {"n=N (lowers the queue's bound to N marks for this file)", (*ddRunner).dfsmarkbound},
+
+	// A rebuild. Incarnations name the rebuild's cluster (the harness's
+	// cluster follows a successful begin); a replica dfs-U-OFF-SIZE is a
+	// DFS replica in bucket U at OFF of SIZE bytes.
+	"rebuild-begin":        {"cluster=N floor=F segs=s1,s2[:nocaps] [finish]", (*ddRunner).rebuildBegin},
+	"rebuild-adopt":        {"[cluster=N] objs=key@low:seg+seg,... dels=seg/key@low,...", (*ddRunner).rebuildAdopt},
+	"rebuild-close":        {"cluster=N", (*ddRunner).rebuildClose},
+	"rebuild-status":       {"", (*ddRunner).rebuildStatus},
+	"rebuild-memory-bound": {"n=N (lowers the removal memory's bound for the test)", (*ddRunner).rebuildMemoryBound},
+
+	// Bulk-delete jobs.
+	"job-start":  {"prefix=P [sess=c:seq]", (*ddRunner).jobStart},
+	"job-step":   {"job=ID [after=C] [keys=a,b] [last] [pause] (a step as given), or job=ID auto=N (the leader's step: the fsm's candidates)", (*ddRunner).jobStep},
+	"job-cancel": {"job=ID [sess=c:seq]", (*ddRunner).jobCancel},
+	"jobs":       {"", (*ddRunner).jobs},
 }
 
 type ddRunner struct {
 	h *harness
 }
 
-type ddArgs map[string]string
+// run applies one block: it finds the verb's row, hands it the arguments,
+// and fails the test on an unknown verb, an argument the verb did not
+// read, or an input section (no verb takes one).
+func (d *ddRunner) run(t *testing.T, td *datadriven.TestData) string {
+	t.Helper()
+	v, ok := verbs[td.Cmd]
+	if !ok {
+		names := make([]string, 0, len(verbs))
+		for name := range verbs {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		td.Fatalf(t, "unknown verb %q; the verbs are %s", td.Cmd, strings.Join(names, " "))
+	}
+	if td.Input != "" {
+		td.Fatalf(t, "%s takes no input lines", td.Cmd)
+	}
+	a := newArgs(t, td)
+	out := v.run(d, t, a)
+	if unread := a.unread(); len(unread) > 0 {
+		td.Fatalf(t, "%s does not take %s (it takes %s)", td.Cmd, strings.Join(unread, ", "), v.args)
+	}
+	return strings.TrimRight(out, "\n")
+}
 
-func parseArgs(fields []string) ddArgs {
-	a := ddArgs{}
-	for _, f := range fields {
-		k, v, _ := strings.Cut(f, "=")
-		a[k] = v
+// ddArgs are one block's arguments; each must be read by the verb.
+type ddArgs struct {
+	t    *testing.T
+	pos  string
+	vals map[string]string
+	read map[string]bool
+}
+
+func newArgs(t *testing.T, td *datadriven.TestData) ddArgs {
+	a := ddArgs{t: t, pos: td.Pos, vals: map[string]string{}, read: map[string]bool{}}
+	for _, arg := range td.CmdArgs {
+		if _, dup := a.vals[arg.Key]; dup {
+			td.Fatalf(t, "argument %s given twice", arg.Key)
+		}
+		if len(arg.Vals) > 1 {
+			td.Fatalf(t, "argument %s: write a list as %s=a,b, not in parentheses", arg.Key, arg.Key)
+		}
+		a.vals[arg.Key] = ""
+		if len(arg.Vals) == 1 {
+			a.vals[arg.Key] = arg.Vals[0]
+		}
 	}
 	return a
 }
 
-func (a ddArgs) has(k string) bool { _, ok := a[k]; return ok }
+func (a ddArgs) fatalf(format string, args ...any) {
+	a.t.Helper()
+	a.t.Fatalf("%s: %s", a.pos, fmt.Sprintf(format, args...))
+}
 
-func (a ddArgs) u64(t *testing.T, k string) uint64 {
-	v, err := strconv.ParseUint(a[k], 10, 64)
+func (a ddArgs) unread() []string {
+	var out []string
+	for k := range a.vals {
+		if !a.read[k] {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (a ddArgs) empty() bool { return len(a.vals) == 0 }
+
+func (a ddArgs) has(k string) bool {
+	_, ok := a.vals[k]
+	a.read[k] = true
+	return ok
+}
+
+// str is argument k, "" when absent.
+func (a ddArgs) str(k string) string {
+	a.read[k] = true
+	return a.vals[k]
+}
+
+func (a ddArgs) u64(k string) uint64 {
+	a.t.Helper()
+	v, err := strconv.ParseUint(a.str(k), 10, 64)
 	if err != nil {
-		t.Fatalf("arg %s=%q: %v", k, a[k], err)
+		a.fatalf("argument %s=%q: %v", k, a.vals[k], err)
 	}
 	return v
 }
 
 // i64 is the integer argument k, 0 when absent.
-func (a ddArgs) i64(t *testing.T, k string) int64 {
+func (a ddArgs) i64(k string) int64 {
+	a.t.Helper()
 	if !a.has(k) {
 		return 0
 	}
-	v, err := strconv.ParseInt(a[k], 10, 64)
+	v, err := strconv.ParseInt(a.str(k), 10, 64)
 	if err != nil {
-		t.Fatalf("arg %s=%q: %v", k, a[k], err)
+		a.fatalf("argument %s=%q: %v", k, a.vals[k], err)
 	}
 	return v
 }
 
-func fmtSettings(s api.Settings) string {
-	return fmt.Sprintf("capacity=%d ttl_ms=%d max_sessions=%d max_results=%d", s.RegistryCapacity, s.SessionTTLMillis, s.MaxSessions, s.MaxSessionResults)
+func (a ddArgs) f64(k string) float64 {
+	a.t.Helper()
+	v, err := strconv.ParseFloat(a.str(k), 64)
+	if err != nil {
+		a.fatalf("argument %s=%q: %v", k, a.vals[k], err)
+	}
+	return v
 }
 
+// list is argument k split at commas, nil when absent or empty.
 func (a ddArgs) list(k string) []string {
-	if a[k] == "" {
+	if a.str(k) == "" {
 		return nil
 	}
-	return strings.Split(a[k], ",")
+	return strings.Split(a.str(k), ",")
 }
 
 func (a ddArgs) segs(k string) []api.SegmentID {
@@ -146,368 +252,19 @@ func (a ddArgs) segs(k string) []api.SegmentID {
 	return out
 }
 
-func (d *ddRunner) inc(low uint64) api.ObjectIncarnation {
-	return api.ObjectIncarnation{High: d.h.cluster, Low: low}
-}
-
-func fmtErr(e *api.Error) string {
-	if e == nil {
-		return "ok"
-	}
-	return "err=" + string(e.Code)
-}
-
-func fmtInc(i api.ObjectIncarnation) string {
-	if i.IsZero() {
-		return "0"
-	}
-	return strconv.FormatUint(i.Low, 10)
-}
-
-// fmtWake renders a Wake: "all", "dfs", then the segments, or "none".
-func fmtWake(w Wake) string {
-	var parts []string
-	if w.All {
-		parts = append(parts, "all")
-	}
-	if w.DFS {
-		parts = append(parts, "dfs")
-	}
-	for _, s := range w.Segments {
-		parts = append(parts, string(s))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, " ")
-}
-
-func fmtTask(t api.LocalDeleteTask) string {
-	return fmt.Sprintf("task %d %s %s@%s", t.ID, t.Segment, t.Key, fmtInc(t.Incarnation))
-}
-
-func fmtObject(v ObjectView) string {
-	var segs []string
-	for _, r := range v.Replicas {
-		if r.DFS != nil {
-			segs = append(segs, "dfs:"+fmtDesc(*r.DFS))
-			continue
-		}
-		segs = append(segs, string(r.Segment))
-	}
-	return fmt.Sprintf("%s@%s size=%d tenant=%s replicas=%s", v.Key, fmtInc(v.Incarnation), v.Size, v.Tenant, strings.Join(segs, ","))
-}
-
-var outcomes = map[string]api.AckOutcome{
-	"removed": api.AckRemoved, "already": api.AckAlreadyRemoved, "stale": api.AckStaleVersion,
-	"retry": api.AckRetryableFailure, "bad": 9,
-}
-
-func (d *ddRunner) run(t *testing.T, c ddCase) string {
-	fields := strings.Fields(c.cmd)
-	a := parseArgs(fields[1:])
-	h := d.h
-	switch fields[0] {
-	case "epoch":
-		r := h.epoch(a.u64(t, "cluster"))
-		return fmt.Sprintf("master_epoch=%d cluster=%d", r.MasterEpoch, r.ClusterID)
-	case "mount":
-		var caps []api.Capability
-		switch a["caps"] {
-		case "tomb":
-			caps = tombstoneCaps
-		case "", "none":
-		default:
-			for _, c := range a.list("caps") {
-				caps = append(caps, api.Capability(c))
-			}
-		}
-		cmd := &MountLocalDisk{ClientID: a["client"], Segment: api.SegmentID(a["seg"]), Pool: "p", Capacity: 100, Capabilities: caps, Endpoint: a["client"] + ":9000", Now: h.now}
-		if a.has("pool") {
-			cmd.Pool = a["pool"]
-		}
-		if a.has("ep") {
-			cmd.Endpoint = a["ep"]
-		}
-		cmd.Process = a["process"]
-		if a.has("marker") {
-			m := a.u64(t, "marker")
-			cmd.MarkerCluster = &m
-		}
-		r := h.apply(cmd).(*MountResult)
-		if r.Err != nil {
-			return fmt.Sprintf("%s epoch=%d", fmtErr(r.Err), r.MountEpoch)
-		}
-		return fmt.Sprintf("epoch=%d", r.MountEpoch)
-	case "unmount":
-		r := h.apply(&UnmountLocalDisk{Segment: api.SegmentID(a["seg"]), Epoch: a.u64(t, "epoch"), Now: h.now}).(*UnmountResult)
-		return fmtErr(r.Err)
-	case "putstart":
-		r := h.apply(&PutStart{Key: a["key"], Size: 10, Replicas: localReplicas(a.segs("segs")...), PutID: "put-" + a["key"],
-			IfAbsent: a.has("ifabsent"), Session: d.session(t, a["sess"]), Now: h.now}).(*PutStartResult)
-		if r.Err != nil {
-			return fmtErr(r.Err) + fmtDup(r.Duplicate)
-		}
-		if !a.has("sess") {
-			return "inc=" + fmtInc(r.Incarnation)
-		}
-		// A sessioned answer shows the replicas too: a repeat must hand
-		// back the same placement.
-		var segs []string
-		for _, x := range r.Replicas {
-			segs = append(segs, string(x.Segment))
-		}
-		return fmt.Sprintf("inc=%s replicas=%s%s", fmtInc(r.Incarnation), strings.Join(segs, ","), fmtDup(r.Duplicate))
-	case "put":
-		r := h.putStart(a["key"], a.has("ifabsent"), a.segs("segs")...)
-		if r.Err != nil {
-			return "start " + fmtErr(r.Err)
-		}
-		e := h.putEnd(a["key"], r.Incarnation)
-		return fmt.Sprintf("inc=%s end %s tasks=%d", fmtInc(r.Incarnation), fmtErr(e.Err), e.TasksCreated)
-	case "putend", "revoke":
-		var cmd Command = &PutEnd{Key: a["key"], Incarnation: d.inc(a.u64(t, "inc")), Session: d.session(t, a["sess"]), Now: h.now}
-		if fields[0] == "revoke" {
-			cmd = &PutRevoke{Key: a["key"], Incarnation: d.inc(a.u64(t, "inc")), Session: d.session(t, a["sess"]), Now: h.now}
-		}
-		r := h.apply(cmd).(*PutEndResult)
-		return fmt.Sprintf("%s tasks=%d%s", fmtErr(r.Err), r.TasksCreated, fmtDup(r.Duplicate))
-	case "remove":
-		// if=low,... gives one expected incarnation per key (0:
-		// unconditional); spans=sess/n;... splits the keys into the
-		// requests of a group commit ("-" for no session).
-		cmd := &Remove{Keys: a.list("keys"), Session: d.session(t, a["sess"]), Now: h.now}
-		for _, low := range a.list("if") {
-			n, err := strconv.ParseUint(low, 10, 64)
-			if err != nil {
-				t.Fatalf("if=%q: %v", a["if"], err)
-			}
-			var inc api.ObjectIncarnation
-			if n != 0 {
-				inc = d.inc(n)
-			}
-			cmd.IfInc = append(cmd.IfInc, inc)
-		}
-		if a.has("spans") {
-			for _, sp := range strings.Split(a["spans"], ";") {
-				sess, n, _ := strings.Cut(sp, "/")
-				k, err := strconv.Atoi(n)
-				if err != nil {
-					t.Fatalf("spans=%q: %v", a["spans"], err)
-				}
-				cmd.Spans = append(cmd.Spans, RemoveSpan{Session: d.session(t, strings.TrimPrefix(sess, "-")), N: k})
-			}
-		}
-		r := h.apply(cmd).(*RemoveResult)
-		var b strings.Builder
-		for _, kr := range r.Results {
-			fmt.Fprintf(&b, "%s: %s\n", kr.Key, fmtErr(kr.Err))
-		}
-		fmt.Fprintf(&b, "tasks=%d%s", r.TasksCreated, fmtDup(r.Duplicate))
-		if r.SpanDuplicate != nil {
-			fmt.Fprintf(&b, " span_dup=%v", r.SpanDuplicate)
-		}
-		return b.String()
-	case "woke":
-		// Whose long polls the last entry concerns (FSM.ApplyWake).
-		return h.woke
-	case "tick":
-		// Advance the leader's clock carried by the next entries.
-		h.now += a.i64(t, "ms") * 1e6
-		return "ok"
-	case "sessions":
-		s := h.f.SessionStats()
-		return fmt.Sprintf("clients=%d results=%d", s.Clients, s.Results)
-	case "ack":
-		var rs []api.TaskResult
-		for _, spec := range a.list("results") {
-			ref, oc, _ := strings.Cut(spec, ":")
-			parts := strings.Split(ref, "/")
-			id, _ := strconv.ParseUint(parts[0], 10, 64)
-			tr := api.TaskResult{TaskID: id, Outcome: outcomes[oc]}
-			if len(parts) == 3 {
-				low, _ := strconv.ParseUint(parts[2], 10, 64)
-				tr.Key, tr.Incarnation = parts[1], d.inc(low)
-			} else if task, ok := d.findTask(id); ok {
-				tr.Key, tr.Incarnation = task.Key, task.Incarnation
-			}
-			rs = append(rs, tr)
-		}
-		r := h.ack(api.SegmentID(a["seg"]), a.u64(t, "epoch"), rs...)
-		if r.Err != nil {
-			return fmtErr(r.Err)
-		}
-		return fmt.Sprintf("dropped=%d kept=%d unknown=%d", r.Dropped, r.Kept, r.Unknown)
-	case "fetch":
-		limit := 0
-		if a.has("limit") {
-			limit = int(a.u64(t, "limit"))
-		}
-		ts, more, err := h.f.FetchTasks(api.SegmentID(a["seg"]), a.u64(t, "epoch"), limit)
-		if err != nil {
-			return fmtErr(api.AsError(err))
-		}
-		var b strings.Builder
-		for _, x := range ts {
-			b.WriteString(fmtTask(x) + "\n")
-		}
-		fmt.Fprintf(&b, "more=%v", more)
-		return b.String()
-	case "drop":
-		r := h.apply(&DropReplicas{Segment: api.SegmentID(a["seg"]), Epoch: a.u64(t, "epoch"), Refs: d.refs(a.list("refs")), Now: h.now}).(*DropResult)
-		if r.Err != nil {
-			return fmtErr(r.Err)
-		}
-		var parts []string
-		for _, x := range r.Dropped {
-			parts = append(parts, x.Key+"@"+fmtInc(x.Incarnation))
-		}
-		return "dropped=[" + strings.Join(parts, " ") + "]"
-	case "droptomb":
-		r := h.apply(&DropTombstoned{Segment: api.SegmentID(a["seg"]), Epoch: a.u64(t, "epoch"), Refs: d.refs(a.list("refs")), Now: h.now}).(*DropTombstonedResult)
-		if r.Err != nil {
-			return fmtErr(r.Err)
-		}
-		var parts []string
-		for _, x := range r.Dropped {
-			parts = append(parts, x.Key+"@"+fmtInc(x.Incarnation))
-		}
-		return fmt.Sprintf("dropped=[%s] objects=%d", strings.Join(parts, " "), r.Objects)
-	case "replicas":
-		// The COMPLETE incarnations the table places on seg (ReplicasOn).
-		limit := 0
-		if a.has("limit") {
-			limit = int(a.u64(t, "limit"))
-		}
-		out, next, more, err := h.f.ReplicasOn(api.SegmentID(a["seg"]), a.u64(t, "epoch"), a["after"], limit)
-		if err != nil {
-			return fmtErr(api.AsError(err))
-		}
-		var parts []string
-		for _, r := range out {
-			parts = append(parts, r.Key+"@"+fmtInc(r.Incarnation))
-		}
-		return fmt.Sprintf("refs=[%s] next=%s more=%v", strings.Join(parts, " "), next, more)
-	case "notlive":
-		refs := d.refs(a.list("refs"))
-		out, err := h.f.NotLive(api.SegmentID(a["seg"]), a.u64(t, "epoch"), refs)
-		if err != nil {
-			return fmtErr(api.AsError(err))
-		}
-		var parts []string
-		for _, r := range out {
-			parts = append(parts, r.Key+"@"+fmtInc(r.Incarnation))
-		}
-		return "not_live=[" + strings.Join(parts, " ") + "]"
-	case "get":
-		v, err := h.f.Get(a["key"])
-		if err != nil {
-			return fmtErr(api.AsError(err))
-		}
-		if a.has("putid") {
-			return fmtObject(v) + " put_id=" + v.PutID
-		}
-		return fmtObject(v)
-	case "stat":
-		v, pending, deletes, err := h.f.Stat(a["key"])
-		p := "none"
-		if pending != nil {
-			p = fmtInc(*pending)
-		}
-		obj := fmtErr(api.AsError(err))
-		if err == nil {
-			obj = fmtObject(v)
-		}
-		return fmt.Sprintf("%s pending=%s pending_deletes=%d", obj, p, deletes)
-	case "tasks":
-		ts, total := h.f.ListTasks(api.SegmentID(a["seg"]), 0)
-		var b strings.Builder
-		for _, x := range ts {
-			b.WriteString(fmtTask(x) + "\n")
-		}
-		fmt.Fprintf(&b, "total=%d", total)
-		return b.String()
-	case "segments":
-		var b strings.Builder
-		for _, s := range h.f.Segments() {
-			fmt.Fprintf(&b, "%s client=%q epoch=%d mounted=%v retired=%v caps=%v pending=%d\n", s.ID, s.ClientID, s.MountEpoch, s.Mounted, s.Retired, s.Capabilities, s.PendingTasks)
-		}
-		return strings.TrimRight(b.String(), "\n")
-	case "retire":
-		r := h.apply(&RetireStorage{Segment: api.SegmentID(a["seg"]), By: a["by"], Reason: a["reason"], Now: h.now}).(*RetireResult)
-		return fmt.Sprintf("%s dropped=%d", fmtErr(r.Err), r.Dropped)
-	case "restore":
-		h.f = restored(t, h.f)
-		return "ok"
-	case "reserve":
-		// A ReserveIncarnations entry living ms milliseconds past the
-		// harness clock (count=0: only the entry's time).
-		r := h.apply(&ReserveIncarnations{Count: a.u64(t, "count"), Expires: h.now + 1 + a.i64(t, "ms")*1e6, Now: h.now + 1}).(*ReserveResult)
-		if r.Err != nil {
-			return fmtErr(r.Err)
-		}
-		if r.Lo > r.Hi {
-			return "block=none"
-		}
-		return fmt.Sprintf("block=%d..%d", r.Lo, r.Hi)
-	case "commitbatch":
-		// items=key:inc:seg,... in order.
-		cmd := &PutCommitBatch{Session: d.session(t, a["sess"]), Now: h.now + 1}
-		for _, it := range a.list("items") {
-			parts := strings.Split(it, ":")
-			low, err := strconv.ParseUint(parts[1], 10, 64)
-			if err != nil || len(parts) != 3 {
-				t.Fatalf("item %q: want key:inc:seg", it)
-			}
-			cmd.Items = append(cmd.Items, PutCommitItem{Key: parts[0], Incarnation: d.inc(low), Size: 10, Replicas: localReplicas(api.SegmentID(parts[2])), PutID: "put-" + parts[0]})
-		}
-		r := h.apply(cmd).(*PutEndBatchResult)
-		if r.Err != nil {
-			return fmtErr(r.Err) + fmtDup(r.Duplicate)
-		}
-		var b strings.Builder
-		for i, x := range r.Items {
-			fmt.Fprintf(&b, "%s: %s tasks=%d\n", cmd.Items[i].Key, fmtErr(x.Err), x.TasksCreated)
-		}
-		b.WriteString("dup=" + fmt.Sprint(r.Duplicate))
-		return b.String()
-	case "commit":
-		r := h.apply(&PutCommit{Key: a["key"], Incarnation: d.inc(a.u64(t, "inc")), Size: 10, Replicas: localReplicas(a.segs("segs")...),
-			PutID: "put-" + a["key"], IfAbsent: a.has("ifabsent"), Session: d.session(t, a["sess"]), Now: h.now + 1}).(*PutEndResult)
-		return fmt.Sprintf("%s tasks=%d%s", fmtErr(r.Err), r.TasksCreated, fmtDup(r.Duplicate))
-	case "stats":
-		s := h.f.Stats()
-		return fmt.Sprintf("objects=%d pending_puts=%d tasks=%d/%d", s.Objects, s.PendingPuts, s.PendingTasks, s.RegistryCapacity)
-	case "settings":
-		// A Settings entry; no argument: the effective settings.
-		if len(a) == 0 {
-			cur, set := h.f.Settings()
-			return fmt.Sprintf("%s set=%v", fmtSettings(cur), set)
-		}
-		r := h.apply(&Settings{Settings: api.Settings{
-			RegistryCapacity: int(a.i64(t, "capacity")), SessionTTLMillis: a.i64(t, "ttl_ms"),
-			MaxSessions: int(a.i64(t, "max_sessions")), MaxSessionResults: int(a.i64(t, "max_results")),
-		}, Session: d.session(t, a["sess"]), Now: h.now}).(*SettingsResult)
-		return fmt.Sprintf("%s %s%s", fmtErr(r.Err), fmtSettings(r.Settings), fmtDup(r.Duplicate))
-	}
-	if out, ok := d.runJobs(t, fields[0], a); ok {
-		return out
-	}
-	if out, ok := d.runRebuild(t, fields[0], a); ok {
-		return out
-	}
-	if out, ok := d.runBatchOrDFS(t, fields[0], a); ok {
-		return out
-	}
-	t.Fatalf("line %d: unknown command %q", c.line, fields[0])
-	return ""
-}
-
-// session parses "client:seq[:floor]" ("" is no session).
-func (d *ddRunner) session(t *testing.T, spec string) api.Session {
+// session is argument sess, "client:seq[:floor]" ("" or absent: no
+// session).
+func (a ddArgs) session() api.Session {
+	a.t.Helper()
+	spec := a.str("sess")
 	if spec == "" {
 		return api.Session{}
 	}
+	return parseSession(a, spec)
+}
+
+func parseSession(a ddArgs, spec string) api.Session {
+	a.t.Helper()
 	parts := strings.Split(spec, ":")
 	s := api.Session{ClientID: parts[0]}
 	var err error
@@ -518,39 +275,20 @@ func (d *ddRunner) session(t *testing.T, spec string) api.Session {
 		s.Floor, err = strconv.ParseUint(parts[2], 10, 64)
 	}
 	if err != nil || len(parts) > 3 {
-		t.Fatalf("session %q: want client:seq[:floor]", spec)
+		a.fatalf("session %q: want client:seq[:floor]", spec)
 	}
 	return s
 }
 
-func fmtDup(dup bool) string {
-	if dup {
-		return " dup"
-	}
-	return ""
+// inc is the incarnation low of the harness's cluster.
+func (d *ddRunner) inc(low uint64) api.ObjectIncarnation {
+	return api.ObjectIncarnation{High: d.h.cluster, Low: low}
 }
 
-func (d *ddRunner) findTask(id uint64) (api.LocalDeleteTask, bool) {
-	ts, _ := d.h.f.ListTasks("", MaxAckResults)
-	for _, x := range ts {
-		if x.ID == id {
-			return x, true
-		}
+// limit is argument limit, 0 (no limit) when absent.
+func (a ddArgs) limit() int {
+	if !a.has("limit") {
+		return 0
 	}
-	return api.LocalDeleteTask{}, false
-}
-
-// refs parses "key@low" items; "key@0" or "key" names the legacy incarnation.
-func (d *ddRunner) refs(items []string) []api.ObjectRef {
-	var refs []api.ObjectRef
-	for _, s := range items {
-		k, low, _ := strings.Cut(s, "@")
-		n, _ := strconv.ParseUint(low, 10, 64)
-		ref := api.ObjectRef{Key: k}
-		if n != 0 {
-			ref.Incarnation = d.inc(n)
-		}
-		refs = append(refs, ref)
-	}
-	return refs
+	return int(a.u64("limit"))
 }

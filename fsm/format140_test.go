@@ -14,9 +14,7 @@ import (
 // file with a job restores the job; and the legacy settings, 1.4.0's, are
 // refused in a 1.3.0 stream rather than dropped.
 func TestSnapshotFormat140(t *testing.T) {
-	h := newHarness(t, DefaultRegistryCapacity)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, DefaultRegistryCapacity)
 	h.put("p/a", "s1")
 	r := h.apply(&JobStart{Prefix: "p/", Now: h.now}).(*JobResult)
 	if r.Err != nil {

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"reflect"
 
 	"sexton/api"
 )
@@ -70,21 +71,9 @@ func (g *cmdGen) sessioned(cmd Command) Command {
 		return cmd
 	}
 	s := g.session()
-	switch c := cmd.(type) {
-	case *PutStart:
-		c.Session = s
-	case *PutEnd:
-		c.Session = s
-	case *PutRevoke:
-		c.Session = s
-	case *Settings:
-		c.Session = s
-	case *JobStart:
-		c.Session = s
-	case *JobCancel:
-		c.Session = s
-	case *Remove:
-		c.Session = s
+	// Every sessioned body has Session (api.Session) `msgpack:"sess"`.
+	reflect.ValueOf(cmd).Elem().FieldByName("Session").Set(reflect.ValueOf(s))
+	if c, ok := cmd.(*Remove); ok {
 		if len(c.Keys) > 1 && g.pick(3) == 0 {
 			// A group commit: the first key is another request.
 			c.Session = api.Session{}
@@ -132,37 +121,20 @@ func (g *cmdGen) retry(now int64) Command {
 	if c == nil || len(c.sent) == 0 {
 		return nil
 	}
-	switch x := c.sent[g.pick(len(c.sent))].(type) {
-	case *PutStart:
-		cp := *x
-		cp.Now = now
-		return &cp
-	case *PutEnd:
-		cp := *x
-		cp.Now = now
-		return &cp
-	case *PutRevoke:
-		cp := *x
-		cp.Now = now
-		return &cp
-	case *Remove:
-		cp := *x
-		cp.Now = now
-		return &cp
-	case *Settings:
-		cp := *x
-		cp.Now = now
-		return &cp
-	case *JobStart:
-		cp := *x
-		cp.Now = now
-		return &cp
-	case *JobCancel:
-		cp := *x
-		cp.Now = now
-		return &cp
+	switch x := c.sent[g.pick(len(c.sent))]; x.(type) {
+	case *PutStart, *PutEnd, *PutRevoke, *Remove, *Settings, *JobStart, *JobCancel:
+		return atTime(x, now)
 	}
 	return nil
+}
+
+// atTime is a copy of cmd carrying the leader's time now (the field the
+// command table knows).
+func atTime(cmd Command, now int64) Command {
+	cp := reflect.New(reflect.TypeOf(cmd).Elem())
+	cp.Elem().Set(reflect.ValueOf(cmd).Elem())
+	cp.Elem().Field(specOf(cmd.Type()).nowField).SetInt(now)
+	return cp.Interface().(Command)
 }
 
 // job draws a bulk-delete job command: mostly a leader's step of an

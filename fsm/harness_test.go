@@ -27,6 +27,16 @@ func newHarness(t testing.TB, capacity int) *harness {
 	return &harness{t: t, f: newWithCapacity(capacity), term: 1, now: 1000}
 }
 
+// newMounted is a harness whose FSM has begun an epoch of cluster 7 and
+// mounted segment s1 for client c1, with tombstones: where most tests
+// start.
+func newMounted(t testing.TB, capacity int) *harness {
+	h := newHarness(t, capacity)
+	h.epoch(7)
+	h.mustMount("c1", "s1", tombstoneCaps...)
+	return h
+}
+
 // next encodes cmd for the next index and moves the index and the
 // leader's clock on.
 func (h *harness) next(cmd Command) []byte {

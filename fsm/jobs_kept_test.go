@@ -14,9 +14,7 @@ import (
 // refused (UNAVAILABLE, naming the puts), and a job over another prefix,
 // or over the same one once the puts are done, starts.
 func TestJobStartRefusedWhenPendingPutsOutgrowItsKeptBound(t *testing.T) {
-	h := newHarness(t, DefaultRegistryCapacity)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, DefaultRegistryCapacity)
 	long := strings.Repeat("x", api.MaxKeyLen-16)
 	var keys []string
 	var incs []api.ObjectIncarnation
@@ -107,9 +105,7 @@ func TestJobStartRepeatAnswersALegacyStoredResult(t *testing.T) {
 // step even while clients' Removes hold the registry past the job's limit;
 // a key that needs a task pauses the job.
 func TestJobRemovesATasklessKeyWhileClientsFillTheReserve(t *testing.T) {
-	h := newHarness(t, 10)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, 10)
 	h.mustMount("c2", "s2")
 	h.put("a/1", "s2")
 	h.put("a/2", "s1")

@@ -43,9 +43,7 @@ func listAll(t *testing.T, f *FSM, prefix, cursor string, limit int) []string {
 // prefix (one sorting just before and just after it), puts in progress and
 // removed keys are never listed.
 func TestListPagesCoverPrefixOnce(t *testing.T) {
-	h := newHarness(t, 1000)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, 1000)
 	var want []string
 	for i := range 40 {
 		k := fmt.Sprintf("p/%03d", i)
@@ -86,9 +84,7 @@ func TestListPagesCoverPrefixOnce(t *testing.T) {
 // exactly once; nothing is listed twice or out of order; every key listed
 // was present (COMPLETE, under the prefix) when its page was read.
 func TestListCursorSurvivesChanges(t *testing.T) {
-	h := newHarness(t, 100000)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, 100000)
 	rng := rand.New(rand.NewSource(1))
 	present := map[string]bool{} // COMPLETE keys now
 	touched := map[string]bool{} // removed (or re-added) at some point
@@ -165,9 +161,7 @@ func presentKeys(m map[string]bool) []string {
 // the puts in progress created before the bound (an ended, revoked or
 // overwritten-by-a-new-start put leaves it; a restore rebuilds it), by key.
 func TestPendingPutsFollowPuts(t *testing.T) {
-	h := newHarness(t, 100)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, 100)
 	incs := map[string]api.ObjectIncarnation{}
 	for _, k := range []string{"z", "y", "x", "w", "v"} { // created in reverse key order
 		incs[k] = h.putStart(k, false, "s1").Incarnation

@@ -336,28 +336,14 @@ func (m *model) fetchable(t api.LocalDeleteTask) bool {
 // codes extracts the error codes of an FSM result, in the model's shape.
 func codes(res any) []api.Code {
 	switch r := res.(type) {
-	case *EpochBeginResult:
-		return []api.Code{""}
-	case *MountResult:
-		return []api.Code{codeOf(r.Err)}
-	case *UnmountResult:
-		return []api.Code{codeOf(r.Err)}
-	case *PutStartResult:
-		return []api.Code{codeOf(r.Err)}
-	case *PutEndResult:
-		return []api.Code{codeOf(r.Err)}
 	case *RemoveResult:
 		var out []api.Code
 		for _, k := range r.Results {
 			out = append(out, codeOf(k.Err))
 		}
 		return out
-	case *AckResult:
-		return []api.Code{codeOf(r.Err)}
-	case *RetireResult:
-		return []api.Code{codeOf(r.Err)}
-	case *SettingsResult:
-		return []api.Code{codeOf(r.Err)}
+	case *EpochBeginResult, *MountResult, *UnmountResult, *PutStartResult, *PutEndResult, *AckResult, *RetireResult, *SettingsResult:
+		return []api.Code{codeOf(AnswerOf(res).Err)}
 	}
 	return nil
 }

@@ -144,18 +144,29 @@ func (f *FSM) PendingPuts(createdBefore int64) []PendingPut {
 	return out
 }
 
-// checkFetcher is the gate of FetchTasks and NotLive: a known segment,
-// mounted at exactly epoch, advertising OBJECT_TOMBSTONE_V1.
+// checkFetcher is the gate of a holder's calls on its tasks and replicas
+// (fetch, reconcile, list replicas, ack): a known segment, mounted at
+// exactly epoch, advertising OBJECT_TOMBSTONE_V1.
 func (st *state) checkFetcher(op string, id api.SegmentID, epoch uint64) (*segment, error) {
+	seg, refused := st.mountedAt(op, id, epoch)
+	if refused != nil {
+		return nil, refused
+	}
+	if !seg.capable() {
+		return nil, api.Errorf(api.CodeCapabilityRequired, "%s: segment %s does not advertise %s", op, id, api.CapObjectTombstoneV1)
+	}
+	return seg, nil
+}
+
+// mountedAt is segment id if it is mounted at exactly epoch, or op's
+// refusal: an unknown segment, or a stale epoch.
+func (st *state) mountedAt(op string, id api.SegmentID, epoch uint64) (*segment, *api.Error) {
 	seg := st.segments[id]
 	if seg == nil {
 		return nil, api.Errorf(api.CodeSegmentNotFound, "%s: unknown segment %s", op, id)
 	}
 	if !seg.mounted || seg.epoch != epoch {
 		return nil, staleEpoch(seg, epoch)
-	}
-	if !seg.capable() {
-		return nil, api.Errorf(api.CodeCapabilityRequired, "%s: segment %s does not advertise %s", op, id, api.CapObjectTombstoneV1)
 	}
 	return seg, nil
 }

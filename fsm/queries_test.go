@@ -12,9 +12,7 @@ import (
 // the cursor, in key order, with a cursor while more follow; pending puts
 // and removed keys are not listed.
 func TestListPagesInKeyOrder(t *testing.T) {
-	h := newHarness(t, 100)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, 100)
 	for _, k := range []string{"a/3", "a/1", "b/1", "a/2", "a/4"} {
 		h.put(k, "s1")
 	}
@@ -43,9 +41,7 @@ func TestListPagesInKeyOrder(t *testing.T) {
 // TestPendingPutsAndGetCopies: PendingPuts lists puts in progress older
 // than the bound, by key; Get returns copies the caller may modify.
 func TestPendingPutsAndGetCopies(t *testing.T) {
-	h := newHarness(t, 100)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, 100)
 	h.put("done", "s1")
 	h.putStart("z", false, "s1")
 	h.putStart("m", false, "s1")

@@ -13,9 +13,7 @@ import (
 // restored snapshot would carry it) is not created again and costs no slot
 // when a Remove needs the same (segment, key, incarnation).
 func TestDuplicateDurableTasksDoNotConsumeCapacity(t *testing.T) {
-	h := newHarness(t, 2)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, 2)
 	h.mustMount("c2", "s2", tombstoneCaps...)
 	incA := h.put("a", "s1", "s2")
 	incB := h.put("b", "s1")
@@ -132,9 +130,7 @@ func TestQueriesRaceApply(t *testing.T) {
 
 // TestSnapshotViewIsFrozen: writes after Snapshot() do not show in the view.
 func TestSnapshotViewIsFrozen(t *testing.T) {
-	h := newHarness(t, 100)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, 100)
 	h.put("a", "s1")
 	want := snapshotBytes(t, h.f)
 	v := h.f.Snapshot()

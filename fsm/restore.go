@@ -108,7 +108,7 @@ func (b *restoreSink) Header(h snapshot.Header) error {
 	return nil
 }
 
-func (b *restoreSink) Object(o *snapshot.Object) error {
+func (b *restoreSink) object(o *snapshot.Object) error {
 	if err := api.ValidKey(o.Key); err != nil {
 		return corrupt("object %d: %v", b.nObjects, err)
 	}
@@ -170,7 +170,7 @@ func (b *restoreSink) checkObjects() error {
 	return nil
 }
 
-func (b *restoreSink) Segment(s *snapshot.Segment) error {
+func (b *restoreSink) segment(s *snapshot.Segment) error {
 	if s.ID == "" || len(s.ID) > api.MaxIDLen || len(s.ClientID) > api.MaxIDLen || len(s.Pool) > api.MaxIDLen ||
 		len(s.Endpoint) > api.MaxIDLen || len(s.Capabilities) > api.MaxCapabilities {
 		return corrupt("segment %q: field out of bounds", s.ID)
@@ -207,7 +207,7 @@ func (b *restoreSink) Segment(s *snapshot.Segment) error {
 	return nil
 }
 
-func (b *restoreSink) Task(t *snapshot.Task) error {
+func (b *restoreSink) task(t *snapshot.Task) error {
 	if b.format == snapshot.Format100 {
 		return corrupt("task record in a %s snapshot", b.format)
 	}
@@ -247,7 +247,7 @@ func (b *restoreSink) Task(t *snapshot.Task) error {
 	return nil
 }
 
-func (b *restoreSink) State(s *snapshot.State) error {
+func (b *restoreSink) state(s *snapshot.State) error {
 	if b.format == snapshot.Format100 {
 		return corrupt("state record in a %s snapshot", b.format)
 	}
@@ -319,9 +319,9 @@ func hasJobs(format string) bool {
 	return format == snapshot.Format130 || format == snapshot.Format140
 }
 
-// Job restores one bulk-delete job (1.3.0 and later): ids strictly
+// job restores one bulk-delete job (1.3.0 and later): ids strictly
 // increasing, as Apply appends them, within the bounds Apply keeps.
-func (b *restoreSink) Job(j *snapshot.Job) error {
+func (b *restoreSink) job(j *snapshot.Job) error {
 	if !hasJobs(b.format) {
 		return corrupt("job record in a %s snapshot", b.format)
 	}
@@ -343,10 +343,10 @@ func (b *restoreSink) Job(j *snapshot.Job) error {
 	return nil
 }
 
-// DFSRecord reads the dfs_buckets section: first the head (the cluster's
+// dfsRecord reads the dfs_buckets section: first the head (the cluster's
 // DFS settings and clock), then the allocator's records, restored as a
 // whole in finish.
-func (b *restoreSink) DFSRecord(raw []byte) error {
+func (b *restoreSink) dfsRecord(raw []byte) error {
 	if b.dfs == nil {
 		var h dfsSectionHead
 		if err := snapshot.DecodeDFSRecord(raw, &h); err != nil {

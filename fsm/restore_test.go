@@ -95,23 +95,23 @@ func TestRestoreIsAllOrNothing(t *testing.T) {
 func TestRestoreRefusesInconsistentRecords(t *testing.T) {
 	b := &restoreSink{st: newState(api.Settings{RegistryCapacity: 10}, true), format: "1.1.0"}
 	seg := segmentRecord("s1")
-	if err := b.Segment(&seg); err != nil {
+	if err := b.segment(&seg); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Segment(&seg); err == nil {
+	if err := b.segment(&seg); err == nil {
 		t.Fatal("duplicate segment accepted")
 	}
 	task := api.LocalDeleteTask{ID: 1, Segment: "s1", Key: "k"}
-	if err := b.Task(&task); err != nil {
+	if err := b.task(&task); err != nil {
 		t.Fatal(err)
 	}
 	dup := task
 	dup.ID = 2
-	if err := b.Task(&dup); err == nil {
+	if err := b.task(&dup); err == nil {
 		t.Fatal("duplicate (segment, key, incarnation) accepted")
 	}
 	orphan := api.LocalDeleteTask{ID: 3, Segment: "nope", Key: "k"}
-	if err := b.Task(&orphan); err == nil {
+	if err := b.task(&orphan); err == nil {
 		t.Fatal("task on an unknown segment accepted")
 	}
 }

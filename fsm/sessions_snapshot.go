@@ -79,7 +79,7 @@ type sessionRestore struct {
 	bare bool           // cur's record had no result
 }
 
-func (b *restoreSink) Session(r *snapshot.SessionRecord) error {
+func (b *restoreSink) session(r *snapshot.SessionRecord) error {
 	if !hasSessions(b.format) {
 		return corrupt("session record in a %s snapshot", b.format)
 	}

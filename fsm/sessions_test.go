@@ -127,9 +127,7 @@ func TestFetchTasksFilteredDoesNotStarve(t *testing.T) {
 // TestV1BodiesApplyWithoutDedup: entries written before sessions existed
 // still apply, and are never answered from the session table.
 func TestV1BodiesApplyWithoutDedup(t *testing.T) {
-	h := newHarness(t, 0)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, 0)
 	r1 := h.apply(&PutStart{V: PutStartV1, Key: "a", Size: 1, Replicas: localReplicas("s1"), Now: 10}).(*PutStartResult)
 	r2 := h.apply(&PutStart{V: PutStartV1, Key: "a", Size: 1, Replicas: localReplicas("s1"), Now: 11}).(*PutStartResult)
 	if r1.Err != nil || codeOf(r2.Err) != api.CodeObjectAlreadyExists || r2.Duplicate {
@@ -150,9 +148,7 @@ func TestV1BodiesApplyWithoutDedup(t *testing.T) {
 // repeat is answered exactly as the first time, also after the session
 // table went through a snapshot.
 func TestSessionedBatchesAndSettingsRepeatExactly(t *testing.T) {
-	h := newHarness(t, 0)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, 0)
 	h.mustMount("c2", "s2", tombstoneCaps...)
 	h.put("old", "s1")
 	sess := func(seq uint64) api.Session { return api.Session{ClientID: "cl", Seq: seq, Floor: 1} }
@@ -269,7 +265,7 @@ func TestRestoreRefusesInconsistentSessions(t *testing.T) {
 		b := &restoreSink{st: newState(api.Settings{}, false), format: snapshot.Format120, haveState: true}
 		var err error
 		for i := range recs {
-			if err = b.Session(&recs[i]); err != nil {
+			if err = b.session(&recs[i]); err != nil {
 				break
 			}
 		}
@@ -278,7 +274,7 @@ func TestRestoreRefusesInconsistentSessions(t *testing.T) {
 		}
 	}
 	b := &restoreSink{st: newState(api.Settings{}, false), format: snapshot.Format110}
-	if err := b.Session(&snapshot.SessionRecord{ClientID: "a"}); !errors.Is(err, ErrCorruptSnapshot) {
+	if err := b.session(&snapshot.SessionRecord{ClientID: "a"}); !errors.Is(err, ErrCorruptSnapshot) {
 		t.Errorf("session in 1.1.0: %v", err)
 	}
 }

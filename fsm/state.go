@@ -296,6 +296,16 @@ func (st *state) planTasks(key string, e entry, obj *object) taskPlan {
 	return plan
 }
 
+// planFitting is planTasks, refused (LOCAL_DELETE_REGISTRY_FULL) when
+// the tasks do not fit the registry.
+func (st *state) planFitting(key string, e entry, obj *object) (taskPlan, *api.Error) {
+	plan := st.planTasks(key, e, obj)
+	if !st.reg.fits(len(plan)) {
+		return nil, registryFull(key, len(plan), st.reg.len(), st.reg.capacity)
+	}
+	return plan, nil
+}
+
 func (p taskPlan) contains(id taskIdent) bool {
 	for _, x := range p {
 		if x == id {

@@ -101,68 +101,6 @@ func (v *View) Release() {
 // (client id, seq), jobs by id.
 func (v *View) WriteTo(w io.Writer) (int64, error) { return v.writeFormat(w, snapshot.Format140) }
 
-// writeFormat writes the view in format (1.4.0, or 1.3.0, 1.2.0 or 1.1.0
-// for tests of older snapshots: then the state must hold nothing that
-// format cannot carry, which the snapshot writer refuses).
-func (v *View) writeFormat(w io.Writer, format string) (int64, error) {
-	if v.complete == nil {
-		return 0, fmt.Errorf("fsm: write of a released snapshot view")
-	}
-	cw := &countingWriter{w: w}
-	h := v.header
-	h.Format = format
-	sw, err := snapshot.NewWriter(cw, h)
-	if err != nil {
-		return cw.n, err
-	}
-	if err := v.writeObjects(sw); err != nil {
-		return cw.n, err
-	}
-	slices.SortFunc(v.segments, func(a, b snapshot.Segment) int { return strings.Compare(string(a.ID), string(b.ID)) })
-	if err := writeSection(sw, snapshot.SectionSegments, len(v.segments), func(i int) any { return &v.segments[i] }); err != nil {
-		return cw.n, err
-	}
-	v120 := hasSessions(format)
-	if v120 {
-		if err := writeSection(sw, snapshot.SectionState, 1, func(int) any { return &v.state }); err != nil {
-			return cw.n, err
-		}
-	}
-	var rec snapshot.Task
-	if err := writeSection(sw, snapshot.SectionTasks, len(v.tasks), func(i int) any { rec = v.tasks[i].view(); return &rec }); err != nil {
-		return cw.n, err
-	}
-	if v120 {
-		if err := v.writeSessions(sw); err != nil {
-			return cw.n, err
-		}
-	} else if err := writeSection(sw, snapshot.SectionState, 1, func(int) any { return &v.state }); err != nil {
-		return cw.n, err
-	}
-	if hasJobs(format) {
-		if err := writeSection(sw, snapshot.SectionJobs, len(v.jobs), func(i int) any { return &v.jobs[i] }); err != nil {
-			return cw.n, err
-		}
-	} else if len(v.jobs) > 0 {
-		return cw.n, fmt.Errorf("fsm: a %s snapshot cannot carry %d bulk-delete jobs", format, len(v.jobs))
-	}
-	if v.dfs != nil {
-		err := writeSection(sw, snapshot.SectionDFSBuckets, 1+len(v.dfsRecs), func(i int) any {
-			if i == 0 {
-				return v.dfs
-			}
-			return &v.dfsRecs[i-1]
-		})
-		if err != nil {
-			return cw.n, err
-		}
-	}
-	if err := sw.Close(); err != nil {
-		return cw.n, err
-	}
-	return cw.n, nil
-}
-
 // keyed is one key with its object incarnations (not its tasks, which
 // are written from the task section), as the trees' clones give them.
 // The incarnations are valid during the call they are passed to only.
@@ -237,18 +175,6 @@ func (v *View) writeObjects(sw *snapshot.Writer) error {
 	})
 	if err != nil {
 		return err
-	}
-	return sw.EndSection()
-}
-
-func writeSection(sw *snapshot.Writer, name string, n int, rec func(i int) any) error {
-	if err := sw.BeginSection(name); err != nil {
-		return err
-	}
-	for i := 0; i < n; i++ {
-		if err := sw.WriteRecord(rec(i)); err != nil {
-			return fmt.Errorf("fsm: snapshot %s record %d: %w", name, i, err)
-		}
 	}
 	return sw.EndSection()
 }

@@ -83,18 +83,6 @@ func BenchmarkWrite1MObjects(b *testing.B) {
 	b.ReportMetric(float64(size.n)/1e6, "MB")
 }
 
-// discardSink takes records as a restoring FSM would, without keeping them.
-type discardSink struct{ objects, tasks int }
-
-func (d *discardSink) Header(Header) error          { return nil }
-func (d *discardSink) Object(*Object) error         { d.objects++; return nil }
-func (d *discardSink) Segment(*Segment) error       { return nil }
-func (d *discardSink) Task(*Task) error             { d.tasks++; return nil }
-func (d *discardSink) State(*State) error           { return nil }
-func (d *discardSink) Session(*SessionRecord) error { return nil }
-func (d *discardSink) DFSRecord([]byte) error       { return nil }
-func (d *discardSink) Job(*Job) error               { return nil }
-
 func BenchmarkRead1MObjects(b *testing.B) {
 	var buf bytes.Buffer
 	writeTo(b, &buf, benchContents())
@@ -103,12 +91,12 @@ func BenchmarkRead1MObjects(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		var s discardSink
+		var s countingSink
 		if _, err := Read(bytes.NewReader(data), &s); err != nil {
 			b.Fatal(err)
 		}
-		if s.objects != benchObjects || s.tasks != benchTasks {
-			b.Fatalf("read %d objects, %d tasks", s.objects, s.tasks)
+		if s.Objects != benchObjects || s.Tasks != benchTasks {
+			b.Fatalf("read %d objects, %d tasks", s.Objects, s.Tasks)
 		}
 	}
 	b.ReportMetric(float64(len(data))/1e6, "MB")

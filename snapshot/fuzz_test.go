@@ -83,18 +83,18 @@ func FuzzDecodeRecord(f *testing.F) {
 			for _, s := range formatSpecs[format] {
 				mr := &mpReader{b: data, in: &interner{}}
 				for mr.remaining() > 0 {
-					if recordDecoder(format, s.name)(mr, &collectSink{}) != nil {
+					if _, err := s.get(mr, format); err != nil {
 						break
 					}
 				}
 			}
 		}
 		var o Object
-		if decodeObject(&mpReader{b: data}, &o, nil) != nil {
+		if decodeObject(&mpReader{b: data}, &o, nil, Format140) != nil {
 			return
 		}
 		var again Object
-		if err := decodeObject(&mpReader{b: appendObject(nil, &o)}, &again, nil); err != nil {
+		if err := decodeObject(&mpReader{b: appendObject(nil, &o)}, &again, nil, Format140); err != nil {
 			t.Fatalf("re-encoded object does not decode: %v", err)
 		}
 		if !reflect.DeepEqual(o, again) {

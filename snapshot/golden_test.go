@@ -40,98 +40,62 @@ func loadGolden(t *testing.T, path string, encode func(fataler) []byte) []byte {
 	return data
 }
 
-func TestGolden110ReadsBackEveryField(t *testing.T) {
-	data := loadGolden(t, golden110, writeFixture110)
+// readGolden loads the golden file at path (failing unless it is what
+// write gives today), reads it, and checks every record against want's
+// and Inspect against want's header and counts; it returns what it read.
+func readGolden(t *testing.T, path string, write func(fataler) []byte, want *collectSink, counts Counts) *collectSink {
+	t.Helper()
+	data := loadGolden(t, path, write)
 	got, err := readAll(data)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", path, err)
 	}
-	if got.headers != 1 || !reflect.DeepEqual(got.header, fixtureHeader) {
-		t.Fatalf("header %+v (%d calls), want %+v", got.header, got.headers, fixtureHeader)
+	want.headers = 1
+	for _, f := range []struct {
+		name      string
+		got, want any
+	}{
+		{"header", got.header, want.header}, {"header calls", got.headers, want.headers},
+		{"objects", got.objects, want.objects}, {"segments", got.segments, want.segments},
+		{"tasks", got.tasks, want.tasks}, {"states", got.states, want.states},
+		{"sessions", got.sessions, want.sessions}, {"jobs", got.jobs, want.jobs},
+		{"dfs records", got.dfs, want.dfs},
+	} {
+		if !reflect.DeepEqual(f.got, f.want) {
+			t.Fatalf("%s: %s:\n got %s\nwant %s", path, f.name, dump(f.got), dump(f.want))
+		}
 	}
-	if !reflect.DeepEqual(got.objects, fixtureObjects()) {
-		t.Fatalf("objects:\n got %s\nwant %s", dump(got.objects), dump(fixtureObjects()))
+	h, c, err := Inspect(bytes.NewReader(data))
+	if err != nil || h != want.header || c != counts {
+		t.Fatalf("%s: Inspect = %+v %+v (%v), want %+v %+v", path, h, c, err, want.header, counts)
 	}
-	if !reflect.DeepEqual(got.segments, fixtureSegments()) {
-		t.Fatalf("segments:\n got %s\nwant %s", dump(got.segments), dump(fixtureSegments()))
+	// The DFS replica descriptor is a field-by-field match, not just
+	// non-nil.
+	if dfs := got.objects[1].Replicas[2].DFS; dfs == nil || dfs.Path != "bucket_0000000000000003.data" || dfs.UnitID != 3 || dfs.AlignedSize != 1<<20+4096 {
+		t.Fatalf("%s: DFS descriptor %+v", path, dfs)
 	}
-	if !reflect.DeepEqual(got.tasks, fixtureTasks()) {
-		t.Fatalf("tasks:\n got %s\nwant %s", dump(got.tasks), dump(fixtureTasks()))
-	}
-	if len(got.states) != 1 || !reflect.DeepEqual(got.states[0], fixtureState()) {
-		t.Fatalf("states: got %s, want one %+v", dump(got.states), *fixtureState())
-	}
-	if !reflect.DeepEqual(got.dfs, fixtureDFS(t)) {
-		t.Fatalf("dfs records: got %x, want %x", got.dfs, fixtureDFS(t))
-	}
-	// The DFS replica descriptor is a field-by-field match, not just non-nil.
-	dfs := got.objects[1].Replicas[2].DFS
-	if dfs == nil || dfs.Path != "bucket_0000000000000003.data" || dfs.UnitID != 3 || dfs.AlignedSize != 1<<20+4096 {
-		t.Fatalf("DFS descriptor %+v", dfs)
-	}
+	return got
+}
+
+func TestGolden110ReadsBackEveryField(t *testing.T) {
+	readGolden(t, golden110, writeFixture110, &collectSink{
+		header: fixtureHeader, objects: fixtureObjects(), segments: fixtureSegments(), tasks: fixtureTasks(),
+		states: []*State{fixtureState()}, dfs: fixtureDFS(t),
+	}, Counts{Objects: 4, Segments: 2, Tasks: 3, DFSRecords: 2, HasState: true})
 }
 
 func TestGolden120ReadsBackEveryField(t *testing.T) {
-	data := loadGolden(t, golden120, writeFixture120)
-	got, err := readAll(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.headers != 1 || !reflect.DeepEqual(got.header, fixtureHeader120) {
-		t.Fatalf("header %+v (%d calls), want %+v", got.header, got.headers, fixtureHeader120)
-	}
-	if !reflect.DeepEqual(got.objects, fixtureObjects()) {
-		t.Fatalf("objects:\n got %s\nwant %s", dump(got.objects), dump(fixtureObjects()))
-	}
-	if !reflect.DeepEqual(got.segments, fixtureSegments120()) {
-		t.Fatalf("segments:\n got %s\nwant %s", dump(got.segments), dump(fixtureSegments120()))
-	}
-	if !reflect.DeepEqual(got.tasks, fixtureTasks()) {
-		t.Fatalf("tasks:\n got %s\nwant %s", dump(got.tasks), dump(fixtureTasks()))
-	}
-	if len(got.states) != 1 || !reflect.DeepEqual(got.states[0], fixtureState120()) {
-		t.Fatalf("states: got %s, want one %+v", dump(got.states), *fixtureState120())
-	}
-	if !reflect.DeepEqual(got.sessions, fixtureSessions120()) {
-		t.Fatalf("sessions:\n got %s\nwant %s", dump(got.sessions), dump(fixtureSessions120()))
-	}
-	if !reflect.DeepEqual(got.dfs, fixtureDFS(t)) {
-		t.Fatalf("dfs records: got %x, want %x", got.dfs, fixtureDFS(t))
-	}
-	h, c, err := Inspect(bytes.NewReader(data))
-	must(t, err)
-	if want := (Counts{Objects: 4, Segments: 2, Tasks: 3, DFSRecords: 2, HasState: true, Sessions: 4}); h != fixtureHeader120 || c != want {
-		t.Fatalf("Inspect = %+v %+v, want %+v", h, c, want)
-	}
+	readGolden(t, golden120, writeFixture120, &collectSink{
+		header: fixtureHeader120, objects: fixtureObjects(), segments: fixtureSegments120(), tasks: fixtureTasks(),
+		states: []*State{fixtureState120()}, sessions: fixtureSessions120(), dfs: fixtureDFS(t),
+	}, Counts{Objects: 4, Segments: 2, Tasks: 3, DFSRecords: 2, HasState: true, Sessions: 4})
 }
 
 func TestGolden130ReadsBackEveryField(t *testing.T) {
-	data := loadGolden(t, golden130, writeFixture130)
-	got, err := readAll(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.headers != 1 || !reflect.DeepEqual(got.header, fixtureHeader130) {
-		t.Fatalf("header %+v (%d calls), want %+v", got.header, got.headers, fixtureHeader130)
-	}
-	if !reflect.DeepEqual(got.objects, fixtureObjects()) || !reflect.DeepEqual(got.segments, fixtureSegments120()) ||
-		!reflect.DeepEqual(got.tasks, fixtureTasks()) || !reflect.DeepEqual(got.sessions, fixtureSessions120()) {
-		t.Fatalf("1.2.0 records of the 1.3.0 fixture differ:\n%s\n%s", dump(got.objects), dump(got.sessions))
-	}
-	if len(got.states) != 1 || !reflect.DeepEqual(got.states[0], fixtureState120()) {
-		t.Fatalf("states: got %s, want one %+v", dump(got.states), *fixtureState120())
-	}
-	if !reflect.DeepEqual(got.jobs, fixtureJobs130()) {
-		t.Fatalf("jobs:\n got %s\nwant %s", dump(got.jobs), dump(fixtureJobs130()))
-	}
-	if !reflect.DeepEqual(got.dfs, fixtureDFS(t)) {
-		t.Fatalf("dfs records: got %x, want %x", got.dfs, fixtureDFS(t))
-	}
-	h, c, err := Inspect(bytes.NewReader(data))
-	must(t, err)
-	if want := (Counts{Objects: 4, Segments: 2, Tasks: 3, DFSRecords: 2, HasState: true, Sessions: 4, Jobs: 4}); h != fixtureHeader130 || c != want {
-		t.Fatalf("Inspect = %+v %+v, want %+v", h, c, want)
-	}
+	readGolden(t, golden130, writeFixture130, &collectSink{
+		header: fixtureHeader130, objects: fixtureObjects(), segments: fixtureSegments120(), tasks: fixtureTasks(),
+		states: []*State{fixtureState120()}, sessions: fixtureSessions120(), jobs: fixtureJobs130(), dfs: fixtureDFS(t),
+	}, Counts{Objects: 4, Segments: 2, Tasks: 3, DFSRecords: 2, HasState: true, Sessions: 4, Jobs: 4})
 }
 
 // A job record that breaks its bounds is refused by the writer, so no
@@ -214,16 +178,5 @@ func TestLegacy100SnapshotReadsAsIncarnationZero(t *testing.T) {
 	must(t, err)
 	if h.Format != Format100 || c != (Counts{Objects: 2, Segments: 2}) {
 		t.Fatalf("Inspect: %+v %+v", h, c)
-	}
-}
-
-func TestInspectCountsEveryRecord(t *testing.T) {
-	data, err := os.ReadFile(golden110)
-	must(t, err)
-	h, c, err := Inspect(bytes.NewReader(data))
-	must(t, err)
-	want := Counts{Objects: 4, Segments: 2, Tasks: 3, DFSRecords: 2, HasState: true}
-	if h != fixtureHeader || c != want {
-		t.Fatalf("Inspect = %+v %+v, want %+v %+v", h, c, fixtureHeader, want)
 	}
 }

@@ -23,17 +23,34 @@ type collectSink struct {
 	jobs     []*Job
 }
 
-func (c *collectSink) Header(h Header) error    { c.header = h; c.headers++; return nil }
-func (c *collectSink) Object(o *Object) error   { c.objects = append(c.objects, o); return nil }
-func (c *collectSink) Segment(s *Segment) error { c.segments = append(c.segments, s); return nil }
-func (c *collectSink) Task(t *Task) error       { c.tasks = append(c.tasks, t); return nil }
-func (c *collectSink) State(s *State) error     { c.states = append(c.states, s); return nil }
-func (c *collectSink) Session(s *SessionRecord) error {
-	c.sessions = append(c.sessions, s)
-	return nil
+func (c *collectSink) Header(h Header) error { c.header = h; c.headers++; return nil }
+
+// Section keeps each section's records; a record of another type than
+// the section's fails the read.
+func (c *collectSink) Section(name string) (func(any) error, error) {
+	keep, ok := map[string]func(any) error{
+		SectionMetadata: keepAs(name, &c.objects), SectionSegments: keepAs(name, &c.segments),
+		SectionState: keepAs(name, &c.states), SectionTasks: keepAs(name, &c.tasks),
+		SectionSessions: keepAs(name, &c.sessions), SectionJobs: keepAs(name, &c.jobs),
+		SectionDFSBuckets: keepAs(name, &c.dfs),
+	}[name]
+	if !ok {
+		return nil, fmt.Errorf("no section %q", name)
+	}
+	return keep, nil
 }
-func (c *collectSink) DFSRecord(raw []byte) error { c.dfs = append(c.dfs, raw); return nil }
-func (c *collectSink) Job(j *Job) error           { c.jobs = append(c.jobs, j); return nil }
+
+// keepAs appends each record, a T, to dst.
+func keepAs[T any](section string, dst *[]T) func(any) error {
+	return func(rec any) error {
+		r, ok := rec.(T)
+		if !ok {
+			return fmt.Errorf("section %s: a record of type %T", section, rec)
+		}
+		*dst = append(*dst, r)
+		return nil
+	}
+}
 
 // readAll reads data into a fresh collectSink.
 func readAll(data []byte) (*collectSink, error) {

@@ -24,11 +24,9 @@ func Inspect(r io.Reader) (Header, Counts, error) {
 
 type countingSink struct{ Counts }
 
-func (c *countingSink) Header(Header) error          { return nil }
-func (c *countingSink) Object(*Object) error         { c.Objects++; return nil }
-func (c *countingSink) Segment(*Segment) error       { c.Segments++; return nil }
-func (c *countingSink) Task(*Task) error             { c.Tasks++; return nil }
-func (c *countingSink) State(*State) error           { c.HasState = true; return nil }
-func (c *countingSink) Session(*SessionRecord) error { c.Sessions++; return nil }
-func (c *countingSink) DFSRecord([]byte) error       { c.DFSRecords++; return nil }
-func (c *countingSink) Job(*Job) error               { c.Jobs++; return nil }
+func (c *countingSink) Header(Header) error { return nil }
+
+func (c *countingSink) Section(name string) (func(any) error, error) {
+	sec := sectionNamed(name)
+	return func(any) error { sec.count(&c.Counts); return nil }, nil
+}

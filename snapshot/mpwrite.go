@@ -9,25 +9,20 @@ import (
 // produces, so a record written by the fast path and one written by
 // reflection are the same bytes (TestFastObjectEncodingMatchesReflection).
 
-func appendMapLen(b []byte, n int) []byte {
-	switch {
-	case n < 16:
-		return append(b, 0x80|byte(n))
-	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, 0xde), uint16(n))
-	default:
-		return binary.BigEndian.AppendUint32(append(b, 0xdf), uint32(n))
-	}
-}
+func appendMapLen(b []byte, n int) []byte { return appendLen(b, n, 0x80, 0xde) }
 
-func appendArrayLen(b []byte, n int) []byte {
+func appendArrayLen(b []byte, n int) []byte { return appendLen(b, n, 0x90, 0xdc) }
+
+// appendLen appends a map's or an array's length: in the fix byte under
+// 16, else after the 16-bit tag (the 32-bit tag is the next byte).
+func appendLen(b []byte, n int, fix, tag16 byte) []byte {
 	switch {
 	case n < 16:
-		return append(b, 0x90|byte(n))
+		return append(b, fix|byte(n))
 	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, 0xdc), uint16(n))
+		return binary.BigEndian.AppendUint16(append(b, tag16), uint16(n))
 	default:
-		return binary.BigEndian.AppendUint32(append(b, 0xdd), uint32(n))
+		return binary.BigEndian.AppendUint32(append(b, tag16+1), uint32(n))
 	}
 }
 

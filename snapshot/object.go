@@ -151,9 +151,20 @@ func (r *mpReader) recordMap(record string) (int, error) {
 // spare, if not nil, is used instead of allocating when the object has
 // exactly one replica, the common case: the caller allocates the object and
 // its replica together.
-func decodeObject(r *mpReader, o *Object, spare *[1]api.ReplicaDescriptor) error {
-	const rec = "object"
+//
+// A 1.0.0 object has fewer fields and other replicas, and is converted:
+// incarnation zero (the legacy incarnation), COMPLETE (1.0.0 stored only
+// completed puts), every replica LOCAL_DISK, no put id.
+func decodeObject(r *mpReader, o *Object, spare *[1]api.ReplicaDescriptor, format string) error {
+	rec, v100 := "object", format == Format100
+	if v100 {
+		rec = "object (1.0.0)"
+		*o = Object{State: ObjectComplete}
+	}
 	return r.eachField(rec, func(name []byte) (err error) {
+		if v100 && !objectFields100[string(name)] {
+			return errUnknownField(rec, name)
+		}
 		switch string(name) {
 		case "key":
 			o.Key, err = r.str("object key", api.MaxKeyLen)
@@ -172,7 +183,11 @@ func decodeObject(r *mpReader, o *Object, spare *[1]api.ReplicaDescriptor) error
 		case "put_id":
 			o.PutID, err = r.str("object put_id", api.MaxIDLen)
 		case "replicas":
-			o.Replicas, err = decodeReplicas(r, spare)
+			if v100 {
+				o.Replicas, err = decodeReplicas100(r)
+			} else {
+				o.Replicas, err = decodeReplicas(r, spare)
+			}
 		default:
 			return errUnknownField(rec, name)
 		}

@@ -1,33 +1,26 @@
 package snapshot
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"io"
-
-	"github.com/vmihailenco/msgpack/v5"
-
-	"sexton/api"
 )
 
 // Sink receives a snapshot's contents as Read decodes them, in stream
-// order: Header first, then the records of each section. Every pointer is
-// freshly allocated and the raw bytes are a copy, so the sink may keep
-// them. A sink error stops Read, which returns it wrapped.
+// order: Header first, then each section: Section with its name as the
+// section begins, then the function it returned with each of its records
+// (*Object in metadata, *Segment in segments, *State in state, *Task in
+// local_delete_tasks, *SessionRecord in sessions, *Job in jobs, the raw
+// []byte of a dfs_buckets record). Every pointer is freshly allocated and
+// the raw bytes are a copy, so the sink may keep them. A sink error stops
+// Read, which returns it wrapped.
 //
 // Read calls the sink before it has seen the trailer: a sink must build a
 // fresh state and adopt it only if Read returns nil.
 type Sink interface {
 	Header(h Header) error
-	Object(o *Object) error
-	Segment(s *Segment) error
-	Task(t *Task) error
-	State(s *State) error
-	Session(s *SessionRecord) error
-	Job(j *Job) error
-	DFSRecord(raw []byte) error
+	Section(name string) (func(rec any) error, error)
 }
 
 // Read decodes a snapshot of format 1.4.0, 1.3.0, 1.2.0, 1.1.0 or 1.0.0
@@ -122,7 +115,7 @@ func readHead(sr *streamReader) (Header, error) {
 }
 
 // readSectionName reads a section's name and checks it may come next.
-func readSectionName(sr *streamReader, spec []sectionSpec, next int, format string, at int64) (int, error) {
+func readSectionName(sr *streamReader, spec []*sectionSpec, next int, format string, at int64) (int, error) {
 	n, err := sr.readByte("a section name length")
 	if err != nil {
 		return 0, err
@@ -152,7 +145,7 @@ func readSectionName(sr *streamReader, spec []sectionSpec, next int, format stri
 }
 
 // missingBetween refuses a required section in spec[from:to] (skipped).
-func missingBetween(spec []sectionSpec, from, to int, reached string, at int64) error {
+func missingBetween(spec []*sectionSpec, from, to int, reached string, at int64) error {
 	for i := from; i < to; i++ {
 		if spec[i].required {
 			return fmt.Errorf("%w: required section %q is absent (reached %s at offset %d)", ErrMissingSection, spec[i].name, reached, at)
@@ -171,8 +164,11 @@ type sectionReader struct {
 	in     interner
 }
 
-func (s *sectionReader) read(spec sectionSpec) error {
-	decode := recordDecoder(s.format, spec.name)
+func (s *sectionReader) read(spec *sectionSpec) error {
+	deliver, err := s.sink.Section(spec.name)
+	if err != nil {
+		return fmt.Errorf("snapshot: section %q: %w", spec.name, sinkErr(err))
+	}
 	var count uint64
 	for {
 		at := s.sr.off
@@ -204,7 +200,11 @@ func (s *sectionReader) read(spec sectionSpec) error {
 				return fmt.Errorf("%w: section %q chunk at offset %d: a second record; the section holds exactly one", ErrCorrupt, spec.name, at)
 			}
 			recAt := mr.off
-			if err := decode(mr, s.sink); err != nil {
+			rec, err := spec.get(mr, s.format)
+			if err == nil {
+				err = sinkErr(deliver(rec))
+			}
+			if err != nil {
 				return fmt.Errorf("snapshot: section %q record %d (chunk at offset %d, byte %d): %w", spec.name, count, at, recAt, err)
 			}
 			count++
@@ -214,7 +214,7 @@ func (s *sectionReader) read(spec sectionSpec) error {
 
 // terminate checks a section's terminator: the count's CRC, then that it
 // matches the records read, so a dropped or added chunk is caught here.
-func (s *sectionReader) terminate(spec sectionSpec, count uint64, stored uint32, at int64) error {
+func (s *sectionReader) terminate(spec *sectionSpec, count uint64, stored uint32, at int64) error {
 	var b [terminatorCountLen]byte
 	if err := s.sr.readFull(b[:], fmt.Sprintf("the terminator of section %q", spec.name)); err != nil {
 		return err
@@ -235,206 +235,11 @@ func (s *sectionReader) terminate(spec sectionSpec, count uint64, stored uint32,
 	return nil
 }
 
-// recordDecode decodes one record from mr and hands it to sink.
-type recordDecode func(mr *mpReader, sink Sink) error
-
-func recordDecoder(format, section string) recordDecode {
-	if format == Format100 {
-		switch section {
-		case SectionMetadata:
-			return decodeObject100Record
-		default:
-			return decodeSegment100Record
-		}
-	}
-	switch section {
-	case SectionMetadata:
-		return decodeObjectRecord
-	case SectionSegments:
-		return func(mr *mpReader, sink Sink) error { return decodeSegmentRecord(mr, sink, format) }
-	case SectionTasks:
-		return decodeTaskRecord
-	case SectionState:
-		return func(mr *mpReader, sink Sink) error { return decodeStateRecord(mr, sink, format) }
-	case SectionSessions:
-		return decodeSessionRec
-	case SectionJobs:
-		return func(mr *mpReader, sink Sink) error { return decodeJobRec(mr, sink, format) }
-	default:
-		return decodeDFSRecord
-	}
-}
-
 func corrupt(err error) error { return fmt.Errorf("%w: %v", ErrCorrupt, err) }
-
-// objectBlock allocates an object and its single replica in one go.
-type objectBlock struct {
-	o   Object
-	rep [1]api.ReplicaDescriptor
-}
-
-func decodeObjectRecord(mr *mpReader, sink Sink) error {
-	blk := new(objectBlock)
-	o := &blk.o
-	if err := decodeObject(mr, o, &blk.rep); err != nil {
-		return err
-	}
-	if err := validateObject(o); err != nil {
-		return corrupt(err)
-	}
-	return sinkErr(sink.Object(o))
-}
-
-func decodeObject100Record(mr *mpReader, sink Sink) error {
-	o := new(Object)
-	if err := decodeObject100(mr, o); err != nil {
-		return err
-	}
-	if err := validateObject(o); err != nil {
-		return corrupt(err)
-	}
-	return sinkErr(sink.Object(o))
-}
-
-func decodeSegmentRecord(mr *mpReader, sink Sink, format string) error {
-	s := new(Segment)
-	if err := decodeSegment(mr, s, format); err != nil {
-		return err
-	}
-	if err := validateSegment(s); err != nil {
-		return corrupt(err)
-	}
-	return sinkErr(sink.Segment(s))
-}
-
-func decodeSegment100Record(mr *mpReader, sink Sink) error {
-	s := new(Segment)
-	if err := decodeSegment100(mr, s); err != nil {
-		return err
-	}
-	if err := validateSegment(s); err != nil {
-		return corrupt(err)
-	}
-	return sinkErr(sink.Segment(s))
-}
-
-func decodeTaskRecord(mr *mpReader, sink Sink) error {
-	t := new(Task)
-	if err := decodeTask(mr, t); err != nil {
-		return err
-	}
-	if err := validateTask(t); err != nil {
-		return corrupt(err)
-	}
-	return sinkErr(sink.Task(t))
-}
-
-func decodeStateRecord(mr *mpReader, sink Sink, format string) error {
-	s := new(State)
-	if err := decodeState(mr, s, format); err != nil {
-		return err
-	}
-	if err := validateState(s); err != nil {
-		return corrupt(err)
-	}
-	return sinkErr(sink.State(s))
-}
-
-func decodeSessionRec(mr *mpReader, sink Sink) error {
-	s := new(SessionRecord)
-	if err := decodeSessionRecord(mr, s); err != nil {
-		return err
-	}
-	if err := validateSession(s); err != nil {
-		return corrupt(err)
-	}
-	return sinkErr(sink.Session(s))
-}
-
-// decodeJobRec decodes a job record of format strictly: the bounded walk
-// first (no claimed length beyond the bytes at hand), then the fields,
-// refusing any this build or the format does not know, then the job's own
-// bounds.
-func decodeJobRec(mr *mpReader, sink Sink, format string) error {
-	start := mr.off
-	if err := mr.skip(); err != nil {
-		return err
-	}
-	raw := mr.b[start:mr.off]
-	if !atLeast140(format) {
-		if err := refuseJobField(raw, "kept", format, Format140); err != nil {
-			return err
-		}
-	}
-	j := new(Job)
-	dec := msgpack.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields(true)
-	if err := dec.Decode(j); err != nil {
-		return corrupt(err)
-	}
-	if err := validateJob(j); err != nil {
-		return corrupt(err)
-	}
-	return sinkErr(sink.Job(j))
-}
-
-// refuseJobField refuses a job record (already walked by skip) that names
-// the field a later format (since) added: the reflection decoder would
-// take it whatever the stream's format.
-func refuseJobField(raw []byte, field, format, since string) error {
-	r := &mpReader{b: raw}
-	n, err := r.recordMap("job")
-	if err != nil {
-		return err
-	}
-	for i := 0; i < n; i++ {
-		name, err := r.strBytes("job field name")
-		if err != nil {
-			return err
-		}
-		if string(name) == field {
-			return errNewerField("job", name, format, since)
-		}
-		if err := r.skip(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func decodeDFSRecord(mr *mpReader, sink Sink) error {
-	start := mr.off
-	if err := mr.skip(); err != nil {
-		return err
-	}
-	raw := bytes.Clone(mr.b[start:mr.off])
-	return sinkErr(sink.DFSRecord(raw))
-}
 
 func sinkErr(err error) error {
 	if err != nil {
 		return fmt.Errorf("sink: %w", err)
-	}
-	return nil
-}
-
-// DecodeDFSRecord unmarshals a raw dfs_buckets record handed to
-// Sink.DFSRecord into v, refusing fields v does not have. The record is
-// first walked by the bounded reader: msgpack's reflection decoder
-// allocates a claimed array length whole, so every claim must first be
-// shown to fit the bytes at hand.
-func DecodeDFSRecord(raw []byte, v any) error {
-	mr := &mpReader{b: raw}
-	if err := mr.skip(); err != nil {
-		return err
-	}
-	if mr.remaining() != 0 {
-		return fmt.Errorf("%w: %d bytes after the dfs record", ErrCorrupt, mr.remaining())
-	}
-	dec := msgpack.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields(true)
-	if err := dec.Decode(v); err != nil {
-		return corrupt(err)
 	}
 	return nil
 }

@@ -19,9 +19,20 @@ const maxReasonLen = 4096
 
 // decodeSegment decodes a segment record of format, admitting the fields
 // that format has.
+//
+// A 1.0.0 segment has fewer fields: it comes with mount epoch zero, no
+// capabilities (so no delete tasks until the holder remounts and
+// advertises them), not retired.
 func decodeSegment(r *mpReader, s *Segment, format string) error {
-	const rec = "segment"
+	rec, v100 := "segment", format == Format100
+	if v100 {
+		rec = "segment (1.0.0)"
+		*s = Segment{}
+	}
 	return r.eachField(rec, func(name []byte) (err error) {
+		if v100 && !segmentFields100[string(name)] {
+			return errUnknownField(rec, name)
+		}
 		var str string
 		switch string(name) {
 		case "id":

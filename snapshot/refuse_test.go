@@ -383,7 +383,12 @@ type failingSink struct{ collectSink }
 
 var errSinkFull = errors.New("sink full")
 
-func (f *failingSink) Segment(*Segment) error { return errSinkFull }
+func (f *failingSink) Section(name string) (func(any) error, error) {
+	if name == SectionSegments {
+		return func(any) error { return errSinkFull }, nil
+	}
+	return f.collectSink.Section(name)
+}
 
 func TestSinkErrorStopsRead(t *testing.T) {
 	s := &failingSink{}

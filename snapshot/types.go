@@ -11,22 +11,6 @@ const (
 	Format100 = "1.0.0" // read only
 )
 
-// Section names. 1.0.0 has only metadata and segments; 1.1.0 adds tasks,
-// state and dfs_buckets; 1.2.0 adds sessions; 1.3.0 adds jobs; 1.4.0
-// adds no section.
-const (
-	SectionMetadata   = "metadata"
-	SectionSegments   = "segments"
-	SectionTasks      = "local_delete_tasks"
-	SectionState      = "state"
-	SectionSessions   = "sessions"
-	SectionDFSBuckets = "dfs_buckets"
-	SectionJobs       = "jobs"
-)
-
-// Job is one bulk-delete job (1.3.0; its Kept keys 1.4.0).
-type Job = api.JobInfo
-
 // atLeast120 reports whether format has 1.2.0's sessions and fields.
 func atLeast120(format string) bool {
 	return format == Format120 || format == Format130 || format == Format140

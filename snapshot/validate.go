@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 
 	"sexton/api"
 )
@@ -228,59 +227,6 @@ func validateAPIError(e *api.Error) error {
 	}
 	if e.Code == "" || len(e.Code) > maxErrCodeLen || len(e.Message) > maxErrMessageLen || len(e.Leader) > api.MaxIDLen {
 		return errors.New("error code empty or a field too long")
-	}
-	return nil
-}
-
-// validateJob checks a job record's bounds and that its state is one this
-// build knows.
-func validateJob(j *Job) error {
-	switch {
-	case j.ID == 0:
-		return fmt.Errorf("job with id 0")
-	case j.Kind != api.JobKindPrefixDelete:
-		return fmt.Errorf("job %d: unknown kind %q", j.ID, j.Kind)
-	case len(j.Prefix) > api.MaxKeyLen || len(j.Cursor) > api.MaxKeyLen:
-		return fmt.Errorf("job %d: prefix or cursor longer than %d bytes", j.ID, api.MaxKeyLen)
-	case j.Cursor != "" && !strings.HasPrefix(j.Cursor, j.Prefix):
-		return fmt.Errorf("job %d: cursor %q is not under prefix %q", j.ID, j.Cursor, j.Prefix)
-	case j.Removed < 0 || j.Skipped < 0 || j.Steps < 0:
-		return fmt.Errorf("job %d: negative count", j.ID)
-	}
-	switch j.State {
-	case api.JobRunning, api.JobPausedRegistryFull, api.JobCancelled, api.JobDone:
-	default:
-		return fmt.Errorf("job %d: unknown state %q", j.ID, j.State)
-	}
-	return validateJobKept(j)
-}
-
-// validateJobKept checks a job's kept keys: an active job's only, each a
-// valid key under the prefix after the cursor, in strictly increasing
-// order, of an incarnation older than the job's start, all within
-// api.MaxJobKeptBytes.
-func validateJobKept(j *Job) error {
-	if len(j.Kept) == 0 {
-		return nil
-	}
-	if !j.Active() {
-		return fmt.Errorf("job %d: kept keys in a %s job", j.ID, j.State)
-	}
-	bytes, prev := 0, j.Cursor
-	for _, k := range j.Kept {
-		if err := api.ValidKey(k.Key); err != nil {
-			return fmt.Errorf("job %d: kept key: %v", j.ID, err)
-		}
-		if k.Key <= prev || !strings.HasPrefix(k.Key, j.Prefix) {
-			return fmt.Errorf("job %d: kept key %q is not under prefix %q in order after %q", j.ID, k.Key, j.Prefix, prev)
-		}
-		if k.Incarnation.IsZero() || !k.Incarnation.Less(j.Start) {
-			return fmt.Errorf("job %d: kept key %q at %s, not older than the start %s", j.ID, k.Key, k.Incarnation, j.Start)
-		}
-		if bytes += api.JobKeptCost(k.Key); bytes > api.MaxJobKeptBytes {
-			return fmt.Errorf("job %d: kept keys exceed %d bytes", j.ID, api.MaxJobKeptBytes)
-		}
-		prev = k.Key
 	}
 	return nil
 }

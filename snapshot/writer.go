@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -24,7 +23,7 @@ type Writer struct {
 	err error
 
 	format string
-	spec   []sectionSpec
+	spec   []*sectionSpec
 	next   int // index in spec of the first section that may still begin
 	open   int // index in spec of the open section, -1 if none
 	count  uint64
@@ -130,10 +129,10 @@ func (w *Writer) BeginSection(name string) error {
 }
 
 // WriteRecord encodes v as the next record of the open section. The type
-// must match the section: Object in metadata, Segment in segments, Task in
-// local_delete_tasks, exactly one State in state, SessionRecord in
-// sessions, Job in jobs (each by value or pointer); any msgpack-encodable value in
-// dfs_buckets, where a
+// must match the section (its const's comment in section_*.go): Object in
+// metadata, Segment in segments, Task in local_delete_tasks, exactly one
+// State in state, SessionRecord in sessions, Job in jobs (each by value or
+// pointer); any msgpack-encodable value in dfs_buckets, where a
 // msgpack.RawMessage is written as is after checking it is exactly one
 // well-formed value. Records are checked against the bounds the reader
 // enforces and must encode to at most MaxChunkLen bytes.
@@ -149,23 +148,7 @@ func (w *Writer) WriteRecord(v any) error {
 		return w.usage("second record in section %q", sec.name)
 	}
 	start := len(w.buf)
-	var err error
-	switch sec.name {
-	case SectionMetadata:
-		err = w.appendObjectRecord(v)
-	case SectionSegments:
-		err = w.appendTyped(v, w.segmentOf)
-	case SectionTasks:
-		err = w.appendTaskRecord(v)
-	case SectionState:
-		err = w.appendTyped(v, w.stateOf)
-	case SectionSessions:
-		err = w.appendTyped(v, sessionOf)
-	case SectionJobs:
-		err = w.appendTyped(v, w.jobOf)
-	default: // dfs_buckets: opaque
-		err = w.appendOpaque(v)
-	}
+	err := sec.put(w, v)
 	if err != nil {
 		w.buf = w.buf[:start]
 		return w.fail(fmt.Errorf("snapshot: section %q record %d: %w", sec.name, w.count, err))
@@ -193,161 +176,12 @@ func (w *Writer) placeRecord(start int) error {
 	return nil
 }
 
-func (w *Writer) appendObjectRecord(v any) error {
-	var o *Object
-	switch x := v.(type) {
-	case *Object:
-		o = x
-	case Object:
-		o = &x
-	}
-	if o == nil {
-		return fmt.Errorf("%w: metadata takes snapshot.Object records, not %T", ErrWriterUsage, v)
-	}
-	if err := validateObject(o); err != nil {
-		return fmt.Errorf("%w: %v", ErrWriterUsage, err)
-	}
-	w.buf = appendObject(w.buf, o)
-	return nil
-}
-
-func (w *Writer) appendTaskRecord(v any) error {
-	t, err := taskOf(v)
-	if err != nil {
-		if !errors.Is(err, ErrWriterUsage) {
-			err = fmt.Errorf("%w: %v", ErrWriterUsage, err)
-		}
-		return err
-	}
-	w.buf = appendTask(w.buf, t)
-	return nil
-}
-
-// recordOf extracts and validates the record a section accepts.
-type recordOf func(v any) (any, error)
-
-func (w *Writer) segmentOf(v any) (any, error) {
-	var s *Segment
-	switch x := v.(type) {
-	case *Segment:
-		s = x
-	case Segment:
-		s = &x
-	}
-	if s == nil {
-		return nil, fmt.Errorf("%w: segments takes snapshot.Segment records, not %T", ErrWriterUsage, v)
-	}
-	if !atLeast140(w.format) && s.RebuildMember {
-		return nil, fmt.Errorf("%w: segment %q: rebuild membership needs format %s, not %s", ErrWriterUsage, s.ID, Format140, w.format)
-	}
-	if !atLeast120(w.format) && s.Process != "" {
-		return nil, fmt.Errorf("%w: segment %q: a process id needs format %s, not %s", ErrWriterUsage, s.ID, Format120, w.format)
-	}
-	return s, validateSegment(s)
-}
-
-func taskOf(v any) (*Task, error) {
-	var t *Task
-	switch x := v.(type) {
-	case *Task:
-		t = x
-	case Task:
-		t = &x
-	}
-	if t == nil {
-		return nil, fmt.Errorf("%w: local_delete_tasks takes snapshot.Task records, not %T", ErrWriterUsage, v)
-	}
-	return t, validateTask(t)
-}
-
-func (w *Writer) stateOf(v any) (any, error) {
-	var s *State
-	switch x := v.(type) {
-	case *State:
-		s = x
-	case State:
-		s = &x
-	}
-	if s == nil {
-		return nil, fmt.Errorf("%w: state takes one snapshot.State record, not %T", ErrWriterUsage, v)
-	}
-	if !atLeast140(w.format) && s.hasV140Fields() {
-		return nil, fmt.Errorf("%w: legacy settings and the rebuild window (closed, removed, overflow) need format %s, not %s", ErrWriterUsage, Format140, w.format)
-	}
-	if !atLeast120(w.format) && s.hasV120Fields() {
-		return nil, fmt.Errorf("%w: settings, grant key, session clock and the rebuild's incarnation base and cluster need format %s, not %s", ErrWriterUsage, Format120, w.format)
-	}
-	return s, validateState(s)
-}
-
-func sessionOf(v any) (any, error) {
-	var s *SessionRecord
-	switch x := v.(type) {
-	case *SessionRecord:
-		s = x
-	case SessionRecord:
-		s = &x
-	}
-	if s == nil {
-		return nil, fmt.Errorf("%w: sessions takes snapshot.SessionRecord records, not %T", ErrWriterUsage, v)
-	}
-	return s, validateSession(s)
-}
-
-func (w *Writer) jobOf(v any) (any, error) {
-	var j *Job
-	switch x := v.(type) {
-	case *Job:
-		j = x
-	case Job:
-		j = &x
-	}
-	if j == nil {
-		return nil, fmt.Errorf("%w: jobs takes snapshot.Job records, not %T", ErrWriterUsage, v)
-	}
-	if !atLeast140(w.format) && len(j.Kept) != 0 {
-		return nil, fmt.Errorf("%w: job %d: kept keys need format %s, not %s", ErrWriterUsage, j.ID, Format140, w.format)
-	}
-	return j, validateJob(j)
-}
-
-func (w *Writer) appendTyped(v any, of recordOf) error {
-	rec, err := of(v)
-	if err != nil {
-		if !errors.Is(err, ErrWriterUsage) {
-			err = fmt.Errorf("%w: %v", ErrWriterUsage, err)
-		}
-		return err
-	}
-	return w.appendReflect(rec)
-}
-
 func (w *Writer) appendReflect(v any) error {
 	w.aw.b = w.buf
 	err := w.enc.Encode(v)
 	w.buf = w.aw.b
 	w.aw.b = nil
 	return err
-}
-
-func (w *Writer) appendOpaque(v any) error {
-	start := len(w.buf)
-	if raw, ok := v.(msgpack.RawMessage); ok {
-		w.buf = append(w.buf, raw...)
-	} else if err := w.appendReflect(v); err != nil {
-		return err
-	}
-	// Check what was appended the way the reader will delimit it, so a
-	// raw value that is not exactly one msgpack value, or one nested
-	// deeper than the reader accepts, is refused here and not on restore.
-	r := &mpReader{b: w.buf[start:]}
-	if err := r.skip(); err != nil {
-		return fmt.Errorf("%w: dfs record is not one well-formed msgpack value: %v", ErrWriterUsage, err)
-	}
-	if r.remaining() != 0 {
-		return fmt.Errorf("%w: dfs record holds %d bytes after its first msgpack value", ErrWriterUsage, r.remaining())
-	}
-	return nil
 }
 
 // EndSection flushes the open section's last chunk and writes its

@@ -23,6 +23,15 @@ func newTestWriter(t *testing.T) (*Writer, *bytes.Buffer) {
 
 // beginDFSSection writes the 1.1.0 sections, empty but for a valid
 // state, and begins the DFS section.
+// emptySections writes each named section with no record.
+func emptySections(t *testing.T, w *Writer, names ...string) {
+	t.Helper()
+	for _, s := range names {
+		must(t, w.BeginSection(s))
+		must(t, w.EndSection())
+	}
+}
+
 func beginDFSSection(t *testing.T, w *Writer) {
 	t.Helper()
 	for _, s := range []string{SectionMetadata, SectionSegments, SectionTasks, SectionState} {
@@ -99,10 +108,7 @@ func TestWriterRefusesMisuse120(t *testing.T) {
 			return w.BeginSection(SectionSessions)
 		}, ErrUnknownSection},
 		"settings in 1.1.0": {Format110, func(w *Writer) error {
-			for _, s := range []string{SectionMetadata, SectionSegments, SectionTasks} {
-				must(t, w.BeginSection(s))
-				must(t, w.EndSection())
-			}
+			emptySections(t, w, SectionMetadata, SectionSegments, SectionTasks)
 			must(t, w.BeginSection(SectionState))
 			return w.WriteRecord(&State{Settings: &api.Settings{RegistryCapacity: 1}})
 		}, ErrWriterUsage},
@@ -161,26 +167,17 @@ func TestWriterRefusesMisuse(t *testing.T) {
 			return w.Close()
 		}, ErrWriterUsage},
 		"close before state": {func(w *Writer) error {
-			for _, s := range []string{SectionMetadata, SectionSegments, SectionTasks} {
-				must(t, w.BeginSection(s))
-				must(t, w.EndSection())
-			}
+			emptySections(t, w, SectionMetadata, SectionSegments, SectionTasks)
 			return w.Close()
 		}, ErrMissingSection},
 		"two state records": {func(w *Writer) error {
-			for _, s := range []string{SectionMetadata, SectionSegments, SectionTasks} {
-				must(t, w.BeginSection(s))
-				must(t, w.EndSection())
-			}
+			emptySections(t, w, SectionMetadata, SectionSegments, SectionTasks)
 			must(t, w.BeginSection(SectionState))
 			must(t, w.WriteRecord(validState()))
 			return w.WriteRecord(validState())
 		}, ErrWriterUsage},
 		"no state record": {func(w *Writer) error {
-			for _, s := range []string{SectionMetadata, SectionSegments, SectionTasks} {
-				must(t, w.BeginSection(s))
-				must(t, w.EndSection())
-			}
+			emptySections(t, w, SectionMetadata, SectionSegments, SectionTasks)
 			return w.BeginSection(SectionState) // EndSection follows
 		}, ErrWriterUsage},
 		"malformed raw dfs record": {func(w *Writer) error {
@@ -229,10 +226,7 @@ func TestWriterErrorIsSticky(t *testing.T) {
 
 func TestWriterRefusesRecordLargerThanChunk(t *testing.T) {
 	w, _ := newTestWriter(t)
-	for _, s := range []string{SectionMetadata, SectionSegments, SectionTasks} {
-		must(t, w.BeginSection(s))
-		must(t, w.EndSection())
-	}
+	emptySections(t, w, SectionMetadata, SectionSegments, SectionTasks)
 	must(t, w.BeginSection(SectionState))
 	st := validState()
 	for i := 0; i < 400; i++ {

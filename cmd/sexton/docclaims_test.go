@@ -27,14 +27,10 @@ const readmePath = "../../README.md"
 // headerSink keeps a snapshot's header and refuses everything after it.
 type headerSink struct{ h *snapshot.Header }
 
-func (s headerSink) Header(h snapshot.Header) error      { *s.h = h; return nil }
-func (headerSink) Object(*snapshot.Object) error         { return nil }
-func (headerSink) Segment(*snapshot.Segment) error       { return nil }
-func (headerSink) Task(*snapshot.Task) error             { return nil }
-func (headerSink) State(*snapshot.State) error           { return nil }
-func (headerSink) Session(*snapshot.SessionRecord) error { return nil }
-func (headerSink) Job(*snapshot.Job) error               { return nil }
-func (headerSink) DFSRecord([]byte) error                { return nil }
+func (s headerSink) Header(h snapshot.Header) error { *s.h = h; return nil }
+func (headerSink) Section(string) (func(any) error, error) {
+	return func(any) error { return nil }, nil
+}
 
 // writtenSnapshotFormat is the format snapshot.NewWriter writes when no
 // format is asked for: what every master writes.

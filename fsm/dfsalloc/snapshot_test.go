@@ -14,14 +14,17 @@ type dfsSink struct {
 	recs []Record
 }
 
-func (s *dfsSink) Header(snapshot.Header) error          { return nil }
-func (s *dfsSink) Object(*snapshot.Object) error         { return nil }
-func (s *dfsSink) Segment(*snapshot.Segment) error       { return nil }
-func (s *dfsSink) Task(*snapshot.Task) error             { return nil }
-func (s *dfsSink) State(*snapshot.State) error           { return nil }
-func (s *dfsSink) Session(*snapshot.SessionRecord) error { return nil }
-func (s *dfsSink) Job(*snapshot.Job) error               { return nil }
-func (s *dfsSink) DFSRecord(raw []byte) error {
+func (s *dfsSink) Header(snapshot.Header) error { return nil }
+
+// Section takes the dfs_buckets records and passes over the others.
+func (s *dfsSink) Section(name string) (func(any) error, error) {
+	if name != snapshot.SectionDFSBuckets {
+		return func(any) error { return nil }, nil
+	}
+	return func(rec any) error { return s.dfsRecord(rec.([]byte)) }, nil
+}
+
+func (s *dfsSink) dfsRecord(raw []byte) error {
 	r, err := DecodeRecord(raw)
 	if err != nil {
 		return err
