@@ -222,14 +222,22 @@ func (f *FSM) FetchTasksFiltered(seg api.SegmentID, epoch uint64, limit int, ski
 // gone (invariant 7), and none that a live incarnation block could still
 // commit (docs/DESIGN.md §8 "One-commit puts"). Output keeps input order.
 func (f *FSM) NotLive(seg api.SegmentID, epoch uint64, refs []api.ObjectRef) ([]api.ObjectRef, error) {
+	out, _, err := f.Reconcile(seg, epoch, refs)
+	return out, err
+}
+
+// Reconcile is NotLive that also returns the refs left out only because
+// a PutCommit may still make them live (their block is live): undecided,
+// to be asked about again once the block expired.
+func (f *FSM) Reconcile(seg api.SegmentID, epoch uint64, refs []api.ObjectRef) (notLive, undecided []api.ObjectRef, err error) {
 	if len(refs) > api.MaxReconcilePage {
-		return nil, api.Errorf(api.CodeInvalidParams, "reconcile: %d refs exceed %d", len(refs), api.MaxReconcilePage)
+		return nil, nil, api.Errorf(api.CodeInvalidParams, "reconcile: %d refs exceed %d", len(refs), api.MaxReconcilePage)
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s, err := f.st.checkFetcher("reconcile", seg, epoch)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := []api.ObjectRef{}
 	for _, r := range refs {
@@ -242,11 +250,12 @@ func (f *FSM) NotLive(seg api.SegmentID, epoch uint64, refs []api.ObjectRef) ([]
 		}
 		// A PutCommit may still make an incarnation of a live block live.
 		if f.st.inLiveBlock(r.Incarnation) {
+			undecided = append(undecided, r)
 			continue
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, undecided, nil
 }
 
 func liveOn(o *object, inc api.ObjectIncarnation, seg api.SegmentID) bool {

@@ -511,6 +511,15 @@ func (s *Service) reconcile() error {
 		if err != nil {
 			return err
 		}
+		// A ref the master could not decide yet (its put's block is live,
+		// or a read lease holds it) is asked about again soon, as a write
+		// under an expired grant is, rather than at the next periodic
+		// reconcile: after a restart the holder no longer remembers its
+		// granted writes, and this is how their bytes come back.
+		now := time.Now()
+		for _, r := range rr.Undecided {
+			s.granted.note(r, now)
+		}
 		if len(rr.NotLive) == 0 {
 			continue
 		}

@@ -106,3 +106,28 @@ func TestReconcileRacingACommitNeverNamesIt(t *testing.T) {
 		t.Fatalf("reconcile after the commit: %v %v, want nothing named", rr2.NotLive, err)
 	}
 }
+
+// TestUncommittedBytesOfARestartedHolderAreTombstoned: a holder killed
+// right after writing under a one-commit grant forgets the write; its
+// mount's reconcile finds the put's block still live, so the master
+// cannot name the record yet and says it is undecided, and the holder
+// asks again once the block expired, long before its periodic reconcile
+// (five minutes): the bytes of the put that never committed come back.
+func TestUncommittedBytesOfARestartedHolderAreTombstoned(t *testing.T) {
+	c := startCluster(t, 1, "--commit-grant-ttl", "3s")
+	h := c.startHolder(t, "h1", "default")
+	lost := grantAndWrite(t, c, h, "lost", []byte("never committed"))
+	c.restartHolder(t, h) // within the block's 6 s life
+
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		_, err := readFromHolder(h, c.token, "lost", lost.Incarnation)
+		if api.CodeOf(err) == api.CodeObjectNotFound {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("uncommitted bytes of lost %s still on the restarted holder 40 s after their grant (%v)\n%s", lost.Incarnation, err, tail(h.logText(), 3000))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

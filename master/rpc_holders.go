@@ -216,7 +216,7 @@ func (n *Node) handleReconcile(ctx context.Context, req *api.ReconcileRequest) (
 	if err := n.barrier(ctx); err != nil {
 		return nil, n.raftError(err)
 	}
-	notLive, err := n.fsm.NotLive(req.Segment, req.MountEpoch, req.Objects)
+	notLive, undecided, err := n.fsm.Reconcile(req.Segment, req.MountEpoch, req.Objects)
 	if err != nil {
 		return nil, err
 	}
@@ -231,25 +231,27 @@ func (n *Node) handleReconcile(ctx context.Context, req *api.ReconcileRequest) (
 	for {
 		now := time.Now()
 		var last time.Time
-		free := notLive[:0:0]
+		free, held := notLive[:0:0], []api.ObjectRef(nil)
 		for _, r := range notLive {
 			if end := n.soft.LeaseEnd(r, now); !end.IsZero() {
 				if end.After(last) {
 					last = end
 				}
+				held = append(held, r)
 				continue
 			}
 			free = append(free, r)
 		}
+		answer := &api.ReconcileResponse{NotLive: free, Undecided: append(undecided, held...)}
 		if last.IsZero() || last.After(giveUp) {
-			return &api.ReconcileResponse{NotLive: free}, nil
+			return answer, nil
 		}
 		t := time.NewTimer(time.Until(last))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return &api.ReconcileResponse{NotLive: free}, nil
+			return answer, nil
 		case <-n.stopped:
 			t.Stop()
 			return nil, api.Errorf(api.CodeUnavailable, "master shutting down")
