@@ -75,13 +75,17 @@ func (b *bucket) recount() {
 // appendEnd is where the next reservation starts.
 func (b *bucket) appendEnd() int64 { return max(b.reserved, b.meta.DataSize) }
 
-// reserveLocked hands out size bytes at the append end for one record.
-func (b *bucket) reserveLocked(size int64) int64 {
-	off := b.appendEnd()
-	b.reserved = off + size
+// reserveLocked hands out size bytes at the append end for one record,
+// starting at a multiple of align and taking a multiple of it (align 1:
+// exactly size bytes where the last record ends).
+func (b *bucket) reserveLocked(size, align int64) int64 {
+	off := roundUp(b.appendEnd(), align)
+	b.reserved = off + roundUp(size, align)
 	b.pending++
 	return off
 }
+
+func roundUp(n, align int64) int64 { return (n + align - 1) / align * align }
 
 // unreserveLocked gives back the range [off, end) of records that were
 // not committed, when it is the last one handed out. It reports whether

@@ -32,8 +32,9 @@ type putReq struct {
 	// and bytes: this one gets that one's outcome.
 	alias *putReq
 	// off is where the value goes in its bucket, reserved by planBatch,
-	// or by PutStream for a streamed value.
-	off int64
+	// or by PutStream for a streamed value, whose range is span bytes.
+	off  int64
+	span int64
 	// streamed: PutStream already wrote the value at off in bucket b;
 	// the commit only makes it durable and records it.
 	streamed bool
@@ -253,7 +254,7 @@ func (s *Store) planBatch(batch []*putReq) []*commitGroup {
 			cur = &commitGroup{b: b}
 			groups = append(groups, cur)
 		}
-		r.off = b.reserveLocked(r.size)
+		r.off = b.reserveLocked(r.size, 1)
 		cur.reqs = append(cur.reqs, r)
 		cur.size += r.size
 	}
