@@ -16,7 +16,7 @@ import (
 
 func TestCrashPointsAreRegistered(t *testing.T) {
 	names := crashpoint.Names()
-	for _, n := range slices.Concat(TombstoneCrashPoints, PutCrashPoints, PutLargeCrashPoints, PutNewBucketCrashPoints, FloorCrashPoints, CompactCrashPoints) {
+	for _, n := range slices.Concat(TombstoneCrashPoints, PutCrashPoints, PutLargeCrashPoints, PutStreamCrashPoints, PutNewBucketCrashPoints, FloorCrashPoints, CompactCrashPoints) {
 		if !slices.Contains(names, n) {
 			t.Errorf("%s is not registered", n)
 		}

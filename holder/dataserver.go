@@ -46,9 +46,7 @@ func (s *Service) startDataServer() error {
 	}
 	srv := transport.NewServer(transport.ServerConfig{Token: secret.First(s.cfg.ClusterToken), RoleTokens: roleTokens, Authorize: guard.Authorize,
 		MaxFrame: s.dataMaxFrame(), TLS: s.dataTLS(), Logger: s.log.Named("data")})
-	// A large write's value streams from the socket into the bucket
-	// file; a small one is handed to the store aliasing the frame.
-	srv.HandleStream(api.MethodHolderWrite, "value", s.serveWrite)
+	s.registerWrite(srv)
 	transport.Register(srv, api.MethodHolderRead, s.handleRead)
 	transport.Register(srv, api.MethodHolderScan, s.handleScan)
 	transport.Register(srv, api.MethodHolderStatus, s.handleStatus)
@@ -140,6 +138,13 @@ func (s *Service) handleWrite(_ context.Context, req *api.HolderWriteRequest) (*
 // once the grant expired (reclaim.go).
 func (s *Service) notePut(req *api.HolderWriteRequest) {
 	s.granted.note(api.ObjectRef{Key: req.Key, Incarnation: req.Incarnation}, time.Unix(0, req.Grant.Expires))
+}
+
+// registerWrite serves HolderWrite on srv: a large write's value streams
+// from the socket into the bucket file; a small one is handed to the
+// store aliasing the frame.
+func (s *Service) registerWrite(srv *transport.Server) {
+	srv.HandleStream(api.MethodHolderWrite, "value", s.serveWrite)
 }
 
 // serveWrite serves a HolderWrite. A value that streams (a large frame
