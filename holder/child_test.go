@@ -30,8 +30,9 @@ var crashInc = incN(7)
 
 func crashValue() []byte { return valueOf(crashKey, 3000) }
 
-// streamedCrashValue is a value streamed in more than one chunk.
-func streamedCrashValue() []byte { return valueOf(crashKey, 2*streamChunk+5000) }
+// streamedCrashValue is a value streamed in more than one chunk, with
+// O_DIRECT.
+func streamedCrashValue() []byte { return valueOf(crashKey, directMin+5000) }
 
 // runChild is the child process's main. Exit codes: 0 done, 3 directory in
 // use, 1 anything else.

@@ -77,10 +77,12 @@ func TestPowerLossPut(t *testing.T) {
 		{"1-before", 1, crashValue(), PutCrashPoints, "put.after-journal-fsync", false},
 		{"1-before-large", 1, valueOf(crashKey, journalInlineMax+1), PutLargeCrashPoints, "put.after-journal-fsync", false},
 		{"2-before", 2, crashValue(), PutNewBucketCrashPoints, "put.after-dir-fsync", false},
-		// Streamed: more than one chunk, not a multiple of the O_DIRECT
-		// block, after 5000-byte records (an unaligned append end).
+		// Streamed: more than one chunk, through the page cache and with
+		// O_DIRECT (not a multiple of its block, after 5000-byte records:
+		// an unaligned append end).
 		{"1-before-stream", 1, valueOf(crashKey, streamChunk+5000), PutStreamCrashPoints, "put.after-journal-fsync", true},
-		{"2-before-stream", 2, valueOf(crashKey, streamChunk+5000), append([]string{"put.stream-mid-value"}, PutNewBucketCrashPoints...), "put.after-dir-fsync", true},
+		{"1-before-direct", 1, valueOf(crashKey, directMin+5000), PutStreamCrashPoints, "put.after-journal-fsync", true},
+		{"2-before-direct", 2, valueOf(crashKey, directMin+5000), append([]string{"put.stream-mid-value"}, PutNewBucketCrashPoints...), "put.after-dir-fsync", true},
 	} {
 		before, last, stream := c.before, c.last, c.stream
 		crashValue := func() []byte { return c.value }

@@ -21,12 +21,16 @@ import (
 const streamChunk = 1 << 20
 
 // A value of directMin bytes or more is written with O_DIRECT, bypassing
-// the page cache: copying 16 MiB into it cost the holder more CPU than
-// the disk took to write them. Its range starts and ends on directAlign
+// the page cache: on a VM whose fresh page-cache pages are expensive to
+// touch, copying 16 MiB into them cost the holder more CPU than the disk
+// took to write the bytes. Its range starts and ends on directAlign
 // boundaries (the last block zero-padded) so every write is aligned. A
-// filesystem that refuses O_DIRECT gets ordinary writes.
+// filesystem that refuses O_DIRECT gets ordinary writes. Smaller values
+// go through the page cache, where a read right after the put finds them;
+// a direct-written value is read back into it (readahead) once its put
+// is acknowledged.
 const (
-	directMin   = 1 << 20
+	directMin   = 4 << 20
 	directAlign = 4096
 )
 
@@ -92,6 +96,11 @@ func (s *Store) PutStream(key, tenant string, inc api.ObjectIncarnation, size in
 	}
 	s.putCh <- req
 	<-req.done
+	if req.err == nil && align > 1 {
+		// Off the put's critical path, so a get soon after the put
+		// finds the bytes in memory.
+		adviseWillNeed(b.file, off, size)
+	}
 	return req.err
 }
 

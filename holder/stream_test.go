@@ -37,7 +37,7 @@ func offsetOf(t testing.TB, s *Store, key string, inc api.ObjectIncarnation) int
 func TestPutStreamReadsBack(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir, StoreOptions{})
-	sizes := []int{0, 1, 300 << 10, directMin, directMin + 1, 3*streamChunk + 4097}
+	sizes := []int{0, 1, 300 << 10, 3*streamChunk + 4097, directMin, directMin + streamChunk + 1}
 	for i, n := range sizes {
 		mustPut(t, s, fmt.Sprintf("small-%d", i), incN(uint64(100+i)), valueOf("small", 777+i))
 		mustPutStream(t, s, fmt.Sprintf("s-%d", i), incN(uint64(i+1)), valueOf(fmt.Sprintf("s-%d", i), n))
@@ -58,11 +58,11 @@ func TestPutStreamReadsBack(t *testing.T) {
 	defer s.Close()
 	check(s)
 	// Putting a stored value again is a no-op; other bytes are a conflict.
-	mustPutStream(t, s, "s-3", incN(4), valueOf("s-3", directMin))
-	if err := s.PutStream("s-3", "t", incN(4), directMin, bytes.NewReader(valueOf("x", directMin))); !errors.Is(err, ErrConflict) {
+	mustPutStream(t, s, "s-4", incN(5), valueOf("s-4", directMin))
+	if err := s.PutStream("s-4", "t", incN(5), directMin, bytes.NewReader(valueOf("x", directMin))); !errors.Is(err, ErrConflict) {
 		t.Fatalf("other bytes under a stored incarnation: %v, want ErrConflict", err)
 	}
-	mustGet(t, s, "s-3", incN(4), valueOf("s-3", directMin))
+	mustGet(t, s, "s-4", incN(5), valueOf("s-4", directMin))
 }
 
 // failingReader gives n bytes of v, then fails.
@@ -88,7 +88,7 @@ func TestPutStreamSourceFailureLeavesNoRecord(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir, StoreOptions{})
 	mustPut(t, s, "before", incN(1), valueOf("before", 5000))
-	v := valueOf("v", 3*streamChunk)
+	v := valueOf("v", directMin+streamChunk)
 	err := s.PutStream("v", "t", incN(2), int64(len(v)), &failingReader{v: v, n: streamChunk + 10})
 	if api.CodeOf(err) != api.CodeUnavailable {
 		t.Fatalf("failed source: %v, want UNAVAILABLE", err)
