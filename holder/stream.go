@@ -128,8 +128,13 @@ func (s *Store) reserveStreamLocked(k objectKey, size, align int64) (*bucket, in
 }
 
 // streamBuffers is how many streamChunk buffers one streamed value
-// uses: one fills from the source while another is written.
-const streamBuffers = 2
+// uses: one fills from the source while the others are written, by
+// directWriters goroutines at once with O_DIRECT (the disk takes more
+// than one write in flight), by one through the page cache.
+const (
+	streamBuffers = 4
+	directWriters = 2
+)
 
 // streamChunkOf is one filled buffer and where its bytes go.
 type streamChunkOf struct {
@@ -139,8 +144,8 @@ type streamChunkOf struct {
 }
 
 // writeStream copies size bytes from r to b's file at off and returns
-// their CRC-32C. This goroutine reads the source into one buffer while a
-// writer goroutine writes the previous one: with O_DIRECT when direct
+// their CRC-32C. This goroutine reads the source into one buffer while
+// writer goroutines write the previous ones: with O_DIRECT when direct
 // (off is aligned and the range reserved up to the next aligned end),
 // else through the page cache with writeback started behind them.
 func (s *Store) writeStream(b *bucket, off, size int64, direct bool, r io.Reader) (uint32, error) {
@@ -156,20 +161,26 @@ func (s *Store) writeStream(b *bucket, off, size int64, direct bool, r io.Reader
 		free <- streamBufs.Get().(*[]byte)
 	}
 	full := make(chan streamChunkOf, 1)
-	werr := make(chan error, 1)
-	go func() {
-		var err error
-		for c := range full {
-			if err == nil {
-				err = sw.write((*c.bp)[:c.n], c.off)
-				if err != nil {
-					sw.failed.Store(true)
+	writers := 1
+	if sw.df != nil {
+		writers = directWriters
+	}
+	werr := make(chan error, writers)
+	for range writers {
+		go func() {
+			var err error
+			for c := range full {
+				if err == nil {
+					err = sw.write((*c.bp)[:c.n], c.off)
+					if err != nil {
+						sw.failed.Store(true)
+					}
 				}
+				free <- c.bp
 			}
-			free <- c.bp
-		}
-		werr <- err
-	}()
+			werr <- err
+		}()
+	}
 	var crc uint32
 	var rerr error
 	end := off + size
@@ -193,7 +204,12 @@ func (s *Store) writeStream(b *bucket, off, size int64, direct bool, r io.Reader
 		}
 	}
 	close(full)
-	err := <-werr
+	var err error
+	for range writers {
+		if e := <-werr; err == nil {
+			err = e
+		}
+	}
 	for range streamBuffers {
 		streamBufs.Put(<-free)
 	}
@@ -206,25 +222,33 @@ func (s *Store) writeStream(b *bucket, off, size int64, direct bool, r io.Reader
 	return crc, rerr
 }
 
-// streamWriter writes one streamed value's chunks.
+// streamWriter writes one streamed value's chunks, from one goroutine or
+// (O_DIRECT) several.
 type streamWriter struct {
-	s       *Store
-	b       *bucket
-	name    string
+	s      *Store
+	b      *bucket
+	name   string
+	failed atomic.Bool
+
+	mu      sync.Mutex
 	df      fsys.File // the O_DIRECT handle, or nil
 	w       groupWriter
 	written int64 // the file reaches at least this far
-	failed  atomic.Bool
 }
 
 // write writes v at off: with O_DIRECT, zero-padded to the next aligned
 // end, while the filesystem takes it, else through the page cache.
 func (sw *streamWriter) write(v []byte, off int64) error {
-	if sw.df != nil {
+	sw.mu.Lock()
+	df := sw.df
+	sw.mu.Unlock()
+	if df != nil {
 		padded := int(roundUp(int64(len(v)), directAlign))
 		full := v[:padded]
 		clear(full[len(v):])
-		_, err := sw.df.WriteAt(full, off)
+		_, err := df.WriteAt(full, off)
+		sw.mu.Lock()
+		defer sw.mu.Unlock()
 		if err == nil {
 			sw.written = max(sw.written, off+int64(padded))
 			return nil
@@ -235,6 +259,9 @@ func (sw *streamWriter) write(v []byte, off int64) error {
 		// The filesystem took the flag but not the write: the rest goes
 		// through the page cache.
 		sw.df = nil
+	} else {
+		sw.mu.Lock()
+		defer sw.mu.Unlock()
 	}
 	if err := sw.w.write(v, off); err != nil {
 		return fmt.Errorf("holder: write to %s at %d: %w", sw.name, off, err)
