@@ -18,18 +18,6 @@ func mustPutStream(t testing.TB, s *Store, key string, inc api.ObjectIncarnation
 	}
 }
 
-// offsetOf is where the live record (key, inc) starts in its bucket.
-func offsetOf(t testing.TB, s *Store, key string, inc api.ObjectIncarnation) int64 {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	loc, ok := s.idx.live[objectKey{key, inc}]
-	if !ok {
-		t.Fatalf("%q %s is not live", key, inc)
-	}
-	return loc.offset
-}
-
 // Streamed values of every shape (empty, below and above the O_DIRECT
 // size, several chunks, unaligned ends) between small puts read back
 // byte-identical, before and after a restart, and the directory checks
@@ -49,7 +37,7 @@ func TestPutStreamReadsBack(t *testing.T) {
 		}
 	}
 	check(s)
-	if off := offsetOf(t, s, "s-5", incN(6)); off%directAlign != 0 {
+	if off := liveAt(t, s, "s-5", incN(6)).offset; off%directAlign != 0 {
 		t.Fatalf("a value written with O_DIRECT starts at %d, not on a %d-byte boundary", off, directAlign)
 	}
 	s.Close()
@@ -97,7 +85,7 @@ func TestPutStreamSourceFailureLeavesNoRecord(t *testing.T) {
 		t.Fatalf("the failed stream left a record: %v", err)
 	}
 	mustPutStream(t, s, "w", incN(3), v)
-	if off := offsetOf(t, s, "w", incN(3)); off != directAlign*2 {
+	if off := liveAt(t, s, "w", incN(3)).offset; off != directAlign*2 {
 		t.Fatalf("the next stream went to %d, not to the failed one's range at %d", off, directAlign*2)
 	}
 

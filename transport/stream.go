@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"sexton/internal/msgpackscan"
 )
 
@@ -319,8 +317,7 @@ func splitBody(b []byte, field string, total int) ([]byte, int, int64, bool) {
 	if err != nil {
 		return nil, 0, 0, false
 	}
-	var name string
-	if err := msgpack.Unmarshal(b[pos:pos+kl], &name); err != nil || name != field {
+	if name, _, err := readString(b[pos:pos+kl], 0); err != nil || name != field {
 		return nil, 0, 0, false
 	}
 	pos += kl

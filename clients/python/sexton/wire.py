@@ -417,7 +417,7 @@ class Connection:
                 self._send(p, deadline)
             return
         self._sock.settimeout(max(deadline - time.monotonic(), 0.001))
-        views = [memoryview(p) for p in parts]
+        views = [memoryview(p).cast("B") for p in parts]
         while views:
             n = self._sock.sendmsg(views[:_IOV_MAX])
             while views and n >= len(views[0]):
