@@ -64,6 +64,7 @@ type Tail struct {
 	all  []byte        // the whole field, when the frame was read whole
 	r    *bufio.Reader // the rest, from the connection; nil when mem is all
 	left int64         // bytes of the rest not read yet
+	err  error         // the read that failed; later reads fail with it
 	done chan struct{} // closed once all is read or the handler returned
 	once sync.Once
 }
@@ -80,6 +81,10 @@ func (t *Tail) Bytes() []byte {
 // Read reads the field's next bytes. The field's end is io.EOF; a
 // connection that fails first is that error.
 func (t *Tail) Read(p []byte) (int, error) {
+	if t.err != nil {
+		// The read loop owns the connection again: never read it here.
+		return 0, t.err
+	}
 	if len(t.mem) > 0 {
 		n := copy(p, t.mem)
 		t.mem = t.mem[n:]
@@ -103,6 +108,7 @@ func (t *Tail) Read(p []byte) (int, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	if err != nil && err != io.EOF {
+		t.err = err
 		t.finish()
 	}
 	return n, err
