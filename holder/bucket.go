@@ -42,6 +42,14 @@ type bucket struct {
 	jFile  fsys.File
 	jEnd   int64
 	jDirty bool
+	// reserved is the end of the ranges handed out for appends and
+	// streams not yet committed (Store.mu); pending counts those records.
+	// Below max(reserved, meta.DataSize) nothing is handed out twice.
+	reserved int64
+	pending  int
+	// streams counts PutStreams holding a range in this bucket until
+	// their commit ends; GC leaves such a bucket alone.
+	streams int
 	// punched holds the tombstoned slots whose bytes punchDead gave back
 	// to the filesystem (in memory only: punching again is harmless).
 	punched map[int]bool
@@ -62,4 +70,30 @@ func (b *bucket) recount() {
 			b.deadCount++
 		}
 	}
+}
+
+// appendEnd is where the next reservation starts.
+func (b *bucket) appendEnd() int64 { return max(b.reserved, b.meta.DataSize) }
+
+// reserveLocked hands out size bytes at the append end for one record,
+// starting at a multiple of align and taking a multiple of it (align 1:
+// exactly size bytes where the last record ends).
+func (b *bucket) reserveLocked(size, align int64) int64 {
+	off := roundUp(b.appendEnd(), align)
+	b.reserved = off + roundUp(size, align)
+	b.pending++
+	return off
+}
+
+func roundUp(n, align int64) int64 { return (n + align - 1) / align * align }
+
+// unreserveLocked gives back the range [off, end) of records that were
+// not committed, when it is the last one handed out. It reports whether
+// it did; otherwise the range stays a hole no record refers to.
+func (b *bucket) unreserveLocked(off, end int64) bool {
+	if b.reserved != end || off < b.meta.DataSize {
+		return false
+	}
+	b.reserved = off
+	return true
 }

@@ -1,6 +1,7 @@
 package holder
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ const (
 	roleOpen      = "open"      // open the store and report
 	roleTombstone = "tombstone" // tombstone crashKey@crashInc
 	rolePut       = "put"       // put crashKey@crashInc
+	roleStream    = "stream"    // PutStream crashKey@crashInc, streamedCrashValue
 	roleGC        = "gc"        // run one GC pass with the default policy
 	roleAbsent    = "absent"    // tombstone crashKey@crashInc, whose record is not there
 )
@@ -27,6 +29,10 @@ const crashKey = "crash-key"
 var crashInc = incN(7)
 
 func crashValue() []byte { return valueOf(crashKey, 3000) }
+
+// streamedCrashValue is a value streamed in more than one chunk, with
+// O_DIRECT.
+func streamedCrashValue() []byte { return valueOf(crashKey, directMin+5000) }
 
 // runChild is the child process's main. Exit codes: 0 done, 3 directory in
 // use, 1 anything else.
@@ -49,6 +55,13 @@ func runChild(role string) int {
 		fmt.Println("results:", outcomes(rs))
 	case rolePut:
 		if err := s.Put(crashKey, "t", crashInc, crashValue()); err != nil {
+			fmt.Println("put error:", err)
+			return 1
+		}
+		fmt.Println("ACK")
+	case roleStream:
+		v := streamedCrashValue()
+		if err := s.PutStream(crashKey, "t", crashInc, int64(len(v)), bytes.NewReader(v)); err != nil {
 			fmt.Println("put error:", err)
 			return 1
 		}

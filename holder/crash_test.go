@@ -3,6 +3,7 @@
 package holder
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"slices"
@@ -16,7 +17,7 @@ import (
 
 func TestCrashPointsAreRegistered(t *testing.T) {
 	names := crashpoint.Names()
-	for _, n := range slices.Concat(TombstoneCrashPoints, PutCrashPoints, PutLargeCrashPoints, PutNewBucketCrashPoints, FloorCrashPoints, CompactCrashPoints) {
+	for _, n := range slices.Concat(TombstoneCrashPoints, PutCrashPoints, PutLargeCrashPoints, PutStreamCrashPoints, PutNewBucketCrashPoints, FloorCrashPoints, CompactCrashPoints) {
 		if !slices.Contains(names, n) {
 			t.Errorf("%s is not registered", n)
 		}
@@ -140,41 +141,52 @@ func TestPutCrashPoints(t *testing.T) {
 }
 
 // TestPutJournalCrashPoints kills a holder process at every step of a put
-// appended to a bucket that has its .meta (the journal path): the put is
-// never acknowledged; after restart the earlier record reads back, the
-// record exists exactly when its journal record was written whole (a
-// killed process loses no page cache), and the writer's retry succeeds.
+// appended to a bucket that has its .meta (the journal path), and of a
+// streamed one: the put is never acknowledged; after restart the earlier
+// record reads back, the record exists exactly when its journal record
+// was written whole (a killed process loses no page cache), and the
+// writer's retry succeeds.
 func TestPutJournalCrashPoints(t *testing.T) {
 	committed := map[string]bool{"put.after-journal-write": true, "put.after-journal-fsync": true}
-	for _, point := range PutCrashPoints {
-		t.Run(point, func(t *testing.T) {
-			dir := t.TempDir()
-			s := openT(t, dir, StoreOptions{})
-			mustPut(t, s, "earlier", incN(1), []byte("earlier bytes"))
-			s.Close()
+	for _, c := range []struct {
+		role   string
+		points []string
+		value  []byte
+	}{
+		{rolePut, PutCrashPoints, crashValue()},
+		{roleStream, PutStreamCrashPoints, streamedCrashValue()},
+	} {
+		for _, point := range c.points {
+			t.Run(c.role+"/"+point, func(t *testing.T) {
+				dir := t.TempDir()
+				s := openT(t, dir, StoreOptions{})
+				mustPut(t, s, "earlier", incN(1), []byte("earlier bytes"))
+				s.Close()
 
-			out, ws := runChildProcess(t, rolePut, dir, point)
-			wantKilled(t, point, out, ws)
-			if strings.Contains(out, "ACK") {
-				t.Fatalf("put acknowledged before it was durable (crash at %s)", point)
-			}
-
-			s = openT(t, dir, StoreOptions{})
-			defer s.Close()
-			mustGet(t, s, "earlier", incN(1), []byte("earlier bytes"))
-			got, err := s.Get(crashKey, crashInc)
-			if committed[point] {
-				if err != nil || string(got) != string(crashValue()) {
-					t.Fatalf("after %s: %v", point, err)
+				out, ws := runChildProcess(t, c.role, dir, point)
+				wantKilled(t, point, out, ws)
+				if strings.Contains(out, "ACK") {
+					t.Fatalf("put acknowledged before it was durable (crash at %s)", point)
 				}
-				return
-			}
-			if !errors.Is(err, ErrNotFound) {
-				t.Fatalf("after %s: uncommitted put visible: %v", point, err)
-			}
-			mustPut(t, s, crashKey, crashInc, crashValue()) // the writer's retry
-			mustGet(t, s, crashKey, crashInc, crashValue())
-		})
+
+				s = openT(t, dir, StoreOptions{})
+				defer s.Close()
+				wantCleanInspectDir(t, dir)
+				mustGet(t, s, "earlier", incN(1), []byte("earlier bytes"))
+				got, err := s.Get(crashKey, crashInc)
+				if committed[point] {
+					if err != nil || !bytes.Equal(got, c.value) {
+						t.Fatalf("after %s: %v", point, err)
+					}
+					return
+				}
+				if !errors.Is(err, ErrNotFound) {
+					t.Fatalf("after %s: uncommitted put visible: %v", point, err)
+				}
+				mustPut(t, s, crashKey, crashInc, c.value) // the writer's retry
+				mustGet(t, s, crashKey, crashInc, c.value)
+			})
+		}
 	}
 }
 

@@ -115,6 +115,12 @@ var (
 	PutLargeCrashPoints = []string{
 		"put.after-data-write", "put.after-data-fsync", "put.after-journal-write", "put.after-journal-fsync",
 	}
+	// PutStreamCrashPoints: a streamed value (Store.PutStream) appended
+	// to a bucket that has its .meta: part of its bytes written as they
+	// arrive, then the commit of a large value.
+	PutStreamCrashPoints = []string{
+		"put.stream-mid-value", "put.after-data-write", "put.after-data-fsync", "put.after-journal-write", "put.after-journal-fsync",
+	}
 	// PutNewBucketCrashPoints: the first commit into a new bucket, which
 	// writes the bucket's first .meta (and so makes its files' entries
 	// durable with one directory fsync).

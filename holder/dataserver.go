@@ -46,9 +46,7 @@ func (s *Service) startDataServer() error {
 	}
 	srv := transport.NewServer(transport.ServerConfig{Token: secret.First(s.cfg.ClusterToken), RoleTokens: roleTokens, Authorize: guard.Authorize,
 		MaxFrame: s.dataMaxFrame(), TLS: s.dataTLS(), Logger: s.log.Named("data")})
-	// The write's value is handed to the store aliasing the frame, not
-	// copied out of it (decodeWriteRequest).
-	srv.Handle(api.MethodHolderWrite, s.serveWrite)
+	s.registerWrite(srv)
 	transport.Register(srv, api.MethodHolderRead, s.handleRead)
 	transport.Register(srv, api.MethodHolderScan, s.handleScan)
 	transport.Register(srv, api.MethodHolderStatus, s.handleStatus)
@@ -102,49 +100,87 @@ func (s *Service) ReloadTLS() error {
 	return nil
 }
 
-// handleWrite stores a value for a put the leader granted to this segment
-// (invariant 11). Without a round trip the holder checks the incarnation
-// is of its cluster and the grant: signed under the cluster's grant key
-// (from the mount; none before it), for this segment, key and
-// incarnation, not expired, not longer-lived than any grant can be. The
-// store then refuses an incarnation this segment has tombstoned, also
-// after GC reclaimed the record (its tombstone floor). Every refusal is
-// GRANT_REFUSED and changes nothing.
-func (s *Service) handleWrite(_ context.Context, req *api.HolderWriteRequest) (*api.Empty, error) {
+// checkWrite checks a write for a put the leader granted to this segment
+// (invariant 11) before any of its bytes is stored. Without a round trip
+// the holder checks the incarnation is of its cluster and the grant:
+// signed under the cluster's grant key (from the mount; none before it),
+// for this segment, key and incarnation, not expired, not longer-lived
+// than any grant can be. The store then refuses an incarnation this
+// segment has tombstoned, also after GC reclaimed the record (its
+// tombstone floor). Every refusal is GRANT_REFUSED and changes nothing.
+func (s *Service) checkWrite(req *api.HolderWriteRequest) error {
 	if err := api.ValidKey(req.Key); err != nil {
-		return nil, err
+		return err
 	}
 	s.mu.Lock()
 	cluster, key := s.clusterID, s.grantKey
 	s.mu.Unlock()
 	if req.Incarnation.IsZero() || (cluster != 0 && req.Incarnation.High != cluster) {
-		return nil, api.Errorf(api.CodeInvalidParams, "incarnation %s is not of this holder's cluster %016x", req.Incarnation, cluster)
+		return api.Errorf(api.CodeInvalidParams, "incarnation %s is not of this holder's cluster %016x", req.Incarnation, cluster)
 	}
-	if err := checkGrant(key, req, s.store.SegmentID(), s.store.opts.Now()); err != nil {
+	return checkGrant(key, req, s.store.SegmentID(), s.store.opts.Now())
+}
+
+// handleWrite stores a write's value held in memory.
+func (s *Service) handleWrite(_ context.Context, req *api.HolderWriteRequest) (*api.Empty, error) {
+	if err := s.checkWrite(req); err != nil {
 		return nil, err
 	}
 	if err := s.store.Put(req.Key, req.Tenant, req.Incarnation, req.Value); err != nil {
 		return nil, storeError(err)
 	}
-	// A put whose commit never comes leaves these bytes to no delete
-	// task: ask about them once the grant expired (reclaim.go).
-	s.granted.note(api.ObjectRef{Key: req.Key, Incarnation: req.Incarnation}, time.Unix(0, req.Grant.Expires))
+	s.notePut(req)
 	return &api.Empty{}, nil
 }
 
-// serveWrite decodes a HolderWrite request without copying its value and
-// serves it; the value aliases the request frame, which outlives the call
-// (Store.Put returns only once the value is on disk).
+// notePut remembers a stored write's grant: a put whose commit never
+// comes leaves these bytes to no delete task, so they are asked about
+// once the grant expired (reclaim.go).
+func (s *Service) notePut(req *api.HolderWriteRequest) {
+	s.granted.note(api.ObjectRef{Key: req.Key, Incarnation: req.Incarnation}, time.Unix(0, req.Grant.Expires))
+}
+
+// registerWrite serves HolderWrite on srv: a large write's value streams
+// from the socket into the bucket file; a small one is handed to the
+// store aliasing the frame.
+func (s *Service) registerWrite(srv *transport.Server) {
+	srv.HandleStream(api.MethodHolderWrite, "value", s.serveWrite)
+}
+
+// serveWrite serves a HolderWrite. A value that streams (a large frame
+// whose body ends in it) goes from the socket into the bucket file once
+// the request is checked (Store.PutStream); one read with its frame is
+// handed to the store aliasing the frame, which outlives the call
+// (Store.Put returns only once the value is on disk). A body that does
+// not end in its value is decoded whole (decodeWriteRequest).
 func (s *Service) serveWrite(ctx context.Context, r *transport.Request) (any, error) {
-	req, err := decodeWriteRequest(r.Body())
-	if err != nil {
+	tail := r.Tail()
+	if tail == nil {
+		req, err := decodeWriteRequest(r.Body())
+		if err != nil {
+			return nil, err
+		}
+		return s.handleWrite(ctx, req)
+	}
+	req := new(api.HolderWriteRequest)
+	if err := r.Decode(req); err != nil {
 		return nil, err
 	}
-	resp, err := s.handleWrite(ctx, req)
-	if err != nil {
+	if req.Value != nil {
+		return nil, api.Errorf(api.CodeInvalidParams, "decode %s request: value given twice", api.MethodHolderWrite)
+	}
+	if v := tail.Bytes(); v != nil || tail.Len() == 0 {
+		req.Value = v
+		return s.handleWrite(ctx, req)
+	}
+	if err := s.checkWrite(req); err != nil {
 		return nil, err
 	}
-	return resp, nil
+	if err := s.store.PutStream(req.Key, req.Tenant, req.Incarnation, tail.Len(), tail); err != nil {
+		return nil, storeError(err)
+	}
+	s.notePut(req)
+	return &api.Empty{}, nil
 }
 
 // checkGrant is grant.Verify plus the lifetime bound the tombstone floor's

@@ -93,7 +93,7 @@ func (s *Store) gcCandidatesLocked(pol gcPolicy, skip map[uint64]bool) []gcCandi
 		minScore = costBenefit(pol.ratio, ages[len(ages)/2])
 	}
 	for _, b := range s.buckets {
-		if b.deadCount == 0 || skip[b.id] {
+		if b.deadCount == 0 || skip[b.id] || b.streams > 0 {
 			continue
 		}
 		r := deadRatio(b)

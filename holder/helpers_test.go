@@ -169,13 +169,19 @@ func faultyOpts(keysLimit int) (StoreOptions, *errorfs.Faulty) {
 // bucketOf is the bucket a live record sits in.
 func bucketOf(t testing.TB, s *Store, key string, inc api.ObjectIncarnation) uint64 {
 	t.Helper()
+	return liveAt(t, s, key, inc).bucket
+}
+
+// liveAt is where a live record sits.
+func liveAt(t testing.TB, s *Store, key string, inc api.ObjectIncarnation) location {
+	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	loc, ok := s.idx.live[objectKey{key, inc}]
 	if !ok {
 		t.Fatalf("%q %s not live", key, inc)
 	}
-	return loc.bucket
+	return loc
 }
 
 func ruleLock(err error) errorfs.Rule { return errorfs.Rule{Op: errorfs.OpLock, Err: err} }

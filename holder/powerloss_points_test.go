@@ -3,6 +3,7 @@
 package holder
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -71,12 +72,19 @@ func TestPowerLossPut(t *testing.T) {
 		value  []byte
 		points []string
 		last   string
+		stream bool
 	}{
-		{"1-before", 1, crashValue(), PutCrashPoints, "put.after-journal-fsync"},
-		{"1-before-large", 1, valueOf(crashKey, journalInlineMax+1), PutLargeCrashPoints, "put.after-journal-fsync"},
-		{"2-before", 2, crashValue(), PutNewBucketCrashPoints, "put.after-dir-fsync"},
+		{"1-before", 1, crashValue(), PutCrashPoints, "put.after-journal-fsync", false},
+		{"1-before-large", 1, valueOf(crashKey, journalInlineMax+1), PutLargeCrashPoints, "put.after-journal-fsync", false},
+		{"2-before", 2, crashValue(), PutNewBucketCrashPoints, "put.after-dir-fsync", false},
+		// Streamed: more than one chunk, through the page cache and with
+		// O_DIRECT (not a multiple of its block, after 5000-byte records:
+		// an unaligned append end).
+		{"1-before-stream", 1, valueOf(crashKey, streamChunk+5000), PutStreamCrashPoints, "put.after-journal-fsync", true},
+		{"1-before-direct", 1, valueOf(crashKey, directMin+5000), PutStreamCrashPoints, "put.after-journal-fsync", true},
+		{"2-before-direct", 2, valueOf(crashKey, directMin+5000), append([]string{"put.stream-mid-value"}, PutNewBucketCrashPoints...), "put.after-dir-fsync", true},
 	} {
-		before, last := c.before, c.last
+		before, last, stream := c.before, c.last, c.stream
 		crashValue := func() []byte { return c.value }
 		for _, point := range withAfterReturn(c.points) {
 			t.Run(fmt.Sprintf("%s/%s", c.name, pointName(point)), func(t *testing.T) {
@@ -87,7 +95,12 @@ func TestPowerLossPut(t *testing.T) {
 					mustPut(t, s, fmt.Sprintf("earlier-%d", i), incN(uint64(i+1)), valueOf("earlier", 5000+i))
 				}
 				hit := cutAtPoint(t, pl, point)
-				err := s.Put(crashKey, "t", crashInc, crashValue())
+				var err error
+				if stream {
+					err = s.PutStream(crashKey, "t", crashInc, int64(len(c.value)), bytes.NewReader(c.value))
+				} else {
+					err = s.Put(crashKey, "t", crashInc, crashValue())
+				}
 				acked := err == nil
 				if point != "" && !hit.Load() {
 					t.Fatalf("%s was not hit", point)

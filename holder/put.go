@@ -31,6 +31,16 @@ type putReq struct {
 	// alias is an earlier request of the same batch for the same object
 	// and bytes: this one gets that one's outcome.
 	alias *putReq
+	// off is where the value goes in its bucket, reserved by planBatch,
+	// or by PutStream for a streamed value, whose range is span bytes.
+	off  int64
+	span int64
+	// streamed: PutStream already wrote the value at off in bucket b;
+	// the commit only makes it durable and records it.
+	streamed bool
+	b        *bucket
+	// committed: the record is in the index (set by commitGroup).
+	committed bool
 }
 
 // Large values are written in putWriteChunk pieces, and writeback of
@@ -129,6 +139,9 @@ type commitGroup struct {
 	b    *bucket
 	reqs []*putReq
 	size int64 // value bytes of reqs
+	// streamed: the reqs' values are in the file already (PutStream);
+	// otherwise they are appended contiguously from reqs[0].off.
+	streamed bool
 }
 
 // commitBatch plans where each request goes, then commits bucket by bucket.
@@ -150,6 +163,9 @@ const maxReplans = 3
 func (s *Store) commitGroups(groups []*commitGroup, replans int) {
 	for _, g := range groups {
 		err := s.commitGroup(g)
+		if !g.streamed {
+			s.settleGroup(g, err)
+		}
 		if err == nil {
 			continue
 		}
@@ -181,6 +197,7 @@ func (s *Store) planBatch(batch []*putReq) []*commitGroup {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var groups []*commitGroup
+	streamGroups := map[*bucket]*commitGroup{}
 	inBatch := make(map[objectKey]*putReq, len(batch))
 	var cur *commitGroup
 	for _, r := range batch {
@@ -206,14 +223,29 @@ func (s *Store) planBatch(batch []*putReq) []*commitGroup {
 			}
 			continue
 		}
+		inBatch[r.k] = r
+		if r.streamed {
+			// Its bytes are in r.b already: it joins that bucket's
+			// group of streamed records, outside the appended range.
+			g := streamGroups[r.b]
+			if g == nil {
+				g = &commitGroup{b: r.b, streamed: true}
+				streamGroups[r.b] = g
+				groups = append(groups, g)
+			}
+			g.reqs = append(g.reqs, r)
+			g.size += r.size
+			continue
+		}
 		b := s.buckets[s.openID]
 		if cur == nil || cur.b != b {
 			cur = nil
 		}
-		if b == nil || !s.fits(b, cur, r.size) {
+		if b == nil || !s.fitsLocked(b, r.size) {
 			nb, err := s.createBucketLocked()
 			if err != nil {
 				r.err = err
+				delete(inBatch, r.k)
 				continue
 			}
 			b, cur = nb, nil
@@ -222,22 +254,18 @@ func (s *Store) planBatch(batch []*putReq) []*commitGroup {
 			cur = &commitGroup{b: b}
 			groups = append(groups, cur)
 		}
+		r.off = b.reserveLocked(r.size, 1)
 		cur.reqs = append(cur.reqs, r)
 		cur.size += r.size
-		inBatch[r.k] = r
 	}
 	return groups
 }
 
-// fits reports whether a record of size bytes still fits bucket b after the
-// records already planned for it in g.
-func (s *Store) fits(b *bucket, g *commitGroup, size int64) bool {
-	count, bytes := len(b.meta.Objects), b.meta.DataSize
-	if g != nil {
-		count += len(g.reqs)
-		bytes += g.size
-	}
-	return count+1 <= s.opts.BucketKeysLimit && bytes+size <= s.opts.BucketSizeLimit
+// fitsLocked reports whether a record of size bytes still fits bucket b
+// after its committed records and those reserved in it (planned in this
+// batch or being streamed).
+func (s *Store) fitsLocked(b *bucket, size int64) bool {
+	return len(b.meta.Objects)+b.pending+1 <= s.opts.BucketKeysLimit && b.appendEnd()+size <= s.opts.BucketSizeLimit
 }
 
 // createBucketLocked creates the next bucket's data file and makes it the
@@ -282,10 +310,10 @@ func (s *Store) commitGroup(g *commitGroup) error {
 	// Small values travel in the journal record too: one fdatasync (the
 	// journal's) makes data and metadata durable, and open writes the
 	// values back if the bucket file lost them.
-	inline := journal && g.size <= s.inlineMax && b.jEnd < journalInlineBudget
+	inline := journal && !g.streamed && g.size <= s.inlineMax && b.jEnd < journalInlineBudget
 	s.mu.Unlock()
 
-	base := cur.DataSize
+	base := g.reqs[0].off
 	off := base
 	defer func() {
 		// Even a failed commit may have grown the file; Usage counts it.
@@ -296,14 +324,16 @@ func (s *Store) commitGroup(g *commitGroup) error {
 	objs := make([]ObjectMeta, 0, len(g.reqs))
 	w := groupWriter{f: b.file, flushed: base}
 	for _, r := range g.reqs {
-		if err := w.write(r.value, off); err != nil {
-			return fmt.Errorf("holder: append to %s at %d: %w", s.path(bucketName(b.id)), off, err)
+		if !g.streamed {
+			if err := w.write(r.value, r.off); err != nil {
+				return fmt.Errorf("holder: append to %s at %d: %w", s.path(bucketName(b.id)), r.off, err)
+			}
 		}
 		objs = append(objs, ObjectMeta{
 			Key: r.k.key, Tenant: r.tenant, Incarnation: r.k.inc,
-			Offset: off, Size: r.size, CRC32C: r.crc,
+			Offset: r.off, Size: r.size, CRC32C: r.crc,
 		})
-		off += r.size
+		off = max(off, r.off+r.size)
 	}
 	putAfterDataWrite.Hit()
 	var inlineData []byte
@@ -328,13 +358,22 @@ func (s *Store) commitGroup(g *commitGroup) error {
 	// persistMu, and records are never modified in place).
 	next := *cur
 	next.Objects = append(cur.Objects[:len(cur.Objects):cap(cur.Objects)], objs...)
-	next.DataSize = off
+	// Records streamed concurrently may commit out of offset order: the
+	// committed data size is the furthest end any record reaches.
+	next.DataSize = max(cur.DataSize, off)
 	first := len(cur.Objects)
 	var metaSize int64
 	persisted := time.Now()
 	defer func() { s.events.observePutSync("meta", time.Since(persisted)) }()
 	if journal {
-		if err := s.appendJournal(b, first, off, objs, inlineData); err != nil {
+		// An inline record's data size is its own end (the bytes it
+		// carries run from its first offset to it); replay takes the
+		// largest data size of all records.
+		dataSize := next.DataSize
+		if inline {
+			dataSize = off
+		}
+		if err := s.appendJournal(b, first, dataSize, objs, inlineData); err != nil {
 			return err
 		}
 	} else {
@@ -367,10 +406,27 @@ func (s *Store) commitGroup(g *commitGroup) error {
 		b.liveBytes += o.Size
 		b.liveCount++
 	}
+	for _, r := range g.reqs {
+		r.committed = true
+	}
 	if journal && b.jEnd >= journalCompactBytes {
 		signal(s.gcWake)
 	}
 	return nil
+}
+
+// settleGroup ends the reservations of an appended group: a failed
+// group's range is given back when nothing was reserved after it, so
+// the next append writes over it, as it would over any uncommitted tail.
+func (s *Store) settleGroup(g *commitGroup, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := g.b
+	b.pending -= len(g.reqs)
+	if err != nil {
+		last := g.reqs[len(g.reqs)-1]
+		b.unreserveLocked(g.reqs[0].off, last.off+last.size)
+	}
 }
 
 // classifyIOError gives a failed commit a wire code: a full disk is

@@ -127,15 +127,18 @@ func TestStreamedWriteBodyPutsTheValueLast(t *testing.T) {
 	}
 }
 
-// A write sent the way the client sends it, with a grant signed under
-// another key, is refused GRANT_REFUSED and stores nothing.
+// A write sent the way the client sends it (a value this large streams
+// into the bucket file), with a grant signed under another key, is
+// refused GRANT_REFUSED and stores nothing. A write whose body does not
+// end in its value (an encoder that orders fields otherwise) is read
+// whole and stored the same.
 func TestStreamedWriteWithABadGrantStoresNothing(t *testing.T) {
 	s := openT(t, t.TempDir(), StoreOptions{})
 	defer s.Close()
 	key := grant.NewKey()
 	svc := &Service{store: s, grantKey: key}
 	srv := transport.NewServer(transport.ServerConfig{MaxFrame: svc.dataMaxFrame()})
-	srv.Handle(api.MethodHolderWrite, svc.serveWrite)
+	svc.registerWrite(srv)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -167,5 +170,26 @@ func TestStreamedWriteWithABadGrantStoresNothing(t *testing.T) {
 	}
 	if got, err := s.Get("good", incN(2)); err != nil || !bytes.Equal(got, value) {
 		t.Fatalf("granted write read back: %d bytes, %v", len(got), err)
+	}
+	type valueFirst struct {
+		Value       []byte                `msgpack:"value"`
+		Key         string                `msgpack:"key"`
+		Incarnation api.ObjectIncarnation `msgpack:"inc"`
+		Grant       *api.WriteGrant       `msgpack:"grant"`
+	}
+	g := grant.Sign(key, api.WriteGrant{Segment: s.SegmentID(), Key: "first", Incarnation: incN(3), Expires: time.Now().Add(time.Minute).UnixNano()})
+	if err := conn.Call(context.Background(), api.MethodHolderWrite, &valueFirst{Value: value, Key: "first", Incarnation: incN(3), Grant: &g}, &api.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, s, "first", incN(3), value)
+	// A value given twice, in the body and as its streamed last field,
+	// is refused.
+	twice := map[string]any{"key": "twice", "inc": incN(4), "value": []byte("a")}
+	body, _ := msgpack.Marshal(twice)
+	body[0]++ // one more entry: a second "value", the streamed one
+	body = append(append(body, 0xa5), "value"...)
+	body = append(append(body, 0xc6, 0, 0x10, 0, 0), value...)
+	if err := conn.Call(context.Background(), api.MethodHolderWrite, msgpack.RawMessage(body), &api.Empty{}); api.CodeOf(err) != api.CodeInvalidParams {
+		t.Fatalf("value given twice: %v, want INVALID_PARAMS", err)
 	}
 }

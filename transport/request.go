@@ -15,6 +15,8 @@ type Request struct {
 	// body is the request's msgpack body; it aliases the frame buffer and
 	// is bounded by the server's MaxFrame.
 	body []byte
+	// tail is a streamed method's last body field (HandleStream).
+	tail *Tail
 }
 
 // Decode decodes the body into v strictly: a field v does not have is an

@@ -131,6 +131,7 @@ type Server struct {
 	mu        sync.RWMutex
 	handlers  map[string]HandlerFunc
 	async     map[string]AsyncHandlerFunc
+	streams   map[string]streamMethod
 	listeners map[net.Listener]struct{}
 	conns     map[*serverConn]struct{}
 	closed    bool

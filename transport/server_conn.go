@@ -213,16 +213,10 @@ func (sc *serverConn) readLoop(ctx context.Context) {
 		case <-sc.link.closing:
 			return
 		}
-		frame, err := sc.link.read(sc.srv.cfg.MaxFrame)
+		env, tail, err := sc.readRequest()
 		if err != nil {
 			<-sc.slots
 			sc.readFailed(err)
-			return
-		}
-		env, err := decodeEnvelope(frame)
-		if err != nil {
-			<-sc.slots
-			sc.drop(api.AsError(err))
 			return
 		}
 		switch env.kind {
@@ -249,7 +243,15 @@ func (sc *serverConn) readLoop(ctx context.Context) {
 			sc.runAsync(env, async, done)
 			continue
 		}
-		sc.dispatch(ctx, call{env: env, h: h, done: done})
+		sc.dispatch(ctx, call{env: env, h: h, done: done, tail: tail})
+		if tail != nil && tail.r != nil {
+			// The handler reads the rest of the frame from the
+			// connection; the next frame starts after it.
+			if err := sc.afterTail(tail); err != nil {
+				sc.readFailed(err)
+				return
+			}
+		}
 	}
 }
 
@@ -264,6 +266,7 @@ type call struct {
 	env  envelope
 	h    HandlerFunc
 	done func(error) // the Authorizer's, or nil
+	tail *Tail       // a streamed request's last body field, or nil
 }
 
 // refusedHandler answers a call the Authorizer refused with its verdict.
@@ -345,7 +348,10 @@ func (sc *serverConn) run(ctx context.Context, c call) {
 			hctx, cancel = context.WithTimeout(ctx, env.timeout)
 			defer cancel()
 		}
-		resp, err = sc.invoke(h, hctx, &Request{Method: env.method, Peer: sc.peer, body: env.body})
+		resp, err = sc.invoke(h, hctx, &Request{Method: env.method, Peer: sc.peer, body: env.body, tail: c.tail})
+	}
+	if c.tail != nil {
+		c.tail.finish()
 	}
 	if c.done != nil {
 		c.done(err)
