@@ -31,7 +31,7 @@ func (e *env) benchEnv() *bench.Env {
 		Out:       os.Stdout,
 		Err:       os.Stderr,
 		Progress: func(what string, total int64, unit string) bench.Progress {
-			return progressOf{newProgress(what, total, unit)}
+			return progressTo.New(what, total, unit)
 		},
 	}
 }

@@ -171,7 +171,7 @@ func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) erro
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	w := newDeleteWatch(keys)
-	live := !e.json && progressIsTerminal()
+	live := !e.json && progressTo.Terminal
 	drawn := 0 // lines of the live table on stderr
 	pause := 5 * time.Millisecond
 	var waitErr error
@@ -185,11 +185,11 @@ func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) erro
 		}
 		switch {
 		case live:
-			drawn = redrawWait(progressOut, w, drawn, now)
+			drawn = redrawWait(progressTo.W, w, drawn, now)
 		case !e.json:
 			for _, j := range changed {
 				t := w.tasks[j]
-				fmt.Fprintf(progressOut, "rm --wait: %s segment=%s holder=%s state=%s attempts=%d error=%s\n", t.Key, t.Segment, orDash(t.Holder), taskState(t), t.Attempts, orDash(t.LastError))
+				fmt.Fprintf(progressTo.W, "rm --wait: %s segment=%s holder=%s state=%s attempts=%d error=%s\n", t.Key, t.Segment, orDash(t.Holder), taskState(t), t.Attempts, orDash(t.LastError))
 			}
 		}
 		if len(w.keys) == 0 {
@@ -208,7 +208,7 @@ func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) erro
 		pause = min(2*pause, 250*time.Millisecond)
 	}
 	if drawn > 0 {
-		fmt.Fprintf(progressOut, "\x1b[%dA\x1b[J", drawn) // the final table goes to stdout
+		fmt.Fprintf(progressTo.W, "\x1b[%dA\x1b[J", drawn) // the final table goes to stdout
 	}
 	now := time.Now()
 	if err := e.output(rmOut{Removed: len(keys), Done: waitErr == nil, Replicas: append([]taskOut{}, w.tasks...)}, func() error {

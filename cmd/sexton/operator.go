@@ -85,28 +85,28 @@ func setupSnapshotSave(*flag.FlagSet) runFunc {
 			return err
 		}
 		defer os.Remove(tmp)
-		prog := newProgress("snapshot save "+file, -1, "")
+		prog := progressTo.New("snapshot save "+file, -1, "")
 		req := api.SnapshotChunkRequest{}
 		for {
 			var chunk api.SnapshotChunk
 			if err := e.call(api.MethodSnapshotSave, &req, &chunk); err != nil {
 				f.Close()
-				prog.abort()
+				prog.Abort()
 				return fmt.Errorf("snapshot save: %w", err)
 			}
 			if _, err := f.Write(chunk.Data); err != nil {
 				f.Close()
-				prog.abort()
+				prog.Abort()
 				return fmt.Errorf("snapshot save: %w", err)
 			}
-			prog.setTotal(chunk.Total)
-			prog.add(int64(len(chunk.Data)))
+			prog.SetTotal(chunk.Total)
+			prog.Add(int64(len(chunk.Data)))
 			req = api.SnapshotChunkRequest{ID: chunk.ID, Offset: chunk.Offset + int64(len(chunk.Data))}
 			if chunk.EOF {
 				break
 			}
 		}
-		prog.finish()
+		prog.Finish()
 		if err := f.Sync(); err != nil {
 			f.Close()
 			return err
@@ -153,13 +153,13 @@ func setupSnapshotRestore(fs *flag.FlagSet) runFunc {
 		if fi, err := f.Stat(); err == nil {
 			size = fi.Size()
 		}
-		prog := newProgress("snapshot restore "+file, size, "")
+		prog := progressTo.New("snapshot restore "+file, size, "")
 		var off int64
 		for {
 			nr, rerr := io.ReadFull(f, buf)
 			eof := rerr == io.EOF || rerr == io.ErrUnexpectedEOF
 			if rerr != nil && !eof {
-				prog.abort()
+				prog.Abort()
 				return rerr
 			}
 			var resp api.SnapshotRestoreResponse
@@ -167,13 +167,13 @@ func setupSnapshotRestore(fs *flag.FlagSet) runFunc {
 			err := cl.Call(ctx, api.MethodSnapshotRestore, &api.SnapshotChunk{ID: id, Offset: off, Data: buf[:nr], EOF: eof, AllowRollback: eof && *allowRollback}, &resp)
 			cancel()
 			if err != nil {
-				prog.abort()
+				prog.Abort()
 				return fmt.Errorf("snapshot restore: %w", err)
 			}
 			off += int64(nr)
-			prog.add(int64(nr))
+			prog.Add(int64(nr))
 			if eof {
-				prog.finish()
+				prog.Finish()
 				fmt.Printf("restored %s (format %s): %d objects, %d segments, %d tasks; master epoch %d\n", file, resp.Format, resp.Objects, resp.Segments, resp.Tasks, resp.MasterEpoch)
 				return nil
 			}

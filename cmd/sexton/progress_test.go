@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sexton/devcluster"
+	"sexton/internal/progress"
 )
 
 // TestProgressGoesToStderrOnly: snapshot save, restore and fsck report
@@ -30,12 +31,12 @@ func TestProgressGoesToStderrOnly(t *testing.T) {
 	if _, err := captureStdout(t, func() error { return run(append([]string{"put", "k", value}, m...)) }); err != nil {
 		t.Fatal(err)
 	}
-	oldOut, oldTerm, oldEvery := progressOut, progressIsTerminal, plainEvery
-	defer func() { progressOut, progressIsTerminal, plainEvery = oldOut, oldTerm, oldEvery }()
+	old := progressTo
+	defer func() { progressTo = old }()
 
 	for _, terminal := range []bool{false, true} {
 		var prog bytes.Buffer
-		progressOut, progressIsTerminal, plainEvery = &prog, func() bool { return terminal }, 0
+		progressTo = progress.Sink{W: &prog, Terminal: terminal}
 		snap := filepath.Join(dir, "snap-"+map[bool]string{false: "plain", true: "tty"}[terminal])
 
 		out, err := captureStdout(t, func() error { return run(append([]string{"operator", "snapshot", "save", snap}, m...)) })

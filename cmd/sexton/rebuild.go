@@ -13,6 +13,7 @@ import (
 	"sexton/api"
 	"sexton/dfsio"
 	"sexton/fsm"
+	"sexton/internal/progress"
 	"sexton/rebuild"
 	"sexton/transport"
 )
@@ -263,7 +264,7 @@ func runRebuild(e *env, o rebuildOptions) (*rebuildReport, error) {
 				prog.abort()
 				return nil, fmt.Errorf("holder %s: %w (start it and rerun, or pass --allow-missing)", ep, err)
 			}
-			fmt.Fprintf(progressOut, "rebuild: holder %s does not answer, going on without it: %v\n", ep, err)
+			fmt.Fprintf(progressTo.W, "rebuild: holder %s does not answer, going on without it: %v\n", ep, err)
 			rep.HoldersMissing = append(rep.HoldersMissing, ep)
 		} else {
 			scans = append(scans, s)
@@ -407,7 +408,7 @@ func callRetrying(e *env, method string, req, resp any) error {
 		if time.Now().After(deadline) {
 			return err
 		}
-		fmt.Fprintf(progressOut, "rebuild: %s: %v; retrying\n", method, err)
+		fmt.Fprintf(progressTo.W, "rebuild: %s: %v; retrying\n", method, err)
 		time.Sleep(500 * time.Millisecond)
 	}
 }
@@ -469,14 +470,14 @@ func printRebuild(r *rebuildReport) {
 }
 
 // rebuildProgress reports the scan and the adoption on stderr: a bar on a
-// terminal, a plain line every plainEvery otherwise, and with --json one
+// terminal, a plain line every progressTo.PlainEvery otherwise, and with --json one
 // JSON object per line (stdout keeps the one report object).
 type rebuildProgress struct {
 	json  bool
 	w     io.Writer
 	start time.Time
 	last  time.Time
-	bar   *progress
+	bar   *progress.Bar
 	phase string
 	line  rebuildProgressLine
 }
@@ -497,7 +498,7 @@ type rebuildProgressLine struct {
 
 func newRebuildProgress(asJSON bool) *rebuildProgress {
 	now := time.Now()
-	return &rebuildProgress{json: asJSON, w: progressOut, start: now, last: now}
+	return &rebuildProgress{json: asJSON, w: progressTo.W, start: now, last: now}
 }
 
 func (p *rebuildProgress) enter(phase string, total int64, unit string) {
@@ -507,8 +508,8 @@ func (p *rebuildProgress) enter(phase string, total int64, unit string) {
 	p.done()
 	p.phase, p.start, p.last = phase, time.Now(), time.Now()
 	p.line = rebuildProgressLine{Phase: phase}
-	if !p.json && progressIsTerminal() {
-		p.bar = newProgress("rebuild "+phase, total, unit)
+	if !p.json && progressTo.Terminal {
+		p.bar = progressTo.New("rebuild "+phase, total, unit)
 	}
 }
 
@@ -532,14 +533,14 @@ func (p *rebuildProgress) report(done, total int64, text string) {
 		p.line.LeftMillis = int64(float64(elapsed.Milliseconds()) * float64(total-done) / float64(done))
 	}
 	if p.bar != nil {
-		p.bar.describe("rebuild " + p.phase + ": " + text)
-		if d := done - p.bar.done; d > 0 {
-			p.bar.add(d)
+		p.bar.Describe("rebuild " + p.phase + ": " + text)
+		if d := done - p.bar.Done(); d > 0 {
+			p.bar.Add(d)
 		}
 		return
 	}
 	final := done == total
-	if !final && time.Since(p.last) < plainEvery && !(p.json && time.Since(p.last) >= time.Second) {
+	if !final && time.Since(p.last) < progressTo.PlainEvery && !(p.json && time.Since(p.last) >= time.Second) {
 		return
 	}
 	p.last = time.Now()
@@ -555,14 +556,14 @@ func (p *rebuildProgress) report(done, total int64, text string) {
 
 func (p *rebuildProgress) done() {
 	if p.bar != nil {
-		p.bar.finish()
+		p.bar.Finish()
 		p.bar = nil
 	}
 }
 
 func (p *rebuildProgress) abort() {
 	if p.bar != nil {
-		p.bar.abort()
+		p.bar.Abort()
 		p.bar = nil
 	}
 }

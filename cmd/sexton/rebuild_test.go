@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"sexton/internal/progress"
 )
 
 // The rebuild's progress: with --json one snake_case JSON object per line
@@ -12,11 +14,11 @@ import (
 // bar with the bytes and the count on a terminal; all on the progress
 // writer, never stdout.
 func TestRebuildProgress(t *testing.T) {
-	oldOut, oldTerm, oldEvery := progressOut, progressIsTerminal, plainEvery
-	defer func() { progressOut, progressIsTerminal, plainEvery = oldOut, oldTerm, oldEvery }()
+	old := progressTo
+	defer func() { progressTo = old }()
 	drive := func(asJSON, terminal bool) string {
 		var buf bytes.Buffer
-		progressOut, progressIsTerminal, plainEvery = &buf, func() bool { return terminal }, 0
+		progressTo = progress.Sink{W: &buf, Terminal: terminal}
 		p := newRebuildProgress(asJSON)
 		for i := 0; i <= 3; i++ {
 			p.scan(i, 3, i*100)
