@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"sexton/internal/progress"
+	"sexton/jsonout"
 )
 
 // The rebuild's progress: with --json one snake_case JSON object per line
@@ -32,6 +33,9 @@ func TestRebuildProgress(t *testing.T) {
 	for _, l := range lines {
 		last = nil
 		if err := json.Unmarshal([]byte(l), &last); err != nil {
+			t.Fatalf("--json progress line %q: %v", l, err)
+		}
+		if err := jsonout.Check([]byte(l)); err != nil {
 			t.Fatalf("--json progress line %q: %v", l, err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/jsonout"
 )
 
 // stateAcknowledged is rm --wait's state of a task it saw pending and that
@@ -40,9 +41,18 @@ func orDash(s string) string {
 	return s
 }
 
+// taskState is a task's STATE in the text tables: the master's state,
+// and for one a read lease holds back, until when.
+func taskState(t jsonout.Task) string {
+	if t.State == api.TaskLeased && t.LeaseEnd > 0 {
+		return "withheld by a read lease until " + time.Unix(0, t.LeaseEnd).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	return orDash(t.State)
+}
+
 // printDeleteTable prints delete tasks one a line, as stat and rm --wait
 // show them.
-func printDeleteTable(w io.Writer, tasks []taskOut, withKey bool, now time.Time) error {
+func printDeleteTable(w io.Writer, tasks []jsonout.Task, withKey bool, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	head := "SEGMENT\tHOLDER\tINCARNATION\tSTATE\tAGE\tATTEMPTS\tLAST ERROR"
 	if withKey {
@@ -62,30 +72,13 @@ func printDeleteTable(w io.Writer, tasks []taskOut, withKey bool, now time.Time)
 	return tw.Flush()
 }
 
-// rmOut is rm's --json answer: how many keys it removed and, with
-// --wait, every delete task of them it saw, acknowledged or not, and
-// whether all were acknowledged (done; false without --wait).
-type rmOut struct {
-	Removed  int       `json:"removed"`
-	Done     bool      `json:"done"`
-	Replicas []taskOut `json:"replicas"`
-	// Job is the bulk-delete job of rm --prefix/--all (as operator jobs
-	// shows it; omitted otherwise): removed is its count, done whether it
-	// finished within --wait, and replicas stays empty.
-	Job *jobOut `json:"job,omitempty"`
-	// Failed and Keys are there when some keys were not removed: the
-	// count, and every key's outcome in order (rm KEY... and --batch).
-	Failed int            `json:"failed,omitempty"`
-	Keys   []keyResultOut `json:"keys,omitempty"`
-}
-
 // deleteWatch follows the delete tasks of some keys until none is pending.
 // A task seen pending and no longer listed was acknowledged; a task
 // acknowledged before the first look is not seen at all.
 type deleteWatch struct {
 	keys  []string // still with pending tasks
 	seen  map[uint64]int
-	tasks []taskOut // in the order first seen
+	tasks []jsonout.Task // in the order first seen
 }
 
 func newDeleteWatch(keys []string) *deleteWatch {
@@ -113,7 +106,7 @@ func (w *deleteWatch) poll(ctx context.Context, cl *client.Client, now time.Time
 		listed := map[uint64]bool{}
 		for i, t := range resp.Tasks {
 			listed[t.ID] = true
-			o := taskJSON(t, progressAt(resp, i), now)
+			o := jsonout.TaskOf(t, jsonout.ProgressAt(resp, i), now)
 			j, ok := w.seen[t.ID]
 			if !ok {
 				w.seen[t.ID] = len(w.tasks)
@@ -164,7 +157,7 @@ const waitLines = 20
 func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) error {
 	if d <= 0 {
 		if e.json {
-			return printJSON(rmOut{Removed: len(keys), Replicas: []taskOut{}})
+			return printJSON(jsonout.Rm{Removed: len(keys), Replicas: []jsonout.Task{}})
 		}
 		return nil
 	}
@@ -211,7 +204,7 @@ func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) erro
 		fmt.Fprintf(progressTo.W, "\x1b[%dA\x1b[J", drawn) // the final table goes to stdout
 	}
 	now := time.Now()
-	if err := e.output(rmOut{Removed: len(keys), Done: waitErr == nil, Replicas: append([]taskOut{}, w.tasks...)}, func() error {
+	if err := e.output(jsonout.Rm{Removed: len(keys), Done: waitErr == nil, Replicas: append([]jsonout.Task{}, w.tasks...)}, func() error {
 		if len(w.tasks) > 0 {
 			if err := printDeleteTable(os.Stdout, w.tasks, true, now); err != nil {
 				return err
@@ -234,7 +227,7 @@ func redrawWait(out io.Writer, w *deleteWatch, drawn int, now time.Time) int {
 	if drawn > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", drawn)
 	}
-	rows := make([]taskOut, 0, len(w.tasks))
+	rows := make([]jsonout.Task, 0, len(w.tasks))
 	for _, t := range w.tasks {
 		if t.State != stateAcknowledged {
 			rows = append(rows, t)

@@ -13,6 +13,7 @@ import (
 
 	"sexton/api"
 	"sexton/holder"
+	"sexton/jsonout"
 )
 
 func runHolder(args []string) error {
@@ -163,7 +164,7 @@ func setupHolderInspect(*flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("inspect %s: %w", args[0], err)
 		}
-		if err := e.output(inspectJSON(rep), func() error { return printInspect(rep) }); err != nil {
+		if err := e.output(jsonout.InspectOf(rep), func() error { return printInspect(rep) }); err != nil {
 			return err
 		}
 		if len(rep.Problems) > 0 {

@@ -10,6 +10,7 @@ import (
 
 	"sexton/api"
 	"sexton/devcluster"
+	"sexton/jsonout"
 )
 
 // TestTasksWithheldByReadLease: a key read just before its remove has its
@@ -43,7 +44,7 @@ func TestTasksWithheldByReadLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tasks tasksOut
+	var tasks jsonout.Tasks
 	if err := json.Unmarshal(out, &tasks); err != nil {
 		t.Fatal(err)
 	}

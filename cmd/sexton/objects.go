@@ -15,6 +15,7 @@ import (
 	"sexton/api"
 	"sexton/client"
 	"sexton/internal/buildinfo"
+	"sexton/jsonout"
 	"sexton/transport"
 )
 
@@ -49,7 +50,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("put %s: %w", key, err)
 		}
-		return e.output(putOut{Kind: kindPut, Key: key, Incarnation: inc.String(), Size: int64(len(value))}, func() error {
+		return e.output(jsonout.Put{Kind: jsonout.KindPut, Key: key, Incarnation: inc.String(), Size: int64(len(value))}, func() error {
 			fmt.Printf("put %s: %d bytes, incarnation %s\n", key, len(value), inc)
 			return nil
 		})
@@ -110,7 +111,7 @@ func setupRm(fs *flag.FlagSet) runFunc {
 			}
 			if err := cl.Remove(ctx, keys[0], client.IfIncarnation(inc)); err != nil {
 				err = fmt.Errorf("rm %s: %w", keys[0], err)
-				return rmFailed(e, []keyResultOut{{Key: keys[0], Code: string(api.CodeOf(err)), Error: oneLine(err)}}, err)
+				return rmFailed(e, []jsonout.KeyResult{{Key: keys[0], Code: string(api.CodeOf(err)), Error: jsonout.OneLine(err)}}, err)
 			}
 			return waitDeleted(e, cl, keys, *wait)
 		}
@@ -125,11 +126,11 @@ func setupRm(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			// The keys before the failed chunk have their answers above;
 			// the rest are as unknown as the error says.
-			res, _ := keyResultsJSON(keys, results, err)
+			res, _ := jsonout.KeyResults(keys, results, err)
 			return rmFailed(e, res, fmt.Errorf("rm: %d of %d keys answered (%d failed), the rest: %w", len(results), len(keys), failed, err))
 		}
 		if failed > 0 {
-			res, _ := keyResultsJSON(keys, results, nil)
+			res, _ := jsonout.KeyResults(keys, results, nil)
 			return rmFailed(e, res, fmt.Errorf("rm: %d of %d keys failed", failed, len(keys)))
 		}
 		return waitDeleted(e, cl, keys, *wait)
@@ -139,7 +140,7 @@ func setupRm(fs *flag.FlagSet) runFunc {
 // rmFailed ends an rm some of whose keys failed: with --json it prints
 // the per-key results (removed counts the keys that were), then returns
 // err, so the exit status is still non-zero.
-func rmFailed(e *env, res []keyResultOut, err error) error {
+func rmFailed(e *env, res []jsonout.KeyResult, err error) error {
 	if !e.json {
 		return err
 	}
@@ -149,7 +150,7 @@ func rmFailed(e *env, res []keyResultOut, err error) error {
 			removed++
 		}
 	}
-	if perr := printJSON(rmOut{Removed: removed, Replicas: []taskOut{}, Failed: len(res) - removed, Keys: res}); perr != nil {
+	if perr := printJSON(jsonout.Rm{Removed: removed, Replicas: []jsonout.Task{}, Failed: len(res) - removed, Keys: res}); perr != nil {
 		return errors.Join(err, perr)
 	}
 	return err
@@ -197,7 +198,7 @@ func setupStat(*flag.FlagSet) runFunc {
 			return fmt.Errorf("stat %s: %w", key, statErr)
 		}
 		now := time.Now()
-		out := statJSON(st, statErr == nil, deletes, now)
+		out := jsonout.StatOf(st, statErr == nil, deletes, now)
 		if statErr != nil {
 			// Removed, its deletes still pending: shown, and still an
 			// OBJECT_NOT_FOUND for scripts that test existence.
@@ -269,7 +270,7 @@ func setupLs(fs *flag.FlagSet) runFunc {
 		if *limit > 0 && len(all) > *limit {
 			all = all[:*limit]
 		}
-		return e.output(objectsJSON(all), func() error {
+		return e.output(jsonout.Objects(all), func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 			for _, o := range all {
 				fmt.Fprintf(tw, "%s\t%d\t%s\t%d replicas\n", o.Key, o.Size, o.Incarnation, len(o.Replicas))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/jsonout"
 	"sexton/snapshot"
 )
 
@@ -23,7 +24,7 @@ func setupRaftListPeers(*flag.FlagSet) runFunc {
 		if err := e.call(api.MethodRaftPeers, &api.Empty{}, &resp); err != nil {
 			return fmt.Errorf("list-peers: %w", err)
 		}
-		return e.output(nonNil(resp.Peers), func() error {
+		return e.output(jsonout.NonNil(resp.Peers), func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tADDRESS\tSUFFRAGE\tLEADER")
 			for _, p := range resp.Peers {
@@ -193,7 +194,7 @@ func setupSnapshotInspect(*flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("inspect %s: %w", file, err)
 		}
-		return e.output(snapshotInspectOut{Format: h.Format, ClusterID: h.ClusterID, LastIndex: h.LastIndex, LastTerm: h.LastTerm,
+		return e.output(jsonout.SnapshotInspect{Format: h.Format, ClusterID: h.ClusterID, LastIndex: h.LastIndex, LastTerm: h.LastTerm,
 			Created: h.Created, Objects: c.Objects, Segments: c.Segments, Tasks: c.Tasks, DFSRecords: c.DFSRecords, Sessions: c.Sessions, Jobs: c.Jobs, HasState: c.HasState}, func() error {
 			fmt.Printf("format:     %s\ncluster id: %016x\nlast index: %d\nlast term:  %d\ncreated:    %s\nobjects:    %d\nsegments:   %d\ntasks:      %d\ndfs records: %d\nsessions:   %d\njobs:       %d\nstate:      %v\n",
 				h.Format, h.ClusterID, h.LastIndex, h.LastTerm, time.Unix(0, h.Created).UTC().Format(time.RFC3339), c.Objects, c.Segments, c.Tasks, c.DFSRecords, c.Sessions, c.Jobs, c.HasState)
@@ -211,7 +212,7 @@ func setupTasks(fs *flag.FlagSet) runFunc {
 			return fmt.Errorf("tasks: %w", err)
 		}
 		now := time.Now()
-		out := tasksJSON(resp, now)
+		out := jsonout.TasksOf(resp, now)
 		return e.output(out, func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSEGMENT\tKEY\tINCARNATION\tAGE\tSTATE\tATTEMPTS\tHOLDER\tLAST ERROR")
@@ -230,7 +231,7 @@ func setupSegments(*flag.FlagSet) runFunc {
 		if err := e.call(api.MethodListSegments, &api.Empty{}, &resp); err != nil {
 			return fmt.Errorf("segments: %w", err)
 		}
-		return e.output(segmentsJSON(resp.Segments, resp.Refused), func() error {
+		return e.output(jsonout.Segments(resp.Segments, resp.Refused), func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SEGMENT\tCLIENT\tPOOL\tEPOCH\tMOUNTED\tRETIRED\tENDPOINT\tTASKS")
 			for _, s := range resp.Segments {

@@ -16,6 +16,7 @@ import (
 
 	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
+	"sexton/jsonout"
 )
 
 // The CA files `sexton tls ca` writes into --dir and `sexton tls cert`
@@ -187,18 +188,13 @@ func writeExclusive(path string, data []byte, mode os.FileMode) error {
 	return nil
 }
 
-// tokenJSON is operator token generate's --json output.
-type tokenJSON struct {
-	Token string `json:"token"`
-}
-
 func setupTokenGenerate(*flag.FlagSet) runFunc {
 	return func(e *env, _ []string) error {
 		tok, err := secret.Generate()
 		if err != nil {
 			return err
 		}
-		return e.output(tokenJSON{Token: tok}, func() error {
+		return e.output(jsonout.Token{Token: tok}, func() error {
 			_, err := fmt.Println(tok)
 			return err
 		})
