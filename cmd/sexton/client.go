@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"sexton/api"
 	"sexton/client"
 	"sexton/jsonout"
 	"sexton/transport"
@@ -76,7 +75,7 @@ func (e *env) newClient() (*client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (--masters or SEXTON_MASTERS)", err)
 	}
-	cl.SetDFS(dfsDataPath{cl: cl})
+	clientDFS.Use(cl)
 	e.opened = append(e.opened, cl)
 	return cl, nil
 }
@@ -118,16 +117,8 @@ func (e *env) output(v any, text func() error) error {
 	return text()
 }
 
-// dfsDataPath is this process's DFS data path for the client library.
-type dfsDataPath struct{ cl *client.Client }
-
-func (d dfsDataPath) Write(ctx context.Context, key, tenant string, inc api.ObjectIncarnation, r api.ReplicaLocation, value []byte) error {
-	return clientDFS.write(ctx, d.cl.Masters(), key, tenant, inc, r, value)
-}
-
-func (d dfsDataPath) Read(ctx context.Context, r api.ReplicaLocation) ([]byte, error) {
-	return clientDFS.read(ctx, d.cl.Masters(), r)
-}
+// clientDFS is this process's DFS data path, shared by its clients.
+var clientDFS client.EnvDFS
 
 // dataMaxFrame bounds a value read from stdin: the holder data frame limit.
 const dataMaxFrame = client.DataMaxFrame
