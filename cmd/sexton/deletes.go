@@ -72,79 +72,18 @@ func printDeleteTable(w io.Writer, tasks []jsonout.Task, withKey bool, now time.
 	return tw.Flush()
 }
 
-// deleteWatch follows the delete tasks of some keys until none is pending.
-// A task seen pending and no longer listed was acknowledged; a task
-// acknowledged before the first look is not seen at all.
-type deleteWatch struct {
-	keys  []string // still with pending tasks
-	seen  map[uint64]int
-	tasks []jsonout.Task // in the order first seen
-}
-
-func newDeleteWatch(keys []string) *deleteWatch {
-	w := &deleteWatch{seen: map[uint64]int{}}
-	dup := map[string]bool{}
-	for _, k := range keys {
-		if !dup[k] {
-			dup[k] = true
-			w.keys = append(w.keys, k)
+// watchedTasks renders the tasks w saw, an acknowledged one in state
+// acknowledged.
+func watchedTasks(w *client.DeleteWatch) []jsonout.Task {
+	out := make([]jsonout.Task, 0, len(w.Tasks()))
+	for _, t := range w.Tasks() {
+		o := jsonout.TaskOf(t.Task, t.Progress, t.Seen)
+		if t.Acknowledged {
+			o.State = stateAcknowledged
 		}
+		out = append(out, o)
 	}
-	return w
-}
-
-// poll looks once at every key still pending; it returns the indexes (in
-// tasks) of the tasks that are new or changed.
-func (w *deleteWatch) poll(ctx context.Context, cl *client.Client, now time.Time) ([]int, error) {
-	var changed []int
-	var still []string
-	for _, k := range w.keys {
-		resp, err := cl.DeleteProgress(ctx, k)
-		if err != nil {
-			return changed, fmt.Errorf("%s: %w", k, err)
-		}
-		listed := map[uint64]bool{}
-		for i, t := range resp.Tasks {
-			listed[t.ID] = true
-			o := jsonout.TaskOf(t, jsonout.ProgressAt(resp, i), now)
-			j, ok := w.seen[t.ID]
-			if !ok {
-				w.seen[t.ID] = len(w.tasks)
-				changed = append(changed, len(w.tasks))
-				w.tasks = append(w.tasks, o)
-				continue
-			}
-			if p := w.tasks[j]; p.State != o.State || p.Attempts != o.Attempts || p.LastError != o.LastError || p.LeaseEnd != o.LeaseEnd {
-				changed = append(changed, j)
-			}
-			w.tasks[j] = o
-		}
-		for j := range w.tasks {
-			t := &w.tasks[j]
-			if t.Key == k && !listed[t.ID] && t.State != stateAcknowledged {
-				t.State = stateAcknowledged
-				changed = append(changed, j)
-			}
-		}
-		if resp.Total > 0 || resp.DFSRecordsPending > 0 {
-			// A DFS removal is done once its removal record is in the
-			// DFS root's journal, as a LOCAL_DISK one once its tasks are
-			// acknowledged.
-			still = append(still, k)
-		}
-	}
-	w.keys = still
-	return changed, nil
-}
-
-func (w *deleteWatch) unacknowledged() int {
-	n := 0
-	for _, t := range w.tasks {
-		if t.State != stateAcknowledged {
-			n++
-		}
-	}
-	return n
+	return out
 }
 
 // waitLines bounds the table rm --wait redraws on a terminal.
@@ -163,14 +102,16 @@ func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) erro
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	w := newDeleteWatch(keys)
+	w := client.NewDeleteWatch(keys)
 	live := !e.json && progressTo.Terminal
 	drawn := 0 // lines of the live table on stderr
 	pause := 5 * time.Millisecond
 	var waitErr error
+	var tasks []jsonout.Task
 	for {
 		now := time.Now()
-		changed, err := w.poll(ctx, cl, now)
+		changed, err := w.Poll(ctx, cl, now)
+		tasks = watchedTasks(w)
 		if err != nil {
 			if ctx.Err() == nil || !errors.Is(err, context.DeadlineExceeded) && api.CodeOf(err) != api.CodeTimeout {
 				return fmt.Errorf("rm --wait: removed, but %w", err)
@@ -178,14 +119,14 @@ func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) erro
 		}
 		switch {
 		case live:
-			drawn = redrawWait(progressTo.W, w, drawn, now)
+			drawn = redrawWait(progressTo.W, tasks, drawn, now)
 		case !e.json:
 			for _, j := range changed {
-				t := w.tasks[j]
+				t := tasks[j]
 				fmt.Fprintf(progressTo.W, "rm --wait: %s segment=%s holder=%s state=%s attempts=%d error=%s\n", t.Key, t.Segment, orDash(t.Holder), taskState(t), t.Attempts, orDash(t.LastError))
 			}
 		}
-		if len(w.keys) == 0 {
+		if w.Done() {
 			break
 		}
 		t := time.NewTimer(pause)
@@ -195,7 +136,7 @@ func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) erro
 			t.Stop()
 		}
 		if ctx.Err() != nil {
-			waitErr = fmt.Errorf("rm --wait: removed, but %d of %d replicas seen are not acknowledged after %s (exit 1; the tasks stay, see `sexton stat KEY`)", w.unacknowledged(), len(w.tasks), d)
+			waitErr = fmt.Errorf("rm --wait: removed, but %d of %d replicas seen are not acknowledged after %s (exit 1; the tasks stay, see `sexton stat KEY`)", w.Unacknowledged(), len(tasks), d)
 			break
 		}
 		pause = min(2*pause, 250*time.Millisecond)
@@ -204,14 +145,14 @@ func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) erro
 		fmt.Fprintf(progressTo.W, "\x1b[%dA\x1b[J", drawn) // the final table goes to stdout
 	}
 	now := time.Now()
-	if err := e.output(jsonout.Rm{Removed: len(keys), Done: waitErr == nil, Replicas: append([]jsonout.Task{}, w.tasks...)}, func() error {
-		if len(w.tasks) > 0 {
-			if err := printDeleteTable(os.Stdout, w.tasks, true, now); err != nil {
+	if err := e.output(jsonout.Rm{Removed: len(keys), Done: waitErr == nil, Replicas: tasks}, func() error {
+		if len(tasks) > 0 {
+			if err := printDeleteTable(os.Stdout, tasks, true, now); err != nil {
 				return err
 			}
 		}
 		if waitErr == nil {
-			fmt.Printf("all %d replicas seen acknowledged\n", len(w.tasks))
+			fmt.Printf("all %d replicas seen acknowledged\n", len(tasks))
 		}
 		return nil
 	}); err != nil {
@@ -222,23 +163,23 @@ func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) erro
 
 // redrawWait replaces the table drawn last (drawn lines) with the current
 // one, the unacknowledged replicas first, at most waitLines of them.
-func redrawWait(out io.Writer, w *deleteWatch, drawn int, now time.Time) int {
+func redrawWait(out io.Writer, tasks []jsonout.Task, drawn int, now time.Time) int {
 	var b strings.Builder
 	if drawn > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", drawn)
 	}
-	rows := make([]jsonout.Task, 0, len(w.tasks))
-	for _, t := range w.tasks {
+	rows := make([]jsonout.Task, 0, len(tasks))
+	for _, t := range tasks {
 		if t.State != stateAcknowledged {
 			rows = append(rows, t)
 		}
 	}
-	acked := len(w.tasks) - len(rows)
+	acked := len(tasks) - len(rows)
 	more := max(len(rows)-waitLines, 0)
 	rows = rows[:min(len(rows), waitLines)]
 	var tb strings.Builder
 	_ = printDeleteTable(&tb, rows, true, now)
-	fmt.Fprintf(&tb, "waiting: %d of %d replicas acknowledged", acked, len(w.tasks))
+	fmt.Fprintf(&tb, "waiting: %d of %d replicas acknowledged", acked, len(tasks))
 	if more > 0 {
 		fmt.Fprintf(&tb, ", %d more pending not shown", more)
 	}
