@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -87,25 +84,15 @@ func setupSnapshotSave(*flag.FlagSet) runFunc {
 		}
 		defer os.Remove(tmp)
 		prog := progressTo.New("snapshot save "+file, -1, "")
-		req := api.SnapshotChunkRequest{}
-		for {
-			var chunk api.SnapshotChunk
-			if err := e.call(api.MethodSnapshotSave, &req, &chunk); err != nil {
-				f.Close()
-				prog.Abort()
-				return fmt.Errorf("snapshot save: %w", err)
-			}
-			if _, err := f.Write(chunk.Data); err != nil {
-				f.Close()
-				prog.Abort()
-				return fmt.Errorf("snapshot save: %w", err)
-			}
-			prog.SetTotal(chunk.Total)
-			prog.Add(int64(len(chunk.Data)))
-			req = api.SnapshotChunkRequest{ID: chunk.ID, Offset: chunk.Offset + int64(len(chunk.Data))}
-			if chunk.EOF {
-				break
-			}
+		cl, err := e.client()
+		var n int64
+		if err == nil {
+			n, err = cl.SaveSnapshot(f, e.timeout+time.Second, prog)
+		}
+		if err != nil {
+			f.Close()
+			prog.Abort()
+			return fmt.Errorf("snapshot save: %w", err)
 		}
 		prog.Finish()
 		if err := f.Sync(); err != nil {
@@ -118,7 +105,7 @@ func setupSnapshotSave(*flag.FlagSet) runFunc {
 		if err := os.Rename(tmp, file); err != nil {
 			return err
 		}
-		fmt.Printf("saved snapshot to %s (%d bytes)\n", file, req.Offset)
+		fmt.Printf("saved snapshot to %s (%d bytes)\n", file, n)
 		return nil
 	}
 }
@@ -131,14 +118,11 @@ func setupSnapshotRestore(fs *flag.FlagSet) runFunc {
 	allowRollback := fs.Bool("allow-rollback", false, "install FILE even when its index is below the cluster's applied index: puts made after it are lost, removes made after it are undone until the holders' ghost check drops those keys again")
 	return func(e *env, args []string) error {
 		file := args[0]
-		f, err := os.Open(file)
+		f, _, _, err := openSnapshot(file, func(err error) error { return fmt.Errorf("snapshot restore: refusing %s: %w", file, err) })
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		if _, _, err := snapshot.Inspect(f); err != nil {
-			return fmt.Errorf("snapshot restore: refusing %s: %w", file, err)
-		}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
@@ -146,54 +130,46 @@ func setupSnapshotRestore(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var idb [8]byte
-		_, _ = rand.Read(idb[:])
-		id := hex.EncodeToString(idb[:])
-		buf := make([]byte, api.SnapshotChunkSize)
 		size := int64(-1)
 		if fi, err := f.Stat(); err == nil {
 			size = fi.Size()
 		}
 		prog := progressTo.New("snapshot restore "+file, size, "")
-		var off int64
-		for {
-			nr, rerr := io.ReadFull(f, buf)
-			eof := rerr == io.EOF || rerr == io.ErrUnexpectedEOF
-			if rerr != nil && !eof {
-				prog.Abort()
-				return rerr
-			}
-			var resp api.SnapshotRestoreResponse
-			ctx, cancel := context.WithTimeout(context.Background(), max(e.timeout, 5*time.Minute)+time.Second)
-			err := cl.Call(ctx, api.MethodSnapshotRestore, &api.SnapshotChunk{ID: id, Offset: off, Data: buf[:nr], EOF: eof, AllowRollback: eof && *allowRollback}, &resp)
-			cancel()
-			if err != nil {
-				prog.Abort()
-				return fmt.Errorf("snapshot restore: %w", err)
-			}
-			off += int64(nr)
-			prog.Add(int64(nr))
-			if eof {
-				prog.Finish()
-				fmt.Printf("restored %s (format %s): %d objects, %d segments, %d tasks; master epoch %d\n", file, resp.Format, resp.Objects, resp.Segments, resp.Tasks, resp.MasterEpoch)
-				return nil
-			}
+		resp, err := cl.RestoreSnapshot(f, max(e.timeout, 5*time.Minute)+time.Second, *allowRollback, prog)
+		if err != nil {
+			prog.Abort()
+			return fmt.Errorf("snapshot restore: %w", err)
 		}
+		prog.Finish()
+		fmt.Printf("restored %s (format %s): %d objects, %d segments, %d tasks; master epoch %d\n", file, resp.Format, resp.Objects, resp.Segments, resp.Tasks, resp.MasterEpoch)
+		return nil
 	}
+}
+
+// openSnapshot opens a snapshot file and reads its header and counts
+// (snapshot.Inspect checks it through); a file that does not pass is
+// closed and the failure returned through refused.
+func openSnapshot(file string, refused func(error) error) (*os.File, snapshot.Header, snapshot.Counts, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, snapshot.Header{}, snapshot.Counts{}, err
+	}
+	h, c, err := snapshot.Inspect(f)
+	if err != nil {
+		f.Close()
+		return nil, h, c, refused(err)
+	}
+	return f, h, c, nil
 }
 
 func setupSnapshotInspect(*flag.FlagSet) runFunc {
 	return func(e *env, args []string) error {
 		file := args[0]
-		f, err := os.Open(file)
+		f, h, c, err := openSnapshot(file, func(err error) error { return fmt.Errorf("inspect %s: %w", file, err) })
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		h, c, err := snapshot.Inspect(f)
-		if err != nil {
-			return fmt.Errorf("inspect %s: %w", file, err)
-		}
+		f.Close()
 		return e.output(jsonout.SnapshotInspect{Format: h.Format, ClusterID: h.ClusterID, LastIndex: h.LastIndex, LastTerm: h.LastTerm,
 			Created: h.Created, Objects: c.Objects, Segments: c.Segments, Tasks: c.Tasks, DFSRecords: c.DFSRecords, Sessions: c.Sessions, Jobs: c.Jobs, HasState: c.HasState}, func() error {
 			fmt.Printf("format:     %s\ncluster id: %016x\nlast index: %d\nlast term:  %d\ncreated:    %s\nobjects:    %d\nsegments:   %d\ntasks:      %d\ndfs records: %d\nsessions:   %d\njobs:       %d\nstate:      %v\n",
