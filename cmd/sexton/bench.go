@@ -11,6 +11,7 @@ import (
 
 	"sexton/api"
 	"sexton/bench"
+	"sexton/internal/cliflag"
 )
 
 // The bench verbs: their flags, and the call into package bench, which
@@ -20,7 +21,7 @@ import (
 // clients and output.
 func (e *env) benchEnv() *bench.Env {
 	return &bench.Env{
-		Masters: splitList(e.masters),
+		Masters: cliflag.SplitList(e.masters),
 		TLS: func() (*tls.Config, error) {
 			cc, err := e.clientConfig()
 			return cc.TLS, err
@@ -47,14 +48,14 @@ func benchErr(err error) error {
 
 // benchSize parses a size flag, keeping its text for the report.
 func benchSize(s string) (bench.Size, error) {
-	n, err := parseSize(s)
+	n, err := cliflag.ParseSize(s)
 	return bench.Size{Text: s, Bytes: n}, err
 }
 
 // masterHTTPFlag registers --master-http: the RPC addresses say nothing of
 // the masters' HTTP ports, so a bench that reads /metrics is told them.
 func masterHTTPFlag(fs *flag.FlagSet) *string {
-	return fs.String("master-http", envString("SEXTON_MASTER_HTTP", ""),
+	return fs.String("master-http", cliflag.EnvString("SEXTON_MASTER_HTTP", ""),
 		"the masters' HTTP addresses A,B,C (their --http-addr), to read their own figures from /metrics (RSS, heap, CPU; for bench remove, where its commits went); empty: not read (env SEXTON_MASTER_HTTP)")
 }
 
@@ -67,7 +68,7 @@ func setupBenchRemove(fs *flag.FlagSet) runFunc {
 	masterHTTP := masterHTTPFlag(fs)
 	return func(e *env, _ []string) error {
 		return benchErr(bench.Remove(e.benchEnv(), bench.RemoveOptions{Keys: *keys, Batch: *batch, Clients: *clients,
-			Drain: *drain, Sessions: *sessions, MasterHTTP: splitList(*masterHTTP)}))
+			Drain: *drain, Sessions: *sessions, MasterHTTP: cliflag.SplitList(*masterHTTP)}))
 	}
 }
 
@@ -99,7 +100,7 @@ func setupBenchPut(fs *flag.FlagSet) runFunc {
 	clients := fs.Int("clients", 16, "concurrent clients")
 	replicas := fs.Int("replicas", 1, "replicas per object")
 	masterHTTP := masterHTTPFlag(fs)
-	holderHTTP := fs.String("holder-http", envString("SEXTON_HOLDER_HTTP", ""),
+	holderHTTP := fs.String("holder-http", cliflag.EnvString("SEXTON_HOLDER_HTTP", ""),
 		"the holders' HTTP addresses A,B (their --http-addr), to read their fsync times and CPU from /metrics; empty: not read (env SEXTON_HOLDER_HTTP)")
 	return func(e *env, _ []string) error {
 		sz, err := benchSize(*size)
@@ -107,7 +108,7 @@ func setupBenchPut(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		return benchErr(bench.Put(e.benchEnv(), bench.PutOptions{N: *n, Size: sz, Clients: *clients, Replicas: *replicas,
-			MasterHTTP: splitList(*masterHTTP), HolderHTTP: splitList(*holderHTTP)}))
+			MasterHTTP: cliflag.SplitList(*masterHTTP), HolderHTTP: cliflag.SplitList(*holderHTTP)}))
 	}
 }
 
@@ -121,13 +122,13 @@ func setupBenchLoad(fs *flag.FlagSet) runFunc {
 	size := fs.String("size", "4KiB", "size each object claims (no bytes are written)")
 	masterHTTP := masterHTTPFlag(fs)
 	return func(e *env, _ []string) error {
-		sz, err := parseSize(*size)
+		sz, err := cliflag.ParseSize(*size)
 		if err != nil {
 			return usagef("--size: %v", err)
 		}
 		c.size, c.masterHTTP = sz, *masterHTTP
 		return benchErr(bench.Load(e.benchEnv(), bench.LoadOptions{Objects: c.objects, Clients: c.clients, Batch: c.batch,
-			Segments: c.segments, Prefix: c.prefix, Size: c.size, MasterHTTP: splitList(c.masterHTTP)}))
+			Segments: c.segments, Prefix: c.prefix, Size: c.size, MasterHTTP: cliflag.SplitList(c.masterHTTP)}))
 	}
 }
 
@@ -148,7 +149,7 @@ func setupBenchHolders(fs *flag.FlagSet) runFunc {
 	return func(e *env, _ []string) error {
 		c.masterHTTP = *masterHTTP
 		return benchErr(bench.Holders(e.benchEnv(), bench.HoldersOptions{N: c.n, Duration: c.duration, Rate: c.rate,
-			Prefix: c.prefix, MasterHTTP: splitList(c.masterHTTP)}))
+			Prefix: c.prefix, MasterHTTP: cliflag.SplitList(c.masterHTTP)}))
 	}
 }
 
@@ -172,7 +173,7 @@ func setupBenchDFS(fs *flag.FlagSet) runFunc {
 	return func(e *env, _ []string) error {
 		var sizes []bench.Size
 		for _, s := range strings.Split(o.sizes, ",") {
-			sz, err := parseSize(strings.TrimSpace(s))
+			sz, err := cliflag.ParseSize(strings.TrimSpace(s))
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sexton/client"
+	"sexton/internal/cliflag"
 	"sexton/jsonout"
 	"sexton/transport"
 )
@@ -32,9 +33,9 @@ type env struct {
 
 // register adds the cluster flags to fs.
 func (e *env) register(fs *flag.FlagSet) {
-	fs.StringVar(&e.masters, "masters", envString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
-	fs.StringVar(&e.token, "cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "the token this caller proves: a client or operator token, or the cluster token (env SEXTON_CLUSTER_TOKEN)")
-	fs.DurationVar(&e.timeout, "timeout", envDuration("SEXTON_TIMEOUT", 15*time.Second), "give up after this long (env SEXTON_TIMEOUT)")
+	fs.StringVar(&e.masters, "masters", cliflag.EnvString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
+	fs.StringVar(&e.token, "cluster-token", cliflag.EnvString("SEXTON_CLUSTER_TOKEN", ""), "the token this caller proves: a client or operator token, or the cluster token (env SEXTON_CLUSTER_TOKEN)")
+	fs.DurationVar(&e.timeout, "timeout", cliflag.EnvDuration("SEXTON_TIMEOUT", 15*time.Second), "give up after this long (env SEXTON_TIMEOUT)")
 	e.tls.register(fs)
 }
 
@@ -71,7 +72,7 @@ func (e *env) newClient() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := client.New(client.Config{Masters: splitList(e.masters), Token: cc.Token, TLS: cc.TLS, Timeout: e.timeout})
+	cl, err := client.New(client.Config{Masters: cliflag.SplitList(e.masters), Token: cc.Token, TLS: cc.TLS, Timeout: e.timeout})
 	if err != nil {
 		return nil, fmt.Errorf("%w (--masters or SEXTON_MASTERS)", err)
 	}

@@ -13,24 +13,25 @@ import (
 
 	"sexton/api"
 	"sexton/holder"
+	"sexton/internal/cliflag"
 	"sexton/jsonout"
 )
 
 func runHolder(args []string) error {
 	fs := newFlags("holder")
-	masters := fs.String("masters", envString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
-	dir := fs.String("dir", envString("SEXTON_HOLDER_DIR", ""), "LOCAL_DISK directory (env SEXTON_HOLDER_DIR)")
-	addr := fs.String("rpc-addr", envString("SEXTON_HOLDER_RPC_ADDR", "127.0.0.1:7301"), "data RPC address (env SEXTON_HOLDER_RPC_ADDR)")
-	httpAddr := fs.String("http-addr", envString("SEXTON_HOLDER_HTTP_ADDR", ""), "HTTP address for /metrics, /healthz, /readyz; empty = off (env SEXTON_HOLDER_HTTP_ADDR)")
-	advertise := fs.String("advertise", envString("SEXTON_HOLDER_ADVERTISE", ""), envUsage("SEXTON_HOLDER_ADVERTISE", "data RPC address given to clients (default: --rpc-addr)"))
-	pool := fs.String("pool", envString("SEXTON_HOLDER_POOL", "default"), "pool name (env SEXTON_HOLDER_POOL)")
-	capacity := fs.String("capacity", envString("SEXTON_HOLDER_CAPACITY", "0"), "bytes this holder may use, plain or with a unit such as 4GiB (env SEXTON_HOLDER_CAPACITY)")
-	metaReserve := fs.String("metadata-reserve", envString(holder.EnvMetadataReserve, "auto"), "space kept for tombstones and GC metadata: puts are refused while less is free, and a file of this size (.space_reserve) is preallocated and released when a deletion meets a full disk; bytes with an optional unit, auto (sized from the bucket keys limit) or 0 to turn it off (env "+holder.EnvMetadataReserve+")")
-	clientID := fs.String("client-id", envString("SEXTON_HOLDER_CLIENT_ID", ""), envUsage("SEXTON_HOLDER_CLIENT_ID", "client id (default: derived from the segment id)"))
-	token := fs.String("cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "the token this holder proves to the masters (their --holder-token, or their --cluster-token without role tokens); on the data port it proves the operator role; at least 32 bytes, sexton operator token generate makes one; of a comma-separated list the holder proves the first and its data port accepts each (env SEXTON_CLUSTER_TOKEN)")
-	clientToken := fs.String("client-token", envString("SEXTON_CLIENT_TOKEN", ""), "token that proves the client role on the data port, at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env SEXTON_CLIENT_TOKEN)")
-	operatorToken := fs.String("operator-token", envString("SEXTON_OPERATOR_TOKEN", ""), "token that proves the operator role on the data port, at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env SEXTON_OPERATOR_TOKEN)")
-	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), envUsage("SEXTON_LOG_LEVEL", "log level"))
+	masters := fs.String("masters", cliflag.EnvString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
+	dir := fs.String("dir", cliflag.EnvString("SEXTON_HOLDER_DIR", ""), "LOCAL_DISK directory (env SEXTON_HOLDER_DIR)")
+	addr := fs.String("rpc-addr", cliflag.EnvString("SEXTON_HOLDER_RPC_ADDR", "127.0.0.1:7301"), "data RPC address (env SEXTON_HOLDER_RPC_ADDR)")
+	httpAddr := fs.String("http-addr", cliflag.EnvString("SEXTON_HOLDER_HTTP_ADDR", ""), "HTTP address for /metrics, /healthz, /readyz; empty = off (env SEXTON_HOLDER_HTTP_ADDR)")
+	advertise := fs.String("advertise", cliflag.EnvString("SEXTON_HOLDER_ADVERTISE", ""), cliflag.EnvUsage("SEXTON_HOLDER_ADVERTISE", "data RPC address given to clients (default: --rpc-addr)"))
+	pool := fs.String("pool", cliflag.EnvString("SEXTON_HOLDER_POOL", "default"), "pool name (env SEXTON_HOLDER_POOL)")
+	capacity := fs.String("capacity", cliflag.EnvString("SEXTON_HOLDER_CAPACITY", "0"), "bytes this holder may use, plain or with a unit such as 4GiB (env SEXTON_HOLDER_CAPACITY)")
+	metaReserve := fs.String("metadata-reserve", cliflag.EnvString(holder.EnvMetadataReserve, "auto"), "space kept for tombstones and GC metadata: puts are refused while less is free, and a file of this size (.space_reserve) is preallocated and released when a deletion meets a full disk; bytes with an optional unit, auto (sized from the bucket keys limit) or 0 to turn it off (env "+holder.EnvMetadataReserve+")")
+	clientID := fs.String("client-id", cliflag.EnvString("SEXTON_HOLDER_CLIENT_ID", ""), cliflag.EnvUsage("SEXTON_HOLDER_CLIENT_ID", "client id (default: derived from the segment id)"))
+	token := fs.String("cluster-token", cliflag.EnvString("SEXTON_CLUSTER_TOKEN", ""), "the token this holder proves to the masters (their --holder-token, or their --cluster-token without role tokens); on the data port it proves the operator role; at least 32 bytes, sexton operator token generate makes one; of a comma-separated list the holder proves the first and its data port accepts each (env SEXTON_CLUSTER_TOKEN)")
+	clientToken := fs.String("client-token", cliflag.EnvString("SEXTON_CLIENT_TOKEN", ""), "token that proves the client role on the data port, at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env SEXTON_CLIENT_TOKEN)")
+	operatorToken := fs.String("operator-token", cliflag.EnvString("SEXTON_OPERATOR_TOKEN", ""), "token that proves the operator role on the data port, at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env SEXTON_OPERATOR_TOKEN)")
+	logLevel := fs.String("log-level", cliflag.EnvString("SEXTON_LOG_LEVEL", "info"), cliflag.EnvUsage("SEXTON_LOG_LEVEL", "log level"))
 	var tf tlsFlags
 	tf.register(fs)
 	requireCert := clientAuthFlag(fs)
@@ -45,7 +46,7 @@ func runHolder(args []string) error {
 	gcInterval := fs.String("gc-interval", gcEnv.Interval.String(), "GC wake interval, seconds or a duration like 10s (env "+holder.EnvGCIntervalSeconds+")")
 	gcRatio := fs.Float64("gc-deleted-ratio", gcEnv.DeletedRatio, "dead-byte ratio at which a bucket is collected, (0,1] (env "+holder.EnvGCDeletedRatio+")")
 	gcHigh := fs.Float64("gc-high-watermark", gcEnv.HighWatermark, "disk usage ratio that starts reclaim and eviction, (0,1] (env "+holder.EnvGCHighWatermark+")")
-	gcPolicy := fs.String("gc-policy", envString("SEXTON_HOLDER_GC_POLICY", "age-aware"), envUsage("SEXTON_HOLDER_GC_POLICY", "GC victim choice: age-aware (cost-benefit) or greedy (highest dead ratio first)"))
+	gcPolicy := fs.String("gc-policy", cliflag.EnvString("SEXTON_HOLDER_GC_POLICY", "age-aware"), cliflag.EnvUsage("SEXTON_HOLDER_GC_POLICY", "GC victim choice: age-aware (cost-benefit) or greedy (highest dead ratio first)"))
 	gcLow := fs.Float64("gc-low-watermark", gcEnv.LowWatermark, "disk usage ratio reclaim stops at, below the high watermark (env "+holder.EnvGCLowWatermark+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -69,13 +70,13 @@ func runHolder(args []string) error {
 	if err != nil {
 		return err
 	}
-	capBytes, err := parseSize(*capacity)
+	capBytes, err := cliflag.ParseSize(*capacity)
 	if err != nil {
 		return fmt.Errorf("--capacity: %w", err)
 	}
 	reserve := int64(-1) // auto
 	if strings.TrimSpace(*metaReserve) != "auto" {
-		if reserve, err = parseSize(*metaReserve); err != nil {
+		if reserve, err = cliflag.ParseSize(*metaReserve); err != nil {
 			return fmt.Errorf("--metadata-reserve: %w", err)
 		}
 	}
@@ -102,7 +103,7 @@ func runHolder(args []string) error {
 	}
 	sd := notifyHolder(*dir)
 	defer sd.Stop()
-	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ClientToken: *clientToken, OperatorToken: *operatorToken, ListenAddr: *addr, HTTPAddr: *httpAddr,
+	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: cliflag.SplitList(*masters), ClusterToken: *token, ClientToken: *clientToken, OperatorToken: *operatorToken, ListenAddr: *addr, HTTPAddr: *httpAddr,
 		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger,
 		TLS: tlsSrc, TLSRequireClientCert: tlsRequire}, gcOpts, reserve)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"sexton/api"
 	"sexton/client"
 	"sexton/internal/buildinfo"
+	"sexton/internal/cliflag"
 	"sexton/jsonout"
 	"sexton/transport"
 )
@@ -289,7 +290,7 @@ func setupStatus(*flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		for _, addr := range splitList(e.masters) {
+		for _, addr := range cliflag.SplitList(e.masters) {
 			st, err := masterStatus(addr, cc)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", addr, err))

@@ -8,6 +8,7 @@ import (
 	"sexton/api"
 	"sexton/dfsio"
 	"sexton/fsm"
+	"sexton/internal/cliflag"
 	"sexton/rebuild"
 )
 
@@ -23,7 +24,7 @@ func setupRebuild(fs *flag.FlagSet) runFunc {
 	allowSegs := fs.String("allow-missing-segments", "", "segment ids S1,S2 the holders' records name that are not scanned: lost for good, or to be adopted later by a rerun; their copies are not adopted now")
 	closeWindow := fs.Bool("close", false, "end the adoption window of a finished rebuild: late holders of the lost cluster can then only be retired or wiped")
 	batch := fs.Int("batch", 512, fmt.Sprintf("items per Raft entry (1 to %d)", fsm.MaxRebuildItems))
-	dfsRoot := fs.String("dfs-root", envString(dfsio.EnvRoot, ""), "the lost cluster's DFS root, whose range records the rebuild adopts DFS replicas from (env "+dfsio.EnvRoot+")")
+	dfsRoot := fs.String("dfs-root", cliflag.EnvString(dfsio.EnvRoot, ""), "the lost cluster's DFS root, whose range records the rebuild adopts DFS replicas from (env "+dfsio.EnvRoot+")")
 	dfsDrop := fs.Bool("dfs-drop", false, "adopt nothing from the DFS root: objects that had only DFS replicas are lost")
 	return func(e *env, _ []string) error {
 		if *closeWindow {
@@ -33,14 +34,14 @@ func setupRebuild(fs *flag.FlagSet) runFunc {
 			return fmt.Errorf("rebuild: --batch %d is outside 1..%d", *batch, fsm.MaxRebuildItems)
 		}
 		var allow []api.SegmentID
-		for _, s := range splitList(*allowSegs) {
+		for _, s := range cliflag.SplitList(*allowSegs) {
 			allow = append(allow, api.SegmentID(s))
 		}
 		env, err := rebuildEnv(e)
 		if err != nil {
 			return err
 		}
-		rep, err := rebuild.Run(env, rebuild.RunOptions{Holders: splitList(*holders), DryRun: *dryRun, AllowMissing: *allowMissing, AllowSegments: allow, Batch: *batch, DFSRoot: *dfsRoot, DFSDrop: *dfsDrop})
+		rep, err := rebuild.Run(env, rebuild.RunOptions{Holders: cliflag.SplitList(*holders), DryRun: *dryRun, AllowMissing: *allowMissing, AllowSegments: allow, Batch: *batch, DFSRoot: *dfsRoot, DFSDrop: *dfsDrop})
 		if rep != nil {
 			if oerr := e.output(rep, func() error { printRebuild(rep); return nil }); oerr != nil && err == nil {
 				err = oerr

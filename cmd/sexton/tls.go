@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"sexton/internal/cliflag"
 	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 )
@@ -19,9 +20,9 @@ import (
 type tlsFlags struct{ cert, key, ca string }
 
 func (f *tlsFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.cert, "tls-cert", envString("SEXTON_TLS_CERT", ""), "PEM certificate chain presented on TLS connections; with --tls-key and --tls-ca (env SEXTON_TLS_CERT)")
-	fs.StringVar(&f.key, "tls-key", envString("SEXTON_TLS_KEY", ""), "PEM private key of --tls-cert (env SEXTON_TLS_KEY)")
-	fs.StringVar(&f.ca, "tls-ca", envString("SEXTON_TLS_CA", ""), "PEM CA bundle the other side's certificate must chain to; TLS is on when it is given (env SEXTON_TLS_CA)")
+	fs.StringVar(&f.cert, "tls-cert", cliflag.EnvString("SEXTON_TLS_CERT", ""), "PEM certificate chain presented on TLS connections; with --tls-key and --tls-ca (env SEXTON_TLS_CERT)")
+	fs.StringVar(&f.key, "tls-key", cliflag.EnvString("SEXTON_TLS_KEY", ""), "PEM private key of --tls-cert (env SEXTON_TLS_KEY)")
+	fs.StringVar(&f.ca, "tls-ca", cliflag.EnvString("SEXTON_TLS_CA", ""), "PEM CA bundle the other side's certificate must chain to; TLS is on when it is given (env SEXTON_TLS_CA)")
 }
 
 func (f *tlsFlags) files() tlsconf.Files { return tlsconf.Files{Cert: f.cert, Key: f.key, CA: f.ca} }
@@ -60,7 +61,7 @@ func (f *tlsFlags) clientConfig() (*tls.Config, error) {
 // clientAuthFlag is --tls-client-auth: whether a server's client-facing
 // listener requires a client certificate.
 func clientAuthFlag(fs *flag.FlagSet) func() (bool, error) {
-	v := fs.String("tls-client-auth", envString("SEXTON_TLS_CLIENT_AUTH", "optional"), "with TLS: require or optional; require refuses clients without a certificate of --tls-ca, optional accepts them but verifies one that is presented (env SEXTON_TLS_CLIENT_AUTH)")
+	v := fs.String("tls-client-auth", cliflag.EnvString("SEXTON_TLS_CLIENT_AUTH", "optional"), "with TLS: require or optional; require refuses clients without a certificate of --tls-ca, optional accepts them but verifies one that is presented (env SEXTON_TLS_CLIENT_AUTH)")
 	return func() (bool, error) {
 		switch *v {
 		case "require":
@@ -92,7 +93,7 @@ func serveSignals(reload func() error) {
 // to run a server with TLS whose clients prove nothing (no client
 // certificate required, no cluster token).
 func insecureNoClientAuthFlag(fs *flag.FlagSet) *bool {
-	return fs.Bool("insecure-tls-no-client-auth", envBool("SEXTON_INSECURE_TLS_NO_CLIENT_AUTH", false), "with TLS, --tls-client-auth optional and no --cluster-token: start anyway, although any client that reaches the port may call every method (logged as a warning at every start; env SEXTON_INSECURE_TLS_NO_CLIENT_AUTH)")
+	return fs.Bool("insecure-tls-no-client-auth", cliflag.EnvBool("SEXTON_INSECURE_TLS_NO_CLIENT_AUTH", false), "with TLS, --tls-client-auth optional and no --cluster-token: start anyway, although any client that reaches the port may call every method (logged as a warning at every start; env SEXTON_INSECURE_TLS_NO_CLIENT_AUTH)")
 }
 
 // serverSecurity checks a master's or a holder's choice of TLS, client

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"sexton/internal/cliflag"
 	"sexton/internal/secret"
 	"sexton/internal/tlsfiles"
 	"sexton/jsonout"
@@ -51,8 +52,8 @@ func setupTLSCert(fs *flag.FlagSet) runFunc {
 		if *days <= 0 {
 			return usagef("tls cert: --days %d: want a positive number", *days)
 		}
-		c := tlsfiles.Cert{Role: *role, Name: *name, DNS: splitList(*dns), Validity: time.Duration(*days) * 24 * time.Hour}
-		for _, s := range splitList(*ips) {
+		c := tlsfiles.Cert{Role: *role, Name: *name, DNS: cliflag.SplitList(*dns), Validity: time.Duration(*days) * 24 * time.Hour}
+		for _, s := range cliflag.SplitList(*ips) {
 			ip := net.ParseIP(s)
 			if ip == nil {
 				return usagef("tls cert: --ip %q is not an IP address", s)
