@@ -2,10 +2,12 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"sexton/api"
+	"sexton/internal/ctxsleep"
 )
 
 // DeleteWatch follows the delete tasks of some keys until none is
@@ -105,4 +107,28 @@ func (w *DeleteWatch) Unacknowledged() int {
 		}
 	}
 	return n
+}
+
+// Wait polls until no watched key has anything pending, backing off from
+// 5ms to a quarter second; after each poll it hands seen the poll's time
+// and the indexes of the tasks that changed. It returns nil once done,
+// ctx's error once ctx ends first (a poll cut short by it included), or
+// the error of a poll that failed otherwise.
+func (w *DeleteWatch) Wait(ctx context.Context, c *Client, seen func(now time.Time, changed []int)) error {
+	pause := 5 * time.Millisecond
+	for {
+		now := time.Now()
+		changed, err := w.Poll(ctx, c, now)
+		if err != nil && (ctx.Err() == nil || !errors.Is(err, context.DeadlineExceeded) && api.CodeOf(err) != api.CodeTimeout) {
+			return err
+		}
+		seen(now, changed)
+		if w.Done() {
+			return nil
+		}
+		if !ctxsleep.Sleep(ctx, pause) || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+	}
 }

@@ -105,18 +105,9 @@ func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) erro
 	w := client.NewDeleteWatch(keys)
 	live := !e.json && progressTo.Terminal
 	drawn := 0 // lines of the live table on stderr
-	pause := 5 * time.Millisecond
-	var waitErr error
-	var tasks []jsonout.Task
-	for {
-		now := time.Now()
-		changed, err := w.Poll(ctx, cl, now)
+	tasks := []jsonout.Task{}
+	err := w.Wait(ctx, cl, func(now time.Time, changed []int) {
 		tasks = watchedTasks(w)
-		if err != nil {
-			if ctx.Err() == nil || !errors.Is(err, context.DeadlineExceeded) && api.CodeOf(err) != api.CodeTimeout {
-				return fmt.Errorf("rm --wait: removed, but %w", err)
-			}
-		}
 		switch {
 		case live:
 			drawn = redrawWait(progressTo.W, tasks, drawn, now)
@@ -126,20 +117,14 @@ func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) erro
 				fmt.Fprintf(progressTo.W, "rm --wait: %s segment=%s holder=%s state=%s attempts=%d error=%s\n", t.Key, t.Segment, orDash(t.Holder), taskState(t), t.Attempts, orDash(t.LastError))
 			}
 		}
-		if w.Done() {
-			break
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
-		if ctx.Err() != nil {
-			waitErr = fmt.Errorf("rm --wait: removed, but %d of %d replicas seen are not acknowledged after %s (exit 1; the tasks stay, see `sexton stat KEY`)", w.Unacknowledged(), len(tasks), d)
-			break
-		}
-		pause = min(2*pause, 250*time.Millisecond)
+	})
+	var waitErr error
+	switch {
+	case err == nil:
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		waitErr = fmt.Errorf("rm --wait: removed, but %d of %d replicas seen are not acknowledged after %s (exit 1; the tasks stay, see `sexton stat KEY`)", w.Unacknowledged(), len(tasks), d)
+	default:
+		return fmt.Errorf("rm --wait: removed, but %w", err)
 	}
 	if drawn > 0 {
 		fmt.Fprintf(progressTo.W, "\x1b[%dA\x1b[J", drawn) // the final table goes to stdout
