@@ -11,7 +11,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"sexton/api"
 	"sexton/holder"
 	"sexton/internal/cliflag"
 	"sexton/jsonout"
@@ -103,7 +102,7 @@ func runHolder(args []string) error {
 	}
 	sd := notifyHolder(*dir)
 	defer sd.Stop()
-	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: cliflag.SplitList(*masters), ClusterToken: *token, ClientToken: *clientToken, OperatorToken: *operatorToken, ListenAddr: *addr, HTTPAddr: *httpAddr,
+	svc, store, err := holder.Start(*dir, holder.ServiceConfig{Masters: cliflag.SplitList(*masters), ClusterToken: *token, ClientToken: *clientToken, OperatorToken: *operatorToken, ListenAddr: *addr, HTTPAddr: *httpAddr,
 		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger,
 		TLS: tlsSrc, TLSRequireClientCert: tlsRequire}, gcOpts, reserve)
 	if err != nil {
@@ -118,45 +117,6 @@ func runHolder(args []string) error {
 	sd.Stop()
 	svc.Close()
 	return store.Close()
-}
-
-// startHolder opens the store (fail closed on anything it does not
-// understand) and starts following the master. metadataReserve < 0 means
-// the default for the bucket keys limit.
-func startHolder(dir string, cfg holder.ServiceConfig, gc holder.GCOptions, metadataReserve int64) (*holder.Service, *holder.Store, error) {
-	opts, err := holder.OptionsFromEnv()
-	if err != nil {
-		return nil, nil, err
-	}
-	opts.Logger = cfg.Logger
-	opts.MetadataReserve = metadataReserve
-	if metadataReserve < 0 {
-		keys := opts.BucketKeysLimit
-		if keys == 0 {
-			keys = holder.DefaultBucketKeysLimit
-		}
-		opts.MetadataReserve = holder.MetadataReserveFor(keys)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nil, err
-	}
-	store, err := holder.OpenStore(dir, opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("holder %s: %w", dir, err)
-	}
-	svc, err := holder.StartService(store, cfg)
-	if err != nil {
-		store.Close()
-		return nil, nil, err
-	}
-	// The Service is the evictor: live data goes only after the master agrees.
-	if err := store.StartGC(gc, svc); err != nil {
-		svc.Close()
-		store.Close()
-		return nil, nil, err
-	}
-	svc.SetGCStatus(func() api.GCStatus { return store.GCStats().Status() })
-	return svc, store, nil
 }
 
 func setupHolderInspect(*flag.FlagSet) runFunc {

@@ -119,7 +119,7 @@ func TestHolderNotifiesReadyAfterMount(t *testing.T) {
 	dir := t.TempDir()
 	sd := notifyHolder(dir)
 	defer sd.Stop()
-	svc, store, err := startHolder(dir, holder.ServiceConfig{Masters: []string{rpcAddr}, ListenAddr: "127.0.0.1:0", Logger: hclog.NewNullLogger()}, holder.DefaultGCOptions(), 0)
+	svc, store, err := holder.Start(dir, holder.ServiceConfig{Masters: []string{rpcAddr}, ListenAddr: "127.0.0.1:0", Logger: hclog.NewNullLogger()}, holder.DefaultGCOptions(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
