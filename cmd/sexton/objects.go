@@ -17,7 +17,6 @@ import (
 	"sexton/internal/buildinfo"
 	"sexton/internal/cliflag"
 	"sexton/jsonout"
-	"sexton/transport"
 )
 
 func setupPut(fs *flag.FlagSet) runFunc {
@@ -234,10 +233,6 @@ func setupStat(*flag.FlagSet) runFunc {
 	}
 }
 
-// lsPage is the page ls asks for: well under the master's bound
-// (fsm.MaxListLimit) and a frame's worth of typical objects.
-const lsPage = 1000
-
 func setupLs(fs *flag.FlagSet) runFunc {
 	limit := fs.Int("limit", 0, "stop after this many objects (0 = all)")
 	return func(e *env, args []string) error {
@@ -249,27 +244,9 @@ func setupLs(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var all []api.ObjectInfo
-		cursor := ""
-		for {
-			pageSize := lsPage
-			if *limit > 0 {
-				pageSize = min(pageSize, *limit-len(all))
-			}
-			ctx, cancel := e.ctx()
-			page, next, err := cl.List(ctx, prefix, cursor, pageSize)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("ls: %w", err)
-			}
-			all = append(all, page...)
-			if next == "" || (*limit > 0 && len(all) >= *limit) {
-				break
-			}
-			cursor = next
-		}
-		if *limit > 0 && len(all) > *limit {
-			all = all[:*limit]
+		all, err := cl.ListAll(prefix, *limit, e.timeout+time.Second)
+		if err != nil {
+			return fmt.Errorf("ls: %w", err)
 		}
 		return e.output(jsonout.Objects(all), func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
@@ -291,7 +268,9 @@ func setupStatus(*flag.FlagSet) runFunc {
 			return err
 		}
 		for _, addr := range cliflag.SplitList(e.masters) {
-			st, err := masterStatus(addr, cc)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			st, err := client.StatusOf(ctx, addr, cc)
+			cancel()
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 				continue
@@ -375,18 +354,4 @@ func freeBytes(b int64) string {
 		i++
 	}
 	return fmt.Sprintf("%.1f%ciB", v, "KMGTP"[i-1])
-}
-
-// masterStatus asks one master, whichever its role.
-func masterStatus(addr string, cc transport.ClientConfig) (api.StatusResponse, error) {
-	var st api.StatusResponse
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	conn, err := transport.Dial(ctx, addr, cc)
-	if err != nil {
-		return st, err
-	}
-	defer conn.Close()
-	err = conn.Call(ctx, api.MethodStatus, &api.Empty{}, &st)
-	return st, err
 }
