@@ -113,12 +113,12 @@ func setupBenchPut(fs *flag.FlagSet) runFunc {
 }
 
 func setupBenchLoad(fs *flag.FlagSet) runFunc {
-	var c loadConfig
-	fs.IntVar(&c.objects, "objects", 100000, "objects to create")
-	fs.IntVar(&c.clients, "clients", 16, "batches in flight at once")
-	fs.IntVar(&c.batch, "batch", api.MaxBatchPutItems, fmt.Sprintf("objects per BatchPutStart and BatchPutEnd (1..%d)", api.MaxBatchPutItems))
-	fs.IntVar(&c.segments, "segments", 8, "simulated holders the objects are placed on")
-	fs.StringVar(&c.prefix, "prefix", "", "key prefix; keys are PREFIX plus a 10-digit index (default load/RUNID/, new each run: a reused prefix fails with OBJECT_ALREADY_EXISTS, never overwrites)")
+	var o bench.LoadOptions
+	fs.IntVar(&o.Objects, "objects", 100000, "objects to create")
+	fs.IntVar(&o.Clients, "clients", 16, "batches in flight at once")
+	fs.IntVar(&o.Batch, "batch", api.MaxBatchPutItems, fmt.Sprintf("objects per BatchPutStart and BatchPutEnd (1..%d)", api.MaxBatchPutItems))
+	fs.IntVar(&o.Segments, "segments", 8, "simulated holders the objects are placed on")
+	fs.StringVar(&o.Prefix, "prefix", "", "key prefix; keys are PREFIX plus a 10-digit index (default load/RUNID/, new each run: a reused prefix fails with OBJECT_ALREADY_EXISTS, never overwrites)")
 	size := fs.String("size", "4KiB", "size each object claims (no bytes are written)")
 	masterHTTP := masterHTTPFlag(fs)
 	return func(e *env, _ []string) error {
@@ -126,66 +126,44 @@ func setupBenchLoad(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return usagef("--size: %v", err)
 		}
-		c.size, c.masterHTTP = sz, *masterHTTP
-		return benchErr(bench.Load(e.benchEnv(), bench.LoadOptions{Objects: c.objects, Clients: c.clients, Batch: c.batch,
-			Segments: c.segments, Prefix: c.prefix, Size: c.size, MasterHTTP: cliflag.SplitList(c.masterHTTP)}))
+		o.Size, o.MasterHTTP = sz, cliflag.SplitList(*masterHTTP)
+		return benchErr(bench.Load(e.benchEnv(), o))
 	}
-}
-
-type loadConfig struct {
-	objects, clients, batch, segments int
-	prefix                            string
-	size                              int64
-	masterHTTP                        string
 }
 
 func setupBenchHolders(fs *flag.FlagSet) runFunc {
-	var c holdersConfig
-	fs.IntVar(&c.n, "n", 1000, "simulated holders, each with its own client and connection, as real holders have")
-	fs.DurationVar(&c.duration, "duration", 30*time.Second, "how long to put and remove for")
-	fs.Float64Var(&c.rate, "removes-per-sec", 100, "Removes per second, of objects put for them (metadata only) and spread over the holders by placement")
-	fs.StringVar(&c.prefix, "prefix", "", "key prefix (default holders/RUNID/, new each run)")
+	var o bench.HoldersOptions
+	fs.IntVar(&o.N, "n", 1000, "simulated holders, each with its own client and connection, as real holders have")
+	fs.DurationVar(&o.Duration, "duration", 30*time.Second, "how long to put and remove for")
+	fs.Float64Var(&o.Rate, "removes-per-sec", 100, "Removes per second, of objects put for them (metadata only) and spread over the holders by placement")
+	fs.StringVar(&o.Prefix, "prefix", "", "key prefix (default holders/RUNID/, new each run)")
 	masterHTTP := masterHTTPFlag(fs)
 	return func(e *env, _ []string) error {
-		c.masterHTTP = *masterHTTP
-		return benchErr(bench.Holders(e.benchEnv(), bench.HoldersOptions{N: c.n, Duration: c.duration, Rate: c.rate,
-			Prefix: c.prefix, MasterHTTP: cliflag.SplitList(c.masterHTTP)}))
+		o.MasterHTTP = cliflag.SplitList(*masterHTTP)
+		return benchErr(bench.Holders(e.benchEnv(), o))
 	}
-}
-
-type holdersConfig struct {
-	n          int
-	duration   time.Duration
-	rate       float64
-	prefix     string
-	masterHTTP string
 }
 
 // setupBenchDFS: DFS allocations per second and DFS put/get throughput
 // next to raw pwrite/pread (bench.DFS).
 func setupBenchDFS(fs *flag.FlagSet) runFunc {
-	o := benchDFSOptions{}
-	fs.IntVar(&o.n, "n", 2000, "allocations per allocation phase")
-	fs.IntVar(&o.ioN, "io-n", 200, "objects per size in the I/O phase")
-	fs.StringVar(&o.sizes, "sizes", "64KiB,1MiB", "value sizes of the I/O phase")
-	fs.IntVar(&o.clients, "clients", 4, "concurrent clients in the I/O phase")
-	fs.IntVar(&o.batch, "batch", 0, "also allocate in batches of this many objects (BatchPutStart/BatchPutEnd, one Raft entry each); 0 skips the phase")
+	var o bench.DFSOptions
+	fs.IntVar(&o.N, "n", 2000, "allocations per allocation phase")
+	fs.IntVar(&o.IONum, "io-n", 200, "objects per size in the I/O phase")
+	sizes := fs.String("sizes", "64KiB,1MiB", "value sizes of the I/O phase")
+	fs.IntVar(&o.Clients, "clients", 4, "concurrent clients in the I/O phase")
+	fs.IntVar(&o.Batch, "batch", 0, "also allocate in batches of this many objects (BatchPutStart/BatchPutEnd, one Raft entry each); 0 skips the phase")
 	return func(e *env, _ []string) error {
-		var sizes []bench.Size
-		for _, s := range strings.Split(o.sizes, ",") {
+		o.Sizes = nil
+		for _, s := range strings.Split(*sizes, ",") {
 			sz, err := cliflag.ParseSize(strings.TrimSpace(s))
 			if err != nil {
 				return err
 			}
-			sizes = append(sizes, bench.Size{Text: s, Bytes: sz})
+			o.Sizes = append(o.Sizes, bench.Size{Text: s, Bytes: sz})
 		}
-		return benchErr(bench.DFS(e.benchEnv(), bench.DFSOptions{N: o.n, IONum: o.ioN, Clients: o.clients, Batch: o.batch, Sizes: sizes}))
+		return benchErr(bench.DFS(e.benchEnv(), o))
 	}
-}
-
-type benchDFSOptions struct {
-	n, ioN, clients, batch int
-	sizes                  string
 }
 
 // benchDFSChurn: the shard and bucket allocators' space efficiency under
