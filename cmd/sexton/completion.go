@@ -45,15 +45,7 @@ func verbFlagNames(v *verb) (names []string, takesValue map[string]bool) {
 		helpOut = out
 		fs = flagSets[v.path]
 	} else {
-		fs = newFlags(v.path)
-		e := &env{}
-		if v.takes&clusterFlags != 0 {
-			e.register(fs)
-		}
-		if v.takes&jsonFlag != 0 {
-			fs.BoolVar(&e.json, "json", false, "print JSON (snake_case keys)")
-		}
-		v.setup(fs)
+		fs, _, _ = v.flags()
 	}
 	takesValue = map[string]bool{}
 	if fs == nil {

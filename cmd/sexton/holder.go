@@ -13,6 +13,7 @@ import (
 
 	"sexton/holder"
 	"sexton/internal/cliflag"
+	"sexton/internal/secret"
 	"sexton/jsonout"
 )
 
@@ -64,8 +65,8 @@ func runHolder(args []string) error {
 	if tlsRequire && tlsSrc == nil {
 		return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
 	}
-	securityWarning, err := serverSecurity("holder data port", tlsSrc != nil, tlsRequire, []flagToken{
-		{"--cluster-token", *token}, {"--client-token", *clientToken}, {"--operator-token", *operatorToken}}, *insecure)
+	securityWarning, err := serverSecurity("holder data port", tlsSrc != nil, tlsRequire, []secret.FlagToken{
+		{Flag: "--cluster-token", Token: *token}, {Flag: "--client-token", Token: *clientToken}, {Flag: "--operator-token", Token: *operatorToken}}, *insecure)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"sexton/dfsio"
 	"sexton/internal/cliflag"
 	"sexton/internal/heapfloor"
+	"sexton/internal/secret"
 	"sexton/master"
 	"sexton/raftio"
 )
@@ -143,8 +144,8 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 		if cfg.TLSRequireClientCert && cfg.TLS == nil {
 			return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
 		}
-		opts.SecurityWarning, err = serverSecurity("master RPC port", cfg.TLS != nil, cfg.TLSRequireClientCert, []flagToken{
-			{"--cluster-token", cfg.ClusterToken}, {"--client-token", cfg.ClientToken}, {"--holder-token", cfg.HolderToken}, {"--operator-token", cfg.OperatorToken}}, *insecure)
+		opts.SecurityWarning, err = serverSecurity("master RPC port", cfg.TLS != nil, cfg.TLSRequireClientCert, []secret.FlagToken{
+			{Flag: "--cluster-token", Token: cfg.ClusterToken}, {Flag: "--client-token", Token: cfg.ClientToken}, {Flag: "--holder-token", Token: cfg.HolderToken}, {Flag: "--operator-token", Token: cfg.OperatorToken}}, *insecure)
 		return err
 	}
 }

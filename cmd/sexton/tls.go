@@ -96,32 +96,11 @@ func insecureNoClientAuthFlag(fs *flag.FlagSet) *bool {
 	return fs.Bool("insecure-tls-no-client-auth", cliflag.EnvBool("SEXTON_INSECURE_TLS_NO_CLIENT_AUTH", false), "with TLS, --tls-client-auth optional and no --cluster-token: start anyway, although any client that reaches the port may call every method (logged as a warning at every start; env SEXTON_INSECURE_TLS_NO_CLIENT_AUTH)")
 }
 
-// serverSecurity checks a master's or a holder's choice of TLS, client
-// certificates and token before it starts. A weak token, or TLS that
-// authenticates no client (optional client certificates and no token)
-// without --insecure-tls-no-client-auth, is a usage error naming the
-// choices; what is allowed but unauthenticated comes back as a warning
-// the server logs at every start. port names the listener at stake.
-func serverSecurity(port string, tlsOn, requireCert bool, tokens []flagToken, insecure bool) (warning string, err error) {
-	token := ""
-	for _, t := range tokens {
-		if _, err := secret.Tokens(t.flag, t.token); err != nil {
-			return "", usagef("%v", err)
-		}
-		if token == "" {
-			token = t.token
-		}
+// serverSecurity is secret.ServerSecurity with its refusal a usage error.
+func serverSecurity(port string, tlsOn, requireCert bool, tokens []secret.FlagToken, insecure bool) (string, error) {
+	warning, err := secret.ServerSecurity(port, tlsOn, requireCert, tokens, insecure)
+	if err != nil {
+		return "", usagef("%v", err)
 	}
-	switch {
-	case tlsOn && !requireCert && token == "" && !insecure:
-		return "", usagef("TLS with --tls-client-auth optional and no token authenticates no client: anyone who reaches the %s may call every method a client may. Choose one: --tls-client-auth require (every client presents a certificate of --tls-ca), --cluster-token or the role tokens (make one with `%s`), or --insecure-tls-no-client-auth to run so on purpose", port, secret.GenerateCommand)
-	case tlsOn && !requireCert && token == "":
-		return fmt.Sprintf("--insecure-tls-no-client-auth: TLS without a required client certificate and no token; anyone who reaches the %s may call every method a client may", port), nil
-	case !tlsOn && token == "":
-		return fmt.Sprintf("the %s is open to anyone: with neither a token nor TLS, whoever reaches it may call every method (set --cluster-token, or --tls-cert/--tls-key/--tls-ca with --tls-client-auth require)", port), nil
-	}
-	return "", nil
+	return warning, nil
 }
-
-// flagToken is a token and the flag that gave it, for serverSecurity.
-type flagToken struct{ flag, token string }
