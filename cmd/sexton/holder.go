@@ -32,10 +32,7 @@ func runHolder(args []string) error {
 	clientToken := fs.String("client-token", cliflag.EnvString("SEXTON_CLIENT_TOKEN", ""), "token that proves the client role on the data port, at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env SEXTON_CLIENT_TOKEN)")
 	operatorToken := fs.String("operator-token", cliflag.EnvString("SEXTON_OPERATOR_TOKEN", ""), "token that proves the operator role on the data port, at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env SEXTON_OPERATOR_TOKEN)")
 	logLevel := fs.String("log-level", cliflag.EnvString("SEXTON_LOG_LEVEL", "info"), cliflag.EnvUsage("SEXTON_LOG_LEVEL", "log level"))
-	var tf tlsFlags
-	tf.register(fs)
-	requireCert := clientAuthFlag(fs)
-	insecure := insecureNoClientAuthFlag(fs)
+	stls := addServerTLS(fs)
 	// The GC settings come from MOONCAKE_OFFLOAD_* first; a bad variable
 	// refuses to start rather than fall back to a default.
 	gcEnv, err := holder.GCOptionsFromEnv()
@@ -54,19 +51,8 @@ func runHolder(args []string) error {
 	if *dir == "" {
 		return usagef("holder: --dir is required")
 	}
-	tlsSrc, err := tf.source()
-	if err != nil {
-		return err
-	}
-	tlsRequire, err := requireCert()
-	if err != nil {
-		return err
-	}
-	if tlsRequire && tlsSrc == nil {
-		return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
-	}
-	securityWarning, err := serverSecurity("holder data port", tlsSrc != nil, tlsRequire, []secret.FlagToken{
-		{Flag: "--cluster-token", Token: *token}, {Flag: "--client-token", Token: *clientToken}, {Flag: "--operator-token", Token: *operatorToken}}, *insecure)
+	tlsSrc, tlsRequire, securityWarning, err := stls.resolve("holder data port", secret.FlagToken{Flag: "--cluster-token", Token: *token},
+		secret.FlagToken{Flag: "--client-token", Token: *clientToken}, secret.FlagToken{Flag: "--operator-token", Token: *operatorToken})
 	if err != nil {
 		return err
 	}

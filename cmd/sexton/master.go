@@ -25,7 +25,7 @@ type masterOptions struct {
 	// HeapFloor is the least the Go heap grows between two collections
 	// (internal/heapfloor); 0 leaves the collector to GOGC alone.
 	HeapFloor uint64
-	// SecurityWarning is logged at every start (serverSecurity).
+	// SecurityWarning is logged at every start (serverTLS.resolve).
 	SecurityWarning string
 }
 
@@ -70,10 +70,7 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", cliflag.EnvDuration("SEXTON_LEASE_TTL", 0), cliflag.EnvUsage("SEXTON_LEASE_TTL", "read lease granted by a Get (default 10s)"))
 	fs.DurationVar(&cfg.HolderTTL, "holder-ttl", cliflag.EnvDuration("SEXTON_HOLDER_TTL", 0), cliflag.EnvUsage("SEXTON_HOLDER_TTL", "a holder without heartbeat this long is not placed on (default 10s)"))
 	logLevel := fs.String("log-level", cliflag.EnvString("SEXTON_LOG_LEVEL", "info"), "log level (env SEXTON_LOG_LEVEL)")
-	var tf tlsFlags
-	tf.register(fs)
-	requireCert := clientAuthFlag(fs)
-	insecure := insecureNoClientAuthFlag(fs)
+	stls := addServerTLS(fs)
 	fs.BoolVar(&cfg.EnableDebug, "enable-debug", cliflag.EnvBool("SEXTON_ENABLE_DEBUG", false), "serve /debug/pprof/ on the HTTP listener (env SEXTON_ENABLE_DEBUG)")
 	heapFloor := fs.String("gc-heap-floor", cliflag.EnvString("SEXTON_GC_HEAP_FLOOR", "0"), "the least the Go heap grows between two collections: while the live heap is small the collector waits for this much garbage instead of GOGC percent of the heap, trading up to this much memory for CPU; a heap larger than the floor collects as GOGC says; GOMEMLIMIT still holds; 0 turns it off (env SEXTON_GC_HEAP_FLOOR)")
 	return opts, func(args []string) error {
@@ -135,17 +132,9 @@ func masterFlags(name string) (*masterOptions, func([]string) error) {
 		opts.HeapFloor = uint64(floor)
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "master." + cfg.ID, Level: hclog.LevelFromString(*logLevel), Output: os.Stderr})
 		logBuild(cfg.Logger, "master")
-		if cfg.TLSRequireClientCert, err = requireCert(); err != nil {
-			return err
-		}
-		if cfg.TLS, err = tf.source(); err != nil {
-			return err
-		}
-		if cfg.TLSRequireClientCert && cfg.TLS == nil {
-			return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
-		}
-		opts.SecurityWarning, err = serverSecurity("master RPC port", cfg.TLS != nil, cfg.TLSRequireClientCert, []secret.FlagToken{
-			{Flag: "--cluster-token", Token: cfg.ClusterToken}, {Flag: "--client-token", Token: cfg.ClientToken}, {Flag: "--holder-token", Token: cfg.HolderToken}, {Flag: "--operator-token", Token: cfg.OperatorToken}}, *insecure)
+		cfg.TLS, cfg.TLSRequireClientCert, opts.SecurityWarning, err = stls.resolve("master RPC port",
+			secret.FlagToken{Flag: "--cluster-token", Token: cfg.ClusterToken}, secret.FlagToken{Flag: "--client-token", Token: cfg.ClientToken},
+			secret.FlagToken{Flag: "--holder-token", Token: cfg.HolderToken}, secret.FlagToken{Flag: "--operator-token", Token: cfg.OperatorToken})
 		return err
 	}
 }

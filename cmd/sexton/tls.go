@@ -58,21 +58,6 @@ func (f *tlsFlags) clientConfig() (*tls.Config, error) {
 	return src.ClientConfig(), nil
 }
 
-// clientAuthFlag is --tls-client-auth: whether a server's client-facing
-// listener requires a client certificate.
-func clientAuthFlag(fs *flag.FlagSet) func() (bool, error) {
-	v := fs.String("tls-client-auth", cliflag.EnvString("SEXTON_TLS_CLIENT_AUTH", "optional"), "with TLS: require or optional; require refuses clients without a certificate of --tls-ca, optional accepts them but verifies one that is presented (env SEXTON_TLS_CLIENT_AUTH)")
-	return func() (bool, error) {
-		switch *v {
-		case "require":
-			return true, nil
-		case "optional":
-			return false, nil
-		}
-		return false, usagef("--tls-client-auth %q: want require or optional", *v)
-	}
-}
-
 // serveSignals blocks until SIGINT or SIGTERM, calling reload on every
 // SIGHUP (a failed reload is logged by reload and keeps the old material).
 func serveSignals(reload func() error) {
@@ -89,18 +74,45 @@ func serveSignals(reload func() error) {
 	}
 }
 
-// insecureNoClientAuthFlag is --insecure-tls-no-client-auth: the one way
-// to run a server with TLS whose clients prove nothing (no client
-// certificate required, no cluster token).
-func insecureNoClientAuthFlag(fs *flag.FlagSet) *bool {
-	return fs.Bool("insecure-tls-no-client-auth", cliflag.EnvBool("SEXTON_INSECURE_TLS_NO_CLIENT_AUTH", false), "with TLS, --tls-client-auth optional and no --cluster-token: start anyway, although any client that reaches the port may call every method (logged as a warning at every start; env SEXTON_INSECURE_TLS_NO_CLIENT_AUTH)")
+// serverTLS are a server's TLS flags: the material (tlsFlags),
+// --tls-client-auth (whether its client-facing listener requires a client
+// certificate) and --insecure-tls-no-client-auth (the one way to run with
+// TLS whose clients prove nothing: no client certificate required, no
+// token).
+type serverTLS struct {
+	files      tlsFlags
+	clientAuth *string
+	insecure   *bool
 }
 
-// serverSecurity is secret.ServerSecurity with its refusal a usage error.
-func serverSecurity(port string, tlsOn, requireCert bool, tokens []secret.FlagToken, insecure bool) (string, error) {
-	warning, err := secret.ServerSecurity(port, tlsOn, requireCert, tokens, insecure)
-	if err != nil {
-		return "", usagef("%v", err)
+func addServerTLS(fs *flag.FlagSet) *serverTLS {
+	s := &serverTLS{}
+	s.files.register(fs)
+	s.clientAuth = fs.String("tls-client-auth", cliflag.EnvString("SEXTON_TLS_CLIENT_AUTH", "optional"), "with TLS: require or optional; require refuses clients without a certificate of --tls-ca, optional accepts them but verifies one that is presented (env SEXTON_TLS_CLIENT_AUTH)")
+	s.insecure = fs.Bool("insecure-tls-no-client-auth", cliflag.EnvBool("SEXTON_INSECURE_TLS_NO_CLIENT_AUTH", false), "with TLS, --tls-client-auth optional and no --cluster-token: start anyway, although any client that reaches the port may call every method (logged as a warning at every start; env SEXTON_INSECURE_TLS_NO_CLIENT_AUTH)")
+	return s
+}
+
+// resolve loads the server's material (nil: plain) and decides whether it
+// may start so with tokens (secret.ServerSecurity, a refusal being a
+// usage error): whether client certificates are required, and the warning
+// to log at every start. port names the listener at stake.
+func (s *serverTLS) resolve(port string, tokens ...secret.FlagToken) (src *tlsconf.Source, require bool, warning string, err error) {
+	switch *s.clientAuth {
+	case "require":
+		require = true
+	case "optional":
+	default:
+		return nil, false, "", usagef("--tls-client-auth %q: want require or optional", *s.clientAuth)
 	}
-	return warning, nil
+	if src, err = s.files.source(); err != nil {
+		return nil, false, "", err
+	}
+	if require && src == nil {
+		return nil, false, "", usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
+	}
+	if warning, err = secret.ServerSecurity(port, src != nil, require, tokens, *s.insecure); err != nil {
+		return nil, false, "", usagef("%v", err)
+	}
+	return src, require, warning, nil
 }
