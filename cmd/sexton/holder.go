@@ -87,7 +87,7 @@ func runHolder(args []string) error {
 	if securityWarning != "" {
 		logger.Warn(securityWarning)
 	}
-	sd := notifyHolder(*dir)
+	sd := holder.StartNotify(*dir, notifyError)
 	defer sd.Stop()
 	svc, store, err := holder.Start(*dir, holder.ServiceConfig{Masters: cliflag.SplitList(*masters), ClusterToken: *token, ClientToken: *clientToken, OperatorToken: *operatorToken, ListenAddr: *addr, HTTPAddr: *httpAddr,
 		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger,
@@ -99,7 +99,7 @@ func runHolder(args []string) error {
 	if a := svc.HTTPAddr(); a != "" {
 		fmt.Fprintf(os.Stderr, "sexton holder: http %s (/metrics, /healthz, /readyz)\n", a)
 	}
-	sd.started(svc)
+	sd.Started(svc)
 	serveSignals(svc.ReloadTLS)
 	sd.Stop()
 	svc.Close()
