@@ -138,8 +138,7 @@ func printInspect(rep holder.InspectReport) error {
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BUCKET\tDATA\tLIVE\tDEAD\tDEAD RATIO\tLIVE N\tDEAD N\tOPEN")
 	for _, b := range rep.Buckets {
-		st := bucketRatio(b)
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%d\t%d\t%v\n", b.ID, b.DataSize, b.LiveBytes, b.DeadBytes, st, b.LiveCount, b.DeadCount, b.Open)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%d\t%d\t%v\n", b.ID, b.DataSize, b.LiveBytes, b.DeadBytes, b.DeadRatio(), b.LiveCount, b.DeadCount, b.Open)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -154,13 +153,6 @@ func printInspect(rep holder.InspectReport) error {
 		fmt.Printf("orphan bucket (removed at next open): %s\n", f)
 	}
 	return nil
-}
-
-func bucketRatio(b holder.BucketStat) float64 {
-	if t := b.LiveBytes + b.DeadBytes; t > 0 {
-		return float64(b.DeadBytes) / float64(t)
-	}
-	return 0
 }
 
 // gcOptionsFromFlags applies the --gc* flags over the environment's GC
