@@ -11,6 +11,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/internal/cliflag"
 )
 
 // latencies collects per-operation latencies from many goroutines.
@@ -207,6 +208,13 @@ type PutGetOptions struct {
 type Size struct {
 	Text  string
 	Bytes int64
+}
+
+// ParseSize reads a size such as 4KiB (cliflag.ParseSize), keeping its
+// text for the report.
+func ParseSize(s string) (Size, error) {
+	n, err := cliflag.ParseSize(s)
+	return Size{Text: s, Bytes: n}, err
 }
 
 // PutGet times o.N puts of o.Size values and then, with o.Get, gets of

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"sexton/internal/ctxsleep"
@@ -88,6 +89,25 @@ func StatusOf(ctx context.Context, addr string, cc transport.ClientConfig) (api.
 	defer conn.Close()
 	err = conn.Call(ctx, api.MethodStatus, &api.Empty{}, &st)
 	return st, err
+}
+
+// EachStatus asks every master at addrs for its own view (StatusOf),
+// each within perMaster: the answers in order ([] for none), and for each
+// master that did not answer an error naming it.
+func EachStatus(addrs []string, cc transport.ClientConfig, perMaster time.Duration) ([]api.StatusResponse, []error) {
+	rows := []api.StatusResponse{}
+	var errs []error
+	for _, addr := range addrs {
+		ctx, cancel := context.WithTimeout(context.Background(), perMaster)
+		st, err := StatusOf(ctx, addr, cc)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			continue
+		}
+		rows = append(rows, st)
+	}
+	return rows, errs
 }
 
 // Status is the answering master's view of the cluster.

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,5 +38,9 @@ func TestListAllAndStatusOf(t *testing.T) {
 	st, err := client.StatusOf(ctx, masters[0], transport.ClientConfig{})
 	if err != nil || st.NodeID == "" || st.Objects < 5 {
 		t.Errorf("StatusOf: %+v, %v", st, err)
+	}
+	rows, errs := client.EachStatus([]string{masters[0], "127.0.0.1:1"}, transport.ClientConfig{}, time.Second)
+	if len(rows) != 1 || rows[0].NodeID != st.NodeID || len(errs) != 1 || !strings.Contains(errs[0].Error(), "127.0.0.1:1: ") {
+		t.Errorf("EachStatus: %+v, %v", rows, errs)
 	}
 }

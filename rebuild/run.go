@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/client"
+	"sexton/fsm"
 	"sexton/internal/progress"
 	"sexton/transport"
 )
@@ -17,7 +19,7 @@ type Env struct {
 	// (leader-following, bounded by Timeout).
 	Call func(method string, req, resp any) error
 	// Holders dials the lost cluster's holders (its MaxFrame is raised to
-	// a value's frame).
+	// a value's frame, client.DataMaxFrame).
 	Holders transport.ClientConfig
 	// Timeout bounds each holder call; Call's retries give up after four
 	// times it.
@@ -27,8 +29,6 @@ type Env struct {
 	// progress one JSON object a line (RunProgress).
 	Progress     progress.Sink
 	JSONProgress bool
-	// MaxFrame bounds a holder's answer: a value read back to verify it.
-	MaxFrame int
 }
 
 // RunOptions are what the operator chose (`sexton operator rebuild`).
@@ -37,7 +37,7 @@ type RunOptions struct {
 	DryRun        bool
 	AllowMissing  bool            // go on when a holder does not answer
 	AllowSegments []api.SegmentID // segments named by records that are not scanned
-	Batch         int             // items per Raft entry
+	Batch         int             // items per Raft entry, 1 to fsm.MaxRebuildItems
 	DFSRoot       string          // the lost cluster's DFS root, if any
 	DFSDrop       bool            // adopt nothing from DFSRoot
 }
@@ -54,6 +54,9 @@ type RunOptions struct {
 // cluster's holders may mount. The report comes back also with an error
 // once anything was sent, saying how far it got; a rerun resumes.
 func Run(env Env, o RunOptions) (*Report, error) {
+	if o.Batch < 1 || o.Batch > fsm.MaxRebuildItems {
+		return nil, fmt.Errorf("--batch %d is outside 1..%d", o.Batch, fsm.MaxRebuildItems)
+	}
 	start := time.Now()
 	endpoints := append([]string(nil), o.Holders...)
 	var segs api.ListSegmentsResponse
@@ -91,7 +94,7 @@ func Run(env Env, o RunOptions) (*Report, error) {
 		return nil, errors.New("no holder to scan: name them with --holders, or start the lost cluster's holders against this cluster's masters")
 	}
 	cc := env.Holders
-	cc.MaxFrame = env.MaxFrame
+	cc.MaxFrame = client.DataMaxFrame
 	pool := transport.NewPool(cc)
 	defer pool.Close()
 

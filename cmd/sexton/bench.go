@@ -46,12 +46,6 @@ func benchErr(err error) error {
 	return err
 }
 
-// benchSize parses a size flag, keeping its text for the report.
-func benchSize(s string) (bench.Size, error) {
-	n, err := cliflag.ParseSize(s)
-	return bench.Size{Text: s, Bytes: n}, err
-}
-
 // masterHTTPFlag registers --master-http: the RPC addresses say nothing of
 // the masters' HTTP ports, so a bench that reads /metrics is told them.
 func masterHTTPFlag(fs *flag.FlagSet) *string {
@@ -79,7 +73,7 @@ func setupBenchPutGet(get bool) func(*flag.FlagSet) runFunc {
 		clients := fs.Int("clients", 16, "concurrent clients")
 		replicas := fs.Int("replicas", 1, "replicas per object")
 		return func(e *env, _ []string) error {
-			sz, err := benchSize(*size)
+			sz, err := bench.ParseSize(*size)
 			if err != nil {
 				return err
 			}
@@ -103,7 +97,7 @@ func setupBenchPut(fs *flag.FlagSet) runFunc {
 	holderHTTP := fs.String("holder-http", cliflag.EnvString("SEXTON_HOLDER_HTTP", ""),
 		"the holders' HTTP addresses A,B (their --http-addr), to read their fsync times and CPU from /metrics; empty: not read (env SEXTON_HOLDER_HTTP)")
 	return func(e *env, _ []string) error {
-		sz, err := benchSize(*size)
+		sz, err := bench.ParseSize(*size)
 		if err != nil {
 			return err
 		}
@@ -156,11 +150,11 @@ func setupBenchDFS(fs *flag.FlagSet) runFunc {
 	return func(e *env, _ []string) error {
 		o.Sizes = nil
 		for _, s := range strings.Split(*sizes, ",") {
-			sz, err := cliflag.ParseSize(strings.TrimSpace(s))
+			sz, err := bench.ParseSize(s)
 			if err != nil {
 				return err
 			}
-			o.Sizes = append(o.Sizes, bench.Size{Text: s, Bytes: sz})
+			o.Sizes = append(o.Sizes, sz)
 		}
 		return benchErr(bench.DFS(e.benchEnv(), o))
 	}
@@ -177,7 +171,7 @@ func benchDFSChurn(args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
-	space, err := benchSize(*total)
+	space, err := bench.ParseSize(*total)
 	if err != nil {
 		return err
 	}

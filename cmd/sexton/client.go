@@ -10,9 +10,14 @@ import (
 
 	"sexton/client"
 	"sexton/internal/cliflag"
+	"sexton/internal/progress"
 	"sexton/jsonout"
 	"sexton/transport"
 )
+
+// progressTo is where long operator work reports its progress: stderr,
+// never stdout, so --json output stays one JSON value (tests replace it).
+var progressTo = progress.Stderr()
 
 // env is what a verb runs with: the shared flags, parsed once by the
 // dispatcher, and the client they describe, opened on first use and
@@ -120,9 +125,6 @@ func (e *env) output(v any, text func() error) error {
 
 // clientDFS is this process's DFS data path, shared by its clients.
 var clientDFS client.EnvDFS
-
-// dataMaxFrame bounds a value read from stdin: the holder data frame limit.
-const dataMaxFrame = client.DataMaxFrame
 
 // printJSON prints v as indented JSON, once it has checked the encoding
 // keeps the contract (jsonout.Encode).

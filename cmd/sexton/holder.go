@@ -4,10 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -160,11 +158,8 @@ func printInspect(rep holder.InspectReport) error {
 func gcOptionsFromFlags(base holder.GCOptions, on bool, interval string, ratio, high, low float64, capacity int64) (holder.GCOptions, error) {
 	o := base
 	o.Enabled, o.DeletedRatio, o.HighWatermark, o.LowWatermark, o.Capacity = on, ratio, high, low, capacity
-	if secs, err := strconv.ParseFloat(strings.TrimSpace(interval), 64); err == nil {
-		o.Interval = time.Duration(secs * float64(time.Second))
-	} else if d, err := time.ParseDuration(strings.TrimSpace(interval)); err == nil {
-		o.Interval = d
-	} else {
+	var err error
+	if o.Interval, err = cliflag.ParseSeconds(interval); err != nil {
 		return o, fmt.Errorf("--gc-interval %q: not seconds or a duration", interval)
 	}
 	for _, r := range []struct {

@@ -59,15 +59,14 @@ func runRmPrefix(e *env, f rmPrefixFlags, keys []string, wait time.Duration) err
 	if err != nil {
 		return fmt.Errorf("rm --prefix %q: %w", *f.prefix, err)
 	}
+	if !e.json {
+		fmt.Printf("job %d: removing keys under %q acknowledged before it started\n", job.ID, job.Prefix)
+	}
 	if wait <= 0 {
 		if e.json {
 			return printJSON(jsonout.RmJob(job))
 		}
-		fmt.Printf("job %d: removing keys under %q acknowledged before it started\n", job.ID, job.Prefix)
 		return nil
-	}
-	if !e.json {
-		fmt.Printf("job %d: removing keys under %q acknowledged before it started\n", job.ID, job.Prefix)
 	}
 	j, err := waitJob(cl, job.ID, wait, !e.json)
 	if e.json && j.ID != 0 {
@@ -97,12 +96,11 @@ func waitJob(cl *client.Client, id uint64, d time.Duration, text bool) (api.JobI
 		}
 		return j, fmt.Errorf("rm --wait: %w", err)
 	}
-	took := time.Since(start)
+	took, out := time.Since(start), os.Stderr
 	if text {
-		fmt.Printf("job %d %s: %d removed, %d skipped in %v (%.0f keys/s)\n", j.ID, j.State, j.Removed, j.Skipped, took.Round(time.Millisecond), float64(j.Removed)/took.Seconds())
-	} else {
-		fmt.Fprintf(os.Stderr, "job %d %s: %d removed, %d skipped in %v (%.0f keys/s)\n", j.ID, j.State, j.Removed, j.Skipped, took.Round(time.Millisecond), float64(j.Removed)/took.Seconds())
+		out = os.Stdout
 	}
+	fmt.Fprintf(out, "job %d %s: %d removed, %d skipped in %v (%.0f keys/s)\n", j.ID, j.State, j.Removed, j.Skipped, took.Round(time.Millisecond), float64(j.Removed)/took.Seconds())
 	if j.State != api.JobDone {
 		return j, fmt.Errorf("rm --wait: job %d was %s", j.ID, j.State)
 	}

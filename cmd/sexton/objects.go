@@ -34,7 +34,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 		var value []byte
 		var err error
 		if len(args) == 1 || args[1] == "-" {
-			value, err = io.ReadAll(io.LimitReader(os.Stdin, dataMaxFrame))
+			value, err = io.ReadAll(io.LimitReader(os.Stdin, client.DataMaxFrame))
 		} else {
 			value, err = os.ReadFile(args[1])
 		}
@@ -261,27 +261,16 @@ func setupLs(fs *flag.FlagSet) runFunc {
 // setupStatus asks every master named, not only the leader.
 func setupStatus(*flag.FlagSet) runFunc {
 	return func(e *env, _ []string) error {
-		rows := []api.StatusResponse{}
-		var errs []error
 		cc, err := e.clientConfig()
 		if err != nil {
 			return err
 		}
-		for _, addr := range cliflag.SplitList(e.masters) {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			st, err := client.StatusOf(ctx, addr, cc)
-			cancel()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", addr, err))
-				continue
-			}
-			rows = append(rows, st)
-		}
+		rows, errs := client.EachStatus(cliflag.SplitList(e.masters), cc, 3*time.Second)
 		if err := e.output(rows, func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NODE\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tEPOCH\tOBJECTS\tSEGMENTS\tTASKS\tLOG STORE\tDATA DIR FREE\tVERSION")
 			for _, s := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%s\t%s\t%s\n", s.NodeID, s.RaftState, s.Leader, s.Term, s.CommitIndex, s.AppliedIndex, s.MasterEpoch, s.Objects, s.Segments, s.PendingTasks, s.RegistryCap, logStoreState(s), freeBytes(s.DataDirFreeBytes), buildVersion(s.Build))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%s\t%s\t%s\n", s.NodeID, s.RaftState, s.Leader, s.Term, s.CommitIndex, s.AppliedIndex, s.MasterEpoch, s.Objects, s.Segments, s.PendingTasks, s.RegistryCap, map[bool]string{true: "CANNOT-WRITE", false: "ok"}[s.LogStoreCannotWrite], freeBytes(s.DataDirFreeBytes), buildVersion(s.Build))
 			}
 			_ = tw.Flush()
 			for _, s := range rows {
@@ -328,14 +317,6 @@ func buildVersion(b *api.BuildInfo) string {
 		return b.Version
 	}
 	return b.Version + " (" + buildinfo.Info{Commit: b.Commit, Modified: b.Modified}.ShortCommit() + ")"
-}
-
-// logStoreState is the LOG STORE column of `sexton status`.
-func logStoreState(s api.StatusResponse) string {
-	if s.LogStoreCannotWrite {
-		return "CANNOT-WRITE"
-	}
-	return "ok"
 }
 
 // freeBytes is a statfs byte count for a table: binary units, "?" when

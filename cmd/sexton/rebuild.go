@@ -30,9 +30,6 @@ func setupRebuild(fs *flag.FlagSet) runFunc {
 		if *closeWindow {
 			return closeRebuild(e)
 		}
-		if *batch < 1 || *batch > fsm.MaxRebuildItems {
-			return fmt.Errorf("rebuild: --batch %d is outside 1..%d", *batch, fsm.MaxRebuildItems)
-		}
 		var allow []api.SegmentID
 		for _, s := range cliflag.SplitList(*allowSegs) {
 			allow = append(allow, api.SegmentID(s))
@@ -61,7 +58,7 @@ func setupRebuild(fs *flag.FlagSet) runFunc {
 // flags and the progress writer.
 func rebuildEnv(e *env) (rebuild.Env, error) {
 	cc, err := e.clientConfig()
-	return rebuild.Env{Call: e.call, Holders: cc, Timeout: e.timeout, Progress: progressTo, JSONProgress: e.json, MaxFrame: dataMaxFrame}, err
+	return rebuild.Env{Call: e.call, Holders: cc, Timeout: e.timeout, Progress: progressTo, JSONProgress: e.json}, err
 }
 
 // closeRebuild is `operator rebuild --close`.

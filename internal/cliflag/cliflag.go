@@ -76,6 +76,16 @@ func ParseSize(s string) (int64, error) {
 	return n, nil
 }
 
+// ParseSeconds reads a duration given as a number of seconds ("2.5") or
+// as a Go duration ("10s").
+func ParseSeconds(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	return time.ParseDuration(s)
+}
+
 // SplitList is the non-empty items of a comma-separated list, trimmed.
 func SplitList(s string) []string {
 	var out []string

@@ -68,6 +68,14 @@ func TestEnvReaders(t *testing.T) {
 		EnvString("SEXTON_T_UNSET", "d") != "d" || EnvInt("SEXTON_T_UNSET", 2) != 2 {
 		t.Error("an environment reader")
 	}
+	for in, want := range map[string]time.Duration{"2.5": 2500 * time.Millisecond, " 10s": 10 * time.Second, "0": 0} {
+		if got, err := ParseSeconds(in); err != nil || got != want {
+			t.Errorf("ParseSeconds(%q) = %v, %v, want %v", in, got, err, want)
+		}
+	}
+	if _, err := ParseSeconds("soon"); err == nil {
+		t.Error("ParseSeconds(soon) accepted")
+	}
 	if got := SplitList(" a, ,b ,"); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("SplitList = %q", got)
 	}
