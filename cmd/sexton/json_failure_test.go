@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"sexton/devcluster"
 	"sexton/jsonout"
 )
 
@@ -19,12 +18,7 @@ import (
 // the error object. A --json verb without a case here fails the test.
 func TestJSONOnFailure(t *testing.T) {
 	dir := t.TempDir()
-	c, err := devcluster.Start(devcluster.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	live := []string{"--masters", c.MasterAddr()}
+	c, live := devCluster(t, dir)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -33,10 +27,7 @@ func TestJSONOnFailure(t *testing.T) {
 	ln.Close()
 	dead := []string{"--masters", deadAddr, "--timeout", "300ms"}
 
-	value := filepath.Join(dir, "value")
-	if err := os.WriteFile(value, []byte("hello"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	value := valueFile(t, dir, []byte("hello"))
 	for _, k := range []string{"a/3", "a/4"} {
 		if _, err := captureStdout(t, func() error { return run(append([]string{"put", k, value}, live...)) }); err != nil {
 			t.Fatal(err)

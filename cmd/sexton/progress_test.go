@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"sexton/devcluster"
 	"sexton/internal/progress"
 )
 
@@ -18,16 +16,8 @@ import (
 // exactly one JSON value.
 func TestProgressGoesToStderrOnly(t *testing.T) {
 	dir := t.TempDir()
-	c, err := devcluster.Start(devcluster.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	m := []string{"--masters", c.MasterAddr()}
-	value := filepath.Join(dir, "value")
-	if err := os.WriteFile(value, bytes.Repeat([]byte("x"), 4096), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, m := devCluster(t, dir)
+	value := valueFile(t, dir, bytes.Repeat([]byte("x"), 4096))
 	if _, err := captureStdout(t, func() error { return run(append([]string{"put", "k", value}, m...)) }); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package tlsfiles
 
 import (
 	"crypto/x509"
-	"encoding/pem"
 	"net"
 	"os"
 	"path/filepath"
@@ -36,21 +35,15 @@ func TestWriteCAAndCert(t *testing.T) {
 		t.Fatal(err)
 	}
 	certPath, keyPath := c.Paths(dir)
-	if _, err := tlsconf.Load(tlsconf.Files{Cert: certPath, Key: keyPath, CA: filepath.Join(dir, CACertFile)}); err != nil {
+	src, err := tlsconf.Load(tlsconf.Files{Cert: certPath, Key: keyPath, CA: filepath.Join(dir, CACertFile)})
+	if err != nil {
 		t.Fatalf("the files do not load: %v", err)
 	}
-	b, err := os.ReadFile(certPath)
-	if err != nil {
-		t.Fatal(err)
+	tc, err := src.ClientConfig().GetClientCertificate(nil)
+	if err != nil || tc.Leaf == nil {
+		t.Fatalf("the loaded certificate: %v", err)
 	}
-	block, _ := pem.Decode(b)
-	if block == nil {
-		t.Fatalf("%s: no PEM", certPath)
-	}
-	leaf, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	leaf := tc.Leaf
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
