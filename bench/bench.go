@@ -115,11 +115,7 @@ func Remove(e *Env, o RemoveOptions) error {
 	if err != nil {
 		return err
 	}
-	sc, err := e.Client()
-	if err != nil {
-		return err
-	}
-	cl, err := e.NewClient()
+	sc, cl, err := e.twoClients()
 	if err != nil {
 		return err
 	}
@@ -217,17 +213,26 @@ func ParseSize(s string) (Size, error) {
 	return Size{Text: s, Bytes: n}, err
 }
 
+// putSetup is what a put bench starts with: the client, a random value
+// of sz bytes and a key prefix of its own.
+func (e *Env) putSetup(sz int64) (*client.Client, []byte, string, error) {
+	cl, err := e.Client()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	value := make([]byte, sz)
+	_, _ = rand.Read(value)
+	return cl, value, fmt.Sprintf("bench/%d/", time.Now().UnixNano()), nil
+}
+
 // PutGet times o.N puts of o.Size values and then, with o.Get, gets of
 // them.
 func PutGet(e *Env, o PutGetOptions) error {
 	get, n, size, sz, clients, replicas := o.Get, o.N, o.Size.Text, o.Size.Bytes, o.Clients, o.Replicas
-	cl, err := e.Client()
+	cl, value, prefix, err := e.putSetup(sz)
 	if err != nil {
 		return err
 	}
-	value := make([]byte, sz)
-	_, _ = rand.Read(value)
-	prefix := fmt.Sprintf("bench/%d/", time.Now().UnixNano())
 	put := func(i int) error {
 		ctx, c := e.ctx()
 		defer c()

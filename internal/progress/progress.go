@@ -146,3 +146,23 @@ func (p *Bar) count(n int64) string {
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/mib)
 }
+
+// Reporter is one operation's progress as the packages that run long
+// work (bench, fsck) report it; a *Bar is one.
+type Reporter interface {
+	Add(n int64)
+	Finish()
+	Abort()
+}
+
+// Nothing is the Reporter of work nobody watches.
+type Nothing struct{}
+
+// Add does nothing.
+func (Nothing) Add(int64) {}
+
+// Finish does nothing.
+func (Nothing) Finish() {}
+
+// Abort does nothing.
+func (Nothing) Abort() {}
