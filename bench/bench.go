@@ -11,6 +11,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/internal/cliflag"
 )
 
 // latencies collects per-operation latencies from many goroutines.
@@ -114,11 +115,7 @@ func Remove(e *Env, o RemoveOptions) error {
 	if err != nil {
 		return err
 	}
-	sc, err := e.Client()
-	if err != nil {
-		return err
-	}
-	cl, err := e.NewClient()
+	sc, cl, err := e.twoClients()
 	if err != nil {
 		return err
 	}
@@ -209,17 +206,33 @@ type Size struct {
 	Bytes int64
 }
 
+// ParseSize reads a size such as 4KiB (cliflag.ParseSize), keeping its
+// text for the report.
+func ParseSize(s string) (Size, error) {
+	n, err := cliflag.ParseSize(s)
+	return Size{Text: s, Bytes: n}, err
+}
+
+// putSetup is what a put bench starts with: the client, a random value
+// of sz bytes and a key prefix of its own.
+func (e *Env) putSetup(sz int64) (*client.Client, []byte, string, error) {
+	cl, err := e.Client()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	value := make([]byte, sz)
+	_, _ = rand.Read(value)
+	return cl, value, fmt.Sprintf("bench/%d/", time.Now().UnixNano()), nil
+}
+
 // PutGet times o.N puts of o.Size values and then, with o.Get, gets of
 // them.
 func PutGet(e *Env, o PutGetOptions) error {
 	get, n, size, sz, clients, replicas := o.Get, o.N, o.Size.Text, o.Size.Bytes, o.Clients, o.Replicas
-	cl, err := e.Client()
+	cl, value, prefix, err := e.putSetup(sz)
 	if err != nil {
 		return err
 	}
-	value := make([]byte, sz)
-	_, _ = rand.Read(value)
-	prefix := fmt.Sprintf("bench/%d/", time.Now().UnixNano())
 	put := func(i int) error {
 		ctx, c := e.ctx()
 		defer c()

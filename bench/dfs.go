@@ -40,11 +40,7 @@ func DFS(e *Env, o DFSOptions) error {
 	if err != nil || !settings.Enabled() {
 		return fmt.Errorf("bench dfs needs the cluster's MOONCAKE_DFS_* settings (%s): %v", dfsio.EnvRoot, err)
 	}
-	sc, err := e.Client()
-	if err != nil {
-		return err
-	}
-	cl, err := e.NewClient()
+	sc, cl, err := e.twoClients()
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sexton/client"
+	"sexton/internal/progress"
 )
 
 // Env is what a bench runs with: the cluster the command line names, the
@@ -38,21 +39,33 @@ type Env struct {
 }
 
 // Progress is a long phase's progress report.
-type Progress interface {
-	Add(n int64)
-	Finish()
-	Abort()
+type Progress = progress.Reporter
+
+// clientAndProbe is the bench's client and the probe of the masters'
+// /metrics at masterHTTP.
+func (e *Env) clientAndProbe(masterHTTP []string) (*client.Client, *masterProbe, error) {
+	cl, err := e.Client()
+	if err != nil {
+		return nil, nil, err
+	}
+	probe, err := e.masterProbe(masterHTTP)
+	return cl, probe, err
 }
 
-type noProgress struct{}
-
-func (noProgress) Add(int64) {}
-func (noProgress) Finish()   {}
-func (noProgress) Abort()    {}
+// twoClients is the bench's client and a second one with connections of
+// its own.
+func (e *Env) twoClients() (*client.Client, *client.Client, error) {
+	sc, err := e.Client()
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := e.NewClient()
+	return sc, cl, err
+}
 
 func (e *Env) progress(what string, total int64, unit string) Progress {
 	if e.Progress == nil {
-		return noProgress{}
+		return progress.Nothing{}
 	}
 	return e.Progress(what, total, unit)
 }

@@ -59,11 +59,7 @@ func Holders(e *Env, c HoldersOptions) error {
 	if err := ensureOpenFiles(c.N, len(e.Masters)); err != nil {
 		return err
 	}
-	cl, err := e.Client()
-	if err != nil {
-		return err
-	}
-	probe, err := e.masterProbe(c.MasterHTTP)
+	cl, probe, err := e.clientAndProbe(c.MasterHTTP)
 	if err != nil {
 		return err
 	}

@@ -42,11 +42,7 @@ func Load(e *Env, c LoadOptions) error {
 	if err := api.ValidKey(fmt.Sprintf("%s%010d", c.Prefix, c.Objects-1)); err != nil {
 		return usagef("--prefix: %v", err)
 	}
-	cl, err := e.Client()
-	if err != nil {
-		return err
-	}
-	probe, err := e.masterProbe(c.MasterHTTP)
+	cl, probe, err := e.clientAndProbe(c.MasterHTTP)
 	if err != nil {
 		return err
 	}

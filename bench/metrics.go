@@ -234,16 +234,23 @@ func parseHistograms(text string, names []string) map[string]float64 {
 type histogramReading map[string]map[string]float64
 
 func (p *masterProbe) readHistograms() histogramReading {
+	return p.readAll("master ", func(body string) map[string]float64 { return parseHistograms(body, commitParts) })
+}
+
+// readAll reads /metrics from every node of p, keeping what parse takes
+// from each; a node that does not answer is reported (what names its
+// kind: "master " or "") and absent.
+func (p *masterProbe) readAll(what string, parse func(body string) map[string]float64) histogramReading {
 	out := histogramReading{}
 	for _, a := range p.addrs {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		body, err := p.get(ctx, a, "/metrics")
 		cancel()
 		if err != nil {
-			fmt.Fprintf(p.out, "master %s: /metrics: %v\n", a, err)
+			fmt.Fprintf(p.out, "%s%s: /metrics: %v\n", what, a, err)
 			continue
 		}
-		out[a] = parseHistograms(string(body), commitParts)
+		out[a] = parse(string(body))
 	}
 	return out
 }

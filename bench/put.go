@@ -1,9 +1,8 @@
 package bench
 
 import (
-	"context"
-	"crypto/rand"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -106,22 +105,11 @@ func processCPU() time.Duration {
 // readNodes reads the given histograms' _sum/_count series and the CPU
 // counter from every node of p; a node that does not answer is absent.
 func (p *masterProbe) readNodes(hists []string) histogramReading {
-	out := histogramReading{}
-	for _, a := range p.addrs {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		body, err := p.get(ctx, a, "/metrics")
-		cancel()
-		if err != nil {
-			fmt.Fprintf(p.out, "%s: /metrics: %v\n", a, err)
-			continue
-		}
-		m := parseHistograms(string(body), hists)
-		for k, v := range parseMetrics(string(body), []string{metricCPUSecs}) {
-			m[k] = v
-		}
-		out[a] = m
-	}
-	return out
+	return p.readAll("", func(body string) map[string]float64 {
+		m := parseHistograms(body, hists)
+		maps.Copy(m, parseMetrics(body, []string{metricCPUSecs}))
+		return m
+	})
 }
 
 // cpuLine is the CPU each node of p spent per operation between two
@@ -205,13 +193,10 @@ func Put(e *Env, o PutOptions) error {
 	if err != nil {
 		return err
 	}
-	cl, err := e.Client()
+	cl, value, prefix, err := e.putSetup(sz)
 	if err != nil {
 		return err
 	}
-	value := make([]byte, sz)
-	_, _ = rand.Read(value)
-	prefix := fmt.Sprintf("bench/%d/", time.Now().UnixNano())
 	parts := newPutParts()
 	trace := parts.trace()
 

@@ -51,7 +51,7 @@ type Config struct {
 }
 
 // DFS reads and writes DFS replicas (the client's MOONCAKE_DFS_* settings,
-// checked against the master's). cmd/sexton provides the posix one.
+// checked against the master's); EnvDFS is the posix one.
 // Write also makes durable, before it returns, the DFS root's put record
 // of key's (tenant's) incarnation inc at r (dfsio/DESIGN.md "Range
 // records"): the put's PutEnd follows only a successful Write.

@@ -2,11 +2,13 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"sexton/internal/ctxsleep"
 
 	"sexton/api"
+	"sexton/transport"
 )
 
 // Stat describes the key's newest value, its pending put and pending
@@ -41,6 +43,71 @@ func (c *Client) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	var resp api.ListResponse
 	err := c.Call(ctx, api.MethodList, &api.ListRequest{Prefix: prefix, Cursor: cursor, Limit: limit}, &resp)
 	return resp.Objects, resp.NextCursor, err
+}
+
+// ListPage is the page ListAll asks for: well under the master's bound
+// (fsm.MaxListLimit) and a frame's worth of typical objects.
+const ListPage = 1000
+
+// ListAll lists the objects whose key starts with prefix, a page of
+// ListPage at a time, each page's call bounded by pageTimeout, up to
+// limit of them (0: all).
+func (c *Client) ListAll(prefix string, limit int, pageTimeout time.Duration) ([]api.ObjectInfo, error) {
+	var all []api.ObjectInfo
+	cursor := ""
+	for {
+		pageSize := ListPage
+		if limit > 0 {
+			pageSize = min(pageSize, limit-len(all))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), pageTimeout)
+		page, next, err := c.List(ctx, prefix, cursor, pageSize)
+		cancel()
+		if err != nil {
+			return all, err
+		}
+		all = append(all, page...)
+		if next == "" || (limit > 0 && len(all) >= limit) {
+			break
+		}
+		cursor = next
+	}
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+	return all, nil
+}
+
+// StatusOf asks the master at addr for its own view, whichever its role
+// (Status asks whichever master answers), dialing it with cc.
+func StatusOf(ctx context.Context, addr string, cc transport.ClientConfig) (api.StatusResponse, error) {
+	var st api.StatusResponse
+	conn, err := transport.Dial(ctx, addr, cc)
+	if err != nil {
+		return st, err
+	}
+	defer conn.Close()
+	err = conn.Call(ctx, api.MethodStatus, &api.Empty{}, &st)
+	return st, err
+}
+
+// EachStatus asks every master at addrs for its own view (StatusOf),
+// each within perMaster: the answers in order ([] for none), and for each
+// master that did not answer an error naming it.
+func EachStatus(addrs []string, cc transport.ClientConfig, perMaster time.Duration) ([]api.StatusResponse, []error) {
+	rows := []api.StatusResponse{}
+	var errs []error
+	for _, addr := range addrs {
+		ctx, cancel := context.WithTimeout(context.Background(), perMaster)
+		st, err := StatusOf(ctx, addr, cc)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			continue
+		}
+		rows = append(rows, st)
+	}
+	return rows, errs
 }
 
 // Status is the answering master's view of the cluster.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/internal/progress"
 	"sexton/transport"
 )
 
@@ -52,17 +53,7 @@ type Env struct {
 }
 
 // Progress is the holder scan's progress report.
-type Progress interface {
-	Add(n int64)
-	Finish()
-	Abort()
-}
-
-type noProgress struct{}
-
-func (noProgress) Add(int64) {}
-func (noProgress) Finish()   {}
-func (noProgress) Abort()    {}
+type Progress = progress.Reporter
 
 // Run compares the leader's metadata with every mounted holder's scan.
 // It only reads. Writes that race with it can show up as a transient
@@ -120,7 +111,7 @@ func Run(e Env) (*Report, error) {
 			scan++
 		}
 	}
-	var prog Progress = noProgress{}
+	var prog Progress = progress.Nothing{}
 	if e.Progress != nil {
 		prog = e.Progress("fsck", int64(scan), "holders")
 	}

@@ -244,11 +244,8 @@ func (s *Service) handleStatus(_ context.Context, _ *api.Empty) (*api.HolderStat
 }
 
 func bucketStatus(b BucketStat) api.BucketStatus {
-	st := api.BucketStatus{ID: b.ID, DataSize: b.DataSize, LiveBytes: b.LiveBytes, DeadBytes: b.DeadBytes, LiveCount: b.LiveCount, DeadCount: b.DeadCount, Open: b.Open}
-	if total := b.LiveBytes + b.DeadBytes; total > 0 {
-		st.DeadRatio = float64(b.DeadBytes) / float64(total)
-	}
-	return st
+	return api.BucketStatus{ID: b.ID, DataSize: b.DataSize, LiveBytes: b.LiveBytes, DeadBytes: b.DeadBytes, LiveCount: b.LiveCount, DeadCount: b.DeadCount, Open: b.Open,
+		DeadRatio: b.DeadRatio()}
 }
 
 // storeError maps store errors onto wire codes.

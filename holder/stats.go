@@ -30,6 +30,15 @@ type BucketStat struct {
 	Readers   int  // in-flight reads pinning it
 }
 
+// DeadRatio is the share of the bucket's bytes that are dead (0 for a
+// bucket with none).
+func (b BucketStat) DeadRatio() float64 {
+	if t := b.LiveBytes + b.DeadBytes; t > 0 {
+		return float64(b.DeadBytes) / float64(t)
+	}
+	return 0
+}
+
 // Usage returns current totals.
 func (s *Store) Usage() Usage {
 	s.mu.Lock()

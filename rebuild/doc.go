@@ -7,9 +7,12 @@
 // register, the objects to adopt, the copies to delete and what was
 // dropped or found inconsistent — and Plan.Batches cuts it into
 // RebuildAdopt entries. ScanHolder and VerifyCopy read a holder over the
-// transport (holders.go); choosing the holders, asking the leader and
-// sending the plan through it is the CLI's job (cmd/sexton/rebuild.go).
-// The rules are here so they can be tested without a cluster:
+// transport (holders.go). Run (run.go) is the whole rebuild as `sexton
+// operator rebuild` runs it: it chooses the holders, scans them, reads
+// the lost cluster's DFS root (dfsroot.go), merges, and sends the plan
+// through the leader, reporting progress (progress.go) and returning a
+// Report (report.go) that the command prints. The merge's rules are here
+// so they can be tested without a cluster:
 //
 //   - per key the newest incarnation that is live on some holder and
 //     tombstoned on none wins; a tombstoned (key, incarnation) never comes

@@ -11,6 +11,7 @@ import (
 
 	"sexton/api"
 	"sexton/bench"
+	"sexton/internal/cliflag"
 )
 
 // The bench verbs: their flags, and the call into package bench, which
@@ -20,7 +21,7 @@ import (
 // clients and output.
 func (e *env) benchEnv() *bench.Env {
 	return &bench.Env{
-		Masters: splitList(e.masters),
+		Masters: cliflag.SplitList(e.masters),
 		TLS: func() (*tls.Config, error) {
 			cc, err := e.clientConfig()
 			return cc.TLS, err
@@ -31,7 +32,7 @@ func (e *env) benchEnv() *bench.Env {
 		Out:       os.Stdout,
 		Err:       os.Stderr,
 		Progress: func(what string, total int64, unit string) bench.Progress {
-			return progressOf{newProgress(what, total, unit)}
+			return progressTo.New(what, total, unit)
 		},
 	}
 }
@@ -45,16 +46,10 @@ func benchErr(err error) error {
 	return err
 }
 
-// benchSize parses a size flag, keeping its text for the report.
-func benchSize(s string) (bench.Size, error) {
-	n, err := parseSize(s)
-	return bench.Size{Text: s, Bytes: n}, err
-}
-
 // masterHTTPFlag registers --master-http: the RPC addresses say nothing of
 // the masters' HTTP ports, so a bench that reads /metrics is told them.
 func masterHTTPFlag(fs *flag.FlagSet) *string {
-	return fs.String("master-http", envString("SEXTON_MASTER_HTTP", ""),
+	return fs.String("master-http", cliflag.EnvString("SEXTON_MASTER_HTTP", ""),
 		"the masters' HTTP addresses A,B,C (their --http-addr), to read their own figures from /metrics (RSS, heap, CPU; for bench remove, where its commits went); empty: not read (env SEXTON_MASTER_HTTP)")
 }
 
@@ -67,7 +62,7 @@ func setupBenchRemove(fs *flag.FlagSet) runFunc {
 	masterHTTP := masterHTTPFlag(fs)
 	return func(e *env, _ []string) error {
 		return benchErr(bench.Remove(e.benchEnv(), bench.RemoveOptions{Keys: *keys, Batch: *batch, Clients: *clients,
-			Drain: *drain, Sessions: *sessions, MasterHTTP: splitList(*masterHTTP)}))
+			Drain: *drain, Sessions: *sessions, MasterHTTP: cliflag.SplitList(*masterHTTP)}))
 	}
 }
 
@@ -78,7 +73,7 @@ func setupBenchPutGet(get bool) func(*flag.FlagSet) runFunc {
 		clients := fs.Int("clients", 16, "concurrent clients")
 		replicas := fs.Int("replicas", 1, "replicas per object")
 		return func(e *env, _ []string) error {
-			sz, err := benchSize(*size)
+			sz, err := bench.ParseSize(*size)
 			if err != nil {
 				return err
 			}
@@ -99,92 +94,70 @@ func setupBenchPut(fs *flag.FlagSet) runFunc {
 	clients := fs.Int("clients", 16, "concurrent clients")
 	replicas := fs.Int("replicas", 1, "replicas per object")
 	masterHTTP := masterHTTPFlag(fs)
-	holderHTTP := fs.String("holder-http", envString("SEXTON_HOLDER_HTTP", ""),
+	holderHTTP := fs.String("holder-http", cliflag.EnvString("SEXTON_HOLDER_HTTP", ""),
 		"the holders' HTTP addresses A,B (their --http-addr), to read their fsync times and CPU from /metrics; empty: not read (env SEXTON_HOLDER_HTTP)")
 	return func(e *env, _ []string) error {
-		sz, err := benchSize(*size)
+		sz, err := bench.ParseSize(*size)
 		if err != nil {
 			return err
 		}
 		return benchErr(bench.Put(e.benchEnv(), bench.PutOptions{N: *n, Size: sz, Clients: *clients, Replicas: *replicas,
-			MasterHTTP: splitList(*masterHTTP), HolderHTTP: splitList(*holderHTTP)}))
+			MasterHTTP: cliflag.SplitList(*masterHTTP), HolderHTTP: cliflag.SplitList(*holderHTTP)}))
 	}
 }
 
 func setupBenchLoad(fs *flag.FlagSet) runFunc {
-	var c loadConfig
-	fs.IntVar(&c.objects, "objects", 100000, "objects to create")
-	fs.IntVar(&c.clients, "clients", 16, "batches in flight at once")
-	fs.IntVar(&c.batch, "batch", api.MaxBatchPutItems, fmt.Sprintf("objects per BatchPutStart and BatchPutEnd (1..%d)", api.MaxBatchPutItems))
-	fs.IntVar(&c.segments, "segments", 8, "simulated holders the objects are placed on")
-	fs.StringVar(&c.prefix, "prefix", "", "key prefix; keys are PREFIX plus a 10-digit index (default load/RUNID/, new each run: a reused prefix fails with OBJECT_ALREADY_EXISTS, never overwrites)")
+	var o bench.LoadOptions
+	fs.IntVar(&o.Objects, "objects", 100000, "objects to create")
+	fs.IntVar(&o.Clients, "clients", 16, "batches in flight at once")
+	fs.IntVar(&o.Batch, "batch", api.MaxBatchPutItems, fmt.Sprintf("objects per BatchPutStart and BatchPutEnd (1..%d)", api.MaxBatchPutItems))
+	fs.IntVar(&o.Segments, "segments", 8, "simulated holders the objects are placed on")
+	fs.StringVar(&o.Prefix, "prefix", "", "key prefix; keys are PREFIX plus a 10-digit index (default load/RUNID/, new each run: a reused prefix fails with OBJECT_ALREADY_EXISTS, never overwrites)")
 	size := fs.String("size", "4KiB", "size each object claims (no bytes are written)")
 	masterHTTP := masterHTTPFlag(fs)
 	return func(e *env, _ []string) error {
-		sz, err := parseSize(*size)
+		sz, err := cliflag.ParseSize(*size)
 		if err != nil {
 			return usagef("--size: %v", err)
 		}
-		c.size, c.masterHTTP = sz, *masterHTTP
-		return benchErr(bench.Load(e.benchEnv(), bench.LoadOptions{Objects: c.objects, Clients: c.clients, Batch: c.batch,
-			Segments: c.segments, Prefix: c.prefix, Size: c.size, MasterHTTP: splitList(c.masterHTTP)}))
+		o.Size, o.MasterHTTP = sz, cliflag.SplitList(*masterHTTP)
+		return benchErr(bench.Load(e.benchEnv(), o))
 	}
-}
-
-type loadConfig struct {
-	objects, clients, batch, segments int
-	prefix                            string
-	size                              int64
-	masterHTTP                        string
 }
 
 func setupBenchHolders(fs *flag.FlagSet) runFunc {
-	var c holdersConfig
-	fs.IntVar(&c.n, "n", 1000, "simulated holders, each with its own client and connection, as real holders have")
-	fs.DurationVar(&c.duration, "duration", 30*time.Second, "how long to put and remove for")
-	fs.Float64Var(&c.rate, "removes-per-sec", 100, "Removes per second, of objects put for them (metadata only) and spread over the holders by placement")
-	fs.StringVar(&c.prefix, "prefix", "", "key prefix (default holders/RUNID/, new each run)")
+	var o bench.HoldersOptions
+	fs.IntVar(&o.N, "n", 1000, "simulated holders, each with its own client and connection, as real holders have")
+	fs.DurationVar(&o.Duration, "duration", 30*time.Second, "how long to put and remove for")
+	fs.Float64Var(&o.Rate, "removes-per-sec", 100, "Removes per second, of objects put for them (metadata only) and spread over the holders by placement")
+	fs.StringVar(&o.Prefix, "prefix", "", "key prefix (default holders/RUNID/, new each run)")
 	masterHTTP := masterHTTPFlag(fs)
 	return func(e *env, _ []string) error {
-		c.masterHTTP = *masterHTTP
-		return benchErr(bench.Holders(e.benchEnv(), bench.HoldersOptions{N: c.n, Duration: c.duration, Rate: c.rate,
-			Prefix: c.prefix, MasterHTTP: splitList(c.masterHTTP)}))
+		o.MasterHTTP = cliflag.SplitList(*masterHTTP)
+		return benchErr(bench.Holders(e.benchEnv(), o))
 	}
-}
-
-type holdersConfig struct {
-	n          int
-	duration   time.Duration
-	rate       float64
-	prefix     string
-	masterHTTP string
 }
 
 // setupBenchDFS: DFS allocations per second and DFS put/get throughput
 // next to raw pwrite/pread (bench.DFS).
 func setupBenchDFS(fs *flag.FlagSet) runFunc {
-	o := benchDFSOptions{}
-	fs.IntVar(&o.n, "n", 2000, "allocations per allocation phase")
-	fs.IntVar(&o.ioN, "io-n", 200, "objects per size in the I/O phase")
-	fs.StringVar(&o.sizes, "sizes", "64KiB,1MiB", "value sizes of the I/O phase")
-	fs.IntVar(&o.clients, "clients", 4, "concurrent clients in the I/O phase")
-	fs.IntVar(&o.batch, "batch", 0, "also allocate in batches of this many objects (BatchPutStart/BatchPutEnd, one Raft entry each); 0 skips the phase")
+	var o bench.DFSOptions
+	fs.IntVar(&o.N, "n", 2000, "allocations per allocation phase")
+	fs.IntVar(&o.IONum, "io-n", 200, "objects per size in the I/O phase")
+	sizes := fs.String("sizes", "64KiB,1MiB", "value sizes of the I/O phase")
+	fs.IntVar(&o.Clients, "clients", 4, "concurrent clients in the I/O phase")
+	fs.IntVar(&o.Batch, "batch", 0, "also allocate in batches of this many objects (BatchPutStart/BatchPutEnd, one Raft entry each); 0 skips the phase")
 	return func(e *env, _ []string) error {
-		var sizes []bench.Size
-		for _, s := range strings.Split(o.sizes, ",") {
-			sz, err := parseSize(strings.TrimSpace(s))
+		o.Sizes = nil
+		for _, s := range strings.Split(*sizes, ",") {
+			sz, err := bench.ParseSize(s)
 			if err != nil {
 				return err
 			}
-			sizes = append(sizes, bench.Size{Text: s, Bytes: sz})
+			o.Sizes = append(o.Sizes, sz)
 		}
-		return benchErr(bench.DFS(e.benchEnv(), bench.DFSOptions{N: o.n, IONum: o.ioN, Clients: o.clients, Batch: o.batch, Sizes: sizes}))
+		return benchErr(bench.DFS(e.benchEnv(), o))
 	}
-}
-
-type benchDFSOptions struct {
-	n, ioN, clients, batch int
-	sizes                  string
 }
 
 // benchDFSChurn: the shard and bucket allocators' space efficiency under
@@ -198,7 +171,7 @@ func benchDFSChurn(args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return usagef("%v", err)
 	}
-	space, err := benchSize(*total)
+	space, err := bench.ParseSize(*total)
 	if err != nil {
 		return err
 	}

@@ -16,11 +16,7 @@ import (
 // benchCluster starts a one-process cluster and a client of it.
 func benchCluster(t *testing.T) (*devcluster.Cluster, *client.Client) {
 	t.Helper()
-	c, err := devcluster.Start(devcluster.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c, _ := devCluster(t, t.TempDir())
 	cl, err := client.New(client.Config{Masters: []string{c.MasterAddr()}})
 	if err != nil {
 		t.Fatal(err)

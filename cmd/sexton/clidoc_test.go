@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"sexton/jsonout"
 )
 
 // docs/CLI.md is the CLI's contract: every verb has a section with its
@@ -133,7 +135,7 @@ func TestCLIDoc(t *testing.T) {
 				t.Errorf("docs/CLI.md: %q takes --json but has no example", v.path)
 			}
 			for _, ex := range exs {
-				if err := checkJSON(ex); err != nil {
+				if err := jsonout.Check(ex); err != nil {
 					t.Errorf("docs/CLI.md: a --json example of %q: %v", v.path, err)
 				}
 			}

@@ -3,16 +3,21 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"time"
 
-	"sexton/api"
 	"sexton/client"
+	"sexton/internal/cliflag"
+	"sexton/internal/progress"
+	"sexton/jsonout"
 	"sexton/transport"
 )
+
+// progressTo is where long operator work reports its progress: stderr,
+// never stdout, so --json output stays one JSON value (tests replace it).
+var progressTo = progress.Stderr()
 
 // env is what a verb runs with: the shared flags, parsed once by the
 // dispatcher, and the client they describe, opened on first use and
@@ -33,9 +38,9 @@ type env struct {
 
 // register adds the cluster flags to fs.
 func (e *env) register(fs *flag.FlagSet) {
-	fs.StringVar(&e.masters, "masters", envString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
-	fs.StringVar(&e.token, "cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "the token this caller proves: a client or operator token, or the cluster token (env SEXTON_CLUSTER_TOKEN)")
-	fs.DurationVar(&e.timeout, "timeout", envDuration("SEXTON_TIMEOUT", 15*time.Second), "give up after this long (env SEXTON_TIMEOUT)")
+	fs.StringVar(&e.masters, "masters", cliflag.EnvString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
+	fs.StringVar(&e.token, "cluster-token", cliflag.EnvString("SEXTON_CLUSTER_TOKEN", ""), "the token this caller proves: a client or operator token, or the cluster token (env SEXTON_CLUSTER_TOKEN)")
+	fs.DurationVar(&e.timeout, "timeout", cliflag.EnvDuration("SEXTON_TIMEOUT", 15*time.Second), "give up after this long (env SEXTON_TIMEOUT)")
 	e.tls.register(fs)
 }
 
@@ -72,11 +77,11 @@ func (e *env) newClient() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := client.New(client.Config{Masters: splitList(e.masters), Token: cc.Token, TLS: cc.TLS, Timeout: e.timeout})
+	cl, err := client.New(client.Config{Masters: cliflag.SplitList(e.masters), Token: cc.Token, TLS: cc.TLS, Timeout: e.timeout})
 	if err != nil {
 		return nil, fmt.Errorf("%w (--masters or SEXTON_MASTERS)", err)
 	}
-	cl.SetDFS(dfsDataPath{cl: cl})
+	clientDFS.Use(cl)
 	e.opened = append(e.opened, cl)
 	return cl, nil
 }
@@ -118,30 +123,15 @@ func (e *env) output(v any, text func() error) error {
 	return text()
 }
 
-// dfsDataPath is this process's DFS data path for the client library.
-type dfsDataPath struct{ cl *client.Client }
-
-func (d dfsDataPath) Write(ctx context.Context, key, tenant string, inc api.ObjectIncarnation, r api.ReplicaLocation, value []byte) error {
-	return clientDFS.write(ctx, d.cl.Masters(), key, tenant, inc, r, value)
-}
-
-func (d dfsDataPath) Read(ctx context.Context, r api.ReplicaLocation) ([]byte, error) {
-	return clientDFS.read(ctx, d.cl.Masters(), r)
-}
-
-// dataMaxFrame bounds a value read from stdin: the holder data frame limit.
-const dataMaxFrame = client.DataMaxFrame
+// clientDFS is this process's DFS data path, shared by its clients.
+var clientDFS client.EnvDFS
 
 // printJSON prints v as indented JSON, once it has checked the encoding
-// keeps the contract (checkJSON): an output that would not is a bug in
-// sexton, refused rather than printed.
+// keeps the contract (jsonout.Encode).
 func printJSON(v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := jsonout.Encode(v)
 	if err != nil {
-		return fmt.Errorf("--json: %w", err)
-	}
-	if err := checkJSON(b); err != nil {
-		return fmt.Errorf("--json output breaks the CLI contract (a bug in sexton): %w", err)
+		return err
 	}
 	jsonPrinted = true
 	_, err = os.Stdout.Write(append(b, '\n'))

@@ -12,6 +12,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/jsonout"
 )
 
 // stateAcknowledged is rm --wait's state of a task it saw pending and that
@@ -40,9 +41,18 @@ func orDash(s string) string {
 	return s
 }
 
+// taskState is a task's STATE in the text tables: the master's state,
+// and for one a read lease holds back, until when.
+func taskState(t jsonout.Task) string {
+	if t.State == api.TaskLeased && t.LeaseEnd > 0 {
+		return "withheld by a read lease until " + time.Unix(0, t.LeaseEnd).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	return orDash(t.State)
+}
+
 // printDeleteTable prints delete tasks one a line, as stat and rm --wait
 // show them.
-func printDeleteTable(w io.Writer, tasks []taskOut, withKey bool, now time.Time) error {
+func printDeleteTable(w io.Writer, tasks []jsonout.Task, withKey bool, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	head := "SEGMENT\tHOLDER\tINCARNATION\tSTATE\tAGE\tATTEMPTS\tLAST ERROR"
 	if withKey {
@@ -62,96 +72,18 @@ func printDeleteTable(w io.Writer, tasks []taskOut, withKey bool, now time.Time)
 	return tw.Flush()
 }
 
-// rmOut is rm's --json answer: how many keys it removed and, with
-// --wait, every delete task of them it saw, acknowledged or not, and
-// whether all were acknowledged (done; false without --wait).
-type rmOut struct {
-	Removed  int       `json:"removed"`
-	Done     bool      `json:"done"`
-	Replicas []taskOut `json:"replicas"`
-	// Job is the bulk-delete job of rm --prefix/--all (as operator jobs
-	// shows it; omitted otherwise): removed is its count, done whether it
-	// finished within --wait, and replicas stays empty.
-	Job *jobOut `json:"job,omitempty"`
-	// Failed and Keys are there when some keys were not removed: the
-	// count, and every key's outcome in order (rm KEY... and --batch).
-	Failed int            `json:"failed,omitempty"`
-	Keys   []keyResultOut `json:"keys,omitempty"`
-}
-
-// deleteWatch follows the delete tasks of some keys until none is pending.
-// A task seen pending and no longer listed was acknowledged; a task
-// acknowledged before the first look is not seen at all.
-type deleteWatch struct {
-	keys  []string // still with pending tasks
-	seen  map[uint64]int
-	tasks []taskOut // in the order first seen
-}
-
-func newDeleteWatch(keys []string) *deleteWatch {
-	w := &deleteWatch{seen: map[uint64]int{}}
-	dup := map[string]bool{}
-	for _, k := range keys {
-		if !dup[k] {
-			dup[k] = true
-			w.keys = append(w.keys, k)
+// watchedTasks renders the tasks w saw, an acknowledged one in state
+// acknowledged.
+func watchedTasks(w *client.DeleteWatch) []jsonout.Task {
+	out := make([]jsonout.Task, 0, len(w.Tasks()))
+	for _, t := range w.Tasks() {
+		o := jsonout.TaskOf(t.Task, t.Progress, t.Seen)
+		if t.Acknowledged {
+			o.State = stateAcknowledged
 		}
+		out = append(out, o)
 	}
-	return w
-}
-
-// poll looks once at every key still pending; it returns the indexes (in
-// tasks) of the tasks that are new or changed.
-func (w *deleteWatch) poll(ctx context.Context, cl *client.Client, now time.Time) ([]int, error) {
-	var changed []int
-	var still []string
-	for _, k := range w.keys {
-		resp, err := cl.DeleteProgress(ctx, k)
-		if err != nil {
-			return changed, fmt.Errorf("%s: %w", k, err)
-		}
-		listed := map[uint64]bool{}
-		for i, t := range resp.Tasks {
-			listed[t.ID] = true
-			o := taskJSON(t, progressAt(resp, i), now)
-			j, ok := w.seen[t.ID]
-			if !ok {
-				w.seen[t.ID] = len(w.tasks)
-				changed = append(changed, len(w.tasks))
-				w.tasks = append(w.tasks, o)
-				continue
-			}
-			if p := w.tasks[j]; p.State != o.State || p.Attempts != o.Attempts || p.LastError != o.LastError || p.LeaseEnd != o.LeaseEnd {
-				changed = append(changed, j)
-			}
-			w.tasks[j] = o
-		}
-		for j := range w.tasks {
-			t := &w.tasks[j]
-			if t.Key == k && !listed[t.ID] && t.State != stateAcknowledged {
-				t.State = stateAcknowledged
-				changed = append(changed, j)
-			}
-		}
-		if resp.Total > 0 || resp.DFSRecordsPending > 0 {
-			// A DFS removal is done once its removal record is in the
-			// DFS root's journal, as a LOCAL_DISK one once its tasks are
-			// acknowledged.
-			still = append(still, k)
-		}
-	}
-	w.keys = still
-	return changed, nil
-}
-
-func (w *deleteWatch) unacknowledged() int {
-	n := 0
-	for _, t := range w.tasks {
-		if t.State != stateAcknowledged {
-			n++
-		}
-	}
-	return n
+	return out
 }
 
 // waitLines bounds the table rm --wait redraws on a terminal.
@@ -164,61 +96,48 @@ const waitLines = 20
 func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) error {
 	if d <= 0 {
 		if e.json {
-			return printJSON(rmOut{Removed: len(keys), Replicas: []taskOut{}})
+			return printJSON(jsonout.Rm{Removed: len(keys), Replicas: []jsonout.Task{}})
 		}
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	w := newDeleteWatch(keys)
-	live := !e.json && progressIsTerminal()
+	w := client.NewDeleteWatch(keys)
+	live := !e.json && progressTo.Terminal
 	drawn := 0 // lines of the live table on stderr
-	pause := 5 * time.Millisecond
-	var waitErr error
-	for {
-		now := time.Now()
-		changed, err := w.poll(ctx, cl, now)
-		if err != nil {
-			if ctx.Err() == nil || !errors.Is(err, context.DeadlineExceeded) && api.CodeOf(err) != api.CodeTimeout {
-				return fmt.Errorf("rm --wait: removed, but %w", err)
-			}
-		}
+	tasks := []jsonout.Task{}
+	err := w.Wait(ctx, cl, func(now time.Time, changed []int) {
+		tasks = watchedTasks(w)
 		switch {
 		case live:
-			drawn = redrawWait(progressOut, w, drawn, now)
+			drawn = redrawWait(progressTo.W, tasks, drawn, now)
 		case !e.json:
 			for _, j := range changed {
-				t := w.tasks[j]
-				fmt.Fprintf(progressOut, "rm --wait: %s segment=%s holder=%s state=%s attempts=%d error=%s\n", t.Key, t.Segment, orDash(t.Holder), taskState(t), t.Attempts, orDash(t.LastError))
+				t := tasks[j]
+				fmt.Fprintf(progressTo.W, "rm --wait: %s segment=%s holder=%s state=%s attempts=%d error=%s\n", t.Key, t.Segment, orDash(t.Holder), taskState(t), t.Attempts, orDash(t.LastError))
 			}
 		}
-		if len(w.keys) == 0 {
-			break
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
-		if ctx.Err() != nil {
-			waitErr = fmt.Errorf("rm --wait: removed, but %d of %d replicas seen are not acknowledged after %s (exit 1; the tasks stay, see `sexton stat KEY`)", w.unacknowledged(), len(w.tasks), d)
-			break
-		}
-		pause = min(2*pause, 250*time.Millisecond)
+	})
+	var waitErr error
+	switch {
+	case err == nil:
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		waitErr = fmt.Errorf("rm --wait: removed, but %d of %d replicas seen are not acknowledged after %s (exit 1; the tasks stay, see `sexton stat KEY`)", w.Unacknowledged(), len(tasks), d)
+	default:
+		return fmt.Errorf("rm --wait: removed, but %w", err)
 	}
 	if drawn > 0 {
-		fmt.Fprintf(progressOut, "\x1b[%dA\x1b[J", drawn) // the final table goes to stdout
+		fmt.Fprintf(progressTo.W, "\x1b[%dA\x1b[J", drawn) // the final table goes to stdout
 	}
 	now := time.Now()
-	if err := e.output(rmOut{Removed: len(keys), Done: waitErr == nil, Replicas: append([]taskOut{}, w.tasks...)}, func() error {
-		if len(w.tasks) > 0 {
-			if err := printDeleteTable(os.Stdout, w.tasks, true, now); err != nil {
+	if err := e.output(jsonout.Rm{Removed: len(keys), Done: waitErr == nil, Replicas: tasks}, func() error {
+		if len(tasks) > 0 {
+			if err := printDeleteTable(os.Stdout, tasks, true, now); err != nil {
 				return err
 			}
 		}
 		if waitErr == nil {
-			fmt.Printf("all %d replicas seen acknowledged\n", len(w.tasks))
+			fmt.Printf("all %d replicas seen acknowledged\n", len(tasks))
 		}
 		return nil
 	}); err != nil {
@@ -229,23 +148,23 @@ func waitDeleted(e *env, cl *client.Client, keys []string, d time.Duration) erro
 
 // redrawWait replaces the table drawn last (drawn lines) with the current
 // one, the unacknowledged replicas first, at most waitLines of them.
-func redrawWait(out io.Writer, w *deleteWatch, drawn int, now time.Time) int {
+func redrawWait(out io.Writer, tasks []jsonout.Task, drawn int, now time.Time) int {
 	var b strings.Builder
 	if drawn > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", drawn)
 	}
-	rows := make([]taskOut, 0, len(w.tasks))
-	for _, t := range w.tasks {
+	rows := make([]jsonout.Task, 0, len(tasks))
+	for _, t := range tasks {
 		if t.State != stateAcknowledged {
 			rows = append(rows, t)
 		}
 	}
-	acked := len(w.tasks) - len(rows)
+	acked := len(tasks) - len(rows)
 	more := max(len(rows)-waitLines, 0)
 	rows = rows[:min(len(rows), waitLines)]
 	var tb strings.Builder
 	_ = printDeleteTable(&tb, rows, true, now)
-	fmt.Fprintf(&tb, "waiting: %d of %d replicas acknowledged", acked, len(w.tasks))
+	fmt.Fprintf(&tb, "waiting: %d of %d replicas acknowledged", acked, len(tasks))
 	if more > 0 {
 		fmt.Fprintf(&tb, ", %d more pending not shown", more)
 	}

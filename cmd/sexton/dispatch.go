@@ -57,15 +57,7 @@ func (v *verb) exec(args []string) error {
 	if v.raw != nil {
 		return v.raw(args)
 	}
-	fs := newFlags(v.path)
-	e := &env{}
-	if v.takes&clusterFlags != 0 {
-		e.register(fs)
-	}
-	if v.takes&jsonFlag != 0 {
-		fs.BoolVar(&e.json, "json", false, "print JSON (snake_case keys)")
-	}
-	runIt := v.setup(fs)
+	fs, e, runIt := v.flags()
 	pos, err := parseAll(fs, args)
 	if err != nil {
 		return err
@@ -88,6 +80,19 @@ func (v *verb) exec(args []string) error {
 		}
 	}
 	return err
+}
+
+// flags makes a FlagSet with the verb's flags: the shared ones it takes,
+// into e, and its own (setup), whose run function comes back.
+func (v *verb) flags() (fs *flag.FlagSet, e *env, run runFunc) {
+	fs, e = newFlags(v.path), &env{}
+	if v.takes&clusterFlags != 0 {
+		e.register(fs)
+	}
+	if v.takes&jsonFlag != 0 {
+		fs.BoolVar(&e.json, "json", false, "print JSON (snake_case keys)")
+	}
+	return fs, e, v.setup(fs)
 }
 
 // findVerb returns the verb whose path is the longest prefix of args and

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"sexton/api"
+	"sexton/jsonout"
 	"sexton/snapshot"
 )
 
@@ -79,7 +80,7 @@ func TestReadmeNamesTheWrittenSnapshotFormat(t *testing.T) {
 	}
 }
 
-// printedKinds maps each JSON output type of this package that has a
+// printedKinds maps each JSON output type (package jsonout) that has a
 // "kind" field to the values the binary can put there. A new such type
 // must be added here, so that its kinds are checked too.
 func printedKinds() map[string][]string {
@@ -90,19 +91,24 @@ func printedKinds() map[string][]string {
 		}
 	}
 	return map[string][]string{
-		"replicaOut": replicas,                  // ReplicaKind.String
-		"jobOut":     {api.JobKindPrefixDelete}, // the only job kind the fsm creates
-		"versionOut": {kindVersion},
-		"putOut":     {kindPut},
-		"errorOut":   {kindError},
+		"Replica": replicas,                  // ReplicaKind.String
+		"Job":     {api.JobKindPrefixDelete}, // the only job kind the fsm creates
+		"Version": {jsonout.KindVersion},
+		"Put":     {jsonout.KindPut},
+		"Failure": {jsonout.KindError},
 	}
 }
 
-// kindTypes are the struct types of this package's non-test sources with
-// a field whose JSON name is "kind".
+// kindTypes are the struct types of the non-test sources of this package
+// and of package jsonout with a field whose JSON name is "kind".
 func kindTypes(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := filepath.Glob("../../jsonout/*.go")
+	files = append(files, out...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"sexton/internal/cliflag"
 )
 
 // verbFlags are the flags of every verb, as its --help registers them.
@@ -42,7 +44,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 	for path, fs := range verbFlags(t) {
 		fs.VisitAll(func(f *flag.Flag) {
 			id := path + " --" + f.Name
-			m := envInUsage.FindStringSubmatch(f.Usage)
+			m := cliflag.EnvInUsage.FindStringSubmatch(f.Usage)
 			if _, ok := exceptions[id]; ok {
 				if m != nil {
 					t.Errorf("%s is an exception but names %s", id, m[1])
@@ -74,7 +76,7 @@ func TestFlagDefaultsReadNamedVariables(t *testing.T) {
 	named := map[string]bool{}
 	for _, fs := range verbFlags(t) {
 		fs.VisitAll(func(f *flag.Flag) {
-			if m := envInUsage.FindStringSubmatch(f.Usage); m != nil {
+			if m := cliflag.EnvInUsage.FindStringSubmatch(f.Usage); m != nil {
 				named[m[1]] = true
 			}
 		})
@@ -131,7 +133,7 @@ func envValue(path string, f *flag.Flag) string {
 func TestEveryFlagReadsItsEnvironmentVariable(t *testing.T) {
 	for path, fs := range verbFlags(t) {
 		fs.VisitAll(func(f *flag.Flag) {
-			m := envInUsage.FindStringSubmatch(f.Usage)
+			m := cliflag.EnvInUsage.FindStringSubmatch(f.Usage)
 			if m == nil {
 				return // TestEveryFlagHasAnEnvironmentVariable
 			}
@@ -154,7 +156,7 @@ func TestEveryFlagReadsItsEnvironmentVariable(t *testing.T) {
 			if got != want {
 				t.Errorf("%s --%s: %s=%s gives %q", path, f.Name, m[1], want, got)
 			}
-			if !envInUsage.MatchString(f.Usage) {
+			if !cliflag.EnvInUsage.MatchString(f.Usage) {
 				return
 			}
 			// The flag wins over the variable.

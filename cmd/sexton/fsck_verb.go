@@ -15,7 +15,7 @@ import (
 func setupFsck(*flag.FlagSet) runFunc {
 	return func(e *env, _ []string) error {
 		rep, err := fsck.Run(fsck.Env{Call: e.call, ClientConfig: e.clientConfig, Progress: func(what string, total int64, unit string) fsck.Progress {
-			return progressOf{newProgress(what, total, unit)}
+			return progressTo.New(what, total, unit)
 		}})
 		if err != nil {
 			return fmt.Errorf("fsck: %w", err)

@@ -4,36 +4,33 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
-	"sexton/api"
 	"sexton/holder"
+	"sexton/internal/cliflag"
+	"sexton/internal/secret"
+	"sexton/jsonout"
 )
 
 func runHolder(args []string) error {
 	fs := newFlags("holder")
-	masters := fs.String("masters", envString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
-	dir := fs.String("dir", envString("SEXTON_HOLDER_DIR", ""), "LOCAL_DISK directory (env SEXTON_HOLDER_DIR)")
-	addr := fs.String("rpc-addr", envString("SEXTON_HOLDER_RPC_ADDR", "127.0.0.1:7301"), "data RPC address (env SEXTON_HOLDER_RPC_ADDR)")
-	httpAddr := fs.String("http-addr", envString("SEXTON_HOLDER_HTTP_ADDR", ""), "HTTP address for /metrics, /healthz, /readyz; empty = off (env SEXTON_HOLDER_HTTP_ADDR)")
-	advertise := fs.String("advertise", envString("SEXTON_HOLDER_ADVERTISE", ""), envUsage("SEXTON_HOLDER_ADVERTISE", "data RPC address given to clients (default: --rpc-addr)"))
-	pool := fs.String("pool", envString("SEXTON_HOLDER_POOL", "default"), "pool name (env SEXTON_HOLDER_POOL)")
-	capacity := fs.String("capacity", envString("SEXTON_HOLDER_CAPACITY", "0"), "bytes this holder may use, plain or with a unit such as 4GiB (env SEXTON_HOLDER_CAPACITY)")
-	metaReserve := fs.String("metadata-reserve", envString(holder.EnvMetadataReserve, "auto"), "space kept for tombstones and GC metadata: puts are refused while less is free, and a file of this size (.space_reserve) is preallocated and released when a deletion meets a full disk; bytes with an optional unit, auto (sized from the bucket keys limit) or 0 to turn it off (env "+holder.EnvMetadataReserve+")")
-	clientID := fs.String("client-id", envString("SEXTON_HOLDER_CLIENT_ID", ""), envUsage("SEXTON_HOLDER_CLIENT_ID", "client id (default: derived from the segment id)"))
-	token := fs.String("cluster-token", envString("SEXTON_CLUSTER_TOKEN", ""), "the token this holder proves to the masters (their --holder-token, or their --cluster-token without role tokens); on the data port it proves the operator role; at least 32 bytes, sexton operator token generate makes one; of a comma-separated list the holder proves the first and its data port accepts each (env SEXTON_CLUSTER_TOKEN)")
-	clientToken := fs.String("client-token", envString("SEXTON_CLIENT_TOKEN", ""), "token that proves the client role on the data port, at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env SEXTON_CLIENT_TOKEN)")
-	operatorToken := fs.String("operator-token", envString("SEXTON_OPERATOR_TOKEN", ""), "token that proves the operator role on the data port, at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env SEXTON_OPERATOR_TOKEN)")
-	logLevel := fs.String("log-level", envString("SEXTON_LOG_LEVEL", "info"), envUsage("SEXTON_LOG_LEVEL", "log level"))
-	var tf tlsFlags
-	tf.register(fs)
-	requireCert := clientAuthFlag(fs)
-	insecure := insecureNoClientAuthFlag(fs)
+	masters := fs.String("masters", cliflag.EnvString("SEXTON_MASTERS", "127.0.0.1:7101"), "master RPC addresses A,B,C (env SEXTON_MASTERS)")
+	dir := fs.String("dir", cliflag.EnvString("SEXTON_HOLDER_DIR", ""), "LOCAL_DISK directory (env SEXTON_HOLDER_DIR)")
+	addr := fs.String("rpc-addr", cliflag.EnvString("SEXTON_HOLDER_RPC_ADDR", "127.0.0.1:7301"), "data RPC address (env SEXTON_HOLDER_RPC_ADDR)")
+	httpAddr := fs.String("http-addr", cliflag.EnvString("SEXTON_HOLDER_HTTP_ADDR", ""), "HTTP address for /metrics, /healthz, /readyz; empty = off (env SEXTON_HOLDER_HTTP_ADDR)")
+	advertise := fs.String("advertise", cliflag.EnvString("SEXTON_HOLDER_ADVERTISE", ""), cliflag.EnvUsage("SEXTON_HOLDER_ADVERTISE", "data RPC address given to clients (default: --rpc-addr)"))
+	pool := fs.String("pool", cliflag.EnvString("SEXTON_HOLDER_POOL", "default"), "pool name (env SEXTON_HOLDER_POOL)")
+	capacity := fs.String("capacity", cliflag.EnvString("SEXTON_HOLDER_CAPACITY", "0"), "bytes this holder may use, plain or with a unit such as 4GiB (env SEXTON_HOLDER_CAPACITY)")
+	metaReserve := fs.String("metadata-reserve", cliflag.EnvString(holder.EnvMetadataReserve, "auto"), "space kept for tombstones and GC metadata: puts are refused while less is free, and a file of this size (.space_reserve) is preallocated and released when a deletion meets a full disk; bytes with an optional unit, auto (sized from the bucket keys limit) or 0 to turn it off (env "+holder.EnvMetadataReserve+")")
+	clientID := fs.String("client-id", cliflag.EnvString("SEXTON_HOLDER_CLIENT_ID", ""), cliflag.EnvUsage("SEXTON_HOLDER_CLIENT_ID", "client id (default: derived from the segment id)"))
+	token := fs.String("cluster-token", cliflag.EnvString("SEXTON_CLUSTER_TOKEN", ""), "the token this holder proves to the masters (their --holder-token, or their --cluster-token without role tokens); on the data port it proves the operator role; at least 32 bytes, sexton operator token generate makes one; of a comma-separated list the holder proves the first and its data port accepts each (env SEXTON_CLUSTER_TOKEN)")
+	clientToken := fs.String("client-token", cliflag.EnvString("SEXTON_CLIENT_TOKEN", ""), "token that proves the client role on the data port, at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env SEXTON_CLIENT_TOKEN)")
+	operatorToken := fs.String("operator-token", cliflag.EnvString("SEXTON_OPERATOR_TOKEN", ""), "token that proves the operator role on the data port, at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env SEXTON_OPERATOR_TOKEN)")
+	logLevel := fs.String("log-level", cliflag.EnvString("SEXTON_LOG_LEVEL", "info"), cliflag.EnvUsage("SEXTON_LOG_LEVEL", "log level"))
+	stls := addServerTLS(fs)
 	// The GC settings come from MOONCAKE_OFFLOAD_* first; a bad variable
 	// refuses to start rather than fall back to a default.
 	gcEnv, err := holder.GCOptionsFromEnv()
@@ -44,7 +41,7 @@ func runHolder(args []string) error {
 	gcInterval := fs.String("gc-interval", gcEnv.Interval.String(), "GC wake interval, seconds or a duration like 10s (env "+holder.EnvGCIntervalSeconds+")")
 	gcRatio := fs.Float64("gc-deleted-ratio", gcEnv.DeletedRatio, "dead-byte ratio at which a bucket is collected, (0,1] (env "+holder.EnvGCDeletedRatio+")")
 	gcHigh := fs.Float64("gc-high-watermark", gcEnv.HighWatermark, "disk usage ratio that starts reclaim and eviction, (0,1] (env "+holder.EnvGCHighWatermark+")")
-	gcPolicy := fs.String("gc-policy", envString("SEXTON_HOLDER_GC_POLICY", "age-aware"), envUsage("SEXTON_HOLDER_GC_POLICY", "GC victim choice: age-aware (cost-benefit) or greedy (highest dead ratio first)"))
+	gcPolicy := fs.String("gc-policy", cliflag.EnvString("SEXTON_HOLDER_GC_POLICY", "age-aware"), cliflag.EnvUsage("SEXTON_HOLDER_GC_POLICY", "GC victim choice: age-aware (cost-benefit) or greedy (highest dead ratio first)"))
 	gcLow := fs.Float64("gc-low-watermark", gcEnv.LowWatermark, "disk usage ratio reclaim stops at, below the high watermark (env "+holder.EnvGCLowWatermark+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -52,29 +49,18 @@ func runHolder(args []string) error {
 	if *dir == "" {
 		return usagef("holder: --dir is required")
 	}
-	tlsSrc, err := tf.source()
+	tlsSrc, tlsRequire, securityWarning, err := stls.resolve("holder data port", secret.FlagToken{Flag: "--cluster-token", Token: *token},
+		secret.FlagToken{Flag: "--client-token", Token: *clientToken}, secret.FlagToken{Flag: "--operator-token", Token: *operatorToken})
 	if err != nil {
 		return err
 	}
-	tlsRequire, err := requireCert()
-	if err != nil {
-		return err
-	}
-	if tlsRequire && tlsSrc == nil {
-		return usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
-	}
-	securityWarning, err := serverSecurity("holder data port", tlsSrc != nil, tlsRequire, []flagToken{
-		{"--cluster-token", *token}, {"--client-token", *clientToken}, {"--operator-token", *operatorToken}}, *insecure)
-	if err != nil {
-		return err
-	}
-	capBytes, err := parseSize(*capacity)
+	capBytes, err := cliflag.ParseSize(*capacity)
 	if err != nil {
 		return fmt.Errorf("--capacity: %w", err)
 	}
 	reserve := int64(-1) // auto
 	if strings.TrimSpace(*metaReserve) != "auto" {
-		if reserve, err = parseSize(*metaReserve); err != nil {
+		if reserve, err = cliflag.ParseSize(*metaReserve); err != nil {
 			return fmt.Errorf("--metadata-reserve: %w", err)
 		}
 	}
@@ -99,9 +85,9 @@ func runHolder(args []string) error {
 	if securityWarning != "" {
 		logger.Warn(securityWarning)
 	}
-	sd := notifyHolder(*dir)
+	sd := holder.StartNotify(*dir, notifyError)
 	defer sd.Stop()
-	svc, store, err := startHolder(*dir, holder.ServiceConfig{Masters: splitList(*masters), ClusterToken: *token, ClientToken: *clientToken, OperatorToken: *operatorToken, ListenAddr: *addr, HTTPAddr: *httpAddr,
+	svc, store, err := holder.Start(*dir, holder.ServiceConfig{Masters: cliflag.SplitList(*masters), ClusterToken: *token, ClientToken: *clientToken, OperatorToken: *operatorToken, ListenAddr: *addr, HTTPAddr: *httpAddr,
 		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger,
 		TLS: tlsSrc, TLSRequireClientCert: tlsRequire}, gcOpts, reserve)
 	if err != nil {
@@ -111,50 +97,11 @@ func runHolder(args []string) error {
 	if a := svc.HTTPAddr(); a != "" {
 		fmt.Fprintf(os.Stderr, "sexton holder: http %s (/metrics, /healthz, /readyz)\n", a)
 	}
-	sd.started(svc)
+	sd.Started(svc)
 	serveSignals(svc.ReloadTLS)
 	sd.Stop()
 	svc.Close()
 	return store.Close()
-}
-
-// startHolder opens the store (fail closed on anything it does not
-// understand) and starts following the master. metadataReserve < 0 means
-// the default for the bucket keys limit.
-func startHolder(dir string, cfg holder.ServiceConfig, gc holder.GCOptions, metadataReserve int64) (*holder.Service, *holder.Store, error) {
-	opts, err := holder.OptionsFromEnv()
-	if err != nil {
-		return nil, nil, err
-	}
-	opts.Logger = cfg.Logger
-	opts.MetadataReserve = metadataReserve
-	if metadataReserve < 0 {
-		keys := opts.BucketKeysLimit
-		if keys == 0 {
-			keys = holder.DefaultBucketKeysLimit
-		}
-		opts.MetadataReserve = holder.MetadataReserveFor(keys)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nil, err
-	}
-	store, err := holder.OpenStore(dir, opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("holder %s: %w", dir, err)
-	}
-	svc, err := holder.StartService(store, cfg)
-	if err != nil {
-		store.Close()
-		return nil, nil, err
-	}
-	// The Service is the evictor: live data goes only after the master agrees.
-	if err := store.StartGC(gc, svc); err != nil {
-		svc.Close()
-		store.Close()
-		return nil, nil, err
-	}
-	svc.SetGCStatus(func() api.GCStatus { return store.GCStats().Status() })
-	return svc, store, nil
 }
 
 func setupHolderInspect(*flag.FlagSet) runFunc {
@@ -163,7 +110,7 @@ func setupHolderInspect(*flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("inspect %s: %w", args[0], err)
 		}
-		if err := e.output(inspectJSON(rep), func() error { return printInspect(rep) }); err != nil {
+		if err := e.output(jsonout.InspectOf(rep), func() error { return printInspect(rep) }); err != nil {
 			return err
 		}
 		if len(rep.Problems) > 0 {
@@ -189,8 +136,7 @@ func printInspect(rep holder.InspectReport) error {
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BUCKET\tDATA\tLIVE\tDEAD\tDEAD RATIO\tLIVE N\tDEAD N\tOPEN")
 	for _, b := range rep.Buckets {
-		st := bucketRatio(b)
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%d\t%d\t%v\n", b.ID, b.DataSize, b.LiveBytes, b.DeadBytes, st, b.LiveCount, b.DeadCount, b.Open)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%d\t%d\t%v\n", b.ID, b.DataSize, b.LiveBytes, b.DeadBytes, b.DeadRatio(), b.LiveCount, b.DeadCount, b.Open)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -207,23 +153,13 @@ func printInspect(rep holder.InspectReport) error {
 	return nil
 }
 
-func bucketRatio(b holder.BucketStat) float64 {
-	if t := b.LiveBytes + b.DeadBytes; t > 0 {
-		return float64(b.DeadBytes) / float64(t)
-	}
-	return 0
-}
-
 // gcOptionsFromFlags applies the --gc* flags over the environment's GC
 // settings; a bad value is an error naming its flag.
 func gcOptionsFromFlags(base holder.GCOptions, on bool, interval string, ratio, high, low float64, capacity int64) (holder.GCOptions, error) {
 	o := base
 	o.Enabled, o.DeletedRatio, o.HighWatermark, o.LowWatermark, o.Capacity = on, ratio, high, low, capacity
-	if secs, err := strconv.ParseFloat(strings.TrimSpace(interval), 64); err == nil {
-		o.Interval = time.Duration(secs * float64(time.Second))
-	} else if d, err := time.ParseDuration(strings.TrimSpace(interval)); err == nil {
-		o.Interval = d
-	} else {
+	var err error
+	if o.Interval, err = cliflag.ParseSeconds(interval); err != nil {
 		return o, fmt.Errorf("--gc-interval %q: not seconds or a duration", interval)
 	}
 	for _, r := range []struct {

@@ -12,6 +12,7 @@ import (
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/jsonout"
 )
 
 // Bulk deletes: rm --prefix / --all start a replicated job that the
@@ -58,19 +59,18 @@ func runRmPrefix(e *env, f rmPrefixFlags, keys []string, wait time.Duration) err
 	if err != nil {
 		return fmt.Errorf("rm --prefix %q: %w", *f.prefix, err)
 	}
-	if wait <= 0 {
-		if e.json {
-			return printJSON(rmJobJSON(job))
-		}
-		fmt.Printf("job %d: removing keys under %q acknowledged before it started\n", job.ID, job.Prefix)
-		return nil
-	}
 	if !e.json {
 		fmt.Printf("job %d: removing keys under %q acknowledged before it started\n", job.ID, job.Prefix)
 	}
+	if wait <= 0 {
+		if e.json {
+			return printJSON(jsonout.RmJob(job))
+		}
+		return nil
+	}
 	j, err := waitJob(cl, job.ID, wait, !e.json)
 	if e.json && j.ID != 0 {
-		if perr := printJSON(rmJobJSON(j)); perr != nil {
+		if perr := printJSON(jsonout.RmJob(j)); perr != nil {
 			return perr
 		}
 	}
@@ -96,47 +96,15 @@ func waitJob(cl *client.Client, id uint64, d time.Duration, text bool) (api.JobI
 		}
 		return j, fmt.Errorf("rm --wait: %w", err)
 	}
-	took := time.Since(start)
+	took, out := time.Since(start), os.Stderr
 	if text {
-		fmt.Printf("job %d %s: %d removed, %d skipped in %v (%.0f keys/s)\n", j.ID, j.State, j.Removed, j.Skipped, took.Round(time.Millisecond), float64(j.Removed)/took.Seconds())
-	} else {
-		fmt.Fprintf(os.Stderr, "job %d %s: %d removed, %d skipped in %v (%.0f keys/s)\n", j.ID, j.State, j.Removed, j.Skipped, took.Round(time.Millisecond), float64(j.Removed)/took.Seconds())
+		out = os.Stdout
 	}
+	fmt.Fprintf(out, "job %d %s: %d removed, %d skipped in %v (%.0f keys/s)\n", j.ID, j.State, j.Removed, j.Skipped, took.Round(time.Millisecond), float64(j.Removed)/took.Seconds())
 	if j.State != api.JobDone {
 		return j, fmt.Errorf("rm --wait: job %d was %s", j.ID, j.State)
 	}
 	return j, nil
-}
-
-// jobOut is one job in operator jobs --json.
-type jobOut struct {
-	ID      uint64 `json:"id"`
-	Kind    string `json:"kind"`
-	Prefix  string `json:"prefix"`
-	Start   string `json:"start_incarnation"`
-	Cursor  string `json:"cursor"`
-	State   string `json:"state"`
-	Removed int64  `json:"removed"`
-	Skipped int64  `json:"skipped"`
-	Steps   int64  `json:"steps"`
-	Created int64  `json:"created"`
-	Updated int64  `json:"updated"`
-}
-
-type jobsOut struct {
-	Jobs  []jobOut `json:"jobs"`
-	Index uint64   `json:"index"`
-}
-
-// rmJobJSON is rm --prefix's --json answer: rm's shape with the job.
-func rmJobJSON(j api.JobInfo) rmOut {
-	jo := jobJSON(j)
-	return rmOut{Removed: int(j.Removed), Done: j.State == api.JobDone, Replicas: []taskOut{}, Job: &jo}
-}
-
-func jobJSON(j api.JobInfo) jobOut {
-	return jobOut{ID: j.ID, Kind: j.Kind, Prefix: j.Prefix, Start: j.Start.String(), Cursor: j.Cursor, State: j.State,
-		Removed: j.Removed, Skipped: j.Skipped, Steps: j.Steps, Created: j.Created, Updated: j.Updated}
 }
 
 func setupJobs(*flag.FlagSet) runFunc {
@@ -145,9 +113,9 @@ func setupJobs(*flag.FlagSet) runFunc {
 		if err := e.call(api.MethodJobList, &api.Empty{}, &resp); err != nil {
 			return fmt.Errorf("jobs: %w", err)
 		}
-		out := jobsOut{Jobs: []jobOut{}, Index: resp.Index}
+		out := jsonout.Jobs{Jobs: []jsonout.Job{}, Index: resp.Index}
 		for _, j := range resp.Jobs {
-			out.Jobs = append(out.Jobs, jobJSON(j))
+			out.Jobs = append(out.Jobs, jsonout.JobOf(j))
 		}
 		return e.output(out, func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"sexton/devcluster"
+	"sexton/jsonout"
 )
 
 // TestJSONOnFailure runs every verb that takes --json so that it fails,
@@ -18,12 +18,7 @@ import (
 // the error object. A --json verb without a case here fails the test.
 func TestJSONOnFailure(t *testing.T) {
 	dir := t.TempDir()
-	c, err := devcluster.Start(devcluster.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	live := []string{"--masters", c.MasterAddr()}
+	c, live := devCluster(t, dir)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -32,10 +27,7 @@ func TestJSONOnFailure(t *testing.T) {
 	ln.Close()
 	dead := []string{"--masters", deadAddr, "--timeout", "300ms"}
 
-	value := filepath.Join(dir, "value")
-	if err := os.WriteFile(value, []byte("hello"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	value := valueFile(t, dir, []byte("hello"))
 	for _, k := range []string{"a/3", "a/4"} {
 		if _, err := captureStdout(t, func() error { return run(append([]string{"put", k, value}, live...)) }); err != nil {
 			t.Fatal(err)
@@ -55,24 +47,24 @@ func TestJSONOnFailure(t *testing.T) {
 		exitZero bool     // the verb succeeds in part and says so with exit 0
 	}
 	cases := map[string][]failCase{
-		"put": {{args: append([]string{"a/3", value, "--if-absent"}, live...), kind: kindError, code: "OBJECT_ALREADY_EXISTS"}},
+		"put": {{args: append([]string{"a/3", value, "--if-absent"}, live...), kind: jsonout.KindError, code: "OBJECT_ALREADY_EXISTS"}},
 		"rm": {{args: append([]string{"a/3", "nosuch"}, live...), failed: 1, code: "OBJECT_NOT_FOUND"},
 			{args: append([]string{"--batch", "-"}, live...), stdin: batch, failed: 1, code: "OBJECT_NOT_FOUND"}},
-		"stat": {{args: append([]string{"nosuch"}, live...), kind: kindError, code: "OBJECT_NOT_FOUND"}},
-		"ls":   {{args: dead, kind: kindError}},
+		"stat": {{args: append([]string{"nosuch"}, live...), kind: jsonout.KindError, code: "OBJECT_NOT_FOUND"}},
+		"ls":   {{args: dead, kind: jsonout.KindError}},
 		// One master answers, one does not: its row is printed, the other on stderr.
 		"status":                    {{args: []string{"--masters", c.MasterAddr() + "," + deadAddr, "--timeout", "300ms"}, exitZero: true}, {args: dead}},
-		"operator raft list-peers":  {{args: dead, kind: kindError}},
-		"operator snapshot inspect": {{args: []string{filepath.Join(dir, "no-such-snapshot")}, kind: kindError}},
-		"operator tasks":            {{args: dead, kind: kindError}},
-		"operator segments":         {{args: dead, kind: kindError}},
-		"operator fsck":             {{args: dead, kind: kindError}},
-		"operator rebuild":          {{args: append([]string{"--dry-run"}, dead...), kind: kindError}},
-		"operator dfs status":       {{args: dead, kind: kindError}},
-		"operator settings":         {{args: dead, kind: kindError}},
-		"operator jobs":             {{args: dead, kind: kindError}},
-		"operator settings set":     {{args: append([]string{"--registry-capacity", "40000"}, dead...), kind: kindError}},
-		"holder inspect":            {{args: []string{value}, kind: kindError}},
+		"operator raft list-peers":  {{args: dead, kind: jsonout.KindError}},
+		"operator snapshot inspect": {{args: []string{filepath.Join(dir, "no-such-snapshot")}, kind: jsonout.KindError}},
+		"operator tasks":            {{args: dead, kind: jsonout.KindError}},
+		"operator segments":         {{args: dead, kind: jsonout.KindError}},
+		"operator fsck":             {{args: dead, kind: jsonout.KindError}},
+		"operator rebuild":          {{args: append([]string{"--dry-run"}, dead...), kind: jsonout.KindError}},
+		"operator dfs status":       {{args: dead, kind: jsonout.KindError}},
+		"operator settings":         {{args: dead, kind: jsonout.KindError}},
+		"operator jobs":             {{args: dead, kind: jsonout.KindError}},
+		"operator settings set":     {{args: append([]string{"--registry-capacity", "40000"}, dead...), kind: jsonout.KindError}},
+		"holder inspect":            {{args: []string{value}, kind: jsonout.KindError}},
 	}
 	// Verbs that cannot fail once their command line parsed.
 	cannotFail := map[string]string{
@@ -114,8 +106,8 @@ func TestJSONOnFailure(t *testing.T) {
 			got := assertContract(t, name, out)
 			obj, _ := got.(map[string]any)
 			switch {
-			case tc.kind == kindError:
-				if obj == nil || obj["kind"] != kindError || obj["error"] == "" || obj["exit_status"] != float64(exitCode(err)) {
+			case tc.kind == jsonout.KindError:
+				if obj == nil || obj["kind"] != jsonout.KindError || obj["error"] == "" || obj["exit_status"] != float64(exitCode(err)) {
 					t.Errorf("%s: want the error object exiting %d, got %s", name, exitCode(err), out)
 				} else if tc.code != "" && obj["code"] != tc.code {
 					t.Errorf("%s: code %v, want %s", name, obj["code"], tc.code)

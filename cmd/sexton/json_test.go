@@ -13,6 +13,28 @@ import (
 	"sexton/devcluster"
 )
 
+// devCluster starts a one-process cluster below dir, closed when the test
+// ends, and returns it with the --masters flag that reaches it.
+func devCluster(t *testing.T, dir string) (*devcluster.Cluster, []string) {
+	t.Helper()
+	c, err := devcluster.Start(devcluster.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, []string{"--masters", c.MasterAddr()}
+}
+
+// valueFile writes value to dir/value and returns its path, for put.
+func valueFile(t *testing.T, dir string, value []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, "value")
+	if err := os.WriteFile(p, value, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // captureStdout runs f with os.Stdout redirected and returns what it printed.
 func captureStdout(t *testing.T, f func() error) ([]byte, error) {
 	t.Helper()

@@ -2,14 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"sexton/api"
-	"sexton/devcluster"
+	"sexton/jsonout"
 )
 
 // TestTasksWithheldByReadLease: a key read just before its remove has its
@@ -17,16 +15,8 @@ import (
 // say so, with the lease's end, instead of "pending, attempts 0".
 func TestTasksWithheldByReadLease(t *testing.T) {
 	dir := t.TempDir()
-	c, err := devcluster.Start(devcluster.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	m := []string{"--masters", c.MasterAddr()}
-	value := filepath.Join(dir, "value")
-	if err := os.WriteFile(value, []byte("hello"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, m := devCluster(t, dir)
+	value := valueFile(t, dir, []byte("hello"))
 	quiet := func(args ...string) {
 		t.Helper()
 		if _, err := captureStdout(t, func() error { return run(append(args, m...)) }); err != nil {
@@ -43,7 +33,7 @@ func TestTasksWithheldByReadLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tasks tasksOut
+	var tasks jsonout.Tasks
 	if err := json.Unmarshal(out, &tasks); err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"sexton/api"
+	"sexton/jsonout"
 )
 
 func main() {
@@ -24,7 +24,7 @@ func main() {
 			}
 			os.Exit(exitUsage)
 		}
-		fmt.Fprintf(os.Stderr, "sexton: %s\n", oneLine(err))
+		fmt.Fprintf(os.Stderr, "sexton: %s\n", jsonout.OneLine(err))
 		os.Exit(exitCode(err))
 	}
 }
@@ -70,12 +70,7 @@ func usagef(format string, args ...any) error {
 	return usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// oneLine renders err as one line: typed errors keep their code.
-func oneLine(err error) string {
-	var e *api.Error
-	s := err.Error()
-	if errors.As(err, &e) && e.Leader != "" {
-		s += " (leader " + e.Leader + ")"
-	}
-	return strings.ReplaceAll(s, "\n", "; ")
+// errorJSON is the failure a --json verb prints as its one value.
+func errorJSON(err error) jsonout.Failure {
+	return jsonout.Failure{Kind: jsonout.KindError, Code: string(api.CodeOf(err)), Error: jsonout.OneLine(err), ExitStatus: exitCode(err)}
 }

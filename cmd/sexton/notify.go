@@ -6,14 +6,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"sexton/holder"
 	"sexton/internal/sdnotify"
 	"sexton/master"
 )
 
 // The servers tell systemd (Type=notify units, deploy/systemd) when they
 // can serve and, with WatchdogSec, that they are still alive. Outside
-// systemd none of this does anything.
+// systemd none of this does anything. The holder's probes are
+// holder.Notify.
 
 // notifyMaster sends READY=1 once the node is ready as /readyz means it
 // (leader: after its first barrier and EpochBegin; follower: a leader
@@ -28,43 +28,6 @@ func notifyMaster(n *master.Node) *sdnotify.Notifier {
 		OnError:     notifyError,
 	})
 }
-
-// holderNotify is started before the holder opens its directory, so a
-// long recovery keeps the watchdog fed (the process is working, and
-// TimeoutStartSec bounds it); once the service runs, READY=1 follows its
-// first mount and keep-alives need its follow loop to turn.
-type holderNotify struct {
-	svc atomic.Pointer[holder.Service]
-	*sdnotify.Notifier
-}
-
-func notifyHolder(dir string) *holderNotify {
-	h := &holderNotify{}
-	h.Notifier = sdnotify.Start(sdnotify.Config{
-		Ready: func() (bool, string) {
-			svc := h.svc.Load()
-			switch {
-			case svc == nil:
-				return false, "recovering " + dir
-			case !svc.Mounted():
-				return false, "mounting at the master"
-			}
-			return true, ""
-		},
-		Healthy: func() (bool, string) {
-			if svc := h.svc.Load(); svc != nil {
-				return svc.Alive()
-			}
-			return true, ""
-		},
-		ReadyStatus: "serving " + dir,
-		OnError:     notifyError,
-	})
-	return h
-}
-
-// started hands the running service to the readiness and watchdog probes.
-func (h *holderNotify) started(svc *holder.Service) { h.svc.Store(svc) }
 
 // notifyError reports the first failed send only: the next keep-alive
 // would repeat it every few seconds.

@@ -117,15 +117,15 @@ func TestHolderNotifiesReadyAfterMount(t *testing.T) {
 	ch := notifySocket(t)
 	rpcAddr := ports.Addr(t)
 	dir := t.TempDir()
-	sd := notifyHolder(dir)
+	sd := holder.StartNotify(dir, nil)
 	defer sd.Stop()
-	svc, store, err := startHolder(dir, holder.ServiceConfig{Masters: []string{rpcAddr}, ListenAddr: "127.0.0.1:0", Logger: hclog.NewNullLogger()}, holder.DefaultGCOptions(), 0)
+	svc, store, err := holder.Start(dir, holder.ServiceConfig{Masters: []string{rpcAddr}, ListenAddr: "127.0.0.1:0", Logger: hclog.NewNullLogger()}, holder.DefaultGCOptions(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
 	defer svc.Close()
-	sd.started(svc)
+	sd.Started(svc)
 
 	expectNoReady(t, ch, 600*time.Millisecond)
 	n, err := master.New(master.Config{ID: "m1", DataDir: t.TempDir(), RaftAddr: ports.Addr(t), RPCAddr: rpcAddr, Bootstrap: true, Logger: hclog.NewNullLogger()})

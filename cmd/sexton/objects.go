@@ -15,7 +15,8 @@ import (
 	"sexton/api"
 	"sexton/client"
 	"sexton/internal/buildinfo"
-	"sexton/transport"
+	"sexton/internal/cliflag"
+	"sexton/jsonout"
 )
 
 func setupPut(fs *flag.FlagSet) runFunc {
@@ -33,7 +34,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 		var value []byte
 		var err error
 		if len(args) == 1 || args[1] == "-" {
-			value, err = io.ReadAll(io.LimitReader(os.Stdin, dataMaxFrame))
+			value, err = io.ReadAll(io.LimitReader(os.Stdin, client.DataMaxFrame))
 		} else {
 			value, err = os.ReadFile(args[1])
 		}
@@ -49,7 +50,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("put %s: %w", key, err)
 		}
-		return e.output(putOut{Kind: kindPut, Key: key, Incarnation: inc.String(), Size: int64(len(value))}, func() error {
+		return e.output(jsonout.Put{Kind: jsonout.KindPut, Key: key, Incarnation: inc.String(), Size: int64(len(value))}, func() error {
 			fmt.Printf("put %s: %d bytes, incarnation %s\n", key, len(value), inc)
 			return nil
 		})
@@ -110,7 +111,7 @@ func setupRm(fs *flag.FlagSet) runFunc {
 			}
 			if err := cl.Remove(ctx, keys[0], client.IfIncarnation(inc)); err != nil {
 				err = fmt.Errorf("rm %s: %w", keys[0], err)
-				return rmFailed(e, []keyResultOut{{Key: keys[0], Code: string(api.CodeOf(err)), Error: oneLine(err)}}, err)
+				return rmFailed(e, []jsonout.KeyResult{{Key: keys[0], Code: string(api.CodeOf(err)), Error: jsonout.OneLine(err)}}, err)
 			}
 			return waitDeleted(e, cl, keys, *wait)
 		}
@@ -125,11 +126,11 @@ func setupRm(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			// The keys before the failed chunk have their answers above;
 			// the rest are as unknown as the error says.
-			res, _ := keyResultsJSON(keys, results, err)
+			res, _ := jsonout.KeyResults(keys, results, err)
 			return rmFailed(e, res, fmt.Errorf("rm: %d of %d keys answered (%d failed), the rest: %w", len(results), len(keys), failed, err))
 		}
 		if failed > 0 {
-			res, _ := keyResultsJSON(keys, results, nil)
+			res, _ := jsonout.KeyResults(keys, results, nil)
 			return rmFailed(e, res, fmt.Errorf("rm: %d of %d keys failed", failed, len(keys)))
 		}
 		return waitDeleted(e, cl, keys, *wait)
@@ -139,7 +140,7 @@ func setupRm(fs *flag.FlagSet) runFunc {
 // rmFailed ends an rm some of whose keys failed: with --json it prints
 // the per-key results (removed counts the keys that were), then returns
 // err, so the exit status is still non-zero.
-func rmFailed(e *env, res []keyResultOut, err error) error {
+func rmFailed(e *env, res []jsonout.KeyResult, err error) error {
 	if !e.json {
 		return err
 	}
@@ -149,7 +150,7 @@ func rmFailed(e *env, res []keyResultOut, err error) error {
 			removed++
 		}
 	}
-	if perr := printJSON(rmOut{Removed: removed, Replicas: []taskOut{}, Failed: len(res) - removed, Keys: res}); perr != nil {
+	if perr := printJSON(jsonout.Rm{Removed: removed, Replicas: []jsonout.Task{}, Failed: len(res) - removed, Keys: res}); perr != nil {
 		return errors.Join(err, perr)
 	}
 	return err
@@ -197,7 +198,7 @@ func setupStat(*flag.FlagSet) runFunc {
 			return fmt.Errorf("stat %s: %w", key, statErr)
 		}
 		now := time.Now()
-		out := statJSON(st, statErr == nil, deletes, now)
+		out := jsonout.StatOf(st, statErr == nil, deletes, now)
 		if statErr != nil {
 			// Removed, its deletes still pending: shown, and still an
 			// OBJECT_NOT_FOUND for scripts that test existence.
@@ -232,10 +233,6 @@ func setupStat(*flag.FlagSet) runFunc {
 	}
 }
 
-// lsPage is the page ls asks for: well under the master's bound
-// (fsm.MaxListLimit) and a frame's worth of typical objects.
-const lsPage = 1000
-
 func setupLs(fs *flag.FlagSet) runFunc {
 	limit := fs.Int("limit", 0, "stop after this many objects (0 = all)")
 	return func(e *env, args []string) error {
@@ -247,29 +244,11 @@ func setupLs(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var all []api.ObjectInfo
-		cursor := ""
-		for {
-			pageSize := lsPage
-			if *limit > 0 {
-				pageSize = min(pageSize, *limit-len(all))
-			}
-			ctx, cancel := e.ctx()
-			page, next, err := cl.List(ctx, prefix, cursor, pageSize)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("ls: %w", err)
-			}
-			all = append(all, page...)
-			if next == "" || (*limit > 0 && len(all) >= *limit) {
-				break
-			}
-			cursor = next
+		all, err := cl.ListAll(prefix, *limit, e.timeout+time.Second)
+		if err != nil {
+			return fmt.Errorf("ls: %w", err)
 		}
-		if *limit > 0 && len(all) > *limit {
-			all = all[:*limit]
-		}
-		return e.output(objectsJSON(all), func() error {
+		return e.output(jsonout.Objects(all), func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 			for _, o := range all {
 				fmt.Fprintf(tw, "%s\t%d\t%s\t%d replicas\n", o.Key, o.Size, o.Incarnation, len(o.Replicas))
@@ -282,25 +261,16 @@ func setupLs(fs *flag.FlagSet) runFunc {
 // setupStatus asks every master named, not only the leader.
 func setupStatus(*flag.FlagSet) runFunc {
 	return func(e *env, _ []string) error {
-		rows := []api.StatusResponse{}
-		var errs []error
 		cc, err := e.clientConfig()
 		if err != nil {
 			return err
 		}
-		for _, addr := range splitList(e.masters) {
-			st, err := masterStatus(addr, cc)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", addr, err))
-				continue
-			}
-			rows = append(rows, st)
-		}
+		rows, errs := client.EachStatus(cliflag.SplitList(e.masters), cc, 3*time.Second)
 		if err := e.output(rows, func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NODE\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tEPOCH\tOBJECTS\tSEGMENTS\tTASKS\tLOG STORE\tDATA DIR FREE\tVERSION")
 			for _, s := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%s\t%s\t%s\n", s.NodeID, s.RaftState, s.Leader, s.Term, s.CommitIndex, s.AppliedIndex, s.MasterEpoch, s.Objects, s.Segments, s.PendingTasks, s.RegistryCap, logStoreState(s), freeBytes(s.DataDirFreeBytes), buildVersion(s.Build))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%s\t%s\t%s\n", s.NodeID, s.RaftState, s.Leader, s.Term, s.CommitIndex, s.AppliedIndex, s.MasterEpoch, s.Objects, s.Segments, s.PendingTasks, s.RegistryCap, map[bool]string{true: "CANNOT-WRITE", false: "ok"}[s.LogStoreCannotWrite], freeBytes(s.DataDirFreeBytes), buildVersion(s.Build))
 			}
 			_ = tw.Flush()
 			for _, s := range rows {
@@ -349,14 +319,6 @@ func buildVersion(b *api.BuildInfo) string {
 	return b.Version + " (" + buildinfo.Info{Commit: b.Commit, Modified: b.Modified}.ShortCommit() + ")"
 }
 
-// logStoreState is the LOG STORE column of `sexton status`.
-func logStoreState(s api.StatusResponse) string {
-	if s.LogStoreCannotWrite {
-		return "CANNOT-WRITE"
-	}
-	return "ok"
-}
-
 // freeBytes is a statfs byte count for a table: binary units, "?" when
 // the master could not tell.
 func freeBytes(b int64) string {
@@ -373,18 +335,4 @@ func freeBytes(b int64) string {
 		i++
 	}
 	return fmt.Sprintf("%.1f%ciB", v, "KMGTP"[i-1])
-}
-
-// masterStatus asks one master, whichever its role.
-func masterStatus(addr string, cc transport.ClientConfig) (api.StatusResponse, error) {
-	var st api.StatusResponse
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	conn, err := transport.Dial(ctx, addr, cc)
-	if err != nil {
-		return st, err
-	}
-	defer conn.Close()
-	err = conn.Call(ctx, api.MethodStatus, &api.Empty{}, &st)
-	return st, err
 }

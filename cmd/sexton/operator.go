@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/jsonout"
 	"sexton/snapshot"
 )
 
@@ -23,7 +21,7 @@ func setupRaftListPeers(*flag.FlagSet) runFunc {
 		if err := e.call(api.MethodRaftPeers, &api.Empty{}, &resp); err != nil {
 			return fmt.Errorf("list-peers: %w", err)
 		}
-		return e.output(nonNil(resp.Peers), func() error {
+		return e.output(jsonout.NonNil(resp.Peers), func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tADDRESS\tSUFFRAGE\tLEADER")
 			for _, p := range resp.Peers {
@@ -85,28 +83,18 @@ func setupSnapshotSave(*flag.FlagSet) runFunc {
 			return err
 		}
 		defer os.Remove(tmp)
-		prog := newProgress("snapshot save "+file, -1, "")
-		req := api.SnapshotChunkRequest{}
-		for {
-			var chunk api.SnapshotChunk
-			if err := e.call(api.MethodSnapshotSave, &req, &chunk); err != nil {
-				f.Close()
-				prog.abort()
-				return fmt.Errorf("snapshot save: %w", err)
-			}
-			if _, err := f.Write(chunk.Data); err != nil {
-				f.Close()
-				prog.abort()
-				return fmt.Errorf("snapshot save: %w", err)
-			}
-			prog.setTotal(chunk.Total)
-			prog.add(int64(len(chunk.Data)))
-			req = api.SnapshotChunkRequest{ID: chunk.ID, Offset: chunk.Offset + int64(len(chunk.Data))}
-			if chunk.EOF {
-				break
-			}
+		prog := progressTo.New("snapshot save "+file, -1, "")
+		cl, err := e.client()
+		var n int64
+		if err == nil {
+			n, err = cl.SaveSnapshot(f, e.timeout+time.Second, prog)
 		}
-		prog.finish()
+		if err != nil {
+			f.Close()
+			prog.Abort()
+			return fmt.Errorf("snapshot save: %w", err)
+		}
+		prog.Finish()
 		if err := f.Sync(); err != nil {
 			f.Close()
 			return err
@@ -117,7 +105,7 @@ func setupSnapshotSave(*flag.FlagSet) runFunc {
 		if err := os.Rename(tmp, file); err != nil {
 			return err
 		}
-		fmt.Printf("saved snapshot to %s (%d bytes)\n", file, req.Offset)
+		fmt.Printf("saved snapshot to %s (%d bytes)\n", file, n)
 		return nil
 	}
 }
@@ -130,14 +118,11 @@ func setupSnapshotRestore(fs *flag.FlagSet) runFunc {
 	allowRollback := fs.Bool("allow-rollback", false, "install FILE even when its index is below the cluster's applied index: puts made after it are lost, removes made after it are undone until the holders' ghost check drops those keys again")
 	return func(e *env, args []string) error {
 		file := args[0]
-		f, err := os.Open(file)
+		f, _, _, err := openSnapshot(file, func(err error) error { return fmt.Errorf("snapshot restore: refusing %s: %w", file, err) })
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		if _, _, err := snapshot.Inspect(f); err != nil {
-			return fmt.Errorf("snapshot restore: refusing %s: %w", file, err)
-		}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
@@ -145,55 +130,47 @@ func setupSnapshotRestore(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var idb [8]byte
-		_, _ = rand.Read(idb[:])
-		id := hex.EncodeToString(idb[:])
-		buf := make([]byte, api.SnapshotChunkSize)
 		size := int64(-1)
 		if fi, err := f.Stat(); err == nil {
 			size = fi.Size()
 		}
-		prog := newProgress("snapshot restore "+file, size, "")
-		var off int64
-		for {
-			nr, rerr := io.ReadFull(f, buf)
-			eof := rerr == io.EOF || rerr == io.ErrUnexpectedEOF
-			if rerr != nil && !eof {
-				prog.abort()
-				return rerr
-			}
-			var resp api.SnapshotRestoreResponse
-			ctx, cancel := context.WithTimeout(context.Background(), max(e.timeout, 5*time.Minute)+time.Second)
-			err := cl.Call(ctx, api.MethodSnapshotRestore, &api.SnapshotChunk{ID: id, Offset: off, Data: buf[:nr], EOF: eof, AllowRollback: eof && *allowRollback}, &resp)
-			cancel()
-			if err != nil {
-				prog.abort()
-				return fmt.Errorf("snapshot restore: %w", err)
-			}
-			off += int64(nr)
-			prog.add(int64(nr))
-			if eof {
-				prog.finish()
-				fmt.Printf("restored %s (format %s): %d objects, %d segments, %d tasks; master epoch %d\n", file, resp.Format, resp.Objects, resp.Segments, resp.Tasks, resp.MasterEpoch)
-				return nil
-			}
+		prog := progressTo.New("snapshot restore "+file, size, "")
+		resp, err := cl.RestoreSnapshot(f, max(e.timeout, 5*time.Minute)+time.Second, *allowRollback, prog)
+		if err != nil {
+			prog.Abort()
+			return fmt.Errorf("snapshot restore: %w", err)
 		}
+		prog.Finish()
+		fmt.Printf("restored %s (format %s): %d objects, %d segments, %d tasks; master epoch %d\n", file, resp.Format, resp.Objects, resp.Segments, resp.Tasks, resp.MasterEpoch)
+		return nil
 	}
+}
+
+// openSnapshot opens a snapshot file and reads its header and counts
+// (snapshot.Inspect checks it through); a file that does not pass is
+// closed and the failure returned through refused.
+func openSnapshot(file string, refused func(error) error) (*os.File, snapshot.Header, snapshot.Counts, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, snapshot.Header{}, snapshot.Counts{}, err
+	}
+	h, c, err := snapshot.Inspect(f)
+	if err != nil {
+		f.Close()
+		return nil, h, c, refused(err)
+	}
+	return f, h, c, nil
 }
 
 func setupSnapshotInspect(*flag.FlagSet) runFunc {
 	return func(e *env, args []string) error {
 		file := args[0]
-		f, err := os.Open(file)
+		f, h, c, err := openSnapshot(file, func(err error) error { return fmt.Errorf("inspect %s: %w", file, err) })
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		h, c, err := snapshot.Inspect(f)
-		if err != nil {
-			return fmt.Errorf("inspect %s: %w", file, err)
-		}
-		return e.output(snapshotInspectOut{Format: h.Format, ClusterID: h.ClusterID, LastIndex: h.LastIndex, LastTerm: h.LastTerm,
+		f.Close()
+		return e.output(jsonout.SnapshotInspect{Format: h.Format, ClusterID: h.ClusterID, LastIndex: h.LastIndex, LastTerm: h.LastTerm,
 			Created: h.Created, Objects: c.Objects, Segments: c.Segments, Tasks: c.Tasks, DFSRecords: c.DFSRecords, Sessions: c.Sessions, Jobs: c.Jobs, HasState: c.HasState}, func() error {
 			fmt.Printf("format:     %s\ncluster id: %016x\nlast index: %d\nlast term:  %d\ncreated:    %s\nobjects:    %d\nsegments:   %d\ntasks:      %d\ndfs records: %d\nsessions:   %d\njobs:       %d\nstate:      %v\n",
 				h.Format, h.ClusterID, h.LastIndex, h.LastTerm, time.Unix(0, h.Created).UTC().Format(time.RFC3339), c.Objects, c.Segments, c.Tasks, c.DFSRecords, c.Sessions, c.Jobs, c.HasState)
@@ -211,7 +188,7 @@ func setupTasks(fs *flag.FlagSet) runFunc {
 			return fmt.Errorf("tasks: %w", err)
 		}
 		now := time.Now()
-		out := tasksJSON(resp, now)
+		out := jsonout.TasksOf(resp, now)
 		return e.output(out, func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSEGMENT\tKEY\tINCARNATION\tAGE\tSTATE\tATTEMPTS\tHOLDER\tLAST ERROR")
@@ -230,7 +207,7 @@ func setupSegments(*flag.FlagSet) runFunc {
 		if err := e.call(api.MethodListSegments, &api.Empty{}, &resp); err != nil {
 			return fmt.Errorf("segments: %w", err)
 		}
-		return e.output(segmentsJSON(resp.Segments, resp.Refused), func() error {
+		return e.output(jsonout.Segments(resp.Segments, resp.Refused), func() error {
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SEGMENT\tCLIENT\tPOOL\tEPOCH\tMOUNTED\tRETIRED\tENDPOINT\tTASKS")
 			for _, s := range resp.Segments {

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"sexton/api"
+	"sexton/jsonout"
 )
 
 func setupDFSSetMaxBuckets(*flag.FlagSet) runFunc {
@@ -31,7 +32,7 @@ func setupDFSStatus(*flag.FlagSet) runFunc {
 		if err := e.call(api.MethodDFSStatus, &api.Empty{}, &st); err != nil {
 			return fmt.Errorf("dfs status: %w", err)
 		}
-		st.Env, st.Units, st.StrayFiles = nonNil(st.Env), nonNil(st.Units), nonNil(st.StrayFiles)
+		st.Env, st.Units, st.StrayFiles = jsonout.NonNil(st.Env), jsonout.NonNil(st.Units), jsonout.NonNil(st.StrayFiles)
 		return e.output(st, func() error { return printDFSStatus(st) })
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/internal/cliflag"
 )
 
 // The replicated settings: the knobs that change what Apply does live in
@@ -66,18 +67,18 @@ func settingFlags(fs *flag.FlagSet, usage func(api.SettingSpec) string, env bool
 		f, u, name := field{sp: sp}, usage(sp), ""
 		if env {
 			name = "SEXTON_" + strings.ToUpper(strings.ReplaceAll(sp.Flag, "-", "_"))
-			u = envUsage(name, u)
+			u = cliflag.EnvUsage(name, u)
 		}
 		if sp.Unit == api.UnitMillis {
 			def := time.Duration(0)
 			if env {
-				def = envDuration(name, 0)
+				def = cliflag.EnvDuration(name, 0)
 			}
 			f.dur = fs.Duration(sp.Flag, def, u)
 		} else {
 			def := 0
 			if env {
-				def = envInt(name, 0)
+				def = cliflag.EnvInt(name, 0)
 			}
 			f.n = fs.Int64(sp.Flag, int64(def), u)
 		}

@@ -2,13 +2,12 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"sexton/devcluster"
+	"sexton/internal/progress"
 )
 
 // TestProgressGoesToStderrOnly: snapshot save, restore and fsck report
@@ -17,25 +16,17 @@ import (
 // exactly one JSON value.
 func TestProgressGoesToStderrOnly(t *testing.T) {
 	dir := t.TempDir()
-	c, err := devcluster.Start(devcluster.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	m := []string{"--masters", c.MasterAddr()}
-	value := filepath.Join(dir, "value")
-	if err := os.WriteFile(value, bytes.Repeat([]byte("x"), 4096), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, m := devCluster(t, dir)
+	value := valueFile(t, dir, bytes.Repeat([]byte("x"), 4096))
 	if _, err := captureStdout(t, func() error { return run(append([]string{"put", "k", value}, m...)) }); err != nil {
 		t.Fatal(err)
 	}
-	oldOut, oldTerm, oldEvery := progressOut, progressIsTerminal, plainEvery
-	defer func() { progressOut, progressIsTerminal, plainEvery = oldOut, oldTerm, oldEvery }()
+	old := progressTo
+	defer func() { progressTo = old }()
 
 	for _, terminal := range []bool{false, true} {
 		var prog bytes.Buffer
-		progressOut, progressIsTerminal, plainEvery = &prog, func() bool { return terminal }, 0
+		progressTo = progress.Sink{W: &prog, Terminal: terminal}
 		snap := filepath.Join(dir, "snap-"+map[bool]string{false: "plain", true: "tty"}[terminal])
 
 		out, err := captureStdout(t, func() error { return run(append([]string{"operator", "snapshot", "save", snap}, m...)) })

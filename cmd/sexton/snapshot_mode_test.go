@@ -4,8 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"sexton/devcluster"
 )
 
 // TestSnapshotSaveFileIsOwnerOnly: the file operator snapshot save writes
@@ -13,11 +11,7 @@ import (
 // also when it replaces a world-readable file or a leftover FILE.tmp.
 func TestSnapshotSaveFileIsOwnerOnly(t *testing.T) {
 	dir := t.TempDir()
-	c, err := devcluster.Start(devcluster.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, _ := devCluster(t, dir)
 	snap := filepath.Join(dir, "saved.snap")
 	for _, p := range []string{snap, snap + ".tmp"} {
 		if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {

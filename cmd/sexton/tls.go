@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"sexton/internal/cliflag"
 	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
 )
@@ -19,9 +20,9 @@ import (
 type tlsFlags struct{ cert, key, ca string }
 
 func (f *tlsFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.cert, "tls-cert", envString("SEXTON_TLS_CERT", ""), "PEM certificate chain presented on TLS connections; with --tls-key and --tls-ca (env SEXTON_TLS_CERT)")
-	fs.StringVar(&f.key, "tls-key", envString("SEXTON_TLS_KEY", ""), "PEM private key of --tls-cert (env SEXTON_TLS_KEY)")
-	fs.StringVar(&f.ca, "tls-ca", envString("SEXTON_TLS_CA", ""), "PEM CA bundle the other side's certificate must chain to; TLS is on when it is given (env SEXTON_TLS_CA)")
+	fs.StringVar(&f.cert, "tls-cert", cliflag.EnvString("SEXTON_TLS_CERT", ""), "PEM certificate chain presented on TLS connections; with --tls-key and --tls-ca (env SEXTON_TLS_CERT)")
+	fs.StringVar(&f.key, "tls-key", cliflag.EnvString("SEXTON_TLS_KEY", ""), "PEM private key of --tls-cert (env SEXTON_TLS_KEY)")
+	fs.StringVar(&f.ca, "tls-ca", cliflag.EnvString("SEXTON_TLS_CA", ""), "PEM CA bundle the other side's certificate must chain to; TLS is on when it is given (env SEXTON_TLS_CA)")
 }
 
 func (f *tlsFlags) files() tlsconf.Files { return tlsconf.Files{Cert: f.cert, Key: f.key, CA: f.ca} }
@@ -57,21 +58,6 @@ func (f *tlsFlags) clientConfig() (*tls.Config, error) {
 	return src.ClientConfig(), nil
 }
 
-// clientAuthFlag is --tls-client-auth: whether a server's client-facing
-// listener requires a client certificate.
-func clientAuthFlag(fs *flag.FlagSet) func() (bool, error) {
-	v := fs.String("tls-client-auth", envString("SEXTON_TLS_CLIENT_AUTH", "optional"), "with TLS: require or optional; require refuses clients without a certificate of --tls-ca, optional accepts them but verifies one that is presented (env SEXTON_TLS_CLIENT_AUTH)")
-	return func() (bool, error) {
-		switch *v {
-		case "require":
-			return true, nil
-		case "optional":
-			return false, nil
-		}
-		return false, usagef("--tls-client-auth %q: want require or optional", *v)
-	}
-}
-
 // serveSignals blocks until SIGINT or SIGTERM, calling reload on every
 // SIGHUP (a failed reload is logged by reload and keeps the old material).
 func serveSignals(reload func() error) {
@@ -88,39 +74,45 @@ func serveSignals(reload func() error) {
 	}
 }
 
-// insecureNoClientAuthFlag is --insecure-tls-no-client-auth: the one way
-// to run a server with TLS whose clients prove nothing (no client
-// certificate required, no cluster token).
-func insecureNoClientAuthFlag(fs *flag.FlagSet) *bool {
-	return fs.Bool("insecure-tls-no-client-auth", envBool("SEXTON_INSECURE_TLS_NO_CLIENT_AUTH", false), "with TLS, --tls-client-auth optional and no --cluster-token: start anyway, although any client that reaches the port may call every method (logged as a warning at every start; env SEXTON_INSECURE_TLS_NO_CLIENT_AUTH)")
+// serverTLS are a server's TLS flags: the material (tlsFlags),
+// --tls-client-auth (whether its client-facing listener requires a client
+// certificate) and --insecure-tls-no-client-auth (the one way to run with
+// TLS whose clients prove nothing: no client certificate required, no
+// token).
+type serverTLS struct {
+	files      tlsFlags
+	clientAuth *string
+	insecure   *bool
 }
 
-// serverSecurity checks a master's or a holder's choice of TLS, client
-// certificates and token before it starts. A weak token, or TLS that
-// authenticates no client (optional client certificates and no token)
-// without --insecure-tls-no-client-auth, is a usage error naming the
-// choices; what is allowed but unauthenticated comes back as a warning
-// the server logs at every start. port names the listener at stake.
-func serverSecurity(port string, tlsOn, requireCert bool, tokens []flagToken, insecure bool) (warning string, err error) {
-	token := ""
-	for _, t := range tokens {
-		if _, err := secret.Tokens(t.flag, t.token); err != nil {
-			return "", usagef("%v", err)
-		}
-		if token == "" {
-			token = t.token
-		}
-	}
-	switch {
-	case tlsOn && !requireCert && token == "" && !insecure:
-		return "", usagef("TLS with --tls-client-auth optional and no token authenticates no client: anyone who reaches the %s may call every method a client may. Choose one: --tls-client-auth require (every client presents a certificate of --tls-ca), --cluster-token or the role tokens (make one with `%s`), or --insecure-tls-no-client-auth to run so on purpose", port, secret.GenerateCommand)
-	case tlsOn && !requireCert && token == "":
-		return fmt.Sprintf("--insecure-tls-no-client-auth: TLS without a required client certificate and no token; anyone who reaches the %s may call every method a client may", port), nil
-	case !tlsOn && token == "":
-		return fmt.Sprintf("the %s is open to anyone: with neither a token nor TLS, whoever reaches it may call every method (set --cluster-token, or --tls-cert/--tls-key/--tls-ca with --tls-client-auth require)", port), nil
-	}
-	return "", nil
+func addServerTLS(fs *flag.FlagSet) *serverTLS {
+	s := &serverTLS{}
+	s.files.register(fs)
+	s.clientAuth = fs.String("tls-client-auth", cliflag.EnvString("SEXTON_TLS_CLIENT_AUTH", "optional"), "with TLS: require or optional; require refuses clients without a certificate of --tls-ca, optional accepts them but verifies one that is presented (env SEXTON_TLS_CLIENT_AUTH)")
+	s.insecure = fs.Bool("insecure-tls-no-client-auth", cliflag.EnvBool("SEXTON_INSECURE_TLS_NO_CLIENT_AUTH", false), "with TLS, --tls-client-auth optional and no --cluster-token: start anyway, although any client that reaches the port may call every method (logged as a warning at every start; env SEXTON_INSECURE_TLS_NO_CLIENT_AUTH)")
+	return s
 }
 
-// flagToken is a token and the flag that gave it, for serverSecurity.
-type flagToken struct{ flag, token string }
+// resolve loads the server's material (nil: plain) and decides whether it
+// may start so with tokens (secret.ServerSecurity, a refusal being a
+// usage error): whether client certificates are required, and the warning
+// to log at every start. port names the listener at stake.
+func (s *serverTLS) resolve(port string, tokens ...secret.FlagToken) (src *tlsconf.Source, require bool, warning string, err error) {
+	switch *s.clientAuth {
+	case "require":
+		require = true
+	case "optional":
+	default:
+		return nil, false, "", usagef("--tls-client-auth %q: want require or optional", *s.clientAuth)
+	}
+	if src, err = s.files.source(); err != nil {
+		return nil, false, "", err
+	}
+	if require && src == nil {
+		return nil, false, "", usagef("--tls-client-auth=require needs --tls-cert, --tls-key and --tls-ca")
+	}
+	if warning, err = secret.ServerSecurity(port, src != nil, require, tokens, *s.insecure); err != nil {
+		return nil, false, "", usagef("%v", err)
+	}
+	return src, require, warning, nil
+}

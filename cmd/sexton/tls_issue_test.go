@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"sexton/internal/tlsconf"
+	"sexton/internal/tlsfiles"
 )
 
 func readCert(t *testing.T, path string) *x509.Certificate {
@@ -40,7 +41,7 @@ func TestTLSHelperIssues(t *testing.T) {
 		t.Fatal(err)
 	}
 	ca := readCert(t, filepath.Join(dir, "ca.crt"))
-	if !ca.IsCA || ca.PublicKeyAlgorithm != x509.ECDSA || ca.NotAfter.Sub(ca.NotBefore) < caValidity {
+	if !ca.IsCA || ca.PublicKeyAlgorithm != x509.ECDSA || ca.NotAfter.Sub(ca.NotBefore) < tlsfiles.CAValidity {
 		t.Fatalf("CA: IsCA %v, %v, valid %v", ca.IsCA, ca.PublicKeyAlgorithm, ca.NotAfter.Sub(ca.NotBefore))
 	}
 	if err := run([]string{"tls", "ca", "--dir", dir}); err == nil || !strings.Contains(err.Error(), "not overwriting") {

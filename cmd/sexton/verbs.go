@@ -9,14 +9,16 @@ import "flag"
 // To add a verb, add a row and a setup function that registers the verb's
 // own flags and returns its run function. Each flag gets the environment
 // variable SEXTON_<VERB>_<FLAG> by itself (flags.go, bindEnv) unless its
-// usage names one (envUsage) that its definition reads; completion
-// (completion.go) picks up the verb and its flags from the table. A verb that talks to the cluster
-// takes clusterFlags and calls e.client() (or e.call for a plain master
-// RPC); one with --json prints through e.output with a snake_case output
-// struct (jsonout.go) when the api type has no json tags. Then give it a
-// section in docs/CLI.md (TestCLIDoc says what is missing; its help block
-// is written by -update-cli-doc) and, with --json, a case in
-// TestJSONOutputOfEveryVerb.
+// usage names one (cliflag.EnvUsage) that its definition reads;
+// completion (completion.go) picks up the verb and its flags from the
+// table. A verb that talks to the cluster takes clusterFlags and calls
+// e.client() (or e.call for a plain master RPC); what it does beyond
+// asking and printing belongs in the package that owns it (client,
+// rebuild, bench, ...). One with --json prints through e.output with a
+// snake_case output struct of package jsonout when the api type has no
+// json tags. Then give it a section in docs/CLI.md (TestCLIDoc says what
+// is missing; its help block is written by -update-cli-doc) and, with
+// --json, a case in TestJSONOutputOfEveryVerb.
 type verb struct {
 	path    string // the words after "sexton", e.g. "operator snapshot save"
 	args    string // synopsis of the positional arguments, e.g. "FILE"

@@ -14,6 +14,7 @@ import (
 	"sexton/api"
 	"sexton/fsck"
 	"sexton/holder"
+	"sexton/jsonout"
 )
 
 func TestVerbTable(t *testing.T) {
@@ -223,21 +224,21 @@ func TestJSONKeysAreSnakeCase(t *testing.T) {
 	now := time.Now()
 	tasks := api.ListTasksResponse{Tasks: []api.LocalDeleteTask{{Key: "k", Created: 1}}, Total: 1,
 		Progress: []api.TaskProgress{{State: api.TaskRetrying, Holder: "h", Attempts: 2, LastError: "e", LastGiven: 3}}}
-	checkKeys(t, "stat", statJSON(api.StatResponse{Object: obj, PendingPut: &inc}, true, tasks, now))
-	checkKeys(t, "stat removed", statJSON(api.StatResponse{}, false, tasks, now))
-	checkKeys(t, "rm --wait", rmOut{Replicas: tasksJSON(tasks, now).Tasks})
-	checkKeys(t, "ls", objectsJSON([]api.ObjectInfo{obj}))
-	checkKeys(t, "ls empty", objectsJSON(nil))
-	checkKeys(t, "operator tasks", tasksJSON(tasks, now))
-	checkKeys(t, "operator tasks empty", tasksJSON(api.ListTasksResponse{}, now))
+	checkKeys(t, "stat", jsonout.StatOf(api.StatResponse{Object: obj, PendingPut: &inc}, true, tasks, now))
+	checkKeys(t, "stat removed", jsonout.StatOf(api.StatResponse{}, false, tasks, now))
+	checkKeys(t, "rm --wait", jsonout.Rm{Replicas: jsonout.TasksOf(tasks, now).Tasks})
+	checkKeys(t, "ls", jsonout.Objects([]api.ObjectInfo{obj}))
+	checkKeys(t, "ls empty", jsonout.Objects(nil))
+	checkKeys(t, "operator tasks", jsonout.TasksOf(tasks, now))
+	checkKeys(t, "operator tasks empty", jsonout.TasksOf(api.ListTasksResponse{}, now))
 	marker := uint64(7)
-	checkKeys(t, "operator segments", segmentsJSON([]api.SegmentInfo{{ID: "s", Capabilities: []api.Capability{api.CapObjectTombstoneV1}}},
+	checkKeys(t, "operator segments", jsonout.Segments([]api.SegmentInfo{{ID: "s", Capabilities: []api.Capability{api.CapObjectTombstoneV1}}},
 		[]api.RefusedMount{{Segment: "late", Endpoint: "h:1", MarkerCluster: &marker, Reason: "SEGMENT_NEEDS_ADOPTION: x", LastAttempt: 1, Attempts: 2}}))
-	checkKeys(t, "operator segments empty", segmentsJSON(nil, nil))
+	checkKeys(t, "operator segments empty", jsonout.Segments(nil, nil))
 	checkKeys(t, "status", []api.StatusResponse{{}})
 	checkKeys(t, "list-peers", []api.RaftPeer{{}})
 	checkKeys(t, "settings", api.SettingsResponse{})
 	checkKeys(t, "dfs status", api.DFSStatusResponse{DFSConfigResponse: api.DFSConfigResponse{Env: []string{}}, Units: []api.DFSUnitStatus{{}}, StrayFiles: []string{}})
 	checkKeys(t, "fsck", &fsck.Report{Segments: []fsck.Segment{{Orphans: []fsck.Ref{{Key: "k"}}, Missing: []fsck.Ref{}}}})
-	checkKeys(t, "holder inspect", inspectJSON(holder.InspectReport{Buckets: []holder.BucketStat{{ID: 1}}}))
+	checkKeys(t, "holder inspect", jsonout.InspectOf(holder.InspectReport{Buckets: []holder.BucketStat{{ID: 1}}}))
 }

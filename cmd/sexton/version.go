@@ -7,25 +7,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"sexton/internal/buildinfo"
+	"sexton/jsonout"
 )
-
-// versionOut is sexton version --json.
-type versionOut struct {
-	Kind      string `json:"kind"` // always "version"
-	Version   string `json:"version"`
-	Commit    string `json:"commit"`
-	Modified  bool   `json:"modified"`
-	GoVersion string `json:"go_version"`
-	Date      string `json:"date,omitempty"`
-}
-
-// kindVersion is versionOut's kind.
-const kindVersion = "version"
 
 func setupVersion(*flag.FlagSet) runFunc {
 	return func(e *env, _ []string) error {
 		i := buildinfo.Get()
-		return e.output(versionOut{Kind: kindVersion, Version: i.Version, Commit: i.Commit, Modified: i.Modified, GoVersion: i.GoVersion, Date: i.Date}, func() error {
+		return e.output(jsonout.Version{Kind: jsonout.KindVersion, Version: i.Version, Commit: i.Commit, Modified: i.Modified, GoVersion: i.GoVersion, Date: i.Date}, func() error {
 			fmt.Println(i.String())
 			return nil
 		})

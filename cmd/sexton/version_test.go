@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"sexton/jsonout"
 )
 
 // TestVersion: `sexton version`, `--version` and `version --json` name the
@@ -25,11 +27,11 @@ func TestVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v versionOut
+	var v jsonout.Version
 	if err := json.Unmarshal(out, &v); err != nil {
 		t.Fatal(err)
 	}
-	if v.Kind != kindVersion || v.GoVersion != runtime.Version() || v.Version == "" || v.Commit == "" {
+	if v.Kind != jsonout.KindVersion || v.GoVersion != runtime.Version() || v.Version == "" || v.Commit == "" {
 		t.Fatalf("version --json = %+v", v)
 	}
 }

@@ -19,8 +19,9 @@ var Layers = [][]string{
 	// One node's state machine, storage or Raft plumbing, and the
 	// master's pure leader policy.
 	{"fsm", "holder", "raftio", "master/policy"},
-	// Nodes and the client library.
-	{"master", "client", "rebuild"},
+	// Nodes, the client library, the rebuild, and the shapes the command
+	// line prints (jsonout reads holder's and api's types).
+	{"master", "client", "rebuild", "jsonout"},
 	// Benches and checks over a running cluster, for the command line
 	// only.
 	{"bench", "fsck"},

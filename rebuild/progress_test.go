@@ -1,10 +1,13 @@
-package main
+package rebuild
 
 import (
 	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"sexton/internal/progress"
+	"sexton/jsonout"
 )
 
 // The rebuild's progress: with --json one snake_case JSON object per line
@@ -12,19 +15,16 @@ import (
 // bar with the bytes and the count on a terminal; all on the progress
 // writer, never stdout.
 func TestRebuildProgress(t *testing.T) {
-	oldOut, oldTerm, oldEvery := progressOut, progressIsTerminal, plainEvery
-	defer func() { progressOut, progressIsTerminal, plainEvery = oldOut, oldTerm, oldEvery }()
 	drive := func(asJSON, terminal bool) string {
 		var buf bytes.Buffer
-		progressOut, progressIsTerminal, plainEvery = &buf, func() bool { return terminal }, 0
-		p := newRebuildProgress(asJSON)
+		p := NewRunProgress(progress.Sink{W: &buf, Terminal: terminal}, asJSON)
 		for i := 0; i <= 3; i++ {
-			p.scan(i, 3, i*100)
+			p.Scan(i, 3, i*100)
 		}
 		for i := 0; i <= 4; i++ {
-			p.adopt(i*25, 100, int64(i)<<20, 4<<20)
+			p.Adopt(i*25, 100, int64(i)<<20, 4<<20)
 		}
-		p.done()
+		p.Done()
 		return buf.String()
 	}
 	out := drive(true, false)
@@ -35,7 +35,7 @@ func TestRebuildProgress(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &last); err != nil {
 			t.Fatalf("--json progress line %q: %v", l, err)
 		}
-		if err := checkJSON([]byte(l)); err != nil {
+		if err := jsonout.Check([]byte(l)); err != nil {
 			t.Fatalf("--json progress line %q: %v", l, err)
 		}
 	}

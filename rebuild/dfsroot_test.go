@@ -1,4 +1,4 @@
-package main
+package rebuild
 
 import (
 	"os"
@@ -42,13 +42,13 @@ func dfsRootOf(t *testing.T, cluster uint64, files ...string) string {
 func TestRebuildReadsTheDFSRootsRecords(t *testing.T) {
 	files := []string{"bucket_0000000000000001.data", "dfs_shard_03.data"}
 	root := dfsRootOf(t, 7, files...)
-	rep := &rebuildReport{}
-	_, err := loadRebuildDFS(nil, rebuildOptions{dfsRoot: root}, rep)
+	rep := &Report{}
+	_, err := loadDFSRoot(nil, RunOptions{DFSRoot: root}, rep)
 	if err == nil || !strings.Contains(err.Error(), "--dfs-drop") || !strings.Contains(err.Error(), "2 allocator files (8192 bytes) but no range records") {
 		t.Fatalf("files without records and no --dfs-drop: %v, want a refusal naming the files and --dfs-drop", err)
 	}
-	rep = &rebuildReport{}
-	opt, err := loadRebuildDFS(nil, rebuildOptions{dfsRoot: root, dfsDrop: true}, rep)
+	rep = &Report{}
+	opt, err := loadDFSRoot(nil, RunOptions{DFSRoot: root, DFSDrop: true}, rep)
 	if err != nil || opt != nil || !rep.DFSDropped || len(rep.DFSFiles) != 2 || rep.DFSFiles[1].Bytes != 4096 {
 		t.Fatalf("--dfs-drop: %+v %+v %v", opt, rep, err)
 	}
@@ -69,8 +69,8 @@ func TestRebuildReadsTheDFSRootsRecords(t *testing.T) {
 	if err := p.AppendPutRecord("t", "", inc, torn, []byte("HELLO")); err != nil {
 		t.Fatal(err)
 	}
-	rep = &rebuildReport{}
-	opt, err = loadRebuildDFS(nil, rebuildOptions{dfsRoot: root, dryRun: true}, rep)
+	rep = &Report{}
+	opt, err = loadDFSRoot(nil, RunOptions{DFSRoot: root, DryRun: true}, rep)
 	if err != nil || opt == nil || opt.ClusterID != 7 || len(opt.Records) != 2 || rep.DFSRecords != 2 {
 		t.Fatalf("dry run with records: %+v %+v %v", opt, rep, err)
 	}
@@ -78,18 +78,18 @@ func TestRebuildReadsTheDFSRootsRecords(t *testing.T) {
 		t.Fatal("the verifier must accept the range holding the recorded bytes and refuse the other")
 	}
 
-	if _, err := loadRebuildDFS(nil, rebuildOptions{dfsRoot: filepath.Join(root, "absent"), dryRun: true}, &rebuildReport{}); err == nil {
+	if _, err := loadDFSRoot(nil, RunOptions{DFSRoot: filepath.Join(root, "absent"), DryRun: true}, &Report{}); err == nil {
 		t.Fatal("a missing DFS root was accepted")
 	}
 	unmarked := dfsRootOf(t, 0, files[0])
-	if _, err := loadRebuildDFS(nil, rebuildOptions{dfsRoot: unmarked, dfsDrop: true}, &rebuildReport{}); err == nil || !strings.Contains(err.Error(), "no known cluster") {
+	if _, err := loadDFSRoot(nil, RunOptions{DFSRoot: unmarked, DFSDrop: true}, &Report{}); err == nil || !strings.Contains(err.Error(), "no known cluster") {
 		t.Fatalf("allocator files below an unmarked root: %v, want a refusal", err)
 	}
-	rep = &rebuildReport{}
-	if opt, err := loadRebuildDFS(nil, rebuildOptions{dfsRoot: dfsRootOf(t, 0)}, rep); err != nil || len(rep.DFSFiles) != 0 || opt == nil || len(opt.Records) != 0 {
+	rep = &Report{}
+	if opt, err := loadDFSRoot(nil, RunOptions{DFSRoot: dfsRootOf(t, 0)}, rep); err != nil || len(rep.DFSFiles) != 0 || opt == nil || len(opt.Records) != 0 {
 		t.Fatalf("an empty unmarked root: %+v %v, want nothing to report", rep, err)
 	}
-	if opt, err := loadRebuildDFS(nil, rebuildOptions{}, rep); err != nil || opt != nil {
+	if opt, err := loadDFSRoot(nil, RunOptions{}, rep); err != nil || opt != nil {
 		t.Fatalf("no --dfs-root: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package jsonout
 
 import (
 	"reflect"
@@ -62,19 +62,19 @@ func TestOutputStructsCoverTheirSources(t *testing.T) {
 		renamed map[string]string // Go field -> json key
 		skipped []string          // not for the CLI
 	}{
-		{src: []any{holder.InspectReport{}}, out: inspectOut{}},
-		{src: []any{holder.Identity{}}, out: identityOut{}, renamed: map[string]string{"V": "version"}},
-		{src: []any{holder.BucketStat{}}, out: bucketOut{}},
-		{src: []any{api.ObjectInfo{}}, out: objectOut{}},
-		{src: []any{api.ReplicaLocation{}}, out: replicaOut{}, skipped: []string{"Grant"}},
-		{src: []any{api.DFSDescriptor{}}, out: dfsDesc{}, renamed: map[string]string{"UnitID": "unit"}},
-		{src: []any{api.StatResponse{}}, out: statOut{}},
+		{src: []any{holder.InspectReport{}}, out: Inspect{}},
+		{src: []any{holder.Identity{}}, out: Identity{}, renamed: map[string]string{"V": "version"}},
+		{src: []any{holder.BucketStat{}}, out: Bucket{}},
+		{src: []any{api.ObjectInfo{}}, out: Object{}},
+		{src: []any{api.ReplicaLocation{}}, out: Replica{}, skipped: []string{"Grant"}},
+		{src: []any{api.DFSDescriptor{}}, out: DFSDesc{}, renamed: map[string]string{"UnitID": "unit"}},
+		{src: []any{api.StatResponse{}}, out: Stat{}},
 		// Progress is in each task; DFSRecordsPending answers a key's
 		// listing only, which rm --wait reads and operator tasks never makes.
-		{src: []any{api.ListTasksResponse{}}, out: tasksOut{}, skipped: []string{"Progress", "DFSRecordsPending"}},
-		{src: []any{api.LocalDeleteTask{}, api.TaskProgress{}}, out: taskOut{}},
-		{src: []any{api.SegmentInfo{}}, out: segmentOut{}},
-		{src: []any{snapshot.Header{}, snapshot.Counts{}}, out: snapshotInspectOut{}},
+		{src: []any{api.ListTasksResponse{}}, out: Tasks{}, skipped: []string{"Progress", "DFSRecordsPending"}},
+		{src: []any{api.LocalDeleteTask{}, api.TaskProgress{}}, out: Task{}},
+		{src: []any{api.SegmentInfo{}}, out: Segment{}},
+		{src: []any{snapshot.Header{}, snapshot.Counts{}}, out: SnapshotInspect{}},
 	} {
 		out := reflect.TypeOf(c.out)
 		keys := jsonKeys(out)
