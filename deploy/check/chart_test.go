@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"reflect"
@@ -15,6 +16,7 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage"
 	"helm.sh/helm/v4/pkg/storage/driver"
+	"helm.sh/helm/v4/pkg/strvals"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -57,9 +59,18 @@ func readValues(t *testing.T, valuesFile string) map[string]any {
 // name dir -n namespace` with vals does: its manifest and its NOTES.
 func renderRelease(t *testing.T, dir, name, namespace string, vals map[string]any) *release.Release {
 	t.Helper()
+	rel, err := tryRender(dir, name, namespace, vals)
+	if err != nil {
+		t.Fatalf("render with %v: %v", vals, err)
+	}
+	return rel
+}
+
+// tryRender is renderRelease returning the chart's refusal.
+func tryRender(dir, name, namespace string, vals map[string]any) (*release.Release, error) {
 	ch, err := loader.Load(dir)
 	if err != nil {
-		t.Fatalf("load the chart: %v", err)
+		return nil, fmt.Errorf("load the chart: %w", err)
 	}
 	cfg := &action.Configuration{
 		Releases:     storage.Init(driver.NewMemory()),
@@ -72,13 +83,13 @@ func renderRelease(t *testing.T, dir, name, namespace string, vals map[string]an
 	in.Namespace = namespace
 	r, err := in.Run(ch, vals)
 	if err != nil {
-		t.Fatalf("render with %v: %v", vals, err)
+		return nil, err
 	}
 	rel, ok := r.(*release.Release)
 	if !ok {
-		t.Fatalf("release of type %T", r)
+		return nil, fmt.Errorf("release of type %T", r)
 	}
-	return rel
+	return rel, nil
 }
 
 // lint lints the chart in dir with vals as `helm lint --strict` does:
@@ -167,12 +178,14 @@ func env(c corev1.Container, name string) (corev1.EnvVar, bool) {
 	return corev1.EnvVar{}, false
 }
 
-// checkWorkloads holds for every render: each container has resources,
+// checkWorkloads holds for every render: the API server's rules
+// (checkAPIRules); each container has resources,
 // a locked-down securityContext and probes of the scheme TLS asks for;
 // the masters advertise their stable names and have a PDB and hard
 // anti-affinity.
 func checkWorkloads(t *testing.T, o objects, namespace string, tls bool, wantHolderSets int) {
 	t.Helper()
+	checkAPIRules(t, o)
 	scheme := corev1.URISchemeHTTP
 	if tls {
 		scheme = corev1.URISchemeHTTPS
@@ -305,6 +318,31 @@ func TestChartAlertsCopy(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s/files/alerts.yml differs from %s: cp %s %s/files/alerts.yml", chartDir, alertsPath, alertsPath, chartDir)
+	}
+}
+
+// TestChartRefusesBadValues: values.schema.json turns a value the chart
+// would render into a broken or silently different cluster into an
+// install-time error naming it.
+func TestChartRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{
+		{"tls.clientAuth=yes", "/tls/clientAuth"},
+		{"tls.enable=true", "enable"}, // a misspelt key is not ignored
+		{"master.replicas=2", "/master/replicas"},
+		{"master.ports.rpc=70000", "/master/ports/rpc"},
+		{"holders.pools[0].name=Edge_1", "/holders/pools/0/name"},
+		{"holders.pools[0].storage.size=lots", "/holders/pools/0/storage"},
+		{"master.logLevel=verbose", "/master/logLevel"},
+		{"image.repository=", "/image/repository"},
+	} {
+		vals := readValues(t, "")
+		if err := strvals.ParseInto(tc.set, vals); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tryRender(chartDir, "sexton", "default", vals)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--set %s: %v, want a refusal naming %s", tc.set, err, tc.want)
+		}
 	}
 }
 
