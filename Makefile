@@ -34,8 +34,9 @@ run: build
 	$(BIN) dev
 
 # deploy-check (the image and the Helm chart, a module of its own) runs
-# in it too: about half a minute with a warm module and build cache,
-# several minutes on a fresh machine (deploy/README.md, "Checks").
+# in it too: under half a minute of CPU with a warm build cache; with a
+# cold one it first compiles and analyses the Helm SDK and the Kubernetes
+# types, about ten CPU-minutes.
 test: lint monitoring-check unit release-check units-check deploy-check fuzz-short model-short python-test
 
 lint: fmt-check vet staticcheck
