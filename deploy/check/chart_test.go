@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"reflect"
@@ -15,6 +16,7 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage"
 	"helm.sh/helm/v4/pkg/storage/driver"
+	"helm.sh/helm/v4/pkg/strvals"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -25,25 +27,50 @@ const (
 	chartDir     = "../helm/sexton"
 	renderedPath = "../kubernetes/sexton.yaml"
 	alertsPath   = "../monitoring/alerts.yml"
+	// The values file deploy/README.md installs with.
+	walkthroughValues = "../helm/values-tls.yaml"
 )
 
 // render renders the chart as `helm install --dry-run=client sexton
 // deploy/helm/sexton -f valuesFile` does, without a cluster.
 func render(t *testing.T, valuesFile string) string {
 	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatalf("load the chart: %v", err)
-	}
+	return renderRelease(t, chartDir, "sexton", "default", readValues(t, valuesFile)).Manifest
+}
+
+// readValues reads a values file; "" gives the chart's defaults.
+func readValues(t *testing.T, valuesFile string) map[string]any {
+	t.Helper()
 	vals := map[string]any{}
-	if valuesFile != "" {
-		b, err := os.ReadFile(valuesFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := yaml.Unmarshal(b, &vals); err != nil {
-			t.Fatalf("%s: %v", valuesFile, err)
-		}
+	if valuesFile == "" {
+		return vals
+	}
+	b, err := os.ReadFile(valuesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &vals); err != nil {
+		t.Fatalf("%s: %v", valuesFile, err)
+	}
+	return vals
+}
+
+// renderRelease renders the chart in dir as `helm install --dry-run=client
+// name dir -n namespace` with vals does: its manifest and its NOTES.
+func renderRelease(t *testing.T, dir, name, namespace string, vals map[string]any) *release.Release {
+	t.Helper()
+	rel, err := tryRender(dir, name, namespace, vals)
+	if err != nil {
+		t.Fatalf("render with %v: %v", vals, err)
+	}
+	return rel
+}
+
+// tryRender is renderRelease returning the chart's refusal.
+func tryRender(dir, name, namespace string, vals map[string]any) (*release.Release, error) {
+	ch, err := loader.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load the chart: %w", err)
 	}
 	cfg := &action.Configuration{
 		Releases:     storage.Init(driver.NewMemory()),
@@ -52,17 +79,35 @@ func render(t *testing.T, valuesFile string) string {
 	}
 	in := action.NewInstall(cfg)
 	in.DryRunStrategy = action.DryRunClient
-	in.ReleaseName = "sexton"
-	in.Namespace = "default"
+	in.ReleaseName = name
+	in.Namespace = namespace
 	r, err := in.Run(ch, vals)
 	if err != nil {
-		t.Fatalf("render with %q: %v", valuesFile, err)
+		return nil, err
 	}
 	rel, ok := r.(*release.Release)
 	if !ok {
-		t.Fatalf("release of type %T", r)
+		return nil, fmt.Errorf("release of type %T", r)
 	}
-	return rel.Manifest
+	return rel, nil
+}
+
+// lint lints the chart in dir with vals as `helm lint --strict` does:
+// any warning or error fails the test.
+func lint(t *testing.T, dir, namespace string, vals map[string]any) {
+	t.Helper()
+	l := action.NewLint()
+	l.Strict = true
+	l.Namespace = namespace
+	res := l.Run([]string{dir}, vals)
+	for _, m := range res.Messages {
+		if m.Severity > 1 { // above INFO: warnings and errors
+			t.Errorf("lint with %v: %s", vals, m)
+		}
+	}
+	for _, err := range res.Errors {
+		t.Errorf("lint with %v: %v", vals, err)
+	}
 }
 
 // objects is a render's objects, each strict-decoded into its Kubernetes
@@ -133,12 +178,14 @@ func env(c corev1.Container, name string) (corev1.EnvVar, bool) {
 	return corev1.EnvVar{}, false
 }
 
-// checkWorkloads holds for every render: each container has resources,
+// checkWorkloads holds for every render: the API server's rules
+// (checkAPIRules); each container has resources,
 // a locked-down securityContext and probes of the scheme TLS asks for;
 // the masters advertise their stable names and have a PDB and hard
 // anti-affinity.
-func checkWorkloads(t *testing.T, o objects, tls bool, wantHolderSets int) {
+func checkWorkloads(t *testing.T, o objects, namespace string, tls bool, wantHolderSets int) {
 	t.Helper()
+	checkAPIRules(t, o)
 	scheme := corev1.URISchemeHTTP
 	if tls {
 		scheme = corev1.URISchemeHTTPS
@@ -193,7 +240,7 @@ func checkWorkloads(t *testing.T, o objects, tls bool, wantHolderSets int) {
 	}
 	c := master.Spec.Template.Spec.Containers[0]
 	adv, ok := env(c, "SEXTON_RPC_ADVERTISE")
-	if want := "$(POD_NAME).sexton-master.default.svc.cluster.local:7101"; !ok || adv.Value != want {
+	if want := "$(POD_NAME).sexton-master." + namespace + ".svc.cluster.local:7101"; !ok || adv.Value != want {
 		t.Errorf("master SEXTON_RPC_ADVERTISE %q, want %q", adv.Value, want)
 	}
 	if peers, _ := env(c, "SEXTON_PEERS"); strings.Count(peers.Value, "=") != 3 {
@@ -210,7 +257,7 @@ func checkWorkloads(t *testing.T, o objects, tls bool, wantHolderSets int) {
 
 func TestChartDefault(t *testing.T) {
 	o := decode(t, render(t, ""))
-	checkWorkloads(t, o, false, 1)
+	checkWorkloads(t, o, "default", false, 1)
 	if len(o.custom) != 0 {
 		t.Errorf("default render has %d monitoring objects, want none", len(o.custom))
 	}
@@ -218,7 +265,7 @@ func TestChartDefault(t *testing.T) {
 
 func TestChartTLSRoles(t *testing.T) {
 	o := decode(t, render(t, "testdata/tls-roles.yaml"))
-	checkWorkloads(t, o, true, 2)
+	checkWorkloads(t, o, "default", true, 2)
 	for _, s := range o.statefulSets {
 		c := s.Spec.Template.Spec.Containers[0]
 		for _, name := range []string{"SEXTON_CLUSTER_TOKEN", "SEXTON_CLIENT_TOKEN", "SEXTON_OPERATOR_TOKEN"} {
@@ -274,30 +321,34 @@ func TestChartAlertsCopy(t *testing.T) {
 	}
 }
 
+// TestChartRefusesBadValues: values.schema.json turns a value the chart
+// would render into a broken or silently different cluster into an
+// install-time error naming it.
+func TestChartRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{
+		{"tls.clientAuth=yes", "/tls/clientAuth"},
+		{"tls.enable=true", "enable"}, // a misspelt key is not ignored
+		{"master.replicas=2", "/master/replicas"},
+		{"master.ports.rpc=70000", "/master/ports/rpc"},
+		{"holders.pools[0].name=Edge_1", "/holders/pools/0/name"},
+		{"holders.pools[0].storage.size=lots", "/holders/pools/0/storage"},
+		{"master.logLevel=verbose", "/master/logLevel"},
+		{"image.repository=", "/image/repository"},
+	} {
+		vals := readValues(t, "")
+		if err := strvals.ParseInto(tc.set, vals); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tryRender(chartDir, "sexton", "default", vals)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--set %s: %v, want a refusal naming %s", tc.set, err, tc.want)
+		}
+	}
+}
+
 func TestChartLint(t *testing.T) {
-	for _, vf := range []string{"", "testdata/tls-roles.yaml"} {
-		vals := map[string]any{}
-		if vf != "" {
-			b, err := os.ReadFile(vf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := yaml.Unmarshal(b, &vals); err != nil {
-				t.Fatal(err)
-			}
-		}
-		l := action.NewLint()
-		l.Strict = true
-		l.Namespace = "default"
-		res := l.Run([]string{chartDir}, vals)
-		for _, m := range res.Messages {
-			if m.Severity > 1 { // above INFO: warnings and errors
-				t.Errorf("lint %q: %s", vf, m)
-			}
-		}
-		for _, err := range res.Errors {
-			t.Errorf("lint %q: %v", vf, err)
-		}
+	for _, vf := range []string{"", "testdata/tls-roles.yaml", walkthroughValues} {
+		lint(t, chartDir, "default", readValues(t, vf))
 	}
 }
 

@@ -6,6 +6,7 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"io"
 	"os"
@@ -42,6 +43,9 @@ func Build(o Options) (v1.Image, error) {
 	bin, err := os.ReadFile(o.Binary)
 	if err != nil {
 		return nil, fmt.Errorf("image: read the binary: %w", err)
+	}
+	if err := CheckStatic(o.Binary, bin); err != nil {
+		return nil, err
 	}
 	if o.Arch == "" {
 		o.Arch = "amd64"
@@ -85,6 +89,26 @@ func Build(o Options) (v1.Image, error) {
 		return nil, fmt.Errorf("image: config: %w", err)
 	}
 	return img, nil
+}
+
+// CheckStatic refuses a binary the image could not run: not an ELF
+// executable, or one that needs a dynamic loader or shared libraries (the
+// image has neither: build with CGO_ENABLED=0).
+func CheckStatic(name string, bin []byte) error {
+	f, err := elf.NewFile(bytes.NewReader(bin))
+	if err != nil {
+		return fmt.Errorf("image: %s is not an ELF executable: %w", name, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("image: %s is dynamically linked (it asks for a program interpreter); build it with CGO_ENABLED=0", name)
+		}
+	}
+	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+		return fmt.Errorf("image: %s needs shared libraries %v; build it with CGO_ENABLED=0", name, libs)
+	}
+	return nil
 }
 
 // Write writes img as a tarball `docker load` and `podman load` accept,

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"sexton/deploy/check/internal/sextonbin"
 )
 
 // TestImage builds a static sexton, the image from it, writes the
@@ -21,18 +23,7 @@ import (
 // (sexton version prints: sexton VERSION (commit ...)).
 func TestImage(t *testing.T) {
 	dir := t.TempDir()
-	// make deploy-check builds the static binary once (SEXTON_STATIC_BIN);
-	// run alone, the test builds it.
-	bin := os.Getenv("SEXTON_STATIC_BIN")
-	if bin == "" {
-		bin = filepath.Join(dir, "sexton")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/sexton")
-		build.Dir = "../../.."
-		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
-		}
-	}
+	bin := sextonbin.Path(t)
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	img, err := Build(Options{Binary: bin, Version: "v0.0.0-imagetest", Commit: "abc123", Created: created})
 	if err != nil {
@@ -117,5 +108,25 @@ func TestImage(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(out), "sexton ") || !strings.Contains(string(out), "(commit ") {
 		t.Errorf("sexton version printed %q", out)
+	}
+}
+
+// TestBuildRefusesDynamicBinary: the image has no loader and no shared
+// libraries, so Build refuses a binary that needs them, and a file that
+// is no executable at all.
+func TestBuildRefusesDynamicBinary(t *testing.T) {
+	dynamic, err := exec.LookPath("ls")
+	if err != nil {
+		t.Skip("no dynamically linked ls to try")
+	}
+	if _, err := Build(Options{Binary: dynamic}); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Errorf("Build(%s) = %v, want a refusal naming CGO_ENABLED=0", dynamic, err)
+	}
+	script := filepath.Join(t.TempDir(), "script")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(Options{Binary: script}); err == nil || !strings.Contains(err.Error(), "not an ELF executable") {
+		t.Errorf("Build(script) = %v, want a refusal: not an ELF executable", err)
 	}
 }
