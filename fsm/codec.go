@@ -162,7 +162,7 @@ func decode(data []byte, useFast bool) (Command, error) {
 	// path needs an empty one.
 	var body Command
 	if spec.decodeFast != nil && useFast {
-		if body, err = spec.decodeFast(dec); err != nil {
+		if body, err = spec.decodeFast(&fieldDecoder{Decoder: dec}); err != nil {
 			return nil, fmt.Errorf("%w: %s v%d: %v", ErrCorruptCommand, t, v, err)
 		}
 	} else {

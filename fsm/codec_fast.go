@@ -4,26 +4,71 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
 	"sexton/api"
 )
 
-// Hand-written decoders for the two hot entries (Remove, LocalDeleteAck):
-// reflection costs about a microsecond per entry, which would be most of a
-// one-key Remove. They accept exactly what the reflection decoder with
+// Hand-written decoders for the hot entries (Remove, LocalDeleteAck,
+// PutCommit): reflection costs about a microsecond per entry, which would
+// be most of a one-key Remove, and every node decodes every entry. They accept exactly what the reflection decoder with
 // DisallowUnknownFields accepts (FuzzDecodeCommand checks the two agree):
 // one map, known field names only, a later duplicate field wins; a nil
 // where a map is expected decodes as the zero struct.
 
+// fieldDecoder is a msgpack decoder that reads field names without
+// allocating them: a known name is read into name and answered as the
+// interned string of fieldNames.
+type fieldDecoder struct {
+	*msgpack.Decoder
+	name [16]byte
+}
+
+// fieldNames interns the field names the hand-written decoders know.
+var fieldNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{
+		"v", "keys", "if_inc", "spans", "sess", "now", "n", "client", "seq", "floor",
+		"seg", "epoch", "results", "id", "k", "i", "o", "h", "l",
+		"key", "inc", "tenant", "size", "replicas", "put_id", "if_absent",
+		"kind", "pool", "dfs", "alloc", "path", "unit", "off", "asize",
+	} {
+		m[n] = n
+	}
+	return m
+}()
+
+// fieldName reads a map key as DecodeString does (a nil is ""), without
+// allocating a name fieldNames knows.
+func (dec *fieldDecoder) fieldName() (string, error) {
+	n, err := dec.DecodeBytesLen()
+	if err != nil || n <= 0 {
+		return "", err
+	}
+	if n > len(dec.name) {
+		b := make([]byte, n)
+		err := dec.ReadFull(b)
+		return string(b), err
+	}
+	b := dec.name[:n]
+	if err := dec.ReadFull(b); err != nil {
+		return "", err
+	}
+	if s, ok := fieldNames[string(b)]; ok {
+		return s, nil
+	}
+	return string(b), nil
+}
+
 // decodeMap walks one msgpack map, handing each field name to field, which
 // decodes the value (or refuses an unknown name).
-func decodeMap(dec *msgpack.Decoder, field func(name string) error) error {
+func decodeMap(dec *fieldDecoder, field func(name string) error) error {
 	n, err := dec.DecodeMapLen()
 	if err != nil {
 		return err
 	}
 	for i := 0; i < n; i++ {
-		name, err := dec.DecodeString()
+		name, err := dec.fieldName()
 		if err != nil {
 			return err
 		}
@@ -35,7 +80,7 @@ func decodeMap(dec *msgpack.Decoder, field func(name string) error) error {
 }
 
 // decodeArray reads an array of at most limit elements, one at a time.
-func decodeArray[T any](dec *msgpack.Decoder, limit int, what string, one func(*T) error) ([]T, error) {
+func decodeArray[T any](dec *fieldDecoder, limit int, what string, one func(*T) error) ([]T, error) {
 	n, err := dec.DecodeArrayLen()
 	if err != nil || n < 0 {
 		return nil, err
@@ -54,7 +99,7 @@ func decodeArray[T any](dec *msgpack.Decoder, limit int, what string, one func(*
 
 func unknownField(name string) error { return fmt.Errorf("unknown field %q", name) }
 
-func decodeRemoveFast(dec *msgpack.Decoder) (Command, error) {
+func decodeRemoveFast(dec *fieldDecoder) (Command, error) {
 	c := &Remove{}
 	err := decodeMap(dec, func(name string) (err error) {
 		switch name {
@@ -88,7 +133,7 @@ func decodeRemoveFast(dec *msgpack.Decoder) (Command, error) {
 	return c, nil
 }
 
-func decodeSpan(dec *msgpack.Decoder, s *RemoveSpan) error {
+func decodeSpan(dec *fieldDecoder, s *RemoveSpan) error {
 	return decodeMap(dec, func(name string) (err error) {
 		switch name {
 		case "sess":
@@ -102,7 +147,7 @@ func decodeSpan(dec *msgpack.Decoder, s *RemoveSpan) error {
 	})
 }
 
-func decodeSession(dec *msgpack.Decoder, s *api.Session) error {
+func decodeSession(dec *fieldDecoder, s *api.Session) error {
 	return decodeMap(dec, func(name string) (err error) {
 		switch name {
 		case "client":
@@ -118,7 +163,7 @@ func decodeSession(dec *msgpack.Decoder, s *api.Session) error {
 	})
 }
 
-func decodeAckFast(dec *msgpack.Decoder) (Command, error) {
+func decodeAckFast(dec *fieldDecoder) (Command, error) {
 	c := &LocalDeleteAck{}
 	err := decodeMap(dec, func(name string) (err error) {
 		switch name {
@@ -147,7 +192,7 @@ func decodeAckFast(dec *msgpack.Decoder) (Command, error) {
 	return c, nil
 }
 
-func decodeTaskResult(dec *msgpack.Decoder, r *api.TaskResult) error {
+func decodeTaskResult(dec *fieldDecoder, r *api.TaskResult) error {
 	return decodeMap(dec, func(name string) (err error) {
 		switch name {
 		case "id":
@@ -167,13 +212,104 @@ func decodeTaskResult(dec *msgpack.Decoder, r *api.TaskResult) error {
 	})
 }
 
-func decodeIncarnation(dec *msgpack.Decoder, inc *api.ObjectIncarnation) error {
+func decodeIncarnation(dec *fieldDecoder, inc *api.ObjectIncarnation) error {
 	return decodeMap(dec, func(name string) (err error) {
 		switch name {
 		case "h":
 			inc.High, err = dec.DecodeUint64()
 		case "l":
 			inc.Low, err = dec.DecodeUint64()
+		default:
+			err = unknownField(name)
+		}
+		return err
+	})
+}
+
+// decodePutCommitFast reads the one-commit put's entry, one per put.
+func decodePutCommitFast(dec *fieldDecoder) (Command, error) {
+	c := &PutCommit{}
+	err := decodeMap(dec, func(name string) (err error) {
+		switch name {
+		case "v":
+			c.V, err = dec.DecodeUint8()
+		case "key":
+			c.Key, err = dec.DecodeString()
+		case "inc":
+			err = decodeIncarnation(dec, &c.Incarnation)
+		case "tenant":
+			c.Tenant, err = dec.DecodeString()
+		case "size":
+			c.Size, err = dec.DecodeInt64()
+		case "replicas":
+			c.Replicas, err = decodeArray(dec, api.MaxReplicas, "replicas", func(r *api.ReplicaDescriptor) error {
+				return decodeReplica(dec, r)
+			})
+		case "put_id":
+			c.PutID, err = dec.DecodeString()
+		case "if_absent":
+			c.IfAbsent, err = dec.DecodeBool()
+		case "sess":
+			err = decodeSession(dec, &c.Session)
+		case "now":
+			c.Now, err = dec.DecodeInt64()
+		default:
+			err = unknownField(name)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func decodeReplica(dec *fieldDecoder, r *api.ReplicaDescriptor) error {
+	return decodeMap(dec, func(name string) (err error) {
+		switch name {
+		case "kind":
+			var k uint8
+			k, err = dec.DecodeUint8()
+			r.Kind = api.ReplicaKind(k)
+		case "seg":
+			var s string
+			s, err = dec.DecodeString()
+			r.Segment = api.SegmentID(s)
+		case "pool":
+			r.Pool, err = dec.DecodeString()
+		case "dfs":
+			r.DFS, err = decodeDFS(dec)
+		default:
+			err = unknownField(name)
+		}
+		return err
+	})
+}
+
+// decodeDFS reads a DFS descriptor; a nil is no descriptor.
+func decodeDFS(dec *fieldDecoder) (*api.DFSDescriptor, error) {
+	c, err := dec.PeekCode()
+	if err != nil {
+		return nil, err
+	}
+	if c == msgpcode.Nil {
+		return nil, dec.DecodeNil()
+	}
+	d := &api.DFSDescriptor{}
+	return d, decodeMap(dec, func(name string) (err error) {
+		switch name {
+		case "alloc":
+			d.Allocator, err = dec.DecodeString()
+		case "path":
+			d.Path, err = dec.DecodeString()
+		case "unit":
+			d.UnitID, err = dec.DecodeUint64()
+		case "off":
+			d.Offset, err = dec.DecodeInt64()
+		case "size":
+			d.Size, err = dec.DecodeInt64()
+		case "asize":
+			d.AlignedSize, err = dec.DecodeInt64()
 		default:
 			err = unknownField(name)
 		}

@@ -235,6 +235,8 @@ func sampleCommands() []Command {
 		&RebuildAdopt{ClusterID: 7, Objects: []RebuildObject{{Key: "k", Tenant: "t", Size: 3, Incarnation: inc, Replicas: localReplicas("s1")}},
 			Deletes: []RebuildDelete{{Segment: "s2", Key: "k", Tenant: "t", Incarnation: api.ObjectIncarnation{High: 7, Low: 40}}}, Now: 21},
 		&RebuildClose{ClusterID: 7, Now: 22},
+		&PutCommit{Key: "k", Incarnation: inc, Tenant: "t", Size: 5, Replicas: localReplicas("s1"), PutID: "p1", IfAbsent: true, Session: sess, Now: 23},
+		&PutCommit{Key: "k", Incarnation: inc, Size: 5, Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaDFS, DFS: &api.DFSDescriptor{Allocator: "bucket", Path: "b/1", UnitID: 1, Offset: 4096, Size: 5, AlignedSize: 4096}}}, Now: 24},
 		// Version 2 fields, and version 1 bodies, which still decode.
 		&EpochBegin{Term: 3, LeaderID: "m1", ClusterID: 7, GrantKey: bytes.Repeat([]byte{7}, api.GrantKeyLen), Now: 19},
 		&MountLocalDisk{ClientID: "c1", Segment: "s1", Process: "proc-1", Now: 20},

@@ -3,8 +3,6 @@ package fsm
 import (
 	"fmt"
 	"reflect"
-
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // commands is the one table of command types: everything the codec knows
@@ -40,7 +38,7 @@ var commands = [...]*commandSpec{
 	CmdRebuildClose:        spec[RebuildClose]("RebuildClose", RebuildCloseV1, nil),
 	CmdDFSMarked:           spec[DFSMarked]("DFSMarked", DFSMarkedV1, boundsDFSMarked),
 	CmdReserveIncarnations: spec[ReserveIncarnations]("ReserveIncarnations", ReserveIncarnationsV1, nil),
-	CmdPutCommit:           spec[PutCommit]("PutCommit", PutCommitV1, boundsPutCommit),
+	CmdPutCommit:           spec[PutCommit]("PutCommit", PutCommitV1, boundsPutCommit).fast(decodePutCommitFast),
 	CmdPutCommitBatch:      spec[PutCommitBatch]("PutCommitBatch", PutCommitBatchV1, boundsPutCommitBatch),
 }
 
@@ -56,7 +54,7 @@ type commandSpec struct {
 	// newBody returns an empty body for the reflection decoder.
 	newBody func() Command
 	// decodeFast, if set, replaces reflection for a hot entry.
-	decodeFast func(*msgpack.Decoder) (Command, error)
+	decodeFast func(*fieldDecoder) (Command, error)
 	// bounds refuses a body whose sizes exceed the limits (nil: nothing
 	// in the body can be too large).
 	bounds func(Command, bounder) error
@@ -102,7 +100,7 @@ func spec[T any, P interface {
 	return s
 }
 
-func (s *commandSpec) fast(dec func(*msgpack.Decoder) (Command, error)) *commandSpec {
+func (s *commandSpec) fast(dec func(*fieldDecoder) (Command, error)) *commandSpec {
 	s.decodeFast = dec
 	return s
 }
