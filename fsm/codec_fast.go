@@ -316,3 +316,124 @@ func decodeDFS(dec *fieldDecoder) (*api.DFSDescriptor, error) {
 		return err
 	})
 }
+
+// Hand-written encoders, for the entry the leader proposes once per put
+// (PutCommit). Each writes exactly the bytes reflection writes (the same
+// field order, omitempty rules and integer widths; TestFastEncodersMatch
+// compares them).
+
+// fieldEncoder keeps the first error of a run of writes.
+type fieldEncoder struct {
+	enc *msgpack.Encoder
+	err error
+}
+
+func (e *fieldEncoder) do(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+func (e *fieldEncoder) mapLen(n int) { e.do(e.enc.EncodeMapLen(n)) }
+func (e *fieldEncoder) str(name, v string) {
+	e.do(e.enc.EncodeString(name))
+	e.do(e.enc.EncodeString(v))
+}
+func (e *fieldEncoder) u8(name string, v uint8) {
+	e.do(e.enc.EncodeString(name))
+	e.do(e.enc.EncodeUint8(v))
+}
+func (e *fieldEncoder) u64(name string, v uint64) {
+	e.do(e.enc.EncodeString(name))
+	e.do(e.enc.EncodeUint64(v))
+}
+func (e *fieldEncoder) i64(name string, v int64) {
+	e.do(e.enc.EncodeString(name))
+	e.do(e.enc.EncodeInt64(v))
+}
+
+func encodePutCommitFast(enc *msgpack.Encoder, cmd Command) error {
+	c := cmd.(*PutCommit)
+	e := fieldEncoder{enc: enc}
+	n := 9
+	if !c.Session.IsZero() {
+		n++
+	}
+	e.mapLen(n)
+	e.u8("v", c.V)
+	e.str("key", c.Key)
+	e.do(enc.EncodeString("inc"))
+	e.incarnation(c.Incarnation)
+	e.str("tenant", c.Tenant)
+	e.i64("size", c.Size)
+	e.do(enc.EncodeString("replicas"))
+	if c.Replicas == nil {
+		e.do(enc.EncodeNil())
+	} else {
+		e.do(enc.EncodeArrayLen(len(c.Replicas)))
+		for i := range c.Replicas {
+			e.replica(&c.Replicas[i])
+		}
+	}
+	e.str("put_id", c.PutID)
+	e.do(enc.EncodeString("if_absent"))
+	e.do(enc.EncodeBool(c.IfAbsent))
+	if !c.Session.IsZero() {
+		e.do(enc.EncodeString("sess"))
+		e.session(c.Session)
+	}
+	e.i64("now", c.Now)
+	return e.err
+}
+
+func (e *fieldEncoder) incarnation(inc api.ObjectIncarnation) {
+	e.mapLen(2)
+	e.u64("h", inc.High)
+	e.u64("l", inc.Low)
+}
+
+func (e *fieldEncoder) session(s api.Session) {
+	e.mapLen(countSet(s.ClientID != "", s.Seq != 0, s.Floor != 0))
+	if s.ClientID != "" {
+		e.str("client", s.ClientID)
+	}
+	if s.Seq != 0 {
+		e.u64("seq", s.Seq)
+	}
+	if s.Floor != 0 {
+		e.u64("floor", s.Floor)
+	}
+}
+
+func (e *fieldEncoder) replica(r *api.ReplicaDescriptor) {
+	e.mapLen(1 + countSet(r.Segment != "", r.Pool != "", r.DFS != nil))
+	e.u8("kind", uint8(r.Kind))
+	if r.Segment != "" {
+		e.str("seg", string(r.Segment))
+	}
+	if r.Pool != "" {
+		e.str("pool", r.Pool)
+	}
+	if d := r.DFS; d != nil {
+		e.do(e.enc.EncodeString("dfs"))
+		e.mapLen(6)
+		e.str("alloc", d.Allocator)
+		e.str("path", d.Path)
+		e.u64("unit", d.UnitID)
+		e.i64("off", d.Offset)
+		e.i64("size", d.Size)
+		e.i64("asize", d.AlignedSize)
+	}
+}
+
+// countSet counts the true conditions: the fields an omitempty map
+// writes.
+func countSet(set ...bool) int {
+	n := 0
+	for _, s := range set {
+		if s {
+			n++
+		}
+	}
+	return n
+}

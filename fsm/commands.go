@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"github.com/vmihailenco/msgpack/v5"
 	"reflect"
 )
 
@@ -38,7 +39,7 @@ var commands = [...]*commandSpec{
 	CmdRebuildClose:        spec[RebuildClose]("RebuildClose", RebuildCloseV1, nil),
 	CmdDFSMarked:           spec[DFSMarked]("DFSMarked", DFSMarkedV1, boundsDFSMarked),
 	CmdReserveIncarnations: spec[ReserveIncarnations]("ReserveIncarnations", ReserveIncarnationsV1, nil),
-	CmdPutCommit:           spec[PutCommit]("PutCommit", PutCommitV1, boundsPutCommit).fast(decodePutCommitFast),
+	CmdPutCommit:           spec[PutCommit]("PutCommit", PutCommitV1, boundsPutCommit).fast(decodePutCommitFast).fastEncode(encodePutCommitFast),
 	CmdPutCommitBatch:      spec[PutCommitBatch]("PutCommitBatch", PutCommitBatchV1, boundsPutCommitBatch),
 }
 
@@ -55,6 +56,9 @@ type commandSpec struct {
 	newBody func() Command
 	// decodeFast, if set, replaces reflection for a hot entry.
 	decodeFast func(*fieldDecoder) (Command, error)
+	// encodeFast, if set, replaces reflection for a hot entry; it writes
+	// exactly the bytes reflection writes.
+	encodeFast func(*msgpack.Encoder, Command) error
 	// bounds refuses a body whose sizes exceed the limits (nil: nothing
 	// in the body can be too large).
 	bounds func(Command, bounder) error
@@ -102,6 +106,11 @@ func spec[T any, P interface {
 
 func (s *commandSpec) fast(dec func(*fieldDecoder) (Command, error)) *commandSpec {
 	s.decodeFast = dec
+	return s
+}
+
+func (s *commandSpec) fastEncode(enc func(*msgpack.Encoder, Command) error) *commandSpec {
+	s.encodeFast = enc
 	return s
 }
 
