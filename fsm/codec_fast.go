@@ -97,11 +97,27 @@ func decodeArray[T any](dec *fieldDecoder, limit int, what string, one func(*T) 
 	return out, nil
 }
 
+// decodeBody decodes a command's body into c: field reads the body's own
+// fields, decodeBody the leader's time ("now") every body has.
+func decodeBody(dec *fieldDecoder, c Command, now *int64, field func(name string) error) (Command, error) {
+	err := decodeMap(dec, func(name string) (err error) {
+		if name == "now" {
+			*now, err = dec.DecodeInt64()
+			return err
+		}
+		return field(name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 func unknownField(name string) error { return fmt.Errorf("unknown field %q", name) }
 
 func decodeRemoveFast(dec *fieldDecoder) (Command, error) {
 	c := &Remove{}
-	err := decodeMap(dec, func(name string) (err error) {
+	return decodeBody(dec, c, &c.Now, func(name string) (err error) {
 		switch name {
 		case "v":
 			c.V, err = dec.DecodeUint8()
@@ -120,17 +136,11 @@ func decodeRemoveFast(dec *fieldDecoder) (Command, error) {
 			})
 		case "sess":
 			err = decodeSession(dec, &c.Session)
-		case "now":
-			c.Now, err = dec.DecodeInt64()
 		default:
 			err = unknownField(name)
 		}
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 func decodeSpan(dec *fieldDecoder, s *RemoveSpan) error {
@@ -165,7 +175,7 @@ func decodeSession(dec *fieldDecoder, s *api.Session) error {
 
 func decodeAckFast(dec *fieldDecoder) (Command, error) {
 	c := &LocalDeleteAck{}
-	err := decodeMap(dec, func(name string) (err error) {
+	return decodeBody(dec, c, &c.Now, func(name string) (err error) {
 		switch name {
 		case "v":
 			c.V, err = dec.DecodeUint8()
@@ -179,17 +189,11 @@ func decodeAckFast(dec *fieldDecoder) (Command, error) {
 			c.Results, err = decodeArray(dec, MaxAckResults, "results", func(r *api.TaskResult) error {
 				return decodeTaskResult(dec, r)
 			})
-		case "now":
-			c.Now, err = dec.DecodeInt64()
 		default:
 			err = unknownField(name)
 		}
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 func decodeTaskResult(dec *fieldDecoder, r *api.TaskResult) error {
@@ -229,7 +233,7 @@ func decodeIncarnation(dec *fieldDecoder, inc *api.ObjectIncarnation) error {
 // decodePutCommitFast reads the one-commit put's entry, one per put.
 func decodePutCommitFast(dec *fieldDecoder) (Command, error) {
 	c := &PutCommit{}
-	err := decodeMap(dec, func(name string) (err error) {
+	return decodeBody(dec, c, &c.Now, func(name string) (err error) {
 		switch name {
 		case "v":
 			c.V, err = dec.DecodeUint8()
@@ -251,17 +255,11 @@ func decodePutCommitFast(dec *fieldDecoder) (Command, error) {
 			c.IfAbsent, err = dec.DecodeBool()
 		case "sess":
 			err = decodeSession(dec, &c.Session)
-		case "now":
-			c.Now, err = dec.DecodeInt64()
 		default:
 			err = unknownField(name)
 		}
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 func decodeReplica(dec *fieldDecoder, r *api.ReplicaDescriptor) error {
