@@ -150,6 +150,7 @@ func Remove(e *Env, o RemoveOptions) error {
 	// Where the timed removes' commits go, from the masters' own
 	// histograms read before and after them (--master-http).
 	before := probe.readHistograms()
+	nodesBefore := probe.readNodes(nil)
 	start := time.Now()
 	_, err = e.runParallel(fmt.Sprintf("remove (batch %d)", batch), ops, clients, batch, func(i int) error {
 		ctx, c := e.ctx()
@@ -181,8 +182,12 @@ func Remove(e *Env, o RemoveOptions) error {
 		return nil
 	})
 	elapsed := time.Since(start)
+	nodesAfter := probe.readNodes(nil)
 	fmt.Fprintf(e.Out, "per-key errors: %d\n", keyErrs.Load())
 	probe.printCommitParts(before, probe.readHistograms(), elapsed)
+	if line := cpuLine("masters", probe, nodesBefore, nodesAfter, int64(keys)); line != "" {
+		fmt.Fprintln(e.Out, "CPU per removed key"+line)
+	}
 	// What a holder coming back to this backlog would see: the drain the
 	// stop does (fetch a page, ack it, again) until no task is left.
 	ackedBefore := seg.acked.Load()

@@ -2,9 +2,8 @@ package fsm
 
 import (
 	"fmt"
-	"reflect"
-
 	"github.com/vmihailenco/msgpack/v5"
+	"reflect"
 )
 
 // commands is the one table of command types: everything the codec knows
@@ -40,7 +39,7 @@ var commands = [...]*commandSpec{
 	CmdRebuildClose:        spec[RebuildClose]("RebuildClose", RebuildCloseV1, nil),
 	CmdDFSMarked:           spec[DFSMarked]("DFSMarked", DFSMarkedV1, boundsDFSMarked),
 	CmdReserveIncarnations: spec[ReserveIncarnations]("ReserveIncarnations", ReserveIncarnationsV1, nil),
-	CmdPutCommit:           spec[PutCommit]("PutCommit", PutCommitV1, boundsPutCommit),
+	CmdPutCommit:           spec[PutCommit]("PutCommit", PutCommitV1, boundsPutCommit).fast(decodePutCommitFast).fastEncode(encodePutCommitFast),
 	CmdPutCommitBatch:      spec[PutCommitBatch]("PutCommitBatch", PutCommitBatchV1, boundsPutCommitBatch),
 }
 
@@ -56,7 +55,10 @@ type commandSpec struct {
 	// newBody returns an empty body for the reflection decoder.
 	newBody func() Command
 	// decodeFast, if set, replaces reflection for a hot entry.
-	decodeFast func(*msgpack.Decoder) (Command, error)
+	decodeFast func(*fieldDecoder) (Command, error)
+	// encodeFast, if set, replaces reflection for a hot entry; it writes
+	// exactly the bytes reflection writes.
+	encodeFast func(*msgpack.Encoder, Command) error
 	// bounds refuses a body whose sizes exceed the limits (nil: nothing
 	// in the body can be too large).
 	bounds func(Command, bounder) error
@@ -102,8 +104,13 @@ func spec[T any, P interface {
 	return s
 }
 
-func (s *commandSpec) fast(dec func(*msgpack.Decoder) (Command, error)) *commandSpec {
+func (s *commandSpec) fast(dec func(*fieldDecoder) (Command, error)) *commandSpec {
 	s.decodeFast = dec
+	return s
+}
+
+func (s *commandSpec) fastEncode(enc func(*msgpack.Encoder, Command) error) *commandSpec {
+	s.encodeFast = enc
 	return s
 }
 
