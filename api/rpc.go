@@ -384,7 +384,9 @@ type ReconcileResponse struct {
 	NotLive []ObjectRef `msgpack:"not_live"`
 	// Undecided are refs not named yet that may be named later: a
 	// one-commit put's incarnation whose block is still live (its
-	// PutCommit may come), or a not-live one a read lease holds. The
+	// PutCommit may come), one that waits for an older incarnation's
+	// delete task or DFS removal mark, or a not-live one a read lease
+	// holds. The
 	// holder asks about them again soon instead of at its next periodic
 	// reconcile. Absent from masters that predate the field.
 	Undecided []ObjectRef `msgpack:"undecided,omitempty"`

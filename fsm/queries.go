@@ -226,9 +226,10 @@ func (f *FSM) NotLive(seg api.SegmentID, epoch uint64, refs []api.ObjectRef) ([]
 	return out, err
 }
 
-// Reconcile is NotLive that also returns the refs left out only because
-// a PutCommit may still make them live (their block is live): undecided,
-// to be asked about again once the block expired.
+// Reconcile is NotLive that also returns the refs left out for now:
+// undecided, to be asked about again. A PutCommit may still make one live
+// (its block is live), or it waits for an older incarnation's task or DFS
+// removal mark (latest copy last).
 func (f *FSM) Reconcile(seg api.SegmentID, epoch uint64, refs []api.ObjectRef) (notLive, undecided []api.ObjectRef, err error) {
 	if len(refs) > api.MaxReconcilePage {
 		return nil, nil, api.Errorf(api.CodeInvalidParams, "reconcile: %d refs exceed %d", len(refs), api.MaxReconcilePage)
@@ -246,6 +247,9 @@ func (f *FSM) Reconcile(seg api.SegmentID, epoch uint64, refs []api.ObjectRef) (
 			continue
 		}
 		if olderIn(e.tasks, r.Incarnation) || f.st.olderDFSMark(r.Key, r.Incarnation) {
+			// Withheld until the older incarnation's task or removal
+			// mark is done (latest copy last).
+			undecided = append(undecided, r)
 			continue
 		}
 		// A PutCommit may still make an incarnation of a live block live.

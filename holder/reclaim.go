@@ -76,6 +76,20 @@ func (g *grantedWrites) again(ws []grantedWrite) {
 	}
 }
 
+// hold puts back writes the master said it cannot decide yet, asked
+// about again the next delay after now (64 s at the longest): they are
+// not dropped, since the master decides each once its block expires or
+// the task it waits for ends.
+func (g *grantedWrites) hold(ws []grantedWrite, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, w := range ws {
+		w.asked = min(w.asked+1, len(grantedAsks)-1)
+		w.expires = now
+		g.list = append(g.list, w)
+	}
+}
+
 // retry puts back writes the master named not live whose tombstone
 // failed: due at once, so the next pass tombstones them again.
 func (g *grantedWrites) retry(ws []grantedWrite) {
@@ -112,16 +126,26 @@ func (s *Service) reclaimGranted() error {
 	for _, r := range rr.NotLive {
 		named[r] = true
 	}
-	var rest []grantedWrite
+	undecided := make(map[api.ObjectRef]bool, len(rr.Undecided))
+	for _, r := range rr.Undecided {
+		undecided[r] = true
+	}
+	var rest, held []grantedWrite
 	tasks := make([]api.LocalDeleteTask, 0, len(rr.NotLive))
 	for _, w := range ws {
-		if named[w.ref] {
+		switch {
+		case named[w.ref]:
 			tasks = append(tasks, api.LocalDeleteTask{Segment: s.store.SegmentID(), Key: w.ref.Key, Incarnation: w.ref.Incarnation})
-			continue
+		case undecided[w.ref]:
+			// The master will decide it (a block expires, a task ends):
+			// it is asked again at the longest delay, never dropped.
+			held = append(held, w)
+		default:
+			rest = append(rest, w)
 		}
-		rest = append(rest, w)
 	}
 	s.granted.again(rest)
+	s.granted.hold(held, time.Now())
 	if len(tasks) == 0 {
 		return nil
 	}
