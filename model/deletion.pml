@@ -1041,12 +1041,14 @@ end:
 	/* or never ends it: the leader's discardAbandonedPuts revokes it */
 	:: atomic { pending != 0 -> printf("STEP Leader: PutRevoke inc %d\n", pending); applyPutRevoke(); checkInvariants() }
 	:: atomic { complete != 0 -> printf("STEP Client: Remove inc %d -> OK\n", complete); applyRemove(); checkInvariants() }
-#ifdef REBUILD
+#if defined(REBUILD) && !defined(DFS)
 	/* a one-commit put's block reservation (ReserveIncarnations, for
 	 * another key): the block, one incarnation here, is skipped by later
 	 * PutStarts, and the incarnation base moves up by its count, past
 	 * copies the rebuilt cluster issued before it. Only once it issued
-	 * one: a block before that only renumbers the later incarnations. */
+	 * one: a block before that only renumbers the later incarnations.
+	 * (Not with DFS: the DFS part of the rebuild is its first run only,
+	 * reruns scan holders, which the configuration without DFS checks.) */
 	:: atomic { rebuilt && nextInc <= NINC && nextInc - 1 > rebuildBase ->
 		nextInc++; incBase++;
 		printf("STEP Leader: ReserveIncarnations: block of inc %d; the incarnation base moves to %d (the rebuild's base stays %d)\n", nextInc - 1, incBase, rebuildBase);
