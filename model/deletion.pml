@@ -33,7 +33,9 @@
  * switch GC and crashes down to keep each one small):
  *   REBUILD   every master loses its state; `operator rebuild` adopts from the
  *             holders it scans; late holders, reruns, retire, --close, the
- *             removal memory and its overflow
+ *             removal memory and its overflow, and the serving cluster's
+ *             incarnation block reservations (the incarnation base moves on,
+ *             the rebuild's base stays)
  *   JOBS      one prefix-delete job (JobStart, then its step for the key)
  *   RESTORE   `operator snapshot restore` of a saved older table (the flagged
  *             path) and the leader's ghost check
@@ -47,6 +49,9 @@
  *                            absent: an older incarnation in the table wins
  *   WEAK_NO_INC_MARGIN       (REBUILD) the incarnation base covers only the
  *                            scanned holders' records
+ *   WEAK_MOVING_BASE         (REBUILD) a rerun's own-copy check and the adopt
+ *                            refusal use the incarnation base, which every
+ *                            reserved block moves, not the rebuild's base
  *   WEAK_JOB_BY_PUTSTART     (JOBS) the job removes a key whose incarnation
  *                            (PutStart position) is below the job's start
  *   WEAK_GHOST_UNCONDITIONAL (RESTORE) the ghost drop does not check that the
@@ -178,11 +183,13 @@ bit  known[NH];           /* the rebuilt table knows the segment: a rebuild scan
 bit  remKey;              /* removal memory: the key left the table since the rebuild began */
 bit  remOverflow;         /* the memory overflowed (other keys filled its bound) */
 bit  closed;              /* rebuild --close: memory dropped, no more adoption */
-byte incBase;             /* the incarnation base: this cluster issues incarnations above it */
+byte incBase;             /* the incarnation base: this cluster issues incarnations above it; a reserved block raises it */
+byte rebuildBase;         /* the rebuild's base: the incarnation base the rebuilt table was first served under */
 /* ghost */
 bit  late[NH];            /* a lost-cluster holder no rebuild scanned yet, not retired */
 bit  retired[NH];         /* retired by the operator: its records are no longer promised */
 byte lateDel[NH];         /* copies of a late holder its adoption made delete tasks (inv7 exempt) */
+byte lostMax;             /* the newest incarnation the lost cluster issued */
 #endif
 #ifdef DFS
 /* The DFS root (durable: survives the loss of every master) and the
@@ -234,7 +241,8 @@ byte gcLeft[NH];
 /* named results of the invariant check: spin prints the name of the one that fails */
 hidden byte inv1_no_resurrection, inv2_no_wrong_victim, inv3_no_lost_intent,
            inv7_latest_copy_last, inv8_gc_keeps_visible, inv_never_lost,
-           inv_job_spares_later_puts, inv_inc_above_every_copy;
+           inv_job_spares_later_puts, inv_inc_above_every_copy,
+           inv_adopts_only_lost_copies;
 /* scratch (not part of the state) */
 hidden byte ch, ci, cm, rk0, rk1, x, j, cn, ca, ai, ah, ar, op;
 hidden byte cl;
@@ -648,17 +656,26 @@ inline openStore(h) {
 #else
 #define OLDER (complete < ai)
 #endif
+/* The base that tells the rebuilt cluster's own copies (above it) from the
+ * lost cluster's: the rebuild's, which stays while blocks are reserved.
+ * WEAK_MOVING_BASE uses the incarnation base, which each block moves past
+ * copies the rebuilt cluster issued itself. */
+#ifdef WEAK_MOVING_BASE
+#define OWNBASE incBase
+#else
+#define OWNBASE rebuildBase
+#endif
 /* adoptObject's rule for one live copy (ah, ai) of the key, in the rebuilt
  * table. ar: 0 adopt, 1 already (merge the replica), 2 a delete task, 3
  * refused (nothing changes: the holder stays unadopted), 4 left alone (an
- * incarnation above the base is this cluster's own: its tasks and
+ * incarnation above the rebuild's base is this cluster's own: its tasks and
  * reconciliation govern it). */
 inline adoptRule() {
 	if
-	:: ai > incBase -> ar = 4 /* this cluster's own copy, not the lost one's */
-	:: ai <= incBase && complete == ai -> ar = 1
-	:: ai <= incBase && complete != ai && pending == ai -> ar = 4
-	:: ai <= incBase && complete != ai && pending != ai ->
+	:: ai > OWNBASE -> ar = 4 /* this cluster's own copy, not the lost one's */
+	:: ai <= OWNBASE && complete == ai -> ar = 1
+	:: ai <= OWNBASE && complete != ai && pending == ai -> ar = 4
+	:: ai <= OWNBASE && complete != ai && pending != ai ->
 		if
 		/* a newer incarnation is in the table */
 		:: complete > ai -> ar = 2
@@ -692,6 +709,11 @@ inline adoptCopy() {
 	adoptRule();
 	if
 	:: ar == 0 ->
+		/* a rebuild adopts the lost cluster's copies only, never one the
+		 * rebuilt cluster issued itself (whose fate its own table decides) */
+		inv_adopts_only_lost_copies = (ai <= lostMax);
+		if :: !inv_adopts_only_lost_copies -> printf("STEP Operator:   adopt inc %d from holder %d, a copy the rebuilt cluster issued\n", ai, ah) :: else -> skip fi;
+		assert(inv_adopts_only_lost_copies);
 		if :: complete != 0 -> createTasks(compReps, complete) :: else -> skip fi;
 #ifdef DFS
 		/* the replaced incarnation's DFS range: a mark, as at a supersede */
@@ -806,6 +828,7 @@ inline lossAndRebuild(scan) {
 	 * every master) */
 	removed = 0; remMax = 0;
 	late[0] = ((scan & REP(0)) == 0); late[1] = ((scan & REP(1)) == 0);
+	lostMax = nextInc - 1;
 #ifdef WEAK_NO_INC_MARGIN
 	/* the base covers the records of the scanned holders only */
 	nextInc = 1;
@@ -826,6 +849,7 @@ inline lossAndRebuild(scan) {
 	/* (otherwise nextInc goes on: the base covers every incarnation the
 	 * lost cluster issued) */
 	incBase = nextInc - 1;
+	rebuildBase = incBase;
 	rebuilt = 1;
 	/* Merge: every scanned holder's live copies, newest first */
 	ai = NINC;
@@ -1017,6 +1041,19 @@ end:
 	/* or never ends it: the leader's discardAbandonedPuts revokes it */
 	:: atomic { pending != 0 -> printf("STEP Leader: PutRevoke inc %d\n", pending); applyPutRevoke(); checkInvariants() }
 	:: atomic { complete != 0 -> printf("STEP Client: Remove inc %d -> OK\n", complete); applyRemove(); checkInvariants() }
+#if defined(REBUILD) && !defined(DFS)
+	/* a one-commit put's block reservation (ReserveIncarnations, for
+	 * another key): the block, one incarnation here, is skipped by later
+	 * PutStarts, and the incarnation base moves up by its count, past
+	 * copies the rebuilt cluster issued before it. Only once it issued
+	 * one: a block before that only renumbers the later incarnations.
+	 * (Not with DFS: the DFS part of the rebuild is its first run only,
+	 * reruns scan holders, which the configuration without DFS checks.) */
+	:: atomic { rebuilt && nextInc <= NINC && nextInc - 1 > rebuildBase ->
+		nextInc++; incBase++;
+		printf("STEP Leader: ReserveIncarnations: block of inc %d; the incarnation base moves to %d (the rebuild's base stays %d)\n", nextInc - 1, incBase, rebuildBase);
+		checkInvariants() }
+#endif
 	od
 }
 

@@ -86,6 +86,7 @@ variants=(
 	"WEAK_TASK_RULE|inv_never_lost,inv1_no_resurrection|$rebuild_small|-i"
 	"WEAK_ADOPT_ABSENT_ONLY|inv_never_lost|$rebuild_small|-i"
 	"WEAK_NO_INC_MARGIN|inv_inc_above_every_copy|$rebuild_small|-i"
+	"WEAK_MOVING_BASE|inv_adopts_only_lost_copies|$rebuild_small|-i"
 	"WEAK_JOB_BY_PUTSTART|inv_job_spares_later_puts|$jobs_small|-i"
 	"WEAK_GHOST_UNCONDITIONAL|inv_never_lost|$restore_small|-i"
 	"WEAK_DFS_IGNORE_REMOVAL|inv1_no_resurrection|$dfs_small|-i"
