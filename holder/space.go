@@ -403,6 +403,12 @@ func (s *Store) admitPuts(batch []*putReq) []*putReq {
 	out := batch[:0:0]
 	refused := 0
 	for _, q := range batch {
+		if q.streamed {
+			// Admitted by PutStream before its bytes were written: they
+			// are on the disk already, in the free space just read.
+			out = append(out, q)
+			continue
+		}
 		// A small value may also be copied into its journal record until
 		// the journal is compacted: count it twice.
 		need := q.size

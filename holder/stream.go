@@ -72,6 +72,11 @@ func (s *Store) PutStream(key, tenant string, inc api.ObjectIncarnation, size in
 	if size > s.opts.BucketSizeLimit {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, size, s.opts.BucketSizeLimit)
 	}
+	// The metadata reserve is checked before a byte is written, as for
+	// any put; the commit does not count these bytes again.
+	if probe := (&putReq{size: size}); len(s.admitPuts([]*putReq{probe})) == 0 {
+		return probe.err
+	}
 	k := objectKey{key, inc}
 	s.mu.Lock()
 	if s.closed {
