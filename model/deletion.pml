@@ -39,6 +39,10 @@
  *   JOBS      one prefix-delete job (JobStart, then its step for the key)
  *   RESTORE   `operator snapshot restore` of a saved older table (the flagged
  *             path) and the leader's ghost check
+ *   COMMIT    one-commit puts: a reserved incarnation block, a write grant
+ *             without a commit, PutCommit, the block's expiry, and the
+ *             holder's reconcile at any time (periodic, and its asks about
+ *             granted writes), whose answer leaves out a live block's copies
  * and their weakened variants:
  *   WEAK_LATE_MOUNT          (REBUILD) a late holder's mount is accepted and
  *                            reconciled against the rebuilt table
@@ -56,6 +60,13 @@
  *                            (PutStart position) is below the job's start
  *   WEAK_GHOST_UNCONDITIONAL (RESTORE) the ghost drop does not check that the
  *                            table still holds the incarnation it checked
+ *   WEAK_COMMIT_EXPIRED      (COMMIT) PutCommit does not check that the
+ *                            incarnation's block is still live
+ *   WEAK_COMMIT_UNDECIDED    (COMMIT) NotLive names a copy whose block is
+ *                            live (not left undecided)
+ *   WEAK_COMMIT_BELOW        (COMMIT) PutCommit does not require the
+ *                            incarnation to be above every incarnation the
+ *                            key holds (COMPLETE, tasks)
  *
  * DFS (with REBUILD): a put may place its replica on the DFS root instead
  * of a holder; the client writes the value, then its put record, before
@@ -220,6 +231,14 @@ byte mthr, mex, mheld;    /* the fsm's queued marks and the ranges DFSMarked rel
 #define DDEAD(i) 0
 #define MARKS 0
 #endif
+#ifdef COMMIT
+/* One-commit puts (fsm/apply_commit.go). Bit i: incarnation i. */
+byte blk;                 /* the fsm's live reserved blocks: incarnations PutCommit may still commit */
+byte cinc, creps;         /* the client's one-commit put in flight: its incarnation and granted replicas */
+/* ghost */
+byte orphan;              /* granted one-commit incarnations that never committed: their copies have no task (inv7 exempt) */
+byte superseded;          /* incarnations an acknowledged later put overwrote */
+#endif
 #ifdef JOBS
 byte jobState;            /* 0 none, 1 started (its step for the key still to come), 2 past the key */
 byte jobInc;              /* WEAK_JOB_BY_PUTSTART: the first incarnation a PutStart after JobStart gets */
@@ -321,6 +340,12 @@ inline checkInvariants() {
 			/* nor for copies the restored table does not know: only
 			 * reconciliation deletes them, in no order with other tasks */
 			if :: cl && ci > cm && !(restOrphan & B(ci)) -> cm = ci :: else -> skip fi;
+#elif defined(COMMIT)
+			/* nor for the copies of a one-commit write that never
+			 * committed: the table has no task for them, only the
+			 * holder's reconcile deletes them, in no order with the key's
+			 * tasks (docs/DESIGN.md §14, invariant 7) */
+			if :: cl && ci > cm && !(orphan & B(ci)) -> cm = ci :: else -> skip fi;
 #else
 			if :: cl && ci > cm -> cm = ci :: else -> skip fi;
 #endif
@@ -352,7 +377,16 @@ inline checkInvariants() {
 	/* 1: the master never shows a removed incarnation, nor one older than
 	 * what an acknowledged remove removed (a restore lists such ghosts
 	 * until the ghost check drops them). */
+#ifdef COMMIT
+	/* (with one-commit puts an incarnation below a removed one may still
+	 * commit: its put was in flight, not acknowledged, when the remove
+	 * returned, so it is a later value, not a removed one. What never
+	 * comes back is an incarnation that was COMPLETE before a remove or
+	 * an overwrite.) */
+	if :: complete != 0 && ((removed | superseded) & B(complete)) -> inv1_no_resurrection = 0 :: else -> skip fi;
+#else
 	if :: complete != 0 && ((removed & B(complete)) || complete <= remMax) && !RESTORED(complete) -> inv1_no_resurrection = 0 :: else -> skip fi;
+#endif
 	if :: ackPut != 0 && !cn && !ca -> inv_never_lost = 0 :: else -> skip fi;
 #ifdef DFS
 	/* a DFS copy survives while its record and bytes do and no durable
@@ -368,6 +402,11 @@ inline checkInvariants() {
 	/* 7: the newest copy that survives on any disk is never an overwritten
 	 * value (cm = newest incarnation a restart of some holder would serve). */
 	if :: cm != 0 && cm < maxCompleted -> inv7_latest_copy_last = 0 :: else -> skip fi;
+#ifdef COMMIT
+	/* ... nor one an acknowledged later put overwrote, whatever their
+	 * incarnations' order */
+	if :: cm != 0 && (superseded & B(cm)) -> inv7_latest_copy_last = 0 :: else -> skip fi;
+#endif
 	};
 	assert(inv_never_lost);
 	assert(inv8_gc_keeps_visible);
@@ -453,6 +492,9 @@ inline markDFS(inc, th) {
 
 inline applyPutEnd() {
 	if :: complete != 0 -> createTasks(compReps, complete) :: else -> skip fi;
+#ifdef COMMIT
+	superseded = superseded | B(complete);
+#endif
 #ifdef DFS
 	if :: complete != 0 && (compReps & REP_DFS) -> markDFS(complete, 0) :: else -> skip fi;
 #endif
@@ -474,6 +516,38 @@ inline applyPutRevoke() {
 #endif
 	pending = 0; pendReps = 0
 }
+
+#ifdef COMMIT
+/* applyPutCommit: the written one-commit put becomes COMPLETE in one step,
+ * only while its block is live and above every incarnation the key holds
+ * (COMPLETE, PENDING, tasks); what it supersedes gets tasks, as PutEnd.
+ * A refusal changes nothing; the client may retry or give up. */
+#ifdef WEAK_COMMIT_EXPIRED
+#define BLKLIVE(i) 1
+#else
+#define BLKLIVE(i) (blk & B(i))
+#endif
+#ifdef WEAK_COMMIT_BELOW
+#define ABOVEALL(i) 1
+#else
+#define ABOVEALL(i) (complete < (i) && ((tasks[0] | tasks[1]) & ~(B(i) - 1)) == 0)
+#endif
+inline applyPutCommit() {
+	if
+	:: !BLKLIVE(cinc) -> printf("STEP Client: PutCommit inc %d refused: INCARNATION_STALE (block expired)\n", cinc)
+	:: BLKLIVE(cinc) && pending != 0 -> printf("STEP Client: PutCommit inc %d refused: put in progress (inc %d)\n", cinc, pending)
+	:: BLKLIVE(cinc) && pending == 0 && !ABOVEALL(cinc) -> printf("STEP Client: PutCommit inc %d refused: INCARNATION_STALE (the key holds %d)\n", cinc, complete)
+	:: BLKLIVE(cinc) && pending == 0 && ABOVEALL(cinc) ->
+		printf("STEP Client: PutCommit inc %d applied (supersedes %d)\n", cinc, complete);
+		if :: complete != 0 -> createTasks(compReps, complete); superseded = superseded | B(complete) :: else -> skip fi;
+		complete = cinc; compReps = creps;
+		maxCompleted = complete;
+		ackPut = complete;
+		orphan = orphan & ~B(cinc);
+		cinc = 0; creps = 0
+	fi
+}
+#endif
 
 #ifdef REBUILD
 /* The removal memory (fsm/apply_remove.go → the rebuilt cluster's bounded
@@ -1041,6 +1115,27 @@ end:
 	/* or never ends it: the leader's discardAbandonedPuts revokes it */
 	:: atomic { pending != 0 -> printf("STEP Leader: PutRevoke inc %d\n", pending); applyPutRevoke(); checkInvariants() }
 	:: atomic { complete != 0 -> printf("STEP Client: Remove inc %d -> OK\n", complete); applyRemove(); checkInvariants() }
+#ifdef COMMIT
+	/* a one-commit put: the leader reserves a block (ReserveIncarnations,
+	 * committed) and grants its incarnation to a mounted segment
+	 * (PutGrant, no commit) */
+	:: atomic { cinc == 0 && nextInc <= NINC && (segMounted[0] || segMounted[1]) ->
+		if
+		:: segMounted[0] -> creps = REP(0)
+		:: segMounted[1] -> creps = REP(1)
+		fi;
+		cinc = nextInc; nextInc++;
+		blk = blk | B(cinc); orphan = orphan | B(cinc);
+		if :: creps & REP(0) -> grant[0] = grant[0] | B(cinc) :: else -> grant[1] = grant[1] | B(cinc) fi;
+		printf("STEP Client: ReserveIncarnations block of inc %d, PutGrant to replicas %d (no commit)\n", cinc, creps);
+		checkInvariants() }
+	/* PutCommit once every granted replica answered OK */
+	:: atomic { cinc != 0 && ((creps & REP(0)) == 0 || (wok[0] & B(cinc))) && ((creps & REP(1)) == 0 || (wok[1] & B(cinc))) ->
+		applyPutCommit(); checkInvariants() }
+	/* or the client gives up (crashed, or after a refusal): its copies
+	 * stay orphans until their holder's reconcile */
+	:: atomic { cinc != 0 -> printf("STEP Client: gives up the one-commit put of inc %d\n", cinc); cinc = 0; creps = 0; checkInvariants() }
+#endif
 #if defined(REBUILD) && !defined(DFS)
 	/* a one-commit put's block reservation (ReserveIncarnations, for
 	 * another key): the block, one incarnation here, is skipped by later
@@ -1064,6 +1159,11 @@ active proctype Leader() {
 	bit stale;
 end:
 	do
+#ifdef COMMIT
+	/* the fsm's time passes the oldest live block's expiry (a command's
+	 * Now): no incarnation of it can commit any more */
+	:: atomic { blk != 0 -> blk = blk & (blk - 1); printf("STEP Leader: the oldest live block expires (live blocks now %d)\n", blk); checkInvariants() }
+#endif
 	:: atomic { leadLeft > 0 -> leadLeft--; masterEpoch++; printf("STEP Leader: EpochBegin, master epoch %d\n", masterEpoch); checkInvariants() }
 	:: atomic { pipe[0] != 0 -> applyAck(0, pipeEpoch[0], pipe[0], stale); pipe[0] = 0; checkInvariants() }
 	:: atomic { pipe[1] != 0 -> applyAck(1, pipeEpoch[1], pipe[1], stale); pipe[1] = 0; checkInvariants() }
@@ -1116,6 +1216,21 @@ end:
  * rebuilt table does not know its segment (a late holder): it must be
  * adopted by a rebuild that scans it, or retired. WEAK_LATE_MOUNT accepts
  * it (the mount registers the segment) and it reconciles. */
+/* Reconcile: with one-commit puts the holder also reconciles periodically
+ * and asks about the copies it stored under grants (any time, here), and
+ * the answer leaves a live block's copies undecided (FSM.Reconcile). */
+#if defined(COMMIT)
+#define RECONCILE_ANY_TIME 1
+#ifdef WEAK_COMMIT_UNDECIDED
+#define UNDECIDED(i) 0
+#else
+#define UNDECIDED(i) (blk & B(i))
+#endif
+#else
+#define RECONCILE_ANY_TIME 0
+#define UNDECIDED(i) 0
+#endif
+
 #if defined(REBUILD) && !defined(WEAK_LATE_MOUNT)
 #define MOUNTABLE(h) (!rebuilt || known[h])
 #else
@@ -1138,7 +1253,7 @@ end:
 		checkInvariants() }
 
 	/* ---- Service.reconcile: LiveRefs → NotLive (after a barrier) ------- */
-	:: atomic { hmounted[h] && mode[h] == IDLE && needRec[h] ->
+	:: atomic { hmounted[h] && mode[h] == IDLE && (needRec[h] || RECONCILE_ANY_TIME) ->
 		needRec[h] = 0;
 		if
 		:: segMounted[h] && segEpoch[h] == hepoch[h] ->
@@ -1150,7 +1265,7 @@ end:
 #ifdef WEAK_NOTLIVE
 				:: idx[h].st[i] == ILIVE && !liveInFSM(h, i) -> set = set | B(i)
 #else
-				:: idx[h].st[i] == ILIVE && !liveInFSM(h, i) && !olderTask(i) -> set = set | B(i)
+				:: idx[h].st[i] == ILIVE && !liveInFSM(h, i) && !olderTask(i) && !UNDECIDED(i) -> set = set | B(i)
 #endif
 				:: else -> skip
 				fi;

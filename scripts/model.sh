@@ -32,12 +32,15 @@ done
 # protocol runs first; then the operator procedures, each its own
 # configuration with GC (and, in short, crashes and leader changes) off to
 # keep it small: rebuild after every master lost its state (REBUILD),
-# prefix-delete jobs (JOBS), snapshot restore and the ghost check (RESTORE).
+# prefix-delete jobs (JOBS), snapshot restore and the ghost check (RESTORE),
+# one-commit puts (COMMIT).
 rebuild_small="-DREBUILD -DNINC=2 -DNCRASH=0 -DNLEAD=0 -DNGC=0 -DNGC1=0"
 jobs_small="-DJOBS -DNINC=2 -DNCRASH=0 -DNLEAD=0 -DNGC=0 -DNGC1=0"
 restore_small="-DRESTORE -DNINC=2 -DNCRASH=0 -DNLEAD=0 -DNGC=0 -DNGC1=0"
 # the rebuild with DFS replicas and the DFS root's range records (DFS)
 dfs_small="-DREBUILD -DDFS -DNINC=2 -DNCRASH=0 -DNLEAD=0 -DNGC=0 -DNGC1=0"
+# one-commit puts: reserved blocks, PutCommit, block expiry, reconcile at any time (COMMIT)
+commit_small="-DCOMMIT -DNINC=2 -DNCRASH=1 -DNLEAD=0 -DNGC=0 -DNGC1=0"
 case "$mode" in
 short)
 	# (at -O0 the short bound's verifier compiles in a tenth of the -O2
@@ -49,6 +52,7 @@ short)
 		"jobs|$jobs_small|-O0"
 		"restore|$restore_small|-O0"
 		"rebuild-dfs|$dfs_small|-O0"
+		"commit|$commit_small|-O0"
 	)
 	;;
 long)
@@ -62,6 +66,7 @@ long)
 		"restore|-DRESTORE -DNINC=2 -DNCRASH=1 -DNLEAD=1 -DNGC=0 -DNGC1=0|-O2"
 		"restore|-DRESTORE -DBOTH -DNINC=2 -DNCRASH=0 -DNLEAD=0 -DNGC=0 -DNGC1=0|-O2"
 		"rebuild-dfs|-DREBUILD -DDFS -DNINC=2 -DNCRASH=0 -DNLEAD=1 -DNGC=0 -DNGC1=0|-O2"
+		"commit|-DCOMMIT -DNINC=2 -DNCRASH=1 -DNLEAD=1 -DNGC=1 -DNGC1=0|-O2"
 	)
 	;;
 *) echo "usage: $0 short|long" >&2; exit 2 ;;
@@ -93,6 +98,9 @@ variants=(
 	"WEAK_DFS_FREE_EARLY|inv7_latest_copy_last,inv_never_lost|$dfs_small|-i"
 	"WEAK_DFS_NO_REGISTER|inv2_no_wrong_victim,inv_never_lost|$dfs_small|-i"
 	"WEAK_DFS_NO_WITHHOLD|inv7_latest_copy_last|$dfs_small|-i"
+	"WEAK_COMMIT_EXPIRED|inv_never_lost,inv2_no_wrong_victim|$commit_small|-i"
+	"WEAK_COMMIT_UNDECIDED|inv_never_lost,inv2_no_wrong_victim|$commit_small|-i"
+	"WEAK_COMMIT_BELOW|inv7_latest_copy_last|$commit_small|-i"
 )
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sexton-model.XXXXXX")
