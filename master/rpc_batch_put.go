@@ -6,7 +6,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
-	"sexton/master/policy"
+	"sexton/master/policy/placement"
 )
 
 // handleBatchPutStart starts many puts with one PutStartBatch entry and
@@ -98,7 +98,7 @@ func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRe
 		case fsm.IsUnplaced(r.Err):
 			// Unplaced, the first time or in the answer a repeat gets
 			// from the session table: the same placement error.
-			out.Results[i].Err = policy.NoPlacement(req.Items[i].ReplicaNum, it.Size)
+			out.Results[i].Err = placement.NoPlacement(req.Items[i].ReplicaNum, it.Size)
 		case r.Err != nil:
 			out.Results[i].Err = r.Err
 		case gone[j] != nil:

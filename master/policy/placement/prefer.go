@@ -1,4 +1,4 @@
-package policy
+package placement
 
 import (
 	"math/rand/v2"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/master/policy/liveness"
 )
 
 // maxPrefer bounds PutStartRequest.Prefer, maxPreferLen each of its entries.
@@ -38,7 +39,7 @@ func CheckPrefer(prefer []string) error {
 // put (none named, none live with room, or its pool short of holders for
 // the other replicas): the caller then places as if nothing were
 // preferred.
-func PlacePreferred(candidates []api.SegmentInfo, prefer []string, s *State, ttl time.Duration, now time.Time, size int64, replicaNum int, onlyPool string, rng *rand.Rand) ([]api.SegmentInfo, bool) {
+func PlacePreferred(candidates []api.SegmentInfo, prefer []string, holders *liveness.Holders, ttl time.Duration, now time.Time, size int64, replicaNum int, onlyPool string, rng *rand.Rand) ([]api.SegmentInfo, bool) {
 	if len(prefer) == 0 {
 		return nil, false
 	}
@@ -49,7 +50,7 @@ func PlacePreferred(candidates []api.SegmentInfo, prefer []string, s *State, ttl
 	if len(preferred) == 0 {
 		return nil, false
 	}
-	first, err := Place(preferred, s, ttl, now, size, 1, onlyPool, rng)
+	first, err := Place(preferred, holders, ttl, now, size, 1, onlyPool, rng)
 	if err != nil {
 		return nil, false
 	}
@@ -57,7 +58,7 @@ func PlacePreferred(candidates []api.SegmentInfo, prefer []string, s *State, ttl
 		return first, true
 	}
 	rest := slices.DeleteFunc(slices.Clone(candidates), func(seg api.SegmentInfo) bool { return seg.ID == first[0].ID })
-	more, err := Place(rest, s, ttl, now, size, replicaNum-1, first[0].Pool, rng)
+	more, err := Place(rest, holders, ttl, now, size, replicaNum-1, first[0].Pool, rng)
 	if err != nil {
 		return nil, false
 	}

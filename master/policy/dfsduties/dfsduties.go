@@ -1,4 +1,4 @@
-package policy
+package dfsduties
 
 import (
 	"cmp"
@@ -14,11 +14,11 @@ import (
 	"sexton/fsm/dfsalloc"
 )
 
-// DFSDuties is the leader's soft state for its DFS duties: reads to
+// Duties is the leader's soft state for its DFS duties: reads to
 // propose as touches (coalesced), stray files seen, and the backoff of
 // failed file ops. None of it is replicated; a new leader starts it afresh
 // and resumes the file work from the state.
-type DFSDuties struct {
+type Duties struct {
 	mu       sync.Mutex
 	touches  map[string]dfsalloc.EntryRef // to propose at the next check
 	touched  map[string]time.Time         // when each entry was last proposed
@@ -30,9 +30,9 @@ type DFSDuties struct {
 // checks are simply not recorded (LRU order is a hint, not a guarantee).
 const MaxPendingTouches = 1 << 16
 
-// NewDFSDuties is a term's DFS duty state before its first check.
-func NewDFSDuties() *DFSDuties {
-	return &DFSDuties{touches: map[string]dfsalloc.EntryRef{}, touched: map[string]time.Time{},
+// New is a term's DFS duty state before its first check.
+func New() *Duties {
+	return &Duties{touches: map[string]dfsalloc.EntryRef{}, touched: map[string]time.Time{},
 		strays: map[string]time.Time{}, attempts: map[uint64]time.Time{}}
 }
 
@@ -42,7 +42,7 @@ func touchKey(r dfsalloc.EntryRef) string {
 
 // NoteRead records a read at now of the DFS replicas in reps of key, at
 // most once per entry per check interval.
-func (d *DFSDuties) NoteRead(key string, reps []api.ReplicaDescriptor, now time.Time, interval time.Duration) {
+func (d *Duties) NoteRead(key string, reps []api.ReplicaDescriptor, now time.Time, interval time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, r := range reps {
@@ -62,7 +62,7 @@ func (d *DFSDuties) NoteRead(key string, reps []api.ReplicaDescriptor, now time.
 // TakeTouches empties the touch buffer, sorted so the entry proposed is
 // the same whatever the map order was, and forgets reads older than one
 // interval.
-func (d *DFSDuties) TakeTouches(now time.Time, interval time.Duration) []dfsalloc.EntryRef {
+func (d *Duties) TakeTouches(now time.Time, interval time.Duration) []dfsalloc.EntryRef {
 	d.mu.Lock()
 	refs := make([]dfsalloc.EntryRef, 0, len(d.touches))
 	for _, r := range d.touches {
@@ -94,7 +94,7 @@ func fileOpBackoff(failures uint32) time.Duration {
 // FileOpDue says whether a unit's file op, failed failures times by the
 // state's count, may be tried at now: never failed under this leader, or
 // its backoff has passed since the last failure.
-func (d *DFSDuties) FileOpDue(unit uint64, failures uint32, now time.Time) bool {
+func (d *Duties) FileOpDue(unit uint64, failures uint32, now time.Time) bool {
 	d.mu.Lock()
 	last, failed := d.attempts[unit]
 	d.mu.Unlock()
@@ -102,7 +102,7 @@ func (d *DFSDuties) FileOpDue(unit uint64, failures uint32, now time.Time) bool 
 }
 
 // FileOpDone records the outcome at now of a unit's file op.
-func (d *DFSDuties) FileOpDone(unit uint64, failed bool, now time.Time) {
+func (d *Duties) FileOpDone(unit uint64, failed bool, now time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if failed {
@@ -123,7 +123,7 @@ type Stray struct {
 // not know (known) are strays; seen is those listed for the first time,
 // due those unknown for grace or longer, to remove once the state is
 // checked again. Strays no longer listed, or known now, are forgotten.
-func (d *DFSDuties) ScanStrays(names []string, known map[string]bool, now time.Time, grace time.Duration) (seen []string, due []Stray) {
+func (d *Duties) ScanStrays(names []string, known map[string]bool, now time.Time, grace time.Duration) (seen []string, due []Stray) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	present := make(map[string]bool, len(names))
@@ -150,14 +150,14 @@ func (d *DFSDuties) ScanStrays(names []string, known map[string]bool, now time.T
 }
 
 // StrayRemoved forgets a stray file that was removed.
-func (d *DFSDuties) StrayRemoved(path string) {
+func (d *Duties) StrayRemoved(path string) {
 	d.mu.Lock()
 	delete(d.strays, path)
 	d.mu.Unlock()
 }
 
 // Strays lists the strays seen, by path.
-func (d *DFSDuties) Strays() []Stray {
+func (d *Duties) Strays() []Stray {
 	d.mu.Lock()
 	out := make([]Stray, 0, len(d.strays))
 	for p, t := range d.strays {

@@ -1,4 +1,4 @@
-package policy
+package placement
 
 import (
 	"math/rand/v2"
@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/master/policy/liveness"
 )
 
 func TestPlacementPrefersTheNamedSegment(t *testing.T) {
 	now := time.Unix(1000, 0)
-	s := NewState()
+	s := liveness.New()
 	all := []api.SegmentInfo{
 		{ID: "a1", Pool: "A", Mounted: true, Capacity: 1000, Endpoint: "10.0.0.1:7201"},
 		{ID: "a2", Pool: "A", Mounted: true, Capacity: 1000, Endpoint: "10.0.0.2:7201"},

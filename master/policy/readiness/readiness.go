@@ -1,13 +1,13 @@
-package policy
+package readiness
 
 import (
 	"fmt"
 	"time"
 )
 
-// ReadinessFacts is what /readyz decides from, gathered from the log
+// Facts is what /readyz decides from, gathered from the log
 // store's guard and raft at one moment.
-type ReadinessFacts struct {
+type Facts struct {
 	// StoreCannotWrite, StoreFailingSince and StoreErr: the log store
 	// refuses writes (raftio's store guard), since when, and why.
 	StoreCannotWrite  bool
@@ -23,7 +23,7 @@ type ReadinessFacts struct {
 // its log store can write, a leader is known, it has finished its own
 // barrier if it leads, and it has applied everything it knows to be
 // committed. Not ready, it says which of these fails, for the operator.
-func ReadyFor(f ReadinessFacts, now time.Time) (bool, string) {
+func ReadyFor(f Facts, now time.Time) (bool, string) {
 	if f.StoreCannotWrite {
 		return false, fmt.Sprintf("log store cannot write for %v (not campaigning until a write works again): %v\n", now.Sub(f.StoreFailingSince).Round(time.Second), f.StoreErr)
 	}

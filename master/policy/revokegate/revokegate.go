@@ -1,11 +1,16 @@
-package policy
+package revokegate
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
-// revokeGate holds back the discard of abandoned puts while the delete
+// Gate holds back the discard of abandoned puts while the delete
 // registry has no room for their tasks: a refused PutRevoke would be
-// proposed again every tick for every abandoned put.
-type revokeGate struct {
+// proposed again every tick for every abandoned put. The zero Gate is
+// open.
+type Gate struct {
+	mu       sync.Mutex
 	until    time.Time // no revoke before this, unless room appeared
 	tasks    int       // pending tasks when the registry was last full
 	capacity int       // registry capacity then
@@ -22,33 +27,31 @@ const (
 
 // RevokeOpen reports whether abandoned puts may be revoked now, given the
 // registry's pending tasks and capacity.
-func (s *State) RevokeOpen(tasks, capacity int, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.revoke
+func (g *Gate) RevokeOpen(tasks, capacity int, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	return g.failures == 0 || !now.Before(g.until) || tasks < g.tasks || capacity > g.capacity
 }
 
 // RevokeFull records that a revoke was refused for a full registry.
-func (s *State) RevokeFull(tasks, capacity int, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := &s.revoke
+func (g *Gate) RevokeFull(tasks, capacity int, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.failures++
 	g.tasks, g.capacity = tasks, capacity
 	g.until = now.Add(min(revokeBackoffMin<<min(g.failures-1, 16), revokeBackoffMax))
 }
 
 // RevokeFailures is how many revokes the gate has refused in a row.
-func (s *State) RevokeFailures() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.revoke.failures
+func (g *Gate) RevokeFailures() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.failures
 }
 
 // RevokeDone reopens the gate after a revoke went through.
-func (s *State) RevokeDone() {
-	s.mu.Lock()
-	s.revoke = revokeGate{}
-	s.mu.Unlock()
+func (g *Gate) RevokeDone() {
+	g.mu.Lock()
+	g.until, g.tasks, g.capacity, g.failures = time.Time{}, 0, 0, 0
+	g.mu.Unlock()
 }

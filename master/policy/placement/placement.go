@@ -1,4 +1,4 @@
-package policy
+package placement
 
 import (
 	"math/rand/v2"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/master/policy/liveness"
 )
 
 // candidate is a live, mounted, capable-or-not segment eligible for a put.
@@ -25,21 +26,21 @@ func NoPlacement(replicaNum int, size int64) *api.Error {
 // drawn with probability proportional to its free capacity among pools
 // that have enough live segments; within it, segments are drawn weighted by
 // free capacity without replacement.
-func Place(segs []api.SegmentInfo, s *State, ttl time.Duration, now time.Time, size int64, replicaNum int, onlyPool string, rng *rand.Rand) ([]api.SegmentInfo, error) {
+func Place(segs []api.SegmentInfo, holders *liveness.Holders, ttl time.Duration, now time.Time, size int64, replicaNum int, onlyPool string, rng *rand.Rand) ([]api.SegmentInfo, error) {
 	pools := map[string][]candidate{}
 	for _, seg := range segs {
 		if !seg.Mounted || seg.Retired || (onlyPool != "" && seg.Pool != onlyPool) {
 			continue
 		}
-		h, ok := s.live(seg.ID, ttl, now)
+		h, ok := holders.LiveReport(seg.ID, ttl, now)
 		if !ok {
 			continue
 		}
 		capacity := seg.Capacity
-		if h.capacity > 0 {
-			capacity = h.capacity
+		if h.Capacity > 0 {
+			capacity = h.Capacity
 		}
-		free := capacity - h.used
+		free := capacity - h.Used
 		if capacity > 0 && free < size {
 			continue
 		}

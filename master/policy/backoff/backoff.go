@@ -1,10 +1,38 @@
-package policy
+package backoff
 
 import (
+	"sync"
 	"time"
 
 	"sexton/api"
 )
+
+// Tasks is the delivery state of the delete tasks this term gave out. The
+// zero Tasks is not usable: make one with New.
+type Tasks struct {
+	mu           sync.Mutex
+	retries      map[uint64]taskRetry // task id → deliveries and backoff
+	retrySweepAt int
+}
+
+// minRetrySweep is the map size below which task backoffs are not swept
+// at all.
+const minRetrySweep = 1 << 12
+
+// New is a term's task delivery state before its first fetch.
+func New() *Tasks {
+	s := &Tasks{}
+	s.Reset()
+	return s
+}
+
+// Reset forgets every task's deliveries (a new term).
+func (s *Tasks) Reset() {
+	s.mu.Lock()
+	s.retries = map[uint64]taskRetry{}
+	s.retrySweepAt = minRetrySweep
+	s.mu.Unlock()
+}
 
 // A task that failed (acked RetryableFailure, or fetched again without an
 // answer) is withheld from fetches for RetryBackoffMin, doubling with
@@ -49,21 +77,22 @@ type TaskAttempts struct {
 	Failing   bool   // the last attempt at the current mount failed
 }
 
-// Withheld reports whether task t may not be given to the holder mounted
-// at epoch now, and until when: its incarnation is leased (a reader may
-// still be reading that copy), or the task is backing off after failures.
+// Withheld reports whether task id may not be given to the holder mounted
+// at epoch now, and until when: its incarnation is leased until leaseEnd
+// (zero: not leased; a reader may still be reading that copy), or the task
+// is backing off after failures.
 //
 // A holder fetches again only after answering what it fetched (its loop
 // is fetch, tombstone, ack), so a task it was given and fetches again
 // without an ack or a RetryableFailure in between failed silently (the
 // holder does not ack failures): it backs off as if reported.
-func (s *State) Withheld(t api.LocalDeleteTask, epoch uint64, now time.Time) (bool, time.Time) {
+func (s *Tasks) Withheld(id, epoch uint64, leaseEnd, now time.Time) (bool, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	end := s.leaseEndLocked(api.ObjectRef{Key: t.Key, Incarnation: t.Incarnation}, now)
-	r, ok := s.retries[t.ID]
+	end := leaseEnd
+	r, ok := s.retries[id]
 	if ok && r.epoch == epoch && !r.given.IsZero() {
-		r = s.failLocked(t.ID, epoch, "fetched again without an answer", now)
+		r = s.failLocked(id, epoch, "fetched again without an answer", now)
 	}
 	if ok && r.epoch == epoch && now.Before(r.until) && r.until.After(end) {
 		end = r.until
@@ -72,7 +101,7 @@ func (s *State) Withheld(t api.LocalDeleteTask, epoch uint64, now time.Time) (bo
 }
 
 // Given records that tasks were handed to the holder mounted at epoch.
-func (s *State) Given(tasks []api.LocalDeleteTask, epoch uint64, now time.Time) {
+func (s *Tasks) Given(tasks []api.LocalDeleteTask, epoch uint64, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, t := range tasks {
@@ -87,13 +116,13 @@ func (s *State) Given(tasks []api.LocalDeleteTask, epoch uint64, now time.Time) 
 
 // TaskFailed backs task id off after a RetryableFailure reported by the
 // holder mounted at epoch, and keeps why.
-func (s *State) TaskFailed(id, epoch uint64, why string, now time.Time) {
+func (s *Tasks) TaskFailed(id, epoch uint64, why string, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failLocked(id, epoch, why, now)
 }
 
-func (s *State) failLocked(id, epoch uint64, why string, now time.Time) taskRetry {
+func (s *Tasks) failLocked(id, epoch uint64, why string, now time.Time) taskRetry {
 	r := s.retries[id].renew(epoch)
 	if why == "" {
 		why = "holder reported a retryable failure"
@@ -111,7 +140,7 @@ func (s *State) failLocked(id, epoch uint64, why string, now time.Time) taskRetr
 // backoff and delivery both lie longer than the longest backoff back: the
 // task is gone (acked under another leader, retired) or its holder went
 // quiet. Forgetting costs at most one missed backoff.
-func (s *State) sweepRetriesLocked(now time.Time) {
+func (s *Tasks) sweepRetriesLocked(now time.Time) {
 	if len(s.retries) < s.retrySweepAt {
 		return
 	}
@@ -125,7 +154,7 @@ func (s *State) sweepRetriesLocked(now time.Time) {
 
 // AttemptsOf is what this term knows of each task's deliveries; a task
 // is failing when its last attempt at the mount at epochs[i] failed.
-func (s *State) AttemptsOf(ids []uint64, epochs []uint64) []TaskAttempts {
+func (s *Tasks) AttemptsOf(ids []uint64, epochs []uint64) []TaskAttempts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]TaskAttempts, len(ids))
@@ -143,7 +172,7 @@ func (s *State) AttemptsOf(ids []uint64, epochs []uint64) []TaskAttempts {
 }
 
 // TaskDone forgets a task that ended.
-func (s *State) TaskDone(id uint64) {
+func (s *Tasks) TaskDone(id uint64) {
 	s.mu.Lock()
 	delete(s.retries, id)
 	s.mu.Unlock()

@@ -1,0 +1,167 @@
+package policytest
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// Start is the fake clock's zero.
+var Start = time.Unix(1_000_000, 0)
+
+// Clock is a file's fake clock; it starts at Start.
+type Clock struct{ Now time.Time }
+
+// At is the clock's now plus argument k (a duration, 0 when absent).
+func (c *Clock) At(a *Args, k string) time.Time { return c.Now.Add(a.Dur(k, 0)) }
+
+// Rel renders t as an offset from Start, "never" for the zero time.
+func Rel(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := t.Sub(Start)
+	if d >= 0 {
+		return "+" + d.String()
+	}
+	return d.String()
+}
+
+// Verbs is a file's language: one handler per verb, each rendering its
+// outcome.
+type Verbs map[string]func(a *Args) string
+
+// Run runs every testdata/*.txt file as a subtest named after it, each on
+// a fresh clock and the verbs fresh(clock) gives, plus "advance by=D".
+func Run(t *testing.T, fresh func(clock *Clock) Verbs) {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) == 0 {
+		t.Fatal("no data-driven files in testdata/")
+	}
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
+			clock := &Clock{Now: Start}
+			verbs := fresh(clock)
+			verbs["advance"] = func(a *Args) string {
+				clock.Now = clock.Now.Add(a.Dur("by", 0))
+				return "now " + Rel(clock.Now)
+			}
+			datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+				run, ok := verbs[td.Cmd]
+				if !ok {
+					td.Fatalf(t, "unknown command %s", td.Cmd)
+				}
+				return run(newArgs(t, td))
+			})
+		})
+	}
+}
+
+// Args are one command's arguments: key=value, or a bare key whose value
+// is empty.
+type Args struct {
+	t    *testing.T
+	td   *datadriven.TestData
+	vals map[string]string
+}
+
+func newArgs(t *testing.T, td *datadriven.TestData) *Args {
+	a := &Args{t: t, td: td, vals: map[string]string{}}
+	for _, arg := range td.CmdArgs {
+		if _, dup := a.vals[arg.Key]; dup {
+			td.Fatalf(t, "argument %s given twice", arg.Key)
+		}
+		if len(arg.Vals) > 1 {
+			td.Fatalf(t, "argument %s: write a list as %s=a,b, not in parentheses", arg.Key, arg.Key)
+		}
+		a.vals[arg.Key] = ""
+		if len(arg.Vals) == 1 {
+			a.vals[arg.Key] = arg.Vals[0]
+		}
+	}
+	return a
+}
+
+// Fatalf fails the test at the command's position.
+func (a *Args) Fatalf(format string, args ...any) {
+	a.t.Helper()
+	a.td.Fatalf(a.t, format, args...)
+}
+
+// Has reports whether the command has argument k.
+func (a *Args) Has(k string) bool {
+	_, ok := a.vals[k]
+	return ok
+}
+
+// Str is argument k's value, or def when the command has no argument k.
+func (a *Args) Str(k, def string) string {
+	if v, ok := a.vals[k]; ok {
+		return v
+	}
+	return def
+}
+
+// Need is argument k's value; the test fails when the command lacks it.
+func (a *Args) Need(k string) string {
+	a.t.Helper()
+	if !a.Has(k) {
+		a.Fatalf("%s needs %s=", a.td.Cmd, k)
+	}
+	return a.vals[k]
+}
+
+// List is argument k split at commas; the test fails when it is absent.
+func (a *Args) List(k string) []string { return strings.Split(a.Need(k), ",") }
+
+// parsed is argument k parsed by parse, def when absent; the test fails on
+// a value parse refuses.
+func parsed[T any](a *Args, k string, def T, parse func(string) (T, error)) T {
+	a.t.Helper()
+	if !a.Has(k) {
+		return def
+	}
+	v, err := parse(a.vals[k])
+	if err != nil {
+		a.Fatalf("%s=%q: %v", k, a.vals[k], err)
+	}
+	return v
+}
+
+// Int is argument k as an integer, def when absent.
+func (a *Args) Int(k string, def int64) int64 {
+	return parsed(a, k, def, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) })
+}
+
+// Float is argument k as a float, def when absent.
+func (a *Args) Float(k string, def float64) float64 {
+	return parsed(a, k, def, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
+}
+
+// Dur is argument k as a time.Duration ("1.5s", "250ms"), def when absent.
+func (a *Args) Dur(k string, def time.Duration) time.Duration {
+	return parsed(a, k, def, time.ParseDuration)
+}
+
+// Uints is argument k as a comma-separated list of unsigned integers; the
+// test fails when it is absent.
+func (a *Args) Uints(k string) []uint64 {
+	a.t.Helper()
+	var out []uint64
+	for _, f := range a.List(k) {
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			a.Fatalf("%s=%q: %v", k, a.vals[k], err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
