@@ -115,16 +115,26 @@ func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRe
 	return out, nil
 }
 
+// openPutEndBatch checks a batch of count puts to end or commit under
+// session (within api.MaxBatchPutItems, on the leader) and makes its
+// answer, one result per item.
+func (n *Node) openPutEndBatch(count int, session api.Session) (*api.BatchPutEndResponse, error) {
+	if err := checkBatchLen(count, api.MaxBatchPutItems, "items"); err != nil {
+		return nil, err
+	}
+	if err := n.requireLeaderSession(session); err != nil {
+		return nil, err
+	}
+	return &api.BatchPutEndResponse{Results: make([]api.KeyResult, count)}, nil
+}
+
 // handleBatchPutEnd completes many pending puts with one PutEndBatch entry,
 // one result per item in request order.
 func (n *Node) handleBatchPutEnd(_ context.Context, req *api.BatchPutEndRequest) (*api.BatchPutEndResponse, error) {
-	if err := checkBatchLen(len(req.Items), api.MaxBatchPutItems, "items"); err != nil {
+	out, err := n.openPutEndBatch(len(req.Items), req.Session)
+	if err != nil {
 		return nil, err
 	}
-	if err := n.requireLeaderSession(req.Session); err != nil {
-		return nil, err
-	}
-	out := &api.BatchPutEndResponse{Results: make([]api.KeyResult, len(req.Items))}
 	items := newBatchSubset[fsm.PutEndItem](len(req.Items))
 	for i, r := range req.Items {
 		out.Results[i].Key = r.Key

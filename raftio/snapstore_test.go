@@ -324,18 +324,7 @@ func makeLegacySnap(t testing.TB, dataDir string, term, index uint64, data []byt
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, trans := raft.NewInmemTransport("")
-	sink, err := fss.Create(1, index, term, snapTestConf, 1, trans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sink.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return sink.ID()
+	return raftiotest.WriteSnap(t, fss, 1, index, term, snapTestConf, 1, data)
 }
 
 // TestSnapshotStoreReadsLegacy: snapshots written by hashicorp's

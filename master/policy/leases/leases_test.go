@@ -9,23 +9,16 @@ import (
 	"sexton/master/policy/policytest"
 )
 
-// TestLeases runs the read leases (a term's floor, grants, reads in
-// flight and the sweep) on a fake clock from testdata/*.txt.
-func TestLeases(t *testing.T) {
-	policytest.Run(t, func(clock *policytest.Clock) policytest.Verbs {
-		s := New()
-		s.clock = func() time.Time { return clock.Now }
-		return verbs(s, clock)
-	})
-}
-
 // ref is the incarnation a command names: key=K [inc=N].
 func ref(a *policytest.Args) api.ObjectRef {
 	return api.ObjectRef{Key: a.Need("key"), Incarnation: api.ObjectIncarnation{High: 1, Low: uint64(a.Int("inc", 1))}}
 }
 
-// verbs are the lease table's verbs.
-func verbs(s *Table, clock *policytest.Clock) policytest.Verbs {
+// verbs is the lease table's language: one handler per verb, on a fresh
+// table whose sweep reads the file's clock.
+func verbs(clock *policytest.Clock) policytest.Verbs {
+	s := New()
+	s.clock = func() time.Time { return clock.Now }
 	sizes := func() string {
 		return fmt.Sprintf("leases=%d keys=%d next-sweep=%d", len(s.leases), len(s.keyLeases), s.sweepAt)
 	}
@@ -70,3 +63,7 @@ func verbs(s *Table, clock *policytest.Clock) policytest.Verbs {
 		},
 	}
 }
+
+// TestLeases runs the read leases (a term's floor, grants, reads in
+// flight and the sweep) on a fake clock from testdata/*.txt.
+func TestLeases(t *testing.T) { policytest.Run(t, verbs) }

@@ -1,7 +1,6 @@
 package policytest
 
 import (
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,59 +34,48 @@ func Rel(t time.Time) string {
 // outcome.
 type Verbs map[string]func(a *Args) string
 
-// Run runs every testdata/*.txt file as a subtest named after it, each on
-// a fresh clock and the verbs fresh(clock) gives, plus "advance by=D".
+// Run runs every file of testdata/ as a subtest named after it, each on a
+// fresh clock and the verbs fresh(clock) gives, plus "advance by=D".
 func Run(t *testing.T, fresh func(clock *Clock) Verbs) {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(paths) == 0 {
-		t.Fatal("no data-driven files in testdata/")
-	}
-	for _, path := range paths {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
-			clock := &Clock{Now: Start}
-			verbs := fresh(clock)
-			verbs["advance"] = func(a *Args) string {
-				clock.Now = clock.Now.Add(a.Dur("by", 0))
-				return "now " + Rel(clock.Now)
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		clock := &Clock{Now: Start}
+		verbs := fresh(clock)
+		verbs["advance"] = func(a *Args) string {
+			clock.Now = clock.Now.Add(a.Dur("by", 0))
+			return "now " + Rel(clock.Now)
+		}
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			run, ok := verbs[td.Cmd]
+			if !ok {
+				td.Fatalf(t, "unknown command %s", td.Cmd)
 			}
-			datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
-				run, ok := verbs[td.Cmd]
-				if !ok {
-					td.Fatalf(t, "unknown command %s", td.Cmd)
-				}
-				return run(newArgs(t, td))
-			})
+			return run(&Args{t: t, td: td})
 		})
-	}
+	})
 }
 
 // Args are one command's arguments: key=value, or a bare key whose value
 // is empty.
 type Args struct {
-	t    *testing.T
-	td   *datadriven.TestData
-	vals map[string]string
+	t  *testing.T
+	td *datadriven.TestData
 }
 
-func newArgs(t *testing.T, td *datadriven.TestData) *Args {
-	a := &Args{t: t, td: td, vals: map[string]string{}}
-	for _, arg := range td.CmdArgs {
-		if _, dup := a.vals[arg.Key]; dup {
-			td.Fatalf(t, "argument %s given twice", arg.Key)
+// arg is argument k's value and whether the command has it; a list in
+// parentheses fails the test.
+func (a *Args) arg(k string) (string, bool) {
+	a.t.Helper()
+	for _, c := range a.td.CmdArgs {
+		if c.Key != k {
+			continue
 		}
-		if len(arg.Vals) > 1 {
-			td.Fatalf(t, "argument %s: write a list as %s=a,b, not in parentheses", arg.Key, arg.Key)
+		if len(c.Vals) > 1 {
+			a.Fatalf("argument %s: write a list as %s=a,b, not in parentheses", k, k)
 		}
-		a.vals[arg.Key] = ""
-		if len(arg.Vals) == 1 {
-			a.vals[arg.Key] = arg.Vals[0]
-		}
+		return strings.Join(c.Vals, ""), true
 	}
-	return a
+	return "", false
 }
 
 // Fatalf fails the test at the command's position.
@@ -98,13 +86,13 @@ func (a *Args) Fatalf(format string, args ...any) {
 
 // Has reports whether the command has argument k.
 func (a *Args) Has(k string) bool {
-	_, ok := a.vals[k]
+	_, ok := a.arg(k)
 	return ok
 }
 
 // Str is argument k's value, or def when the command has no argument k.
 func (a *Args) Str(k, def string) string {
-	if v, ok := a.vals[k]; ok {
+	if v, ok := a.arg(k); ok {
 		return v
 	}
 	return def
@@ -113,10 +101,11 @@ func (a *Args) Str(k, def string) string {
 // Need is argument k's value; the test fails when the command lacks it.
 func (a *Args) Need(k string) string {
 	a.t.Helper()
-	if !a.Has(k) {
+	v, ok := a.arg(k)
+	if !ok {
 		a.Fatalf("%s needs %s=", a.td.Cmd, k)
 	}
-	return a.vals[k]
+	return v
 }
 
 // List is argument k split at commas; the test fails when it is absent.
@@ -126,12 +115,13 @@ func (a *Args) List(k string) []string { return strings.Split(a.Need(k), ",") }
 // a value parse refuses.
 func parsed[T any](a *Args, k string, def T, parse func(string) (T, error)) T {
 	a.t.Helper()
-	if !a.Has(k) {
+	s, ok := a.arg(k)
+	if !ok {
 		return def
 	}
-	v, err := parse(a.vals[k])
+	v, err := parse(s)
 	if err != nil {
-		a.Fatalf("%s=%q: %v", k, a.vals[k], err)
+		a.Fatalf("%s=%q: %v", k, s, err)
 	}
 	return v
 }
@@ -159,7 +149,7 @@ func (a *Args) Uints(k string) []uint64 {
 	for _, f := range a.List(k) {
 		v, err := strconv.ParseUint(f, 10, 64)
 		if err != nil {
-			a.Fatalf("%s=%q: %v", k, a.vals[k], err)
+			a.Fatalf("%s: %q: %v", k, f, err)
 		}
 		out = append(out, v)
 	}
