@@ -51,7 +51,7 @@ type Node struct {
 	httpSrv   *opshttp.Server
 	metrics   *metrics
 	soft      *softState
-	refused   refusedMounts // late holders' refused mounts (rebuild_mounts.go)
+	refused   refusedMounts // late holders' refused mounts (rpc_rebuild.go)
 	segSet    segmentSetCache
 	dfs       *dfsNode // nil when MOONCAKE_DFS_ROOT_DIR is unset
 	removes   *removeBatcher

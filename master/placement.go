@@ -12,9 +12,9 @@ import (
 )
 
 // Placement: which segments take a put's replicas. The policy is
-// placement.Place and placement.PlacePreferred, functions of the segment list,
-// what heartbeats said, the time and a random source; this file feeds them
-// the leader's state.
+// placement.Place and placement.PlacePreferred, functions of the segment
+// list, what heartbeats said, the time and a random source; this file
+// feeds them the leader's state.
 
 // placementRand is the leader's placement randomness for puts started at now.
 func placementRand(now time.Time) *rand.Rand {

@@ -129,14 +129,7 @@ func TestNodeRestartFallsBackPastACorruptSnapshot(t *testing.T) {
 		t.Fatalf("List = %v, %v", metas, err)
 	}
 	statePath := filepath.Join(dataDir, "snapshots", metas[0].ID+".state")
-	b, err := os.ReadFile(statePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 0x01
-	if err := os.WriteFile(statePath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testutil.FlipMiddleBits(t, statePath, 0x01)
 
 	tc.start(0)
 	n = tc.waitLeader(t)

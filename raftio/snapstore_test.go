@@ -377,14 +377,7 @@ func TestSnapshotStoreReadsLegacy(t *testing.T) {
 
 	// One flipped bit in state.bin: refused, naming it.
 	state := filepath.Join(dir, l2, "state.bin")
-	b, err := os.ReadFile(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 0x10
-	if err := os.WriteFile(state, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testutil.FlipMiddleBits(t, state, 0x10)
 	if _, rc, err := s.Open(l2); err == nil {
 		rc.Close()
 		t.Fatal("a legacy snapshot with a flipped state.bin opened")
