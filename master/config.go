@@ -16,7 +16,7 @@ import (
 	"sexton/internal/authz"
 	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
-	"sexton/master/policy"
+	"sexton/master/policy/snaptrigger"
 	"sexton/raftio"
 )
 
@@ -101,7 +101,7 @@ type Config struct {
 	TrailingLogs       uint64
 	// TrailingLogBytes is about how much log, in bytes, a node keeps
 	// behind its last snapshot: TrailingLogs is lowered to that many
-	// entries of the sizes being applied (snapshotter.go, policy.TrailingCount).
+	// entries of the sizes being applied (snapshotter.go, snaptrigger.TrailingCount).
 	TrailingLogBytes uint64
 	// SnapshotLogBytes is the least log, in bytes applied since the last
 	// snapshot, that triggers a new one (snapshotter.go; default 64 MiB).
@@ -191,9 +191,9 @@ func (c *Config) setDefaults() {
 	// A backstop: the byte trigger (SnapshotLogBytes) normally fires first.
 	c.SnapshotThreshold = cmp.Or(c.SnapshotThreshold, 65536)
 	c.SnapshotInterval = cmp.Or(c.SnapshotInterval, 30*time.Second)
-	c.SnapshotLogBytes = cmp.Or(c.SnapshotLogBytes, policy.DefaultSnapshotLogBytes)
+	c.SnapshotLogBytes = cmp.Or(c.SnapshotLogBytes, snaptrigger.DefaultSnapshotLogBytes)
 	c.TrailingLogs = cmp.Or(c.TrailingLogs, 10240)
-	c.TrailingLogBytes = cmp.Or(c.TrailingLogBytes, policy.DefaultTrailingLogBytes)
+	c.TrailingLogBytes = cmp.Or(c.TrailingLogBytes, snaptrigger.DefaultTrailingLogBytes)
 	c.ApplyTimeout = cmp.Or(c.ApplyTimeout, 10*time.Second)
 	c.DiscardTimeout = cmp.Or(c.DiscardTimeout, 10*time.Minute)
 	c.GrantTTL = cmp.Or(c.GrantTTL, min(c.DiscardTimeout, grant.MaxLifetime))

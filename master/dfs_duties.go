@@ -3,7 +3,7 @@ package master
 // The leader's DFS duties: the duty loop (configure the cluster, check the
 // root, create and delete files, evict, flush read touches, remove stray
 // files) and the two hooks the object handlers use (noteDFSRead,
-// dfsWaitReady): the node glue around the decisions of policy.DFSDuties.
+// dfsWaitReady): the node glue around the decisions of dfsduties.Duties.
 // The DFS RPC handlers are in rpc_dfs.go.
 
 import (
@@ -16,15 +16,15 @@ import (
 	"sexton/dfsio"
 	"sexton/fsm"
 	"sexton/fsm/dfsalloc"
-	"sexton/master/policy"
+	"sexton/master/policy/dfsduties"
 )
 
 // dfsNode is this master's DFS machinery: the file system below the DFS
-// root and the leader's soft state for its DFS duties (policy.DFSDuties).
+// root and the leader's soft state for its DFS duties (dfsduties.Duties).
 type dfsNode struct {
 	fs   *dfsio.Posix
 	kick chan struct{}
-	*policy.DFSDuties
+	*dfsduties.Duties
 }
 
 func newDFSNode(s dfsio.Settings) (*dfsNode, error) {
@@ -35,7 +35,7 @@ func newDFSNode(s dfsio.Settings) (*dfsNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dfsNode{fs: fs, kick: make(chan struct{}, 1), DFSDuties: policy.NewDFSDuties()}, nil
+	return &dfsNode{fs: fs, kick: make(chan struct{}, 1), Duties: dfsduties.New()}, nil
 }
 
 func (d *dfsNode) nudge() {
@@ -189,7 +189,7 @@ func (n *Node) dfsCheckMissing() bool {
 	if !ok {
 		return true
 	}
-	lost, err := policy.LostUnits(stats.Units, n.dfs.fs.Exists)
+	lost, err := dfsduties.LostUnits(stats.Units, n.dfs.fs.Exists)
 	if err != nil {
 		n.log.Error("DFS ROOT UNUSABLE during the missing-file check: nothing marked lost", "root", n.dfs.fs.Root(), "error", err)
 		return false
@@ -365,7 +365,7 @@ func (n *Node) dfsWaitReady(ctx context.Context, reps []api.ReplicaDescriptor) e
 	for {
 		wake := n.wake.dfsChanged()
 		stats, _ := n.fsm.DFSStats()
-		missing := policy.UnreadyDFSFile(stats.Units, reps)
+		missing := dfsduties.UnreadyDFSFile(stats.Units, reps)
 		if missing == "" {
 			return nil
 		}

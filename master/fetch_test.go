@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"sexton/api"
-	"sexton/master/policy"
+	"sexton/master/policy/backoff"
 )
 
 // Tasks that keep failing (RetryableFailure) must not hide the tasks
@@ -43,7 +43,7 @@ func TestFailingTasksDoNotStarveLaterTasks(t *testing.T) {
 	start := time.Now()
 	again := h.fetch(t, 0, 5*time.Second)
 	if len(again) != api.MaxFetchLimit || time.Since(start) > 3*time.Second {
-		t.Fatalf("after the backoff: %d tasks after %v, want the %d failed ones within about %v", len(again), time.Since(start), api.MaxFetchLimit, policy.RetryBackoffMin)
+		t.Fatalf("after the backoff: %d tasks after %v, want the %d failed ones within about %v", len(again), time.Since(start), api.MaxFetchLimit, backoff.RetryBackoffMin)
 	}
 	for _, task := range again {
 		if !failing[task.ID] {

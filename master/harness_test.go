@@ -378,6 +378,15 @@ func (h *fakeHolder) fetchResp(limit int, wait time.Duration) (*api.FetchTasksRe
 	return &resp, err
 }
 
+// wantNoTasks fails unless a fetch now returns nothing; format names
+// the case with a %v for the tasks fetched.
+func (h *fakeHolder) wantNoTasks(t testing.TB, format string) {
+	t.Helper()
+	if tasks := h.fetch(t, 0, 0); len(tasks) != 0 {
+		t.Fatalf(format, tasks)
+	}
+}
+
 // fetch does one fetch and fails the test on an error.
 func (h *fakeHolder) fetch(t testing.TB, limit int, wait time.Duration) []api.LocalDeleteTask {
 	t.Helper()

@@ -51,15 +51,7 @@ func TestEvictNeverDropsAReplicaLeasedAfterItsCheck(t *testing.T) {
 	}()
 	<-checked // the eviction found k unleased and has not proposed yet
 
-	type getResult struct {
-		obj *api.ObjectInfo
-		err error
-	}
-	got := make(chan getResult, 1)
-	go func() {
-		obj, err := tc.get("k")
-		got <- getResult{obj, err}
-	}()
+	got := tc.getAsync("k")
 	// Give the Get every chance to answer while the eviction is paused.
 	var g getResult
 	answered := false
@@ -128,9 +120,7 @@ func TestReadLeaseWithholdsDeleteOfTheIncarnationRead(t *testing.T) {
 		t.Fatalf("%d tasks after the overwrite, want inc1's", st.PendingTasks)
 	}
 
-	if tasks := h.fetch(t, 0, 0); len(tasks) != 0 {
-		t.Fatalf("fetched %v while the Get's lease on inc1 lasts", tasks)
-	}
+	h.wantNoTasks(t, "fetched %v while the Get's lease on inc1 lasts")
 	start := time.Now()
 	tasks := h.fetch(t, 0, 5*time.Second)
 	got := time.Now()
@@ -163,15 +153,7 @@ func TestFetchWaitsForAReadInFlight(t *testing.T) {
 	read, release := make(chan struct{}), make(chan struct{})
 	afterRead.arm(func() { close(read); <-release })
 	defer afterRead.arm(nil)
-	type getResult struct {
-		obj *api.ObjectInfo
-		err error
-	}
-	got := make(chan getResult, 1)
-	go func() {
-		obj, err := tc.get("k")
-		got <- getResult{obj, err}
-	}()
+	got := tc.getAsync("k")
 	<-read // the Get has read inc1 and not yet leased it
 	afterRead.arm(nil)
 
@@ -185,9 +167,7 @@ func TestFetchWaitsForAReadInFlight(t *testing.T) {
 	if _, ok := taskOf(tasks, "k", ps1.Incarnation); ok {
 		t.Fatal("inc1's task was fetched while a Get that answers inc1 was between its read and its lease")
 	}
-	if tasks := h.fetch(t, 0, 0); len(tasks) != 0 {
-		t.Fatalf("fetched %v during the lease the Get then granted", tasks)
-	}
+	h.wantNoTasks(t, "fetched %v during the lease the Get then granted")
 }
 
 // A new leader does not know its predecessor's leases: it treats every
@@ -205,9 +185,7 @@ func TestNewLeaderWithholdsDeletesForOneLeasePeriod(t *testing.T) {
 	tc.kill(old) // the Get's lease dies with the leader that granted it
 	leader := tc.waitLeader(t)
 	tc.put(t, "k", 10, 1) // the overwrite, on the new leader
-	if tasks := h.fetch(t, 0, 0); len(tasks) != 0 {
-		t.Fatalf("the new leader handed out %v within its first lease period", tasks)
-	}
+	h.wantNoTasks(t, "the new leader handed out %v within its first lease period")
 	floor := leader.soft.LeaseFloor()
 	tasks := h.fetch(t, 0, 5*time.Second)
 	if _, ok := taskOf(tasks, "k", ps1.Incarnation); !ok || time.Now().Before(floor) {
@@ -271,9 +249,7 @@ func TestLeaseFloorOnlyAfterAnEarlierLeader(t *testing.T) {
 	tc.stop(0)
 	tc.start(0)
 	tc.waitLeader(t)
-	if tasks := h.fetch(t, 0, 0); len(tasks) != 0 {
-		t.Fatalf("a restarted leader handed out %v within its first lease period", tasks)
-	}
+	h.wantNoTasks(t, "a restarted leader handed out %v within its first lease period")
 }
 
 // BatchGet leases what it answers as Get does; keys it does not find
@@ -320,4 +296,20 @@ func (h *armedHook) run() {
 	if f := h.f.Load(); f != nil {
 		(*f)()
 	}
+}
+
+// getResult is what a Get answered.
+type getResult struct {
+	obj *api.ObjectInfo
+	err error
+}
+
+// getAsync gets key in a goroutine; the answer comes on the channel.
+func (tc *testCluster) getAsync(key string) <-chan getResult {
+	got := make(chan getResult, 1)
+	go func() {
+		obj, err := tc.get(key)
+		got <- getResult{obj, err}
+	}()
+	return got
 }

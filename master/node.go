@@ -18,7 +18,6 @@ import (
 	"sexton/internal/opshttp"
 	"sexton/internal/secret"
 	"sexton/internal/tlsconf"
-	"sexton/master/policy"
 	"sexton/raftio"
 	"sexton/transport"
 )
@@ -51,8 +50,8 @@ type Node struct {
 	rpcLn     net.Listener
 	httpSrv   *opshttp.Server
 	metrics   *metrics
-	soft      *policy.State
-	refused   refusedMounts // late holders' refused mounts (rebuild_mounts.go)
+	soft      *softState
+	refused   refusedMounts // late holders' refused mounts (rpc_rebuild.go)
 	segSet    segmentSetCache
 	dfs       *dfsNode // nil when MOONCAKE_DFS_ROOT_DIR is unset
 	removes   *removeBatcher
@@ -112,7 +111,7 @@ func New(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("config collectors: %w", err)
 		}
 	}
-	n.soft = policy.NewState()
+	n.soft = newSoftState()
 	dfs, err := newDFSNode(cfg.DFS)
 	if err != nil {
 		return nil, fmt.Errorf("dfs: %w", err)

@@ -8,13 +8,13 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
-	"sexton/master/policy"
+	"sexton/master/policy/placement"
 )
 
 // Placement: which segments take a put's replicas. The policy is
-// policy.Place and policy.PlacePreferred, functions of the segment list,
-// what heartbeats said, the time and a random source; this file feeds them
-// the leader's state.
+// placement.Place and placement.PlacePreferred, functions of the segment
+// list, what heartbeats said, the time and a random source; this file
+// feeds them the leader's state.
 
 // placementRand is the leader's placement randomness for puts started at now.
 func placementRand(now time.Time) *rand.Rand {
@@ -57,10 +57,10 @@ func (n *Node) placeReplicas(req *api.PutStartRequest, now time.Time, rng *rand.
 		if len(req.Exclude) > 0 {
 			candidates = slices.DeleteFunc(slices.Clone(candidates), func(s api.SegmentInfo) bool { return slices.Contains(req.Exclude, s.ID) })
 		}
-		segs, ok := policy.PlacePreferred(candidates, req.Prefer, n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rng)
+		segs, ok := placement.PlacePreferred(candidates, req.Prefer, n.soft.Holders, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rng)
 		var err error
 		if !ok {
-			segs, err = policy.Place(candidates, n.soft, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rng)
+			segs, err = placement.Place(candidates, n.soft.Holders, n.cfg.HolderTTL, now, req.Size, req.ReplicaNum, req.Pool, rng)
 		}
 		if err != nil {
 			return nil, err

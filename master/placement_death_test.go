@@ -22,26 +22,14 @@ func TestPutOnARecentlyDeadHolderIsPlacedAgainElsewhere(t *testing.T) {
 
 	for i := 0; i < 5; i++ {
 		// The dead holder is still live to the leader: a put lands there.
-		ps, err := tc.putStart(&api.PutStartRequest{Key: "k", Size: 10, ReplicaNum: 1, Exclude: []api.SegmentID{b.Seg}})
-		if err != nil {
-			t.Fatalf("put on the recently dead holder: %v", err)
-		}
-		if ps.Replicas[0].Segment != a.Seg {
-			t.Fatalf("placed on %s, want %s (the only segment not excluded)", ps.Replicas[0].Segment, a.Seg)
-		}
+		ps := tc.putStartExcluding(t, "k", b.Seg, a.Seg)
 		// The client's write fails: it revokes, which must succeed though
 		// the holder is gone (the revoke only queues a delete task).
 		if err := tc.call(api.MethodPutRevoke, &api.PutRevokeRequest{Key: "k", Incarnation: ps.Incarnation}, &api.Empty{}); err != nil {
 			t.Fatalf("revoke of the put on the dead holder: %v", err)
 		}
 		// ... and starts again away from it.
-		ps2, err := tc.putStart(&api.PutStartRequest{Key: "k", Size: 10, ReplicaNum: 1, Exclude: []api.SegmentID{a.Seg}})
-		if err != nil {
-			t.Fatalf("put again excluding the dead holder: %v", err)
-		}
-		if ps2.Replicas[0].Segment != b.Seg {
-			t.Fatalf("placed again on %s, want %s", ps2.Replicas[0].Segment, b.Seg)
-		}
+		ps2 := tc.putStartExcluding(t, "k", a.Seg, b.Seg)
 		if err := tc.call(api.MethodPutEnd, &api.PutEndRequest{Key: "k", Incarnation: ps2.Incarnation}, &api.Empty{}); err != nil {
 			t.Fatalf("PutEnd of the put placed again: %v", err)
 		}
@@ -70,7 +58,19 @@ func TestPutOnARecentlyDeadHolderIsPlacedAgainElsewhere(t *testing.T) {
 	if _, err := a.heartbeat(); err != nil {
 		t.Fatal(err)
 	}
-	if ps, err := tc.putStart(&api.PutStartRequest{Key: "x", Size: 10, ReplicaNum: 1, Exclude: []api.SegmentID{b.Seg}}); err != nil || ps.Replicas[0].Segment != a.Seg {
-		t.Fatalf("after a heartbeat: %+v %v, want placed on %s", ps, err, a.Seg)
+	tc.putStartExcluding(t, "x", b.Seg, a.Seg)
+}
+
+// putStartExcluding starts a put of key, one replica of 10 bytes,
+// excluding segment exclude, and fails unless it is placed on want.
+func (tc *testCluster) putStartExcluding(t *testing.T, key string, exclude, want api.SegmentID) *api.PutStartResponse {
+	t.Helper()
+	ps, err := tc.putStart(&api.PutStartRequest{Key: key, Size: 10, ReplicaNum: 1, Exclude: []api.SegmentID{exclude}})
+	if err != nil {
+		t.Fatalf("put of %s excluding %s: %v", key, exclude, err)
 	}
+	if ps.Replicas[0].Segment != want {
+		t.Fatalf("put of %s excluding %s placed on %s, want %s", key, exclude, ps.Replicas[0].Segment, want)
+	}
+	return ps
 }

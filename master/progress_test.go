@@ -28,6 +28,20 @@ func (tc *testCluster) listKeyTasks(t testing.TB, key string) map[uint64]taskAnd
 	return out
 }
 
+// removeAndListTasks removes key and lists its delete tasks, which must
+// number want.
+func (tc *testCluster) removeAndListTasks(t testing.TB, key string, want int) map[uint64]taskAndProgress {
+	t.Helper()
+	if err := tc.remove(key); err != nil {
+		t.Fatal(err)
+	}
+	tasks := tc.listKeyTasks(t, key)
+	if len(tasks) != want {
+		t.Fatalf("%d tasks of %q, want %d: %+v", len(tasks), key, want, tasks)
+	}
+	return tasks
+}
+
 type taskAndProgress struct {
 	api.LocalDeleteTask
 	p api.TaskProgress
@@ -47,13 +61,7 @@ func TestTaskProgressSaysWhyATaskWaits(t *testing.T) {
 	tc.waitLeaseFloor(t)
 	old := tc.put(t, "k", 10, 2).Incarnation
 	newest := tc.put(t, "k", 10, 2).Incarnation // the overwrite leaves old's copies to delete
-	if err := tc.remove("k"); err != nil {
-		t.Fatal(err)
-	}
-	tasks := tc.listKeyTasks(t, "k")
-	if len(tasks) != 4 {
-		t.Fatalf("%d tasks, want 2 copies × 2 incarnations: %+v", len(tasks), tasks)
-	}
+	tasks := tc.removeAndListTasks(t, "k", 4)   // 2 copies × 2 incarnations
 	for _, x := range tasks {
 		want := api.TaskPending
 		if x.Incarnation == newest {
@@ -155,21 +163,13 @@ func TestTaskProgressShowsReadLease(t *testing.T) {
 	if _, err := tc.get("k"); err != nil {
 		t.Fatal(err)
 	}
-	if err := tc.remove("k"); err != nil {
-		t.Fatal(err)
-	}
-	tasks := tc.listKeyTasks(t, "k")
-	if len(tasks) != 1 {
-		t.Fatalf("%d tasks, want 1: %+v", len(tasks), tasks)
-	}
+	tasks := tc.removeAndListTasks(t, "k", 1)
 	for _, x := range tasks {
 		end := time.Unix(0, x.p.LeaseEnd)
 		if x.p.State != api.TaskLeased || end.Before(before.Add(leaseTTL)) || end.After(time.Now().Add(leaseTTL)) {
 			t.Fatalf("task under a read lease: %+v, want state %s and the lease's end about %v from the Get", x.p, api.TaskLeased, leaseTTL)
 		}
-		if got := h.fetch(t, 0, 0); len(got) != 0 {
-			t.Fatalf("the holder was given %+v while the lease holds", got)
-		}
+		h.wantNoTasks(t, "the holder was given %+v while the lease holds")
 		time.Sleep(time.Until(end) + 20*time.Millisecond)
 		y := tc.listKeyTasks(t, "k")[x.ID]
 		if y.p.State != api.TaskPending || y.p.LeaseEnd != 0 {

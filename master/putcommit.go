@@ -254,13 +254,10 @@ func (n *Node) commitItem(req *api.PutCommitRequest) (fsm.PutCommitItem, error) 
 // commitItem are answered here and never proposed, the rest are one
 // fsm.PutCommitBatch answered per item.
 func (n *Node) handleBatchPutCommit(_ context.Context, req *api.BatchPutCommitRequest) (*api.BatchPutEndResponse, error) {
-	if err := checkBatchLen(len(req.Items), api.MaxBatchPutItems, "items"); err != nil {
+	out, err := n.openPutEndBatch(len(req.Items), req.Session)
+	if err != nil {
 		return nil, err
 	}
-	if err := n.requireLeaderSession(req.Session); err != nil {
-		return nil, err
-	}
-	out := &api.BatchPutEndResponse{Results: make([]api.KeyResult, len(req.Items))}
 	items := newBatchSubset[fsm.PutCommitItem](len(req.Items))
 	for i := range req.Items {
 		out.Results[i].Key = req.Items[i].Key

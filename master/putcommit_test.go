@@ -21,6 +21,19 @@ func (tc *testCluster) putCommit(key string, g *api.PutStartResponse, sess api.S
 	return tc.call(api.MethodPutCommit, &api.PutCommitRequest{Key: key, Size: 10, Incarnation: g.Incarnation, Replicas: g.Replicas, Session: sess}, &api.Empty{})
 }
 
+// grantAndCommitAbove grants a put of key, fails unless its incarnation is
+// above below, and commits it; what names the case.
+func (tc *testCluster) grantAndCommitAbove(t testing.TB, key string, below api.ObjectIncarnation, what string) {
+	t.Helper()
+	g := tc.putGrant(t, key)
+	if !below.Less(g.Incarnation) {
+		t.Fatalf("grant %s of %s %s: not above %s", g.Incarnation, key, what, below)
+	}
+	if err := tc.putCommit(key, g, api.Session{}); err != nil {
+		t.Fatalf("commit of %s %s: %v", key, what, err)
+	}
+}
+
 // TestPutGrantAndCommitIsOneEntryPut: PutGrant answers an incarnation with
 // a grant its holder accepts and commits nothing; PutCommit makes it the
 // key's value; a commit whose grant does not match, or of an incarnation
@@ -82,13 +95,7 @@ func TestPutGrantAndCommitIsOneEntryPut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gm := tc.putGrant(t, "m")
-	if !mInc.Incarnation.Less(gm.Incarnation) {
-		t.Fatalf("grant %s for a key holding %s: a commit of it would be refused", gm.Incarnation, mInc.Incarnation)
-	}
-	if err := tc.putCommit("m", gm, api.Session{}); err != nil {
-		t.Fatalf("commit over a PutStart put: %v", err)
-	}
+	tc.grantAndCommitAbove(t, "m", mInc.Incarnation, "over a PutStart put")
 
 	// DFS puts keep PutStart/PutEnd.
 	var g api.PutStartResponse
@@ -99,13 +106,7 @@ func TestPutGrantAndCommitIsOneEntryPut(t *testing.T) {
 	// A new leader reserves its own block, above the old one's.
 	tc.kill(tc.leaderIndex(t))
 	tc.waitLeader(t)
-	g3 := tc.putGrant(t, "k")
-	if !g2.Incarnation.Less(g3.Incarnation) {
-		t.Fatalf("new leader's grant %s not above the old leader's %s", g3.Incarnation, g2.Incarnation)
-	}
-	if err := tc.putCommit("k", g3, api.Session{}); err != nil {
-		t.Fatalf("commit under the new leader: %v", err)
-	}
+	tc.grantAndCommitAbove(t, "k", g2.Incarnation, "under the new leader, above the old leader's grant")
 }
 
 // TestPutCommitAfterBlockExpiryIsRefused: a put whose writes outlive its

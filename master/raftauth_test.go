@@ -267,22 +267,7 @@ func TestRaftTLSCluster(t *testing.T) {
 		t.Errorf("a dialer with another CA's certificate was answered: %v, %v", aeErr, rvErr)
 	}
 	waitRefused(t, victim, "accept", "tls", 6)
-	time.Sleep(500 * time.Millisecond)
-	leaderNow := tc.waitLeader(t)
-	// The follower may still apply entries its log already held (it
-	// learns their commit from the next heartbeat); an intruder's entry
-	// would show as a new last index, term or leader instead.
-	after := viewOf(t, victim)
-	caughtUp := after
-	if after.applied >= before.applied && after.applied <= before.lastIndex {
-		caughtUp.applied = before.applied
-	}
-	if caughtUp != before {
-		t.Errorf("follower changed: before %+v after %+v", before, after)
-	}
-	if leaderNow != leader || viewOf(t, leaderNow).term != leaderBefore.term {
-		t.Errorf("leadership changed")
-	}
+	wantNothingMoved(t, tc, victim, before, leader, leaderBefore)
 	// Replication still works after the refusals.
 	tc.commitOn(t, 1001, 0, 1, 2)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/fsm"
-	"sexton/master/policy"
+	"sexton/master/policy/snaptrigger"
 	"sexton/raftio"
 )
 
@@ -26,7 +26,7 @@ type raftFSM struct {
 	obs  func(d time.Duration)
 	// snapObs observes how long Snapshot held the fsm goroutine.
 	snapObs func(d time.Duration)
-	meter   policy.Meter // log bytes applied and snapshot sizes (snapshotter.go)
+	meter   snaptrigger.Meter // log bytes applied and snapshot sizes (snapshotter.go)
 	// snapRate is the bytes a second Persist writes a snapshot at, at
 	// most (raftio/snappace.go; 0: as fast as it goes).
 	snapRate int64
@@ -155,7 +155,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 type fsmSnapshot struct {
 	v        *fsm.View
-	meter    *policy.Meter
+	meter    *snaptrigger.Meter
 	rate     int64
 	stopping <-chan struct{}
 }

@@ -6,12 +6,12 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"sexton/master/policy"
+	"sexton/master/policy/readiness"
 )
 
-// readiness is policy.ReadyFor of this node now (/readyz).
+// readiness is readiness.ReadyFor of this node now (/readyz).
 func (n *Node) readiness() (bool, string) {
-	var f policy.ReadinessFacts
+	var f readiness.Facts
 	f.StoreCannotWrite, f.StoreFailingSince, f.StoreErr = n.guard.State()
 	_, id := n.raft.LeaderWithID()
 	f.LeaderKnown = id != ""
@@ -20,7 +20,7 @@ func (n *Node) readiness() (bool, string) {
 		f.LeaderReady = n.isReady()
 	}
 	f.Applied, f.Commit = n.raft.AppliedIndex(), n.raft.CommitIndex()
-	return policy.ReadyFor(f, time.Now())
+	return readiness.ReadyFor(f, time.Now())
 }
 
 // Readiness is what /readyz answers: ready once a leader is known and

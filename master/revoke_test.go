@@ -35,8 +35,8 @@ func TestAbandonedPutRevocationWaitsForRegistryRoom(t *testing.T) {
 
 	// The leader's discard tick refuses one revoke and closes the gate;
 	// five more passes with the registry still full then propose nothing
-	// (the gate's timing is in policy/testdata/revoke_gate.txt). Unchecked,
-	// each pass would propose a refused revoke.
+	// (the gate's timing is in policy/revokegate/testdata/revoke_gate.txt).
+	// Unchecked, each pass would propose a refused revoke.
 	testutil.WaitFor(t, 10*time.Second, func() bool { return leader.soft.RevokeFailures() > 0 }, "a revoke refused for the full registry")
 	before := leader.Raft().LastIndex()
 	for range 5 {

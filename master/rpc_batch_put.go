@@ -6,7 +6,7 @@ import (
 
 	"sexton/api"
 	"sexton/fsm"
-	"sexton/master/policy"
+	"sexton/master/policy/placement"
 )
 
 // handleBatchPutStart starts many puts with one PutStartBatch entry and
@@ -98,7 +98,7 @@ func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRe
 		case fsm.IsUnplaced(r.Err):
 			// Unplaced, the first time or in the answer a repeat gets
 			// from the session table: the same placement error.
-			out.Results[i].Err = policy.NoPlacement(req.Items[i].ReplicaNum, it.Size)
+			out.Results[i].Err = placement.NoPlacement(req.Items[i].ReplicaNum, it.Size)
 		case r.Err != nil:
 			out.Results[i].Err = r.Err
 		case gone[j] != nil:
@@ -115,16 +115,26 @@ func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRe
 	return out, nil
 }
 
+// openPutEndBatch checks a batch of count puts to end or commit under
+// session (within api.MaxBatchPutItems, on the leader) and makes its
+// answer, one result per item.
+func (n *Node) openPutEndBatch(count int, session api.Session) (*api.BatchPutEndResponse, error) {
+	if err := checkBatchLen(count, api.MaxBatchPutItems, "items"); err != nil {
+		return nil, err
+	}
+	if err := n.requireLeaderSession(session); err != nil {
+		return nil, err
+	}
+	return &api.BatchPutEndResponse{Results: make([]api.KeyResult, count)}, nil
+}
+
 // handleBatchPutEnd completes many pending puts with one PutEndBatch entry,
 // one result per item in request order.
 func (n *Node) handleBatchPutEnd(_ context.Context, req *api.BatchPutEndRequest) (*api.BatchPutEndResponse, error) {
-	if err := checkBatchLen(len(req.Items), api.MaxBatchPutItems, "items"); err != nil {
+	out, err := n.openPutEndBatch(len(req.Items), req.Session)
+	if err != nil {
 		return nil, err
 	}
-	if err := n.requireLeaderSession(req.Session); err != nil {
-		return nil, err
-	}
-	out := &api.BatchPutEndResponse{Results: make([]api.KeyResult, len(req.Items))}
 	items := newBatchSubset[fsm.PutEndItem](len(req.Items))
 	for i, r := range req.Items {
 		out.Results[i].Key = r.Key

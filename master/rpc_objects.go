@@ -8,7 +8,7 @@ import (
 	"sexton/dfsio"
 	"sexton/fsm"
 	"sexton/grant"
-	"sexton/master/policy"
+	"sexton/master/policy/placement"
 )
 
 // locations joins replica descriptors with the data address of the holder
@@ -53,7 +53,7 @@ func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*a
 	r, err := proposeFor[fsm.PutStartResult](n, &fsm.PutStart{V: fsm.PutStartV2, Key: req.Key, Tenant: req.Tenant, Size: req.Size,
 		Replicas: reps, PutID: req.PutID, IfAbsent: req.IfAbsent, Session: req.Session, Now: now.UnixNano()})
 	if r != nil && fsm.IsUnplaced(r.Err) {
-		return nil, policy.NoPlacement(req.ReplicaNum, req.Size)
+		return nil, placement.NoPlacement(req.ReplicaNum, req.Size)
 	}
 	if err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func (n *Node) checkPut(req *api.PutStartRequest) error {
 	if len(req.Exclude) > maxExclude {
 		return api.Errorf(api.CodeInvalidParams, "%d excluded segments exceed %d", len(req.Exclude), maxExclude)
 	}
-	if err := policy.CheckPrefer(req.Prefer); err != nil {
+	if err := placement.CheckPrefer(req.Prefer); err != nil {
 		return err
 	}
 	if req.ReplicaNum == 0 && req.DFSReplicaNum == 0 {

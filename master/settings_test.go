@@ -29,14 +29,7 @@ func TestSettingsBootstrapFromTheFirstLeadersFlags(t *testing.T) {
 	tc := startCluster(t, 3, byNode(flags...))
 	leader := tc.waitLeader(t)
 	want := leader.cfg.Settings.RegistryCapacity
-	testutil.WaitFor(t, harnessTimeout, func() bool {
-		for _, n := range tc.nodes {
-			if s, ok := n.fsm.Settings(); !ok || s.RegistryCapacity != want {
-				return false
-			}
-		}
-		return true
-	}, "every node applied the bootstrap settings")
+	tc.waitRegistryCapacity(t, want, "every node applied the bootstrap settings")
 	var got api.SettingsResponse
 	if err := tc.call(api.MethodSettingsGet, &api.Empty{}, &got); err != nil {
 		t.Fatal(err)
@@ -122,4 +115,18 @@ func TestRollingCapacityChangeCannotSplitNodes(t *testing.T) {
 	if api.CodeOf(err) != api.CodeInvalidParams {
 		t.Fatalf("capacity 1 below 2 pending tasks: %v, want INVALID_PARAMS", err)
 	}
+}
+
+// waitRegistryCapacity waits until every node has applied Settings with
+// registry capacity want; what names the wait.
+func (tc *testCluster) waitRegistryCapacity(t *testing.T, want int, what string) {
+	t.Helper()
+	testutil.WaitFor(t, harnessTimeout, func() bool {
+		for _, n := range tc.nodes {
+			if s, ok := n.fsm.Settings(); !ok || s.RegistryCapacity != want {
+				return false
+			}
+		}
+		return true
+	}, what)
 }

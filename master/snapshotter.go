@@ -8,18 +8,18 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"sexton/master/policy"
+	"sexton/master/policy/snaptrigger"
 )
 
 // snapshotCheckEvery is how often a node looks at its snapshot triggers
-// and its log sizing (policy.Meter, policy.LogSizing).
+// and its log sizing (snaptrigger.Meter, snaptrigger.LogSizing).
 const snapshotCheckEvery = time.Second
 
 // entrySizeWindow is the fewest entries followLogSize averages over.
 const entrySizeWindow = 256
 
-// followLogSize moves raft's count trigger to policy.CountTrigger of the last
-// snapshot's size, and its trailing log to policy.TrailingCount of the entries
+// followLogSize moves raft's count trigger to snaptrigger.CountTrigger of the last
+// snapshot's size, and its trailing log to snaptrigger.TrailingCount of the entries
 // applied since the last call, when either differs from the one in force
 // by more than a tenth.
 func (n *Node) followLogSize() {
@@ -31,7 +31,7 @@ func (n *Node) followLogSize() {
 		n.sizedAtBytes, n.sizedAtEntries = bytes, entries
 	}
 	rc := n.raft.ReloadableConfig()
-	want, move := policy.LogSizing(rc, policy.LogSizes{Threshold: n.cfg.SnapshotThreshold, Trailing: n.cfg.TrailingLogs, TrailingBytes: n.cfg.TrailingLogBytes}, m.LastSnapBytes.Load(), avg)
+	want, move := snaptrigger.LogSizing(rc, snaptrigger.LogSizes{Threshold: n.cfg.SnapshotThreshold, Trailing: n.cfg.TrailingLogs, TrailingBytes: n.cfg.TrailingLogBytes}, m.LastSnapBytes.Load(), avg)
 	if !move {
 		return
 	}
@@ -67,7 +67,7 @@ func (n *Node) snapshotStagger() float64 {
 			ids = append(ids, string(s.ID))
 		}
 	}
-	return policy.StaggerOf(n.cfg.ID, ids)
+	return snaptrigger.StaggerOf(n.cfg.ID, ids)
 }
 
 // snapshotByBytes is each node's snapshot trigger (every node snapshots

@@ -12,7 +12,7 @@ import (
 
 	"sexton/fsm"
 	"sexton/internal/testutil"
-	"sexton/master/policy"
+	"sexton/master/policy/snaptrigger"
 )
 
 // TestSnapshotByLogBytes: with raft's entry-count trigger out of reach, a
@@ -77,9 +77,9 @@ func TestSnapshotNowEndpoint(t *testing.T) {
 // TestCountTriggerFollowsSnapshotSize: once a snapshot is taken, raft's
 // entry-count trigger is one entry per snapshotBytesPerEntry of it (never
 // below the configured threshold), so a large state is not snapshotted
-// again after a few megabytes of small entries. policy.CountTrigger's figures are
-// in policy/testdata/snapshot_triggers.txt; this checks that a running
-// node applies them.
+// again after a few megabytes of small entries. snaptrigger.CountTrigger's
+// figures are in policy/snaptrigger/testdata/snapshot_triggers.txt; this
+// checks that a running node applies them.
 func TestCountTriggerFollowsSnapshotSize(t *testing.T) {
 	tc := startCluster(t, 1, func(c *Config) {
 		c.SnapshotThreshold = 1 // the floor; raft checks it only hourly here
@@ -94,7 +94,7 @@ func TestCountTriggerFollowsSnapshotSize(t *testing.T) {
 	}
 	var want uint64
 	testutil.WaitFor(t, 10*time.Second, func() bool {
-		want = policy.CountTrigger(1, n.rfsm.meter.LastSnapBytes.Load())
+		want = snaptrigger.CountTrigger(1, n.rfsm.meter.LastSnapBytes.Load())
 		return want > 1 && n.Raft().ReloadableConfig().SnapshotThreshold == want
 	}, "the count trigger moved to the snapshot's size")
 }
@@ -102,8 +102,9 @@ func TestCountTriggerFollowsSnapshotSize(t *testing.T) {
 // TestTrailingLogsFollowEntrySize: the log kept behind a snapshot is
 // sized in bytes: with entries of a few hundred bytes and a 32 KiB budget,
 // raft's TrailingLogs drops from the configured 1,000 to about a hundred.
-// policy.TrailingCount's figures are in policy/testdata/snapshot_triggers.txt;
-// this checks that a running node applies them.
+// snaptrigger.TrailingCount's figures are in
+// policy/snaptrigger/testdata/snapshot_triggers.txt; this checks that a
+// running node applies them.
 func TestTrailingLogsFollowEntrySize(t *testing.T) {
 	tc := startCluster(t, 1, func(c *Config) {
 		c.TrailingLogs = 1000
@@ -116,7 +117,7 @@ func TestTrailingLogsFollowEntrySize(t *testing.T) {
 	}
 	testutil.WaitFor(t, 10*time.Second, func() bool {
 		got := n.Raft().ReloadableConfig().TrailingLogs
-		return got >= policy.MinTrailingLogs && got < 500
+		return got >= snaptrigger.MinTrailingLogs && got < 500
 	}, "TrailingLogs sized to 32 KiB of entries")
 }
 

@@ -61,17 +61,7 @@ func TestNodeRestartsFromALegacySnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, trans := raft.NewInmemTransport("")
-	sink, err := fss.Create(1, m.Index, m.Term, m.Configuration, m.ConfigurationIndex, trans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sink.Write(state); err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.Close(); err != nil {
-		t.Fatal(err)
-	}
+	legacy := raftiotest.WriteSnap(t, fss, 1, m.Index, m.Term, m.Configuration, m.ConfigurationIndex, state)
 	for _, suffix := range []string{".meta", ".state"} {
 		if err := os.Remove(filepath.Join(dataDir, "snapshots", m.ID+suffix)); err != nil {
 			t.Fatal(err)
@@ -98,7 +88,7 @@ func TestNodeRestartsFromALegacySnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dataDir, "snapshots", sink.ID())); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dataDir, "snapshots", legacy)); !os.IsNotExist(err) {
 		t.Fatalf("the legacy snapshot was not reaped by three new ones: %v", err)
 	}
 }
@@ -139,14 +129,7 @@ func TestNodeRestartFallsBackPastACorruptSnapshot(t *testing.T) {
 		t.Fatalf("List = %v, %v", metas, err)
 	}
 	statePath := filepath.Join(dataDir, "snapshots", metas[0].ID+".state")
-	b, err := os.ReadFile(statePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 0x01
-	if err := os.WriteFile(statePath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testutil.FlipMiddleBits(t, statePath, 0x01)
 
 	tc.start(0)
 	n = tc.waitLeader(t)

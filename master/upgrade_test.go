@@ -15,6 +15,7 @@ import (
 	"sexton/fsm"
 	"sexton/internal/testutil"
 	"sexton/raftio"
+	"sexton/raftio/raftiotest"
 	"sexton/snapshot"
 )
 
@@ -111,18 +112,7 @@ func writeOldBuildSnapshot(t *testing.T, cfg *Config, index uint64, snap []byte)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, trans := raft.NewInmemTransport("") // encodes the peers of hashicorp's meta.json
-	defer trans.Close()
-	sink, err := snaps.Create(raft.SnapshotVersionMax, index, oldTerm, conf, 1, trans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sink.Write(snap); err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.Close(); err != nil {
-		t.Fatal(err)
-	}
+	raftiotest.WriteSnap(t, snaps, raft.SnapshotVersionMax, index, oldTerm, conf, 1, snap)
 }
 
 // writeOldBuildDataDir fills cfg's data dir as the old build left it.
@@ -268,14 +258,7 @@ func TestUpgradeWithDifferentLegacyCapacitiesIsLogged(t *testing.T) {
 	tc := startCluster(t, 3, upgradedFrom(t, oldCapacity, oldCapacity, oldCapacity-500))
 	leader := tc.waitLeader(t)
 	want := leader.cfg.LegacyRegistryCapacity
-	testutil.WaitFor(t, harnessTimeout, func() bool {
-		for _, n := range tc.nodes {
-			if s, ok := n.fsm.Settings(); !ok || s.RegistryCapacity != want {
-				return false
-			}
-		}
-		return true
-	}, "every node applied the first Settings entry")
+	tc.waitRegistryCapacity(t, want, "every node applied the first Settings entry")
 	for _, n := range tc.nodes {
 		if n.cfg.LegacyRegistryCapacity == want {
 			continue

@@ -324,18 +324,7 @@ func makeLegacySnap(t testing.TB, dataDir string, term, index uint64, data []byt
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, trans := raft.NewInmemTransport("")
-	sink, err := fss.Create(1, index, term, snapTestConf, 1, trans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sink.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return sink.ID()
+	return raftiotest.WriteSnap(t, fss, 1, index, term, snapTestConf, 1, data)
 }
 
 // TestSnapshotStoreReadsLegacy: snapshots written by hashicorp's
@@ -388,14 +377,7 @@ func TestSnapshotStoreReadsLegacy(t *testing.T) {
 
 	// One flipped bit in state.bin: refused, naming it.
 	state := filepath.Join(dir, l2, "state.bin")
-	b, err := os.ReadFile(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 0x10
-	if err := os.WriteFile(state, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testutil.FlipMiddleBits(t, state, 0x10)
 	if _, rc, err := s.Open(l2); err == nil {
 		rc.Close()
 		t.Fatal("a legacy snapshot with a flipped state.bin opened")

@@ -63,19 +63,7 @@ func TestMergeDFSRecordsUnderTheHoldersRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := dfsObjects(p), "a@200:dfs@4096 c@120:dfs@12288 d@140:dfs@20480 e@150:s1+dfs@24576 f@80:dfs@28672"; got != want {
-		t.Errorf("objects %q, want %q", got, want)
-	}
-	if got, want := deletes(p), "s1/d@90 s1/h@175"; got != want {
-		t.Errorf("deletes %q, want %q", got, want)
-	}
-	var dropped []string
-	for _, d := range p.Dropped {
-		dropped = append(dropped, d.Key)
-	}
-	if got, want := strings.Join(dropped, ","), "b,f2,g,h"; got != want {
-		t.Errorf("dropped %s, want %s (%+v)", got, want, p.Dropped)
-	}
+	wantPlan(t, p, dfsObjects, "a@200:dfs@4096 c@120:dfs@12288 d@140:dfs@20480 e@150:s1+dfs@24576 f@80:dfs@28672", "s1/d@90 s1/h@175", "b,f2,g,h")
 	if len(p.DFSRejected) != 1 || p.DFSRejected[0].Key != "g" || p.DFSRejected[0].Incarnation != inc(170) {
 		t.Errorf("rejected %+v, want g@170 only", p.DFSRejected)
 	}

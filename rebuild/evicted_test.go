@@ -31,17 +31,5 @@ func TestMergeEvictedCopyIsNotARemoval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := objects(p), "a@5:A e@20:A"; got != want {
-		t.Errorf("objects %q, want %q", got, want)
-	}
-	if got, want := deletes(p), "A/b@6 A/c@7 B/e@10"; got != want {
-		t.Errorf("deletes %q, want %q", got, want)
-	}
-	var dropped []string
-	for _, d := range p.Dropped {
-		dropped = append(dropped, d.Key)
-	}
-	if len(dropped) != 3 || dropped[0] != "b" || dropped[1] != "c" || dropped[2] != "d" {
-		t.Errorf("dropped %v, want b c d", dropped)
-	}
+	wantPlan(t, p, objects, "a@5:A e@20:A", "A/b@6 A/c@7 B/e@10", "b,c,d")
 }

@@ -44,6 +44,26 @@ func deletes(p *Plan) string {
 	return strings.Join(parts, " ")
 }
 
+// wantPlan checks what p adopts (rendered by render: objects or
+// dfsObjects), the delete tasks it makes and the keys it drops (joined by
+// commas, in p's order).
+func wantPlan(t *testing.T, p *Plan, render func(*Plan) string, wantObjects, wantDeletes, wantDropped string) {
+	t.Helper()
+	if got := render(p); got != wantObjects {
+		t.Errorf("objects %q, want %q", got, wantObjects)
+	}
+	if got := deletes(p); got != wantDeletes {
+		t.Errorf("deletes %q, want %q", got, wantDeletes)
+	}
+	var dropped []string
+	for _, d := range p.Dropped {
+		dropped = append(dropped, d.Key)
+	}
+	if got := strings.Join(dropped, ","); got != wantDropped {
+		t.Errorf("dropped %q, want %q (%+v)", got, wantDropped, p.Dropped)
+	}
+}
+
 func TestMergeRules(t *testing.T) {
 	p, err := Merge([]Scan{
 		// a: overwritten (300 on s1, s2), the old 200 still live on s3.
@@ -57,15 +77,7 @@ func TestMergeRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := objects(p), "a@300:s1+s2 c@40:s3"; got != want {
-		t.Errorf("objects %q, want %q", got, want)
-	}
-	if got, want := deletes(p), "s2/b@100 s3/a@200"; got != want {
-		t.Errorf("deletes %q, want %q", got, want)
-	}
-	if len(p.Dropped) != 2 || p.Dropped[0].Key != "b" || p.Dropped[1].Key != "d" {
-		t.Errorf("dropped %+v, want b and d", p.Dropped)
-	}
+	wantPlan(t, p, objects, "a@300:s1+s2 c@40:s3", "s2/b@100 s3/a@200", "b,d")
 	if p.MaxSeen != 900 || p.IncFloor != 900+IncMargin || p.ClusterID != 7 || p.Records != 8 || p.Bytes != 14 {
 		t.Errorf("max seen %d floor %d cluster %x records %d bytes %d, want 900 900+margin 7 8 14", p.MaxSeen, p.IncFloor, p.ClusterID, p.Records, p.Bytes)
 	}
@@ -90,12 +102,7 @@ func TestMergeKeepsOnlyVerifiedCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := objects(p), "a@5:s1+s3 b@6:s3"; got != want {
-		t.Errorf("objects %q, want %q", got, want)
-	}
-	if got, want := deletes(p), "s2/a@5"; got != want {
-		t.Errorf("deletes %q, want %q", got, want)
-	}
+	wantPlan(t, p, objects, "a@5:s1+s3 b@6:s3", "s2/a@5", "")
 	if len(p.Conflicts) != 1 || !slices.Equal(p.Conflicts[0].Kept, []api.SegmentID{"s1", "s3"}) {
 		t.Errorf("conflicts %+v", p.Conflicts)
 	}
@@ -162,14 +169,9 @@ func TestMergeRerunLeavesTheServingClustersOwnCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := objects(p), "k@5:s1 old@3:s2"; got != want {
-		t.Errorf("objects %q, want %q", got, want)
-	}
-	if got, want := deletes(p), ""; got != want {
-		t.Errorf("deletes %q, want %q", got, want)
-	}
-	if len(p.Dropped) != 0 || p.Own != 2 || p.MaxSeen != 5 {
-		t.Errorf("dropped %+v, own %d, max seen %d; want none, 2 and 5", p.Dropped, p.Own, p.MaxSeen)
+	wantPlan(t, p, objects, "k@5:s1 old@3:s2", "", "")
+	if p.Own != 2 || p.MaxSeen != 5 {
+		t.Errorf("own %d, max seen %d; want 2 and 5", p.Own, p.MaxSeen)
 	}
 }
 

@@ -2,10 +2,10 @@
 // that keeps imports pointing down it: a package may import its own layer
 // or a lower one, never a higher one. Leaves (api, internal/*, codecs,
 // transport) know nothing of the nodes; the node packages (fsm, holder,
-// raftio, master/policy) know nothing of what composes them; the composition roots
-// (devcluster, cmd/sexton) are imported by nothing but tests; bench and
-// fsck sit between them, so only a composition root runs a bench or a
-// check. The packages of test support (TestOnly) are imported by tests
+// raftio, the master's policies under master/policy) know nothing of what
+// composes them; the composition roots (devcluster, cmd/sexton) are
+// imported by nothing but tests; bench and fsck sit between them, so only
+// a composition root runs a bench or a check. The packages of test support (TestOnly) are imported by tests
 // alone.
 package layering
 
@@ -18,7 +18,7 @@ var Layers = [][]string{
 	{"api", "internal/...", "grant", "snapshot", "fsm/...", "holder/...", "raftio/...", "dfsio", "transport"},
 	// One node's state machine, storage or Raft plumbing, and the
 	// master's pure leader policy.
-	{"fsm", "holder", "raftio", "master/policy"},
+	{"fsm", "holder", "raftio", "master/policy/..."},
 	// Nodes, the client library, the rebuild, and the shapes the command
 	// line prints (jsonout reads holder's and api's types).
 	{"master", "client", "rebuild", "jsonout"},
@@ -30,8 +30,8 @@ var Layers = [][]string{
 }
 
 // TestOnly lists packages that only tests may import: the fault
-// filesystems fail and lose writes on purpose, the data-driven runner links
-// package testing, and the rest hold what tests share (polling, HTTP,
+// filesystems fail and lose writes on purpose, the policies' data-driven
+// runner links package testing, and the rest hold what tests share (polling, HTTP,
 // certificates, the handshake relay), so no package that ships (in the
 // default build or with the testhooks tag) may link them.
-var TestOnly = []string{"internal/fsys/errorfs", "internal/testutil", "internal/testutil/datadriven", "raftio/raftiotest"}
+var TestOnly = []string{"internal/fsys/errorfs", "internal/testutil", "master/policy/policytest", "raftio/raftiotest"}

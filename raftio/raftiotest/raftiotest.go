@@ -55,6 +55,26 @@ func ReadSnap(s raft.SnapshotStore, id string) (*raft.SnapshotMeta, []byte, erro
 	return m, b, err
 }
 
+// WriteSnap writes data into s as the snapshot of the given version taken
+// at index and term with configuration conf (committed at confIndex), and
+// returns its id.
+func WriteSnap(t testing.TB, s raft.SnapshotStore, version raft.SnapshotVersion, index, term uint64, conf raft.Configuration, confIndex uint64, data []byte) string {
+	t.Helper()
+	_, trans := raft.NewInmemTransport("") // encodes the peers of hashicorp's meta.json
+	defer trans.Close()
+	sink, err := s.Create(version, index, term, conf, confIndex, trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sink.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return sink.ID()
+}
+
 // RelayLayer is the stream layer of an intruder who receives a master's
 // own Raft dials (its address is in the master's configuration) and
 // relays them: each Dial connects to the target, passes the target's
