@@ -48,7 +48,8 @@ type envelope struct {
 // payload, written from the caller's slice after buf without a copy.
 type frameBuf struct {
 	bytes.Buffer
-	tail []byte
+	tail    []byte
+	release func() // a TailReleaser's, called once the tail is no longer needed
 }
 
 // size is the frame's length on the wire, prefix included.
@@ -65,6 +66,17 @@ type TailBody interface {
 	EncodeMsgpackHead(enc *msgpack.Encoder) (tail []byte, err error)
 }
 
+// TailReleaser is a TailBody told when the transport is done with its
+// tail: ReleaseTail is called once, after the frame was written or once it
+// will never be (the connection closed, or the frame was replaced by an
+// error), so the tail's memory may then be reused. A frame left queued on
+// a connection that closed is never released: its tail is left to the
+// garbage collector, never handed back while still in use.
+type TailReleaser interface {
+	TailBody
+	ReleaseTail()
+}
+
 var frameBufPool = sync.Pool{New: func() any { return new(frameBuf) }}
 
 // maxPooledFrame keeps the pool from pinning data-plane sized buffers.
@@ -77,7 +89,7 @@ const maxPooledFrame = 256 << 10
 func encodeFrame(env *envelope, body any) (*frameBuf, error) {
 	buf := frameBufPool.Get().(*frameBuf)
 	buf.Reset()
-	buf.tail = nil
+	buf.tail, buf.release = nil, nil
 	buf.Write([]byte{0, 0, 0, 0})
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
@@ -105,6 +117,9 @@ func encodeFrame(env *envelope, body any) (*frameBuf, error) {
 	}
 	if err == nil {
 		if tb, ok := body.(TailBody); ok {
+			if r, ok := tb.(TailReleaser); ok {
+				buf.release = r.ReleaseTail
+			}
 			buf.tail, err = tb.EncodeMsgpackHead(enc)
 		} else {
 			err = enc.Encode(body)
@@ -124,8 +139,14 @@ func encodeFrame(env *envelope, body any) (*frameBuf, error) {
 }
 
 func releaseFrame(buf *frameBuf) {
-	if buf != nil && buf.Cap() <= maxPooledFrame {
-		buf.tail = nil // the pool must not pin a caller's value
+	if buf == nil {
+		return
+	}
+	if buf.release != nil {
+		buf.release()
+	}
+	buf.tail, buf.release = nil, nil // the pool must not pin a caller's value
+	if buf.Cap() <= maxPooledFrame {
 		frameBufPool.Put(buf)
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -123,4 +125,44 @@ func TestAuthenticatedFrameReadAllocatesOnce(t *testing.T) {
 	if got > 64<<10 {
 		t.Fatalf("refusing a 1 GiB claim allocated %d bytes", got)
 	}
+}
+
+// releasingTail is a tailReq answer that counts its ReleaseTail calls.
+type releasingTail struct {
+	tailReq
+	released *atomic.Int32
+}
+
+func (r *releasingTail) ReleaseTail() { r.released.Add(1) }
+
+// A response body that is a TailReleaser is answered from its slice and
+// told once that the slice is free: after the frame was written, or when
+// the answer was replaced by an error (too large for the client).
+func TestTailReleaserIsReleasedOnceWritten(t *testing.T) {
+	blob := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	var released atomic.Int32
+	ts := startServer(t, ServerConfig{MaxFrame: 4 << 20}, func(s *Server) {
+		Register(s, "Get", func(_ context.Context, req *echoReq) (*releasingTail, error) {
+			return &releasingTail{tailReq{N: req.N, Blob: blob[:req.N]}, &released}, nil
+		})
+	})
+	waitReleased := func(want int32) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); released.Load() < want && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		if got := released.Load(); got != want {
+			t.Fatalf("released %d times, want %d", got, want)
+		}
+	}
+	c := dial(t, ts.addr, ClientConfig{MaxFrame: 2 << 20})
+	var got tailDecoded
+	if err := c.Call(context.Background(), "Get", &echoReq{N: len(blob)}, &got); err != nil || !bytes.Equal(got.Blob, blob) {
+		t.Fatalf("answer: %d bytes (equal: %v), %v", len(got.Blob), bytes.Equal(got.Blob, blob), err)
+	}
+	waitReleased(1)
+	small := dial(t, ts.addr, ClientConfig{MaxFrame: 64 << 10})
+	err := small.Call(context.Background(), "Get", &echoReq{N: 128 << 10}, &got)
+	requireCode(t, err, api.CodeFrameTooLarge)
+	waitReleased(2)
 }
