@@ -44,16 +44,23 @@ type envelope struct {
 }
 
 // frameBuf is an encoded frame: buf holds the length prefix and the
-// msgpack payload, tail (when a TailBody sent one) the last bytes of the
-// payload, written from the caller's slice after buf without a copy.
+// msgpack payload, tail (when a TailBody or TailPartsBody sent one) the
+// last bytes of the payload, written from the caller's slices after buf
+// without a copy.
 type frameBuf struct {
 	bytes.Buffer
-	tail    []byte
+	tail    [][]byte
 	release func() // a TailReleaser's, called once the tail is no longer needed
 }
 
 // size is the frame's length on the wire, prefix included.
-func (f *frameBuf) size() int { return f.Len() + len(f.tail) }
+func (f *frameBuf) size() int {
+	n := f.Len()
+	for _, p := range f.tail {
+		n += len(p)
+	}
+	return n
+}
 
 // TailBody is a request body whose last field is a byte string sent from
 // the caller's own slice: EncodeMsgpackHead writes every field and then the
@@ -64,6 +71,15 @@ func (f *frameBuf) size() int { return f.Len() + len(f.tail) }
 // gives up early may still be writing it.
 type TailBody interface {
 	EncodeMsgpackHead(enc *msgpack.Encoder) (tail []byte, err error)
+}
+
+// TailPartsBody is a TailBody whose last field's bytes are several
+// slices (a value split across the caller's buffers): EncodeMsgpackHeadParts
+// writes the bin header of their total length and returns them, and they
+// are written one after the other, never joined. The same rules hold as
+// for a TailBody's slice.
+type TailPartsBody interface {
+	EncodeMsgpackHeadParts(enc *msgpack.Encoder) (parts [][]byte, err error)
 }
 
 // TailReleaser is a TailBody told when the transport is done with its
@@ -116,12 +132,18 @@ func encodeFrame(env *envelope, body any) (*frameBuf, error) {
 		}
 	}
 	if err == nil {
-		if tb, ok := body.(TailBody); ok {
-			if r, ok := tb.(TailReleaser); ok {
-				buf.release = r.ReleaseTail
+		if r, ok := body.(TailReleaser); ok {
+			buf.release = r.ReleaseTail
+		}
+		switch tb := body.(type) {
+		case TailPartsBody:
+			buf.tail, err = tb.EncodeMsgpackHeadParts(enc)
+		case TailBody:
+			var tail []byte
+			if tail, err = tb.EncodeMsgpackHead(enc); len(tail) > 0 {
+				buf.tail = [][]byte{tail}
 			}
-			buf.tail, err = tb.EncodeMsgpackHead(enc)
-		} else {
+		default:
 			err = enc.Encode(body)
 		}
 	}

@@ -54,7 +54,7 @@ func TestTailBodyIsSentFromTheCallersSlice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if buf.Len() > 256 || len(buf.tail) != len(blob) || &buf.tail[0] != &blob[0] {
+	if buf.Len() > 256 || len(buf.tail) != 1 || len(buf.tail[0]) != len(blob) || &buf.tail[0][0] != &blob[0] {
 		t.Fatalf("encode buffer holds %d bytes and a %d-byte tail; want a short head and the caller's slice", buf.Len(), len(buf.tail))
 	}
 	if got := int(binary.BigEndian.Uint32(buf.Bytes())); got != payloadLen(buf) || got != buf.Len()+len(blob)-frameHeaderLen {
@@ -165,4 +165,54 @@ func TestTailReleaserIsReleasedOnceWritten(t *testing.T) {
 	err := small.Call(context.Background(), "Get", &echoReq{N: 128 << 10}, &got)
 	requireCode(t, err, api.CodeFrameTooLarge)
 	waitReleased(2)
+}
+
+// tailPartsReq is tailReq with its blob in several slices.
+type tailPartsReq struct {
+	N     int
+	Parts [][]byte
+}
+
+func (r *tailPartsReq) EncodeMsgpackHeadParts(enc *msgpack.Encoder) ([][]byte, error) {
+	n := 0
+	for _, p := range r.Parts {
+		n += len(p)
+	}
+	// tailReq's head, for a blob of the parts' total length.
+	_, err := (&tailReq{N: r.N, Blob: make([]byte, n)}).EncodeMsgpackHead(enc)
+	return r.Parts, err
+}
+
+// A TailPartsBody's slices go out one after the other from the caller's
+// memory and arrive as one field, both small (coalesced) and streamed.
+func TestTailPartsBodyArrivesJoined(t *testing.T) {
+	var got tailDecoded
+	ts := startServer(t, ServerConfig{MaxFrame: 8 << 20}, func(s *Server) {
+		Register(s, "Tail", func(_ context.Context, req *tailDecoded) (*echoResp, error) {
+			got = *req
+			return &echoResp{N: req.N}, nil
+		})
+	})
+	c := dial(t, ts.addr, ClientConfig{MaxFrame: 8 << 20})
+	for _, sizes := range [][]int{{3, 0, 5}, {1 << 20, 7, 2 << 20}} {
+		var parts [][]byte
+		var whole []byte
+		for i, n := range sizes {
+			p := bytes.Repeat([]byte{byte('a' + i)}, n)
+			parts = append(parts, p)
+			whole = append(whole, p...)
+		}
+		buf, err := encodeFrame(&envelope{kind: kindRequest, id: 1, method: "Tail"}, &tailPartsReq{N: 1, Parts: parts})
+		if err != nil || len(buf.tail) != len(parts) || payloadLen(buf) != int(binary.BigEndian.Uint32(buf.Bytes())) {
+			t.Fatalf("encoded %d parts for %d, %v", len(buf.tail), len(parts), err)
+		}
+		releaseFrame(buf)
+		var resp echoResp
+		if err := c.Call(context.Background(), "Tail", &tailPartsReq{N: len(sizes), Parts: parts}, &resp); err != nil {
+			t.Fatal(err)
+		}
+		if got.N != len(sizes) || !bytes.Equal(got.Blob, whole) {
+			t.Fatalf("parts %v: server decoded n=%d and %d bytes (equal: %v)", sizes, got.N, len(got.Blob), bytes.Equal(got.Blob, whole))
+		}
+	}
 }
