@@ -12,6 +12,46 @@ import (
 	"sexton/client"
 )
 
+// race runs write(0..writers-1) at once and fails t with every error
+// they return.
+func race(t *testing.T, writers int, write func(g int) []error) {
+	t.Helper()
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := write(g)
+			mu.Lock()
+			errs = append(errs, e...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		t.Error(err)
+	}
+}
+
+// ownerOf is the writer g whose valueOf(g) the key holds, byte for byte;
+// t fails when it holds none of them.
+func ownerOf(t *testing.T, cl *client.Client, key string, writers int, valueOf func(g int) []byte) int {
+	t.Helper()
+	got, _, err := cl.Get(context.Background(), key)
+	if err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	for g := range writers {
+		if bytes.Equal(got, valueOf(g)) {
+			return g
+		}
+	}
+	t.Fatalf("%s holds %d bytes that no writer wrote", key, len(got))
+	return -1
+}
+
 // Mooncake's put: many goroutines inserting the same keys at once, each
 // with its own value, all succeed; each key reads back one of the values
 // written, byte for byte, and at most one call stored it (the one whose
@@ -24,47 +64,24 @@ func TestPutIfAbsentRacesWell(t *testing.T) {
 	const writers, keys = 16, 20
 	var mu sync.Mutex
 	storedBy := map[string][]int{}
-	var wg sync.WaitGroup
-	errs := make(chan error, writers*keys)
-	for g := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range keys {
-				key := fmt.Sprintf("%s%02d", prefix, k)
-				_, stored, err := cl.PutIfAbsent(ctx, key, value(g, 4096+k), client.PutOptions{})
-				if err != nil {
-					errs <- fmt.Errorf("writer %d, %s: %w", g, key, err)
-					continue
-				}
-				if stored {
-					mu.Lock()
-					storedBy[key] = append(storedBy[key], g)
-					mu.Unlock()
-				}
+	race(t, writers, func(g int) (errs []error) {
+		for k := range keys {
+			key := fmt.Sprintf("%s%02d", prefix, k)
+			_, stored, err := cl.PutIfAbsent(ctx, key, value(g, 4096+k), client.PutOptions{})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("writer %d, %s: %w", g, key, err))
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+			if stored {
+				mu.Lock()
+				storedBy[key] = append(storedBy[key], g)
+				mu.Unlock()
+			}
+		}
+		return errs
+	})
 	for k := range keys {
 		key := fmt.Sprintf("%s%02d", prefix, k)
-		got, _, err := cl.Get(ctx, key)
-		if err != nil {
-			t.Fatalf("%s: %v", key, err)
-		}
-		owner := -1
-		for g := range writers {
-			if bytes.Equal(got, value(g, 4096+k)) {
-				owner = g
-			}
-		}
-		if owner < 0 {
-			t.Fatalf("%s holds %d bytes that no writer wrote", key, len(got))
-		}
+		owner := ownerOf(t, cl, key, writers, func(g int) []byte { return value(g, 4096+k) })
 		if s := storedBy[key]; len(s) > 1 || (len(s) == 1 && s[0] != owner) {
 			t.Fatalf("%s: stored by writers %v, holds writer %d's value", key, s, owner)
 		}
@@ -83,43 +100,25 @@ func TestPutBatchIfAbsentRacesWell(t *testing.T) {
 	ctx := context.Background()
 	prefix := fmt.Sprintf("insert/batch/%d/", time.Now().UnixNano())
 	const writers, keys = 8, 20
-	var wg sync.WaitGroup
-	errs := make(chan error, writers*(keys+1))
-	for g := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var items []client.PutItem
-			for k := range keys {
-				items = append(items, client.PutItem{Key: fmt.Sprintf("%s%02d", prefix, k), Value: value(g, 2000+k)})
+	race(t, writers, func(g int) (errs []error) {
+		var items []client.PutItem
+		for k := range keys {
+			items = append(items, client.PutItem{Key: fmt.Sprintf("%s%02d", prefix, k), Value: value(g, 2000+k)})
+		}
+		items = append(items, client.PutItem{Key: items[3].Key, Value: value(g+writers, 2003)})
+		res, err := cl.PutBatchIfAbsent(ctx, items)
+		if err != nil {
+			return []error{err}
+		}
+		for i, r := range res {
+			if r.Err != nil || r.Key != items[i].Key {
+				errs = append(errs, fmt.Errorf("writer %d item %d: %+v", g, i, r))
 			}
-			items = append(items, client.PutItem{Key: items[3].Key, Value: value(g+writers, 2003)})
-			res, err := cl.PutBatchIfAbsent(ctx, items)
-			if err != nil {
-				errs <- err
-				return
-			}
-			for i, r := range res {
-				if r.Err != nil || r.Key != items[i].Key {
-					errs <- fmt.Errorf("writer %d item %d: %+v", g, i, r)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+		}
+		return errs
+	})
 	for k := range keys {
-		got, _, err := cl.Get(ctx, fmt.Sprintf("%s%02d", prefix, k))
-		found := false
-		for g := range writers {
-			found = found || bytes.Equal(got, value(g, 2000+k))
-		}
-		if err != nil || !found {
-			t.Fatalf("key %d: %d bytes, none a writer's first value (%v)", k, len(got), err)
-		}
+		ownerOf(t, cl, fmt.Sprintf("%s%02d", prefix, k), writers, func(g int) []byte { return value(g, 2000+k) })
 	}
 }
 
