@@ -186,10 +186,10 @@ func (r *tailPartsReq) EncodeMsgpackHeadParts(enc *msgpack.Encoder) ([][]byte, e
 // A TailPartsBody's slices go out one after the other from the caller's
 // memory and arrive as one field, both small (coalesced) and streamed.
 func TestTailPartsBodyArrivesJoined(t *testing.T) {
-	var got tailDecoded
+	seen := make(chan tailDecoded, 1)
 	ts := startServer(t, ServerConfig{MaxFrame: 8 << 20}, func(s *Server) {
 		Register(s, "Tail", func(_ context.Context, req *tailDecoded) (*echoResp, error) {
-			got = *req
+			seen <- *req
 			return &echoResp{N: req.N}, nil
 		})
 	})
@@ -211,6 +211,7 @@ func TestTailPartsBodyArrivesJoined(t *testing.T) {
 		if err := c.Call(context.Background(), "Tail", &tailPartsReq{N: len(sizes), Parts: parts}, &resp); err != nil {
 			t.Fatal(err)
 		}
+		got := <-seen
 		if got.N != len(sizes) || !bytes.Equal(got.Blob, whole) {
 			t.Fatalf("parts %v: server decoded n=%d and %d bytes (equal: %v)", sizes, got.N, len(got.Blob), bytes.Equal(got.Blob, whole))
 		}
