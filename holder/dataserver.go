@@ -253,8 +253,9 @@ func (a *readAnswer) ReleaseTail() {
 }
 
 // readBufferPool keeps read buffers by power-of-two size class, from
-// minPooledRead to maxPooledRead bytes: a value outside that range gets a
-// buffer of its own. A sync.Pool per class, so idle buffers go to the
+// minPooledRead to maxPooledRead bytes, for values from half the smallest
+// class up to the largest: a value outside that range gets a buffer of
+// its own. A sync.Pool per class, so idle buffers go to the
 // garbage collector and the pool pins no memory for long.
 type readBufferPool struct {
 	classes [maxReadClass - minReadClass + 1]sync.Pool
@@ -269,8 +270,8 @@ const (
 
 var readBuffers readBufferPool
 
-// class is the size class of a buffer for size bytes, or -1 when such a
-// buffer is not pooled.
+// readClass is the size class of a buffer for size bytes (also of a
+// buffer of that capacity), or -1 when such a buffer is not pooled.
 func readClass(size int) int {
 	if size < minPooledRead/2 || size > maxPooledRead {
 		return -1
