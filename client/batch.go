@@ -91,7 +91,7 @@ func (c *Client) putChunk(ctx context.Context, items []PutItem, out []PutResult)
 			return
 		}
 		start := api.PutStartResponse{Incarnation: starts[i].Incarnation, Replicas: starts[i].Replicas}
-		failedSeg[i], writeErr[i] = c.writeReplicas(ctx, items[i].Key, items[i].Tenant, start, items[i].Value)
+		failedSeg[i], writeErr[i] = c.writeReplicas(ctx, items[i].Key, items[i].Tenant, start, valueParts{items[i].Value})
 	})
 	var ends []api.PutEndRequest
 	var endOf []int
@@ -249,7 +249,7 @@ func (c *Client) getChunk(ctx context.Context, keys []string, bufs [][]byte, out
 					return
 				}
 			}
-			v, g, err := c.readReplicasInto(ctx, *r.Object, buf)
+			v, g, err := c.readReplicasInto(ctx, *r.Object, buf, nil)
 			out[i].Value, out[i].Err, gone[j] = v, err, g && err != nil
 			lastErr[i] = err
 		})

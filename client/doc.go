@@ -26,6 +26,11 @@
 // issued concurrently, pipelined on the one connection per holder; each
 // key has its own result. GetInto and GetBatchInto decode the holder's
 // answer into the caller's buffer; Exist asks about many keys at once.
+// PutFrom writes a value split across the caller's slices without joining
+// them, and GetIntoRanges reads byte ranges of a value into the caller's
+// slices. PutIfAbsent and PutBatchIfAbsent are Mooncake's put,
+// insert-if-absent: a put of a key that exists or is being put waits for
+// it to exist and succeeds, so many writers racing on a key all succeed.
 // PutOptions.Prefer asks the masters to place a put's first replica on a
 // named segment, holder or host, and Config.ReadPrefer makes reads try
 // the replicas it names first: a program on a holder's machine keeps its

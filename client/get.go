@@ -16,44 +16,71 @@ import (
 // answered, and the holders already tombstoned it), it asks the master
 // again, and answers with what the master says then.
 func (c *Client) Get(ctx context.Context, key string) ([]byte, api.ObjectInfo, error) {
+	var v []byte
+	obj, err := c.getOne(ctx, key, func(obj api.ObjectInfo) (gone bool, err error) {
+		v, gone, err = c.readReplicas(ctx, obj)
+		return gone, err
+	})
+	if err != nil {
+		v = nil
+	}
+	return v, obj, err
+}
+
+// getOne asks the master where the key's newest value is and reads it
+// with read, asking again while read reports its replicas gone (Get's
+// loop). It returns the object read, or the object and read's error, or
+// the master's error.
+func (c *Client) getOne(ctx context.Context, key string, read func(api.ObjectInfo) (gone bool, err error)) (api.ObjectInfo, error) {
 	var lastErr error
 	for attempt := 0; attempt < c.cfg.ReadAttempts; attempt++ {
 		var g api.GetResponse
 		if err := c.Call(ctx, api.MethodGet, &api.KeyRequest{Key: key}, &g); err != nil {
-			return nil, api.ObjectInfo{}, err
+			return api.ObjectInfo{}, err
 		}
-		v, gone, err := c.readReplicas(ctx, g.Object)
+		gone, err := read(g.Object)
 		if err == nil {
-			return v, g.Object, nil
+			return g.Object, nil
 		}
 		lastErr = err
 		if !gone {
-			return nil, g.Object, err
+			return g.Object, err
 		}
 	}
-	return nil, api.ObjectInfo{}, api.Errorf(api.CodeUnavailable, "get %s: the replicas kept losing the incarnation the master named (%d attempts): %v", key, c.cfg.ReadAttempts, lastErr)
+	return api.ObjectInfo{}, api.Errorf(api.CodeUnavailable, "get %s: the replicas kept losing the incarnation the master named (%d attempts): %v", key, c.cfg.ReadAttempts, lastErr)
 }
 
 // readReplicas returns the value from the first replica that has it. gone
 // reports that some replica answered that it no longer holds the
 // incarnation, which is worth asking the master again about.
 func (c *Client) readReplicas(ctx context.Context, obj api.ObjectInfo) (value []byte, gone bool, err error) {
-	return c.readReplicasInto(ctx, obj, nil)
+	return c.readReplicasInto(ctx, obj, nil, nil)
 }
 
 // readReplicasInto is readReplicas reading into buf when buf is not nil
 // (the caller checked it holds obj.Size bytes): a holder's answer is
-// decoded straight into it, a DFS read copied.
-func (c *Client) readReplicasInto(ctx context.Context, obj api.ObjectInfo, buf []byte) (value []byte, gone bool, err error) {
+// decoded straight into it, a DFS read copied. With ranges (checked to lie
+// inside the value) only those bytes are kept, each in its range's Buf,
+// and the value returned is nil.
+func (c *Client) readReplicasInto(ctx context.Context, obj api.ObjectInfo, buf []byte, ranges []ByteRange) (value []byte, gone bool, err error) {
 	var errs []string
 	var only error
 	for _, r := range c.readOrder(obj.Replicas) {
 		var v []byte
+		var n int64 // bytes the replica answered
 		var err error
 		switch {
 		case r.Kind == api.ReplicaDFS && c.cfg.DFS != nil:
 			v, err = c.cfg.DFS.Read(ctx, r)
-			if err == nil && buf != nil && len(v) <= len(buf) {
+			n = int64(len(v))
+			switch {
+			case err != nil:
+			case ranges != nil:
+				if n == obj.Size {
+					copyRanges(ranges, v)
+				}
+				v = nil
+			case buf != nil && len(v) <= len(buf):
 				v = buf[:copy(buf, v)]
 			}
 		case r.Kind == api.ReplicaDFS:
@@ -62,18 +89,25 @@ func (c *Client) readReplicasInto(ctx context.Context, obj api.ObjectInfo, buf [
 			err = api.Errorf(api.CodeUnavailable, "segment %s: no holder mounted", r.Segment)
 		default:
 			var resp api.HolderReadResponse
-			if buf != nil {
+			var into any = &resp
+			if ranges != nil {
+				a := &rangesAnswer{ranges: ranges, size: obj.Size}
+				into = a
+			} else if buf != nil {
 				// The decoder fills a []byte field's own array when it is
 				// large enough: the value lands in buf.
 				resp.Value = buf[:0]
 			}
 			hctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-			err = c.holders.Call(hctx, r.Endpoint, api.MethodHolderRead, &api.HolderReadRequest{Key: obj.Key, Incarnation: obj.Incarnation}, &resp)
+			err = c.holders.Call(hctx, r.Endpoint, api.MethodHolderRead, &api.HolderReadRequest{Key: obj.Key, Incarnation: obj.Incarnation}, into)
 			cancel()
-			v = resp.Value
+			v, n = resp.Value, int64(len(resp.Value))
+			if a, ok := into.(*rangesAnswer); ok {
+				n = a.n
+			}
 		}
-		if err == nil && int64(len(v)) != obj.Size {
-			err = api.Errorf(api.CodeCorrupt, "replica returned %d bytes, object has %d", len(v), obj.Size)
+		if err == nil && n != obj.Size {
+			err = api.Errorf(api.CodeCorrupt, "replica returned %d bytes, object has %d", n, obj.Size)
 		}
 		if err == nil {
 			return v, false, nil

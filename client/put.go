@@ -55,7 +55,21 @@ func (opt PutOptions) startRequest(key string, size int) api.PutStartRequest {
 // block expired while the writes ran) asks for a new grant and writes
 // again. A master that does not know PutGrant gets PutStart and PutEnd.
 func (c *Client) Put(ctx context.Context, key string, value []byte, opt PutOptions) (api.ObjectIncarnation, error) {
-	req := opt.startRequest(key, len(value))
+	return c.put(ctx, key, valueParts{value}, opt)
+}
+
+// PutFrom is Put of a value split across the caller's slices: the value
+// is parts one after the other, and each holder write sends them from
+// where they are, one after the other after the request's head, without
+// joining them into one slice (a DFS replica, written through
+// Config.DFS, gets them joined). The slices must not change until PutFrom
+// returns.
+func (c *Client) PutFrom(ctx context.Context, key string, parts [][]byte, opt PutOptions) (api.ObjectIncarnation, error) {
+	return c.put(ctx, key, valueParts(parts), opt)
+}
+
+func (c *Client) put(ctx context.Context, key string, value valueParts, opt PutOptions) (api.ObjectIncarnation, error) {
+	req := opt.startRequest(key, value.size())
 	if opt.DFSReplicas == 0 && !c.noPutGrant.Load() {
 		inc, err := c.putOneCommit(ctx, key, value, req)
 		if !unknownMethod(err) {
@@ -66,6 +80,34 @@ func (c *Client) Put(ctx context.Context, key string, value []byte, opt PutOptio
 	return c.putTwoCommits(ctx, key, value, req)
 }
 
+// valueParts is a put's value: its slices one after the other.
+type valueParts [][]byte
+
+func (v valueParts) size() int {
+	n := 0
+	for _, p := range v {
+		n += len(p)
+	}
+	return n
+}
+
+// joined is the value in one slice (the one slice itself when it is one).
+func (v valueParts) joined() []byte {
+	if len(v) == 1 {
+		return v[0]
+	}
+	return slices.Concat(v...)
+}
+
+// body is the HolderWrite body of req with this value.
+func (v valueParts) body(req *api.HolderWriteRequest) holderwire.Body {
+	if len(v) == 1 {
+		req.Value = v[0]
+		return holderwire.Body{Req: req}
+	}
+	return holderwire.Body{Req: req, Parts: v}
+}
+
 // maxStaleCommits bounds how often one put is granted and written again
 // after INCARNATION_STALE: each time, another put of the key committed a
 // newer incarnation first, or the writes outlived the grant's block.
@@ -74,7 +116,7 @@ const maxStaleCommits = 8
 // putOneCommit is a LOCAL_DISK put through PutGrant and PutCommit. A
 // grant that is not committed needs no revoke: its bytes are reclaimed by
 // the holders' reconcile once its block expired.
-func (c *Client) putOneCommit(ctx context.Context, key string, value []byte, req api.PutStartRequest) (api.ObjectIncarnation, error) {
+func (c *Client) putOneCommit(ctx context.Context, key string, value valueParts, req api.PutStartRequest) (api.ObjectIncarnation, error) {
 	var lastWriteErr error
 	stale := 0
 	for attempt := 0; attempt < c.cfg.PutAttempts; {
@@ -127,7 +169,7 @@ func unknownMethod(err error) bool {
 
 // putTwoCommits is a put through PutStart and PutEnd: every put with a DFS
 // replica, and every put against a master without PutGrant.
-func (c *Client) putTwoCommits(ctx context.Context, key string, value []byte, req api.PutStartRequest) (api.ObjectIncarnation, error) {
+func (c *Client) putTwoCommits(ctx context.Context, key string, value valueParts, req api.PutStartRequest) (api.ObjectIncarnation, error) {
 	var lastWriteErr error
 	for attempt := 0; attempt < c.cfg.PutAttempts; attempt++ {
 		var start api.PutStartResponse
@@ -169,7 +211,7 @@ func (c *Client) putTwoCommits(ctx context.Context, key string, value []byte, re
 
 // writeReplicas writes value to every replica of a started put. On a
 // LOCAL_DISK failure it names the segment that failed.
-func (c *Client) writeReplicas(ctx context.Context, key, tenant string, start api.PutStartResponse, value []byte) (api.SegmentID, error) {
+func (c *Client) writeReplicas(ctx context.Context, key, tenant string, start api.PutStartResponse, value valueParts) (api.SegmentID, error) {
 	for _, r := range start.Replicas {
 		switch r.Kind {
 		case api.ReplicaLocalDisk:
@@ -183,7 +225,7 @@ func (c *Client) writeReplicas(ctx context.Context, key, tenant string, start ap
 			if r.DFS == nil {
 				return "", api.Errorf(api.CodeCorrupt, "DFS replica without a descriptor")
 			}
-			if err := c.cfg.DFS.Write(ctx, key, tenant, start.Incarnation, r, value); err != nil {
+			if err := c.cfg.DFS.Write(ctx, key, tenant, start.Incarnation, r, value.joined()); err != nil {
 				return "", fmt.Errorf("write DFS replica %s: %w", r.DFS.Path, err)
 			}
 		}
@@ -191,18 +233,18 @@ func (c *Client) writeReplicas(ctx context.Context, key, tenant string, start ap
 	return "", nil
 }
 
-func (c *Client) writeHolder(ctx context.Context, key, tenant string, inc api.ObjectIncarnation, r api.ReplicaLocation, value []byte) error {
+func (c *Client) writeHolder(ctx context.Context, key, tenant string, inc api.ObjectIncarnation, r api.ReplicaLocation, value valueParts) error {
 	if r.Endpoint == "" {
 		return api.Errorf(api.CodeUnavailable, "segment %s has no mounted holder", r.Segment)
 	}
 	start := time.Now()
 	hctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	// The value goes to the socket from the caller's slice after a short
+	// The value goes to the socket from the caller's slices after a short
 	// msgpack head that carries the grant (holderwire.Body).
 	err := c.holders.Call(hctx, r.Endpoint, api.MethodHolderWrite,
-		holderwire.Body{Req: &api.HolderWriteRequest{Key: key, Tenant: tenant, Incarnation: inc, Value: value, Grant: r.Grant}}, nil)
-	traceHolderWrite(ctx, r, len(value), start, err)
+		value.body(&api.HolderWriteRequest{Key: key, Tenant: tenant, Incarnation: inc, Grant: r.Grant}), nil)
+	traceHolderWrite(ctx, r, value.size(), start, err)
 	return err
 }
 

@@ -4,9 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"math/bits"
 	"net"
 	"sort"
+	"sync"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"sexton/api"
 	"sexton/grant"
@@ -197,12 +201,104 @@ func checkGrant(key []byte, req *api.HolderWriteRequest, seg api.SegmentID, now 
 	return nil
 }
 
-func (s *Service) handleRead(_ context.Context, req *api.HolderReadRequest) (*api.HolderReadResponse, error) {
-	v, err := s.store.Get(req.Key, req.Incarnation)
+// handleRead answers a HolderRead with the value Store.GetInto read and
+// verified. The answer is an api.HolderReadResponse on the wire; its value
+// goes to the connection from the buffer it was read into (readAnswer), so
+// it is copied once from the bucket file and never again on its way out,
+// and that buffer is used again once the answer is written (readBuffers).
+func (s *Service) handleRead(_ context.Context, req *api.HolderReadRequest) (*readAnswer, error) {
+	a := new(readAnswer)
+	v, err := s.store.GetInto(req.Key, req.Incarnation, a.alloc)
 	if err != nil {
+		a.ReleaseTail()
 		return nil, storeError(err)
 	}
-	return &api.HolderReadResponse{Value: v}, nil
+	a.value = v
+	return a, nil
+}
+
+// readAnswer is an api.HolderReadResponse encoded as a
+// transport.TailReleaser: the map header, "value" and its bin header are
+// encoded, the value itself is written after them from its own buffer,
+// which goes back to readBuffers once written.
+type readAnswer struct {
+	value []byte
+	buf   *[]byte // from readBuffers; nil when the value is not pooled
+}
+
+// alloc is the GetInto allocator: a pooled buffer of size bytes.
+func (a *readAnswer) alloc(size int) []byte {
+	a.buf = readBuffers.get(size)
+	if a.buf == nil {
+		return make([]byte, size)
+	}
+	return (*a.buf)[:size]
+}
+
+// EncodeMsgpackHead writes {"value": bin header} and returns the value.
+func (a *readAnswer) EncodeMsgpackHead(enc *msgpack.Encoder) ([]byte, error) {
+	if err := enc.EncodeMapLen(1); err != nil {
+		return nil, err
+	}
+	if err := enc.EncodeString("value"); err != nil {
+		return nil, err
+	}
+	return a.value, enc.EncodeBytesLen(len(a.value))
+}
+
+// ReleaseTail hands the value's buffer back to readBuffers.
+func (a *readAnswer) ReleaseTail() {
+	readBuffers.put(a.buf)
+	a.buf, a.value = nil, nil
+}
+
+// readBufferPool keeps read buffers by power-of-two size class, from
+// minPooledRead to maxPooledRead bytes, for values from half the smallest
+// class up to the largest: a value outside that range gets a buffer of
+// its own. A sync.Pool per class, so idle buffers go to the
+// garbage collector and the pool pins no memory for long.
+type readBufferPool struct {
+	classes [maxReadClass - minReadClass + 1]sync.Pool
+}
+
+const (
+	minReadClass  = 16 // 64 KiB
+	maxReadClass  = 24 // 16 MiB
+	minPooledRead = 1 << minReadClass
+	maxPooledRead = 1 << maxReadClass
+)
+
+var readBuffers readBufferPool
+
+// readClass is the size class of a buffer for size bytes (also of a
+// buffer of that capacity), or -1 when such a buffer is not pooled.
+func readClass(size int) int {
+	if size < minPooledRead/2 || size > maxPooledRead {
+		return -1
+	}
+	return max(bits.Len(uint(size-1)), minReadClass) - minReadClass
+}
+
+func (p *readBufferPool) get(size int) *[]byte {
+	c := readClass(size)
+	if c < 0 {
+		return nil
+	}
+	if b, ok := p.classes[c].Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 1<<(c+minReadClass))
+	return &b
+}
+
+func (p *readBufferPool) put(b *[]byte) {
+	if b == nil {
+		return
+	}
+	if c := readClass(cap(*b)); c >= 0 && cap(*b) == 1<<(c+minReadClass) {
+		*b = (*b)[:cap(*b)]
+		p.classes[c].Put(b)
+	}
 }
 
 func (s *Service) handleScan(_ context.Context, req *api.HolderScanRequest) (*api.HolderScanResponse, error) {

@@ -13,6 +13,13 @@ import (
 // naming the bucket and offset, never wrong bytes. An absent or tombstoned
 // record is ErrNotFound.
 func (s *Store) Get(key string, inc api.ObjectIncarnation) ([]byte, error) {
+	return s.GetInto(key, inc, nil)
+}
+
+// GetInto is Get reading the value into alloc(size), a slice of exactly
+// the value's size (nil alloc: a new slice). Every check is Get's: on an
+// error the slice alloc gave holds no value and is not returned.
+func (s *Store) GetInto(key string, inc api.ObjectIncarnation, alloc func(size int) []byte) ([]byte, error) {
 	k := objectKey{key, inc}
 	s.mu.Lock()
 	if s.closed {
@@ -29,7 +36,14 @@ func (s *Store) Get(key string, inc api.ObjectIncarnation) ([]byte, error) {
 	s.mu.Unlock()
 	defer s.unpin(b)
 
-	buf := make([]byte, loc.size)
+	var buf []byte
+	if alloc != nil {
+		if buf = alloc(int(loc.size)); int64(len(buf)) != loc.size {
+			return nil, fmt.Errorf("holder: read buffer of %d bytes for a value of %d", len(buf), loc.size)
+		}
+	} else {
+		buf = make([]byte, loc.size)
+	}
 	n, err := b.file.ReadAt(buf, loc.offset)
 	if err != nil && !(errors.Is(err, io.EOF) && n == len(buf)) {
 		if errors.Is(err, io.EOF) {

@@ -44,15 +44,23 @@ type envelope struct {
 }
 
 // frameBuf is an encoded frame: buf holds the length prefix and the
-// msgpack payload, tail (when a TailBody sent one) the last bytes of the
-// payload, written from the caller's slice after buf without a copy.
+// msgpack payload, tail (when a TailBody or TailPartsBody sent one) the
+// last bytes of the payload, written from the caller's slices after buf
+// without a copy.
 type frameBuf struct {
 	bytes.Buffer
-	tail []byte
+	tail    [][]byte
+	release func() // a TailReleaser's, called once the tail is no longer needed
 }
 
 // size is the frame's length on the wire, prefix included.
-func (f *frameBuf) size() int { return f.Len() + len(f.tail) }
+func (f *frameBuf) size() int {
+	n := f.Len()
+	for _, p := range f.tail {
+		n += len(p)
+	}
+	return n
+}
 
 // TailBody is a request body whose last field is a byte string sent from
 // the caller's own slice: EncodeMsgpackHead writes every field and then the
@@ -63,6 +71,26 @@ func (f *frameBuf) size() int { return f.Len() + len(f.tail) }
 // gives up early may still be writing it.
 type TailBody interface {
 	EncodeMsgpackHead(enc *msgpack.Encoder) (tail []byte, err error)
+}
+
+// TailPartsBody is a TailBody whose last field's bytes are several
+// slices (a value split across the caller's buffers): EncodeMsgpackHeadParts
+// writes the bin header of their total length and returns them, and they
+// are written one after the other, never joined. The same rules hold as
+// for a TailBody's slice.
+type TailPartsBody interface {
+	EncodeMsgpackHeadParts(enc *msgpack.Encoder) (parts [][]byte, err error)
+}
+
+// TailReleaser is a TailBody told when the transport is done with its
+// tail: ReleaseTail is called once, after the frame was written or once it
+// will never be (the connection closed, or the frame was replaced by an
+// error), so the tail's memory may then be reused. A frame left queued on
+// a connection that closed is never released: its tail is left to the
+// garbage collector, never handed back while still in use.
+type TailReleaser interface {
+	TailBody
+	ReleaseTail()
 }
 
 var frameBufPool = sync.Pool{New: func() any { return new(frameBuf) }}
@@ -77,7 +105,7 @@ const maxPooledFrame = 256 << 10
 func encodeFrame(env *envelope, body any) (*frameBuf, error) {
 	buf := frameBufPool.Get().(*frameBuf)
 	buf.Reset()
-	buf.tail = nil
+	buf.tail, buf.release = nil, nil
 	buf.Write([]byte{0, 0, 0, 0})
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
@@ -104,9 +132,18 @@ func encodeFrame(env *envelope, body any) (*frameBuf, error) {
 		}
 	}
 	if err == nil {
-		if tb, ok := body.(TailBody); ok {
-			buf.tail, err = tb.EncodeMsgpackHead(enc)
-		} else {
+		if r, ok := body.(TailReleaser); ok {
+			buf.release = r.ReleaseTail
+		}
+		switch tb := body.(type) {
+		case TailPartsBody:
+			buf.tail, err = tb.EncodeMsgpackHeadParts(enc)
+		case TailBody:
+			var tail []byte
+			if tail, err = tb.EncodeMsgpackHead(enc); len(tail) > 0 {
+				buf.tail = [][]byte{tail}
+			}
+		default:
 			err = enc.Encode(body)
 		}
 	}
@@ -124,8 +161,14 @@ func encodeFrame(env *envelope, body any) (*frameBuf, error) {
 }
 
 func releaseFrame(buf *frameBuf) {
-	if buf != nil && buf.Cap() <= maxPooledFrame {
-		buf.tail = nil // the pool must not pin a caller's value
+	if buf == nil {
+		return
+	}
+	if buf.release != nil {
+		buf.release()
+	}
+	buf.tail, buf.release = nil, nil // the pool must not pin a caller's value
+	if buf.Cap() <= maxPooledFrame {
 		frameBufPool.Put(buf)
 	}
 }

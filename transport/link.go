@@ -99,21 +99,25 @@ func (l *link) writeLoop() {
 				_ = l.nc.SetWriteDeadline(time.Now().Add(l.frameTimeout))
 			}
 			var err error
-			if len(batch) == 1 && batch[0].tail == nil {
+			if len(batch) == 1 && len(batch[0].tail) == 0 {
 				_, err = l.nc.Write(batch[0].Bytes())
 			} else if total := batchLen(batch); l.coalesce && total <= coalesceLimit {
 				joined = joined[:0]
 				for _, b := range batch {
 					joined = append(joined, b.Bytes()...)
-					joined = append(joined, b.tail...)
+					for _, p := range b.tail {
+						joined = append(joined, p...)
+					}
 				}
 				_, err = l.nc.Write(joined)
 			} else {
 				bufs = bufs[:0]
 				for _, b := range batch {
 					bufs = append(bufs, b.Bytes())
-					if len(b.tail) > 0 {
-						bufs = append(bufs, b.tail)
+					for _, p := range b.tail {
+						if len(p) > 0 {
+							bufs = append(bufs, p)
+						}
 					}
 				}
 				w := bufs // WriteTo consumes its receiver
@@ -246,11 +250,11 @@ func batchLen(batch []*frameBuf) int {
 
 // writeTo writes the whole frame, its tail included, to nc.
 func (f *frameBuf) writeTo(nc net.Conn) error {
-	if f.tail == nil {
+	if len(f.tail) == 0 {
 		_, err := nc.Write(f.Bytes())
 		return err
 	}
-	w := net.Buffers{f.Bytes(), f.tail}
+	w := append(net.Buffers{f.Bytes()}, f.tail...)
 	_, err := w.WriteTo(nc)
 	return err
 }

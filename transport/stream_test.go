@@ -152,7 +152,7 @@ func TestStreamedFieldCutShortFailsTheRead(t *testing.T) {
 			if _, err := nc.Write(buf.Bytes()); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := nc.Write(buf.tail[:1<<20]); err != nil {
+			if _, err := nc.Write(buf.tail[0][:1<<20]); err != nil {
 				t.Fatal(err)
 			}
 			if name == "closed" {

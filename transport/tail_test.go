@@ -8,7 +8,9 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -52,7 +54,7 @@ func TestTailBodyIsSentFromTheCallersSlice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if buf.Len() > 256 || len(buf.tail) != len(blob) || &buf.tail[0] != &blob[0] {
+	if buf.Len() > 256 || len(buf.tail) != 1 || len(buf.tail[0]) != len(blob) || &buf.tail[0][0] != &blob[0] {
 		t.Fatalf("encode buffer holds %d bytes and a %d-byte tail; want a short head and the caller's slice", buf.Len(), len(buf.tail))
 	}
 	if got := int(binary.BigEndian.Uint32(buf.Bytes())); got != payloadLen(buf) || got != buf.Len()+len(blob)-frameHeaderLen {
@@ -122,5 +124,96 @@ func TestAuthenticatedFrameReadAllocatesOnce(t *testing.T) {
 	}
 	if got > 64<<10 {
 		t.Fatalf("refusing a 1 GiB claim allocated %d bytes", got)
+	}
+}
+
+// releasingTail is a tailReq answer that counts its ReleaseTail calls.
+type releasingTail struct {
+	tailReq
+	released *atomic.Int32
+}
+
+func (r *releasingTail) ReleaseTail() { r.released.Add(1) }
+
+// A response body that is a TailReleaser is answered from its slice and
+// told once that the slice is free: after the frame was written, or when
+// the answer was replaced by an error (too large for the client).
+func TestTailReleaserIsReleasedOnceWritten(t *testing.T) {
+	blob := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	var released atomic.Int32
+	ts := startServer(t, ServerConfig{MaxFrame: 4 << 20}, func(s *Server) {
+		Register(s, "Get", func(_ context.Context, req *echoReq) (*releasingTail, error) {
+			return &releasingTail{tailReq{N: req.N, Blob: blob[:req.N]}, &released}, nil
+		})
+	})
+	waitReleased := func(want int32) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); released.Load() < want && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		if got := released.Load(); got != want {
+			t.Fatalf("released %d times, want %d", got, want)
+		}
+	}
+	c := dial(t, ts.addr, ClientConfig{MaxFrame: 2 << 20})
+	var got tailDecoded
+	if err := c.Call(context.Background(), "Get", &echoReq{N: len(blob)}, &got); err != nil || !bytes.Equal(got.Blob, blob) {
+		t.Fatalf("answer: %d bytes (equal: %v), %v", len(got.Blob), bytes.Equal(got.Blob, blob), err)
+	}
+	waitReleased(1)
+	small := dial(t, ts.addr, ClientConfig{MaxFrame: 64 << 10})
+	err := small.Call(context.Background(), "Get", &echoReq{N: 128 << 10}, &got)
+	requireCode(t, err, api.CodeFrameTooLarge)
+	waitReleased(2)
+}
+
+// tailPartsReq is tailReq with its blob in several slices.
+type tailPartsReq struct {
+	N     int
+	Parts [][]byte
+}
+
+func (r *tailPartsReq) EncodeMsgpackHeadParts(enc *msgpack.Encoder) ([][]byte, error) {
+	n := 0
+	for _, p := range r.Parts {
+		n += len(p)
+	}
+	// tailReq's head, for a blob of the parts' total length.
+	_, err := (&tailReq{N: r.N, Blob: make([]byte, n)}).EncodeMsgpackHead(enc)
+	return r.Parts, err
+}
+
+// A TailPartsBody's slices go out one after the other from the caller's
+// memory and arrive as one field, both small (coalesced) and streamed.
+func TestTailPartsBodyArrivesJoined(t *testing.T) {
+	seen := make(chan tailDecoded, 1)
+	ts := startServer(t, ServerConfig{MaxFrame: 8 << 20}, func(s *Server) {
+		Register(s, "Tail", func(_ context.Context, req *tailDecoded) (*echoResp, error) {
+			seen <- *req
+			return &echoResp{N: req.N}, nil
+		})
+	})
+	c := dial(t, ts.addr, ClientConfig{MaxFrame: 8 << 20})
+	for _, sizes := range [][]int{{3, 0, 5}, {1 << 20, 7, 2 << 20}} {
+		var parts [][]byte
+		var whole []byte
+		for i, n := range sizes {
+			p := bytes.Repeat([]byte{byte('a' + i)}, n)
+			parts = append(parts, p)
+			whole = append(whole, p...)
+		}
+		buf, err := encodeFrame(&envelope{kind: kindRequest, id: 1, method: "Tail"}, &tailPartsReq{N: 1, Parts: parts})
+		if err != nil || len(buf.tail) != len(parts) || payloadLen(buf) != int(binary.BigEndian.Uint32(buf.Bytes())) {
+			t.Fatalf("encoded %d parts for %d, %v", len(buf.tail), len(parts), err)
+		}
+		releaseFrame(buf)
+		var resp echoResp
+		if err := c.Call(context.Background(), "Tail", &tailPartsReq{N: len(sizes), Parts: parts}, &resp); err != nil {
+			t.Fatal(err)
+		}
+		got := <-seen
+		if got.N != len(sizes) || !bytes.Equal(got.Blob, whole) {
+			t.Fatalf("parts %v: server decoded n=%d and %d bytes (equal: %v)", sizes, got.N, len(got.Blob), bytes.Equal(got.Blob, whole))
+		}
 	}
 }
