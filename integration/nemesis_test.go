@@ -317,6 +317,15 @@ func (r *nemesisRun) run(stop <-chan struct{}) {
 		}
 		leader := nc.findLeader()
 		other := r.rng.IntN(len(nc.nodes))
+		// isolateFor cuts node i off (its client RPC too when rpc) for
+		// hold, noting it with format (of i's id, the mode and hold), and
+		// lets it through again.
+		isolateFor := func(i int, rpc bool, format string) {
+			nc.isolate(i, mode, rpc)
+			r.note(kind, fmt.Sprintf(format, nc.nodes[i].id, mode, hold))
+			sleep(hold)
+			nc.isolate(i, linkPass, rpc)
+		}
 		switch kind {
 		case "kill-leader", "kill-follower":
 			i := leader
@@ -337,18 +346,12 @@ func (r *nemesisRun) run(stop <-chan struct{}) {
 			sleep(hold + time.Second) // above the 500ms election timeout
 			signalNoWait(nc.nodes[i].proc, syscall.SIGCONT)
 		case "partition-minority":
-			nc.isolate(other, mode, true)
-			r.note(kind, fmt.Sprintf("partition: %s alone (%s) for %v", nc.nodes[other].id, mode, hold))
-			sleep(hold)
-			nc.isolate(other, linkPass, true)
+			isolateFor(other, true, "partition: %s alone (%s) for %v")
 		case "isolate-leader":
 			if leader < 0 {
 				continue
 			}
-			nc.isolate(leader, mode, false)
-			r.note(kind, fmt.Sprintf("isolate leader %s on Raft (%s) for %v", nc.nodes[leader].id, mode, hold))
-			sleep(hold)
-			nc.isolate(leader, linkPass, false)
+			isolateFor(leader, false, "isolate leader %s on Raft (%s) for %v")
 		case "one-way":
 			if leader < 0 {
 				continue

@@ -22,6 +22,23 @@ func tlsArgs(f tlsconf.Files) []string {
 	return []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-ca", f.CA}
 }
 
+// startMutualTLSCluster starts three masters serving a master certificate
+// of ca and requiring client certificates; every holder started on the
+// cluster presents a holder certificate of ca and requires them too. It
+// returns the cluster and the masters' certificate files.
+func startMutualTLSCluster(t *testing.T, ca *testutil.CA) (*cluster, tlsconf.Files) {
+	t.Helper()
+	master, err := ca.IssueMaster("master", "m1", "m2", "m3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster(t, 3, append(tlsArgs(master), "--tls-client-auth", "require")...)
+	c.holderExtra = func(name string) []string {
+		return append(tlsArgs(issueRole(t, ca, tlsconf.RoleHolder, name)), "--tls-client-auth", "require")
+	}
+	return c, master
+}
+
 func issue(t *testing.T, ca *testutil.CA, name string) tlsconf.Files {
 	t.Helper()
 	f, err := ca.Issue(name)
@@ -76,14 +93,7 @@ func serverSerial(t *testing.T, addr string, cfg *tls.Config) *big.Int {
 func TestMutualTLSEverywhere(t *testing.T) {
 	ca, other := testutil.NewCAs(t)
 	dir := t.TempDir()
-	master, err := ca.IssueMaster("master", "m1", "m2", "m3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := startCluster(t, 3, append(tlsArgs(master), "--tls-client-auth", "require")...)
-	c.holderExtra = func(name string) []string {
-		return append(tlsArgs(issueRole(t, ca, tlsconf.RoleHolder, name)), "--tls-client-auth", "require")
-	}
+	c, master := startMutualTLSCluster(t, ca)
 	h1 := c.startHolder(t, "h1", "p1")
 	c.startHolder(t, "h2", "p1")
 
