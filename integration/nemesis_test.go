@@ -317,14 +317,17 @@ func (r *nemesisRun) run(stop <-chan struct{}) {
 		}
 		leader := nc.findLeader()
 		other := r.rng.IntN(len(nc.nodes))
-		// isolateFor cuts node i off (its client RPC too when rpc) for
-		// hold, noting it with format (of i's id, the mode and hold), and
-		// lets it through again.
-		isolateFor := func(i int, rpc bool, format string) {
-			nc.isolate(i, mode, rpc)
-			r.note(kind, fmt.Sprintf(format, nc.nodes[i].id, mode, hold))
+		// cutFor sets links to mode for hold, noting it with format (of
+		// name, the mode and hold), and lets them through again.
+		cutFor := func(links func(linkState), name, format string) {
+			links(mode)
+			r.note(kind, fmt.Sprintf(format, name, mode, hold))
 			sleep(hold)
-			nc.isolate(i, linkPass, rpc)
+			links(linkPass)
+		}
+		// isolateFor cuts node i off (its client RPC too when rpc).
+		isolateFor := func(i int, rpc bool, format string) {
+			cutFor(func(s linkState) { nc.isolate(i, s, rpc) }, nc.nodes[i].id, format)
 		}
 		switch kind {
 		case "kill-leader", "kill-follower":
@@ -356,26 +359,18 @@ func (r *nemesisRun) run(stop <-chan struct{}) {
 			if leader < 0 {
 				continue
 			}
-			for k, p := range nc.raftLinks {
-				if k[0] == leader {
-					p.set(mode)
+			cutFor(func(s linkState) {
+				for k, p := range nc.raftLinks {
+					if k[0] == leader {
+						p.set(s)
+					}
 				}
-			}
-			r.note(kind, fmt.Sprintf("one-way: %s cannot reach its peers (%s) for %v", nc.nodes[leader].id, mode, hold))
-			sleep(hold)
-			for k, p := range nc.raftLinks {
-				if k[0] == leader {
-					p.set(linkPass)
-				}
-			}
+			}, nc.nodes[leader].id, "one-way: %s cannot reach its peers (%s) for %v")
 		case "cut-rpc":
 			if leader < 0 {
 				continue
 			}
-			nc.rpc[leader].set(mode)
-			r.note(kind, fmt.Sprintf("RPC of leader %s cut (%s) for %v", nc.nodes[leader].id, mode, hold))
-			sleep(hold)
-			nc.rpc[leader].set(linkPass)
+			cutFor(nc.rpc[leader].set, nc.nodes[leader].id, "RPC of leader %s cut (%s) for %v")
 		case "kill-holder":
 			h := nc.holders[r.rng.IntN(len(nc.holders))]
 			h.kill()
@@ -384,10 +379,7 @@ func (r *nemesisRun) run(stop <-chan struct{}) {
 			h.proc.start()
 		case "cut-holder":
 			i := r.rng.IntN(len(nc.holders))
-			nc.holderRPC[i].set(mode)
-			r.note(kind, fmt.Sprintf("clients cut from holder %s (%s) for %v", nc.holders[i].name, mode, hold))
-			sleep(hold)
-			nc.holderRPC[i].set(linkPass)
+			cutFor(nc.holderRPC[i].set, nc.holders[i].name, "clients cut from holder %s (%s) for %v")
 		case "disk-freeze":
 			h := nc.holders[r.rng.IntN(len(nc.holders))]
 			if err := freeze(h.dir); err != nil {
