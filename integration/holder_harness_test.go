@@ -78,6 +78,19 @@ func holderStatusWith(addr string, cc transport.ClientConfig) (api.HolderStatusR
 	return st, err
 }
 
+// putGet puts value under key through the library and reads it back,
+// failing the test (saying when: "", " after failover") if either call
+// fails or the value read is not the one put.
+func (c *cluster) putGet(t *testing.T, ctx context.Context, key, value string, opts client.PutOptions, when string) {
+	t.Helper()
+	if _, err := c.lib().Put(ctx, key, []byte(value), opts); err != nil {
+		t.Fatalf("put%s: %v", when, err)
+	}
+	if v, _, err := c.lib().Get(ctx, key); err != nil || string(v) != value {
+		t.Fatalf("get%s: %q %v", when, v, err)
+	}
+}
+
 // putValue runs a real put through the client library: PutGrant, the
 // value to every replica with its grant, PutCommit.
 func putValue(t *testing.T, c *cluster, _ *transport.ClusterClient, key, pool string, value []byte) api.ObjectIncarnation {

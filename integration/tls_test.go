@@ -100,12 +100,7 @@ func TestMutualTLSEverywhere(t *testing.T) {
 	// The library: put two replicas, get, over TLS to masters and holders.
 	ctx, cancel := ctxT(30 * time.Second)
 	defer cancel()
-	if _, err := c.lib().Put(ctx, "tls/a", []byte("alpha"), client.PutOptions{Pool: "p1", Replicas: 2}); err != nil {
-		t.Fatalf("put: %v", err)
-	}
-	if v, _, err := c.lib().Get(ctx, "tls/a"); err != nil || string(v) != "alpha" {
-		t.Fatalf("get: %q %v", v, err)
-	}
+	c.putGet(t, ctx, "tls/a", "alpha", client.PutOptions{Pool: "p1", Replicas: 2}, "")
 
 	// The CLI with its own certificate: put, get, rm.
 	cli := issueRole(t, ca, tlsconf.RoleClient, "cli")
@@ -232,12 +227,7 @@ func TestMutualTLSEverywhere(t *testing.T) {
 	victim := c.leader()
 	victim.kill()
 	c.waitLeader(30 * time.Second)
-	if _, err := c.lib().Put(ctx, "tls/c", []byte("charlie"), client.PutOptions{Pool: "p1", Replicas: 2}); err != nil {
-		t.Fatalf("put after failover: %v", err)
-	}
-	if v, _, err := c.lib().Get(ctx, "tls/c"); err != nil || string(v) != "charlie" {
-		t.Fatalf("get after failover: %q %v", v, err)
-	}
+	c.putGet(t, ctx, "tls/c", "charlie", client.PutOptions{Pool: "p1", Replicas: 2}, " after failover")
 	if err := c.lib().Remove(ctx, "tls/a"); err != nil {
 		t.Fatalf("rm after failover: %v", err)
 	}
