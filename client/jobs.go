@@ -23,9 +23,7 @@ func (c *Client) StartPrefixDelete(ctx context.Context, prefix string, all bool)
 
 // Jobs lists the bulk-delete jobs the cluster keeps.
 func (c *Client) Jobs(ctx context.Context) (api.JobListResponse, error) {
-	var resp api.JobListResponse
-	err := c.Call(ctx, api.MethodJobList, &api.Empty{}, &resp)
-	return resp, err
+	return ask[api.JobListResponse](ctx, c, api.MethodJobList, &api.Empty{})
 }
 
 // CancelJob cancels a bulk-delete job.

@@ -11,12 +11,17 @@ import (
 	"sexton/transport"
 )
 
+// ask makes a call that changes nothing and returns its answer, a T.
+func ask[T any](ctx context.Context, c *Client, method string, req any) (T, error) {
+	var resp T
+	err := c.Call(ctx, method, req, &resp)
+	return resp, err
+}
+
 // Stat describes the key's newest value, its pending put and pending
 // deletes.
 func (c *Client) Stat(ctx context.Context, key string) (api.StatResponse, error) {
-	var resp api.StatResponse
-	err := c.Call(ctx, api.MethodStat, &api.KeyRequest{Key: key}, &resp)
-	return resp, err
+	return ask[api.StatResponse](ctx, c, api.MethodStat, &api.KeyRequest{Key: key})
 }
 
 // Exist reports, per key in order, whether it holds a complete value: one
@@ -40,8 +45,7 @@ func (c *Client) Exist(ctx context.Context, keys []string) ([]bool, error) {
 // List pages through objects whose key starts with prefix, strictly after
 // cursor; the returned cursor is empty on the last page.
 func (c *Client) List(ctx context.Context, prefix, cursor string, limit int) ([]api.ObjectInfo, string, error) {
-	var resp api.ListResponse
-	err := c.Call(ctx, api.MethodList, &api.ListRequest{Prefix: prefix, Cursor: cursor, Limit: limit}, &resp)
+	resp, err := ask[api.ListResponse](ctx, c, api.MethodList, &api.ListRequest{Prefix: prefix, Cursor: cursor, Limit: limit})
 	return resp.Objects, resp.NextCursor, err
 }
 
@@ -112,16 +116,12 @@ func EachStatus(addrs []string, cc transport.ClientConfig, perMaster time.Durati
 
 // Status is the answering master's view of the cluster.
 func (c *Client) Status(ctx context.Context) (api.StatusResponse, error) {
-	var resp api.StatusResponse
-	err := c.Call(ctx, api.MethodStatus, &api.Empty{}, &resp)
-	return resp, err
+	return ask[api.StatusResponse](ctx, c, api.MethodStatus, &api.Empty{})
 }
 
 // Settings are the cluster's replicated settings.
 func (c *Client) Settings(ctx context.Context) (api.SettingsResponse, error) {
-	var resp api.SettingsResponse
-	err := c.Call(ctx, api.MethodSettingsGet, &api.Empty{}, &resp)
-	return resp, err
+	return ask[api.SettingsResponse](ctx, c, api.MethodSettingsGet, &api.Empty{})
 }
 
 // SetSettings changes the replicated settings; zero fields stay as they are.
@@ -135,8 +135,7 @@ func (c *Client) SetSettings(ctx context.Context, s api.Settings) (api.SettingsR
 // PendingDeletes lists the key's delete tasks still waiting for a holder's
 // acknowledgement (every incarnation, every segment).
 func (c *Client) PendingDeletes(ctx context.Context, key string) ([]api.LocalDeleteTask, error) {
-	var resp api.ListTasksResponse
-	err := c.Call(ctx, api.MethodListTasks, &api.ListTasksRequest{Key: key}, &resp)
+	resp, err := c.DeleteProgress(ctx, key)
 	return resp.Tasks, err
 }
 
@@ -145,9 +144,7 @@ func (c *Client) PendingDeletes(ctx context.Context, key string) ([]api.LocalDel
 // Progress[i] describes Tasks[i] (its holder, state, attempts, last error).
 // A task no longer listed was acknowledged.
 func (c *Client) DeleteProgress(ctx context.Context, key string) (api.ListTasksResponse, error) {
-	var resp api.ListTasksResponse
-	err := c.Call(ctx, api.MethodListTasks, &api.ListTasksRequest{Key: key}, &resp)
-	return resp, err
+	return ask[api.ListTasksResponse](ctx, c, api.MethodListTasks, &api.ListTasksRequest{Key: key})
 }
 
 // WaitDeleted waits until no delete task of the key remains pending — of
@@ -180,14 +177,10 @@ func (c *Client) WaitDeleted(ctx context.Context, key string, inc api.ObjectInca
 // DFSConfig is the cluster's DFS settings as the leader publishes them (a
 // DFS data path compares its own with these before its first I/O).
 func (c *Client) DFSConfig(ctx context.Context) (api.DFSConfigResponse, error) {
-	var resp api.DFSConfigResponse
-	err := c.Call(ctx, api.MethodDFSConfig, &api.Empty{}, &resp)
-	return resp, err
+	return ask[api.DFSConfigResponse](ctx, c, api.MethodDFSConfig, &api.Empty{})
 }
 
 // DFSStatus is the DFS allocator's state: settings, space, units.
 func (c *Client) DFSStatus(ctx context.Context) (api.DFSStatusResponse, error) {
-	var resp api.DFSStatusResponse
-	err := c.Call(ctx, api.MethodDFSStatus, &api.Empty{}, &resp)
-	return resp, err
+	return ask[api.DFSStatusResponse](ctx, c, api.MethodDFSStatus, &api.Empty{})
 }

@@ -1,14 +1,12 @@
 package integration
 
 import (
-	"os"
 	"testing"
 	"time"
 
 	"sexton/api"
 	"sexton/dfsio"
 	"sexton/internal/testutil"
-	"sexton/transport"
 )
 
 // TestDFSJournalRecordsPutsAndRemovals: every acknowledged DFS put has a
@@ -18,12 +16,7 @@ import (
 // rm --wait returns; an overwrite adds the newer put record and a removal
 // record of the overwritten incarnation alone.
 func TestDFSJournalRecordsPutsAndRemovals(t *testing.T) {
-	root := t.TempDir() + "/dfs"
-	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := dfsEnv(root, "MOONCAKE_DFS_FSYNC=1")
-	c := startClusterEnv(t, 1, env)
+	root, env, c := startDFSCluster(t, 1, "MOONCAKE_DFS_FSYNC=1")
 	cl := c.client(0)
 	vals := map[string][]byte{"a": value("a1", 3000), "b": value("b", 5000)}
 	dfsPut(t, c, env, "a", vals["a"])
@@ -34,7 +27,7 @@ func TestDFSJournalRecordsPutsAndRemovals(t *testing.T) {
 	descs := map[string]api.DFSDescriptor{"a": dfsDesc(t, cl, "a"), "b": dfsDesc(t, cl, "b")}
 	incs := map[string]api.ObjectIncarnation{}
 	for k := range descs {
-		incs[k] = getInc(t, cl, k)
+		incs[k] = getObject(t, cl, k).Object.Incarnation
 	}
 	// rm --wait returns once the removal is done: for a DFS replica, once
 	// its removal record is in the journal.
@@ -96,16 +89,4 @@ func TestDFSJournalRecordsPutsAndRemovals(t *testing.T) {
 			t.Fatalf("the range of %s's record does not read back with its CRC: %v", k, err)
 		}
 	}
-}
-
-// getInc is key's COMPLETE incarnation as the master serves it.
-func getInc(t *testing.T, cl *transport.ClusterClient, key string) api.ObjectIncarnation {
-	t.Helper()
-	ctx, cancel := ctxT(20 * time.Second)
-	defer cancel()
-	var g api.GetResponse
-	if err := cl.Call(ctx, api.MethodGet, &api.KeyRequest{Key: key}, &g); err != nil {
-		t.Fatalf("get %s: %v", key, err)
-	}
-	return g.Object.Incarnation
 }

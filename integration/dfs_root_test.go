@@ -12,12 +12,7 @@ import (
 // lost. The leader refuses its DFS duties, says so loudly, marks nothing
 // lost, and resumes when the root is back; the object is served again.
 func TestDFSUnmountedRootMarksNothingLost(t *testing.T) {
-	root := t.TempDir() + "/dfs"
-	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := dfsEnv(root)
-	c := startClusterEnv(t, 1, env)
+	root, env, c := startDFSCluster(t, 1)
 	cl := c.client(0)
 	dfsPut(t, c, env, "root/k", value("k", 100))
 	m := c.nodes[0]

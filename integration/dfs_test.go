@@ -16,17 +16,21 @@ import (
 	"sexton/transport"
 )
 
-// dfsEnv is the MOONCAKE_DFS_* environment of masters and clients: a
-// bucket allocator with small buckets below root.
-// startDFSCluster starts n masters with a DFS root in a temporary
-// directory, and returns the root and the masters' environment.
-func startDFSCluster(t *testing.T, n int) (root string, env []string, c *cluster) {
+// startDFSCluster starts n masters with a DFS root, the directory "dfs"
+// in a temporary directory (so that a test may move it away and back),
+// and returns the root and the masters' environment: dfsEnv with extra.
+func startDFSCluster(t *testing.T, n int, extra ...string) (root string, env []string, c *cluster) {
 	t.Helper()
-	root = t.TempDir()
-	env = dfsEnv(root)
+	root = filepath.Join(t.TempDir(), "dfs")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env = dfsEnv(root, extra...)
 	return root, env, startClusterEnv(t, n, env)
 }
 
+// dfsEnv is the MOONCAKE_DFS_* environment of masters and clients: a
+// bucket allocator with small buckets below root.
 func dfsEnv(root string, extra ...string) []string {
 	return append([]string{
 		"MOONCAKE_DFS_ROOT_DIR=" + root,
@@ -72,8 +76,8 @@ func dfsGet(t *testing.T, c *cluster, env []string, key string) []byte {
 	return b
 }
 
-// dfsDesc returns key's DFS descriptor as the master serves it.
-func dfsDesc(t *testing.T, cl *transport.ClusterClient, key string) api.DFSDescriptor {
+// getObject returns key's COMPLETE object as the master serves it.
+func getObject(t *testing.T, cl *transport.ClusterClient, key string) api.GetResponse {
 	t.Helper()
 	ctx, cancel := ctxT(20 * time.Second)
 	defer cancel()
@@ -81,6 +85,13 @@ func dfsDesc(t *testing.T, cl *transport.ClusterClient, key string) api.DFSDescr
 	if err := cl.Call(ctx, api.MethodGet, &api.KeyRequest{Key: key}, &g); err != nil {
 		t.Fatalf("get %s: %v", key, err)
 	}
+	return g
+}
+
+// dfsDesc returns key's DFS descriptor as the master serves it.
+func dfsDesc(t *testing.T, cl *transport.ClusterClient, key string) api.DFSDescriptor {
+	t.Helper()
+	g := getObject(t, cl, key)
 	for _, r := range g.Object.Replicas {
 		if r.Kind == api.ReplicaDFS && r.DFS != nil {
 			return *r.DFS

@@ -304,15 +304,10 @@ func (c *cluster) cc() transport.ClientConfig {
 }
 
 func (c *cluster) status(m *masterNode) (api.StatusResponse, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := ctxT(2 * time.Second)
 	defer cancel()
-	conn, err := transport.Dial(ctx, m.rpcAddr, c.cc())
-	if err != nil {
-		return api.StatusResponse{}, err
-	}
-	defer conn.Close()
 	var st api.StatusResponse
-	err = conn.Call(ctx, api.MethodStatus, &api.Empty{}, &st)
+	err := callOnce(ctx, m.rpcAddr, c.cc(), api.MethodStatus, &api.Empty{}, &st)
 	return st, err
 }
 
@@ -330,13 +325,8 @@ func (c *cluster) waitLeader(d time.Duration) *masterNode {
 			if err != nil || st.RaftState != "Leader" || st.MasterEpoch == 0 {
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			conn, err := transport.Dial(ctx, m.rpcAddr, c.cc())
-			if err == nil {
-				var resp api.ListSegmentsResponse
-				err = conn.Call(ctx, api.MethodListSegments, &api.Empty{}, &resp)
-				conn.Close()
-			}
+			ctx, cancel := ctxT(2 * time.Second)
+			err = callOnce(ctx, m.rpcAddr, c.cc(), api.MethodListSegments, &api.Empty{}, &api.ListSegmentsResponse{})
 			cancel()
 			if err == nil {
 				return m

@@ -73,14 +73,22 @@ func holderStatus(addr, token string) (api.HolderStatusResponse, error) {
 func holderStatusWith(addr string, cc transport.ClientConfig) (api.HolderStatusResponse, error) {
 	ctx, cancel := ctxT(3 * time.Second)
 	defer cancel()
-	conn, err := transport.Dial(ctx, addr, cc)
-	if err != nil {
-		return api.HolderStatusResponse{}, err
-	}
-	defer conn.Close()
 	var st api.HolderStatusResponse
-	err = conn.Call(ctx, api.MethodHolderStatus, &api.Empty{}, &st)
+	err := callOnce(ctx, addr, cc, api.MethodHolderStatus, &api.Empty{}, &st)
 	return st, err
+}
+
+// putGet puts value under key through the library and reads it back,
+// failing the test (saying when: "", " after failover") if either call
+// fails or the value read is not the one put.
+func (c *cluster) putGet(t *testing.T, ctx context.Context, key, value string, opts client.PutOptions, when string) {
+	t.Helper()
+	if _, err := c.lib().Put(ctx, key, []byte(value), opts); err != nil {
+		t.Fatalf("put%s: %v", when, err)
+	}
+	if v, _, err := c.lib().Get(ctx, key); err != nil || string(v) != value {
+		t.Fatalf("get%s: %q %v", when, v, err)
+	}
 }
 
 // putValue runs a real put through the client library: PutGrant, the
@@ -97,7 +105,12 @@ func putValue(t *testing.T, c *cluster, _ *transport.ClusterClient, key, pool st
 }
 
 func holderCall(ctx context.Context, addr, token, method string, req, resp any) error {
-	conn, err := transport.Dial(ctx, addr, transport.ClientConfig{Token: token, MaxFrame: 64 << 20})
+	return callOnce(ctx, addr, transport.ClientConfig{Token: token, MaxFrame: 64 << 20}, method, req, resp)
+}
+
+// callOnce dials addr, makes one call on the connection and closes it.
+func callOnce(ctx context.Context, addr string, cc transport.ClientConfig, method string, req, resp any) error {
+	conn, err := transport.Dial(ctx, addr, cc)
 	if err != nil {
 		return err
 	}

@@ -270,17 +270,9 @@ func testSeed(t *testing.T) uint64 {
 // linearizable: a read that races an overwrite returns the old or the new
 // value, never "absent" and never an error.
 func TestLinearizableNoFaults(t *testing.T) {
-	c := linearizabilityCluster(t)
-	seed := testSeed(t)
-	h := newHistory()
-	stop := make(chan struct{})
-	getErrors, wait := registerWorkload(t, c, h, 4, []string{"lin/a", "lin/b", "lin/c"}, seed, stop)
-	time.Sleep(8 * time.Second)
-	close(stop)
-	wait()
-	h.check(t, seed)
-	if n := getErrors.Load(); n > 0 {
-		t.Fatalf("%d reads failed with no fault injected", n)
+	h, getErrors := linearizableRun(t, func(*cluster) { time.Sleep(8 * time.Second) })
+	if getErrors > 0 {
+		t.Fatalf("%d reads failed with no fault injected", getErrors)
 	}
 	if n := h.counts["put/unknown"] + h.counts["rm/unknown"]; n > 0 {
 		t.Fatalf("%d outcomes unknown with no fault injected", n)
@@ -290,16 +282,26 @@ func TestLinearizableNoFaults(t *testing.T) {
 // With the leader SIGKILLed every few seconds (and restarted), the history
 // stays linearizable.
 func TestLinearizableLeaderKills(t *testing.T) {
+	linearizableRun(t, func(c *cluster) {
+		t.Logf("leader killed %d times", killLeaderEvery(t, c, 3*time.Second, 4))
+	})
+}
+
+// linearizableRun runs four clients of registerWorkload on three keys of
+// a linearizabilityCluster while fault(c) runs, then stops them and checks
+// that the history is linearizable; it returns the history and how many
+// reads failed.
+func linearizableRun(t *testing.T, fault func(c *cluster)) (*history, int64) {
 	c := linearizabilityCluster(t)
 	seed := testSeed(t)
 	h := newHistory()
 	stop := make(chan struct{})
-	_, wait := registerWorkload(t, c, h, 4, []string{"lin/a", "lin/b", "lin/c"}, seed, stop)
-	kills := killLeaderEvery(t, c, 3*time.Second, 4)
+	getErrors, wait := registerWorkload(t, c, h, 4, []string{"lin/a", "lin/b", "lin/c"}, seed, stop)
+	fault(c)
 	close(stop)
 	wait()
-	t.Logf("leader killed %d times", kills)
 	h.check(t, seed)
+	return h, getErrors.Load()
 }
 
 // killLeaderEvery SIGKILLs the ready leader every period, restarting it

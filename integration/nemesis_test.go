@@ -317,6 +317,18 @@ func (r *nemesisRun) run(stop <-chan struct{}) {
 		}
 		leader := nc.findLeader()
 		other := r.rng.IntN(len(nc.nodes))
+		// cutFor sets links to mode for hold, noting it with format (of
+		// name, the mode and hold), and lets them through again.
+		cutFor := func(links func(linkState), name, format string) {
+			links(mode)
+			r.note(kind, fmt.Sprintf(format, name, mode, hold))
+			sleep(hold)
+			links(linkPass)
+		}
+		// isolateFor cuts node i off (its client RPC too when rpc).
+		isolateFor := func(i int, rpc bool, format string) {
+			cutFor(func(s linkState) { nc.isolate(i, s, rpc) }, nc.nodes[i].id, format)
+		}
 		switch kind {
 		case "kill-leader", "kill-follower":
 			i := leader
@@ -337,42 +349,28 @@ func (r *nemesisRun) run(stop <-chan struct{}) {
 			sleep(hold + time.Second) // above the 500ms election timeout
 			signalNoWait(nc.nodes[i].proc, syscall.SIGCONT)
 		case "partition-minority":
-			nc.isolate(other, mode, true)
-			r.note(kind, fmt.Sprintf("partition: %s alone (%s) for %v", nc.nodes[other].id, mode, hold))
-			sleep(hold)
-			nc.isolate(other, linkPass, true)
+			isolateFor(other, true, "partition: %s alone (%s) for %v")
 		case "isolate-leader":
 			if leader < 0 {
 				continue
 			}
-			nc.isolate(leader, mode, false)
-			r.note(kind, fmt.Sprintf("isolate leader %s on Raft (%s) for %v", nc.nodes[leader].id, mode, hold))
-			sleep(hold)
-			nc.isolate(leader, linkPass, false)
+			isolateFor(leader, false, "isolate leader %s on Raft (%s) for %v")
 		case "one-way":
 			if leader < 0 {
 				continue
 			}
-			for k, p := range nc.raftLinks {
-				if k[0] == leader {
-					p.set(mode)
+			cutFor(func(s linkState) {
+				for k, p := range nc.raftLinks {
+					if k[0] == leader {
+						p.set(s)
+					}
 				}
-			}
-			r.note(kind, fmt.Sprintf("one-way: %s cannot reach its peers (%s) for %v", nc.nodes[leader].id, mode, hold))
-			sleep(hold)
-			for k, p := range nc.raftLinks {
-				if k[0] == leader {
-					p.set(linkPass)
-				}
-			}
+			}, nc.nodes[leader].id, "one-way: %s cannot reach its peers (%s) for %v")
 		case "cut-rpc":
 			if leader < 0 {
 				continue
 			}
-			nc.rpc[leader].set(mode)
-			r.note(kind, fmt.Sprintf("RPC of leader %s cut (%s) for %v", nc.nodes[leader].id, mode, hold))
-			sleep(hold)
-			nc.rpc[leader].set(linkPass)
+			cutFor(nc.rpc[leader].set, nc.nodes[leader].id, "RPC of leader %s cut (%s) for %v")
 		case "kill-holder":
 			h := nc.holders[r.rng.IntN(len(nc.holders))]
 			h.kill()
@@ -381,10 +379,7 @@ func (r *nemesisRun) run(stop <-chan struct{}) {
 			h.proc.start()
 		case "cut-holder":
 			i := r.rng.IntN(len(nc.holders))
-			nc.holderRPC[i].set(mode)
-			r.note(kind, fmt.Sprintf("clients cut from holder %s (%s) for %v", nc.holders[i].name, mode, hold))
-			sleep(hold)
-			nc.holderRPC[i].set(linkPass)
+			cutFor(nc.holderRPC[i].set, nc.holders[i].name, "clients cut from holder %s (%s) for %v")
 		case "disk-freeze":
 			h := nc.holders[r.rng.IntN(len(nc.holders))]
 			if err := freeze(h.dir); err != nil {

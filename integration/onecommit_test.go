@@ -44,17 +44,7 @@ func TestUncommittedPutBytesAreTombstonedWithoutRemount(t *testing.T) {
 		t.Fatalf("PutCommit kept: %v", err)
 	}
 
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		_, err := readFromHolder(h, c.token, "lost", lost.Incarnation)
-		if api.CodeOf(err) == api.CodeObjectNotFound {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("uncommitted bytes of lost %s still readable on the holder 45 s after their grant (%v)\n%s", lost.Incarnation, err, tail(h.logText(), 3000))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitUnreadable(t, c, h, "lost", lost.Incarnation, 45*time.Second)
 	if st, _ := holderStatusWith(h.addr, c.cc()); st.MountEpoch != before.MountEpoch {
 		t.Fatalf("the holder remounted (epoch %d → %d): the reclaim must not need one", before.MountEpoch, st.MountEpoch)
 	}
@@ -119,14 +109,22 @@ func TestUncommittedBytesOfARestartedHolderAreTombstoned(t *testing.T) {
 	lost := grantAndWrite(t, c, h, "lost", []byte("never committed"))
 	c.restartHolder(t, h) // within the block's 6 s life
 
-	deadline := time.Now().Add(40 * time.Second)
+	waitUnreadable(t, c, h, "lost", lost.Incarnation, 40*time.Second)
+}
+
+// waitUnreadable waits until h answers OBJECT_NOT_FOUND for the
+// uncommitted bytes of (key, inc), failing with its last answer and h's
+// log if d passes first.
+func waitUnreadable(t *testing.T, c *cluster, h *holderNode, key string, inc api.ObjectIncarnation, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for {
-		_, err := readFromHolder(h, c.token, "lost", lost.Incarnation)
+		_, err := readFromHolder(h, c.token, key, inc)
 		if api.CodeOf(err) == api.CodeObjectNotFound {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("uncommitted bytes of lost %s still on the restarted holder 40 s after their grant (%v)\n%s", lost.Incarnation, err, tail(h.logText(), 3000))
+			t.Fatalf("uncommitted bytes of %s %s still readable on the holder %v after their grant (%v)\n%s", key, inc, d, err, tail(h.logText(), 3000))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -65,21 +65,9 @@ func TestRebuildScale(t *testing.T) {
 	args := []string{"operator", "rebuild", "--masters", strings.Join(c.addrs(), ","), "--holders", strings.Join(addrs, ","),
 		"--json", "--batch", batch, "--timeout", "60s"}
 	start := time.Now()
-	stdout, stderr := runRebuildCLI(t, args...)
+	rep, _, stderr := rebuildJSON(t, args...)
 	t.Logf("progress:\n%s", stderr)
 	took := time.Since(start)
-	var rep struct {
-		Keys    int     `json:"keys"`
-		Adopted int     `json:"adopted"`
-		Already int     `json:"already"`
-		Tasks   int     `json:"tasks_created"`
-		Failed  int     `json:"failed"`
-		Records int     `json:"records"`
-		Seconds float64 `json:"seconds"`
-	}
-	if err := json.Unmarshal(stdout, &rep); err != nil {
-		t.Fatalf("%v\n%s", err, stdout)
-	}
 	// A batch whose answer was lost to a timeout is sent again and then
 	// counts as already there.
 	if rep.Keys != n || rep.Adopted+rep.Already != n+deletes || rep.Tasks != deletes || rep.Failed != 0 {
@@ -172,12 +160,7 @@ func TestRebuildResumesAfterLeaderChange(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("rebuild did not finish after the leader change\n%s", stderr.String())
 	}
-	var rep struct {
-		Keys    int `json:"keys"`
-		Adopted int `json:"adopted"`
-		Already int `json:"already"`
-		Failed  int `json:"failed"`
-	}
+	var rep rebuildReport
 	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
 	}

@@ -2,9 +2,7 @@ package integration
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -23,12 +21,7 @@ import (
 // acknowledged DFS put that was not removed reads back byte-identical and
 // no removed key comes back.
 func TestRebuildDFSRemovalSurvivesLeaderKill(t *testing.T) {
-	root := t.TempDir() + "/dfs"
-	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := dfsEnv(root, "MOONCAKE_DFS_FSYNC=1")
-	c := startClusterEnv(t, 3, env)
+	root, env, c := startDFSCluster(t, 3, "MOONCAKE_DFS_FSYNC=1")
 	h := c.startHolder(t, "h1", "a")
 	lib := c.lib()
 	ctx, cancel := ctxT(120 * time.Second)
@@ -82,27 +75,11 @@ func TestRebuildDFSRemovalSurvivesLeaderKill(t *testing.T) {
 		return true
 	}, "the removal records of every removed key")
 
-	for _, m := range c.nodes {
-		if m != old {
-			m.kill()
-		}
-	}
-	for _, m := range c.nodes {
-		if err := os.RemoveAll(m.dir); err != nil {
-			t.Fatal(err)
-		}
-		m.proc.start()
-	}
-	c.waitLeader(30 * time.Second)
+	c.loseEveryMaster(t)
 
-	var rep struct {
-		Adopted    int `json:"adopted"`
-		Failed     int `json:"failed"`
-		DFSAdopted int `json:"dfs_adopted"`
-	}
-	stdout, stderr := runRebuildCLI(t, "operator", "rebuild", "--masters", strings.Join(c.addrs(), ","), "--holders", h.addr, "--dfs-root", root, "--json")
-	if err := json.Unmarshal(stdout, &rep); err != nil || rep.Failed != 0 || rep.DFSAdopted != len(want) {
-		t.Fatalf("rebuild: %+v %v; want %d DFS objects\n%s\n%s", rep, err, len(want), stdout, stderr)
+	rep, stdout, stderr := rebuildJSON(t, "operator", "rebuild", "--masters", strings.Join(c.addrs(), ","), "--holders", h.addr, "--dfs-root", root, "--json")
+	if rep.Failed != 0 || rep.DFSAdopted != len(want) {
+		t.Fatalf("rebuild: %+v; want %d DFS objects\n%s\n%s", rep, len(want), stdout, stderr)
 	}
 	for k, v := range want {
 		if got := dfsGet(t, c, env, k); !bytes.Equal(got, v) {

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -23,12 +22,7 @@ import (
 // newest value; a put after the rebuild is placed where no adopted range
 // is. A dry run lists the DFS replicas; --dfs-drop adopts none of them.
 func TestRebuildAdoptsDFSReplicasFromTheRootsRecords(t *testing.T) {
-	root := t.TempDir() + "/dfs"
-	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := dfsEnv(root, "MOONCAKE_DFS_FSYNC=1")
-	c := startClusterEnv(t, 1, env)
+	root, env, c := startDFSCluster(t, 1, "MOONCAKE_DFS_FSYNC=1")
 	h := c.startHolder(t, "h1", "a")
 	lib := c.lib()
 	ctx, cancel := ctxT(90 * time.Second)
@@ -74,18 +68,7 @@ func TestRebuildAdoptsDFSReplicasFromTheRootsRecords(t *testing.T) {
 	c.waitLeader(30 * time.Second)
 
 	base := []string{"operator", "rebuild", "--masters", strings.Join(c.addrs(), ","), "--holders", h.addr, "--dfs-root", root}
-	var dry struct {
-		DFSRecords int `json:"dfs_records"`
-		DFSAdopted int `json:"dfs_adopted"`
-		Adopt      []struct {
-			Key      string   `json:"key"`
-			Segments []string `json:"segments"`
-		} `json:"adopt"`
-	}
-	stdout, stderr := runRebuildCLI(t, append(base, "--dry-run", "--json")...)
-	if err := json.Unmarshal(stdout, &dry); err != nil {
-		t.Fatalf("dry run output: %v\n%s\n%s", err, stdout, stderr)
-	}
+	dry, stdout, _ := rebuildJSON(t, append(base, "--dry-run", "--json")...)
 	// 5 put records, the removal of dfs/gone and (once written) that of
 	// dfs/a's overwritten incarnation.
 	if dry.DFSAdopted != 3 || len(dry.Adopt) != 4 || dry.DFSRecords < 6 || dry.DFSRecords > 7 {
@@ -99,14 +82,9 @@ func TestRebuildAdoptsDFSReplicasFromTheRootsRecords(t *testing.T) {
 	if st, err := c.status(c.leader()); err != nil || st.Objects != 0 {
 		t.Fatalf("after the dry run: %+v %v; want nothing adopted", st, err)
 	}
-	var rep struct {
-		Adopted    int `json:"adopted"`
-		Failed     int `json:"failed"`
-		DFSAdopted int `json:"dfs_adopted"`
-	}
-	stdout, stderr = runRebuildCLI(t, append(base, "--json")...)
-	if err := json.Unmarshal(stdout, &rep); err != nil || rep.Adopted != 4 || rep.Failed != 0 || rep.DFSAdopted != 3 {
-		t.Fatalf("rebuild: %+v %v\n%s\n%s", rep, err, stdout, stderr)
+	rep, stdout, stderr := rebuildJSON(t, append(base, "--json")...)
+	if rep.Adopted != 4 || rep.Failed != 0 || rep.DFSAdopted != 3 {
+		t.Fatalf("rebuild: %+v\n%s\n%s", rep, stdout, stderr)
 	}
 	c.waitHolderMounted(t, h)
 	if got, err := getAfterMount(ctx, lib, "local"); err != nil || !bytes.Equal(got, local) {

@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -69,31 +68,14 @@ func TestRebuildAdoptsCopyEvictedElsewhere(t *testing.T) {
 	c.loseEveryMaster(t)
 
 	base := []string{"operator", "rebuild", "--masters", strings.Join(c.addrs(), ","), "--holders", big.addr + "," + small.addr}
-	var dry struct {
-		Adopt []struct {
-			Key      string   `json:"key"`
-			Segments []string `json:"segments"`
-		} `json:"adopt"`
-		Drop []struct {
-			Key string `json:"key"`
-		} `json:"drop"`
-	}
-	stdout, stderr := runRebuildCLI(t, append(base, "--dry-run", "--json")...)
-	if err := json.Unmarshal(stdout, &dry); err != nil {
-		t.Fatalf("dry run output: %v\n%s\n%s", err, stdout, stderr)
-	}
+	dry, stdout, _ := rebuildJSON(t, append(base, "--dry-run", "--json")...)
 	bigSeg := c.holderSegment(t, big)
 	if len(dry.Adopt) != 1 || dry.Adopt[0].Key != "evicted" || len(dry.Adopt[0].Segments) != 1 || dry.Adopt[0].Segments[0] != string(bigSeg) {
 		t.Fatalf("dry run adopts %+v; want the evicted key from the big holder %s only\n%s", dry.Adopt, bigSeg, stdout)
 	}
-	stdout, stderr = runRebuildCLI(t, append(base, "--json")...)
-	var rep struct {
-		ClusterID string `json:"cluster_id"`
-		Adopted   int    `json:"adopted"`
-		Failed    int    `json:"failed"`
-	}
-	if err := json.Unmarshal(stdout, &rep); err != nil || rep.Adopted != 1 || rep.Failed != 0 {
-		t.Fatalf("rebuild report %+v %v\n%s\n%s", rep, err, stdout, stderr)
+	rep, stdout, stderr := rebuildJSON(t, append(base, "--json")...)
+	if rep.Adopted != 1 || rep.Failed != 0 {
+		t.Fatalf("rebuild report %+v\n%s\n%s", rep, stdout, stderr)
 	}
 	if st, err := c.status(c.leader()); err != nil || st.ClusterID != oldStatus.ClusterID {
 		t.Fatalf("after the rebuild: %+v %v", st, err)

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -96,24 +95,7 @@ func TestRebuildLateHolderIsAdoptedNeverReconciled(t *testing.T) {
 	// Pool a's objects and the overwritten key's new value.
 	onA := len(live) - (onH3 - 1) + 1
 	allow := append(base, "--allow-missing-segments", string(h3seg))
-	stdout, stderr := runRebuildCLI(t, append(allow, "--json")...)
-	var rep struct {
-		ClusterID string `json:"cluster_id"`
-		Scanned   []struct {
-			Endpoint string `json:"endpoint"`
-			Segment  string `json:"segment"`
-			Pool     string `json:"pool"`
-			Records  int    `json:"records"`
-		} `json:"scanned"`
-		SegmentsMissing []string `json:"segments_missing"`
-		Adopted         int      `json:"adopted"`
-		Failed          int      `json:"failed"`
-		Floor           uint64   `json:"incarnation_floor"`
-		MaxSeen         uint64   `json:"incarnation_max_seen"`
-	}
-	if err := json.Unmarshal(stdout, &rep); err != nil {
-		t.Fatalf("rebuild output: %v\n%s\n%s", err, stdout, stderr)
-	}
+	rep, stdout, _ := rebuildJSON(t, append(allow, "--json")...)
 	if rep.ClusterID != fmt.Sprintf("%016x", old.ClusterID) || len(rep.Scanned) != 2 || rep.Failed != 0 ||
 		len(rep.SegmentsMissing) != 1 || rep.SegmentsMissing[0] != string(h3seg) || rep.Adopted != onA ||
 		rep.Floor < rep.MaxSeen+1<<32 {
@@ -169,19 +151,9 @@ func TestRebuildLateHolderIsAdoptedNeverReconciled(t *testing.T) {
 	}
 
 	// A rerun adopts it (the refused holder's endpoint is scanned).
-	stdout, _ = runRebuildCLI(t, "operator", "rebuild", "--masters", masters, "--json")
-	var adopt struct {
-		Rerun      bool `json:"rerun"`
-		Adopted    int  `json:"adopted"`
-		Superseded int  `json:"superseded"`
-		Deletes    int  `json:"deletes"`
-		Failed     int  `json:"failed"`
-		Scanned    []struct {
-			Segment string `json:"segment"`
-		} `json:"scanned"`
-	}
-	if err := json.Unmarshal(stdout, &adopt); err != nil || !adopt.Rerun || adopt.Failed != 0 || len(adopt.Scanned) != 3 {
-		t.Fatalf("adoption rerun %+v %v; want 3 holders scanned\n%s", adopt, err, stdout)
+	adopt, stdout, _ := rebuildJSON(t, "operator", "rebuild", "--masters", masters, "--json")
+	if !adopt.Rerun || adopt.Failed != 0 || len(adopt.Scanned) != 3 {
+		t.Fatalf("adoption rerun %+v; want 3 holders scanned\n%s", adopt, stdout)
 	}
 	c.waitHolderMounted(t, h3)
 	for k, v := range live {

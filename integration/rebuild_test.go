@@ -162,17 +162,7 @@ func testRebuild(t *testing.T, missing bool) {
 	}
 
 	// A dry run prints the plan and changes nothing.
-	var dry struct {
-		Keys    int `json:"keys"`
-		Deletes int `json:"deletes"`
-		Adopt   []struct {
-			Key string `json:"key"`
-		} `json:"adopt"`
-	}
-	stdout, stderr := runRebuildCLI(t, append(base, "--dry-run", "--json")...)
-	if err := json.Unmarshal(stdout, &dry); err != nil {
-		t.Fatalf("dry run output: %v\n%s\n%s", err, stdout, stderr)
-	}
+	dry, stdout, _ := rebuildJSON(t, append(base, "--dry-run", "--json")...)
 	wantDeletes := len(staleKeys)
 	if missing {
 		wantDeletes = 0
@@ -186,18 +176,8 @@ func testRebuild(t *testing.T, missing bool) {
 
 	// The rebuild, then a repeat of it (a resumed run): idempotent.
 	start := time.Now()
-	stdout, stderr = runRebuildCLI(t, append(base, "--json", "--batch", "4")...)
+	rep, stdout, stderr := rebuildJSON(t, append(base, "--json", "--batch", "4")...)
 	took := time.Since(start)
-	var rep struct {
-		ClusterID string `json:"cluster_id"`
-		Adopted   int    `json:"adopted"`
-		Tasks     int    `json:"tasks_created"`
-		Failed    int    `json:"failed"`
-		Floor     uint64 `json:"incarnation_floor"`
-	}
-	if err := json.Unmarshal(stdout, &rep); err != nil {
-		t.Fatalf("rebuild output: %v\n%s\n%s", err, stdout, stderr)
-	}
 	if rep.ClusterID != fmt.Sprintf("%016x", oldCluster) || rep.Adopted != len(live)+wantDeletes || rep.Tasks != wantDeletes || rep.Failed != 0 || rep.Floor < maxLow {
 		t.Fatalf("rebuild report %+v; want cluster %016x, %d adopted, %d tasks, floor ≥ %d\n%s", rep, oldCluster, len(live)+wantDeletes, wantDeletes, maxLow, stdout)
 	}
@@ -205,13 +185,9 @@ func testRebuild(t *testing.T, missing bool) {
 		t.Errorf("no --json progress line for the adoption on stderr:\n%s", stderr)
 	}
 	t.Logf("rebuilt %d keys in %v", len(live), took)
-	stdout, _ = runRebuildCLI(t, append(base, "--json")...)
-	var again struct {
-		Adopted, Already int
-		Tasks            int `json:"tasks_created"`
-	}
-	if err := json.Unmarshal(stdout, &again); err != nil || again.Adopted != 0 || again.Already != len(live)+wantDeletes || again.Tasks != 0 {
-		t.Fatalf("repeated rebuild: %+v %v; want everything already there\n%s", again, err, stdout)
+	again, stdout, _ := rebuildJSON(t, append(base, "--json")...)
+	if again.Adopted != 0 || again.Already != len(live)+wantDeletes || again.Tasks != 0 {
+		t.Fatalf("repeated rebuild: %+v; want everything already there\n%s", again, stdout)
 	}
 
 	st, err := c.status(c.leader())
@@ -224,14 +200,9 @@ func testRebuild(t *testing.T, missing bool) {
 		// Back after the rebuild: refused until a rerun adopts it.
 		h3.proc.start()
 		waitRefused(t, c, h3seg)
-		stdout, _ = runRebuildCLI(t, append(base, "--json")...)
-		var adopt struct {
-			Rerun  bool `json:"rerun"`
-			Tasks  int  `json:"tasks_created"`
-			Failed int  `json:"failed"`
-		}
-		if err := json.Unmarshal(stdout, &adopt); err != nil || !adopt.Rerun || adopt.Tasks != len(staleKeys) || adopt.Failed != 0 {
-			t.Fatalf("adopting the late holder: %+v %v; want a rerun deleting its %d old copies\n%s", adopt, err, len(staleKeys), stdout)
+		adopt, stdout, _ := rebuildJSON(t, append(base, "--json")...)
+		if !adopt.Rerun || adopt.Tasks != len(staleKeys) || adopt.Failed != 0 {
+			t.Fatalf("adopting the late holder: %+v; want a rerun deleting its %d old copies\n%s", adopt, len(staleKeys), stdout)
 		}
 	}
 	c.waitHolderMounted(t, h3)
@@ -286,6 +257,51 @@ func testRebuild(t *testing.T, missing bool) {
 
 // rebuildCLITimeout bounds one CLI run (TestRebuildScale raises it).
 var rebuildCLITimeout = 60 * time.Second
+
+// rebuildReport is what `operator rebuild --json` prints, as the tests
+// read it: the keys are spelled out here, apart from the rebuild package's
+// Report, so that a renamed key fails the tests.
+type rebuildReport struct {
+	ClusterID string `json:"cluster_id"`
+	Rerun     bool   `json:"rerun"`
+	Scanned   []struct {
+		Endpoint string `json:"endpoint"`
+		Segment  string `json:"segment"`
+		Pool     string `json:"pool"`
+		Records  int    `json:"records"`
+	} `json:"scanned"`
+	SegmentsMissing []string `json:"segments_missing"`
+	Records         int      `json:"records"`
+	Keys            int      `json:"keys"`
+	Deletes         int      `json:"deletes"`
+	Adopted         int      `json:"adopted"`
+	Already         int      `json:"already"`
+	Superseded      int      `json:"superseded"`
+	Tasks           int      `json:"tasks_created"`
+	Failed          int      `json:"failed"`
+	Floor           uint64   `json:"incarnation_floor"`
+	MaxSeen         uint64   `json:"incarnation_max_seen"`
+	Adopt           []struct {
+		Key      string   `json:"key"`
+		Segments []string `json:"segments"`
+	} `json:"adopt"`
+	Drop []struct {
+		Key string `json:"key"`
+	} `json:"drop"`
+	DFSRecords int `json:"dfs_records"`
+	DFSAdopted int `json:"dfs_adopted"`
+}
+
+// rebuildJSON runs the CLI with args (which ask for --json) and returns
+// its report, and stdout and stderr for messages.
+func rebuildJSON(t *testing.T, args ...string) (rep rebuildReport, stdout, stderr []byte) {
+	t.Helper()
+	stdout, stderr = runRebuildCLI(t, args...)
+	if err := json.Unmarshal(stdout, &rep); err != nil {
+		t.Fatalf("rebuild output: %v\n%s\n%s", err, stdout, stderr)
+	}
+	return rep, stdout, stderr
+}
 
 // runRebuildCLI runs the CLI and returns stdout and stderr apart.
 func runRebuildCLI(t *testing.T, args ...string) ([]byte, []byte) {

@@ -29,12 +29,7 @@ func TestRoleTokensThroughTheBinaries(t *testing.T) {
 
 	ctx, cancel := ctxT(30 * time.Second)
 	defer cancel()
-	if _, err := c.lib().Put(ctx, "roles/a", []byte("alpha"), client.PutOptions{Pool: "p1", Replicas: 1}); err != nil {
-		t.Fatalf("put with the client token: %v", err)
-	}
-	if v, _, err := c.lib().Get(ctx, "roles/a"); err != nil || string(v) != "alpha" {
-		t.Fatalf("get with the client token: %q %v", v, err)
-	}
+	c.putGet(t, ctx, "roles/a", "alpha", client.PutOptions{Pool: "p1", Replicas: 1}, " with the client token")
 
 	masters := []string{"--masters", strings.Join(c.addrs(), ",")}
 	snap := filepath.Join(t.TempDir(), "snap")

@@ -3,8 +3,6 @@ package integration
 import (
 	"bytes"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,14 +119,7 @@ func TestMutualTLSRolesEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	master, err := ca.IssueMaster("master", "m1", "m2", "m3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := startCluster(t, 3, append(tlsArgs(master), "--tls-client-auth", "require")...)
-	c.holderExtra = func(name string) []string {
-		return append(tlsArgs(issueRole(t, ca, tlsconf.RoleHolder, name)), "--tls-client-auth", "require")
-	}
+	c, master := startMutualTLSCluster(t, ca)
 	h1 := c.startHolder(t, "h1", "default")
 	h2 := c.startHolder(t, "h2", "default")
 	first := roleCerts{
@@ -240,17 +231,5 @@ func TestMutualTLSRolesEndToEnd(t *testing.T) {
 // issuerOf is the subject CN of the (first) CA certificate in caFile.
 func issuerOf(t *testing.T, caFile string) string {
 	t.Helper()
-	b, err := os.ReadFile(caFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(b)
-	if block == nil {
-		t.Fatalf("%s: no PEM block", caFile)
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatalf("%s: %v", caFile, err)
-	}
-	return cert.Subject.CommonName
+	return testutil.ReadCert(t, caFile).Subject.CommonName
 }

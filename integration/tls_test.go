@@ -22,6 +22,23 @@ func tlsArgs(f tlsconf.Files) []string {
 	return []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-ca", f.CA}
 }
 
+// startMutualTLSCluster starts three masters serving a master certificate
+// of ca and requiring client certificates; every holder started on the
+// cluster presents a holder certificate of ca and requires them too. It
+// returns the cluster and the masters' certificate files.
+func startMutualTLSCluster(t *testing.T, ca *testutil.CA) (*cluster, tlsconf.Files) {
+	t.Helper()
+	master, err := ca.IssueMaster("master", "m1", "m2", "m3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster(t, 3, append(tlsArgs(master), "--tls-client-auth", "require")...)
+	c.holderExtra = func(name string) []string {
+		return append(tlsArgs(issueRole(t, ca, tlsconf.RoleHolder, name)), "--tls-client-auth", "require")
+	}
+	return c, master
+}
+
 func issue(t *testing.T, ca *testutil.CA, name string) tlsconf.Files {
 	t.Helper()
 	f, err := ca.Issue(name)
@@ -76,26 +93,14 @@ func serverSerial(t *testing.T, addr string, cfg *tls.Config) *big.Int {
 func TestMutualTLSEverywhere(t *testing.T) {
 	ca, other := testutil.NewCAs(t)
 	dir := t.TempDir()
-	master, err := ca.IssueMaster("master", "m1", "m2", "m3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := startCluster(t, 3, append(tlsArgs(master), "--tls-client-auth", "require")...)
-	c.holderExtra = func(name string) []string {
-		return append(tlsArgs(issueRole(t, ca, tlsconf.RoleHolder, name)), "--tls-client-auth", "require")
-	}
+	c, master := startMutualTLSCluster(t, ca)
 	h1 := c.startHolder(t, "h1", "p1")
 	c.startHolder(t, "h2", "p1")
 
 	// The library: put two replicas, get, over TLS to masters and holders.
 	ctx, cancel := ctxT(30 * time.Second)
 	defer cancel()
-	if _, err := c.lib().Put(ctx, "tls/a", []byte("alpha"), client.PutOptions{Pool: "p1", Replicas: 2}); err != nil {
-		t.Fatalf("put: %v", err)
-	}
-	if v, _, err := c.lib().Get(ctx, "tls/a"); err != nil || string(v) != "alpha" {
-		t.Fatalf("get: %q %v", v, err)
-	}
+	c.putGet(t, ctx, "tls/a", "alpha", client.PutOptions{Pool: "p1", Replicas: 2}, "")
 
 	// The CLI with its own certificate: put, get, rm.
 	cli := issueRole(t, ca, tlsconf.RoleClient, "cli")
@@ -222,12 +227,7 @@ func TestMutualTLSEverywhere(t *testing.T) {
 	victim := c.leader()
 	victim.kill()
 	c.waitLeader(30 * time.Second)
-	if _, err := c.lib().Put(ctx, "tls/c", []byte("charlie"), client.PutOptions{Pool: "p1", Replicas: 2}); err != nil {
-		t.Fatalf("put after failover: %v", err)
-	}
-	if v, _, err := c.lib().Get(ctx, "tls/c"); err != nil || string(v) != "charlie" {
-		t.Fatalf("get after failover: %q %v", v, err)
-	}
+	c.putGet(t, ctx, "tls/c", "charlie", client.PutOptions{Pool: "p1", Replicas: 2}, " after failover")
 	if err := c.lib().Remove(ctx, "tls/a"); err != nil {
 		t.Fatalf("rm after failover: %v", err)
 	}

@@ -8,11 +8,9 @@
 #
 #   scripts/commit-rate.sh [N] [ROUNDS]   (default 10000000 5, ~6 min)
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-cd "$root"
 N="${1:-10000000}"
 rounds="${2:-5}"
-. "$root/scripts/scale-lib.sh"
+. "$(dirname "$0")/scale-lib.sh"
 
 # rate_runs FILE: ROUNDS runs of 16 x 1 removes, their keys/s to FILE and
 # their commit cycles' two log writes and rest (ms) to FILE.writes and

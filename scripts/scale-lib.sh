@@ -1,6 +1,10 @@
 # Sourced by scripts/scale-table.sh, snapshot-p99.sh and commit-rate.sh, which set
-# root (the repository) and N (the objects to load) first: the cluster's
-# environment and the helpers they measure with.
+# N (the objects to load) first: it sets root (the repository) and works
+# from there, and gives the cluster's environment and the helpers they
+# measure with.
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
 
 export SEXTON_LOCAL_DIR="${SEXTON_LOCAL_DIR:-$root/sexton-scale}"
 export SEXTON_HOLDERS=0

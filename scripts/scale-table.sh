@@ -15,10 +15,8 @@
 # wipes $SEXTON_LOCAL_DIR, default ./sexton-scale, at the start). Copy it
 # elsewhere before editing it during a run: bash reads it as it goes.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-cd "$root"
 N="${1:-1000000}"
-. "$root/scripts/scale-lib.sh"
+. "$(dirname "$0")/scale-lib.sh"
 
 fresh_cluster
 echo "leader m$L"

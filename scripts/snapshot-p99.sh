@@ -14,11 +14,9 @@
 # SEXTON_BIN=path runs the masters from another build (deploy/local/
 # cluster.sh), to compare two builds on the same script.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-cd "$root"
 N="${1:-10000000}"
 rounds="${2:-3}"
-. "$root/scripts/scale-lib.sh"
+. "$(dirname "$0")/scale-lib.sh"
 
 # p99_of FILE: the p99 of the remove line in FILE, in ms.
 p99_of() { sed -n 's/^remove (batch 1):.* p99 \([0-9.]*\)\(m\?s\|µs\).*/\1 \2/p' "$1" | awk '{v=$1; if ($2=="s") v*=1000; if ($2=="µs") v/=1000; print v}'; }

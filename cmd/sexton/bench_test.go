@@ -16,7 +16,7 @@ import (
 // benchCluster starts a one-process cluster and a client of it.
 func benchCluster(t *testing.T) (*devcluster.Cluster, *client.Client) {
 	t.Helper()
-	c, _ := devCluster(t, t.TempDir())
+	c, _ := devCluster(t)
 	cl, err := client.New(client.Config{Masters: []string{c.MasterAddr()}})
 	if err != nil {
 		t.Fatal(err)

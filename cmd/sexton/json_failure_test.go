@@ -17,8 +17,8 @@ import (
 // and still return an error (a non-zero exit): rm's per-key results, or
 // the error object. A --json verb without a case here fails the test.
 func TestJSONOnFailure(t *testing.T) {
+	c, live := devCluster(t)
 	dir := t.TempDir()
-	c, live := devCluster(t, dir)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +27,7 @@ func TestJSONOnFailure(t *testing.T) {
 	ln.Close()
 	dead := []string{"--masters", deadAddr, "--timeout", "300ms"}
 
-	value := valueFile(t, dir, []byte("hello"))
+	value := valueFile(t, []byte("hello"))
 	for _, k := range []string{"a/3", "a/4"} {
 		if _, err := captureStdout(t, func() error { return run(append([]string{"put", k, value}, live...)) }); err != nil {
 			t.Fatal(err)

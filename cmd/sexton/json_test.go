@@ -13,11 +13,12 @@ import (
 	"sexton/devcluster"
 )
 
-// devCluster starts a one-process cluster below dir, closed when the test
-// ends, and returns it with the --masters flag that reaches it.
-func devCluster(t *testing.T, dir string) (*devcluster.Cluster, []string) {
+// devCluster starts a one-process cluster in a temporary directory,
+// closed when the test ends, and returns it with the --masters flag that
+// reaches it.
+func devCluster(t *testing.T) (*devcluster.Cluster, []string) {
 	t.Helper()
-	c, err := devcluster.Start(devcluster.Config{Dir: dir})
+	c, err := devcluster.Start(devcluster.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,10 +26,11 @@ func devCluster(t *testing.T, dir string) (*devcluster.Cluster, []string) {
 	return c, []string{"--masters", c.MasterAddr()}
 }
 
-// valueFile writes value to dir/value and returns its path, for put.
-func valueFile(t *testing.T, dir string, value []byte) string {
+// valueFile writes value to a file in a temporary directory and returns
+// its path, for put.
+func valueFile(t *testing.T, value []byte) string {
 	t.Helper()
-	p := filepath.Join(dir, "value")
+	p := filepath.Join(t.TempDir(), "value")
 	if err := os.WriteFile(p, value, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,8 @@ import (
 // delete task held back by the read lease; operator tasks and rm --wait
 // say so, with the lease's end, instead of "pending, attempts 0".
 func TestTasksWithheldByReadLease(t *testing.T) {
-	dir := t.TempDir()
-	_, m := devCluster(t, dir)
-	value := valueFile(t, dir, []byte("hello"))
+	_, m := devCluster(t)
+	value := valueFile(t, []byte("hello"))
 	quiet := func(args ...string) {
 		t.Helper()
 		if _, err := captureStdout(t, func() error { return run(append(args, m...)) }); err != nil {

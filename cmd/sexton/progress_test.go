@@ -15,9 +15,9 @@ import (
 // writer, and stdout keeps only the verb's own output: under --json,
 // exactly one JSON value.
 func TestProgressGoesToStderrOnly(t *testing.T) {
+	_, m := devCluster(t)
 	dir := t.TempDir()
-	_, m := devCluster(t, dir)
-	value := valueFile(t, dir, bytes.Repeat([]byte("x"), 4096))
+	value := valueFile(t, bytes.Repeat([]byte("x"), 4096))
 	if _, err := captureStdout(t, func() error { return run(append([]string{"put", "k", value}, m...)) }); err != nil {
 		t.Fatal(err)
 	}

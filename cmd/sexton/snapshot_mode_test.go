@@ -10,9 +10,8 @@ import (
 // holds the grant key, so it is mode 0600 whatever the umask lets through,
 // also when it replaces a world-readable file or a leftover FILE.tmp.
 func TestSnapshotSaveFileIsOwnerOnly(t *testing.T) {
-	dir := t.TempDir()
-	c, _ := devCluster(t, dir)
-	snap := filepath.Join(dir, "saved.snap")
+	c, _ := devCluster(t)
+	snap := filepath.Join(t.TempDir(), "saved.snap")
 	for _, p := range []string{snap, snap + ".tmp"} {
 		if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
 			t.Fatal(err)

@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,26 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
 	"sexton/internal/tlsfiles"
 )
-
-func readCert(t *testing.T, path string) *x509.Certificate {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(b)
-	if block == nil {
-		t.Fatalf("%s: no PEM", path)
-	}
-	c, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // sexton tls ca and tls cert: a P-256 CA, certificates with the role's
 // URI and usages that chain to it and load as a node's files, keys of
@@ -40,7 +23,7 @@ func TestTLSHelperIssues(t *testing.T) {
 	if err := run([]string{"tls", "ca", "--dir", dir}); err != nil {
 		t.Fatal(err)
 	}
-	ca := readCert(t, filepath.Join(dir, "ca.crt"))
+	ca := testutil.ReadCert(t, filepath.Join(dir, "ca.crt"))
 	if !ca.IsCA || ca.PublicKeyAlgorithm != x509.ECDSA || ca.NotAfter.Sub(ca.NotBefore) < tlsfiles.CAValidity {
 		t.Fatalf("CA: IsCA %v, %v, valid %v", ca.IsCA, ca.PublicKeyAlgorithm, ca.NotAfter.Sub(ca.NotBefore))
 	}
@@ -64,7 +47,7 @@ func TestTLSHelperIssues(t *testing.T) {
 			t.Fatalf("%v: %v", args, err)
 		}
 		base := filepath.Join(dir, tc.role+"-"+tc.name)
-		c := readCert(t, base+".crt")
+		c := testutil.ReadCert(t, base+".crt")
 		if !slices.Equal(c.ExtKeyUsage, tc.usage) {
 			t.Errorf("%s: usages %v, want %v", tc.role, c.ExtKeyUsage, tc.usage)
 		}

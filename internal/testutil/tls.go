@@ -10,6 +10,7 @@ package testutil
 
 import (
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/url"
@@ -165,6 +166,25 @@ func (ca *CA) Pool(t testing.TB) *x509.CertPool {
 		t.Fatalf("%s holds no certificate", ca.CAFile)
 	}
 	return pool
+}
+
+// ReadCert parses the first certificate of the PEM file at path, failing
+// the test if there is none.
+func ReadCert(t testing.TB, path string) *x509.Certificate {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		t.Fatalf("%s: no PEM block", path)
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return c
 }
 
 // LoadTLS loads the TLS source of files, failing the test if it cannot.

@@ -12,10 +12,23 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Type
 
 
+#: The class of each wire code: every subclass of SextonError that names
+#: its code (``class NoSpace(SextonError, code="NO_SPACE")``).
+_BY_CODE: Dict[str, Type[SextonError]] = {}
+
+
 class SextonError(Exception):
     """Base of every sexton error. ``code`` is the wire code string."""
 
     code: str = "INTERNAL"
+
+    def __init_subclass__(cls, *, code: Optional[str] = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            if code in _BY_CODE:
+                raise TypeError(f"{cls.__name__}: wire code {code} is already {_BY_CODE[code].__name__}'s")
+            cls.code = code
+            _BY_CODE[code] = cls
 
     def __init__(self, message: str = "", *, code: Optional[str] = None, leader: str = "") -> None:
         if code is not None:
@@ -26,144 +39,83 @@ class SextonError(Exception):
         super().__init__(f"{self.code}: {message}" if message else self.code)
 
 
-class ObjectNotFound(SextonError):
+class ObjectNotFound(SextonError, code="OBJECT_NOT_FOUND"):
     """No such key (or incarnation, or pending put)."""
 
-    code = "OBJECT_NOT_FOUND"
 
-
-class ObjectAlreadyExists(SextonError):
+class ObjectAlreadyExists(SextonError, code="OBJECT_ALREADY_EXISTS"):
     """A put of the key is in progress, or ``if_absent`` and the key exists."""
 
-    code = "OBJECT_ALREADY_EXISTS"
 
-
-class InvalidKey(SextonError):
+class InvalidKey(SextonError, code="INVALID_KEY"):
     """Empty, longer than 4096 bytes, or containing NUL."""
 
-    code = "INVALID_KEY"
 
-
-class InvalidParams(SextonError):
+class InvalidParams(SextonError, code="INVALID_PARAMS"):
     """A malformed request."""
 
-    code = "INVALID_PARAMS"
 
-
-class IncarnationMismatch(SextonError):
+class IncarnationMismatch(SextonError, code="INCARNATION_MISMATCH"):
     """A conditional request named an incarnation the key does not hold."""
 
-    code = "INCARNATION_MISMATCH"
 
-
-class IncarnationStale(SextonError):
+class IncarnationStale(SextonError, code="INCARNATION_STALE"):
     """A PutCommit's incarnation can no longer commit (its block expired,
     or the key holds an incarnation at or above it); nothing changed. The
     client's put asks for a new grant and writes again."""
 
-    code = "INCARNATION_STALE"
 
-
-class NoSpace(SextonError):
+class NoSpace(SextonError, code="NO_SPACE"):
     """No placement possible (no pool with enough live holders with room)."""
 
-    code = "NO_SPACE"
 
-
-class RegistryFull(SextonError):
+class RegistryFull(SextonError, code="LOCAL_DELETE_REGISTRY_FULL"):
     """Too many deletes pending on the masters; retry later."""
 
-    code = "LOCAL_DELETE_REGISTRY_FULL"
 
-
-class GrantRefused(SextonError):
+class GrantRefused(SextonError, code="GRANT_REFUSED"):
     """A holder refused a write grant."""
 
-    code = "GRANT_REFUSED"
 
-
-class NotLeader(SextonError):
+class NotLeader(SextonError, code="NOT_LEADER"):
     """The master asked is not the leader (the client follows it itself)."""
 
-    code = "NOT_LEADER"
 
-
-class Unavailable(SextonError):
+class Unavailable(SextonError, code="UNAVAILABLE"):
     """Nothing could serve the request; it was **not** executed."""
 
-    code = "UNAVAILABLE"
 
-
-class Timeout(SextonError):
+class Timeout(SextonError, code="TIMEOUT"):
     """A deadline passed (for a read; a mutation reports OutcomeUnknown)."""
 
-    code = "TIMEOUT"
 
-
-class OutcomeUnknown(SextonError):
+class OutcomeUnknown(SextonError, code="OUTCOME_UNKNOWN"):
     """The request may or may not have executed. Never "not done".
 
     Raised for a mutation when the client gave up after an attempt that may
     have run (sent without an answer, or answered OUTCOME_UNKNOWN/TIMEOUT).
     """
 
-    code = "OUTCOME_UNKNOWN"
 
-
-class Unauthenticated(SextonError):
+class Unauthenticated(SextonError, code="UNAUTHENTICATED"):
     """The cluster token was refused (or required and not given)."""
 
-    code = "UNAUTHENTICATED"
 
-
-class PermissionDenied(SextonError):
+class PermissionDenied(SextonError, code="PERMISSION_DENIED"):
     """The caller's role (its certificate's or its token's) may not call
     the method; nothing was done."""
 
-    code = "PERMISSION_DENIED"
 
-
-class FrameTooLarge(SextonError):
+class FrameTooLarge(SextonError, code="FRAME_TOO_LARGE"):
     """A request or response over a frame limit."""
 
-    code = "FRAME_TOO_LARGE"
 
-
-class Corrupt(SextonError):
+class Corrupt(SextonError, code="CORRUPT"):
     """A malformed frame, or bytes that failed a check."""
 
-    code = "CORRUPT"
 
-
-class Internal(SextonError):
+class Internal(SextonError, code="INTERNAL"):
     """Anything else."""
-
-    code = "INTERNAL"
-
-
-_BY_CODE: Dict[str, Type[SextonError]] = {
-    cls.code: cls
-    for cls in (
-        ObjectNotFound,
-        ObjectAlreadyExists,
-        InvalidKey,
-        InvalidParams,
-        IncarnationMismatch,
-        IncarnationStale,
-        NoSpace,
-        RegistryFull,
-        GrantRefused,
-        NotLeader,
-        Unavailable,
-        Timeout,
-        OutcomeUnknown,
-        Unauthenticated,
-        PermissionDenied,
-        FrameTooLarge,
-        Corrupt,
-        Internal,
-    )
-}
 
 
 def error_for(code: str, message: str = "", leader: str = "") -> SextonError:

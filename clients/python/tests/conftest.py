@@ -1,5 +1,6 @@
 """Shared fixtures: the package under test from this checkout, one
-``sexton dev`` for the whole session, and the TLS tests' certificates."""
+``sexton dev`` for the whole session and a client of it, and the TLS
+tests' certificates."""
 
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import harness  # noqa: E402
+import sexton  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -17,6 +19,14 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.DevCluster
     d = harness.DevCluster(tmp_path_factory.mktemp("dev"))
     yield d
     d.stop()
+
+
+@pytest.fixture
+def store(dev: harness.DevCluster) -> Iterator[sexton.Client]:
+    """A client of the session's ``sexton dev`` (a module may define its
+    own ``store``, as the Mooncake tests do)."""
+    with sexton.Client(dev.rpc, timeout=10) as c:
+        yield c
 
 
 #: Every certificate the TLS tests use: the cluster's CA issues the three

@@ -25,7 +25,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import msgpack
 
@@ -226,29 +226,25 @@ class Cluster:
     def wait_ready(self, timeout: float = 40.0) -> None:
         """Until a put through the leader lands on the holder."""
         self.leader(timeout)
-        deadline = time.monotonic() + timeout
-        with self.client(timeout=5) as c:
-            while True:
-                try:
-                    c.put("ready-probe", b"x")
-                    return
-                except sexton.SextonError as e:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"cluster not ready: {e}\nholders: "
-                                           + " | ".join(p.tail(1500) for _, _, p in self.holders)) from e
-                    time.sleep(0.2)
+        self._wait_put("ready-probe", 1, timeout, "cluster not ready")
 
     def wait_holders(self, n: int, timeout: float = 40.0) -> None:
         """Until a put with n replicas lands, so every holder is mounted."""
+        self._wait_put(f"ready-probe-{n}", n, timeout, f"{n} holders not ready")
+
+    def _wait_put(self, key: str, replicas: int, timeout: float, what: str) -> None:
+        """Until a put of key with that many replicas lands; after timeout,
+        RuntimeError saying what, with the holders' logs."""
         deadline = time.monotonic() + timeout
         with self.client(timeout=5) as c:
             while True:
                 try:
-                    c.put(f"ready-probe-{n}", b"x", replicas=n)
+                    c.put(key, b"x", replicas=replicas)
                     return
                 except sexton.SextonError as e:
                     if time.monotonic() > deadline:
-                        raise RuntimeError(f"{n} holders not ready: {e}") from e
+                        raise RuntimeError(f"{what}: {e}\nholders: "
+                                           + " | ".join(p.tail(1500) for _, _, p in self.holders)) from e
                     time.sleep(0.2)
 
     def stop(self) -> None:
@@ -256,6 +252,55 @@ class Cluster:
             p.kill(signal.SIGTERM)
         for _, _, p in self.masters:
             p.kill(signal.SIGTERM)
+
+
+def running_cluster(tmp: Path, token: str, *, holders: int = 1,
+                    certs: Optional[Dict[str, Files]] = None) -> Iterator[Cluster]:
+    """A :class:`Cluster` once it serves puts on every holder, stopped
+    afterwards: the body of a pytest fixture (``yield from``)."""
+    c = Cluster(tmp, token, holders=holders, certs=certs)
+    try:
+        c.wait_ready()
+        if holders > 1:
+            c.wait_holders(holders)
+        yield c
+    finally:
+        c.stop()
+
+
+def kill_leader_under_load(cluster: Cluster, worker: Callable[[int, threading.Event], None],
+                           done_at: List[float], lock: threading.Lock) -> Tuple[str, str, int, int]:
+    """Runs ``worker(w, stop)`` on two threads until ``stop`` is set,
+    SIGKILLs the leader 1.5 s in, and keeps them going until at least 30
+    operations completed after the kill (the workers append each
+    completion's time to ``done_at`` under ``lock``) or 25 s passed.
+    Returns the killed leader's id and RPC address and how many operations
+    completed before and after the kill."""
+    stop = threading.Event()
+    threads = [threading.Thread(target=worker, args=(w, stop)) for w in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(1.5)
+        nid, old_rpc, proc = cluster.leader()
+        proc.kill()  # SIGKILL
+        killed_at = time.monotonic()
+        # Keep going until operations have completed well after the kill.
+        deadline = killed_at + 25
+        while time.monotonic() < deadline:
+            with lock:
+                after = sum(1 for t in done_at if t > killed_at + 0.1)
+            if after >= 30 and time.monotonic() > killed_at + 3:
+                break
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    with lock:
+        before = sum(1 for t in done_at if t <= killed_at)
+        after = sum(1 for t in done_at if t > killed_at)
+    return nid, old_rpc, before, after
 
 
 def leader_sigkill_run(cluster: Cluster) -> None:
@@ -271,9 +316,8 @@ def leader_sigkill_run(cluster: Cluster) -> None:
     done_at: List[float] = []
     slowest: List[float] = [0.0]  # the longest acknowledged operation, seconds
     lock = threading.Lock()
-    stop = threading.Event()
 
-    def worker(w: int) -> None:
+    def worker(w: int, stop: threading.Event) -> None:
         with cluster.client(timeout=15) as c:
             i = 0
             while not stop.is_set():
@@ -310,30 +354,7 @@ def leader_sigkill_run(cluster: Cluster) -> None:
                         with lock:
                             failures.append(f"remove {k}: {e}")
 
-    threads = [threading.Thread(target=worker, args=(w,)) for w in range(2)]
-    for t in threads:
-        t.start()
-    try:
-        time.sleep(1.5)
-        nid, old_rpc, proc = cluster.leader()
-        proc.kill()  # SIGKILL
-        killed_at = time.monotonic()
-        # Keep going until operations have completed well after the kill.
-        deadline = killed_at + 25
-        while time.monotonic() < deadline:
-            with lock:
-                after = sum(1 for t in done_at if t > killed_at + 0.1)
-            if after >= 30 and time.monotonic() > killed_at + 3:
-                break
-            time.sleep(0.1)
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(30)
-
-    with lock:
-        before = sum(1 for t in done_at if t <= killed_at)
-        after = sum(1 for t in done_at if t > killed_at)
+    nid, old_rpc, before, after = kill_leader_under_load(cluster, worker, done_at, lock)
     print(f"leader {nid} killed: {before} operations before, {after} after, {len(unknown)} unknown, "
           f"{len(acked_puts)} puts and {len(acked_removes)} removes acknowledged; slowest {slowest[0]:.2f}s")
     assert before > 0, "no operation completed before the kill"

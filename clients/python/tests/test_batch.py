@@ -1,19 +1,11 @@
 """Batched puts and gets, and the buffer forms, against ``sexton dev``."""
 
 import uuid
-from typing import Iterator
 
 import pytest
 
-import harness
 import sexton
 from sexton import wire
-
-
-@pytest.fixture
-def store(dev: harness.DevCluster) -> Iterator[sexton.Client]:
-    with sexton.Client(dev.rpc, timeout=10) as c:
-        yield c
 
 
 def key(name: str) -> str:

@@ -15,12 +15,7 @@ TOKEN = "python-client-test-token-0123456789"  # the servers take 32 bytes or mo
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.Cluster]:
-    c = harness.Cluster(Path(tmp_path_factory.mktemp("cluster")), TOKEN)
-    try:
-        c.wait_ready()
-        yield c
-    finally:
-        c.stop()
+    yield from harness.running_cluster(Path(tmp_path_factory.mktemp("cluster")), TOKEN)
 
 
 def test_token_handshake(cluster: harness.Cluster) -> None:

@@ -1,18 +1,11 @@
 """Every client operation against ``sexton dev`` (one master, one holder)."""
 
 import uuid
-from typing import Iterator
 
 import pytest
 
 import harness
 import sexton
-
-
-@pytest.fixture
-def store(dev: harness.DevCluster) -> Iterator[sexton.Client]:
-    with sexton.Client(dev.rpc, timeout=10) as c:
-        yield c
 
 
 def key(name: str) -> str:

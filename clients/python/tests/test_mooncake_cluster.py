@@ -18,13 +18,7 @@ TOKEN = "python-client-test-token-0123456789"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.Cluster]:
-    c = harness.Cluster(Path(tmp_path_factory.mktemp("mccluster")), TOKEN, holders=2)
-    try:
-        c.wait_ready()
-        c.wait_holders(2)
-        yield c
-    finally:
-        c.stop()
+    yield from harness.running_cluster(Path(tmp_path_factory.mktemp("mccluster")), TOKEN, holders=2)
 
 
 def store_for(cluster: harness.Cluster) -> MooncakeDistributedStore:
@@ -78,9 +72,8 @@ def test_leader_sigkill_mid_run(cluster: harness.Cluster) -> None:
     unknown: List[str] = []
     done_at: List[float] = []
     lock = threading.Lock()
-    stop = threading.Event()
 
-    def worker(w: int) -> None:
+    def worker(w: int, stop: threading.Event) -> None:
         s = store_for(cluster)
         block = bytearray(4096)
         assert s.register_buffer(block, len(block)) == 0
@@ -112,28 +105,7 @@ def test_leader_sigkill_mid_run(cluster: harness.Cluster) -> None:
                         bad.append(f"remove {k}: {rc}")
         s.close()
 
-    threads = [threading.Thread(target=worker, args=(w,)) for w in range(2)]
-    for t in threads:
-        t.start()
-    try:
-        time.sleep(1.5)
-        nid, old_rpc, proc = cluster.leader()
-        proc.kill()
-        killed_at = time.monotonic()
-        deadline = killed_at + 25
-        while time.monotonic() < deadline:
-            with lock:
-                after = sum(1 for t in done_at if t > killed_at + 0.1)
-            if after >= 30 and time.monotonic() > killed_at + 3:
-                break
-            time.sleep(0.1)
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(30)
-    with lock:
-        before = sum(1 for t in done_at if t <= killed_at)
-        after = sum(1 for t in done_at if t > killed_at)
+    nid, old_rpc, before, after = harness.kill_leader_under_load(cluster, worker, done_at, lock)
     print(f"leader {nid} killed: {before} calls before, {after} after; {len(acked)} puts, {len(removed)} removes")
     assert before > 0 and after >= 30, (before, after, bad[-5:])
     assert not bad, bad

@@ -2,7 +2,7 @@
 token handshake, leader following, and what OUTCOME_UNKNOWN means."""
 
 import time
-from typing import Any, List, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import pytest
 
@@ -23,6 +23,35 @@ def test_envelope_round_trip_and_refusals() -> None:
     for bad in (wire.pack([4, 1, "Get", 0, None]), wire.pack({"kind": 4}), wire.pack([9, 1, "", 0, None, None]), b"\xc1"):
         with pytest.raises(sexton.Corrupt):
             wire.decode_envelope(bad)
+
+
+#: The class each wire code raises, spelled out apart from sexton/errors.py.
+WIRE_CODES = {
+    "OBJECT_NOT_FOUND": sexton.ObjectNotFound, "OBJECT_ALREADY_EXISTS": sexton.ObjectAlreadyExists,
+    "INVALID_KEY": sexton.InvalidKey, "INVALID_PARAMS": sexton.InvalidParams,
+    "INCARNATION_MISMATCH": sexton.IncarnationMismatch, "INCARNATION_STALE": sexton.IncarnationStale,
+    "NO_SPACE": sexton.NoSpace, "LOCAL_DELETE_REGISTRY_FULL": sexton.RegistryFull,
+    "GRANT_REFUSED": sexton.GrantRefused, "NOT_LEADER": sexton.NotLeader, "UNAVAILABLE": sexton.Unavailable,
+    "TIMEOUT": sexton.Timeout, "OUTCOME_UNKNOWN": sexton.OutcomeUnknown, "UNAUTHENTICATED": sexton.Unauthenticated,
+    "PERMISSION_DENIED": sexton.PermissionDenied, "FRAME_TOO_LARGE": sexton.FrameTooLarge,
+    "CORRUPT": sexton.Corrupt, "INTERNAL": sexton.Internal,
+}
+
+
+def test_each_wire_code_raises_its_class() -> None:
+    for code, cls in WIRE_CODES.items():
+        e = sexton.errors.error_for(code, "why", "10.0.0.1:7101")
+        assert type(e) is cls and cls.code == code and e.code == code, (code, type(e))
+        assert str(e) == f"{code}: why" and e.message == "why" and e.leader == "10.0.0.1:7101"
+        assert type(sexton.errors.from_wire({"code": code, "msg": "m"})) is cls
+    # A code without a class: a plain SextonError that keeps the code.
+    e = sexton.errors.error_for("SEGMENT_NOT_FOUND", "why")
+    assert type(e) is sexton.SextonError and e.code == "SEGMENT_NOT_FOUND"
+    assert isinstance(sexton.errors.from_wire({"msg": "no code"}), sexton.Corrupt)
+    # A second class for a code is refused where it is written.
+    with pytest.raises(TypeError, match="NO_SPACE"):
+        class Again(sexton.SextonError, code="NO_SPACE"):
+            pass
 
 
 def test_session_floor_is_oldest_outstanding() -> None:
@@ -148,6 +177,22 @@ def older_master(handler: Any) -> Any:
     return h
 
 
+def older_put_master(h: harness.FakeServer, inc: Any,
+                     answer: Callable[[str], Optional[Tuple[str, Any]]] = lambda method: None) -> Any:
+    """An older master that answers each method ``answer(method)`` or,
+    where that is None, places inc on the holder h at PutStart and says ok
+    to everything else."""
+    @older_master
+    def master(method: str, body: Any) -> Tuple[str, Any]:
+        got = answer(method)
+        if got is not None:
+            return got
+        if method == "PutStart":
+            return ("ok", {"inc": inc, "replicas": [{"kind": 1, "seg": "s", "ep": h.addr, "grant": {"mac": b"m"}}]})
+        return ("ok", {})
+    return master
+
+
 def test_put_is_one_commit_granted_and_written_again_after_a_failed_write_or_a_stale_commit() -> None:
     # PutGrant, a refused write (no revoke: the holder reclaims an
     # uncommitted grant), PutGrant away from it, the write, a PutCommit
@@ -191,15 +236,7 @@ def test_put_is_one_commit_granted_and_written_again_after_a_failed_write_or_a_s
 
 def test_put_against_an_older_master_falls_back_to_put_start_and_end_once() -> None:
     h = harness.FakeServer(lambda m, b: ("ok", {}))
-    inc = {"h": 3, "l": 11}
-
-    @older_master
-    def master(method: str, body: Any) -> Tuple[str, Any]:
-        if method == "PutStart":
-            return ("ok", {"inc": inc, "replicas": [{"kind": 1, "seg": "s", "ep": h.addr, "grant": {"mac": b"m"}}]})
-        return ("ok", {})
-
-    m = harness.FakeServer(master)
+    m = harness.FakeServer(older_put_master(h, {"h": 3, "l": 11}))
     try:
         with sexton.Client(m.addr, timeout=3) as c:
             c.put("a", b"v")
@@ -273,17 +310,8 @@ def test_get_asks_the_master_again_when_a_holder_lost_the_incarnation() -> None:
 ])
 def test_a_put_whose_end_fails(end_code: str, raised: type, revoked: bool) -> None:
     h = harness.FakeServer(lambda m, b: ("ok", {}))
-    inc = {"h": 3, "l": 11}
-
-    @older_master
-    def master(method: str, body: Any) -> Tuple[str, Any]:
-        if method == "PutStart":
-            return ("ok", {"inc": inc, "replicas": [{"kind": 1, "seg": "s", "ep": h.addr, "grant": {"mac": b"m"}}]})
-        if method == "PutEnd":
-            return ("err", {"code": end_code, "msg": "no"})
-        return ("ok", {})
-
-    m = harness.FakeServer(master)
+    m = harness.FakeServer(older_put_master(
+        h, {"h": 3, "l": 11}, lambda method: ("err", {"code": end_code, "msg": "no"}) if method == "PutEnd" else None))
     try:
         with sexton.Client(m.addr, timeout=0.5) as c:
             with pytest.raises(raised):
@@ -300,18 +328,14 @@ def test_a_put_whose_end_fails(end_code: str, raised: type, revoked: bool) -> No
 def test_put_waits_out_no_space_with_new_sequence_numbers() -> None:
     # A new leader answers NO_SPACE until the holders' first heartbeats.
     h = harness.FakeServer(lambda m, b: ("ok", {}))
-    inc = {"h": 2, "l": 8}
     refusals = iter(range(2))
 
-    @older_master
-    def master(method: str, body: Any) -> Tuple[str, Any]:
+    def refuse(method: str) -> Optional[Tuple[str, Any]]:
         if method == "PutStart" and next(refusals, None) is not None:
             return ("err", {"code": "NO_SPACE", "msg": "no pool has 1 live holders"})
-        if method == "PutStart":
-            return ("ok", {"inc": inc, "replicas": [{"kind": 1, "seg": "s", "ep": h.addr, "grant": {"mac": b"m"}}]})
-        return ("ok", {})
+        return None
 
-    m = harness.FakeServer(master)
+    m = harness.FakeServer(older_put_master(h, {"h": 2, "l": 8}, refuse))
     try:
         with sexton.Client(m.addr, timeout=2, placement_wait=2) as c:
             assert c.put("k", b"v") == sexton.Incarnation(high=2, low=8)

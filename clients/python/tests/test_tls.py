@@ -147,13 +147,7 @@ def tls_cluster(tmp_path_factory: pytest.TempPathFactory, certs: Dict[str, harne
     nodes = {n: certs[f"cluster/master/{n}"] for n in ("m1", "m2", "m3")}
     nodes.update({n: certs[f"cluster/holder/{n}"] for n in ("h1", "h2")})
     nodes["client"] = certs["cluster/client/py"]
-    c = harness.Cluster(Path(tmp_path_factory.mktemp("tlscluster")), TOKEN, holders=2, certs=nodes)
-    try:
-        c.wait_ready()
-        c.wait_holders(2)
-        yield c
-    finally:
-        c.stop()
+    yield from harness.running_cluster(Path(tmp_path_factory.mktemp("tlscluster")), TOKEN, holders=2, certs=nodes)
 
 
 def test_tls_cluster_put_get_remove(tls_cluster: harness.Cluster) -> None:
