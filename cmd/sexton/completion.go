@@ -13,18 +13,16 @@ import (
 // more work: the words that may follow each prefix of a verb's path, and
 // each verb's flags.
 
-func setupCompletion(*flag.FlagSet) runFunc {
-	return func(_ *env, args []string) error {
-		switch args[0] {
-		case "bash":
-			_, err := io.WriteString(os.Stdout, completion.Bash(completionTable()))
-			return err
-		case "zsh":
-			_, err := io.WriteString(os.Stdout, completion.Zsh(completionTable()))
-			return err
-		}
-		return usagef("completion %q: want bash or zsh", args[0])
+func runCompletion(_ *env, args []string) error {
+	switch args[0] {
+	case "bash":
+		_, err := io.WriteString(os.Stdout, completion.Bash(completionTable()))
+		return err
+	case "zsh":
+		_, err := io.WriteString(os.Stdout, completion.Zsh(completionTable()))
+		return err
 	}
+	return usagef("completion %q: want bash or zsh", args[0])
 }
 
 // completionArgs are the words a verb's positional arguments complete

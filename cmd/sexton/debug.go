@@ -2,20 +2,17 @@ package main
 
 import (
 	"encoding/hex"
-	"flag"
 	"fmt"
 
 	"sexton/holder/crashpoint"
 	"sexton/raftio"
 )
 
-func setupCrashPoints(*flag.FlagSet) runFunc {
-	return func(*env, []string) error {
-		for _, n := range crashpoint.Names() {
-			fmt.Println(n)
-		}
-		return nil
+func runCrashPoints(*env, []string) error {
+	for _, n := range crashpoint.Names() {
+		fmt.Println(n)
 	}
+	return nil
 }
 
 // debugRaftAppend appends one raw command entry to a stopped node's Raft

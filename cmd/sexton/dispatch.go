@@ -83,7 +83,8 @@ func (v *verb) exec(args []string) error {
 }
 
 // flags makes a FlagSet with the verb's flags: the shared ones it takes,
-// into e, and its own (setup), whose run function comes back.
+// into e, and its own (setup), whose run function comes back (or run,
+// for a verb without flags of its own).
 func (v *verb) flags() (fs *flag.FlagSet, e *env, run runFunc) {
 	fs, e = newFlags(v.path), &env{}
 	if v.takes&clusterFlags != 0 {
@@ -91,6 +92,9 @@ func (v *verb) flags() (fs *flag.FlagSet, e *env, run runFunc) {
 	}
 	if v.takes&jsonFlag != 0 {
 		fs.BoolVar(&e.json, "json", false, "print JSON (snake_case keys)")
+	}
+	if v.run != nil {
+		return fs, e, v.run
 	}
 	return fs, e, v.setup(fs)
 }

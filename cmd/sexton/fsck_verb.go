@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"text/tabwriter"
@@ -9,25 +8,23 @@ import (
 	"sexton/fsck"
 )
 
-// setupFsck compares the leader's metadata with every mounted holder's
+// runFsck compares the leader's metadata with every mounted holder's
 // scan. It only reads. Writes that race with it can show up as a
 // transient orphan or missing replica; run it again to confirm.
-func setupFsck(*flag.FlagSet) runFunc {
-	return func(e *env, _ []string) error {
-		rep, err := fsck.Run(fsck.Env{Call: e.call, ClientConfig: e.clientConfig, Progress: func(what string, total int64, unit string) fsck.Progress {
-			return progressTo.New(what, total, unit)
-		}})
-		if err != nil {
-			return fmt.Errorf("fsck: %w", err)
-		}
-		if err := e.output(rep, func() error { printFsck(rep); return nil }); err != nil {
-			return err
-		}
-		if !rep.Clean {
-			return fmt.Errorf("fsck: orphans, missing replicas or unreachable holders found")
-		}
-		return nil
+func runFsck(e *env, _ []string) error {
+	rep, err := fsck.Run(fsck.Env{Call: e.call, ClientConfig: e.clientConfig, Progress: func(what string, total int64, unit string) fsck.Progress {
+		return progressTo.New(what, total, unit)
+	}})
+	if err != nil {
+		return fmt.Errorf("fsck: %w", err)
 	}
+	if err := e.output(rep, func() error { printFsck(rep); return nil }); err != nil {
+		return err
+	}
+	if !rep.Clean {
+		return fmt.Errorf("fsck: orphans, missing replicas or unreachable holders found")
+	}
+	return nil
 }
 
 func printFsck(rep *fsck.Report) {

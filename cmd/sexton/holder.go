@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -104,20 +103,18 @@ func runHolder(args []string) error {
 	return store.Close()
 }
 
-func setupHolderInspect(*flag.FlagSet) runFunc {
-	return func(e *env, args []string) error {
-		rep, err := holder.Inspect(args[0])
-		if err != nil {
-			return fmt.Errorf("inspect %s: %w", args[0], err)
-		}
-		if err := e.output(jsonout.InspectOf(rep), func() error { return printInspect(rep) }); err != nil {
-			return err
-		}
-		if len(rep.Problems) > 0 {
-			return fmt.Errorf("inspect %s: %d problems; the holder would refuse to open it", rep.Dir, len(rep.Problems))
-		}
-		return nil
+func runHolderInspect(e *env, args []string) error {
+	rep, err := holder.Inspect(args[0])
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", args[0], err)
 	}
+	if err := e.output(jsonout.InspectOf(rep), func() error { return printInspect(rep) }); err != nil {
+		return err
+	}
+	if len(rep.Problems) > 0 {
+		return fmt.Errorf("inspect %s: %d problems; the holder would refuse to open it", rep.Dir, len(rep.Problems))
+	}
+	return nil
 }
 
 func printInspect(rep holder.InspectReport) error {

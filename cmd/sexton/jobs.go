@@ -107,43 +107,39 @@ func waitJob(cl *client.Client, id uint64, d time.Duration, text bool) (api.JobI
 	return j, nil
 }
 
-func setupJobs(*flag.FlagSet) runFunc {
-	return func(e *env, _ []string) error {
-		var resp api.JobListResponse
-		if err := e.call(api.MethodJobList, &api.Empty{}, &resp); err != nil {
-			return fmt.Errorf("jobs: %w", err)
-		}
-		out := jsonout.Jobs{Jobs: []jsonout.Job{}, Index: resp.Index}
-		for _, j := range resp.Jobs {
-			out.Jobs = append(out.Jobs, jsonout.JobOf(j))
-		}
-		return e.output(out, func() error {
-			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tPREFIX\tSTATE\tREMOVED\tSKIPPED\tCURSOR\tCREATED")
-			for _, j := range resp.Jobs {
-				fmt.Fprintf(tw, "%d\t%q\t%s\t%d\t%d\t%q\t%s\n", j.ID, j.Prefix, j.State, j.Removed, j.Skipped, j.Cursor,
-					time.Unix(0, j.Created).UTC().Format(time.RFC3339))
-			}
-			return tw.Flush()
-		})
+func runJobs(e *env, _ []string) error {
+	var resp api.JobListResponse
+	if err := e.call(api.MethodJobList, &api.Empty{}, &resp); err != nil {
+		return fmt.Errorf("jobs: %w", err)
 	}
+	out := jsonout.Jobs{Jobs: []jsonout.Job{}, Index: resp.Index}
+	for _, j := range resp.Jobs {
+		out.Jobs = append(out.Jobs, jsonout.JobOf(j))
+	}
+	return e.output(out, func() error {
+		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tPREFIX\tSTATE\tREMOVED\tSKIPPED\tCURSOR\tCREATED")
+		for _, j := range resp.Jobs {
+			fmt.Fprintf(tw, "%d\t%q\t%s\t%d\t%d\t%q\t%s\n", j.ID, j.Prefix, j.State, j.Removed, j.Skipped, j.Cursor,
+				time.Unix(0, j.Created).UTC().Format(time.RFC3339))
+		}
+		return tw.Flush()
+	})
 }
 
-func setupJobsCancel(*flag.FlagSet) runFunc {
-	return func(e *env, args []string) error {
-		id, err := strconv.ParseUint(args[0], 10, 64)
-		if err != nil || id == 0 {
-			return usagef("operator jobs cancel: %q is not a job id", args[0])
-		}
-		cl, err := e.client()
-		if err != nil {
-			return err
-		}
-		j, err := cl.CancelJob(context.Background(), id)
-		if err != nil {
-			return fmt.Errorf("jobs cancel %d: %w", id, err)
-		}
-		fmt.Printf("job %d %s: %d removed, %d skipped, cursor %q\n", j.ID, j.State, j.Removed, j.Skipped, j.Cursor)
-		return nil
+func runJobsCancel(e *env, args []string) error {
+	id, err := strconv.ParseUint(args[0], 10, 64)
+	if err != nil || id == 0 {
+		return usagef("operator jobs cancel: %q is not a job id", args[0])
 	}
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
+	j, err := cl.CancelJob(context.Background(), id)
+	if err != nil {
+		return fmt.Errorf("jobs cancel %d: %w", id, err)
+	}
+	fmt.Printf("job %d %s: %d removed, %d skipped, cursor %q\n", j.ID, j.State, j.Removed, j.Skipped, j.Cursor)
+	return nil
 }

@@ -178,59 +178,57 @@ func readKeys(file string) ([]string, error) {
 	return keys, sc.Err()
 }
 
-func setupStat(*flag.FlagSet) runFunc {
-	return func(e *env, args []string) error {
-		key := args[0]
-		var st api.StatResponse
-		statErr := e.call(api.MethodStat, &api.KeyRequest{Key: key}, &st)
-		if statErr != nil && api.CodeOf(statErr) != api.CodeObjectNotFound {
-			return fmt.Errorf("stat %s: %w", key, statErr)
-		}
-		// The key's delete tasks, of any incarnation: for a removed key
-		// they are what is left of it.
-		var deletes api.ListTasksResponse
-		if statErr != nil || st.PendingDeletes > 0 {
-			if err := e.call(api.MethodListTasks, &api.ListTasksRequest{Key: key}, &deletes); err != nil {
-				return fmt.Errorf("stat %s: pending deletes: %w", key, err)
-			}
-		}
-		if statErr != nil && deletes.Total == 0 {
-			return fmt.Errorf("stat %s: %w", key, statErr)
-		}
-		now := time.Now()
-		out := jsonout.StatOf(st, statErr == nil, deletes, now)
-		if statErr != nil {
-			// Removed, its deletes still pending: shown, and still an
-			// OBJECT_NOT_FOUND for scripts that test existence.
-			if err := e.output(out, func() error {
-				fmt.Printf("key:          %s\nremoved:      %d delete tasks pending\n", key, deletes.Total)
-				return printDeleteTable(os.Stdout, out.Deletes, false, now)
-			}); err != nil {
-				return err
-			}
-			return fmt.Errorf("stat %s: removed, %d delete tasks pending: %w", key, deletes.Total, statErr)
-		}
-		return e.output(out, func() error {
-			o := st.Object
-			fmt.Printf("key:          %s\ntenant:       %s\nsize:         %d\nincarnation:  %s\ncreated:      %s\n",
-				o.Key, o.Tenant, o.Size, o.Incarnation, time.Unix(0, o.Created).UTC().Format(time.RFC3339Nano))
-			for _, r := range o.Replicas {
-				if r.DFS != nil {
-					fmt.Printf("replica:      %s %s path=%s unit=%d offset=%d size=%d aligned=%d\n", r.Kind, r.DFS.Allocator, r.DFS.Path, r.DFS.UnitID, r.DFS.Offset, r.DFS.Size, r.DFS.AlignedSize)
-					continue
-				}
-				fmt.Printf("replica:      %s segment=%s pool=%s endpoint=%s\n", r.Kind, r.Segment, r.Pool, r.Endpoint)
-			}
-			if st.PendingPut != nil {
-				fmt.Printf("pending put:  %s\n", *st.PendingPut)
-			}
-			fmt.Printf("pending deletes of older incarnations: %d\n", st.PendingDeletes)
-			if len(out.Deletes) > 0 {
-				return printDeleteTable(os.Stdout, out.Deletes, false, now)
-			}
-			return nil
-		})
+func runStat(e *env, args []string) error {
+	key := args[0]
+	var st api.StatResponse
+	statErr := e.call(api.MethodStat, &api.KeyRequest{Key: key}, &st)
+	if statErr != nil && api.CodeOf(statErr) != api.CodeObjectNotFound {
+		return fmt.Errorf("stat %s: %w", key, statErr)
 	}
+	// The key's delete tasks, of any incarnation: for a removed key
+	// they are what is left of it.
+	var deletes api.ListTasksResponse
+	if statErr != nil || st.PendingDeletes > 0 {
+		if err := e.call(api.MethodListTasks, &api.ListTasksRequest{Key: key}, &deletes); err != nil {
+			return fmt.Errorf("stat %s: pending deletes: %w", key, err)
+		}
+	}
+	if statErr != nil && deletes.Total == 0 {
+		return fmt.Errorf("stat %s: %w", key, statErr)
+	}
+	now := time.Now()
+	out := jsonout.StatOf(st, statErr == nil, deletes, now)
+	if statErr != nil {
+		// Removed, its deletes still pending: shown, and still an
+		// OBJECT_NOT_FOUND for scripts that test existence.
+		if err := e.output(out, func() error {
+			fmt.Printf("key:          %s\nremoved:      %d delete tasks pending\n", key, deletes.Total)
+			return printDeleteTable(os.Stdout, out.Deletes, false, now)
+		}); err != nil {
+			return err
+		}
+		return fmt.Errorf("stat %s: removed, %d delete tasks pending: %w", key, deletes.Total, statErr)
+	}
+	return e.output(out, func() error {
+		o := st.Object
+		fmt.Printf("key:          %s\ntenant:       %s\nsize:         %d\nincarnation:  %s\ncreated:      %s\n",
+			o.Key, o.Tenant, o.Size, o.Incarnation, time.Unix(0, o.Created).UTC().Format(time.RFC3339Nano))
+		for _, r := range o.Replicas {
+			if r.DFS != nil {
+				fmt.Printf("replica:      %s %s path=%s unit=%d offset=%d size=%d aligned=%d\n", r.Kind, r.DFS.Allocator, r.DFS.Path, r.DFS.UnitID, r.DFS.Offset, r.DFS.Size, r.DFS.AlignedSize)
+				continue
+			}
+			fmt.Printf("replica:      %s segment=%s pool=%s endpoint=%s\n", r.Kind, r.Segment, r.Pool, r.Endpoint)
+		}
+		if st.PendingPut != nil {
+			fmt.Printf("pending put:  %s\n", *st.PendingPut)
+		}
+		fmt.Printf("pending deletes of older incarnations: %d\n", st.PendingDeletes)
+		if len(out.Deletes) > 0 {
+			return printDeleteTable(os.Stdout, out.Deletes, false, now)
+		}
+		return nil
+	})
 }
 
 func setupLs(fs *flag.FlagSet) runFunc {
@@ -258,53 +256,51 @@ func setupLs(fs *flag.FlagSet) runFunc {
 	}
 }
 
-// setupStatus asks every master named, not only the leader.
-func setupStatus(*flag.FlagSet) runFunc {
-	return func(e *env, _ []string) error {
-		cc, err := e.clientConfig()
-		if err != nil {
-			return err
+// runStatus asks every master named, not only the leader.
+func runStatus(e *env, _ []string) error {
+	cc, err := e.clientConfig()
+	if err != nil {
+		return err
+	}
+	rows, errs := client.EachStatus(cliflag.SplitList(e.masters), cc, 3*time.Second)
+	if err := e.output(rows, func() error {
+		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NODE\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tEPOCH\tOBJECTS\tSEGMENTS\tTASKS\tLOG STORE\tDATA DIR FREE\tVERSION")
+		for _, s := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%s\t%s\t%s\n", s.NodeID, s.RaftState, s.Leader, s.Term, s.CommitIndex, s.AppliedIndex, s.MasterEpoch, s.Objects, s.Segments, s.PendingTasks, s.RegistryCap, map[bool]string{true: "CANNOT-WRITE", false: "ok"}[s.LogStoreCannotWrite], freeBytes(s.DataDirFreeBytes), buildVersion(s.Build))
 		}
-		rows, errs := client.EachStatus(cliflag.SplitList(e.masters), cc, 3*time.Second)
-		if err := e.output(rows, func() error {
-			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NODE\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tEPOCH\tOBJECTS\tSEGMENTS\tTASKS\tLOG STORE\tDATA DIR FREE\tVERSION")
-			for _, s := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%s\t%s\t%s\n", s.NodeID, s.RaftState, s.Leader, s.Term, s.CommitIndex, s.AppliedIndex, s.MasterEpoch, s.Objects, s.Segments, s.PendingTasks, s.RegistryCap, map[bool]string{true: "CANNOT-WRITE", false: "ok"}[s.LogStoreCannotWrite], freeBytes(s.DataDirFreeBytes), buildVersion(s.Build))
+		_ = tw.Flush()
+		for _, s := range rows {
+			if s.LogStoreCannotWrite {
+				fmt.Fprintf(os.Stderr, "status: %s: log store cannot write (the node does not campaign until a write works again): %s\n", s.NodeID, s.LogStoreError)
 			}
-			_ = tw.Flush()
-			for _, s := range rows {
-				if s.LogStoreCannotWrite {
-					fmt.Fprintf(os.Stderr, "status: %s: log store cannot write (the node does not campaign until a write works again): %s\n", s.NodeID, s.LogStoreError)
-				}
-			}
-			for _, s := range rows {
-				if s.Rebuild == nil || s.RaftState != "Leader" {
-					continue
-				}
-				r := s.Rebuild
-				window := "open"
-				switch {
-				case r.Closed:
-					window = "closed"
-				case r.Overflowed:
-					window = "open, removal memory overflowed: adoption of keys absent from the table is refused"
-				}
-				fmt.Printf("rebuild of cluster %016x: finished=%v, adoption window %s, %d removed keys remembered\n", r.Cluster, r.Finished, window, r.RemovedKeys)
-				printRefusedMounts(s.RefusedMounts)
-			}
-			return nil
-		}); err != nil {
-			return err
 		}
-		if len(rows) == 0 {
-			return fmt.Errorf("status: no master answered: %w", errors.Join(errs...))
-		}
-		for _, e := range errs {
-			fmt.Fprintf(os.Stderr, "status: %v\n", e)
+		for _, s := range rows {
+			if s.Rebuild == nil || s.RaftState != "Leader" {
+				continue
+			}
+			r := s.Rebuild
+			window := "open"
+			switch {
+			case r.Closed:
+				window = "closed"
+			case r.Overflowed:
+				window = "open, removal memory overflowed: adoption of keys absent from the table is refused"
+			}
+			fmt.Printf("rebuild of cluster %016x: finished=%v, adoption window %s, %d removed keys remembered\n", r.Cluster, r.Finished, window, r.RemovedKeys)
+			printRefusedMounts(s.RefusedMounts)
 		}
 		return nil
+	}); err != nil {
+		return err
 	}
+	if len(rows) == 0 {
+		return fmt.Errorf("status: no master answered: %w", errors.Join(errs...))
+	}
+	for _, e := range errs {
+		fmt.Fprintf(os.Stderr, "status: %v\n", e)
+	}
+	return nil
 }
 
 // buildVersion is the VERSION column of `sexton status`: the master's

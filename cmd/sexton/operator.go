@@ -15,99 +15,89 @@ import (
 	"sexton/snapshot"
 )
 
-func setupRaftListPeers(*flag.FlagSet) runFunc {
-	return func(e *env, _ []string) error {
-		var resp api.RaftPeersResponse
-		if err := e.call(api.MethodRaftPeers, &api.Empty{}, &resp); err != nil {
-			return fmt.Errorf("list-peers: %w", err)
-		}
-		return e.output(jsonout.NonNil(resp.Peers), func() error {
-			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tADDRESS\tSUFFRAGE\tLEADER")
-			for _, p := range resp.Peers {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", p.ID, p.Address, p.Suffrage, p.Leader)
-			}
-			return tw.Flush()
-		})
+func runRaftListPeers(e *env, _ []string) error {
+	var resp api.RaftPeersResponse
+	if err := e.call(api.MethodRaftPeers, &api.Empty{}, &resp); err != nil {
+		return fmt.Errorf("list-peers: %w", err)
 	}
+	return e.output(jsonout.NonNil(resp.Peers), func() error {
+		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tADDRESS\tSUFFRAGE\tLEADER")
+		for _, p := range resp.Peers {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", p.ID, p.Address, p.Suffrage, p.Leader)
+		}
+		return tw.Flush()
+	})
 }
 
-func setupRaftAddVoter(*flag.FlagSet) runFunc {
-	return func(e *env, args []string) error {
-		if err := e.call(api.MethodRaftAddVoter, &api.RaftPeerRequest{ID: args[0], Address: args[1]}, nil); err != nil {
-			return fmt.Errorf("add-voter %s: %w", args[0], err)
-		}
-		fmt.Printf("added voter %s at %s\n", args[0], args[1])
-		return nil
+func runRaftAddVoter(e *env, args []string) error {
+	if err := e.call(api.MethodRaftAddVoter, &api.RaftPeerRequest{ID: args[0], Address: args[1]}, nil); err != nil {
+		return fmt.Errorf("add-voter %s: %w", args[0], err)
 	}
+	fmt.Printf("added voter %s at %s\n", args[0], args[1])
+	return nil
 }
 
-func setupRaftRemovePeer(*flag.FlagSet) runFunc {
-	return func(e *env, args []string) error {
-		if err := e.call(api.MethodRaftRemovePeer, &api.RaftPeerRequest{ID: args[0]}, nil); err != nil {
-			return fmt.Errorf("remove-peer %s: %w", args[0], err)
-		}
-		fmt.Printf("removed peer %s\n", args[0])
-		return nil
+func runRaftRemovePeer(e *env, args []string) error {
+	if err := e.call(api.MethodRaftRemovePeer, &api.RaftPeerRequest{ID: args[0]}, nil); err != nil {
+		return fmt.Errorf("remove-peer %s: %w", args[0], err)
 	}
+	fmt.Printf("removed peer %s\n", args[0])
+	return nil
 }
 
-func setupRaftTransfer(*flag.FlagSet) runFunc {
-	return func(e *env, args []string) error {
-		id := ""
-		if len(args) == 1 {
-			id = args[0]
-		}
-		if err := e.call(api.MethodRaftTransferLeadership, &api.RaftPeerRequest{ID: id}, nil); err != nil {
-			return fmt.Errorf("transfer-leader: %w", err)
-		}
-		fmt.Println("leadership transferred")
-		return nil
+func runRaftTransfer(e *env, args []string) error {
+	id := ""
+	if len(args) == 1 {
+		id = args[0]
 	}
+	if err := e.call(api.MethodRaftTransferLeadership, &api.RaftPeerRequest{ID: id}, nil); err != nil {
+		return fmt.Errorf("transfer-leader: %w", err)
+	}
+	fmt.Println("leadership transferred")
+	return nil
 }
 
-// setupSnapshotSave fetches the leader's snapshot in chunks into FILE.tmp
+// runSnapshotSave fetches the leader's snapshot in chunks into FILE.tmp
 // and renames it to FILE once complete and synced. The file is the
 // owner's only (0600): a snapshot holds the cluster's grant key
 // (docs/SECURITY.md, "What snapshots contain").
-func setupSnapshotSave(*flag.FlagSet) runFunc {
-	return func(e *env, args []string) error {
-		file := args[0]
-		tmp := file + ".tmp"
-		// A leftover FILE.tmp keeps its mode through O_TRUNC: start anew.
-		if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("snapshot save: %w", err)
-		}
-		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return err
-		}
-		defer os.Remove(tmp)
-		prog := progressTo.New("snapshot save "+file, -1, "")
-		cl, err := e.client()
-		var n int64
-		if err == nil {
-			n, err = cl.SaveSnapshot(f, e.timeout+time.Second, prog)
-		}
-		if err != nil {
-			f.Close()
-			prog.Abort()
-			return fmt.Errorf("snapshot save: %w", err)
-		}
-		prog.Finish()
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, file); err != nil {
-			return err
-		}
-		fmt.Printf("saved snapshot to %s (%d bytes)\n", file, n)
-		return nil
+func runSnapshotSave(e *env, args []string) error {
+	file := args[0]
+	tmp := file + ".tmp"
+	// A leftover FILE.tmp keeps its mode through O_TRUNC: start anew.
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("snapshot save: %w", err)
 	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	prog := progressTo.New("snapshot save "+file, -1, "")
+	cl, err := e.client()
+	var n int64
+	if err == nil {
+		n, err = cl.SaveSnapshot(f, e.timeout+time.Second, prog)
+	}
+	if err != nil {
+		f.Close()
+		prog.Abort()
+		return fmt.Errorf("snapshot save: %w", err)
+	}
+	prog.Finish()
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		return err
+	}
+	fmt.Printf("saved snapshot to %s (%d bytes)\n", file, n)
+	return nil
 }
 
 // setupSnapshotRestore checks FILE, then sends it in chunks; each chunk
@@ -162,21 +152,19 @@ func openSnapshot(file string, refused func(error) error) (*os.File, snapshot.He
 	return f, h, c, nil
 }
 
-func setupSnapshotInspect(*flag.FlagSet) runFunc {
-	return func(e *env, args []string) error {
-		file := args[0]
-		f, h, c, err := openSnapshot(file, func(err error) error { return fmt.Errorf("inspect %s: %w", file, err) })
-		if err != nil {
-			return err
-		}
-		f.Close()
-		return e.output(jsonout.SnapshotInspect{Format: h.Format, ClusterID: h.ClusterID, LastIndex: h.LastIndex, LastTerm: h.LastTerm,
-			Created: h.Created, Objects: c.Objects, Segments: c.Segments, Tasks: c.Tasks, DFSRecords: c.DFSRecords, Sessions: c.Sessions, Jobs: c.Jobs, HasState: c.HasState}, func() error {
-			fmt.Printf("format:     %s\ncluster id: %016x\nlast index: %d\nlast term:  %d\ncreated:    %s\nobjects:    %d\nsegments:   %d\ntasks:      %d\ndfs records: %d\nsessions:   %d\njobs:       %d\nstate:      %v\n",
-				h.Format, h.ClusterID, h.LastIndex, h.LastTerm, time.Unix(0, h.Created).UTC().Format(time.RFC3339), c.Objects, c.Segments, c.Tasks, c.DFSRecords, c.Sessions, c.Jobs, c.HasState)
-			return nil
-		})
+func runSnapshotInspect(e *env, args []string) error {
+	file := args[0]
+	f, h, c, err := openSnapshot(file, func(err error) error { return fmt.Errorf("inspect %s: %w", file, err) })
+	if err != nil {
+		return err
 	}
+	f.Close()
+	return e.output(jsonout.SnapshotInspect{Format: h.Format, ClusterID: h.ClusterID, LastIndex: h.LastIndex, LastTerm: h.LastTerm,
+		Created: h.Created, Objects: c.Objects, Segments: c.Segments, Tasks: c.Tasks, DFSRecords: c.DFSRecords, Sessions: c.Sessions, Jobs: c.Jobs, HasState: c.HasState}, func() error {
+		fmt.Printf("format:     %s\ncluster id: %016x\nlast index: %d\nlast term:  %d\ncreated:    %s\nobjects:    %d\nsegments:   %d\ntasks:      %d\ndfs records: %d\nsessions:   %d\njobs:       %d\nstate:      %v\n",
+			h.Format, h.ClusterID, h.LastIndex, h.LastTerm, time.Unix(0, h.Created).UTC().Format(time.RFC3339), c.Objects, c.Segments, c.Tasks, c.DFSRecords, c.Sessions, c.Jobs, c.HasState)
+		return nil
+	})
 }
 
 func setupTasks(fs *flag.FlagSet) runFunc {
@@ -201,28 +189,26 @@ func setupTasks(fs *flag.FlagSet) runFunc {
 	}
 }
 
-func setupSegments(*flag.FlagSet) runFunc {
-	return func(e *env, _ []string) error {
-		var resp api.ListSegmentsResponse
-		if err := e.call(api.MethodListSegments, &api.Empty{}, &resp); err != nil {
-			return fmt.Errorf("segments: %w", err)
-		}
-		return e.output(jsonout.Segments(resp.Segments, resp.Refused), func() error {
-			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SEGMENT\tCLIENT\tPOOL\tEPOCH\tMOUNTED\tRETIRED\tENDPOINT\tTASKS")
-			for _, s := range resp.Segments {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%v\t%s\t%d\n", s.ID, s.ClientID, s.Pool, s.MountEpoch, s.Mounted, s.Retired, s.Endpoint, s.PendingTasks)
-			}
-			for _, r := range resp.Refused {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t-\tREFUSED\t-\t%s\t-\n", r.Segment, r.ClientID, r.Pool, r.Endpoint)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			printRefusedMounts(resp.Refused)
-			return nil
-		})
+func runSegments(e *env, _ []string) error {
+	var resp api.ListSegmentsResponse
+	if err := e.call(api.MethodListSegments, &api.Empty{}, &resp); err != nil {
+		return fmt.Errorf("segments: %w", err)
 	}
+	return e.output(jsonout.Segments(resp.Segments, resp.Refused), func() error {
+		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SEGMENT\tCLIENT\tPOOL\tEPOCH\tMOUNTED\tRETIRED\tENDPOINT\tTASKS")
+		for _, s := range resp.Segments {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%v\t%s\t%d\n", s.ID, s.ClientID, s.Pool, s.MountEpoch, s.Mounted, s.Retired, s.Endpoint, s.PendingTasks)
+		}
+		for _, r := range resp.Refused {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\tREFUSED\t-\t%s\t-\n", r.Segment, r.ClientID, r.Pool, r.Endpoint)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		printRefusedMounts(resp.Refused)
+		return nil
+	})
 }
 
 func setupRetire(fs *flag.FlagSet) runFunc {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,29 +11,25 @@ import (
 	"sexton/jsonout"
 )
 
-func setupDFSSetMaxBuckets(*flag.FlagSet) runFunc {
-	return func(e *env, args []string) error {
-		n, err := strconv.Atoi(args[0])
-		if err != nil {
-			return usagef("set-max-buckets: %q is not a number", args[0])
-		}
-		if err := e.call(api.MethodDFSSetMaxBuckets, &api.DFSSetMaxBucketsRequest{Max: n}, &api.Empty{}); err != nil {
-			return fmt.Errorf("dfs set-max-buckets: %w", err)
-		}
-		fmt.Printf("dfs: max buckets set to %d\n", n)
-		return nil
+func runDFSSetMaxBuckets(e *env, args []string) error {
+	n, err := strconv.Atoi(args[0])
+	if err != nil {
+		return usagef("set-max-buckets: %q is not a number", args[0])
 	}
+	if err := e.call(api.MethodDFSSetMaxBuckets, &api.DFSSetMaxBucketsRequest{Max: n}, &api.Empty{}); err != nil {
+		return fmt.Errorf("dfs set-max-buckets: %w", err)
+	}
+	fmt.Printf("dfs: max buckets set to %d\n", n)
+	return nil
 }
 
-func setupDFSStatus(*flag.FlagSet) runFunc {
-	return func(e *env, _ []string) error {
-		var st api.DFSStatusResponse
-		if err := e.call(api.MethodDFSStatus, &api.Empty{}, &st); err != nil {
-			return fmt.Errorf("dfs status: %w", err)
-		}
-		st.Env, st.Units, st.StrayFiles = jsonout.NonNil(st.Env), jsonout.NonNil(st.Units), jsonout.NonNil(st.StrayFiles)
-		return e.output(st, func() error { return printDFSStatus(st) })
+func runDFSStatus(e *env, _ []string) error {
+	var st api.DFSStatusResponse
+	if err := e.call(api.MethodDFSStatus, &api.Empty{}, &st); err != nil {
+		return fmt.Errorf("dfs status: %w", err)
 	}
+	st.Env, st.Units, st.StrayFiles = jsonout.NonNil(st.Env), jsonout.NonNil(st.Units), jsonout.NonNil(st.StrayFiles)
+	return e.output(st, func() error { return printDFSStatus(st) })
 }
 
 func printDFSStatus(st api.DFSStatusResponse) error {

@@ -16,21 +16,19 @@ import (
 // The replicated settings: the knobs that change what Apply does live in
 // the log, not in any node's flags.
 
-func setupSettingsShow(*flag.FlagSet) runFunc {
-	return func(e *env, args []string) error {
-		if len(args) == 1 && args[0] != "show" {
-			return usagef("operator settings: unknown command %q (show or set)", args[0])
-		}
-		cl, err := e.client()
-		if err != nil {
-			return err
-		}
-		resp, err := cl.Settings(context.Background())
-		if err != nil {
-			return fmt.Errorf("settings: %w", err)
-		}
-		return printSettings(e, resp)
+func runSettingsShow(e *env, args []string) error {
+	if len(args) == 1 && args[0] != "show" {
+		return usagef("operator settings: unknown command %q (show or set)", args[0])
 	}
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
+	resp, err := cl.Settings(context.Background())
+	if err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
+	return printSettings(e, resp)
 }
 
 func setupSettingsSet(fs *flag.FlagSet) runFunc {

@@ -77,15 +77,13 @@ func setupTLSCert(fs *flag.FlagSet) runFunc {
 	}
 }
 
-func setupTokenGenerate(*flag.FlagSet) runFunc {
-	return func(e *env, _ []string) error {
-		tok, err := secret.Generate()
-		if err != nil {
-			return err
-		}
-		return e.output(jsonout.Token{Token: tok}, func() error {
-			_, err := fmt.Println(tok)
-			return err
-		})
+func runTokenGenerate(e *env, _ []string) error {
+	tok, err := secret.Generate()
+	if err != nil {
+		return err
 	}
+	return e.output(jsonout.Token{Token: tok}, func() error {
+		_, err := fmt.Println(tok)
+		return err
+	})
 }

@@ -26,8 +26,8 @@ func TestVerbTable(t *testing.T) {
 		if !slices.Contains(groups, v.group) {
 			t.Errorf("%q: group %q is not one of %v", v.path, v.group, groups)
 		}
-		if (v.setup == nil) == (v.raw == nil) {
-			t.Errorf("%q: want exactly one of setup and raw", v.path)
+		if n := btoi(v.setup != nil) + btoi(v.run != nil) + btoi(v.raw != nil); n != 1 {
+			t.Errorf("%q: want exactly one of setup, run and raw, has %d", v.path, n)
 		}
 		if v.raw != nil && v.takes != 0 {
 			t.Errorf("%q: a raw verb parses its own flags; it cannot take the shared ones", v.path)
@@ -241,4 +241,11 @@ func TestJSONKeysAreSnakeCase(t *testing.T) {
 	checkKeys(t, "dfs status", api.DFSStatusResponse{DFSConfigResponse: api.DFSConfigResponse{Env: []string{}}, Units: []api.DFSUnitStatus{{}}, StrayFiles: []string{}})
 	checkKeys(t, "fsck", &fsck.Report{Segments: []fsck.Segment{{Orphans: []fsck.Ref{{Key: "k"}}, Missing: []fsck.Ref{}}}})
 	checkKeys(t, "holder inspect", jsonout.InspectOf(holder.InspectReport{Buckets: []holder.BucketStat{{ID: 1}}}))
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
@@ -10,14 +9,12 @@ import (
 	"sexton/jsonout"
 )
 
-func setupVersion(*flag.FlagSet) runFunc {
-	return func(e *env, _ []string) error {
-		i := buildinfo.Get()
-		return e.output(jsonout.Version{Kind: jsonout.KindVersion, Version: i.Version, Commit: i.Commit, Modified: i.Modified, GoVersion: i.GoVersion, Date: i.Date}, func() error {
-			fmt.Println(i.String())
-			return nil
-		})
-	}
+func runVersion(e *env, _ []string) error {
+	i := buildinfo.Get()
+	return e.output(jsonout.Version{Kind: jsonout.KindVersion, Version: i.Version, Commit: i.Commit, Modified: i.Modified, GoVersion: i.GoVersion, Date: i.Date}, func() error {
+		fmt.Println(i.String())
+		return nil
+	})
 }
 
 // logBuild is a server's first log line: which build is running, so a
