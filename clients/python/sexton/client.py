@@ -484,16 +484,7 @@ class Client:
                    pool: str, prefer: Sequence[str] = ()) -> List[PutResult]:
         reqs: List[Dict[str, Any]] = []
         for k, v in items:
-            req: Dict[str, Any] = {"key": k, "size": len(v), "replicas": replicas}
-            if tenant:
-                req["tenant"] = tenant
-            if if_absent:
-                req["if_absent"] = True
-            if pool:
-                req["pool"] = pool
-            if prefer:
-                req["prefer"] = list(prefer)
-            reqs.append(req)
+            reqs.append(_put_request(k, len(v), replicas, tenant, if_absent, pool, prefer, []))
         resp = self._mutate("BatchPutStart", {"items": reqs})
         starts = resp.get("results") or []
         if len(starts) != len(items):
