@@ -193,7 +193,7 @@ func (st *state) applyPutCommitBatch(c *PutCommitBatch) *PutEndBatchResult {
 
 // applyPutCommitSessioned is applyPutCommit answered once per session.
 func (st *state) applyPutCommitSessioned(c *PutCommit) *PutEndResult {
-	return st.applyPutEndSessioned(CmdPutCommit, c.Session, c.Now, func() *PutEndResult { return st.applyPutCommit(c) })
+	return st.putEndSessioned(CmdPutCommit, c.Session, c.Now, func() *PutEndResult { return st.applyPutCommit(c) })
 }
 
 // blockRecords is the live blocks as snapshot records (nil for none, so a

@@ -22,8 +22,16 @@ func (st *state) applyPutStartSessioned(index uint64, c *PutStart) *PutStartResu
 	return res
 }
 
-// applyPutEndSessioned serves PutEnd and PutRevoke (kind says which).
-func (st *state) applyPutEndSessioned(kind CommandType, s api.Session, now int64, exec func() *PutEndResult) *PutEndResult {
+func (st *state) applyPutEndSessioned(c *PutEnd) *PutEndResult {
+	return st.putEndSessioned(CmdPutEnd, c.Session, c.Now, func() *PutEndResult { return st.applyPutEnd(c) })
+}
+
+func (st *state) applyPutRevokeSessioned(c *PutRevoke) *PutEndResult {
+	return st.putEndSessioned(CmdPutRevoke, c.Session, c.Now, func() *PutEndResult { return st.applyPutRevoke(c) })
+}
+
+// putEndSessioned serves PutEnd, PutRevoke and PutCommit (kind says which).
+func (st *state) putEndSessioned(kind CommandType, s api.Session, now int64, exec func() *PutEndResult) *PutEndResult {
 	g := st.sessionBegin(kind, s, now)
 	if g.prev != nil {
 		return &PutEndResult{Err: g.prev.err, TasksCreated: int(g.prev.count), Duplicate: true}
@@ -75,6 +83,10 @@ func (st *state) applyPutStartBatchSessioned(index uint64, c *PutStartBatch) *Pu
 
 func (st *state) applyPutEndBatchSessioned(c *PutEndBatch) *PutEndBatchResult {
 	return st.putItemsSessioned(CmdPutEndBatch, c.Session, c.Now, func() *PutEndBatchResult { return st.applyPutEndBatch(c) })
+}
+
+func (st *state) applyPutCommitBatchSessioned(c *PutCommitBatch) *PutEndBatchResult {
+	return st.putItemsSessioned(CmdPutCommitBatch, c.Session, c.Now, func() *PutEndBatchResult { return st.applyPutCommitBatch(c) })
 }
 
 // putItemsSessioned serves PutEndBatch and PutCommitBatch (kind says

@@ -29,9 +29,13 @@ func (t CommandType) String() string {
 	return "Unknown"
 }
 
-// Command is a decoded log entry body.
+// Command is a decoded log entry body: one of the types of the command
+// table (commands.go).
 type Command interface {
 	Type() CommandType
+	// leaderNow points at the body's Now, the leader's clock when it
+	// proposed the entry (StampNow sets it, Apply reads it).
+	leaderNow() *int64
 }
 
 // Every body's current schema version. A decoder accepts exactly the
@@ -195,14 +199,24 @@ type DropReplicas struct {
 	Now     int64           `msgpack:"now"`
 }
 
-func (*DropReplicas) Type() CommandType { return CmdDropReplicas }
+func (*DropReplicas) Type() CommandType   { return CmdDropReplicas }
+func (c *DropReplicas) leaderNow() *int64 { return &c.Now }
 
-func (*EpochBegin) Type() CommandType       { return CmdEpochBegin }
-func (*MountLocalDisk) Type() CommandType   { return CmdMountLocalDisk }
-func (*UnmountLocalDisk) Type() CommandType { return CmdUnmountLocalDisk }
-func (*PutStart) Type() CommandType         { return CmdPutStart }
-func (*PutEnd) Type() CommandType           { return CmdPutEnd }
-func (*PutRevoke) Type() CommandType        { return CmdPutRevoke }
-func (*Remove) Type() CommandType           { return CmdRemove }
-func (*LocalDeleteAck) Type() CommandType   { return CmdLocalDeleteAck }
-func (*RetireStorage) Type() CommandType    { return CmdRetireStorage }
+func (*EpochBegin) Type() CommandType         { return CmdEpochBegin }
+func (c *EpochBegin) leaderNow() *int64       { return &c.Now }
+func (*MountLocalDisk) Type() CommandType     { return CmdMountLocalDisk }
+func (c *MountLocalDisk) leaderNow() *int64   { return &c.Now }
+func (*UnmountLocalDisk) Type() CommandType   { return CmdUnmountLocalDisk }
+func (c *UnmountLocalDisk) leaderNow() *int64 { return &c.Now }
+func (*PutStart) Type() CommandType           { return CmdPutStart }
+func (c *PutStart) leaderNow() *int64         { return &c.Now }
+func (*PutEnd) Type() CommandType             { return CmdPutEnd }
+func (c *PutEnd) leaderNow() *int64           { return &c.Now }
+func (*PutRevoke) Type() CommandType          { return CmdPutRevoke }
+func (c *PutRevoke) leaderNow() *int64        { return &c.Now }
+func (*Remove) Type() CommandType             { return CmdRemove }
+func (c *Remove) leaderNow() *int64           { return &c.Now }
+func (*LocalDeleteAck) Type() CommandType     { return CmdLocalDeleteAck }
+func (c *LocalDeleteAck) leaderNow() *int64   { return &c.Now }
+func (*RetireStorage) Type() CommandType      { return CmdRetireStorage }
+func (c *RetireStorage) leaderNow() *int64    { return &c.Now }

@@ -64,7 +64,8 @@ type RebuildBegin struct {
 	Now       int64            `msgpack:"now"`
 }
 
-func (*RebuildBegin) Type() CommandType { return CmdRebuildBegin }
+func (*RebuildBegin) Type() CommandType   { return CmdRebuildBegin }
+func (c *RebuildBegin) leaderNow() *int64 { return &c.Now }
 
 // RebuildBeginResult answers RebuildBegin.
 type RebuildBeginResult struct {
@@ -79,6 +80,8 @@ type RebuildBeginResult struct {
 	// SegmentsAdded counts segments the entry registered.
 	SegmentsAdded int
 }
+
+func (r *RebuildBeginResult) answer() Answer { return Answer{Err: r.Err} }
 
 // RebuildObject is one key's winning incarnation, with the replicas that
 // hold a verified copy of it.
@@ -101,7 +104,8 @@ type RebuildAdopt struct {
 	Now       int64           `msgpack:"now"`
 }
 
-func (*RebuildAdopt) Type() CommandType { return CmdRebuildAdopt }
+func (*RebuildAdopt) Type() CommandType   { return CmdRebuildAdopt }
+func (c *RebuildAdopt) leaderNow() *int64 { return &c.Now }
 
 // RebuildOutcome is what became of one RebuildAdopt item.
 type RebuildOutcome uint8
@@ -150,6 +154,8 @@ type RebuildAdoptResult struct {
 	Objects []RebuildItemResult
 	Deletes []RebuildItemResult
 }
+
+func (r *RebuildAdoptResult) answer() Answer { return Answer{Err: r.Err} }
 
 func boundsRebuildBegin(c *RebuildBegin, b bounder) error {
 	if len(c.Segments) > MaxRebuildSegments {
@@ -217,7 +223,8 @@ type RebuildClose struct {
 	Now       int64  `msgpack:"now"`
 }
 
-func (*RebuildClose) Type() CommandType { return CmdRebuildClose }
+func (*RebuildClose) Type() CommandType   { return CmdRebuildClose }
+func (c *RebuildClose) leaderNow() *int64 { return &c.Now }
 
 // RebuildCloseResult answers RebuildClose; Already says the window was
 // closed before.
@@ -225,3 +232,5 @@ type RebuildCloseResult struct {
 	Err     *api.Error
 	Already bool
 }
+
+func (r *RebuildCloseResult) answer() Answer { return Answer{Err: r.Err} }
