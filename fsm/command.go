@@ -198,25 +198,3 @@ type DropReplicas struct {
 	Refs    []api.ObjectRef `msgpack:"refs"`
 	Now     int64           `msgpack:"now"`
 }
-
-func (*DropReplicas) Type() CommandType   { return CmdDropReplicas }
-func (c *DropReplicas) leaderNow() *int64 { return &c.Now }
-
-func (*EpochBegin) Type() CommandType         { return CmdEpochBegin }
-func (c *EpochBegin) leaderNow() *int64       { return &c.Now }
-func (*MountLocalDisk) Type() CommandType     { return CmdMountLocalDisk }
-func (c *MountLocalDisk) leaderNow() *int64   { return &c.Now }
-func (*UnmountLocalDisk) Type() CommandType   { return CmdUnmountLocalDisk }
-func (c *UnmountLocalDisk) leaderNow() *int64 { return &c.Now }
-func (*PutStart) Type() CommandType           { return CmdPutStart }
-func (c *PutStart) leaderNow() *int64         { return &c.Now }
-func (*PutEnd) Type() CommandType             { return CmdPutEnd }
-func (c *PutEnd) leaderNow() *int64           { return &c.Now }
-func (*PutRevoke) Type() CommandType          { return CmdPutRevoke }
-func (c *PutRevoke) leaderNow() *int64        { return &c.Now }
-func (*Remove) Type() CommandType             { return CmdRemove }
-func (c *Remove) leaderNow() *int64           { return &c.Now }
-func (*LocalDeleteAck) Type() CommandType     { return CmdLocalDeleteAck }
-func (c *LocalDeleteAck) leaderNow() *int64   { return &c.Now }
-func (*RetireStorage) Type() CommandType      { return CmdRetireStorage }
-func (c *RetireStorage) leaderNow() *int64    { return &c.Now }

@@ -59,11 +59,6 @@ type PutEndBatch struct {
 	Now     int64        `msgpack:"now"`
 }
 
-func (*PutStartBatch) Type() CommandType   { return CmdPutStartBatch }
-func (c *PutStartBatch) leaderNow() *int64 { return &c.Now }
-func (*PutEndBatch) Type() CommandType     { return CmdPutEndBatch }
-func (c *PutEndBatch) leaderNow() *int64   { return &c.Now }
-
 // PutStartBatchResult answers PutStartBatch: Err refuses the whole batch
 // (nothing changed); otherwise Items has one result per item, in order.
 type PutStartBatchResult struct {
@@ -73,16 +68,12 @@ type PutStartBatchResult struct {
 	Duplicate bool
 }
 
-func (r *PutStartBatchResult) answer() Answer { return sessioned(r.Err, r.Duplicate) }
-
 // PutEndBatchResult answers PutEndBatch with one result per item, in order.
 type PutEndBatchResult struct {
 	Err       *api.Error
 	Items     []PutEndResult
 	Duplicate bool // answered from the session table, nothing executed
 }
-
-func (r *PutEndBatchResult) answer() Answer { return sessioned(r.Err, r.Duplicate) }
 
 // DuplicateBatchKey returns the first key named twice in keys, if any; the
 // leader uses it to refuse a batch before proposing, Apply to refuse it.

@@ -81,19 +81,11 @@ type PutCommitBatch struct {
 	Now     int64           `msgpack:"now"`
 }
 
-func (*PutCommitBatch) Type() CommandType   { return CmdPutCommitBatch }
-func (c *PutCommitBatch) leaderNow() *int64 { return &c.Now }
-
 func boundsPutCommitBatch(c *PutCommitBatch, b bounder) error {
 	return boundsBatch(b, c.Session, c.Items, func(it PutCommitItem) error {
 		return putStartBounded(b, it.Key, it.Tenant, it.PutID, it.Replicas)
 	})
 }
-
-func (*ReserveIncarnations) Type() CommandType   { return CmdReserveIncarnations }
-func (c *ReserveIncarnations) leaderNow() *int64 { return &c.Now }
-func (*PutCommit) Type() CommandType             { return CmdPutCommit }
-func (c *PutCommit) leaderNow() *int64           { return &c.Now }
 
 func boundsPutCommit(c *PutCommit, b bounder) error {
 	return firstErr(b.session(c.Session), putStartBounded(b, c.Key, c.Tenant, c.PutID, c.Replicas))
@@ -108,5 +100,3 @@ type ReserveResult struct {
 	Lo, Hi  uint64
 	Expires int64
 }
-
-func (r *ReserveResult) answer() Answer { return Answer{Err: r.Err} }

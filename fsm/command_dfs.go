@@ -114,19 +114,6 @@ type DFSMarkLost struct {
 	Now  int64  `msgpack:"now"`
 }
 
-func (*DFSConfigure) Type() CommandType       { return CmdDFSConfigure }
-func (c *DFSConfigure) leaderNow() *int64     { return &c.Now }
-func (*DFSTouch) Type() CommandType           { return CmdDFSTouch }
-func (c *DFSTouch) leaderNow() *int64         { return &c.Now }
-func (*DFSEvict) Type() CommandType           { return CmdDFSEvict }
-func (c *DFSEvict) leaderNow() *int64         { return &c.Now }
-func (*DFSFileOp) Type() CommandType          { return CmdDFSFileOp }
-func (c *DFSFileOp) leaderNow() *int64        { return &c.Now }
-func (*DFSSetMaxBuckets) Type() CommandType   { return CmdDFSSetMaxBuckets }
-func (c *DFSSetMaxBuckets) leaderNow() *int64 { return &c.Now }
-func (*DFSMarkLost) Type() CommandType        { return CmdDFSMarkLost }
-func (c *DFSMarkLost) leaderNow() *int64      { return &c.Now }
-
 // DFSResult answers every DFS command. Dropped lists the entries whose
 // replicas were dropped (DFSEvict, DFSMarkLost), sorted by unit and offset;
 // ObjectsLost counts the objects left with no replica that were removed.
@@ -135,5 +122,3 @@ type DFSResult struct {
 	Dropped     []dfsalloc.EntryRef
 	ObjectsLost int
 }
-
-func (r *DFSResult) answer() Answer { return Answer{Err: r.Err} }

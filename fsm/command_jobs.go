@@ -71,21 +71,12 @@ type JobCancel struct {
 	Now     int64       `msgpack:"now"`
 }
 
-func (*JobStart) Type() CommandType     { return CmdJobStart }
-func (c *JobStart) leaderNow() *int64   { return &c.Now }
-func (*JobAdvance) Type() CommandType   { return CmdJobAdvance }
-func (c *JobAdvance) leaderNow() *int64 { return &c.Now }
-func (*JobCancel) Type() CommandType    { return CmdJobCancel }
-func (c *JobCancel) leaderNow() *int64  { return &c.Now }
-
 // JobResult answers JobStart and JobCancel with the job after the entry.
 type JobResult struct {
 	Err       *api.Error
 	Job       api.JobInfo
 	Duplicate bool
 }
-
-func (r *JobResult) answer() Answer { return sessioned(r.Err, r.Duplicate) }
 
 // JobAdvanceResult answers a step: what it removed and skipped, and
 // whether it was stale (the job was not active or its cursor was not
@@ -97,8 +88,6 @@ type JobAdvanceResult struct {
 	Skipped int
 	Stale   bool
 }
-
-func (r *JobAdvanceResult) answer() Answer { return Answer{Err: r.Err} }
 
 func boundsJobStart(c *JobStart, b bounder) error {
 	return firstErr(b.keyLen("job prefix", c.Prefix), b.session(c.Session))

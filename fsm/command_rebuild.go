@@ -64,9 +64,6 @@ type RebuildBegin struct {
 	Now       int64            `msgpack:"now"`
 }
 
-func (*RebuildBegin) Type() CommandType   { return CmdRebuildBegin }
-func (c *RebuildBegin) leaderNow() *int64 { return &c.Now }
-
 // RebuildBeginResult answers RebuildBegin.
 type RebuildBeginResult struct {
 	Err       *api.Error
@@ -80,8 +77,6 @@ type RebuildBeginResult struct {
 	// SegmentsAdded counts segments the entry registered.
 	SegmentsAdded int
 }
-
-func (r *RebuildBeginResult) answer() Answer { return Answer{Err: r.Err} }
 
 // RebuildObject is one key's winning incarnation, with the replicas that
 // hold a verified copy of it.
@@ -103,9 +98,6 @@ type RebuildAdopt struct {
 	Deletes   []RebuildDelete `msgpack:"dels"`
 	Now       int64           `msgpack:"now"`
 }
-
-func (*RebuildAdopt) Type() CommandType   { return CmdRebuildAdopt }
-func (c *RebuildAdopt) leaderNow() *int64 { return &c.Now }
 
 // RebuildOutcome is what became of one RebuildAdopt item.
 type RebuildOutcome uint8
@@ -154,8 +146,6 @@ type RebuildAdoptResult struct {
 	Objects []RebuildItemResult
 	Deletes []RebuildItemResult
 }
-
-func (r *RebuildAdoptResult) answer() Answer { return Answer{Err: r.Err} }
 
 func boundsRebuildBegin(c *RebuildBegin, b bounder) error {
 	if len(c.Segments) > MaxRebuildSegments {
@@ -223,14 +213,9 @@ type RebuildClose struct {
 	Now       int64  `msgpack:"now"`
 }
 
-func (*RebuildClose) Type() CommandType   { return CmdRebuildClose }
-func (c *RebuildClose) leaderNow() *int64 { return &c.Now }
-
 // RebuildCloseResult answers RebuildClose; Already says the window was
 // closed before.
 type RebuildCloseResult struct {
 	Err     *api.Error
 	Already bool
 }
-
-func (r *RebuildCloseResult) answer() Answer { return Answer{Err: r.Err} }

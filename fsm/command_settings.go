@@ -31,9 +31,6 @@ type Settings struct {
 	Now      int64         `msgpack:"now"`
 }
 
-func (*Settings) Type() CommandType   { return CmdSettings }
-func (c *Settings) leaderNow() *int64 { return &c.Now }
-
 // SettingsResult answers Settings with the effective settings after it
 // (defaults filled in).
 type SettingsResult struct {
@@ -47,8 +44,6 @@ type SettingsResult struct {
 	LegacyDiffers bool
 	OwnLegacy     api.Settings
 }
-
-func (r *SettingsResult) answer() Answer { return sessioned(r.Err, r.Duplicate) }
 
 // Defaults and bounds of the replicated settings; the table in package
 // api (api.SettingsTable) is where they are set.

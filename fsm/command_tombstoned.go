@@ -25,9 +25,6 @@ type DropTombstoned struct {
 	Now     int64           `msgpack:"now"`
 }
 
-func (*DropTombstoned) Type() CommandType   { return CmdDropTombstoned }
-func (c *DropTombstoned) leaderNow() *int64 { return &c.Now }
-
 func boundsDropTombstoned(c *DropTombstoned, b bounder) error {
 	return boundsSegmentRefs(b, c.Segment, c.Refs)
 }
@@ -40,5 +37,3 @@ type DropTombstonedResult struct {
 	Dropped []api.ObjectRef
 	Objects int
 }
-
-func (r *DropTombstonedResult) answer() Answer { return Answer{Err: r.Err} }

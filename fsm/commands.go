@@ -44,6 +44,69 @@ var commands = [...]*commandSpec{
 	CmdPutCommitBatch:      row(PutCommitBatchV1, boundsPutCommitBatch, anyIndex((*state).applyPutCommitBatchSessioned)),
 }
 
+// The methods every body of the table has: its type byte and where its
+// leader time is.
+func (*EpochBegin) Type() CommandType            { return CmdEpochBegin }
+func (c *EpochBegin) leaderNow() *int64          { return &c.Now }
+func (*MountLocalDisk) Type() CommandType        { return CmdMountLocalDisk }
+func (c *MountLocalDisk) leaderNow() *int64      { return &c.Now }
+func (*UnmountLocalDisk) Type() CommandType      { return CmdUnmountLocalDisk }
+func (c *UnmountLocalDisk) leaderNow() *int64    { return &c.Now }
+func (*PutStart) Type() CommandType              { return CmdPutStart }
+func (c *PutStart) leaderNow() *int64            { return &c.Now }
+func (*PutEnd) Type() CommandType                { return CmdPutEnd }
+func (c *PutEnd) leaderNow() *int64              { return &c.Now }
+func (*PutRevoke) Type() CommandType             { return CmdPutRevoke }
+func (c *PutRevoke) leaderNow() *int64           { return &c.Now }
+func (*Remove) Type() CommandType                { return CmdRemove }
+func (c *Remove) leaderNow() *int64              { return &c.Now }
+func (*LocalDeleteAck) Type() CommandType        { return CmdLocalDeleteAck }
+func (c *LocalDeleteAck) leaderNow() *int64      { return &c.Now }
+func (*RetireStorage) Type() CommandType         { return CmdRetireStorage }
+func (c *RetireStorage) leaderNow() *int64       { return &c.Now }
+func (*DropReplicas) Type() CommandType          { return CmdDropReplicas }
+func (c *DropReplicas) leaderNow() *int64        { return &c.Now }
+func (*DFSConfigure) Type() CommandType          { return CmdDFSConfigure }
+func (c *DFSConfigure) leaderNow() *int64        { return &c.Now }
+func (*DFSTouch) Type() CommandType              { return CmdDFSTouch }
+func (c *DFSTouch) leaderNow() *int64            { return &c.Now }
+func (*DFSEvict) Type() CommandType              { return CmdDFSEvict }
+func (c *DFSEvict) leaderNow() *int64            { return &c.Now }
+func (*DFSFileOp) Type() CommandType             { return CmdDFSFileOp }
+func (c *DFSFileOp) leaderNow() *int64           { return &c.Now }
+func (*DFSSetMaxBuckets) Type() CommandType      { return CmdDFSSetMaxBuckets }
+func (c *DFSSetMaxBuckets) leaderNow() *int64    { return &c.Now }
+func (*DFSMarkLost) Type() CommandType           { return CmdDFSMarkLost }
+func (c *DFSMarkLost) leaderNow() *int64         { return &c.Now }
+func (*PutStartBatch) Type() CommandType         { return CmdPutStartBatch }
+func (c *PutStartBatch) leaderNow() *int64       { return &c.Now }
+func (*PutEndBatch) Type() CommandType           { return CmdPutEndBatch }
+func (c *PutEndBatch) leaderNow() *int64         { return &c.Now }
+func (*Settings) Type() CommandType              { return CmdSettings }
+func (c *Settings) leaderNow() *int64            { return &c.Now }
+func (*RebuildBegin) Type() CommandType          { return CmdRebuildBegin }
+func (c *RebuildBegin) leaderNow() *int64        { return &c.Now }
+func (*RebuildAdopt) Type() CommandType          { return CmdRebuildAdopt }
+func (c *RebuildAdopt) leaderNow() *int64        { return &c.Now }
+func (*JobStart) Type() CommandType              { return CmdJobStart }
+func (c *JobStart) leaderNow() *int64            { return &c.Now }
+func (*JobAdvance) Type() CommandType            { return CmdJobAdvance }
+func (c *JobAdvance) leaderNow() *int64          { return &c.Now }
+func (*JobCancel) Type() CommandType             { return CmdJobCancel }
+func (c *JobCancel) leaderNow() *int64           { return &c.Now }
+func (*DropTombstoned) Type() CommandType        { return CmdDropTombstoned }
+func (c *DropTombstoned) leaderNow() *int64      { return &c.Now }
+func (*RebuildClose) Type() CommandType          { return CmdRebuildClose }
+func (c *RebuildClose) leaderNow() *int64        { return &c.Now }
+func (*DFSMarked) Type() CommandType             { return CmdDFSMarked }
+func (c *DFSMarked) leaderNow() *int64           { return &c.Now }
+func (*ReserveIncarnations) Type() CommandType   { return CmdReserveIncarnations }
+func (c *ReserveIncarnations) leaderNow() *int64 { return &c.Now }
+func (*PutCommit) Type() CommandType             { return CmdPutCommit }
+func (c *PutCommit) leaderNow() *int64           { return &c.Now }
+func (*PutCommitBatch) Type() CommandType        { return CmdPutCommitBatch }
+func (c *PutCommitBatch) leaderNow() *int64      { return &c.Now }
+
 // commandSpec describes one command type.
 type commandSpec struct {
 	name string

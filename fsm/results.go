@@ -14,8 +14,6 @@ import "sexton/api"
 // EpochBeginResult answers EpochBegin.
 type EpochBeginResult struct{ MasterEpoch, ClusterID uint64 }
 
-func (*EpochBeginResult) answer() Answer { return Answer{} }
-
 // MountResult answers MountLocalDisk. On SEGMENT_ALREADY_EXISTS (an
 // identical repeat) MountEpoch is the current, unchanged epoch.
 type MountResult struct {
@@ -23,12 +21,8 @@ type MountResult struct {
 	MountEpoch, MasterEpoch, ClusterID uint64
 }
 
-func (r *MountResult) answer() Answer { return Answer{Err: r.Err} }
-
 // UnmountResult answers UnmountLocalDisk.
 type UnmountResult struct{ Err *api.Error }
-
-func (r *UnmountResult) answer() Answer { return Answer{Err: r.Err} }
 
 // PutStartResult answers PutStart with the new PENDING incarnation.
 type PutStartResult struct {
@@ -40,8 +34,6 @@ type PutStartResult struct {
 	Duplicate bool
 }
 
-func (r *PutStartResult) answer() Answer { return sessioned(r.Err, r.Duplicate) }
-
 // PutEndResult answers PutEnd and PutRevoke; TasksCreated counts the delete
 // tasks for the superseded (PutEnd) or abandoned (PutRevoke) copies.
 type PutEndResult struct {
@@ -49,8 +41,6 @@ type PutEndResult struct {
 	TasksCreated int
 	Duplicate    bool
 }
-
-func (r *PutEndResult) answer() Answer { return sessioned(r.Err, r.Duplicate) }
 
 // RemoveResult answers Remove: one result per requested key, in order,
 // duplicates included. TasksCreated counts the tasks this entry created
@@ -67,8 +57,6 @@ type RemoveResult struct {
 	SpanDuplicate []bool
 }
 
-func (r *RemoveResult) answer() Answer { return sessioned(nil, r.Duplicate) }
-
 // AckResult answers LocalDeleteAck: Dropped terminal results, Kept
 // retryable ones, Unknown results that matched no task exactly.
 type AckResult struct {
@@ -80,15 +68,11 @@ type AckResult struct {
 	DroppedCreated []int64
 }
 
-func (r *AckResult) answer() Answer { return Answer{Err: r.Err} }
-
 // RetireResult answers RetireStorage.
 type RetireResult struct {
 	Err     *api.Error
 	Dropped int
 }
-
-func (r *RetireResult) answer() Answer { return Answer{Err: r.Err} }
 
 // DropResult answers DropReplicas: the refs whose replica on the segment
 // was dropped, in request order. A ref is left out when the segment's
@@ -99,5 +83,3 @@ type DropResult struct {
 	Err     *api.Error
 	Dropped []api.ObjectRef
 }
-
-func (r *DropResult) answer() Answer { return Answer{Err: r.Err} }
