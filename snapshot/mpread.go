@@ -302,3 +302,37 @@ func (r *mpReader) binBytes(what string, limit int) ([]byte, error) {
 	}
 	return bytes.Clone(p), nil
 }
+
+// boundedArrayLen is arrayLen refusing more than max elements with
+// ErrTooLarge, said as "owner has n items, more than max".
+func (r *mpReader) boundedArrayLen(what string, max int, owner, items string) (int, error) {
+	n, err := r.arrayLen(what)
+	if err == nil && n > max {
+		err = fmt.Errorf("%w: %s has %d %s, more than %d", ErrTooLarge, owner, n, items, max)
+	}
+	return n, err
+}
+
+// arrayOf decodes an array of at most max elements (boundedArrayLen), each
+// with one; a nil array is a nil slice. Every element takes at least one
+// byte, so the allocation is bounded by the chunk.
+func arrayOf[T any](r *mpReader, what string, max int, owner, items string, one func(*mpReader, *T) error) ([]T, error) {
+	n, err := r.boundedArrayLen(what, max, owner, items)
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	return decodeInto(r, make([]T, n), one)
+}
+
+// decodeInto decodes len(out) elements into out, each with one.
+func decodeInto[T any](r *mpReader, out []T, one func(*mpReader, *T) error) ([]T, error) {
+	for i := range out {
+		if err := one(r, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// as converts a string read as its named string type (an id, a code).
+func as[S ~string](s string, err error) (S, error) { return S(s), err }
