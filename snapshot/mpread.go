@@ -150,14 +150,17 @@ func (r *mpReader) strBytes(what string) ([]byte, error) {
 
 // str reads a msgpack str of at most limit bytes into a new string.
 func (r *mpReader) str(what string, limit int) (string, error) {
+	p, err := r.strBytesMax(what, limit)
+	return string(p), err
+}
+
+// strBytesMax is strBytes refusing more than limit bytes.
+func (r *mpReader) strBytesMax(what string, limit int) ([]byte, error) {
 	p, err := r.strBytes(what)
-	if err != nil {
-		return "", err
+	if err == nil && len(p) > limit {
+		return nil, errTooLong(what, len(p), limit)
 	}
-	if len(p) > limit {
-		return "", errTooLong(what, len(p), limit)
-	}
-	return string(p), nil
+	return p, err
 }
 
 func errTooLong(what string, n, limit int) error {
