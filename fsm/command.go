@@ -134,14 +134,9 @@ type PutEnd struct {
 	Now         int64                 `msgpack:"now"`
 }
 
-// PutRevoke drops a PENDING incarnation.
-type PutRevoke struct {
-	V           uint8                 `msgpack:"v"`
-	Key         string                `msgpack:"key"`
-	Incarnation api.ObjectIncarnation `msgpack:"inc"`
-	Session     api.Session           `msgpack:"sess,omitempty"` // v2
-	Now         int64                 `msgpack:"now"`
-}
+// PutRevoke drops a PENDING incarnation. Its body is PutEnd's: the
+// pending incarnation of a key, under the client's session.
+type PutRevoke PutEnd
 
 // Remove is the REMOVE intent for one or many keys (BatchRemove and the
 // leader's group commit of concurrent Removes are one entry).
