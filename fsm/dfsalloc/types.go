@@ -155,3 +155,15 @@ type Stats struct {
 	Lost             uint64      `msgpack:"lost"`    // units marked lost
 	Units            []UnitStats `msgpack:"units"`   // by unit id
 }
+
+// checkPlan refuses a plan another kind of allocator made or one of more
+// than MaxPlanCandidates candidates.
+func checkPlan(plan EvictionPlan, kind string) error {
+	if plan.Allocator != kind {
+		return errorf(ErrWrongAllocator, "plan of allocator %q given to the %s allocator", plan.Allocator, kind)
+	}
+	if len(plan.Candidates) > MaxPlanCandidates {
+		return invalidf("plan of %d candidates exceeds %d", len(plan.Candidates), MaxPlanCandidates)
+	}
+	return nil
+}
