@@ -159,11 +159,33 @@ type Stats struct {
 // checkPlan refuses a plan another kind of allocator made or one of more
 // than MaxPlanCandidates candidates.
 func checkPlan(plan EvictionPlan, kind string) error {
-	if plan.Allocator != kind {
-		return errorf(ErrWrongAllocator, "plan of allocator %q given to the %s allocator", plan.Allocator, kind)
+	if err := checkKind("plan", plan.Allocator, kind); err != nil {
+		return err
 	}
 	if len(plan.Candidates) > MaxPlanCandidates {
 		return invalidf("plan of %d candidates exceeds %d", len(plan.Candidates), MaxPlanCandidates)
 	}
 	return nil
+}
+
+// checkKind refuses a plan or a descriptor (what) made by allocator got
+// when given to the allocator of kind.
+func checkKind(what, got, kind string) error {
+	if got != kind {
+		return errorf(ErrWrongAllocator, "%s of allocator %q given to the %s allocator", what, got, kind)
+	}
+	return nil
+}
+
+// entryAt is the live entry at d's offset of unit id (kind, path), which
+// must be the entry d describes for key.
+func entryAt(kind, path string, id uint64, entries map[int64]*entry, key string, d api.DFSDescriptor) (*entry, error) {
+	e := entries[d.Offset]
+	if e == nil {
+		return nil, errorf(ErrUnknownEntry, "%q: no live entry at %s %d offset %d", key, kind, d.UnitID, d.Offset)
+	}
+	if !sameAsEntry(kind, path, id, e, key, d) {
+		return nil, errorf(ErrDescriptorMismatch, "%q %+v: %s %d offset %d holds %q size %d", key, d, kind, id, e.offset, e.key, e.size)
+	}
+	return e, nil
 }
