@@ -20,11 +20,7 @@ func (a *bucketAllocator) Stats() Stats {
 		if b.state == UnitDeleting {
 			s.PendingDeletions++
 		}
-		s.Used += u.Used
-		s.LiveBytes += u.LiveBytes
-		s.DeadBytes += u.DeadBytes
-		s.LiveEntries += u.LiveEntries
-		s.Units = append(s.Units, u)
+		s.add(u)
 	}
 	return s
 }

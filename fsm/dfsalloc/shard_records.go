@@ -22,11 +22,7 @@ func (a *shardAllocator) Stats() Stats {
 		for _, e := range sh.entries {
 			u.LastAccess = max(u.LastAccess, e.lastAccess)
 		}
-		s.Used += u.Used
-		s.LiveBytes += u.LiveBytes
-		s.DeadBytes += u.DeadBytes
-		s.LiveEntries += u.LiveEntries
-		s.Units = append(s.Units, u)
+		s.add(u)
 	}
 	return s
 }

@@ -189,3 +189,12 @@ func entryAt(kind, path string, id uint64, entries map[int64]*entry, key string,
 	}
 	return e, nil
 }
+
+// add counts unit u in the allocator's totals and lists it.
+func (s *Stats) add(u UnitStats) {
+	s.Used += u.Used
+	s.LiveBytes += u.LiveBytes
+	s.DeadBytes += u.DeadBytes
+	s.LiveEntries += u.LiveEntries
+	s.Units = append(s.Units, u)
+}
