@@ -95,13 +95,7 @@ func TestFetchTasksFilteredDoesNotStarve(t *testing.T) {
 	h := newHarness(t, 0)
 	h.epoch(7)
 	epoch := h.mustMount("c1", "s1", tombstoneCaps...)
-	var keys []string
-	for i := 0; i < 300; i++ {
-		k := fmt.Sprintf("k%03d", i)
-		h.put(k, "s1")
-		keys = append(keys, k)
-	}
-	h.remove(keys...)
+	h.putRemoved("s1", 300)
 	all, more, err := h.f.FetchTasks("s1", epoch, 0)
 	if err != nil || len(all) != api.MaxFetchLimit || !more {
 		t.Fatalf("FetchTasks: %d tasks, more=%v, %v", len(all), more, err)
