@@ -70,3 +70,36 @@ func TestArraysReadUpToTheirBound(t *testing.T) {
 		}
 	}
 }
+
+// Every msgpack integer encoding reads as its value, unsigned where it is
+// not negative and signed where it fits an int64; any other is refused.
+func TestIntegersReadInEveryEncoding(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		data []byte
+		u    uint64
+		uOK  bool
+		i    int64
+		iOK  bool
+	}{
+		{"positive fixint", []byte{0x05}, 5, true, 5, true},
+		{"negative fixint", []byte{0xff}, 0, false, -1, true},
+		{"uint8", []byte{0xcc, 0xc8}, 200, true, 200, true},
+		{"uint16", []byte{0xcd, 0x01, 0x00}, 256, true, 256, true},
+		{"uint64 above int64", []byte{0xcf, 0x80, 0, 0, 0, 0, 0, 0, 0}, 1 << 63, true, 0, false},
+		{"int8 negative", []byte{0xd0, 0x80}, 0, false, -128, true},
+		{"int16 positive", []byte{0xd1, 0x01, 0x00}, 256, true, 256, true},
+		{"int64 negative", []byte{0xd3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe}, 0, false, -2, true},
+		{"a string", []byte{0xa1, 'x'}, 0, false, 0, false},
+		{"short", []byte{0xcd, 0x01}, 0, false, 0, false},
+	} {
+		u, err := (&mpReader{b: c.data}).uint("v")
+		if (err == nil) != c.uOK || u != c.u {
+			t.Errorf("%s: uint = %d, %v", c.name, u, err)
+		}
+		i, err := (&mpReader{b: c.data}).int("v")
+		if (err == nil) != c.iOK || i != c.i {
+			t.Errorf("%s: int = %d, %v", c.name, i, err)
+		}
+	}
+}
