@@ -23,6 +23,15 @@ const (
 	DefaultTenant = "default"
 )
 
+// PageLimit is the size of a page a request asks limit of, where max
+// bounds it: limit, or max when limit is not positive or above max.
+func PageLimit(limit, max int) int {
+	if limit <= 0 || limit > max {
+		return max
+	}
+	return limit
+}
+
 // ValidKey reports whether key can name an object: non-empty, bounded, and
 // free of NUL bytes (holders use keys in file metadata and logs).
 func ValidKey(key string) error {

@@ -16,11 +16,11 @@ func TestStampNow(t *testing.T) {
 		}
 		c := s.newBody()
 		StampNow(c, 42)
-		if got := s.leaderTime(c); got != 42 {
+		if got := *c.leaderNow(); got != 42 {
 			t.Errorf("%s: Now = %d after StampNow(42)", s.name, got)
 		}
 		StampNow(c, 43)
-		if got := s.leaderTime(c); got != 42 {
+		if got := *c.leaderNow(); got != 42 {
 			t.Errorf("%s: a Now already set was overwritten: %d", s.name, got)
 		}
 	}

@@ -191,11 +191,6 @@ func (st *state) applyPutCommitBatch(c *PutCommitBatch) *PutEndBatchResult {
 	return out
 }
 
-// applyPutCommitSessioned is applyPutCommit answered once per session.
-func (st *state) applyPutCommitSessioned(c *PutCommit) *PutEndResult {
-	return st.applyPutEndSessioned(CmdPutCommit, c.Session, c.Now, func() *PutEndResult { return st.applyPutCommit(c) })
-}
-
 // blockRecords is the live blocks as snapshot records (nil for none, so a
 // state without blocks encodes as before).
 func (st *state) blockRecords() []snapshot.IncBlock {

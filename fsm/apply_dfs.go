@@ -139,16 +139,7 @@ func (st *state) allocateDFS(key string, size int64, rs []api.ReplicaDescriptor,
 	if err != nil {
 		return nil, dfsError("put "+key+": dfs allocate", err)
 	}
-	out := make([]api.ReplicaDescriptor, len(rs))
-	copy(out, rs)
-	j := 0
-	for i := range out {
-		if out[i].Kind == api.ReplicaDFS && out[i].DFS == nil {
-			d := descs[j]
-			out[i].DFS = &d
-			j++
-		}
-	}
+	out, _ := withDescriptors(rs, descs, 0)
 	return out, nil
 }
 

@@ -187,28 +187,28 @@ func (st *state) applyJobStart(index uint64, c *JobStart) *JobResult {
 // incarnation's Low on a rebuilt cluster (that adds the rebuild's
 // incarnation base).
 func (st *state) applyJobStartSessioned(index uint64, c *JobStart) *JobResult {
-	g := st.sessionBegin(CmdJobStart, c.Session, c.Now)
-	if g.prev != nil {
-		out := &JobResult{Err: g.prev.err, Duplicate: true}
-		if g.prev.err == nil {
-			out.Job = st.jobInfo(st.storedJobID(g.prev.inc))
-		}
-		return out
-	}
-	if g.err != nil {
-		return &JobResult{Err: g.err, Duplicate: g.dup}
-	}
-	res := st.applyJobStart(index, c)
-	if g.cs != nil {
-		res.Err = storedErr(res.Err)
-		r := sessResult{kind: CmdJobStart, err: res.Err}
-		if res.Err == nil {
-			r.inc = jobStartAnswer(res.Job.ID)
-		}
-		st.sessionEnd(&g, r)
-	}
-	return res
+	return runOnce(st, CmdJobStart, c.Session, c.Now, once[*JobResult]{
+		replay: func(p *sessResult) *JobResult {
+			out := &JobResult{Err: p.err, Duplicate: true}
+			if p.err == nil {
+				out.Job = st.jobInfo(st.storedJobID(p.inc))
+			}
+			return out
+		},
+		refused: refusedJob,
+		keep: func(res *JobResult) sessResult {
+			res.Err = storedErr(res.Err)
+			r := sessResult{err: res.Err}
+			if res.Err == nil {
+				r.inc = jobStartAnswer(res.Job.ID)
+			}
+			return r
+		},
+	}, func() *JobResult { return st.applyJobStart(index, c) })
 }
+
+// refusedJob answers a job command the session table refused.
+func refusedJob(err *api.Error, dup bool) *JobResult { return &JobResult{Err: err, Duplicate: dup} }
 
 // jobStartAnswer is how a JobStart's session result keeps the job's id:
 // in an incarnation (the result's one field wide enough) whose High is 0.
@@ -263,19 +263,16 @@ func (st *state) applyJobCancel(c *JobCancel) *JobResult {
 }
 
 func (st *state) applyJobCancelSessioned(c *JobCancel) *JobResult {
-	g := st.sessionBegin(CmdJobCancel, c.Session, c.Now)
-	if g.prev != nil {
-		return &JobResult{Err: g.prev.err, Job: st.jobInfo(c.Job), Duplicate: true}
-	}
-	if g.err != nil {
-		return &JobResult{Err: g.err, Duplicate: g.dup}
-	}
-	res := st.applyJobCancel(c)
-	if g.cs != nil {
-		res.Err = storedErr(res.Err)
-		st.sessionEnd(&g, sessResult{kind: CmdJobCancel, err: res.Err})
-	}
-	return res
+	return runOnce(st, CmdJobCancel, c.Session, c.Now, once[*JobResult]{
+		replay: func(p *sessResult) *JobResult {
+			return &JobResult{Err: p.err, Job: st.jobInfo(c.Job), Duplicate: true}
+		},
+		refused: refusedJob,
+		keep: func(res *JobResult) sessResult {
+			res.Err = storedErr(res.Err)
+			return sessResult{err: res.Err}
+		},
+	}, func() *JobResult { return st.applyJobCancel(c) })
 }
 
 // applyJobAdvance is one step of a job. A step for a job that is not

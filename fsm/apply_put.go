@@ -116,33 +116,47 @@ func (st *state) applyPutEnd(c *PutEnd) *PutEndResult {
 	if e.pending == nil || e.pending.inc != c.Incarnation {
 		return &PutEndResult{Err: noPending(c.Key, c.Incarnation, e)}
 	}
-	created := 0
-	var plan taskPlan
-	prev := e.complete
-	if prev != nil {
-		var err *api.Error
-		if plan, err = st.planFitting(c.Key, e, prev); err != nil {
-			return &PutEndResult{Err: err}
-		}
-		if err := st.dfsMarksFit(c.Key, prev); err != nil {
-			return &PutEndResult{Err: err}
-		}
+	plan, err := st.supersedePlan(c.Key, e)
+	if err != nil {
+		return &PutEndResult{Err: err}
 	}
 	if err := st.commitDFS(c.Key, e.pending, c.Now); err != nil {
 		return &PutEndResult{Err: err}
 	}
-	if prev != nil {
-		created = st.createTasks(&e, plan, prev.tenant(), c.Now)
-		// The superseded incarnation's DFS record is killed (this
-		// incarnation only) before its range is freed (DFSMarked): a
-		// rebuild never brings the overwritten value back, whatever
-		// becomes of the newer one.
-		st.queueDFSMarks(c.Key, prev, false)
-	}
+	created := st.supersede(c.Key, &e, plan, c.Now)
 	e.complete, e.pending = e.pending, nil
 	st.objects.set(c.Key, old, e)
 	st.jobs.notePutEnd(c.Key, c.Incarnation)
 	return &PutEndResult{TasksCreated: created}
+}
+
+// supersedePlan plans the delete tasks of e's COMPLETE incarnation, which
+// a newer one is about to replace (none without one): refused, nothing
+// changed, when they do not fit the registry or its DFS marks the queue.
+func (st *state) supersedePlan(key string, e entry) (taskPlan, *api.Error) {
+	prev := e.complete
+	if prev == nil {
+		return taskPlan{}, nil
+	}
+	plan, err := st.planFitting(key, e, prev)
+	if err == nil {
+		err = st.dfsMarksFit(key, prev)
+	}
+	return plan, err
+}
+
+// supersede creates the tasks supersedePlan planned for e's COMPLETE
+// incarnation and returns how many. Its DFS record is killed (this
+// incarnation only) before its range is freed (DFSMarked): a rebuild never
+// brings the overwritten value back, whatever becomes of the newer one.
+func (st *state) supersede(key string, e *entry, plan taskPlan, now int64) int {
+	prev := e.complete
+	if prev == nil {
+		return 0
+	}
+	n := st.createTasks(e, plan, prev.tenant(), now)
+	st.queueDFSMarks(key, prev, false)
+	return n
 }
 
 // applyPutRevoke abandons the pending incarnation. Its replicas may hold

@@ -180,29 +180,17 @@ func (st *state) adoptObject(o *RebuildObject, now int64) RebuildItemResult {
 	case e.pending != nil && e.pending.inc.Less(o.Incarnation):
 		return failed(api.Errorf(api.CodeObjectAlreadyExists, "rebuild %q: put %s in progress is older than %s", o.Key, e.pending.inc, o.Incarnation))
 	}
-	created := 0
-	var plan taskPlan
-	prev := e.complete
-	if prev != nil {
-		// The adopted incarnation is newer than the one in the table (a
-		// resumed rebuild saw a holder the first pass did not).
-		var err *api.Error
-		if plan, err = st.planFitting(o.Key, e, prev); err != nil {
-			return failed(err)
-		}
-		if err := st.dfsMarksFit(o.Key, prev); err != nil {
-			return failed(err)
-		}
+	// The adopted incarnation may be newer than a COMPLETE one in the
+	// table (a resumed rebuild saw a holder the first pass did not): it
+	// supersedes it as a PutEnd does.
+	plan, err := st.supersedePlan(o.Key, e)
+	if err != nil {
+		return failed(err)
 	}
 	if err := st.adoptDFS(o.Key, o.Replicas, now); err != nil {
 		return failed(err)
 	}
-	if prev != nil {
-		created = st.createTasks(&e, plan, prev.tenant(), now)
-		// As at a PutEnd's supersede: its record is killed before its
-		// range is freed (DFSMarked).
-		st.queueDFSMarks(o.Key, prev, false)
-	}
+	created := st.supersede(o.Key, &e, plan, now)
 	e.complete = adopted
 	st.objects.set(o.Key, old, e)
 	return RebuildItemResult{Outcome: RebuildAdopted, Tasks: created}

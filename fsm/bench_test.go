@@ -230,12 +230,7 @@ func BenchmarkSnapshotWrite(b *testing.B) {
 	b.ResetTimer()
 	var n int64
 	for i := 0; i < b.N; i++ {
-		v := bf.f.Snapshot()
-		var err error
-		if n, err = v.WriteTo(io.Discard); err != nil {
-			b.Fatal(err)
-		}
-		v.Release()
+		n = writeSnapshot(b, bf.f)
 	}
 	b.ReportMetric(float64(n)/(1<<20), "MiB")
 }
@@ -409,12 +404,7 @@ func BenchmarkSnapshotWriteBacklog(b *testing.B) {
 	runtime.GC()
 	var size int64
 	for b.Loop() {
-		v := bf.f.Snapshot()
-		var err error
-		if size, err = v.WriteTo(io.Discard); err != nil {
-			b.Fatal(err)
-		}
-		v.Release()
+		size = writeSnapshot(b, bf.f)
 	}
 	b.ReportMetric(float64(size)/(1<<20), "MiB")
 	b.ReportMetric(float64(bf.f.Stats().PendingTasks), "tasks")
@@ -451,4 +441,15 @@ func BenchmarkDecodePutCommit(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// writeSnapshot writes a snapshot of f to nowhere and returns its size.
+func writeSnapshot(b *testing.B, f *FSM) int64 {
+	v := f.Snapshot()
+	defer v.Release()
+	n, err := v.WriteTo(io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
 }

@@ -29,9 +29,13 @@ func (t CommandType) String() string {
 	return "Unknown"
 }
 
-// Command is a decoded log entry body.
+// Command is a decoded log entry body: one of the types of the command
+// table (commands.go).
 type Command interface {
 	Type() CommandType
+	// leaderNow points at the body's Now, the leader's clock when it
+	// proposed the entry (StampNow sets it, Apply reads it).
+	leaderNow() *int64
 }
 
 // Every body's current schema version. A decoder accepts exactly the
@@ -130,14 +134,9 @@ type PutEnd struct {
 	Now         int64                 `msgpack:"now"`
 }
 
-// PutRevoke drops a PENDING incarnation.
-type PutRevoke struct {
-	V           uint8                 `msgpack:"v"`
-	Key         string                `msgpack:"key"`
-	Incarnation api.ObjectIncarnation `msgpack:"inc"`
-	Session     api.Session           `msgpack:"sess,omitempty"` // v2
-	Now         int64                 `msgpack:"now"`
-}
+// PutRevoke drops a PENDING incarnation. Its body is PutEnd's: the
+// pending incarnation of a key, under the client's session.
+type PutRevoke PutEnd
 
 // Remove is the REMOVE intent for one or many keys (BatchRemove and the
 // leader's group commit of concurrent Removes are one entry).
@@ -194,15 +193,3 @@ type DropReplicas struct {
 	Refs    []api.ObjectRef `msgpack:"refs"`
 	Now     int64           `msgpack:"now"`
 }
-
-func (*DropReplicas) Type() CommandType { return CmdDropReplicas }
-
-func (*EpochBegin) Type() CommandType       { return CmdEpochBegin }
-func (*MountLocalDisk) Type() CommandType   { return CmdMountLocalDisk }
-func (*UnmountLocalDisk) Type() CommandType { return CmdUnmountLocalDisk }
-func (*PutStart) Type() CommandType         { return CmdPutStart }
-func (*PutEnd) Type() CommandType           { return CmdPutEnd }
-func (*PutRevoke) Type() CommandType        { return CmdPutRevoke }
-func (*Remove) Type() CommandType           { return CmdRemove }
-func (*LocalDeleteAck) Type() CommandType   { return CmdLocalDeleteAck }
-func (*RetireStorage) Type() CommandType    { return CmdRetireStorage }

@@ -59,9 +59,6 @@ type PutEndBatch struct {
 	Now     int64        `msgpack:"now"`
 }
 
-func (*PutStartBatch) Type() CommandType { return CmdPutStartBatch }
-func (*PutEndBatch) Type() CommandType   { return CmdPutEndBatch }
-
 // PutStartBatchResult answers PutStartBatch: Err refuses the whole batch
 // (nothing changed); otherwise Items has one result per item, in order.
 type PutStartBatchResult struct {

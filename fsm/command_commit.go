@@ -81,16 +81,11 @@ type PutCommitBatch struct {
 	Now     int64           `msgpack:"now"`
 }
 
-func (*PutCommitBatch) Type() CommandType { return CmdPutCommitBatch }
-
 func boundsPutCommitBatch(c *PutCommitBatch, b bounder) error {
 	return boundsBatch(b, c.Session, c.Items, func(it PutCommitItem) error {
 		return putStartBounded(b, it.Key, it.Tenant, it.PutID, it.Replicas)
 	})
 }
-
-func (*ReserveIncarnations) Type() CommandType { return CmdReserveIncarnations }
-func (*PutCommit) Type() CommandType           { return CmdPutCommit }
 
 func boundsPutCommit(c *PutCommit, b bounder) error {
 	return firstErr(b.session(c.Session), putStartBounded(b, c.Key, c.Tenant, c.PutID, c.Replicas))

@@ -114,13 +114,6 @@ type DFSMarkLost struct {
 	Now  int64  `msgpack:"now"`
 }
 
-func (*DFSConfigure) Type() CommandType     { return CmdDFSConfigure }
-func (*DFSTouch) Type() CommandType         { return CmdDFSTouch }
-func (*DFSEvict) Type() CommandType         { return CmdDFSEvict }
-func (*DFSFileOp) Type() CommandType        { return CmdDFSFileOp }
-func (*DFSSetMaxBuckets) Type() CommandType { return CmdDFSSetMaxBuckets }
-func (*DFSMarkLost) Type() CommandType      { return CmdDFSMarkLost }
-
 // DFSResult answers every DFS command. Dropped lists the entries whose
 // replicas were dropped (DFSEvict, DFSMarkLost), sorted by unit and offset;
 // ObjectsLost counts the objects left with no replica that were removed.

@@ -71,10 +71,6 @@ type JobCancel struct {
 	Now     int64       `msgpack:"now"`
 }
 
-func (*JobStart) Type() CommandType   { return CmdJobStart }
-func (*JobAdvance) Type() CommandType { return CmdJobAdvance }
-func (*JobCancel) Type() CommandType  { return CmdJobCancel }
-
 // JobResult answers JobStart and JobCancel with the job after the entry.
 type JobResult struct {
 	Err       *api.Error

@@ -64,8 +64,6 @@ type RebuildBegin struct {
 	Now       int64            `msgpack:"now"`
 }
 
-func (*RebuildBegin) Type() CommandType { return CmdRebuildBegin }
-
 // RebuildBeginResult answers RebuildBegin.
 type RebuildBeginResult struct {
 	Err       *api.Error
@@ -100,8 +98,6 @@ type RebuildAdopt struct {
 	Deletes   []RebuildDelete `msgpack:"dels"`
 	Now       int64           `msgpack:"now"`
 }
-
-func (*RebuildAdopt) Type() CommandType { return CmdRebuildAdopt }
 
 // RebuildOutcome is what became of one RebuildAdopt item.
 type RebuildOutcome uint8
@@ -216,8 +212,6 @@ type RebuildClose struct {
 	ClusterID uint64 `msgpack:"cluster"`
 	Now       int64  `msgpack:"now"`
 }
-
-func (*RebuildClose) Type() CommandType { return CmdRebuildClose }
 
 // RebuildCloseResult answers RebuildClose; Already says the window was
 // closed before.

@@ -31,8 +31,6 @@ type Settings struct {
 	Now      int64         `msgpack:"now"`
 }
 
-func (*Settings) Type() CommandType { return CmdSettings }
-
 // SettingsResult answers Settings with the effective settings after it
 // (defaults filled in).
 type SettingsResult struct {

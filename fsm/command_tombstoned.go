@@ -25,8 +25,6 @@ type DropTombstoned struct {
 	Now     int64           `msgpack:"now"`
 }
 
-func (*DropTombstoned) Type() CommandType { return CmdDropTombstoned }
-
 func boundsDropTombstoned(c *DropTombstoned, b bounder) error {
 	return boundsSegmentRefs(b, c.Segment, c.Refs)
 }

@@ -207,11 +207,7 @@ func (a ddArgs) str(k string) string {
 
 func (a ddArgs) u64(k string) uint64 {
 	a.t.Helper()
-	v, err := strconv.ParseUint(a.str(k), 10, 64)
-	if err != nil {
-		a.fatalf("argument %s=%q: %v", k, a.vals[k], err)
-	}
-	return v
+	return parsedArg(a, k, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) })
 }
 
 // i64 is the integer argument k, 0 when absent.
@@ -220,16 +216,19 @@ func (a ddArgs) i64(k string) int64 {
 	if !a.has(k) {
 		return 0
 	}
-	v, err := strconv.ParseInt(a.str(k), 10, 64)
-	if err != nil {
-		a.fatalf("argument %s=%q: %v", k, a.vals[k], err)
-	}
-	return v
+	return parsedArg(a, k, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) })
 }
 
 func (a ddArgs) f64(k string) float64 {
 	a.t.Helper()
-	v, err := strconv.ParseFloat(a.str(k), 64)
+	return parsedArg(a, k, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
+}
+
+// parsedArg is argument k as parse reads it; a value it refuses fails the
+// test.
+func parsedArg[T any](a ddArgs, k string, parse func(string) (T, error)) T {
+	a.t.Helper()
+	v, err := parse(a.str(k))
 	if err != nil {
 		a.fatalf("argument %s=%q: %v", k, a.vals[k], err)
 	}

@@ -51,8 +51,6 @@ type DFSMarked struct {
 	Now   int64     `msgpack:"now"`
 }
 
-func (*DFSMarked) Type() CommandType { return CmdDFSMarked }
-
 func boundsDFSMarked(c *DFSMarked, b bounder) error {
 	if len(c.Marks) > MaxDFSMarks {
 		return b.bad("%d marks exceed %d", len(c.Marks), MaxDFSMarks)

@@ -340,3 +340,30 @@ func TestDFSRestoreRefusesBadSectionAndKeepsState(t *testing.T) {
 		t.Fatal("a refused restore changed the state")
 	}
 }
+
+// A PutEnd that supersedes a DFS incarnation while the queue of DFS
+// removal records is full is refused with nothing changed, and goes
+// through once there is room.
+func TestDFSSupersedeRefusedWhileMarksQueueFull(t *testing.T) {
+	h := newHarness(t, 100)
+	h.epoch(7)
+	h.dfsConfigure(dfsalloc.KindShard)
+	first := h.dfsPut("k", 5)
+	old := maxDFSMarks
+	t.Cleanup(func() { maxDFSMarks = old })
+	maxDFSMarks = 0
+	s := h.apply(&PutStart{Key: "k", Size: 5, Replicas: dfsReplica(), Now: h.now}).(*PutStartResult)
+	if s.Err != nil {
+		t.Fatalf("put start: %v", s.Err)
+	}
+	if e := h.putEnd("k", s.Incarnation); codeOf(e.Err) != api.CodeLocalDeleteRegistryFull {
+		t.Fatalf("put end with the marks queue full: %v, want LOCAL_DELETE_REGISTRY_FULL", e.Err)
+	}
+	if o, err := h.f.Get("k"); err != nil || o.Replicas[0].DFS == nil || *o.Replicas[0].DFS != first {
+		t.Fatalf("the refused put end changed the object: %+v, %v", o, err)
+	}
+	maxDFSMarks = old
+	if e := h.putEnd("k", s.Incarnation); e.Err != nil {
+		t.Fatalf("put end with room: %v", e.Err)
+	}
+}

@@ -69,74 +69,9 @@ func (f *FSM) ApplyWake(index, term uint64, data []byte) (any, Wake, error) {
 	st := f.st
 	st.wake.reset()
 	st.wake.wakeFor(cmd)
-	var res any
-	// The only per-command switch: everything else about a command is its
-	// row in the command table (commands.go).
-	switch c := cmd.(type) {
-	case *EpochBegin:
-		res = st.applyEpochBegin(c)
-	case *MountLocalDisk:
-		res = st.applyMount(c)
-	case *UnmountLocalDisk:
-		res = st.applyUnmount(c)
-	case *PutStart:
-		res = st.applyPutStartSessioned(index, c)
-	case *PutEnd:
-		res = st.applyPutEndSessioned(CmdPutEnd, c.Session, c.Now, func() *PutEndResult { return st.applyPutEnd(c) })
-	case *PutRevoke:
-		res = st.applyPutEndSessioned(CmdPutRevoke, c.Session, c.Now, func() *PutEndResult { return st.applyPutRevoke(c) })
-	case *Remove:
-		res = st.applyRemove(c)
-	case *LocalDeleteAck:
-		res = st.applyAck(c)
-	case *RetireStorage:
-		res = st.applyRetire(index, c)
-	case *DropReplicas:
-		res = st.applyDropReplicas(c)
-	case *DropTombstoned:
-		res = st.applyDropTombstoned(c)
-	case *DFSConfigure:
-		res = st.applyDFSConfigure(c)
-	case *DFSTouch:
-		res = st.applyDFSTouch(c)
-	case *DFSEvict:
-		res = st.applyDFSEvict(c)
-	case *DFSFileOp:
-		res = st.applyDFSFileOp(c)
-	case *DFSSetMaxBuckets:
-		res = st.applyDFSSetMaxBuckets(c)
-	case *DFSMarkLost:
-		res = st.applyDFSMarkLost(c)
-	case *PutStartBatch:
-		res = st.applyPutStartBatchSessioned(index, c)
-	case *PutEndBatch:
-		res = st.applyPutEndBatchSessioned(c)
-	case *Settings:
-		res = st.applySettingsSessioned(c)
-	case *JobStart:
-		res = st.applyJobStartSessioned(index, c)
-	case *JobAdvance:
-		res = st.applyJobAdvance(c)
-	case *JobCancel:
-		res = st.applyJobCancelSessioned(c)
-	case *RebuildBegin:
-		res = st.applyRebuildBegin(c)
-	case *RebuildAdopt:
-		res = st.applyRebuildAdopt(c)
-	case *RebuildClose:
-		res = st.applyRebuildClose(c)
-	case *DFSMarked:
-		res = st.applyDFSMarked(c)
-	case *ReserveIncarnations:
-		res = st.applyReserve(index, c)
-	case *PutCommit:
-		res = st.applyPutCommitSessioned(c)
-	case *PutCommitBatch:
-		res = st.putItemsSessioned(CmdPutCommitBatch, c.Session, c.Now, func() *PutEndBatchResult { return st.applyPutCommitBatch(c) })
-	default:
-		return nil, Wake{}, fmt.Errorf("apply index %d: %w: %T", index, ErrUnknownCommand, cmd)
-	}
-	now := specOf(cmd.Type()).leaderTime(cmd)
+	// Decode returned a body of a row's type, so the row applies it.
+	res := specOf(cmd.Type()).apply(st, index, cmd)
+	now := *cmd.leaderNow()
 	st.appliedIndex, st.appliedTerm, st.lastNow = index, term, now
 	st.tick(now)
 	if invariantsEnabled {

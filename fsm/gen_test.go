@@ -133,8 +133,9 @@ func (g *cmdGen) retry(now int64) Command {
 func atTime(cmd Command, now int64) Command {
 	cp := reflect.New(reflect.TypeOf(cmd).Elem())
 	cp.Elem().Set(reflect.ValueOf(cmd).Elem())
-	cp.Elem().Field(specOf(cmd.Type()).nowField).SetInt(now)
-	return cp.Interface().(Command)
+	c := cp.Interface().(Command)
+	*c.leaderNow() = now
+	return c
 }
 
 // job draws a bulk-delete job command: mostly a leader's step of an

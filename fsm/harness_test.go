@@ -230,3 +230,15 @@ func writeView(t testing.TB, v *View) []byte {
 	}
 	return buf.Bytes()
 }
+
+// putRemoved puts n keys (k000, k001, ...) on seg and removes them in one
+// entry: n delete tasks for seg.
+func (h *harness) putRemoved(seg api.SegmentID, n int) {
+	h.t.Helper()
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%03d", i)
+		h.put(keys[i], seg)
+	}
+	h.remove(keys...)
+}

@@ -186,9 +186,7 @@ func (f *FSM) FetchTasks(seg api.SegmentID, epoch uint64, limit int) (tasks []ap
 // behind them. skip is called under the FSM's read lock: it must not call
 // back into the FSM.
 func (f *FSM) FetchTasksFiltered(seg api.SegmentID, epoch uint64, limit int, skip func(api.LocalDeleteTask) bool) (tasks []api.LocalDeleteTask, more bool, err error) {
-	if limit <= 0 || limit > api.MaxFetchLimit {
-		limit = api.MaxFetchLimit
-	}
+	limit = api.PageLimit(limit, api.MaxFetchLimit)
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s, err := f.st.checkFetcher("fetch", seg, epoch)

@@ -14,9 +14,7 @@ const ReplicasOnScanBudget = 1 << 14
 // is the cursor to go on from and more says whether keys remain. Only the
 // segment's current, capable owner may ask.
 func (f *FSM) ReplicasOn(seg api.SegmentID, epoch uint64, after string, limit int) (refs []api.ObjectRef, next string, more bool, err error) {
-	if limit <= 0 || limit > api.MaxReconcilePage {
-		limit = api.MaxReconcilePage
-	}
+	limit = api.PageLimit(limit, api.MaxReconcilePage)
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s, err := f.st.checkFetcher("list replicas", seg, epoch)

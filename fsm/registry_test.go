@@ -59,13 +59,7 @@ func TestFetchIsBoundedAndPages(t *testing.T) {
 	h := newHarness(t, 1000)
 	h.epoch(7)
 	e := h.mustMount("c1", "s1", tombstoneCaps...)
-	var keys []string
-	for i := 0; i < 300; i++ {
-		k := "k" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-		h.put(k, "s1")
-		keys = append(keys, k)
-	}
-	h.remove(keys...)
+	h.putRemoved("s1", 300)
 	got, more, err := h.f.FetchTasks("s1", e, 1000)
 	if err != nil || len(got) != api.MaxFetchLimit || !more {
 		t.Fatalf("fetch = %d tasks, more=%v, err=%v", len(got), more, err)

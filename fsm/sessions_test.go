@@ -95,13 +95,7 @@ func TestFetchTasksFilteredDoesNotStarve(t *testing.T) {
 	h := newHarness(t, 0)
 	h.epoch(7)
 	epoch := h.mustMount("c1", "s1", tombstoneCaps...)
-	var keys []string
-	for i := 0; i < 300; i++ {
-		k := fmt.Sprintf("k%03d", i)
-		h.put(k, "s1")
-		keys = append(keys, k)
-	}
-	h.remove(keys...)
+	h.putRemoved("s1", 300)
 	all, more, err := h.f.FetchTasks("s1", epoch, 0)
 	if err != nil || len(all) != api.MaxFetchLimit || !more {
 		t.Fatalf("FetchTasks: %d tasks, more=%v, %v", len(all), more, err)
@@ -151,12 +145,14 @@ func TestSessionedBatchesAndSettingsRepeatExactly(t *testing.T) {
 	h := newMounted(t, 0)
 	h.mustMount("c2", "s2", tombstoneCaps...)
 	h.put("old", "s1")
+	h.put("prev", "s1")
 	sess := func(seq uint64) api.Session { return api.Session{ClientID: "cl", Seq: seq, Floor: 1} }
 	cmds := []Command{
 		&PutStartBatch{Items: []PutStartItem{
 			{Key: "a", Size: 1, Replicas: localReplicas("s1", "s2")},
 			{Key: "b", Size: 1, Replicas: localReplicas("nosuch")},
 			{Key: "old", Size: 1, Replicas: localReplicas("s2")},
+			{Key: "prev", Size: 1, Replicas: localReplicas("s2")},
 		}, Session: sess(1)},
 		&PutStartBatch{Items: []PutStartItem{{Key: "d"}, {Key: "d"}}, Session: sess(2)}, // refused whole
 		&Settings{Settings: api.Settings{MaxSessionResults: 50}, Session: sess(3)},
@@ -168,9 +164,12 @@ func TestSessionedBatchesAndSettingsRepeatExactly(t *testing.T) {
 	}
 	pend := first[0].(*PutStartBatchResult)
 	inc := pend.Items[0].Incarnation
-	ends := &PutEndBatch{Items: []PutEndItem{{Key: "a", Incarnation: inc}, {Key: "old", Incarnation: inc}, {Key: "nokey", Incarnation: inc}}, Session: sess(5)}
+	ends := &PutEndBatch{Items: []PutEndItem{{Key: "a", Incarnation: inc}, {Key: "old", Incarnation: inc}, {Key: "nokey", Incarnation: inc}, {Key: "prev", Incarnation: inc}}, Session: sess(5)}
 	cmds = append(cmds, ends)
 	first = append(first, h.apply(ends))
+	if got := first[len(first)-1].(*PutEndBatchResult).Items[3].TasksCreated; got != 1 {
+		t.Fatalf("superseding prev created %d tasks, want 1 (the repeat must answer it)", got)
+	}
 	h.apply(&Settings{Settings: api.Settings{MaxSessionResults: 60}, Now: h.now}) // changes what a fresh answer to seq 3 would say
 	for round, f := range []*FSM{h.f, restored(t, h.f)} {
 		h.f = f

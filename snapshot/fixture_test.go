@@ -207,13 +207,20 @@ func fixtureSessions120() []*SessionRecord {
 
 // writeFixture120 writes the 1.2.0 fixture with the real Writer.
 func writeFixture120(t fataler) []byte {
-	return writeSections(t, fixtureHeader120,
+	return writeSections(t, fixtureHeader120, append(fixtureSections120(),
+		section(SectionDFSBuckets, fixtureDFSRecords(t)))...)
+}
+
+// fixtureSections120 are the 1.2.0 fixture's sections up to the sessions
+// (the 1.3.0 fixture writes its jobs after them).
+func fixtureSections120() []fixtureSection {
+	return []fixtureSection{
 		section(SectionMetadata, fixtureObjects()),
 		section(SectionSegments, fixtureSegments120()),
 		section(SectionState, []*State{fixtureState120()}),
 		section(SectionTasks, fixtureTasks()),
 		section(SectionSessions, fixtureSessions120()),
-		section(SectionDFSBuckets, fixtureDFSRecords(t)))
+	}
 }
 
 // The 1.0.0 fixture: what an old master would have written. Its encoder
@@ -277,14 +284,9 @@ func fixtureJobs130() []*Job {
 }
 
 func writeFixture130(t fataler) []byte {
-	return writeSections(t, fixtureHeader130,
-		section(SectionMetadata, fixtureObjects()),
-		section(SectionSegments, fixtureSegments120()),
-		section(SectionState, []*State{fixtureState120()}),
-		section(SectionTasks, fixtureTasks()),
-		section(SectionSessions, fixtureSessions120()),
+	return writeSections(t, fixtureHeader130, append(fixtureSections120(),
 		section(SectionJobs, fixtureJobs130()),
-		section(SectionDFSBuckets, fixtureDFSRecords(t)))
+		section(SectionDFSBuckets, fixtureDFSRecords(t)))...)
 }
 
 // The 1.4.0 fixture: 1.3.0's sections with every field 1.4.0 added — a

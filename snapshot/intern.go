@@ -28,12 +28,9 @@ func (in *interner) str(b []byte) string {
 
 // strShared reads a str of at most limit bytes through the interner.
 func (r *mpReader) strShared(what string, limit int) (string, error) {
-	p, err := r.strBytes(what)
+	p, err := r.strBytesMax(what, limit)
 	if err != nil {
 		return "", err
-	}
-	if len(p) > limit {
-		return "", errTooLong(what, len(p), limit)
 	}
 	return r.in.str(p), nil
 }

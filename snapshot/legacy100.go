@@ -1,8 +1,6 @@
 package snapshot
 
 import (
-	"fmt"
-
 	"sexton/api"
 )
 
@@ -42,34 +40,21 @@ var (
 )
 
 func decodeReplicas100(r *mpReader) ([]api.ReplicaDescriptor, error) {
-	n, err := r.arrayLen("object replicas")
-	if err != nil || n < 0 {
-		return nil, err
-	}
-	if n > api.MaxReplicas {
-		return nil, fmt.Errorf("%w: object has %d replicas, more than %d", ErrTooLarge, n, api.MaxReplicas)
-	}
-	reps := make([]api.ReplicaDescriptor, n)
-	for i := range reps {
-		const rec = "replica (1.0.0)"
-		rep := &reps[i]
-		rep.Kind = api.ReplicaLocalDisk
-		err := r.eachField(rec, func(name []byte) (err error) {
-			var s string
-			switch string(name) {
-			case "seg":
-				s, err = r.strShared("replica segment", api.MaxIDLen)
-				rep.Segment = api.SegmentID(s)
-			case "pool":
-				rep.Pool, err = r.strShared("replica pool", api.MaxIDLen)
-			default:
-				return errUnknownField(rec, name)
-			}
-			return err
-		})
-		if err != nil {
-			return nil, err
+	return arrayOf(r, "object replicas", api.MaxReplicas, "object", "replicas", decodeReplica100)
+}
+
+func decodeReplica100(r *mpReader, rep *api.ReplicaDescriptor) error {
+	const rec = "replica (1.0.0)"
+	rep.Kind = api.ReplicaLocalDisk
+	return r.eachField(rec, func(name []byte) (err error) {
+		switch string(name) {
+		case "seg":
+			rep.Segment, err = as[api.SegmentID](r.strShared("replica segment", api.MaxIDLen))
+		case "pool":
+			rep.Pool, err = r.strShared("replica pool", api.MaxIDLen)
+		default:
+			return errUnknownField(rec, name)
 		}
-	}
-	return reps, nil
+		return err
+	})
 }

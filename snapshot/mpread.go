@@ -150,46 +150,57 @@ func (r *mpReader) strBytes(what string) ([]byte, error) {
 
 // str reads a msgpack str of at most limit bytes into a new string.
 func (r *mpReader) str(what string, limit int) (string, error) {
+	p, err := r.strBytesMax(what, limit)
+	return string(p), err
+}
+
+// strBytesMax is strBytes refusing more than limit bytes.
+func (r *mpReader) strBytesMax(what string, limit int) ([]byte, error) {
 	p, err := r.strBytes(what)
-	if err != nil {
-		return "", err
+	if err == nil && len(p) > limit {
+		return nil, errTooLong(what, len(p), limit)
 	}
-	if len(p) > limit {
-		return "", errTooLong(what, len(p), limit)
-	}
-	return string(p), nil
+	return p, err
 }
 
 func errTooLong(what string, n, limit int) error {
 	return fmt.Errorf("%w: %s: %d bytes exceeds %d", ErrTooLarge, what, n, limit)
 }
 
-// uint reads any msgpack integer that is not negative.
-func (r *mpReader) uint(what string) (uint64, error) {
+// integer reads any msgpack integer: its 64 bits and whether it was
+// written signed (then the bits are its two's complement).
+func (r *mpReader) integer(what string) (bits uint64, signed bool, err error) {
 	c, err := r.code(what)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	switch {
 	case c <= 0x7f:
-		return uint64(c), nil
+		return uint64(c), false, nil
+	case c >= 0xe0:
+		return uint64(int64(int8(c))), true, nil
 	case c >= 0xcc && c <= 0xcf: // uint8..uint64
-		return r.be(1<<(c-0xcc), what)
+		bits, err = r.be(1<<(c-0xcc), what)
+		return bits, false, err
 	case c >= 0xd0 && c <= 0xd3: // int8..int64
 		n := 1 << (c - 0xd0)
-		v, err := r.be(n, what)
-		if err != nil {
-			return 0, err
-		}
-		if signExtend(v, n) < 0 {
-			return 0, fmt.Errorf("%w: %s: negative value for an unsigned field", ErrCorrupt, what)
-		}
-		return v, nil
-	case c >= 0xe0:
-		return 0, fmt.Errorf("%w: %s: negative value for an unsigned field", ErrCorrupt, what)
+		bits, err = r.be(n, what)
+		return uint64(signExtend(bits, n)), true, err
 	default:
-		return 0, errType(what, c)
+		return 0, false, errType(what, c)
 	}
+}
+
+// uint reads any msgpack integer that is not negative.
+func (r *mpReader) uint(what string) (uint64, error) {
+	v, signed, err := r.integer(what)
+	switch {
+	case err != nil:
+		return 0, err
+	case signed && int64(v) < 0:
+		return 0, fmt.Errorf("%w: %s: negative value for an unsigned field", ErrCorrupt, what)
+	}
+	return v, nil
 }
 
 // uint8 reads an integer that must fit in a byte.
@@ -206,34 +217,14 @@ func (r *mpReader) uint8(what string) (uint8, error) {
 
 // int reads any msgpack integer that fits an int64.
 func (r *mpReader) int(what string) (int64, error) {
-	c, err := r.code(what)
-	if err != nil {
-		return 0, err
-	}
+	v, signed, err := r.integer(what)
 	switch {
-	case c <= 0x7f:
-		return int64(c), nil
-	case c >= 0xe0:
-		return int64(int8(c)), nil
-	case c >= 0xcc && c <= 0xcf:
-		v, err := r.be(1<<(c-0xcc), what)
-		if err != nil {
-			return 0, err
-		}
-		if v > math.MaxInt64 {
-			return 0, fmt.Errorf("%w: %s: %d overflows int64", ErrCorrupt, what, v)
-		}
-		return int64(v), nil
-	case c >= 0xd0 && c <= 0xd3:
-		n := 1 << (c - 0xd0)
-		v, err := r.be(n, what)
-		if err != nil {
-			return 0, err
-		}
-		return signExtend(v, n), nil
-	default:
-		return 0, errType(what, c)
+	case err != nil:
+		return 0, err
+	case !signed && v > math.MaxInt64:
+		return 0, fmt.Errorf("%w: %s: %d overflows int64", ErrCorrupt, what, v)
 	}
+	return int64(v), nil
 }
 
 func signExtend(v uint64, n int) int64 {
@@ -302,3 +293,37 @@ func (r *mpReader) binBytes(what string, limit int) ([]byte, error) {
 	}
 	return bytes.Clone(p), nil
 }
+
+// boundedArrayLen is arrayLen refusing more than max elements with
+// ErrTooLarge, said as "owner has n items, more than max".
+func (r *mpReader) boundedArrayLen(what string, max int, owner, items string) (int, error) {
+	n, err := r.arrayLen(what)
+	if err == nil && n > max {
+		err = fmt.Errorf("%w: %s has %d %s, more than %d", ErrTooLarge, owner, n, items, max)
+	}
+	return n, err
+}
+
+// arrayOf decodes an array of at most max elements (boundedArrayLen), each
+// with one; a nil array is a nil slice. Every element takes at least one
+// byte, so the allocation is bounded by the chunk.
+func arrayOf[T any](r *mpReader, what string, max int, owner, items string, one func(*mpReader, *T) error) ([]T, error) {
+	n, err := r.boundedArrayLen(what, max, owner, items)
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	return decodeInto(r, make([]T, n), one)
+}
+
+// decodeInto decodes len(out) elements into out, each with one.
+func decodeInto[T any](r *mpReader, out []T, one func(*mpReader, *T) error) ([]T, error) {
+	for i := range out {
+		if err := one(r, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// as converts a string read as its named string type (an id, a code).
+func as[S ~string](s string, err error) (S, error) { return S(s), err }

@@ -215,27 +215,17 @@ func decodeIncarnation(r *mpReader, inc *api.ObjectIncarnation) error {
 }
 
 func decodeReplicas(r *mpReader, spare *[1]api.ReplicaDescriptor) ([]api.ReplicaDescriptor, error) {
-	n, err := r.arrayLen("object replicas")
+	if spare == nil {
+		return arrayOf(r, "object replicas", api.MaxReplicas, "object", "replicas", decodeReplica)
+	}
+	n, err := r.boundedArrayLen("object replicas", api.MaxReplicas, "object", "replicas")
 	if err != nil || n < 0 {
 		return nil, err
 	}
-	if n > api.MaxReplicas {
-		return nil, fmt.Errorf("%w: object has %d replicas, more than %d", ErrTooLarge, n, api.MaxReplicas)
+	if n == 1 {
+		return decodeInto(r, spare[:], decodeReplica)
 	}
-	if n == 1 && spare != nil {
-		return decodeReplicasInto(r, spare[:])
-	}
-	return decodeReplicasInto(r, make([]api.ReplicaDescriptor, n))
-}
-
-// decodeReplicasInto decodes len(reps) replica descriptors into reps.
-func decodeReplicasInto(r *mpReader, reps []api.ReplicaDescriptor) ([]api.ReplicaDescriptor, error) {
-	for i := range reps {
-		if err := decodeReplica(r, &reps[i]); err != nil {
-			return nil, err
-		}
-	}
-	return reps, nil
+	return decodeInto(r, make([]api.ReplicaDescriptor, n), decodeReplica)
 }
 
 func decodeReplica(r *mpReader, d *api.ReplicaDescriptor) error {
@@ -247,9 +237,7 @@ func decodeReplica(r *mpReader, d *api.ReplicaDescriptor) error {
 			k, err = r.uint8("replica kind")
 			d.Kind = api.ReplicaKind(k)
 		case "seg":
-			var s string
-			s, err = r.strShared("replica segment", api.MaxIDLen)
-			d.Segment = api.SegmentID(s)
+			d.Segment, err = as[api.SegmentID](r.strShared("replica segment", api.MaxIDLen))
 		case "pool":
 			d.Pool, err = r.strShared("replica pool", api.MaxIDLen)
 		case "dfs":

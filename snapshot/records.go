@@ -79,22 +79,10 @@ func errNewerField(record string, name []byte, format, since string) error {
 }
 
 func decodeCapabilities(r *mpReader) ([]api.Capability, error) {
-	n, err := r.arrayLen("segment capabilities")
-	if err != nil || n < 0 {
-		return nil, err
-	}
-	if n > api.MaxCapabilities {
-		return nil, fmt.Errorf("%w: segment has %d capabilities, more than %d", ErrTooLarge, n, api.MaxCapabilities)
-	}
-	caps := make([]api.Capability, n)
-	for i := range caps {
-		c, err := r.str("segment capability", api.MaxIDLen)
-		if err != nil {
-			return nil, err
-		}
-		caps[i] = api.Capability(c)
-	}
-	return caps, nil
+	return arrayOf(r, "segment capabilities", api.MaxCapabilities, "segment", "capabilities", func(r *mpReader, c *api.Capability) (err error) {
+		*c, err = as[api.Capability](r.str("segment capability", api.MaxIDLen))
+		return err
+	})
 }
 
 // appendTask appends t's msgpack encoding to b: the bytes of msgpack's
@@ -132,9 +120,7 @@ func decodeTask(r *mpReader, t *Task) error {
 		case "id":
 			t.ID, err = r.uint("task id")
 		case "seg":
-			var s string
-			s, err = r.strShared("task segment", api.MaxIDLen)
-			t.Segment = api.SegmentID(s)
+			t.Segment, err = as[api.SegmentID](r.strShared("task segment", api.MaxIDLen))
 		case "k":
 			t.Key, err = r.str("task key", api.MaxKeyLen)
 		case "t":
@@ -296,20 +282,7 @@ func decodeSessionResult(r *mpReader, s *SessionResult) error {
 }
 
 func decodeSessionItems(r *mpReader) ([]SessionItem, error) {
-	n, err := r.arrayLen("session result items")
-	if err != nil || n < 0 {
-		return nil, err
-	}
-	if n > maxSessionItems {
-		return nil, fmt.Errorf("%w: session result has %d items, more than %d", ErrTooLarge, n, maxSessionItems)
-	}
-	out := make([]SessionItem, n)
-	for i := range out {
-		if err := decodeSessionItem(r, &out[i]); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return arrayOf(r, "session result items", maxSessionItems, "session result", "items", decodeSessionItem)
 }
 
 func decodeSessionItem(r *mpReader, it *SessionItem) error {
@@ -338,11 +311,9 @@ func decodeAPIError(r *mpReader) (*api.Error, error) {
 	}
 	e := &api.Error{}
 	err := r.eachField(rec, func(name []byte) (err error) {
-		var s string
 		switch string(name) {
 		case "code":
-			s, err = r.strShared("error code", maxErrCodeLen)
-			e.Code = api.Code(s)
+			e.Code, err = as[api.Code](r.strShared("error code", maxErrCodeLen))
 		case "msg":
 			e.Message, err = r.str("error msg", maxErrMessageLen)
 		case "leader":
@@ -359,53 +330,28 @@ func decodeAPIError(r *mpReader) (*api.Error, error) {
 }
 
 func decodeIncBlocks(r *mpReader) ([]IncBlock, error) {
-	n, err := r.arrayLen("state inc_blocks")
-	if err != nil || n < 0 {
-		return nil, err
-	}
-	if n > MaxIncBlocks {
-		return nil, fmt.Errorf("%w: state has %d incarnation blocks, more than %d", ErrTooLarge, n, MaxIncBlocks)
-	}
-	out := make([]IncBlock, n)
-	for i := range out {
-		b := &out[i]
-		err := r.eachField("incarnation block", func(name []byte) (err error) {
-			switch string(name) {
-			case "lo":
-				b.Lo, err = r.uint("incarnation block lo")
-			case "hi":
-				b.Hi, err = r.uint("incarnation block hi")
-			case "exp":
-				b.Expires, err = r.int("incarnation block exp")
-			default:
-				return errUnknownField("incarnation block", name)
-			}
-			return err
-		})
-		if err != nil {
-			return nil, err
+	return arrayOf(r, "state inc_blocks", MaxIncBlocks, "state", "incarnation blocks", decodeIncBlock)
+}
+
+func decodeIncBlock(r *mpReader, b *IncBlock) error {
+	const rec = "incarnation block"
+	return r.eachField(rec, func(name []byte) (err error) {
+		switch string(name) {
+		case "lo":
+			b.Lo, err = r.uint("incarnation block lo")
+		case "hi":
+			b.Hi, err = r.uint("incarnation block hi")
+		case "exp":
+			b.Expires, err = r.int("incarnation block exp")
+		default:
+			return errUnknownField(rec, name)
 		}
-	}
-	return out, nil
+		return err
+	})
 }
 
 func decodeAudit(r *mpReader) ([]AuditEntry, error) {
-	n, err := r.arrayLen("state audit")
-	if err != nil || n < 0 {
-		return nil, err
-	}
-	if n > maxAuditEntries {
-		return nil, fmt.Errorf("%w: state has %d audit entries, more than %d", ErrTooLarge, n, maxAuditEntries)
-	}
-	// Every entry is a map of at least one byte; the array length is already
-	// bounded by the chunk, so this allocation is too.
-	out := make([]AuditEntry, n)
-	for i := range out {
-		if err := decodeAuditEntry(r, &out[i]); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return arrayOf(r, "state audit", maxAuditEntries, "state", "audit entries", decodeAuditEntry)
 }
 
 func decodeAuditEntry(r *mpReader, a *AuditEntry) error {
@@ -415,9 +361,7 @@ func decodeAuditEntry(r *mpReader, a *AuditEntry) error {
 		case "index":
 			a.Index, err = r.uint("audit index")
 		case "seg":
-			var s string
-			s, err = r.str("audit segment", api.MaxIDLen)
-			a.Segment = api.SegmentID(s)
+			a.Segment, err = as[api.SegmentID](r.str("audit segment", api.MaxIDLen))
 		case "by":
 			a.By, err = r.str("audit by", api.MaxIDLen)
 		case "reason":

@@ -313,32 +313,24 @@ func TestRefusesOversizedLengthsWithoutAllocating(t *testing.T) {
 	head := func() *streamBuilder { return newStream(t, fixtureHeader) }
 	be32 := func(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
 
-	cases := map[string]struct {
+	type refusal struct {
 		data []byte
 		want error
-	}{}
+	}
+	cases := map[string]refusal{}
 	// Header claiming 4 GiB.
 	hdr := append([]byte(Magic), be32(0xffffffff)...)
-	cases["header length"] = struct {
-		data []byte
-		want error
-	}{append(hdr, 0, 0, 0, 0), ErrTooLarge}
+	cases["header length"] = refusal{append(hdr, 0, 0, 0, 0), ErrTooLarge}
 	// Section name claiming 255 bytes.
 	b := head()
 	b.buf.Write([]byte{tagSection, 0xff})
-	cases["section name length"] = struct {
-		data []byte
-		want error
-	}{b.buf.Bytes(), ErrTooLarge}
+	cases["section name length"] = refusal{b.buf.Bytes(), ErrTooLarge}
 	// Chunk claiming 4 GiB.
 	b = head()
 	must(t, b.f.sectionStart(SectionMetadata))
 	b.buf.Write(be32(0xffffffff))
 	b.buf.Write(be32(0))
-	cases["chunk length"] = struct {
-		data []byte
-		want error
-	}{b.buf.Bytes(), ErrTooLarge}
+	cases["chunk length"] = refusal{b.buf.Bytes(), ErrTooLarge}
 	// A record whose replicas array claims 2^32-1 elements, inside a valid
 	// chunk: msgpack reflection would allocate them all.
 	rec := encodeRec(t, validObject())
@@ -346,26 +338,17 @@ func TestRefusesOversizedLengthsWithoutAllocating(t *testing.T) {
 	huge := append(bytes.Clone(rec[:i]), 0xdd, 0xff, 0xff, 0xff, 0xff)
 	b = head()
 	b.section(SectionMetadata, 1, huge)
-	cases["array claim"] = struct {
-		data []byte
-		want error
-	}{b.done(), ErrCorrupt}
+	cases["array claim"] = refusal{b.done(), ErrCorrupt}
 	// A key string claiming 4 GiB.
 	strRec := []byte{0x81, 0xa3, 'k', 'e', 'y', 0xdb, 0xff, 0xff, 0xff, 0xff}
 	b = head()
 	b.section(SectionMetadata, 1, strRec)
-	cases["string claim"] = struct {
-		data []byte
-		want error
-	}{b.done(), ErrCorrupt}
+	cases["string claim"] = refusal{b.done(), ErrCorrupt}
 	// A terminator claiming 2^63 records.
 	b = head()
 	must(t, b.f.sectionStart(SectionMetadata))
 	must(t, b.f.terminator(1<<63))
-	cases["record count"] = struct {
-		data []byte
-		want error
-	}{b.buf.Bytes(), ErrTooLarge}
+	cases["record count"] = refusal{b.buf.Bytes(), ErrTooLarge}
 
 	for name, c := range cases {
 		var err error

@@ -259,30 +259,15 @@ func TestWriterReportsUnderlyingWriteError(t *testing.T) {
 }
 
 func TestWriterAcceptsRecordsByValueAndPointer(t *testing.T) {
-	w, buf := newTestWriter(t)
 	o := validObject()
 	s, task, st := validSegment(), validTask(), validState()
-	must(t, w.BeginSection(SectionMetadata))
-	must(t, w.WriteRecord(o))
-	must(t, w.WriteRecord(&o))
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionSegments))
-	must(t, w.WriteRecord(s))
-	must(t, w.WriteRecord(&s))
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionTasks))
-	must(t, w.WriteRecord(task))
-	must(t, w.WriteRecord(&task))
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionState))
-	must(t, w.WriteRecord(st))
-	must(t, w.EndSection())
-	must(t, w.BeginSection(SectionDFSBuckets))
-	must(t, w.WriteRecord(map[string]any{"b": 1}))
-	must(t, w.WriteRecord(msgpack.RawMessage{0x01}))
-	must(t, w.EndSection())
-	must(t, w.Close())
-	_, c, err := Inspect(bytes.NewReader(buf.Bytes()))
+	data := writeSections(t, Header{Format: Format110, ClusterID: 1},
+		section(SectionMetadata, []any{o, &o}),
+		section(SectionSegments, []any{s, &s}),
+		section(SectionTasks, []any{task, &task}),
+		section(SectionState, []any{st}),
+		section(SectionDFSBuckets, []any{map[string]any{"b": 1}, msgpack.RawMessage{0x01}}))
+	_, c, err := Inspect(bytes.NewReader(data))
 	must(t, err)
 	if c != (Counts{Objects: 2, Segments: 2, Tasks: 2, DFSRecords: 2, HasState: true}) {
 		t.Fatalf("counts %+v", c)

@@ -23,9 +23,7 @@ func BenchmarkAllocate(b *testing.B) {
 	for _, kind := range []string{KindShard, KindBucket} {
 		for _, batch := range []int{1, 64} {
 			b.Run(kind+"/batch"+strconv.Itoa(batch), func(b *testing.B) {
-				cfg := DefaultConfig()
-				cfg.Allocator = kind
-				cfg.MaxBucketCount = 1 << 10
+				cfg := benchConfig(kind, 1<<10)
 				keys := benchKeys(perState)
 				reqs := make([]Request, perState)
 				for i := range reqs {
@@ -61,9 +59,7 @@ func BenchmarkAllocate(b *testing.B) {
 func BenchmarkPutCycle(b *testing.B) {
 	for _, kind := range []string{KindShard, KindBucket} {
 		b.Run(kind, func(b *testing.B) {
-			cfg := DefaultConfig()
-			cfg.Allocator = kind
-			cfg.MaxBucketCount = 1 << 20
+			cfg := benchConfig(kind, 1<<20)
 			keys := benchKeys(4096)
 			a, _ := New(cfg)
 			live := make([]EntryRef, len(keys))
@@ -109,9 +105,7 @@ func BenchmarkPutCycle(b *testing.B) {
 func BenchmarkRecordsRestore(b *testing.B) {
 	for _, kind := range []string{KindShard, KindBucket} {
 		b.Run(kind, func(b *testing.B) {
-			cfg := DefaultConfig()
-			cfg.Allocator = kind
-			cfg.MaxBucketCount = 1 << 10
+			cfg := benchConfig(kind, 1<<10)
 			a, _ := New(cfg)
 			keys := benchKeys(100_000)
 			for i := 0; i < len(keys); i += 64 {
@@ -141,4 +135,13 @@ func BenchmarkRecordsRestore(b *testing.B) {
 			})
 		})
 	}
+}
+
+// benchConfig is the default configuration of allocator kind with room
+// for maxBuckets buckets.
+func benchConfig(kind string, maxBuckets int) Config {
+	cfg := DefaultConfig()
+	cfg.Allocator = kind
+	cfg.MaxBucketCount = maxBuckets
+	return cfg
 }

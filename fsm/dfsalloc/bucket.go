@@ -143,21 +143,15 @@ func (b *bucket) tombstone(e *entry) {
 
 // find returns the live entry key and d name, or why there is none.
 func (a *bucketAllocator) find(key string, d api.DFSDescriptor) (*bucket, *entry, error) {
-	if d.Allocator != KindBucket {
-		return nil, nil, errorf(ErrWrongAllocator, "descriptor of allocator %q given to the bucket allocator", d.Allocator)
+	if err := checkKind("descriptor", d.Allocator, KindBucket); err != nil {
+		return nil, nil, err
 	}
 	b := a.buckets[d.UnitID]
 	if b == nil || b.state == UnitDeleting {
 		return nil, nil, errorf(ErrUnknownEntry, "%q: bucket %d holds no live entries", key, d.UnitID)
 	}
-	e := b.entries[d.Offset]
-	if e == nil {
-		return nil, nil, errorf(ErrUnknownEntry, "%q: no live entry at bucket %d offset %d", key, d.UnitID, d.Offset)
-	}
-	if !sameAsEntry(KindBucket, b.path, b.id, e, key, d) {
-		return nil, nil, errorf(ErrDescriptorMismatch, "%q %+v: bucket %d offset %d holds %q size %d", key, d, b.id, e.offset, e.key, e.size)
-	}
-	return b, e, nil
+	e, err := entryAt(KindBucket, b.path, b.id, b.entries, key, d)
+	return b, e, err
 }
 
 func (a *bucketAllocator) Commit(key string, d api.DFSDescriptor, now int64) error {

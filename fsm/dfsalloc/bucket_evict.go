@@ -76,11 +76,8 @@ func anyLeased(b *bucket, leased func(string) bool) bool {
 // committed, freed or read since), hold no pending entry, and check must
 // accept every live entry. Only then is its metadata dropped.
 func (a *bucketAllocator) ApplyEviction(plan EvictionPlan, now int64, check func(EntryRef) bool) ([]EntryRef, error) {
-	if plan.Allocator != KindBucket {
-		return nil, errorf(ErrWrongAllocator, "plan of allocator %q given to the bucket allocator", plan.Allocator)
-	}
-	if len(plan.Candidates) > MaxPlanCandidates {
-		return nil, invalidf("plan of %d candidates exceeds %d", len(plan.Candidates), MaxPlanCandidates)
+	if err := checkPlan(plan, KindBucket); err != nil {
+		return nil, err
 	}
 	var out []EntryRef
 	for _, c := range plan.Candidates {

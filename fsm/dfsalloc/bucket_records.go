@@ -20,11 +20,7 @@ func (a *bucketAllocator) Stats() Stats {
 		if b.state == UnitDeleting {
 			s.PendingDeletions++
 		}
-		s.Used += u.Used
-		s.LiveBytes += u.LiveBytes
-		s.DeadBytes += u.DeadBytes
-		s.LiveEntries += u.LiveEntries
-		s.Units = append(s.Units, u)
+		s.add(u)
 	}
 	return s
 }
@@ -104,33 +100,23 @@ func (a *bucketAllocator) restore(records []Record) error {
 		}
 		return nil
 	}
-	for i, r := range records[1:] {
-		at := i + 1
-		if err := r.check(); err != nil {
-			return errorf(err, "record %d", at)
+	err = eachUnit(records, finish, func(at int, u *UnitRecord) error {
+		b, err := a.restoreBucket(at, u)
+		if err != nil {
+			return err
 		}
+		cur, prevEnd = b, 0
+		return nil
+	}, func(at int, r *Record) error {
 		switch {
-		case r.Unit != nil:
-			if err := finish(); err != nil {
-				return err
-			}
-			b, err := a.restoreBucket(at, r.Unit)
-			if err != nil {
-				return err
-			}
-			cur, prevEnd = b, 0
-		case r.Entry != nil:
-			if cur == nil {
-				return corruptf("record %d: entry before any bucket", at)
-			}
-			if err := a.restoreEntry(at, cur, r.Entry, &prevEnd); err != nil {
-				return err
-			}
-		default:
-			return corruptf("record %d: a bucket allocator has no %s records", at, partName(r))
+		case r.Entry == nil:
+			return corruptf("record %d: a bucket allocator has no %s records", at, partName(*r))
+		case cur == nil:
+			return corruptf("record %d: entry before any bucket", at)
 		}
-	}
-	if err := finish(); err != nil {
+		return a.restoreEntry(at, cur, r.Entry, &prevEnd)
+	})
+	if err != nil {
 		return err
 	}
 	if a.open != 0 {

@@ -156,3 +156,28 @@ func (rb *recordBuilder) entry(unit uint64, e *entry) {
 	})
 	rb.out = append(rb.out, Record{V: RecordV1, Entry: &rb.entries[len(rb.entries)-1]})
 }
+
+// eachUnit walks a restore's records after the meta record, in order: a
+// unit record closes the unit before it (finish) and opens its own
+// (unit); any other record belongs to the open one (part). The last unit
+// is closed at the end.
+func eachUnit(records []Record, finish func() error, unit func(at int, u *UnitRecord) error, part func(at int, r *Record) error) error {
+	for at := 1; at < len(records); at++ {
+		r := &records[at]
+		if err := r.check(); err != nil {
+			return errorf(err, "record %d", at)
+		}
+		var err error
+		if r.Unit != nil {
+			if err = finish(); err == nil {
+				err = unit(at, r.Unit)
+			}
+		} else {
+			err = part(at, r)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return finish()
+}

@@ -108,21 +108,15 @@ func (a *shardAllocator) Allocate(batch []Request, now int64) ([]api.DFSDescript
 }
 
 func (a *shardAllocator) find(key string, d api.DFSDescriptor) (*shard, *entry, error) {
-	if d.Allocator != KindShard {
-		return nil, nil, errorf(ErrWrongAllocator, "descriptor of allocator %q given to the shard allocator", d.Allocator)
+	if err := checkKind("descriptor", d.Allocator, KindShard); err != nil {
+		return nil, nil, err
 	}
 	if d.UnitID >= uint64(len(a.shards)) {
 		return nil, nil, errorf(ErrUnknownEntry, "%q: shard %d of %d does not exist", key, d.UnitID, len(a.shards))
 	}
 	s := a.shards[d.UnitID]
-	e := s.entries[d.Offset]
-	if e == nil {
-		return nil, nil, errorf(ErrUnknownEntry, "%q: no live entry at shard %d offset %d", key, d.UnitID, d.Offset)
-	}
-	if !sameAsEntry(KindShard, s.path, s.id, e, key, d) {
-		return nil, nil, errorf(ErrDescriptorMismatch, "%q %+v: shard %d offset %d holds %q size %d", key, d, s.id, e.offset, e.key, e.size)
-	}
-	return s, e, nil
+	e, err := entryAt(KindShard, s.path, s.id, s.entries, key, d)
+	return s, e, err
 }
 
 func (a *shardAllocator) Commit(key string, d api.DFSDescriptor, now int64) error {

@@ -52,11 +52,8 @@ func (a *shardAllocator) PlanEviction(_ int64, leased func(string) bool) Evictio
 // Shard entries are independent (no whole-file reclaim), so there is no
 // all-or-nothing across a shard. An evicted range is deferred like a free.
 func (a *shardAllocator) ApplyEviction(plan EvictionPlan, now int64, check func(EntryRef) bool) ([]EntryRef, error) {
-	if plan.Allocator != KindShard {
-		return nil, errorf(ErrWrongAllocator, "plan of allocator %q given to the shard allocator", plan.Allocator)
-	}
-	if len(plan.Candidates) > MaxPlanCandidates {
-		return nil, invalidf("plan of %d candidates exceeds %d", len(plan.Candidates), MaxPlanCandidates)
+	if err := checkPlan(plan, KindShard); err != nil {
+		return nil, err
 	}
 	n := 0
 	for _, c := range plan.Candidates {

@@ -22,11 +22,7 @@ func (a *shardAllocator) Stats() Stats {
 		for _, e := range sh.entries {
 			u.LastAccess = max(u.LastAccess, e.lastAccess)
 		}
-		s.Used += u.Used
-		s.LiveBytes += u.LiveBytes
-		s.DeadBytes += u.DeadBytes
-		s.LiveEntries += u.LiveEntries
-		s.Units = append(s.Units, u)
+		s.add(u)
 	}
 	return s
 }
@@ -96,31 +92,24 @@ func (a *shardAllocator) restore(records []Record) error {
 		used = used[:0]
 		return nil
 	}
-	for i, r := range records[1:] {
-		at := i + 1
-		if err := r.check(); err != nil {
-			return errorf(err, "record %d", at)
-		}
+	return eachUnit(records, finish, func(at int, u *UnitRecord) error {
 		switch {
-		case r.Unit != nil:
-			if err := finish(); err != nil {
-				return err
-			}
-			u := r.Unit
-			switch {
-			case u.ID >= uint64(len(a.shards)):
-				return corruptf("record %d: shard %d of %d", at, u.ID, len(a.shards))
-			case seen && u.ID <= cur.id:
-				return corruptf("record %d: shard %d out of order after %d", at, u.ID, cur.id)
-			case u.State != UnitOpen:
-				return corruptf("record %d: shard %d has state %d, want open", at, u.ID, u.State)
-			case u.File != FileNeeded && u.File != FileReady:
-				return corruptf("record %d: shard %d has unknown file state %d", at, u.ID, u.File)
-			case *u != UnitRecord{ID: u.ID, State: u.State, File: u.File}:
-				return corruptf("record %d: shard %d carries bucket fields", at, u.ID)
-			}
-			cur, seen, prevEntryEnd = a.shards[u.ID], true, 0
-			cur.file = u.File
+		case u.ID >= uint64(len(a.shards)):
+			return corruptf("record %d: shard %d of %d", at, u.ID, len(a.shards))
+		case seen && u.ID <= cur.id:
+			return corruptf("record %d: shard %d out of order after %d", at, u.ID, cur.id)
+		case u.State != UnitOpen:
+			return corruptf("record %d: shard %d has state %d, want open", at, u.ID, u.State)
+		case u.File != FileNeeded && u.File != FileReady:
+			return corruptf("record %d: shard %d has unknown file state %d", at, u.ID, u.File)
+		case *u != UnitRecord{ID: u.ID, State: u.State, File: u.File}:
+			return corruptf("record %d: shard %d carries bucket fields", at, u.ID)
+		}
+		cur, seen, prevEntryEnd = a.shards[u.ID], true, 0
+		cur.file = u.File
+		return nil
+	}, func(at int, r *Record) error {
+		switch {
 		case r.Entry != nil:
 			if cur == nil || r.Entry.Unit != cur.id {
 				return corruptf("record %d: entry of shard %d is not after its shard record", at, r.Entry.Unit)
@@ -155,10 +144,10 @@ func (a *shardAllocator) restore(records []Record) error {
 			cur.deferredBytes += d.Length
 			used = append(used, extent{d.Offset, d.Length})
 		default:
-			return corruptf("record %d: a shard allocator has no %s records", at, partName(r))
+			return corruptf("record %d: a shard allocator has no %s records", at, partName(*r))
 		}
-	}
-	return finish()
+		return nil
+	})
 }
 
 // finishShard checks that no two used ranges (entries and deferred) overlap

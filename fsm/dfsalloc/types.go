@@ -155,3 +155,46 @@ type Stats struct {
 	Lost             uint64      `msgpack:"lost"`    // units marked lost
 	Units            []UnitStats `msgpack:"units"`   // by unit id
 }
+
+// checkPlan refuses a plan another kind of allocator made or one of more
+// than MaxPlanCandidates candidates.
+func checkPlan(plan EvictionPlan, kind string) error {
+	if err := checkKind("plan", plan.Allocator, kind); err != nil {
+		return err
+	}
+	if len(plan.Candidates) > MaxPlanCandidates {
+		return invalidf("plan of %d candidates exceeds %d", len(plan.Candidates), MaxPlanCandidates)
+	}
+	return nil
+}
+
+// checkKind refuses a plan or a descriptor (what) made by allocator got
+// when given to the allocator of kind.
+func checkKind(what, got, kind string) error {
+	if got != kind {
+		return errorf(ErrWrongAllocator, "%s of allocator %q given to the %s allocator", what, got, kind)
+	}
+	return nil
+}
+
+// entryAt is the live entry at d's offset of unit id (kind, path), which
+// must be the entry d describes for key.
+func entryAt(kind, path string, id uint64, entries map[int64]*entry, key string, d api.DFSDescriptor) (*entry, error) {
+	e := entries[d.Offset]
+	if e == nil {
+		return nil, errorf(ErrUnknownEntry, "%q: no live entry at %s %d offset %d", key, kind, d.UnitID, d.Offset)
+	}
+	if !sameAsEntry(kind, path, id, e, key, d) {
+		return nil, errorf(ErrDescriptorMismatch, "%q %+v: %s %d offset %d holds %q size %d", key, d, kind, id, e.offset, e.key, e.size)
+	}
+	return e, nil
+}
+
+// add counts unit u in the allocator's totals and lists it.
+func (s *Stats) add(u UnitStats) {
+	s.Used += u.Used
+	s.LiveBytes += u.LiveBytes
+	s.DeadBytes += u.DeadBytes
+	s.LiveEntries += u.LiveEntries
+	s.Units = append(s.Units, u)
+}
