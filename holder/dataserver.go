@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"math/bits"
-	"net"
 	"sort"
 	"sync"
 	"time"
@@ -49,36 +48,18 @@ func (s *Service) startDataServer() error {
 		Count:  func(method, role, outcome string) { s.metrics.audit.WithLabelValues(method, role, outcome).Inc() },
 	}
 	srv := transport.NewServer(transport.ServerConfig{Token: secret.First(s.cfg.ClusterToken), RoleTokens: roleTokens, Authorize: guard.Authorize,
-		MaxFrame: s.dataMaxFrame(), TLS: s.dataTLS(), Logger: s.log.Named("data")})
+		MaxFrame: s.dataMaxFrame(), TLS: s.cfg.TLS.ListenerConfig(s.cfg.TLSRequireClientCert), Logger: s.log.Named("data")})
 	s.registerWrite(srv)
 	transport.Register(srv, api.MethodHolderRead, s.handleRead)
 	transport.Register(srv, api.MethodHolderScan, s.handleScan)
 	transport.Register(srv, api.MethodHolderStatus, s.handleStatus)
 	transport.Register(srv, api.MethodHolderListRecords, s.handleListRecords)
-	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
+	ln, err := srv.ListenAndServe(s.cfg.ListenAddr, &s.wg)
 	if err != nil {
 		return err
 	}
 	s.srv, s.ln = srv, ln
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		_ = srv.Serve(ln)
-	}()
 	return nil
-}
-
-// dataTLS is the data listener's TLS config: a client certificate is
-// optional unless TLSRequireClientCert.
-func (s *Service) dataTLS() *tls.Config {
-	if s.cfg.TLS == nil {
-		return nil
-	}
-	auth := tlsconf.VerifyClientCertIfGiven
-	if s.cfg.TLSRequireClientCert {
-		auth = tlsconf.RequireClientCert
-	}
-	return s.cfg.TLS.ServerConfig(auth)
 }
 
 func clientTLS(src *tlsconf.Source) *tls.Config {

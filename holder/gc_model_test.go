@@ -10,7 +10,6 @@ import (
 	"pgregory.net/rapid"
 
 	"sexton/api"
-	"sexton/internal/fsys"
 	"sexton/internal/fsys/errorfs"
 )
 
@@ -27,13 +26,9 @@ func TestGCMatchesModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		run++
 		dir := fmt.Sprintf("%s/gc-%d", root, run)
-		ffs := errorfs.NewFaulty(fsys.OS{})
-		opts := StoreOptions{BucketKeysLimit: 3, BucketSizeLimit: 64, FS: ffs}
-		s, err := OpenStore(dir, opts)
-		if err != nil {
-			rt.Fatal(err)
-		}
+		s, ffs, opts := openModelStore(rt, dir)
 		defer func() { s.Close() }()
+		var err error
 		live := map[objectKey][]byte{}
 		dead := map[objectKey]bool{}
 		floor := map[string]api.ObjectIncarnation{} // highest absent incarnation tombstoned, per key
@@ -106,15 +101,7 @@ func TestGCMatchesModel(t *testing.T) {
 				}
 			},
 			"get": func(rt *rapid.T) {
-				k := objectKey{genKey.Draw(rt, "key"), incN(genInc.Draw(rt, "inc"))}
-				got, err := s.Get(k.key, k.inc)
-				if want, ok := live[k]; ok {
-					if err != nil || string(got) != string(want) {
-						rt.Fatalf("get %v: %v", k, err)
-					}
-				} else if !errors.Is(err, ErrNotFound) {
-					rt.Fatalf("get of absent %v: %v", k, err)
-				}
+				checkGet(rt, s, live, objectKey{genKey.Draw(rt, "key"), incN(genInc.Draw(rt, "inc"))})
 			},
 			"gc": func(rt *rapid.T) {
 				if rapid.Bool().Draw(rt, "faulty") {
@@ -137,21 +124,7 @@ func TestGCMatchesModel(t *testing.T) {
 					rt.Fatal(err)
 				}
 			},
-			"": func(rt *rapid.T) {
-				var want []api.ObjectRef
-				for k := range live {
-					want = append(want, api.ObjectRef{Key: k.key, Incarnation: k.inc})
-				}
-				slices.SortFunc(want, func(a, b api.ObjectRef) int {
-					if refLess(a, b) {
-						return -1
-					}
-					return 1
-				})
-				if got := s.LiveRefs(); fmt.Sprint(got) != fmt.Sprint(want) {
-					rt.Fatalf("live refs %v, model %v", got, want)
-				}
-			},
+			"": func(rt *rapid.T) { checkLiveRefs(rt, s, live) },
 		})
 	})
 }

@@ -37,13 +37,9 @@ func TestStoreMatchesModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		run++
 		dir := fmt.Sprintf("%s/%d", root, run)
-		ffs := errorfs.NewFaulty(fsys.OS{})
-		opts := StoreOptions{BucketKeysLimit: 3, BucketSizeLimit: 64, FS: ffs}
-		s, err := OpenStore(dir, opts)
-		if err != nil {
-			rt.Fatal(err)
-		}
+		s, ffs, opts := openModelStore(rt, dir)
 		defer func() { s.Close() }()
+		var err error
 		live := map[objectKey][]byte{}
 		dead := map[objectKey]bool{}
 		floor := map[string]api.ObjectIncarnation{} // highest absent incarnation tombstoned, per key
@@ -52,19 +48,7 @@ func TestStoreMatchesModel(t *testing.T) {
 		genInc := rapid.Uint64Range(1, 4)
 
 		check := func() {
-			var want []api.ObjectRef
-			for k := range live {
-				want = append(want, api.ObjectRef{Key: k.key, Incarnation: k.inc})
-			}
-			slices.SortFunc(want, func(a, b api.ObjectRef) int {
-				if refLess(a, b) {
-					return -1
-				}
-				return 1
-			})
-			if got := s.LiveRefs(); fmt.Sprint(got) != fmt.Sprint(want) {
-				rt.Fatalf("live refs %v, model %v", got, want)
-			}
+			checkLiveRefs(rt, s, live)
 			u := s.Usage()
 			if u.LiveObjects != len(live) {
 				rt.Fatalf("usage %+v, model has %d live", u, len(live))
@@ -149,15 +133,7 @@ func TestStoreMatchesModel(t *testing.T) {
 				}
 			},
 			"get": func(rt *rapid.T) {
-				k := objectKey{genKey.Draw(rt, "key"), incN(genInc.Draw(rt, "inc"))}
-				got, err := s.Get(k.key, k.inc)
-				if want, ok := live[k]; ok {
-					if err != nil || string(got) != string(want) {
-						rt.Fatalf("get %v: %v", k, err)
-					}
-				} else if !errors.Is(err, ErrNotFound) {
-					rt.Fatalf("get of absent %v: %v", k, err)
-				}
+				checkGet(rt, s, live, objectKey{genKey.Draw(rt, "key"), incN(genInc.Draw(rt, "inc"))})
 			},
 			"reopen": func(rt *rapid.T) {
 				if err := s.Close(); err != nil {
@@ -170,4 +146,46 @@ func TestStoreMatchesModel(t *testing.T) {
 			"": func(rt *rapid.T) { check() },
 		})
 	})
+}
+
+// openModelStore opens a store with small buckets in dir on a filesystem
+// that fails on demand.
+func openModelStore(rt *rapid.T, dir string) (*Store, *errorfs.Faulty, StoreOptions) {
+	ffs := errorfs.NewFaulty(fsys.OS{})
+	opts := StoreOptions{BucketKeysLimit: 3, BucketSizeLimit: 64, FS: ffs}
+	s, err := OpenStore(dir, opts)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	return s, ffs, opts
+}
+
+// checkLiveRefs fails unless s's live refs are the model's live set.
+func checkLiveRefs(rt *rapid.T, s *Store, live map[objectKey][]byte) {
+	var want []api.ObjectRef
+	for k := range live {
+		want = append(want, api.ObjectRef{Key: k.key, Incarnation: k.inc})
+	}
+	slices.SortFunc(want, func(a, b api.ObjectRef) int {
+		if refLess(a, b) {
+			return -1
+		}
+		return 1
+	})
+	if got := s.LiveRefs(); fmt.Sprint(got) != fmt.Sprint(want) {
+		rt.Fatalf("live refs %v, model %v", got, want)
+	}
+}
+
+// checkGet fails unless reading k answers the model's value, or
+// ErrNotFound when the model has none.
+func checkGet(rt *rapid.T, s *Store, live map[objectKey][]byte, k objectKey) {
+	got, err := s.Get(k.key, k.inc)
+	if want, ok := live[k]; ok {
+		if err != nil || string(got) != string(want) {
+			rt.Fatalf("get %v: %v", k, err)
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		rt.Fatalf("get of absent %v: %v", k, err)
+	}
 }

@@ -1,14 +1,11 @@
 package master
 
 import (
-	"crypto/tls"
-	"net"
 	"time"
 
 	"sexton/api"
 	"sexton/internal/authz"
 	"sexton/internal/secret"
-	"sexton/internal/tlsconf"
 	"sexton/transport"
 )
 
@@ -92,8 +89,9 @@ func (n *Node) startRPC() error {
 		Token:      secret.First(n.cfg.ClusterToken),
 		RoleTokens: roleTokens,
 		Authorize:  n.rpcGuard().Authorize,
-		TLS:        n.rpcTLS(),
-		Logger:     n.log.Named("rpc"),
+		// Peers and holders present certificates; clients may have to.
+		TLS:    n.cfg.TLS.ListenerConfig(n.cfg.TLSRequireClientCert),
+		Logger: n.log.Named("rpc"),
 		Observe: func(method string, d time.Duration, err error) {
 			n.metrics.observeRPC(method, d, err)
 		},
@@ -143,30 +141,12 @@ func (n *Node) startRPC() error {
 	transport.Register(s, api.MethodRebuildBegin, n.handleRebuildBegin)
 	transport.Register(s, api.MethodRebuildAdopt, n.handleRebuildAdopt)
 	transport.Register(s, api.MethodRebuildClose, n.handleRebuildClose)
-	ln, err := net.Listen("tcp", n.cfg.RPCAddr)
+	ln, err := s.ListenAndServe(n.cfg.RPCAddr, &n.wg)
 	if err != nil {
 		return err
 	}
 	n.rpc, n.rpcLn = s, ln
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		_ = s.Serve(ln)
-	}()
 	return nil
-}
-
-// rpcTLS is the RPC listener's TLS config: peers and holders present
-// certificates; clients may have to (TLSRequireClientCert).
-func (n *Node) rpcTLS() *tls.Config {
-	if n.cfg.TLS == nil {
-		return nil
-	}
-	auth := tlsconf.VerifyClientCertIfGiven
-	if n.cfg.TLSRequireClientCert {
-		auth = tlsconf.RequireClientCert
-	}
-	return n.cfg.TLS.ServerConfig(auth)
 }
 
 // ReloadTLS re-reads the certificate, key and CA (on SIGHUP). Established

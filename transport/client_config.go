@@ -46,17 +46,9 @@ type ClientConfig struct {
 
 func (c ClientConfig) withDefaults() ClientConfig {
 	c.MaxFrame = clampMaxFrame(c.MaxFrame)
-	if c.DialTimeout <= 0 {
-		c.DialTimeout = DefaultDialTimeout
-	}
-	if c.CallTimeout <= 0 {
-		c.CallTimeout = DefaultCallTimeout
-	}
-	if c.HandshakeTimeout <= 0 {
-		c.HandshakeTimeout = DefaultHandshakeTimeout
-	}
-	if c.FrameTimeout <= 0 {
-		c.FrameTimeout = DefaultFrameTimeout
-	}
+	c.DialTimeout = orDefault(c.DialTimeout, DefaultDialTimeout)
+	c.CallTimeout = orDefault(c.CallTimeout, DefaultCallTimeout)
+	c.HandshakeTimeout = orDefault(c.HandshakeTimeout, DefaultHandshakeTimeout)
+	c.FrameTimeout = orDefault(c.FrameTimeout, DefaultFrameTimeout)
 	return c
 }

@@ -28,12 +28,8 @@ type ClusterConfig struct {
 
 func (c ClusterConfig) withDefaults() ClusterConfig {
 	c.ClientConfig = c.ClientConfig.withDefaults()
-	if c.MaxWait <= 0 {
-		c.MaxWait = DefaultMaxWait
-	}
-	if c.BackoffMin <= 0 {
-		c.BackoffMin = DefaultBackoffMin
-	}
+	c.MaxWait = orDefault(c.MaxWait, DefaultMaxWait)
+	c.BackoffMin = orDefault(c.BackoffMin, DefaultBackoffMin)
 	if c.BackoffMax < c.BackoffMin {
 		c.BackoffMax = max(DefaultBackoffMax, c.BackoffMin)
 	}

@@ -130,6 +130,14 @@ func truncated(err error, want int) error {
 	return fmt.Errorf("reading a %d-byte frame: %w", want, err)
 }
 
+// orDefault is v, or d when v is not set (zero or below).
+func orDefault[T int | time.Duration](v, d T) T {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
 // clampMaxFrame turns a configured MaxFrame into the one in force.
 func clampMaxFrame(n int) int {
 	switch {

@@ -30,9 +30,7 @@ func (c *ClusterClient) HolderLink() HolderLink {
 
 // Mount mounts a segment (MountLocalDisk) and answers its mount epoch.
 func (l HolderLink) Mount(ctx context.Context, req *api.MountLocalDiskRequest) (api.MountLocalDiskResponse, error) {
-	var resp api.MountLocalDiskResponse
-	err := l.call(ctx, api.MethodMountLocalDisk, req, &resp)
-	return resp, err
+	return roundTrip[api.MountLocalDiskResponse](ctx, l, api.MethodMountLocalDisk, req)
 }
 
 // Unmount ends a segment's mount (UnmountLocalDisk).
@@ -42,53 +40,46 @@ func (l HolderLink) Unmount(ctx context.Context, req *api.UnmountLocalDiskReques
 
 // Heartbeat reports a segment's usage and liveness.
 func (l HolderLink) Heartbeat(ctx context.Context, req *api.HeartbeatRequest) (api.HeartbeatResponse, error) {
-	var resp api.HeartbeatResponse
-	err := l.call(ctx, api.MethodHeartbeat, req, &resp)
-	return resp, err
+	return roundTrip[api.HeartbeatResponse](ctx, l, api.MethodHeartbeat, req)
 }
 
 // Fetch long-polls a segment's local delete tasks (FetchLocalDeleteTasks).
 func (l HolderLink) Fetch(ctx context.Context, req *api.FetchTasksRequest) (api.FetchTasksResponse, error) {
-	var resp api.FetchTasksResponse
-	err := l.call(ctx, api.MethodFetchLocalDeleteTasks, req, &resp)
-	return resp, err
+	return roundTrip[api.FetchTasksResponse](ctx, l, api.MethodFetchLocalDeleteTasks, req)
 }
 
 // Ack reports the outcomes of tasks (AckLocalDeleteTasks).
 func (l HolderLink) Ack(ctx context.Context, req *api.AckTasksRequest) (api.AckTasksResponse, error) {
-	var resp api.AckTasksResponse
-	err := l.call(ctx, api.MethodAckLocalDeleteTasks, req, &resp)
-	return resp, err
+	return roundTrip[api.AckTasksResponse](ctx, l, api.MethodAckLocalDeleteTasks, req)
 }
 
 // Reconcile asks which of a segment's objects are not live
 // (ReconcileLocalDiskObjects).
 func (l HolderLink) Reconcile(ctx context.Context, req *api.ReconcileRequest) (api.ReconcileResponse, error) {
-	var resp api.ReconcileResponse
-	err := l.call(ctx, api.MethodReconcileLocalDiskObjects, req, &resp)
-	return resp, err
+	return roundTrip[api.ReconcileResponse](ctx, l, api.MethodReconcileLocalDiskObjects, req)
 }
 
 // Evict asks the master to drop replicas of live objects
 // (EvictLocalDiskObjects); only the answered ones may be freed.
 func (l HolderLink) Evict(ctx context.Context, req *api.EvictRequest) (api.EvictResponse, error) {
-	var resp api.EvictResponse
-	err := l.call(ctx, api.MethodEvictLocalDiskObjects, req, &resp)
-	return resp, err
+	return roundTrip[api.EvictResponse](ctx, l, api.MethodEvictLocalDiskObjects, req)
 }
 
 // ListReplicas pages through the replicas the master lists on a segment
 // (ListLocalDiskReplicas).
 func (l HolderLink) ListReplicas(ctx context.Context, req *api.ListReplicasRequest) (api.ListReplicasResponse, error) {
-	var resp api.ListReplicasResponse
-	err := l.call(ctx, api.MethodListLocalDiskReplicas, req, &resp)
-	return resp, err
+	return roundTrip[api.ListReplicasResponse](ctx, l, api.MethodListLocalDiskReplicas, req)
 }
 
 // DropTombstoned drops listed replicas the holder holds tombstoned
 // (DropTombstonedReplicas).
 func (l HolderLink) DropTombstoned(ctx context.Context, req *api.DropTombstonedRequest) (api.DropTombstonedResponse, error) {
-	var resp api.DropTombstonedResponse
-	err := l.call(ctx, api.MethodDropTombstonedReplicas, req, &resp)
+	return roundTrip[api.DropTombstonedResponse](ctx, l, api.MethodDropTombstonedReplicas, req)
+}
+
+// roundTrip calls method with req and answers its decoded Resp.
+func roundTrip[Resp any](ctx context.Context, l HolderLink, method string, req any) (Resp, error) {
+	var resp Resp
+	err := l.call(ctx, method, req, &resp)
 	return resp, err
 }

@@ -108,15 +108,9 @@ func (c ServerConfig) tokens() []NamedToken {
 
 func (c ServerConfig) withDefaults() ServerConfig {
 	c.MaxFrame = clampMaxFrame(c.MaxFrame)
-	if c.HandshakeTimeout <= 0 {
-		c.HandshakeTimeout = DefaultHandshakeTimeout
-	}
-	if c.FrameTimeout <= 0 {
-		c.FrameTimeout = DefaultFrameTimeout
-	}
-	if c.MaxInflightPerConn <= 0 {
-		c.MaxInflightPerConn = DefaultMaxInflightPerConn
-	}
+	c.HandshakeTimeout = orDefault(c.HandshakeTimeout, DefaultHandshakeTimeout)
+	c.FrameTimeout = orDefault(c.FrameTimeout, DefaultFrameTimeout)
+	c.MaxInflightPerConn = orDefault(c.MaxInflightPerConn, DefaultMaxInflightPerConn)
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}
@@ -245,6 +239,21 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Unlock()
 		go sc.serve()
 	}
+}
+
+// ListenAndServe listens on addr and serves it (Serve) on a goroutine that
+// wg tracks, answering the listener; the goroutine ends at Close.
+func (s *Server) ListenAndServe(addr string, wg *sync.WaitGroup) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = s.Serve(ln)
+	}()
+	return ln, nil
 }
 
 func (s *Server) isClosed() bool {

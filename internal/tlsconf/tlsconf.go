@@ -124,6 +124,20 @@ func (s *Source) ServerConfig(auth ClientAuth) *tls.Config {
 	}
 }
 
+// ListenerConfig is the config of a listener that clients reach as well
+// as peers: a client certificate is optional unless requireClientCert. It
+// is nil (no TLS) when s is nil.
+func (s *Source) ListenerConfig(requireClientCert bool) *tls.Config {
+	if s == nil {
+		return nil
+	}
+	auth := VerifyClientCertIfGiven
+	if requireClientCert {
+		auth = RequireClientCert
+	}
+	return s.ServerConfig(auth)
+}
+
 // ClientConfig is the config for dialing a server. It always presents this
 // node's certificate (servers that do not ask ignore it) and verifies the
 // server's chain against the current CA and its name against the host
