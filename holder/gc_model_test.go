@@ -2,7 +2,6 @@ package holder
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"syscall"
 	"testing"
@@ -20,18 +19,13 @@ import (
 // incarnation never reads back, and its replayed task is AlreadyRemoved or
 // (once GC reclaimed it) StaleVersion — never Removed.
 func TestGCMatchesModel(t *testing.T) {
-	root := fastDir(t)
-	run := 0
+	dirs := modelDirs(t, "gc")
 	faultOps := []errorfs.Op{errorfs.OpRename, errorfs.OpSyncDir, errorfs.OpRemove, errorfs.OpWrite, errorfs.OpSync, errorfs.OpOpen, errorfs.OpRead}
 	rapid.Check(t, func(rt *rapid.T) {
-		run++
-		dir := fmt.Sprintf("%s/gc-%d", root, run)
+		dir := dirs()
 		s, ffs, opts := openModelStore(rt, dir)
 		defer func() { s.Close() }()
-		var err error
-		live := map[objectKey][]byte{}
-		dead := map[objectKey]bool{}
-		floor := map[string]api.ObjectIncarnation{} // highest absent incarnation tombstoned, per key
+		live, dead, floor := newModel()
 		genKey := rapid.SampledFrom([]string{"a", "b", "c", "d"})
 		genInc := rapid.Uint64Range(1, 4)
 		gco := testGCOptions()
@@ -120,6 +114,7 @@ func TestGCMatchesModel(t *testing.T) {
 					// directory is what matters.
 					rt.Logf("close: %v", err)
 				}
+				var err error
 				if s, err = OpenStore(dir, opts); err != nil {
 					rt.Fatal(err)
 				}

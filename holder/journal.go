@@ -354,15 +354,7 @@ func (s *Store) truncateJournal(b *bucket) error {
 	if b.jFile != nil {
 		return b.jFile.Truncate(0)
 	}
-	f, err := s.fs.OpenFile(s.path(journalName(b.id)), os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	err = f.Truncate(0)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return s.truncateFile(journalName(b.id))
 }
 
 // compactJournals compacts every bucket whose journal passed the bound.

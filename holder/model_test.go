@@ -28,21 +28,33 @@ func fastDir(t *testing.T) string {
 	return t.TempDir()
 }
 
+// modelDirs answers a fresh directory (named prefix-N) under fastDir on
+// each call: one per rapid run.
+func modelDirs(t *testing.T, prefix string) func() string {
+	root := fastDir(t)
+	run := 0
+	return func() string {
+		run++
+		return fmt.Sprintf("%s/%s-%d", root, prefix, run)
+	}
+}
+
+// newModel is an empty model: the live records' values, the deleted
+// incarnations, and per key the highest absent incarnation tombstoned.
+func newModel() (map[objectKey][]byte, map[objectKey]bool, map[string]api.ObjectIncarnation) {
+	return map[objectKey][]byte{}, map[objectKey]bool{}, map[string]api.ObjectIncarnation{}
+}
+
 // TestStoreMatchesModel drives random puts, tombstone batches (sometimes
 // with every persistence failing), reads and restarts against a map model:
 // every outcome, every read and the live set must match after each step.
 func TestStoreMatchesModel(t *testing.T) {
-	root := fastDir(t)
-	run := 0
+	dirs := modelDirs(t, "store")
 	rapid.Check(t, func(rt *rapid.T) {
-		run++
-		dir := fmt.Sprintf("%s/%d", root, run)
+		dir := dirs()
 		s, ffs, opts := openModelStore(rt, dir)
 		defer func() { s.Close() }()
-		var err error
-		live := map[objectKey][]byte{}
-		dead := map[objectKey]bool{}
-		floor := map[string]api.ObjectIncarnation{} // highest absent incarnation tombstoned, per key
+		live, dead, floor := newModel()
 		below := func(k objectKey) bool { f, ok := floor[k.key]; return ok && !f.Less(k.inc) }
 		genKey := rapid.SampledFrom([]string{"a", "b", "c"})
 		genInc := rapid.Uint64Range(1, 4)
@@ -139,6 +151,7 @@ func TestStoreMatchesModel(t *testing.T) {
 				if err := s.Close(); err != nil {
 					rt.Fatal(err)
 				}
+				var err error
 				if s, err = OpenStore(dir, opts); err != nil {
 					rt.Fatal(err)
 				}

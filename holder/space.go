@@ -255,7 +255,12 @@ func (s *Store) releaseReserve(path string) bool {
 }
 
 func (s *Store) truncateReserve() error {
-	f, err := s.fs.OpenFile(s.path(SpaceReserveFileName), os.O_WRONLY, 0)
+	return s.truncateFile(SpaceReserveFileName)
+}
+
+// truncateFile empties the file name of the store's directory.
+func (s *Store) truncateFile(name string) error {
+	f, err := s.fs.OpenFile(s.path(name), os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,10 @@
 package transport
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"sexton/internal/msgpackscan"
 )
 
 var errTruncated = errors.New("msgpack value truncated")
@@ -24,15 +25,7 @@ func readLen(b []byte, pos, size int) (int, int, error) {
 	if size > len(b)-pos {
 		return 0, 0, errTruncated
 	}
-	var n uint64
-	switch size {
-	case 1:
-		n = uint64(b[pos])
-	case 2:
-		n = uint64(binary.BigEndian.Uint16(b[pos:]))
-	case 4:
-		n = uint64(binary.BigEndian.Uint32(b[pos:]))
-	}
+	n := msgpackscan.Uint(b[pos:], size)
 	// n < 2^32, so the int conversion is exact; callers check it against
 	// the bytes left.
 	return int(n), pos + size, nil
@@ -67,28 +60,9 @@ func readUint(b []byte, pos int) (uint64, int, error) {
 	if size > len(b)-pos {
 		return 0, 0, errTruncated
 	}
-	var v uint64
-	switch size {
-	case 1:
-		v = uint64(b[pos])
-		if signed && int8(v) < 0 {
-			return 0, 0, errors.New("expected an unsigned integer, found a negative one")
-		}
-	case 2:
-		v = uint64(binary.BigEndian.Uint16(b[pos:]))
-		if signed && int16(v) < 0 {
-			return 0, 0, errors.New("expected an unsigned integer, found a negative one")
-		}
-	case 4:
-		v = uint64(binary.BigEndian.Uint32(b[pos:]))
-		if signed && int32(v) < 0 {
-			return 0, 0, errors.New("expected an unsigned integer, found a negative one")
-		}
-	case 8:
-		v = binary.BigEndian.Uint64(b[pos:])
-		if signed && int64(v) < 0 {
-			return 0, 0, errors.New("expected an unsigned integer, found a negative one")
-		}
+	v := msgpackscan.Uint(b[pos:], size)
+	if signed && v>>(8*size-1) != 0 {
+		return 0, 0, errors.New("expected an unsigned integer, found a negative one")
 	}
 	return v, pos + size, nil
 }

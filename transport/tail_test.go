@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 )
 
 // tailReq is a TailBody: a map {"n": N, "blob": <bin>} whose blob is sent
@@ -88,14 +88,7 @@ func TestTailBodyIsSentFromTheCallersSlice(t *testing.T) {
 // a short frame or an oversized claim still fails closed with an error that
 // says so.
 func TestAuthenticatedFrameReadAllocatesOnce(t *testing.T) {
-	allocated := func(f func()) uint64 {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		f()
-		runtime.ReadMemStats(&after)
-		return after.TotalAlloc - before.TotalAlloc
-	}
+	allocated := testutil.AllocatedDuring
 	frameOf := func(n uint32, body []byte) []byte {
 		return append(binary.BigEndian.AppendUint32(nil, n), body...)
 	}

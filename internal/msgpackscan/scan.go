@@ -174,16 +174,23 @@ func (w *walker) field(off, width int) (uint64, int, error) {
 	if len(b)-off < width {
 		return 0, 0, w.fail("truncated length at byte %d", off)
 	}
-	var n uint64
+	return Uint(b[off:], width), off + width, nil
+}
+
+// Uint is the big-endian unsigned integer in b's first width bytes (1, 2,
+// 4 or 8; the caller checks that b holds them), as msgpack writes lengths
+// and integers.
+func Uint(b []byte, width int) uint64 {
 	switch width {
 	case 1:
-		n = uint64(b[off])
+		return uint64(b[0])
 	case 2:
-		n = uint64(binary.BigEndian.Uint16(b[off:]))
+		return uint64(binary.BigEndian.Uint16(b))
+	case 4:
+		return uint64(binary.BigEndian.Uint32(b))
 	default:
-		n = uint64(binary.BigEndian.Uint32(b[off:]))
+		return binary.BigEndian.Uint64(b)
 	}
-	return n, off + width, nil
 }
 
 func (w *walker) skip(off, n int) (int, error) {
