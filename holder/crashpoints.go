@@ -14,39 +14,32 @@ type persistPoints struct {
 	tmpSync, dirSync *syncSite
 }
 
-// Crash points of BatchMarkDeleted, one between every step of docs/DESIGN.md §5.
-var tombstonePoints = persistPoints{
-	beforeTmpWrite: crashpoint.New("tombstone.before-tmp-write"),
-	afterTmpWrite:  crashpoint.New("tombstone.after-tmp-write"),
-	afterTmpFsync:  crashpoint.New("tombstone.after-tmp-fsync"),
-	afterRename:    crashpoint.New("tombstone.after-rename"),
-	afterDirFsync:  crashpoint.New("tombstone.after-dir-fsync"),
-	tmpSync:        newSyncSite("tombstone.meta-tmp"),
-	dirSync:        newSyncSite("tombstone.meta-dir"),
+// newPersistPoints registers a persistence sequence's points: prefix then
+// .before-<infix>tmp-write, .after-<infix>tmp-write,
+// .after-<infix>tmp-fsync, .after-<infix>rename and .after-dir-fsync, and
+// the fsyncs <sync>-tmp and <sync>-dir.
+func newPersistPoints(prefix, infix, sync string) persistPoints {
+	at := func(step string) *crashpoint.Point { return crashpoint.New(prefix + "." + step) }
+	return persistPoints{
+		beforeTmpWrite: at("before-" + infix + "tmp-write"),
+		afterTmpWrite:  at("after-" + infix + "tmp-write"),
+		afterTmpFsync:  at("after-" + infix + "tmp-fsync"),
+		afterRename:    at("after-" + infix + "rename"),
+		afterDirFsync:  at("after-dir-fsync"),
+		tmpSync:        newSyncSite(sync + "-tmp"),
+		dirSync:        newSyncSite(sync + "-dir"),
+	}
 }
+
+// Crash points of BatchMarkDeleted, one between every step of docs/DESIGN.md §5.
+var tombstonePoints = newPersistPoints("tombstone", "", "tombstone.meta")
 
 // Crash points of recording tombstone floors: for records a tombstone
 // batch found absent, and for the tombstoned records a GC round is about
 // to reclaim.
 var (
-	tombstoneFloorPoints = persistPoints{
-		beforeTmpWrite: crashpoint.New("tombstone.floor.before-tmp-write"),
-		afterTmpWrite:  crashpoint.New("tombstone.floor.after-tmp-write"),
-		afterTmpFsync:  crashpoint.New("tombstone.floor.after-tmp-fsync"),
-		afterRename:    crashpoint.New("tombstone.floor.after-rename"),
-		afterDirFsync:  crashpoint.New("tombstone.floor.after-dir-fsync"),
-		tmpSync:        newSyncSite("tombstone.floor-tmp"),
-		dirSync:        newSyncSite("tombstone.floor-dir"),
-	}
-	gcFloorPoints = persistPoints{
-		beforeTmpWrite: crashpoint.New("gc.floor.before-tmp-write"),
-		afterTmpWrite:  crashpoint.New("gc.floor.after-tmp-write"),
-		afterTmpFsync:  crashpoint.New("gc.floor.after-tmp-fsync"),
-		afterRename:    crashpoint.New("gc.floor.after-rename"),
-		afterDirFsync:  crashpoint.New("gc.floor.after-dir-fsync"),
-		tmpSync:        newSyncSite("gc.floor-tmp"),
-		dirSync:        newSyncSite("gc.floor-dir"),
-	}
+	tombstoneFloorPoints = newPersistPoints("tombstone.floor", "", "tombstone.floor")
+	gcFloorPoints        = newPersistPoints("gc.floor", "", "gc.floor")
 )
 
 // FloorCrashPoints lists the floor persistence points of a tombstone
@@ -64,29 +57,13 @@ var (
 	putAfterDataFsync    = crashpoint.New("put.after-data-fsync")
 	putAfterJournalWrite = crashpoint.New("put.after-journal-write")
 	putAfterJournalFsync = crashpoint.New("put.after-journal-fsync")
-	putPoints            = persistPoints{
-		beforeTmpWrite: crashpoint.New("put.before-meta-tmp-write"),
-		afterTmpWrite:  crashpoint.New("put.after-meta-tmp-write"),
-		afterTmpFsync:  crashpoint.New("put.after-meta-tmp-fsync"),
-		afterRename:    crashpoint.New("put.after-meta-rename"),
-		afterDirFsync:  crashpoint.New("put.after-dir-fsync"),
-		tmpSync:        newSyncSite("put.meta-tmp"),
-		dirSync:        newSyncSite("put.meta-dir"),
-	}
+	putPoints            = newPersistPoints("put", "meta-", "put.meta")
 )
 
 // Crash points of a journal compaction: the .meta persistence, then the
 // journal's truncation.
 var (
-	compactPoints = persistPoints{
-		beforeTmpWrite: crashpoint.New("compact.before-tmp-write"),
-		afterTmpWrite:  crashpoint.New("compact.after-tmp-write"),
-		afterTmpFsync:  crashpoint.New("compact.after-tmp-fsync"),
-		afterRename:    crashpoint.New("compact.after-rename"),
-		afterDirFsync:  crashpoint.New("compact.after-dir-fsync"),
-		tmpSync:        newSyncSite("compact.meta-tmp"),
-		dirSync:        newSyncSite("compact.meta-dir"),
-	}
+	compactPoints         = newPersistPoints("compact", "", "compact.meta")
 	compactAfterTruncate  = crashpoint.New("compact.after-truncate")
 	compactAfterDataFsync = crashpoint.New("compact.after-data-fsync")
 )
@@ -136,23 +113,15 @@ var (
 	gcAfterPrepare         = crashpoint.New("gc.after-prepare")
 	gcAfterCopy            = crashpoint.New("gc.after-copy")
 	gcAfterTargetDataFsync = crashpoint.New("gc.after-target-data-fsync")
-	gcTargetMetaPoints     = persistPoints{
-		beforeTmpWrite: crashpoint.New("gc.target-meta.before-tmp-write"),
-		afterTmpWrite:  crashpoint.New("gc.target-meta.after-tmp-write"),
-		afterTmpFsync:  crashpoint.New("gc.target-meta.after-tmp-fsync"),
-		afterRename:    crashpoint.New("gc.target-meta.after-rename"),
-		afterDirFsync:  crashpoint.New("gc.target-meta.after-dir-fsync"),
-		tmpSync:        newSyncSite("gc.target-meta-tmp"),
-		dirSync:        newSyncSite("gc.target-meta-dir"),
-	}
-	gcAfterCommitTmp     = crashpoint.New("gc.after-commit-tmp")
-	gcAfterCommit        = crashpoint.New("gc.after-commit")
-	gcAfterIndexSwitch   = crashpoint.New("gc.after-index-switch")
-	gcAfterDrain         = crashpoint.New("gc.after-drain")
-	gcAfterFirstUnlink   = crashpoint.New("gc.after-first-source-unlink")
-	gcAfterUnlink        = crashpoint.New("gc.after-unlink")
-	gcAfterDirFsync      = crashpoint.New("gc.after-dir-fsync")
-	gcAfterIntentRemoved = crashpoint.New("gc.after-intent-removed")
+	gcTargetMetaPoints     = newPersistPoints("gc.target-meta", "", "gc.target-meta")
+	gcAfterCommitTmp       = crashpoint.New("gc.after-commit-tmp")
+	gcAfterCommit          = crashpoint.New("gc.after-commit")
+	gcAfterIndexSwitch     = crashpoint.New("gc.after-index-switch")
+	gcAfterDrain           = crashpoint.New("gc.after-drain")
+	gcAfterFirstUnlink     = crashpoint.New("gc.after-first-source-unlink")
+	gcAfterUnlink          = crashpoint.New("gc.after-unlink")
+	gcAfterDirFsync        = crashpoint.New("gc.after-dir-fsync")
+	gcAfterIntentRemoved   = crashpoint.New("gc.after-intent-removed")
 )
 
 // GCCrashPoints lists the GC round's crash points in protocol order: the
