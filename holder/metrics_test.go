@@ -140,19 +140,14 @@ func TestHolderHTTPAndMetrics(t *testing.T) {
 // The fetch/ack counters follow the tasks the master hands out and the
 // outcomes tombstoning gives them.
 func TestHolderTaskOutcomeCounters(t *testing.T) {
-	m := startFakeMaster(t, grant.NewKey())
-	close(m.hold)
-	s := openT(t, t.TempDir(), StoreOptions{})
-	defer s.Close()
+	m, s := mountedStore(t)
 	mustPut(t, s, "a", incN(1), []byte("aaaa"))
 	m.mu.Lock()
 	m.tasks = []api.LocalDeleteTask{task(s, 1, "a", incN(1)), task(s, 2, "absent", incN(2))}
 	m.mu.Unlock()
-	svc, err := StartService(s, ServiceConfig{Masters: []string{m.ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
-		HTTPAddr: "127.0.0.1:0", HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := startTestService(t, s, m, func(c *ServiceConfig) {
+		c.HTTPAddr = "127.0.0.1:0"
+	})
 	defer svc.Close()
 	testutil.WaitFor(t, 10*time.Second, func() bool { return m.ackedCount() >= 2 }, "both tasks acked")
 	_, body := testutil.HTTPGet(t, nil, "http://"+svc.HTTPAddr()+"/metrics")

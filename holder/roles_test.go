@@ -11,7 +11,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"sexton/api"
-	"sexton/grant"
 	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
@@ -45,18 +44,14 @@ func auditCount(t *testing.T, svc *Service, method, role, outcome string) float6
 // audited); the operator token can; a holder's certificate cannot read
 // or write values.
 func TestDataListenerRoles(t *testing.T) {
-	m := startFakeMaster(t, grant.NewKey())
-	close(m.hold)
-	s := openT(t, t.TempDir(), StoreOptions{})
-	defer s.Close()
+	m, s := mountedStore(t)
 	logs := &syncBuffer{}
-	svc, err := StartService(s, ServiceConfig{Masters: []string{m.ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
-		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond,
-		ClusterToken: "holder secret of at least thirty-two bytes", ClientToken: "client secret of at least thirty-two bytes", OperatorToken: "operator secret of at least thirty-two bytes",
-		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := startTestService(t, s, m, func(c *ServiceConfig) {
+		c.ClusterToken = "holder secret of at least thirty-two bytes"
+		c.ClientToken = "client secret of at least thirty-two bytes"
+		c.OperatorToken = "operator secret of at least thirty-two bytes"
+		c.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
+	})
 	defer svc.Close()
 	addr := svc.Addr()
 	client := transport.ClientConfig{Token: "client secret of at least thirty-two bytes"}
@@ -65,7 +60,7 @@ func TestDataListenerRoles(t *testing.T) {
 	if err := dataCall(t, addr, client, api.MethodHolderStatus, &api.Empty{}, &api.HolderStatusResponse{}); err != nil {
 		t.Fatalf("status as a client: %v", err)
 	}
-	err = dataCall(t, addr, client, api.MethodHolderListRecords, &api.HolderListRecordsRequest{}, &api.HolderListRecordsResponse{})
+	err := dataCall(t, addr, client, api.MethodHolderListRecords, &api.HolderListRecordsRequest{}, &api.HolderListRecordsResponse{})
 	if api.CodeOf(err) != api.CodePermissionDenied || !strings.Contains(err.Error(), "HolderListRecords needs role operator; this caller is client") {
 		t.Fatalf("list records as a client: %v", err)
 	}
@@ -98,16 +93,10 @@ func TestDataListenerRefusesHolderCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := startFakeMaster(t, grant.NewKey())
-	close(m.hold)
-	s := openT(t, t.TempDir(), StoreOptions{})
-	defer s.Close()
-	svc, err := StartService(s, ServiceConfig{Masters: []string{m.ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
-		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond,
-		TLS: ca.Source(t, tlsconf.RoleHolder, "h1")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, s := mountedStore(t)
+	svc := startTestService(t, s, m, func(c *ServiceConfig) {
+		c.TLS = ca.Source(t, tlsconf.RoleHolder, "h1")
+	})
 	defer svc.Close()
 	other := transport.ClientConfig{TLS: ca.Source(t, tlsconf.RoleHolder, "h2").ClientConfig()}
 	for _, c := range []struct {
@@ -134,10 +123,7 @@ func TestDataListenerRefusesHolderCertificate(t *testing.T) {
 // Every method the data listener serves has a row in DataMethodRoles and
 // every row is served.
 func TestEveryDataMethodHasARole(t *testing.T) {
-	m := startFakeMaster(t, grant.NewKey())
-	close(m.hold)
-	s := openT(t, t.TempDir(), StoreOptions{})
-	defer s.Close()
+	m, s := mountedStore(t)
 	svc := startTestService(t, s, m)
 	defer svc.Close()
 	served := svc.srv.Methods()
@@ -156,17 +142,12 @@ func TestEveryDataMethodHasARole(t *testing.T) {
 // A holder with only the cluster token serves every caller that proves
 // it as an operator, as before, and says so at start.
 func TestDataListenerSharedTokenWarns(t *testing.T) {
-	m := startFakeMaster(t, grant.NewKey())
-	close(m.hold)
-	s := openT(t, t.TempDir(), StoreOptions{})
-	defer s.Close()
+	m, s := mountedStore(t)
 	logs := &syncBuffer{}
-	svc, err := StartService(s, ServiceConfig{Masters: []string{m.ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
-		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond, ClusterToken: "shared token of at least thirty-two bytes",
-		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := startTestService(t, s, m, func(c *ServiceConfig) {
+		c.ClusterToken = "shared token of at least thirty-two bytes"
+		c.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
+	})
 	defer svc.Close()
 	if err := dataCall(t, svc.Addr(), transport.ClientConfig{Token: "shared token of at least thirty-two bytes"}, api.MethodHolderListRecords, &api.HolderListRecordsRequest{}, &api.HolderListRecordsResponse{}); err != nil {
 		t.Fatalf("list records with the shared token: %v", err)

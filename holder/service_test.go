@@ -109,10 +109,25 @@ func (m *fakeMaster) mountsSeen() []api.MountLocalDiskRequest {
 	return append([]api.MountLocalDiskRequest(nil), m.mounts...)
 }
 
-func startTestService(t *testing.T, s *Store, m *fakeMaster) *Service {
+// mountedStore is a fake master that answers mounts at once and a store in
+// a fresh directory, closed when the test ends.
+func mountedStore(t *testing.T) (*fakeMaster, *Store) {
 	t.Helper()
-	svc, err := StartService(s, ServiceConfig{Masters: []string{m.ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
-		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond})
+	m := startFakeMaster(t, grant.NewKey())
+	close(m.hold)
+	s := openT(t, t.TempDir(), StoreOptions{})
+	t.Cleanup(func() { s.Close() })
+	return m, s
+}
+
+func startTestService(t *testing.T, s *Store, m *fakeMaster, with ...func(*ServiceConfig)) *Service {
+	t.Helper()
+	cfg := ServiceConfig{Masters: []string{m.ln.Addr().String()}, ListenAddr: "127.0.0.1:0",
+		HeartbeatInterval: 20 * time.Millisecond, FetchWait: 50 * time.Millisecond}
+	for _, w := range with {
+		w(&cfg)
+	}
+	svc, err := StartService(s, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,10 +211,7 @@ func TestWriteNeedsValidGrant(t *testing.T) {
 // one Service, a new one for the next Service (a restart), so the master
 // fences the process before it.
 func TestMountNamesTheProcess(t *testing.T) {
-	m := startFakeMaster(t, grant.NewKey())
-	close(m.hold)
-	s := openT(t, t.TempDir(), StoreOptions{})
-	defer s.Close()
+	m, s := mountedStore(t)
 	svc := startTestService(t, s, m)
 	testutil.WaitFor(t, 10*time.Second, func() bool { return len(m.mountsSeen()) == 1 }, "first mount")
 	m.mu.Lock()
