@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -190,13 +191,14 @@ func TestOpenCleansLeftoversAndReportsThem(t *testing.T) {
 	must(os.Remove(filepath.Join(dir, bucketName(1))))                                  // meta without data
 	must(os.WriteFile(filepath.Join(dir, bucketName(9)), []byte("uncommitted"), 0o644)) // data without meta
 	must(os.WriteFile(filepath.Join(dir, metaTmpName(2)), []byte("partial"), 0o644))    // interrupted persistence
+	must(os.WriteFile(filepath.Join(dir, journalName(7)), []byte("journal"), 0o644))    // journal of no bucket
 	s := openT(t, dir, StoreOptions{BucketKeysLimit: 2})
 	defer s.Close()
 	rep := s.OpenReport()
-	if len(rep.RemovedStaleMetas) != 1 || len(rep.RemovedOrphanBuckets) != 1 || len(rep.RemovedTmpFiles) != 1 {
+	if len(rep.RemovedStaleMetas) != 1 || len(rep.RemovedOrphanBuckets) != 1 || len(rep.RemovedTmpFiles) != 1 || !slices.Contains(rep.RemovedStaleJournals, journalName(7)) {
 		t.Fatalf("report %+v", rep)
 	}
-	for _, n := range []string{metaName(1), bucketName(9), metaTmpName(2)} {
+	for _, n := range []string{metaName(1), bucketName(9), metaTmpName(2), journalName(7)} {
 		if _, err := os.Stat(filepath.Join(dir, n)); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%s not removed: %v", n, err)
 		}

@@ -240,24 +240,20 @@ func (s *Store) cleanLeftovers(sc dirScan, lb loadedBuckets) error {
 		removed = true
 		return nil
 	}
-	for _, id := range sc.tmps {
-		if err := remove(metaTmpName(id), &s.rep.RemovedTmpFiles); err != nil {
-			return err
-		}
-	}
-	for _, id := range lb.staleMetas {
-		if err := remove(metaName(id), &s.rep.RemovedStaleMetas); err != nil {
-			return err
-		}
-	}
-	for _, id := range lb.staleJournals {
-		if err := remove(journalName(id), &s.rep.RemovedStaleJournals); err != nil {
-			return err
-		}
-	}
-	for _, id := range lb.orphanBuckets {
-		if err := remove(bucketName(id), &s.rep.RemovedOrphanBuckets); err != nil {
-			return err
+	for _, g := range []struct {
+		ids  []uint64
+		name func(uint64) string
+		list *[]string
+	}{
+		{sc.tmps, metaTmpName, &s.rep.RemovedTmpFiles},
+		{lb.staleMetas, metaName, &s.rep.RemovedStaleMetas},
+		{lb.staleJournals, journalName, &s.rep.RemovedStaleJournals},
+		{lb.orphanBuckets, bucketName, &s.rep.RemovedOrphanBuckets},
+	} {
+		for _, id := range g.ids {
+			if err := remove(g.name(id), g.list); err != nil {
+				return err
+			}
 		}
 	}
 	for _, id := range lb.ids {
