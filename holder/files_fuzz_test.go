@@ -38,6 +38,31 @@ func fixChecksum(b []byte) []byte {
 	return c
 }
 
+// seedOf answers an encoder's bytes, failing f on its error.
+func seedOf(f *testing.F) func([]byte, error) []byte {
+	return func(b []byte, err error) []byte {
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+}
+
+// fuzzChecksummed fuzzes check from seeds and an empty file, running it on
+// every input and again on the input with its checksum fixed (fixChecksum).
+func fuzzChecksummed(f *testing.F, check func(*testing.T, []byte), seeds ...[]byte) {
+	for _, b := range seeds {
+		f.Add(b)
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		check(t, b)
+		if c := fixChecksum(b); c != nil {
+			check(t, c)
+		}
+	})
+}
+
 // fileAllocBound is the most reading an n-byte holder file may allocate:
 // the walk before the decoder admits an item per byte at most, and no
 // decoded record is over 64 bytes (twice that for slice growth, once more
@@ -54,6 +79,7 @@ func allocated(fn func()) uint64 {
 }
 
 func FuzzDecodeGCIntent(f *testing.F) {
+	seed, seeds := seedOf(f), [][]byte(nil)
 	for _, in := range []*gcIntent{
 		{State: gcPrepared, Sources: []uint64{1}, Target: 2},
 		{State: gcPrepared, Sources: []uint64{3, 4, 5, 6, 7, 8, 9, 10}, Target: 11},
@@ -68,19 +94,9 @@ func FuzzDecodeGCIntent(f *testing.F) {
 		{State: 3, Sources: []uint64{1}, Target: 2},
 		{State: gcCommitted},
 	} {
-		b, err := encodeGCIntent(in)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+		seeds = append(seeds, seed(encodeGCIntent(in)))
 	}
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		checkGCIntent(t, b)
-		if c := fixChecksum(b); c != nil {
-			checkGCIntent(t, c)
-		}
-	})
+	fuzzChecksummed(f, checkGCIntent, seeds...)
 }
 
 func checkGCIntent(t *testing.T, b []byte) {
@@ -129,33 +145,20 @@ func checkGCIntent(t *testing.T, b []byte) {
 }
 
 func FuzzDecodeFloors(f *testing.F) {
+	seed, seeds := seedOf(f), [][]byte(nil)
 	for _, floors := range []map[string]floorEntry{
 		{},
 		{"a": {inc: api.ObjectIncarnation{High: 1, Low: 2}, at: 1700000000000000000}},
 		{"k1": {inc: api.ObjectIncarnation{Low: 1}, at: 1}, "k2/x": {inc: api.ObjectIncarnation{High: 1 << 60, Low: 1 << 63}, at: -1}},
 		{"ev": {inc: api.ObjectIncarnation{High: 1, Low: 3}, at: 5, evicted: true}, "rm": {inc: api.ObjectIncarnation{High: 1, Low: 4}, at: 6}},
 	} {
-		b, err := encodeFloors(floors)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+		seeds = append(seeds, seed(encodeFloors(floors)))
 	}
 	// Refused: a key listed twice, an invalid key.
 	for _, items := range [][]floorFileItem{{{Key: "a", At: 1}, {Key: "a", At: 2}}, {{Key: ""}}} {
-		b, err := sealChecksum(&floorFile{V: floorVersion, Floors: items})
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+		seeds = append(seeds, seed(sealChecksum(&floorFile{V: floorVersion, Floors: items})))
 	}
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		checkFloors(t, b)
-		if c := fixChecksum(b); c != nil {
-			checkFloors(t, c)
-		}
-	})
+	fuzzChecksummed(f, checkFloors, seeds...)
 }
 
 func checkFloors(t *testing.T, b []byte) {

@@ -1,7 +1,6 @@
 package holder
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"runtime"
@@ -16,35 +15,14 @@ func FuzzDecodeMeta(f *testing.F) {
 	m := &BucketMetadata{BucketID: 3, DataSize: 10, Objects: []ObjectMeta{
 		{Key: "k", Tenant: "t", Incarnation: api.ObjectIncarnation{High: 1, Low: 2}, Offset: 0, Size: 10, CRC32C: 5},
 	}}
-	good, err := encodeMeta(m)
-	if err != nil {
-		f.Fatal(err)
-	}
-	legacy, err := encodeLegacyMeta(&legacyBucketMetadata{BucketID: 3, DataSize: 4, Objects: []legacyObjectMeta{{Key: "x", Size: 4}}})
-	if err != nil {
-		f.Fatal(err)
-	}
-	evicted, err := encodeMeta(&BucketMetadata{BucketID: 3, DataSize: 10, Objects: []ObjectMeta{
+	seed := seedOf(f)
+	good := seed(encodeMeta(m))
+	legacy := seed(encodeLegacyMeta(&legacyBucketMetadata{BucketID: 3, DataSize: 4, Objects: []legacyObjectMeta{{Key: "x", Size: 4}}}))
+	evicted := seed(encodeMeta(&BucketMetadata{BucketID: 3, DataSize: 10, Objects: []ObjectMeta{
 		{Key: "k", Incarnation: api.ObjectIncarnation{High: 1, Low: 2}, Size: 10, Tombstoned: true, Evicted: true},
 		{Key: "j", Incarnation: api.ObjectIncarnation{High: 1, Low: 3}, Size: 0, Tombstoned: true},
-	}})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(good)
-	f.Add(evicted)
-	f.Add(legacy)
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		checkDecode(t, b)
-		// Also with the checksum fixed up, so the fuzzer reaches the decoder
-		// and the bound checks behind the CRC.
-		if len(b) >= trailerLen && bytes.Equal(b[len(b)-trailerLen:len(b)-5], checksumTrailer) && b[len(b)-5] == 0xce {
-			c := bytes.Clone(b)
-			binary.BigEndian.PutUint32(c[len(c)-4:], crc32c(c[:len(c)-4]))
-			checkDecode(t, c)
-		}
-	})
+	}}))
+	fuzzChecksummed(f, checkDecode, good, evicted, legacy)
 }
 
 func checkDecode(t *testing.T, b []byte) {
