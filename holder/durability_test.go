@@ -6,6 +6,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,12 +152,7 @@ func TestEveryFsyncIsASyncSite(t *testing.T) {
 func syncSiteNames() []string {
 	syncSitesMu.Lock()
 	defer syncSitesMu.Unlock()
-	out := make([]string, 0, len(syncSites))
-	for n := range syncSites {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(syncSites))
 }
 
 func tail(s string, n int) string {

@@ -226,21 +226,7 @@ func TestGCIntentFailsClosed(t *testing.T) {
 }
 
 func TestMetadataIsBackwardCompatible(t *testing.T) {
-	src := filepath.Join("testdata", "legacy-v0")
-	dir := t.TempDir()
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := copyDir(t, filepath.Join("testdata", "legacy-v0"))
 	// The fixture really is the legacy shape: no "v", "inc" or "tomb" keys.
 	var raw map[string]any
 	b, _ := os.ReadFile(filepath.Join(dir, metaName(1)))

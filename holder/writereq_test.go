@@ -30,16 +30,7 @@ func TestDecodeWriteRequestAliasesTheValue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := decodeWriteRequest(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want api.HolderWriteRequest
-		dec := msgpack.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields(true)
-		if err := dec.Decode(&want); err != nil {
-			t.Fatal(err)
-		}
+		got, want := decodeWriteBoth(t, body)
 		if !reflect.DeepEqual(*got, want) && !(len(got.Value) == 0 && len(want.Value) == 0) {
 			t.Fatalf("decoded %+v, want %+v", got, want)
 		}
@@ -96,16 +87,7 @@ func TestStreamedWriteBodyPutsTheValueLast(t *testing.T) {
 			t.Fatalf("head of %d bytes holds more than the fields before the value", head.Len())
 		}
 		body := append(head.Bytes(), tail...)
-		got, err := decodeWriteRequest(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var generic api.HolderWriteRequest
-		dec := msgpack.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields(true)
-		if err := dec.Decode(&generic); err != nil {
-			t.Fatal(err)
-		}
+		got, generic := decodeWriteBoth(t, body)
 		for _, d := range []*api.HolderWriteRequest{got, &generic} {
 			if d.Key != req.Key || d.Tenant != req.Tenant || d.Incarnation != req.Incarnation || !bytes.Equal(d.Value, req.Value) || !reflect.DeepEqual(d.Grant, req.Grant) {
 				t.Fatalf("decoded %+v, want %+v", d, req)
@@ -192,4 +174,21 @@ func TestStreamedWriteWithABadGrantStoresNothing(t *testing.T) {
 	if err := conn.Call(context.Background(), api.MethodHolderWrite, msgpack.RawMessage(body), &api.Empty{}); api.CodeOf(err) != api.CodeInvalidParams {
 		t.Fatalf("value given twice: %v, want INVALID_PARAMS", err)
 	}
+}
+
+// decodeWriteBoth decodes a HolderWrite body with decodeWriteRequest and
+// with the generic strict decoder.
+func decodeWriteBoth(t *testing.T, body []byte) (*api.HolderWriteRequest, api.HolderWriteRequest) {
+	t.Helper()
+	got, err := decodeWriteRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generic api.HolderWriteRequest
+	dec := msgpack.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields(true)
+	if err := dec.Decode(&generic); err != nil {
+		t.Fatal(err)
+	}
+	return got, generic
 }

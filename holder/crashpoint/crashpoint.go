@@ -2,8 +2,9 @@ package crashpoint
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -99,12 +100,7 @@ func SetHook(fn func(name string)) {
 func Names() []string {
 	mu.Lock()
 	defer mu.Unlock()
-	out := make([]string, 0, len(registry))
-	for n := range registry {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(registry))
 }
 
 // Armed is the name of the point this process will die at, or "".
