@@ -1,11 +1,9 @@
 package holder
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	dto "github.com/prometheus/client_model/go"
@@ -14,20 +12,8 @@ import (
 	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
+	"sexton/transport/transporttest"
 )
-
-// dataCall makes one call to the data listener on a fresh connection.
-func dataCall(t *testing.T, addr string, cfg transport.ClientConfig, method string, req, resp any) error {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := transport.Dial(ctx, addr, cfg)
-	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
-	}
-	defer conn.Close()
-	return conn.Call(ctx, method, req, resp)
-}
 
 // auditCount is sexton_holder_rpc_audit_total{method,role,outcome}.
 func auditCount(t *testing.T, svc *Service, method, role, outcome string) float64 {
@@ -57,14 +43,14 @@ func TestDataListenerRoles(t *testing.T) {
 	client := transport.ClientConfig{Token: "client secret of at least thirty-two bytes"}
 	operator := transport.ClientConfig{Token: "operator secret of at least thirty-two bytes"}
 
-	if err := dataCall(t, addr, client, api.MethodHolderStatus, &api.Empty{}, &api.HolderStatusResponse{}); err != nil {
+	if err := transporttest.CallOnce(t, addr, client, api.MethodHolderStatus, &api.Empty{}, &api.HolderStatusResponse{}); err != nil {
 		t.Fatalf("status as a client: %v", err)
 	}
-	err := dataCall(t, addr, client, api.MethodHolderListRecords, &api.HolderListRecordsRequest{}, &api.HolderListRecordsResponse{})
+	err := transporttest.CallOnce(t, addr, client, api.MethodHolderListRecords, &api.HolderListRecordsRequest{}, &api.HolderListRecordsResponse{})
 	if api.CodeOf(err) != api.CodePermissionDenied || !strings.Contains(err.Error(), "HolderListRecords needs role operator; this caller is client") {
 		t.Fatalf("list records as a client: %v", err)
 	}
-	if err := dataCall(t, addr, operator, api.MethodHolderListRecords, &api.HolderListRecordsRequest{}, &api.HolderListRecordsResponse{}); err != nil {
+	if err := transporttest.CallOnce(t, addr, operator, api.MethodHolderListRecords, &api.HolderListRecordsRequest{}, &api.HolderListRecordsResponse{}); err != nil {
 		t.Fatalf("list records as the operator: %v", err)
 	}
 	for _, w := range []string{
@@ -106,7 +92,7 @@ func TestDataListenerRefusesHolderCertificate(t *testing.T) {
 		{api.MethodHolderRead, &api.HolderReadRequest{Key: "k"}, &api.HolderReadResponse{}},
 		{api.MethodHolderWrite, &api.HolderWriteRequest{Key: "k"}, &api.Empty{}},
 	} {
-		err := dataCall(t, svc.Addr(), other, c.method, c.req, c.resp)
+		err := transporttest.CallOnce(t, svc.Addr(), other, c.method, c.req, c.resp)
 		if api.CodeOf(err) != api.CodePermissionDenied || !strings.Contains(err.Error(), "needs role client; this caller is holder") {
 			t.Fatalf("%s with a holder certificate: %v", c.method, err)
 		}
@@ -115,7 +101,7 @@ func TestDataListenerRefusesHolderCertificate(t *testing.T) {
 		}
 	}
 	client := transport.ClientConfig{TLS: ca.Source(t, tlsconf.RoleClient, "app").ClientConfig()}
-	if err := dataCall(t, svc.Addr(), client, api.MethodHolderStatus, &api.Empty{}, &api.HolderStatusResponse{}); err != nil {
+	if err := transporttest.CallOnce(t, svc.Addr(), client, api.MethodHolderStatus, &api.Empty{}, &api.HolderStatusResponse{}); err != nil {
 		t.Fatalf("status with a client certificate: %v", err)
 	}
 }
@@ -149,7 +135,7 @@ func TestDataListenerSharedTokenWarns(t *testing.T) {
 		c.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
 	})
 	defer svc.Close()
-	if err := dataCall(t, svc.Addr(), transport.ClientConfig{Token: "shared token of at least thirty-two bytes"}, api.MethodHolderListRecords, &api.HolderListRecordsRequest{}, &api.HolderListRecordsResponse{}); err != nil {
+	if err := transporttest.CallOnce(t, svc.Addr(), transport.ClientConfig{Token: "shared token of at least thirty-two bytes"}, api.MethodHolderListRecords, &api.HolderListRecordsRequest{}, &api.HolderListRecordsResponse{}); err != nil {
 		t.Fatalf("list records with the shared token: %v", err)
 	}
 	if !strings.Contains(logs.String(), "no role token is set; give clients and operators their own with --client-token and --operator-token") {

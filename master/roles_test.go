@@ -21,26 +21,14 @@ import (
 	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
+	"sexton/transport/transporttest"
 )
-
-// callAs makes one call on a fresh connection with cfg.
-func callAs(t *testing.T, addr string, cfg transport.ClientConfig, method string, req, resp any) error {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := transport.Dial(ctx, addr, cfg)
-	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
-	}
-	defer conn.Close()
-	return conn.Call(ctx, method, req, resp)
-}
 
 // registryCap is the replicated registry capacity, read as an operator.
 func registryCap(t *testing.T, addr string, cfg transport.ClientConfig) int {
 	t.Helper()
 	var s api.SettingsResponse
-	if err := callAs(t, addr, cfg, api.MethodSettingsGet, &api.Empty{}, &s); err != nil {
+	if err := transporttest.CallOnce(t, addr, cfg, api.MethodSettingsGet, &api.Empty{}, &s); err != nil {
 		t.Fatalf("settings get: %v", err)
 	}
 	return s.Settings.RegistryCapacity
@@ -50,7 +38,7 @@ func registryCap(t *testing.T, addr string, cfg transport.ClientConfig) int {
 // registry capacity is then want.
 func setCapAs(t *testing.T, addr string, cfg transport.ClientConfig, who string, set *api.SettingsSetRequest, want int) {
 	t.Helper()
-	if err := callAs(t, addr, cfg, api.MethodSettingsSet, set, &api.SettingsResponse{}); err != nil {
+	if err := transporttest.CallOnce(t, addr, cfg, api.MethodSettingsSet, set, &api.SettingsResponse{}); err != nil {
 		t.Fatalf("settings set as %s: %v", who, err)
 	}
 	if got := registryCap(t, addr, cfg); got != want {
@@ -104,17 +92,17 @@ func TestRoleTokensRefuseOtherRoles(t *testing.T) {
 	before := registryCap(t, addr, operator)
 
 	set := &api.SettingsSetRequest{Settings: api.Settings{RegistryCapacity: before + 7}}
-	wantDenied(t, callAs(t, addr, client, api.MethodSettingsSet, set, &api.SettingsResponse{}), api.MethodSettingsSet, "client", "operator")
-	wantDenied(t, callAs(t, addr, client, api.MethodSnapshotSave, &api.SnapshotChunkRequest{}, &api.SnapshotChunk{}), api.MethodSnapshotSave, "client", "operator")
+	wantDenied(t, transporttest.CallOnce(t, addr, client, api.MethodSettingsSet, set, &api.SettingsResponse{}), api.MethodSettingsSet, "client", "operator")
+	wantDenied(t, transporttest.CallOnce(t, addr, client, api.MethodSnapshotSave, &api.SnapshotChunkRequest{}, &api.SnapshotChunk{}), api.MethodSnapshotSave, "client", "operator")
 	if got := registryCap(t, addr, operator); got != before {
 		t.Fatalf("a refused SettingsSet changed the registry capacity to %d", got)
 	}
 	// The client's own methods work with its token.
-	if err := callAs(t, addr, client, api.MethodExist, &api.KeysRequest{Keys: []string{"k"}}, &api.ExistResponse{}); err != nil {
+	if err := transporttest.CallOnce(t, addr, client, api.MethodExist, &api.KeysRequest{Keys: []string{"k"}}, &api.ExistResponse{}); err != nil {
 		t.Fatalf("exist as a client: %v", err)
 	}
-	wantDenied(t, callAs(t, addr, holder, api.MethodPutStart, &api.PutStartRequest{Key: "k", Size: 1, ReplicaNum: 1}, &api.PutStartResponse{}), api.MethodPutStart, "holder", "client")
-	wantDenied(t, callAs(t, addr, holder, api.MethodGet, &api.KeyRequest{Key: "k"}, &api.GetResponse{}), api.MethodGet, "holder", "client")
+	wantDenied(t, transporttest.CallOnce(t, addr, holder, api.MethodPutStart, &api.PutStartRequest{Key: "k", Size: 1, ReplicaNum: 1}, &api.PutStartResponse{}), api.MethodPutStart, "holder", "client")
+	wantDenied(t, transporttest.CallOnce(t, addr, holder, api.MethodGet, &api.KeyRequest{Key: "k"}, &api.GetResponse{}), api.MethodGet, "holder", "client")
 
 	setCapAs(t, addr, operator, "the operator", set, before+7)
 
@@ -201,26 +189,26 @@ func TestRoleCertificatesRefuseOtherRoles(t *testing.T) {
 	before := registryCap(t, addr, master)
 	set := &api.SettingsSetRequest{Settings: api.Settings{RegistryCapacity: before + 3}}
 
-	wantDenied(t, callAs(t, addr, client, api.MethodSettingsSet, set, &api.SettingsResponse{}), api.MethodSettingsSet, "client", "operator")
-	if !strings.Contains(api.AsError(callAs(t, addr, client, api.MethodSettingsSet, set, nil)).Message, "sexton://client/app") {
+	wantDenied(t, transporttest.CallOnce(t, addr, client, api.MethodSettingsSet, set, &api.SettingsResponse{}), api.MethodSettingsSet, "client", "operator")
+	if !strings.Contains(api.AsError(transporttest.CallOnce(t, addr, client, api.MethodSettingsSet, set, nil)).Message, "sexton://client/app") {
 		t.Fatal("the refusal does not name the certificate's role URI")
 	}
-	if err := callAs(t, addr, client, api.MethodExist, &api.KeysRequest{Keys: []string{"k"}}, &api.ExistResponse{}); err != nil {
+	if err := transporttest.CallOnce(t, addr, client, api.MethodExist, &api.KeysRequest{Keys: []string{"k"}}, &api.ExistResponse{}); err != nil {
 		t.Fatalf("exist with a client certificate: %v", err)
 	}
-	wantDenied(t, callAs(t, addr, holder, api.MethodGet, &api.KeyRequest{Key: "k"}, &api.GetResponse{}), api.MethodGet, "holder", "client")
+	wantDenied(t, transporttest.CallOnce(t, addr, holder, api.MethodGet, &api.KeyRequest{Key: "k"}, &api.GetResponse{}), api.MethodGet, "holder", "client")
 	// Every operator-only method is refused to the anonymous caller; the
 	// body does not matter, the decision comes before it is read.
 	for method := range MethodRoles {
 		if MethodRoles.OperatorOnly(method) {
-			wantDenied(t, callAs(t, addr, anonymous, method, &api.Empty{}, nil), method, "anonymous", "operator")
+			wantDenied(t, transporttest.CallOnce(t, addr, anonymous, method, &api.Empty{}, nil), method, "anonymous", "operator")
 		}
 	}
-	if err := callAs(t, addr, anonymous, api.MethodExist, &api.KeysRequest{Keys: []string{"k"}}, &api.ExistResponse{}); err != nil {
+	if err := transporttest.CallOnce(t, addr, anonymous, api.MethodExist, &api.KeysRequest{Keys: []string{"k"}}, &api.ExistResponse{}); err != nil {
 		t.Fatalf("exist without a certificate on the optional listener: %v", err)
 	}
 	for _, method := range []string{api.MethodStatus, api.MethodGet, api.MethodSettingsSet} {
-		err := callAs(t, addr, noRole, method, &api.Empty{}, nil)
+		err := transporttest.CallOnce(t, addr, noRole, method, &api.Empty{}, nil)
 		if api.CodeOf(err) != api.CodePermissionDenied || !strings.Contains(err.Error(), "sexton://client/<name>") {
 			t.Fatalf("%s with a certificate without a role: %v", method, err)
 		}
@@ -414,7 +402,7 @@ func TestTokenListsRollWithoutDowntime(t *testing.T) {
 	operator := transport.ClientConfig{Token: newCluster}
 	before := registryCap(t, tc.node(li).RPCAddr(), operator)
 	set := &api.SettingsSetRequest{Settings: api.Settings{RegistryCapacity: before + 1}}
-	if err := callAs(t, tc.node(li).RPCAddr(), operator, api.MethodSettingsSet, set, &api.SettingsResponse{}); err != nil {
+	if err := transporttest.CallOnce(t, tc.node(li).RPCAddr(), operator, api.MethodSettingsSet, set, &api.SettingsResponse{}); err != nil {
 		t.Fatalf("a commit on two masters with the new token: %v", err)
 	}
 }

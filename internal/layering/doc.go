@@ -14,8 +14,9 @@ package layering
 // itself). A package in no layer is an error: add it where it belongs.
 var Layers = [][]string{
 	// Leaves: codecs, wire formats and helpers.
-	// internal/testutil and raftio/raftiotest are leaves too, and TestOnly.
-	{"api", "internal/...", "grant", "snapshot", "fsm/...", "holder/...", "raftio/...", "dfsio", "transport"},
+	// internal/testutil, raftio/raftiotest and transport/transporttest are
+	// leaves too, and TestOnly.
+	{"api", "internal/...", "grant", "snapshot", "fsm/...", "holder/...", "raftio/...", "dfsio", "transport", "transport/..."},
 	// One node's state machine, storage or Raft plumbing, and the
 	// master's pure leader policy.
 	{"fsm", "holder", "raftio", "master/policy/..."},
@@ -31,7 +32,8 @@ var Layers = [][]string{
 
 // TestOnly lists packages that only tests may import: the fault
 // filesystems fail and lose writes on purpose, the policies' data-driven
-// runner links package testing, and the rest hold what tests share (polling, HTTP,
-// certificates, the handshake relay), so no package that ships (in the
-// default build or with the testhooks tag) may link them.
-var TestOnly = []string{"internal/fsys/errorfs", "internal/testutil", "master/policy/policytest", "raftio/raftiotest"}
+// runner links package testing, and the rest hold what tests share
+// (polling, HTTP, certificates, the handshake relay, one RPC call), so no
+// package that ships (in the default build or with the testhooks tag) may
+// link them.
+var TestOnly = []string{"internal/fsys/errorfs", "internal/testutil", "master/policy/policytest", "raftio/raftiotest", "transport/transporttest"}
