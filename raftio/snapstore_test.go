@@ -74,6 +74,14 @@ func mustPutSnap(t testing.TB, s raft.SnapshotStore, term, index uint64, data []
 	return id
 }
 
+// wantIDs fails unless s lists exactly want, in order.
+func wantIDs(t testing.TB, s raft.SnapshotStore, want ...string) {
+	t.Helper()
+	if got := listIDs(t, s); !slices.Equal(got, want) {
+		t.Fatalf("List = %v, want %v", got, want)
+	}
+}
+
 func listIDs(t testing.TB, s raft.SnapshotStore) []string {
 	t.Helper()
 	ms, err := s.List()
@@ -128,9 +136,7 @@ func TestSnapshotStoreRoundTrip(t *testing.T) {
 		ids = append(ids, id)
 	}
 	want := []string{ids[3], ids[2], ids[1]}
-	if got := listIDs(t, s); !slices.Equal(got, want) {
-		t.Fatalf("List = %v, want %v", got, want)
-	}
+	wantIDs(t, s, want...)
 	for _, id := range want {
 		m, b, err := raftiotest.ReadSnap(s, id)
 		if err != nil {
@@ -362,9 +368,7 @@ func TestSnapshotStoreReadsLegacy(t *testing.T) {
 	// ones (term first, as hashicorp sorts).
 	n1 := mustPutSnap(t, s, 1, 20, randBytes(3, 2000))
 	data[n1] = randBytes(3, 2000)
-	if got, want := listIDs(t, s), []string{l2, n1, l1}; !slices.Equal(got, want) {
-		t.Fatalf("List = %v, want %v", got, want)
-	}
+	wantIDs(t, s, l2, n1, l1)
 	for _, id := range []string{l1, l2, n1} {
 		m, b, err := raftiotest.ReadSnap(s, id)
 		if err != nil {
@@ -388,27 +392,21 @@ func TestSnapshotStoreReadsLegacy(t *testing.T) {
 	// Reaping: two newer snapshots push both legacy ones out; their
 	// directories go.
 	n2 := mustPutSnap(t, s, 3, 1, randBytes(4, 100))
-	if got, want := listIDs(t, s), []string{n2, l2, n1}; !slices.Equal(got, want) {
-		t.Fatalf("List = %v, want %v", got, want)
-	}
+	wantIDs(t, s, n2, l2, n1)
 	if _, err := os.Stat(filepath.Join(dir, l1)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("legacy %s not reaped: %v", l1, err)
 	}
 	// The corrupt legacy one still counts (List lists it, its metadata
 	// being intact: raft's restore falls back past it), so n1 goes next.
 	n3 := mustPutSnap(t, s, 3, 2, randBytes(5, 100))
-	if got, want := listIDs(t, s), []string{n3, n2, l2}; !slices.Equal(got, want) {
-		t.Fatalf("List = %v, want %v", got, want)
-	}
+	wantIDs(t, s, n3, n2, l2)
 	want := []string{l2, n2 + ".meta", n2 + ".state", n3 + ".meta", n3 + ".state"}
 	slices.Sort(want)
 	if got := dirNames(t, dir); !slices.Equal(got, want) {
 		t.Fatalf("directory holds %v, want %v", got, want)
 	}
 	n4 := mustPutSnap(t, s, 3, 3, randBytes(6, 100))
-	if got, want := listIDs(t, s), []string{n4, n3, n2}; !slices.Equal(got, want) {
-		t.Fatalf("List = %v, want %v", got, want)
-	}
+	wantIDs(t, s, n4, n3, n2)
 	if _, err := os.Stat(filepath.Join(dir, l2)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("legacy %s not reaped: %v", l2, err)
 	}
@@ -443,9 +441,7 @@ func TestSnapshotStoreCleanupAtOpen(t *testing.T) {
 			t.Fatalf("the removal of %s is not logged:\n%s", f, lb.String())
 		}
 	}
-	if got := listIDs(t, s); !slices.Equal(got, []string{good}) {
-		t.Fatalf("List = %v", got)
-	}
+	wantIDs(t, s, good)
 }
 
 // failCommitDir fails, when armed, the first directory fsync after a

@@ -46,14 +46,7 @@ func TestStoreGuardTermWriteWaitsForSpace(t *testing.T) {
 		t.Fatalf("state: cannot write %v, %v", cannot, err)
 	}
 	full.Store(false)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("term write: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("term write still parked after space returned")
-	}
+	awaitParked(t, done, "the term write, after space returned,")
 	if v, _ := g.GetUint64(keyCurrentTerm); v != 4 {
 		t.Fatalf("term on disk %d, want 4", v)
 	}
@@ -73,14 +66,7 @@ func TestStoreGuardCloseReleasesParkedTermWrite(t *testing.T) {
 	go func() { done <- g.SetUint64(keyCurrentTerm, 4) }()
 	time.Sleep(50 * time.Millisecond)
 	g.Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("parked term write returned %v (raft would panic)", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("close did not release the parked term write")
-	}
+	awaitParked(t, done, "the term write, released by close (raft would panic on an error),")
 	full.Store(false)
 	if err := g.StoreLogs([]*raft.Log{{Index: 1, Term: 4}}); !errors.Is(err, errStoreAbandoned) {
 		t.Fatalf("log append after an unwritten term: %v, want refused", err)
@@ -125,5 +111,19 @@ func TestPreVoteGateRefusesWhileStoreCannotWrite(t *testing.T) {
 	resp = raft.RequestPreVoteResponse{Granted: true}
 	if err := gate.RequestPreVote("peer", nobody, &raft.RequestPreVoteRequest{Term: 7}, &resp); err != nil || resp.Granted || resp.Term != 7 {
 		t.Fatalf("pre-vote while the store cannot write: %v, %+v; want refused without asking", err, resp)
+	}
+}
+
+// awaitParked waits for a parked write's result: it must come within 5 s
+// and be nil.
+func awaitParked(t *testing.T, done <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s returned %v", what, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s is still parked", what)
 	}
 }

@@ -18,14 +18,12 @@ func TestPoolReconnectsAfterServerRestart(t *testing.T) {
 	defer p.Close()
 	var wg sync.WaitGroup
 	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var resp echoResp
 			if err := p.Call(context.Background(), addr, "Echo", &echoReq{N: i}, &resp); err != nil || resp.N != i {
 				t.Errorf("call %d: %v %d", i, err, resp.N)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if n := ts.Stats().Connections; n != 1 {

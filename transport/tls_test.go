@@ -46,15 +46,13 @@ func TestTLSMutualWithToken(t *testing.T) {
 	c := dial(t, ts.addr, ClientConfig{Token: "tok", TLS: f.client.ClientConfig()})
 	var wg sync.WaitGroup
 	for i := range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var resp echoResp
 			pad := strings.Repeat("x", i*97)
 			if err := c.Call(context.Background(), "Echo", &echoReq{N: i, Pad: pad}, &resp); err != nil || resp.N != i || resp.Pad != pad {
 				t.Errorf("call %d: %v (n=%d, %d bytes)", i, err, resp.N, len(resp.Pad))
 			}
-		}()
+		})
 	}
 	wg.Wait()
 
