@@ -1,7 +1,6 @@
 package holder
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -112,17 +111,7 @@ func TestEveryDataMethodHasARole(t *testing.T) {
 	m, s := mountedStore(t)
 	svc := startTestService(t, s, m)
 	defer svc.Close()
-	served := svc.srv.Methods()
-	for _, method := range served {
-		if _, ok := DataMethodRoles[method]; !ok {
-			t.Errorf("method %s has no row in DataMethodRoles (holder/dataserver.go)", method)
-		}
-	}
-	for method := range DataMethodRoles {
-		if !slices.Contains(served, method) {
-			t.Errorf("DataMethodRoles has a row for %s, which the listener does not serve", method)
-		}
-	}
+	transporttest.WantRoleTable(t, DataMethodRoles, "DataMethodRoles", "holder/dataserver.go", svc.srv.Methods())
 }
 
 // A holder with only the cluster token serves every caller that proves

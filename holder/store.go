@@ -400,23 +400,21 @@ func (s *Store) logOpenReport() {
 	s.log.Info("holder store opened", "dir", s.dir, "segment", s.id.SegmentID, "buckets", len(s.buckets),
 		"live_objects", len(s.idx.live), "created_marker", r.CreatedMarker, "adopted_unmarked", r.AdoptedUnmarked,
 		"legacy_buckets", r.LegacyBuckets, "shadowed_records", r.ShadowedRecords)
-	for _, n := range r.RemovedStaleMetas {
-		s.log.Warn("removed bucket metadata whose data file is missing", "file", s.path(n))
-	}
-	for _, n := range r.RemovedOrphanBuckets {
-		s.log.Warn("removed bucket data file with no committed metadata", "file", s.path(n))
-	}
-	for _, n := range r.RemovedTmpFiles {
-		s.log.Info("removed interrupted metadata write", "file", s.path(n))
-	}
-	for _, n := range r.RemovedStaleJournals {
-		s.log.Warn("removed put journal of no committed bucket", "file", s.path(n))
-	}
-	for _, n := range r.TornJournals {
-		s.log.Info("dropped an unfinished (never acknowledged) last record of a put journal", "file", s.path(n))
-	}
-	for _, n := range r.CreatedJournals {
-		s.log.Info("created put journal for a bucket written without one", "file", s.path(n))
+	for _, g := range []struct {
+		files []string
+		log   func(string, ...any)
+		msg   string
+	}{
+		{r.RemovedStaleMetas, s.log.Warn, "removed bucket metadata whose data file is missing"},
+		{r.RemovedOrphanBuckets, s.log.Warn, "removed bucket data file with no committed metadata"},
+		{r.RemovedTmpFiles, s.log.Info, "removed interrupted metadata write"},
+		{r.RemovedStaleJournals, s.log.Warn, "removed put journal of no committed bucket"},
+		{r.TornJournals, s.log.Info, "dropped an unfinished (never acknowledged) last record of a put journal"},
+		{r.CreatedJournals, s.log.Info, "created put journal for a bucket written without one"},
+	} {
+		for _, n := range g.files {
+			g.log(g.msg, "file", s.path(n))
+		}
 	}
 	if r.GCRecovery != "" {
 		s.log.Warn("resolved a pending bucket GC round", "action", r.GCRecovery, "removed", r.RemovedGCFiles)

@@ -236,17 +236,7 @@ func TestRoleCertificatesRefuseOtherRoles(t *testing.T) {
 // role would be refused to everyone.
 func TestEveryRPCMethodHasARole(t *testing.T) {
 	tc := startCluster(t, 1)
-	served := tc.node(0).rpc.Methods()
-	for _, m := range served {
-		if _, ok := MethodRoles[m]; !ok {
-			t.Errorf("method %s has no row in MethodRoles (master/rpc.go)", m)
-		}
-	}
-	for m := range MethodRoles {
-		if !slices.Contains(served, m) {
-			t.Errorf("MethodRoles has a row for %s, which the listener does not serve", m)
-		}
-	}
+	transporttest.WantRoleTable(t, MethodRoles, "MethodRoles", "master/rpc.go", tc.node(0).rpc.Methods())
 }
 
 var updateDocs = flag.Bool("update", false, "regenerate the role × method table in docs/SECURITY.md")

@@ -1,14 +1,17 @@
-// Package transporttest holds what tests that call a node's RPC listener
-// share: one call on a fresh connection with a given client config (a
-// token, a certificate or none), the way a role test asks what one caller
-// may do. Only tests import it.
+// Package transporttest holds what tests of a node's RPC listener share:
+// one call on a fresh connection with a given client config (a token, a
+// certificate or none), the way a role test asks what one caller may do,
+// and the check that a listener's role table and its methods agree. Only
+// tests import it.
 package transporttest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
+	"sexton/internal/authz"
 	"sexton/transport"
 )
 
@@ -25,4 +28,21 @@ func CallOnce(t *testing.T, addr string, cfg transport.ClientConfig, method stri
 	}
 	defer conn.Close()
 	return conn.Call(ctx, method, req, resp)
+}
+
+// WantRoleTable fails t unless every method served has a row in table
+// (called name, declared in file) and every row is a method served: a
+// method added without deciding its role would be refused to everyone.
+func WantRoleTable(t *testing.T, table authz.Table, name, file string, served []string) {
+	t.Helper()
+	for _, m := range served {
+		if _, ok := table[m]; !ok {
+			t.Errorf("method %s has no row in %s (%s)", m, name, file)
+		}
+	}
+	for m := range table {
+		if !slices.Contains(served, m) {
+			t.Errorf("%s has a row for %s, which the listener does not serve", name, m)
+		}
+	}
 }
