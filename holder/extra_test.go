@@ -36,9 +36,7 @@ func (r *opRecorder) take() []string {
 }
 
 func TestPersistenceStepsRunInProtocolOrder(t *testing.T) {
-	opts, ffs := faultyOpts(0)
-	s := openT(t, t.TempDir(), opts)
-	defer s.Close()
+	s, ffs := openFaulty(t, 0)
 	var rec opRecorder
 	rec.watch(ffs, errorfs.OpWrite, "*")
 	rec.watch(ffs, errorfs.OpSync, "*")
@@ -100,9 +98,7 @@ func TestTombstoneWinsOverLiveCopyElsewhere(t *testing.T) {
 }
 
 func TestDuplicateTasksInOneBatchShareOnePersistence(t *testing.T) {
-	opts, ffs := faultyOpts(0)
-	s := openT(t, t.TempDir(), opts)
-	defer s.Close()
+	s, ffs := openFaulty(t, 0)
 	mustPut(t, s, "k", incN(1), []byte("v"))
 	ffs.ResetCounts()
 	rs := s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "k", incN(1)), task(s, 2, "k", incN(1))})

@@ -121,13 +121,8 @@ func dropCache(b *testing.B, dir string) {
 // it: n bytes written through one 1 MiB buffer into a new file in dir, then
 // fsynced. Returns bytes per second.
 func seqWrite(b *testing.B, dir string, n int64) float64 {
-	name := filepath.Join(dir, "seqwrite.tmp")
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.Remove(name)
-	defer f.Close()
+	f, done := scratchFile(b, dir, "seqwrite.tmp")
+	defer done()
 	buf := bytes.Repeat([]byte{0x5a}, gcCopyBufferSize)
 	start := time.Now()
 	for off := int64(0); off < n; off += int64(len(buf)) {
@@ -146,14 +141,9 @@ func seqWrite(b *testing.B, dir string, n int64) float64 {
 // one 1 MiB buffer into a second file that is fsynced. Returns bytes per
 // second of the copy.
 func seqCopy(b *testing.B, dir string, n int64) float64 {
-	src := filepath.Join(dir, "seqcopy-src.tmp")
 	seqWrite(b, dir, 0) // warm the path
-	f, err := os.OpenFile(src, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.Remove(src)
-	defer f.Close()
+	f, closeSrc := scratchFile(b, dir, "seqcopy-src.tmp")
+	defer closeSrc()
 	buf := bytes.Repeat([]byte{0x3c}, gcCopyBufferSize)
 	for off := int64(0); off < n; off += int64(len(buf)) {
 		if _, err := f.WriteAt(buf[:min(int64(len(buf)), n-off)], off); err != nil {
@@ -164,13 +154,8 @@ func seqCopy(b *testing.B, dir string, n int64) float64 {
 		b.Fatal(err)
 	}
 	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
-	dst := filepath.Join(dir, "seqcopy-dst.tmp")
-	g, err := os.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.Remove(dst)
-	defer g.Close()
+	g, closeDst := scratchFile(b, dir, "seqcopy-dst.tmp")
+	defer closeDst()
 	start := time.Now()
 	for off := int64(0); off < n; off += int64(len(buf)) {
 		chunk := buf[:min(int64(len(buf)), n-off)]
@@ -204,3 +189,17 @@ func rssKiB(field string) int64 {
 
 // resetPeakRSS makes VmHWM start again from the current RSS (Linux ≥ 4.0).
 func resetPeakRSS() bool { return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil }
+
+// scratchFile creates (or truncates) name in dir; done closes and removes
+// it.
+func scratchFile(b *testing.B, dir, name string) (*os.File, func()) {
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f, func() {
+		f.Close()
+		os.Remove(path)
+	}
+}

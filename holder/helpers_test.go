@@ -166,6 +166,16 @@ func faultyOpts(keysLimit int) (StoreOptions, *errorfs.Faulty) {
 	return StoreOptions{BucketKeysLimit: keysLimit, FS: f}, f
 }
 
+// openFaulty opens a store over faultyOpts(keysLimit) in a fresh directory,
+// closed when the test ends.
+func openFaulty(t testing.TB, keysLimit int) (*Store, *errorfs.Faulty) {
+	t.Helper()
+	opts, ffs := faultyOpts(keysLimit)
+	s := openT(t, t.TempDir(), opts)
+	t.Cleanup(func() { s.Close() })
+	return s, ffs
+}
+
 // bucketOf is the bucket a live record sits in.
 func bucketOf(t testing.TB, s *Store, key string, inc api.ObjectIncarnation) uint64 {
 	t.Helper()

@@ -62,10 +62,7 @@ func TestDeleteIsDurableAndCannotDeleteRecreatedKey(t *testing.T) {
 }
 
 func TestOneInvalidTaskDoesNotSuppressAnotherBucket(t *testing.T) {
-	dir := t.TempDir()
-	opts, ffs := faultyOpts(2)
-	s := openT(t, dir, opts)
-	defer s.Close()
+	s, ffs := openFaulty(t, 2)
 	for i, k := range []string{"a1", "a2", "b1", "b2"} { // a* in bucket 1, b* in bucket 2
 		mustPut(t, s, k, incN(uint64(i+1)), valueOf(k, 64))
 	}
@@ -104,10 +101,7 @@ func TestOneInvalidTaskDoesNotSuppressAnotherBucket(t *testing.T) {
 }
 
 func TestOnePersistencePerBucket(t *testing.T) {
-	dir := t.TempDir()
-	opts, ffs := faultyOpts(10)
-	s := openT(t, dir, opts)
-	defer s.Close()
+	s, ffs := openFaulty(t, 10)
 	n := uint64(0)
 	var tasks []api.LocalDeleteTask
 	for b := 0; b < 4; b++ {
