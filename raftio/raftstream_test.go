@@ -227,25 +227,13 @@ func TestRaftStreamSilentDialer(t *testing.T) {
 // by the dialer before Raft sends it anything — an impostor could
 // otherwise answer with a higher term and depose a leader.
 func TestRaftStreamDialerChecksAcceptorProof(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- nil
-			return
-		}
-		defer c.Close()
+	ln, got := testutil.AcceptOnce(t, func(c net.Conn) []byte {
 		_, _ = c.Write(append([]byte(raftAuthMagic), make([]byte, raftNonceLen)...))
 		_, _ = io.ReadFull(c, make([]byte, len(raftAuthMagic)+raftNonceLen+1+len("m1")+1+len("m2")+raftMACLen))
 		_, _ = c.Write(make([]byte, raftMACLen)) // not the proof
 		rest, _ := io.ReadAll(c)                 // whatever the dialer sends after
-		got <- rest
-	}()
+		return rest
+	})
 	ref := &refusals{}
 	peers := NewRaftPeers("m1")
 	s, err := newRaftStream(ports.Addr(t), RaftAuth{Token: "t", Refused: ref.note, Peers: peers}, hclog.NewNullLogger())

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 )
 
 // With a cluster token on the server, a client with the wrong token or none
@@ -78,34 +79,21 @@ func TestServerWithoutTokenAcceptsAnyClient(t *testing.T) {
 // an HMAC that a fake server can check but that does not contain the token.
 func TestTokenNeverSentInClear(t *testing.T) {
 	const token = "s3cret-cluster-token"
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	nonce := bytes.Repeat([]byte{0xab}, nonceLen)
-	captured := make(chan []byte, 1)
-	go func() {
-		nc, err := l.Accept()
-		if err != nil {
-			captured <- nil
-			return
-		}
-		defer nc.Close()
+	l, captured := testutil.AcceptOnce(t, func(nc net.Conn) []byte {
 		buf, _ := encodeFrame(&envelope{kind: kindHello}, &hello{V: protocolVersion, Nonce: nonce, Auth: true, MaxFrame: DefaultMaxFrame})
 		nc.Write(buf.Bytes())
 		_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
 		frame, err := readFrameBody(nc, handshakeMaxFrame)
 		if err != nil {
-			captured <- nil
-			return
+			return nil
 		}
-		captured <- frame
 		// Refuse, so the client's Dial returns.
 		buf, _ = encodeFrame(&envelope{kind: kindWelcome, err: api.Errorf(api.CodeUnauthenticated, "cluster token mismatch")}, nil)
 		nc.Write(buf.Bytes())
-	}()
-	_, err = Dial(context.Background(), l.Addr().String(), ClientConfig{Token: token})
+		return frame
+	})
+	_, err := Dial(context.Background(), l.Addr().String(), ClientConfig{Token: token})
 	requireCode(t, err, api.CodeUnauthenticated)
 	frame := <-captured
 	if frame == nil {
