@@ -7,20 +7,21 @@ import (
 
 // AcceptOnce listens on a loopback port and serves its first connection
 // with serve, on its own goroutine; the channel receives what serve
-// answers (nil when the accept fails). The connection is closed after
-// serve, the listener when the test ends.
-func AcceptOnce(t testing.TB, serve func(net.Conn) []byte) (net.Listener, <-chan []byte) {
+// answers (the zero T when the accept fails). The connection is closed
+// after serve, the listener when the test ends.
+func AcceptOnce[T any](t testing.TB, serve func(net.Conn) T) (net.Listener, <-chan T) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	got := make(chan []byte, 1)
+	got := make(chan T, 1)
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
-			got <- nil
+			var zero T
+			got <- zero
 			return
 		}
 		defer c.Close()

@@ -13,26 +13,14 @@ import (
 
 func handshake(t *testing.T, srv, cli *tls.Config) error {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	done := make(chan error, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			done <- err
-			return
-		}
-		defer c.Close()
+	ln, done := testutil.AcceptOnce(t, func(c net.Conn) error {
 		tc := tls.Server(c, srv)
-		err = tc.Handshake()
+		err := tc.Handshake()
 		if err == nil {
 			_, err = tc.Write([]byte("x"))
 		}
-		done <- err
-	}()
+		return err
+	})
 	c, err := tls.Dial("tcp", ln.Addr().String(), cli)
 	if err != nil {
 		<-done
