@@ -108,9 +108,13 @@ func (w *gcWorker) loop() {
 	}
 }
 
-func (w *gcWorker) stopped() bool {
+func (w *gcWorker) stopped() bool { return isClosed(w.stop) }
+
+// isClosed reports whether ch is closed (or has a value ready), without
+// waiting.
+func isClosed(ch <-chan struct{}) bool {
 	select {
-	case <-w.stop:
+	case <-ch:
 		return true
 	default:
 		return false

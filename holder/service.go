@@ -226,14 +226,7 @@ func (s *Service) replayDone() bool {
 	return s.mounted && s.replayed
 }
 
-func (s *Service) stopped() bool {
-	select {
-	case <-s.stop:
-		return true
-	default:
-		return false
-	}
-}
+func (s *Service) stopped() bool { return isClosed(s.stop) }
 
 func (s *Service) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)

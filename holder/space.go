@@ -118,6 +118,15 @@ func isNoSpace(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
+// freeBytes is the free space of the filesystem, or -1 when it cannot be
+// read.
+func (s *Store) freeBytes() int64 {
+	if sp, err := s.statfs(); err == nil {
+		return sp.Free
+	}
+	return -1
+}
+
 func (s *Store) statfs() (fsys.Space, error) {
 	sp, err := s.fs.Statfs(s.dir)
 	s.space.mu.Lock()
@@ -245,10 +254,7 @@ func (s *Store) releaseReserve(path string) bool {
 	s.space.held, s.space.heldBytes = false, 0
 	s.space.releases++
 	s.space.mu.Unlock()
-	free := int64(-1)
-	if sp, err := s.statfs(); err == nil {
-		free = sp.Free
-	}
+	free := s.freeBytes()
 	s.log.Warn("disk full: released the space reserve so deletion and GC can proceed; puts are refused until space is reclaimed",
 		"path", path, "reserve_bytes", bytes, "fs_free_bytes", free, "file", s.path(SpaceReserveFileName))
 	return true
@@ -378,10 +384,7 @@ func (s *Store) maybeRecreateReserve() {
 	s.space.mu.Lock()
 	s.space.recreations++
 	s.space.mu.Unlock()
-	free := int64(-1)
-	if sp, err := s.statfs(); err == nil {
-		free = sp.Free
-	}
+	free := s.freeBytes()
 	s.log.Info("space reserve recreated: free space is back above twice the reserve; puts are accepted again",
 		"reserve_bytes", s.opts.MetadataReserve, "fs_free_bytes", free, "file", s.path(SpaceReserveFileName))
 }

@@ -499,16 +499,26 @@ func (s *raftStream) checkDialerCert(tc *tls.Conn, deadline time.Time) error {
 	return &refusal{refuseIdentity, fmt.Errorf("the dialer's certificate names masters %q, none a server of this node's Raft configuration", ids)}
 }
 
-// checkAcceptorCert refuses an acceptor whose certificate does not name
-// it the master this node's Raft configuration lists at address.
-func (s *raftStream) checkAcceptorCert(tc *tls.Conn, address string, deadline time.Time) error {
+// serverAt is the id of the server this node's Raft configuration lists at
+// address; none is a refusal (its message ends with why).
+func (s *raftStream) serverAt(address string, deadline time.Time, why string) (string, error) {
 	conf, err := s.auth.Peers.configuration(deadline)
 	if err != nil {
-		return err
+		return "", err
 	}
 	target, ok := idAt(conf, address)
 	if !ok {
-		return &refusal{refuseIdentity, fmt.Errorf("no server of this node's Raft configuration has address %s", address)}
+		return "", &refusal{refuseIdentity, fmt.Errorf("no server of this node's Raft configuration has address %s%s", address, why)}
+	}
+	return target, nil
+}
+
+// checkAcceptorCert refuses an acceptor whose certificate does not name
+// it the master this node's Raft configuration lists at address.
+func (s *raftStream) checkAcceptorCert(tc *tls.Conn, address string, deadline time.Time) error {
+	target, err := s.serverAt(address, deadline, "")
+	if err != nil {
+		return err
 	}
 	ids := peerMasterIDs(tc)
 	for _, id := range ids {
@@ -594,13 +604,9 @@ func (s *raftStream) acceptToken(c net.Conn, deadline time.Time) error {
 // at address.
 func (s *raftStream) dialToken(c net.Conn, address string, deadline time.Time) error {
 	token, self := s.auth.Token, s.auth.Peers.self
-	conf, err := s.auth.Peers.configuration(deadline)
+	target, err := s.serverAt(address, deadline, ", so the handshake cannot name whom it dials")
 	if err != nil {
 		return err
-	}
-	target, ok := idAt(conf, address)
-	if !ok {
-		return &refusal{refuseIdentity, fmt.Errorf("no server of this node's Raft configuration has address %s, so the handshake cannot name whom it dials", address)}
 	}
 	if len(target) > raftMaxIDLen {
 		return &refusal{refuseIdentity, fmt.Errorf("the server id at %s is longer than %d bytes, more than the Raft handshake can name", address, raftMaxIDLen)}

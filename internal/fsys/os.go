@@ -84,42 +84,33 @@ func (OS) Statfs(path string) (Space, error) {
 // Fallocate implements FS with fallocate(2) mode 0 on the file's
 // descriptor.
 func (OS) Fallocate(f File, size int64) error {
-	x, ok := f.(interface{ Fd() uintptr })
-	if !ok {
-		return &fs.PathError{Op: "fallocate", Path: f.Name(), Err: unix.ENOTSUP}
-	}
-	if size <= 0 {
-		return nil
-	}
-	for {
-		err := unix.Fallocate(int(x.Fd()), 0, 0, size)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return &fs.PathError{Op: "fallocate", Path: f.Name(), Err: err}
-		}
-		return nil
-	}
+	return fallocate(f, "fallocate", 0, 0, size)
 }
 
 // PunchHole implements FS with fallocate(2) FALLOC_FL_PUNCH_HOLE |
 // FALLOC_FL_KEEP_SIZE on the file's descriptor.
 func (OS) PunchHole(f File, off, size int64) error {
+	return fallocate(f, "punch hole", unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, size)
+}
+
+// fallocate runs fallocate(2) with mode over [off, off+size) of f's
+// descriptor, again after EINTR; op names the operation in its errors.
+// A size of zero or less does nothing.
+func fallocate(f File, op string, mode uint32, off, size int64) error {
 	x, ok := f.(interface{ Fd() uintptr })
 	if !ok {
-		return &fs.PathError{Op: "punch hole", Path: f.Name(), Err: unix.ENOTSUP}
+		return &fs.PathError{Op: op, Path: f.Name(), Err: unix.ENOTSUP}
 	}
 	if size <= 0 {
 		return nil
 	}
 	for {
-		err := unix.Fallocate(int(x.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, size)
+		err := unix.Fallocate(int(x.Fd()), mode, off, size)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return &fs.PathError{Op: "punch hole", Path: f.Name(), Err: err}
+			return &fs.PathError{Op: op, Path: f.Name(), Err: err}
 		}
 		return nil
 	}
