@@ -245,42 +245,45 @@ func (p *PowerLoss) OpenFile(name string, flag int, perm fs.FileMode) (fsys.File
 func (p *PowerLoss) Rename(oldpath, newpath string) error {
 	ob, ot := p.name(oldpath)
 	nb, nt := p.name(newpath)
+	return p.mutate(func() error { return p.inner.Rename(oldpath, newpath) }, func() error {
+		if ot && nt {
+			n := p.current[ob]
+			if n == nil {
+				n = &plNode{} // not made through the model: nothing durable
+			}
+			p.current[nb] = n
+			delete(p.current, ob)
+			p.pending = append(p.pending, plOp{kind: "rename", name: ob, to: nb, node: n})
+		}
+		return nil
+	})
+}
+
+// mutate runs op, the inner file system's side of a mutation, under p.mu
+// once the model allows mutations, then (still under p.mu) record, the
+// model's side.
+func (p *PowerLoss) mutate(op, record func() error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.mutating(); err != nil {
 		return err
 	}
-	if err := p.inner.Rename(oldpath, newpath); err != nil {
+	if err := op(); err != nil {
 		return err
 	}
-	if ot && nt {
-		n := p.current[ob]
-		if n == nil {
-			n = &plNode{} // not made through the model: nothing durable
-		}
-		p.current[nb] = n
-		delete(p.current, ob)
-		p.pending = append(p.pending, plOp{kind: "rename", name: ob, to: nb, node: n})
-	}
-	return nil
+	return record()
 }
 
 // Remove implements FS.
 func (p *PowerLoss) Remove(name string) error {
 	base, tracked := p.name(name)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.mutating(); err != nil {
-		return err
-	}
-	if err := p.inner.Remove(name); err != nil {
-		return err
-	}
-	if n := p.current[base]; tracked && n != nil {
-		delete(p.current, base)
-		p.pending = append(p.pending, plOp{kind: "remove", name: base, node: n})
-	}
-	return nil
+	return p.mutate(func() error { return p.inner.Remove(name) }, func() error {
+		if n := p.current[base]; tracked && n != nil {
+			delete(p.current, base)
+			p.pending = append(p.pending, plOp{kind: "remove", name: base, node: n})
+		}
+		return nil
+	})
 }
 
 // ReadDir implements FS.
@@ -296,22 +299,16 @@ func (p *PowerLoss) MkdirAll(name string, perm fs.FileMode) error {
 
 // SyncDir implements FS: the modelled directory's entries become durable.
 func (p *PowerLoss) SyncDir(name string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.mutating(); err != nil {
-		return err
-	}
-	if err := p.inner.SyncDir(name); err != nil {
-		return err
-	}
-	if filepath.Clean(name) == p.dir {
-		p.durable = make(map[string]*plNode, len(p.current))
-		for n, node := range p.current {
-			p.durable[n] = node
+	return p.mutate(func() error { return p.inner.SyncDir(name) }, func() error {
+		if filepath.Clean(name) == p.dir {
+			p.durable = make(map[string]*plNode, len(p.current))
+			for n, node := range p.current {
+				p.durable[n] = node
+			}
+			p.pending = nil
 		}
-		p.pending = nil
-	}
-	return nil
+		return nil
+	})
 }
 
 // Statfs implements FS: the space is the real filesystem's.
@@ -409,26 +406,20 @@ func (f *plFile) Truncate(size int64) error {
 
 // Sync fsyncs and records the file's whole content as durable.
 func (f *plFile) Sync() error {
-	f.p.mu.Lock()
-	defer f.p.mu.Unlock()
-	if err := f.p.mutating(); err != nil {
-		return err
-	}
-	if err := f.File.Sync(); err != nil {
-		return err
-	}
-	// Read through the descriptor, not the name: the file may have been
-	// renamed since it was opened, and it may be open write-only.
-	path := f.File.Name()
-	if fd, ok := f.File.(interface{ Fd() uintptr }); ok {
-		path = fmt.Sprintf("/proc/self/fd/%d", fd.Fd())
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	f.node.data = b
-	return nil
+	return f.p.mutate(func() error { return f.File.Sync() }, func() error {
+		// Read through the descriptor, not the name: the file may have been
+		// renamed since it was opened, and it may be open write-only.
+		path := f.File.Name()
+		if fd, ok := f.File.(interface{ Fd() uintptr }); ok {
+			path = fmt.Sprintf("/proc/self/fd/%d", fd.Fd())
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		f.node.data = b
+		return nil
+	})
 }
 
 // imageLocked is the durable entries with the kept pending operations
