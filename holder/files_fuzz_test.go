@@ -48,6 +48,21 @@ func seedOf(f *testing.F) func([]byte, error) []byte {
 	}
 }
 
+// reencode writes v again with encode and reads the bytes back with
+// decode, which must accept them.
+func reencode[T any](t *testing.T, what string, v T, encode func(T) ([]byte, error), decode func(string, []byte) (T, error)) T {
+	t.Helper()
+	again, err := encode(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := decode("fuzz", again)
+	if err != nil {
+		t.Fatalf("re-encoded %s refused: %v", what, err)
+	}
+	return back
+}
+
 // fuzzChecksummed fuzzes check from seeds and an empty file, running it on
 // every input and again on the input with its checksum fixed (fixChecksum).
 func fuzzChecksummed(f *testing.F, check func(*testing.T, []byte), seeds ...[]byte) {
@@ -128,14 +143,7 @@ func checkGCIntent(t *testing.T, b []byte) {
 			}
 		}
 	}
-	again, err := encodeGCIntent(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := decodeGCIntent("fuzz", again)
-	if err != nil {
-		t.Fatalf("re-encoded GC intent refused: %v", err)
-	}
+	back := reencode(t, "GC intent", in, encodeGCIntent, decodeGCIntent)
 	// The checksum is over the bytes, which a re-encoding may spell
 	// differently (an int in a wider form than needed): compare the rest.
 	back.Checksum, in.Checksum = 0, 0
@@ -184,14 +192,7 @@ func checkFloors(t *testing.T, b []byte) {
 	if err := msgpack.Unmarshal(b, &ff); err != nil || len(ff.Floors) != len(floors) {
 		t.Fatalf("accepted %d records as %d keys (%v)", len(ff.Floors), len(floors), err)
 	}
-	again, err := encodeFloors(floors)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := decodeFloors("fuzz", again)
-	if err != nil {
-		t.Fatalf("re-encoded tombstone floor refused: %v", err)
-	}
+	back := reencode(t, "tombstone floor", floors, encodeFloors, decodeFloors)
 	if !reflect.DeepEqual(back, floors) {
 		t.Fatalf("round trip changed the floor: %v, then %v", floors, back)
 	}

@@ -274,12 +274,7 @@ func TestEvictsLiveBucketsOnlyWhenNoDeadBytesRemain(t *testing.T) {
 }
 
 func TestEvictionRefusedByMasterTombstonesNothing(t *testing.T) {
-	f := newGCFixture(t, StoreOptions{})
-	for _, k := range []string{"a", "b", "c", "d", "e"} {
-		f.put(k, 4000)
-	}
-	o := testGCOptions()
-	o.Capacity = int64(float64(f.s.Usage().UsedBytes) / 0.95)
+	f, o := overWatermark(t)
 	ev := &fakeEvictor{s: f.s, err: api.ErrUnavailable}
 	newGCWorker(f.s, o, ev).pass()
 	if u := f.s.Usage(); u.LiveObjects != 5 || len(ev.calls) != 1 {
@@ -494,16 +489,24 @@ func (partialEvictor) EvictObjects(refs []api.ObjectRef) ([]api.ObjectRef, error
 }
 
 func TestEvictionPartialAnswerTombstonesWhatTheMasterDropped(t *testing.T) {
-	f := newGCFixture(t, StoreOptions{})
-	for _, k := range []string{"a", "b", "c", "d", "e"} {
-		f.put(k, 4000)
-	}
-	o := testGCOptions()
-	o.Capacity = int64(float64(f.s.Usage().UsedBytes) / 0.95)
+	f, o := overWatermark(t)
 	newGCWorker(f.s, o, partialEvictor{}).pass()
 	f.dead["a"] = true
 	if st := f.s.GCStats(); st.ObjectsEvicted != 1 || st.LastError == "" {
 		t.Fatalf("stats %+v", st)
 	}
 	f.check()
+}
+
+// overWatermark is a store of five live 4000-byte records and GC options
+// whose capacity puts it at 95% use, over the high watermark: a pass must
+// evict.
+func overWatermark(t *testing.T) (*gcFixture, GCOptions) {
+	f := newGCFixture(t, StoreOptions{})
+	for _, k := range []string{"a", "b", "c", "d", "e"} {
+		f.put(k, 4000)
+	}
+	o := testGCOptions()
+	o.Capacity = int64(float64(f.s.Usage().UsedBytes) / 0.95)
+	return f, o
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"sexton/internal/cliflag"
 )
 
 // MinTokenLen is the least number of bytes a token has. 32 bytes of a
@@ -92,15 +94,7 @@ func Tokens(flag, value string) ([]string, error) {
 // Split is a token flag's value as its list of tokens, unchecked
 // (Tokens checks them): the entries between commas, spaces trimmed,
 // empty ones dropped.
-func Split(value string) []string {
-	var out []string
-	for _, t := range strings.Split(value, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			out = append(out, t)
-		}
-	}
-	return out
-}
+func Split(value string) []string { return cliflag.SplitList(value) }
 
 // First is the token a node proves from a token flag's value (Tokens):
 // its first entry, or "" for none. It does not check the value.
