@@ -38,6 +38,18 @@ func (l *logBuf) logger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Output: l, Level: hclog.Info})
 }
 
+// openLoggedSnapStore opens a store of three snapshots in dataDir that
+// logs into the answered buffer.
+func openLoggedSnapStore(t testing.TB, dataDir string) (*SnapshotStore, *logBuf) {
+	t.Helper()
+	lb := &logBuf{}
+	s, err := openSnapshotStore(fsys.OS{}, dataDir, 3, lb.logger(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, lb
+}
+
 func openTestSnapStore(t testing.TB, fsy fsys.FS, dataDir string, retain int) *SnapshotStore {
 	t.Helper()
 	s, err := openSnapshotStore(fsy, dataDir, retain, nil, nil)
@@ -356,11 +368,7 @@ func TestSnapshotStoreReadsLegacy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var lb logBuf
-	s, err := openSnapshotStore(fsys.OS{}, dataDir, 3, lb.logger(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, lb := openLoggedSnapStore(t, dataDir)
 	if _, err := os.Stat(tmpDir); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(lb.String(), tmpDir) {
 		t.Fatalf("the legacy temp dir is still there (%v) or its removal not logged:\n%s", err, lb.String())
 	}
@@ -426,11 +434,7 @@ func TestSnapshotStoreCleanupAtOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var lb logBuf
-	s, err := openSnapshotStore(fsys.OS{}, dataDir, 3, lb.logger(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, lb := openLoggedSnapStore(t, dataDir)
 	want := []string{good + ".meta", good + ".state", "README", "x.state"}
 	slices.Sort(want)
 	if got := dirNames(t, dir); !slices.Equal(got, want) {

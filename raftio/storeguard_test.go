@@ -32,11 +32,7 @@ func newTestGuard(t *testing.T, full *atomic.Bool) *StoreGuard {
 // A failed term write is never returned (raft would panic): it waits for
 // a probe to succeed and is written then.
 func TestStoreGuardTermWriteWaitsForSpace(t *testing.T) {
-	var full atomic.Bool
-	g := newTestGuard(t, &full)
-	full.Store(true)
-	done := make(chan error, 1)
-	go func() { done <- g.SetUint64(keyCurrentTerm, 4) }()
+	g, full, done := parkTermWrite(t)
 	select {
 	case err := <-done:
 		t.Fatalf("term write returned %v while the store cannot write", err)
@@ -59,11 +55,7 @@ func TestStoreGuardTermWriteWaitsForSpace(t *testing.T) {
 // later write is refused, so nothing that depends on the unwritten term
 // reaches the disk.
 func TestStoreGuardCloseReleasesParkedTermWrite(t *testing.T) {
-	var full atomic.Bool
-	g := newTestGuard(t, &full)
-	full.Store(true)
-	done := make(chan error, 1)
-	go func() { done <- g.SetUint64(keyCurrentTerm, 4) }()
+	g, full, done := parkTermWrite(t)
 	time.Sleep(50 * time.Millisecond)
 	g.Close()
 	awaitParked(t, done, "the term write, released by close (raft would panic on an error),")
@@ -126,4 +118,16 @@ func awaitParked(t *testing.T, done <-chan error, what string) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("%s is still parked", what)
 	}
+}
+
+// parkTermWrite is a guard over a store that cannot write, with a write of
+// term 4 started on it; done answers the write's result.
+func parkTermWrite(t *testing.T) (*StoreGuard, *atomic.Bool, <-chan error) {
+	t.Helper()
+	full := &atomic.Bool{}
+	g := newTestGuard(t, full)
+	full.Store(true)
+	done := make(chan error, 1)
+	go func() { done <- g.SetUint64(keyCurrentTerm, 4) }()
+	return g, full, done
 }
