@@ -45,8 +45,7 @@ func TestTombstoneCrashPoints(t *testing.T) {
 	}
 	for _, point := range TombstoneCrashPoints {
 		t.Run(point, func(t *testing.T) {
-			dir := t.TempDir()
-			s := openT(t, dir, StoreOptions{})
+			s, dir := openTemp(t)
 			mustPut(t, s, crashKey, crashInc, crashValue())
 			mustPut(t, s, "bystander", incN(1), []byte("stays"))
 			s.Close()
@@ -72,8 +71,7 @@ func TestTombstoneCrashPoints(t *testing.T) {
 		})
 	}
 	t.Run("no crash", func(t *testing.T) {
-		dir := t.TempDir()
-		s := openT(t, dir, StoreOptions{})
+		s, dir := openTemp(t)
 		mustPut(t, s, crashKey, crashInc, crashValue())
 		s.Close()
 		out, ws := runChildProcess(t, roleTombstone, dir, "")
@@ -158,8 +156,7 @@ func TestPutJournalCrashPoints(t *testing.T) {
 	} {
 		for _, point := range c.points {
 			t.Run(c.role+"/"+point, func(t *testing.T) {
-				dir := t.TempDir()
-				s := openT(t, dir, StoreOptions{})
+				s, dir := openTemp(t)
 				mustPut(t, s, "earlier", incN(1), []byte("earlier bytes"))
 				s.Close()
 
@@ -199,8 +196,7 @@ func TestTombstoneFloorCrashPoints(t *testing.T) {
 	committed := map[string]bool{"tombstone.floor.after-rename": true, "tombstone.floor.after-dir-fsync": true}
 	for _, point := range FloorCrashPoints {
 		t.Run(point, func(t *testing.T) {
-			dir := t.TempDir()
-			s := openT(t, dir, StoreOptions{})
+			s, dir := openTemp(t)
 			mustPut(t, s, "bystander", incN(1), []byte("stays"))
 			s.Close()
 

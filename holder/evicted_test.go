@@ -221,8 +221,7 @@ func TestRemovalOutweighsEviction(t *testing.T) {
 		t.Fatal("an eviction after a removal reads as evicted")
 	}
 
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s := openT(t, t.TempDir(), StoreOptions{})
 	defer s.Close()
 	if err := s.raiseFloors([]deadKey{{objectKey{"f", incN(5)}, true}}, tombstoneFloorPoints); err != nil {
 		t.Fatal(err)

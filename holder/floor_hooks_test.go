@@ -16,8 +16,7 @@ import (
 // tombstone must not answer a terminal outcome that leaves the record
 // live: it waits for the commit and tombstones the record (Removed).
 func TestTombstoneRacingQueuedWriteWins(t *testing.T) {
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s, dir := openTemp(t)
 	planned, release := make(chan struct{}), make(chan struct{})
 	atFloor := make(chan struct{})
 	var once, floorOnce sync.Once

@@ -64,8 +64,7 @@ func TestLateWriteAfterGCReclaimedTombstoneIsRefused(t *testing.T) {
 // reclaimed it) raises the floor before it answers StaleVersion: the write
 // that arrives later is refused, also after a restart.
 func TestTombstoneOfAbsentRecordRefusesLaterWrite(t *testing.T) {
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s, dir := openTemp(t)
 	mustPut(t, s, "k", incN(3), []byte("older, complete"))
 	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "k", incN(5))}), api.AckStaleVersion)
 	wantRefused(t, s, "k", incN(5))
@@ -85,8 +84,7 @@ func TestTombstoneOfAbsentRecordRefusesLaterWrite(t *testing.T) {
 // A live record exactly at its key's floor (only a crash-made or foreign
 // directory can hold one) loads dead; one below the floor loads live.
 func TestLoadHidesRecordAtFloorOnly(t *testing.T) {
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s, dir := openTemp(t)
 	mustPut(t, s, "k", incN(3), []byte("below"))
 	mustPut(t, s, "j", incN(4), []byte("at"))
 	s.Close()

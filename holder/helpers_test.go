@@ -43,6 +43,14 @@ func openT(t testing.TB, dir string, opts StoreOptions) *Store {
 	return s
 }
 
+// openTemp opens a store with default options in a fresh directory and
+// answers both; the test closes the store.
+func openTemp(t testing.TB) (*Store, string) {
+	t.Helper()
+	dir := t.TempDir()
+	return openT(t, dir, StoreOptions{}), dir
+}
+
 func mustPut(t testing.TB, s *Store, key string, inc api.ObjectIncarnation, v []byte) {
 	t.Helper()
 	if err := s.Put(key, "t", inc, v); err != nil {

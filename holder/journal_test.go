@@ -118,8 +118,7 @@ func TestPutIntoABucketWithRecordsRewritesNoMetadata(t *testing.T) {
 // the journal's path and bytes.
 func journalOfThree(t *testing.T) (string, string, []byte) {
 	t.Helper()
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s, dir := openTemp(t)
 	mustPut(t, s, "a", incN(1), valueOf("a", 300))
 	mustPut(t, s, "b", incN(2), valueOf("b", 301))
 	mustPut(t, s, "c", incN(3), valueOf("c", 302))

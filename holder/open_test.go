@@ -15,8 +15,7 @@ import (
 )
 
 func TestSecondProcessCannotOpenDirectory(t *testing.T) {
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s, dir := openTemp(t)
 	mustPut(t, s, "k", incN(1), []byte("v"))
 
 	// Another Store in this process.
@@ -82,8 +81,7 @@ func TestUnmarkedDirectoryFailsClosedUnlessAdopted(t *testing.T) {
 }
 
 func TestUnknownMarkerVersionFailsClosed(t *testing.T) {
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s, dir := openTemp(t)
 	s.Close()
 	marker := filepath.Join(dir, MarkerFileName)
 	b, _ := os.ReadFile(marker)

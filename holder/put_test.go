@@ -191,8 +191,7 @@ func TestConcurrentPutsGetsAndTombstones(t *testing.T) {
 }
 
 func TestCorruptRecordIsAnErrorNotData(t *testing.T) {
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s, dir := openTemp(t)
 	mustPut(t, s, "good", incN(1), valueOf("good", 1000))
 	mustPut(t, s, "bad", incN(2), valueOf("bad", 1000))
 	// The journal's copy of "bad" would be written back over the damage

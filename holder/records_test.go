@@ -10,8 +10,7 @@ import (
 // as tombstoned: while the tombstoned record is still in a bucket, and
 // after GC reclaimed it (from the key's tombstone floor).
 func TestRecordsListLiveAndDead(t *testing.T) {
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s, dir := openTemp(t)
 	mustPut(t, s, "a", incN(10), valueOf("a10", 300))
 	mustPut(t, s, "a", incN(20), valueOf("a20", 400))
 	mustPut(t, s, "b", incN(5), valueOf("b5", 500))

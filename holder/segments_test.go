@@ -15,8 +15,7 @@ import (
 // through the two sync sites (file, then directory), and a damaged file
 // fails the open closed.
 func TestKnownSegmentsRecordedForTheMarkersClusterOnly(t *testing.T) {
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s, dir := openTemp(t)
 	if err := s.SetKnownSegments(7, []api.SegmentID{"a"}); !errors.Is(err, ErrClusterMismatch) {
 		t.Fatalf("before the marker names a cluster: %v, want ErrClusterMismatch", err)
 	}

@@ -23,8 +23,7 @@ func mustPutStream(t testing.TB, s *Store, key string, inc api.ObjectIncarnation
 // byte-identical, before and after a restart, and the directory checks
 // clean.
 func TestPutStreamReadsBack(t *testing.T) {
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s, dir := openTemp(t)
 	sizes := []int{0, 1, 300 << 10, 3*streamChunk + 4097, directMin, directMin + streamChunk + 1}
 	for i, n := range sizes {
 		mustPut(t, s, fmt.Sprintf("small-%d", i), incN(uint64(100+i)), valueOf("small", 777+i))
@@ -73,8 +72,7 @@ func (r *failingReader) Read(p []byte) (int, error) {
 // One that fails while a later range was handed out leaves a hole that
 // no record names, and the records around it read back after a restart.
 func TestPutStreamSourceFailureLeavesNoRecord(t *testing.T) {
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s, dir := openTemp(t)
 	mustPut(t, s, "before", incN(1), valueOf("before", 5000))
 	v := valueOf("v", directMin+streamChunk)
 	err := s.PutStream("v", "t", incN(2), int64(len(v)), &failingReader{v: v, n: streamChunk + 10})
@@ -164,8 +162,7 @@ func TestPutStreamRefusesBeforeReading(t *testing.T) {
 // Concurrent streams and puts into one bucket: every value reads back,
 // no two records overlap, and after a restart the same holds.
 func TestPutStreamConcurrentWithPuts(t *testing.T) {
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s, dir := openTemp(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for i := range 6 {

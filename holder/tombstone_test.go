@@ -13,8 +13,7 @@ import (
 )
 
 func TestDeleteIsDurableAndCannotDeleteRecreatedKey(t *testing.T) {
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s, dir := openTemp(t)
 	old, recreated, neverHere := incN(10), incN(20), incN(5)
 	v1, v2 := valueOf("old", 100), valueOf("new", 200)
 	mustPut(t, s, "k", old, v1)
@@ -226,8 +225,7 @@ func TestIOFailureIsRetryableAndChangesNothing(t *testing.T) {
 func TestTombstoneThenPutOnOpenBucketKeepsBoth(t *testing.T) {
 	// Tombstones and puts both rewrite the open bucket's metadata; each must
 	// start from the other's committed copy.
-	dir := t.TempDir()
-	s := openT(t, dir, StoreOptions{})
+	s, dir := openTemp(t)
 	mustPut(t, s, "p", incN(1), valueOf("p", 10))
 	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "p", incN(1))}), api.AckRemoved)
 	mustPut(t, s, "q", incN(2), valueOf("q", 10))
