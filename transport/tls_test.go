@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -193,15 +192,7 @@ func TestTLSReloadKeepsConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range [][2]string{{next.Cert, files.Cert}, {next.Key, files.Key}, {next.CA, files.CA}} {
-		b, err := os.ReadFile(p[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p[1], b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.OverwriteTLSFiles(t, files, next)
 	if err := f.server.Reload(); err != nil {
 		t.Fatal(err)
 	}

@@ -207,3 +207,19 @@ func NewTestCA(t testing.TB, name string) *CA {
 	}
 	return ca
 }
+
+// OverwriteTLSFiles writes the certificate, key and CA of from over the
+// files of to, as an operator rolls a node onto new material in place
+// (a Reload picks it up).
+func OverwriteTLSFiles(t testing.TB, to, from tlsconf.Files) {
+	t.Helper()
+	for _, p := range [][2]string{{from.Cert, to.Cert}, {from.Key, to.Key}, {from.CA, to.CA}} {
+		b, err := os.ReadFile(p[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p[1], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

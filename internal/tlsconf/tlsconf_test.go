@@ -68,15 +68,7 @@ func TestReloadSwapsMaterialAndKeepsOldOnError(t *testing.T) {
 
 	// Roll the server onto the new CA by rewriting its files in place.
 	nf, _ := next.Issue("server")
-	for _, p := range [][2]string{{nf.Cert, fs.Cert}, {nf.Key, fs.Key}, {nf.CA, fs.CA}} {
-		b, err := os.ReadFile(p[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p[1], b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.OverwriteTLSFiles(t, fs, nf)
 	if err := srv.Reload(); err != nil {
 		t.Fatal(err)
 	}
