@@ -1,5 +1,7 @@
 package api
 
+import "sexton/internal/enum"
+
 // ReplicaKind says where a replica's bytes live.
 type ReplicaKind uint8
 
@@ -10,16 +12,9 @@ const (
 	ReplicaDFS ReplicaKind = 2
 )
 
-func (k ReplicaKind) String() string {
-	switch k {
-	case ReplicaLocalDisk:
-		return "LOCAL_DISK"
-	case ReplicaDFS:
-		return "DFS"
-	default:
-		return "UNKNOWN"
-	}
-}
+var replicaKindNames = []string{ReplicaLocalDisk: "LOCAL_DISK", ReplicaDFS: "DFS"}
+
+func (k ReplicaKind) String() string { return enum.Name(replicaKindNames, k, "UNKNOWN") }
 
 // ReplicaDescriptor says where one copy of an object is. For LOCAL_DISK it
 // names the segment (and the pool it belongs to); the holder's data address

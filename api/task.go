@@ -1,5 +1,7 @@
 package api
 
+import "sexton/internal/enum"
+
 // LocalDeleteTask tells one segment to tombstone one incarnation of one key.
 // A task is unique per (Segment, Key, Incarnation); ID is an FSM counter.
 type LocalDeleteTask struct {
@@ -36,20 +38,14 @@ func (o AckOutcome) Terminal() bool {
 // Valid reports whether o is one of the defined outcomes.
 func (o AckOutcome) Valid() bool { return o >= AckRemoved && o <= AckRetryableFailure }
 
-func (o AckOutcome) String() string {
-	switch o {
-	case AckRemoved:
-		return "Removed"
-	case AckAlreadyRemoved:
-		return "AlreadyRemoved"
-	case AckStaleVersion:
-		return "StaleVersion"
-	case AckRetryableFailure:
-		return "RetryableFailure"
-	default:
-		return "Unknown"
-	}
+var ackOutcomeNames = []string{
+	AckRemoved:          "Removed",
+	AckAlreadyRemoved:   "AlreadyRemoved",
+	AckStaleVersion:     "StaleVersion",
+	AckRetryableFailure: "RetryableFailure",
 }
+
+func (o AckOutcome) String() string { return enum.Name(ackOutcomeNames, o, "Unknown") }
 
 // TaskResult is a holder's outcome for one fetched task.
 type TaskResult struct {

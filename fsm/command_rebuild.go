@@ -3,6 +3,7 @@ package fsm
 import (
 	"sexton/api"
 	"sexton/fsm/dfsalloc"
+	"sexton/internal/enum"
 )
 
 // Rebuild (issue 11, docs/DESIGN.md §11): a freshly bootstrapped cluster takes
@@ -117,17 +118,15 @@ const (
 	RebuildSuperseded
 )
 
+var rebuildOutcomeNames = []string{
+	RebuildFailed:     api.RebuildOutcomeFailed,
+	RebuildAdopted:    api.RebuildOutcomeAdopted,
+	RebuildAlready:    api.RebuildOutcomeAlready,
+	RebuildSuperseded: api.RebuildOutcomeSuperseded,
+}
+
 func (o RebuildOutcome) String() string {
-	switch o {
-	case RebuildAdopted:
-		return api.RebuildOutcomeAdopted
-	case RebuildAlready:
-		return api.RebuildOutcomeAlready
-	case RebuildSuperseded:
-		return api.RebuildOutcomeSuperseded
-	default:
-		return api.RebuildOutcomeFailed
-	}
+	return enum.Name(rebuildOutcomeNames, o, api.RebuildOutcomeFailed)
 }
 
 // RebuildItemResult answers one item of RebuildAdopt.

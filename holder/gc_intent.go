@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"sexton/internal/enum"
 	"sexton/internal/fsys"
 	"sexton/internal/msgpackscan"
 )
@@ -35,12 +36,11 @@ const (
 	gcCommitted gcState = 2
 )
 
+var gcStateNames = []string{gcPrepared: "PREPARED", gcCommitted: "COMMITTED"}
+
 func (st gcState) String() string {
-	switch st {
-	case gcPrepared:
-		return "PREPARED"
-	case gcCommitted:
-		return "COMMITTED"
+	if s := enum.Name(gcStateNames, st, ""); s != "" {
+		return s
 	}
 	return fmt.Sprintf("state(%d)", uint8(st))
 }

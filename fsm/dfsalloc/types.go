@@ -1,6 +1,9 @@
 package dfsalloc
 
-import "sexton/api"
+import (
+	"sexton/api"
+	"sexton/internal/enum"
+)
 
 // Request asks for space for one object's DFS replica.
 type Request struct {
@@ -27,18 +30,9 @@ const (
 	UnitDeleting UnitState = 3
 )
 
-func (s UnitState) String() string {
-	switch s {
-	case UnitOpen:
-		return "open"
-	case UnitSealed:
-		return "sealed"
-	case UnitDeleting:
-		return "deleting"
-	default:
-		return "unknown"
-	}
-}
+var unitStateNames = []string{UnitOpen: "open", UnitSealed: "sealed", UnitDeleting: "deleting"}
+
+func (s UnitState) String() string { return enum.Name(unitStateNames, s, "unknown") }
 
 // FileState says whether a unit's file exists as far as the state knows.
 type FileState uint8
@@ -50,16 +44,9 @@ const (
 	FileReady FileState = 2
 )
 
-func (s FileState) String() string {
-	switch s {
-	case FileNeeded:
-		return "needed"
-	case FileReady:
-		return "ready"
-	default:
-		return "unknown"
-	}
-}
+var fileStateNames = []string{FileNeeded: "needed", FileReady: "ready"}
+
+func (s FileState) String() string { return enum.Name(fileStateNames, s, "unknown") }
 
 // FileOpKind is what the leader must do to a unit's file.
 type FileOpKind uint8
@@ -73,16 +60,9 @@ const (
 	FileDelete FileOpKind = 2
 )
 
-func (k FileOpKind) String() string {
-	switch k {
-	case FileCreate:
-		return "create"
-	case FileDelete:
-		return "delete"
-	default:
-		return "unknown"
-	}
-}
+var fileOpKindNames = []string{FileCreate: "create", FileDelete: "delete"}
+
+func (k FileOpKind) String() string { return enum.Name(fileOpKindNames, k, "unknown") }
 
 // FileOp is one file side effect the state is waiting for.
 type FileOp struct {
