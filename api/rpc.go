@@ -109,9 +109,18 @@ type PutCommitRequest struct {
 // BatchPutCommitRequest commits many granted, written puts in one Raft
 // entry (at most MaxBatchPutItems, distinct keys); it is answered by a
 // BatchPutEndResponse, one result per item in order.
-type BatchPutCommitRequest struct {
-	Items   []PutCommitRequest `msgpack:"items"`
-	Session Session            `msgpack:"sess,omitempty"`
+type BatchPutCommitRequest = BatchRequest[PutCommitRequest]
+
+// BatchRequest is a batch mutation: its items, carried in one Raft entry,
+// and the batch's session.
+type BatchRequest[I any] struct {
+	Items   []I     `msgpack:"items"`
+	Session Session `msgpack:"sess,omitempty"`
+}
+
+// BatchResponse answers a batch: one result per item, in request order.
+type BatchResponse[R any] struct {
+	Results []R `msgpack:"results"`
 }
 
 // PutEndRequest completes, and PutRevokeRequest abandons, a pending put.
@@ -130,10 +139,7 @@ const MaxBatchPutItems = 256
 
 // BatchPutStartRequest starts many puts in one Raft entry. Keys must be
 // distinct: a key named twice refuses the whole request.
-type BatchPutStartRequest struct {
-	Items   []PutStartRequest `msgpack:"items"`
-	Session Session           `msgpack:"sess,omitempty"`
-}
+type BatchPutStartRequest = BatchRequest[PutStartRequest]
 
 // PutStartResult is one item's answer in a BatchPutStart; on success Err is
 // nil and the fields are those of a PutStartResponse.
@@ -144,20 +150,13 @@ type PutStartResult struct {
 }
 
 // BatchPutStartResponse answers BatchPutStart, in request order.
-type BatchPutStartResponse struct {
-	Results []PutStartResult `msgpack:"results"`
-}
+type BatchPutStartResponse = BatchResponse[PutStartResult]
 
 // BatchPutEndRequest completes many pending puts in one Raft entry.
-type BatchPutEndRequest struct {
-	Items   []PutEndRequest `msgpack:"items"`
-	Session Session         `msgpack:"sess,omitempty"`
-}
+type BatchPutEndRequest = BatchRequest[PutEndRequest]
 
 // BatchPutEndResponse answers BatchPutEnd, in request order.
-type BatchPutEndResponse struct {
-	Results []KeyResult `msgpack:"results"`
-}
+type BatchPutEndResponse = BatchResponse[KeyResult]
 
 // KeyRequest names one key.
 type KeyRequest struct {
@@ -191,9 +190,7 @@ type GetResult struct {
 }
 
 // BatchGetResponse answers BatchGet, in request order.
-type BatchGetResponse struct {
-	Results []GetResult `msgpack:"results"`
-}
+type BatchGetResponse = BatchResponse[GetResult]
 
 // ExistResponse answers Exist, in request order.
 type ExistResponse struct {
@@ -235,9 +232,7 @@ type KeyResult struct {
 
 // BatchRemoveResponse answers BatchRemove: one result per requested key, in
 // request order, duplicates included.
-type BatchRemoveResponse struct {
-	Results []KeyResult `msgpack:"results"`
-}
+type BatchRemoveResponse = BatchResponse[KeyResult]
 
 // ListRequest lists keys with Prefix strictly after Cursor.
 type ListRequest struct {

@@ -15,15 +15,7 @@ import (
 // what it gives up on) before BatchPutEnd. sexton bench uses it with
 // simulated holders, which need no bytes.
 func (c *Client) BatchPutStart(ctx context.Context, items []api.PutStartRequest) ([]api.PutStartResult, error) {
-	req := api.BatchPutStartRequest{Items: items}
-	var resp api.BatchPutStartResponse
-	if err := c.mutate(ctx, api.MethodBatchPutStart, &req, func(s api.Session) { req.Session = s }, &resp); err != nil {
-		return nil, err
-	}
-	if len(resp.Results) != len(items) {
-		return nil, api.Errorf(api.CodeInternal, "BatchPutStart answered %d results for %d items", len(resp.Results), len(items))
-	}
-	return resp.Results, nil
+	return mutateBatch[api.PutStartRequest, api.PutStartResult](ctx, c, api.MethodBatchPutStart, items)
 }
 
 // PutGrant asks the leader for a one-commit put's incarnation and write
@@ -41,27 +33,25 @@ func (c *Client) PutGrant(ctx context.Context, req api.PutStartRequest) (api.Put
 // BatchPutStart). An item answered INCARNATION_STALE must be granted and
 // written again.
 func (c *Client) BatchPutCommit(ctx context.Context, items []api.PutCommitRequest) ([]api.KeyResult, error) {
-	req := api.BatchPutCommitRequest{Items: items}
-	var resp api.BatchPutEndResponse
-	if err := c.mutate(ctx, api.MethodBatchPutCommit, &req, func(s api.Session) { req.Session = s }, &resp); err != nil {
-		return nil, err
-	}
-	if len(resp.Results) != len(items) {
-		return nil, api.Errorf(api.CodeInternal, "BatchPutCommit answered %d results for %d items", len(resp.Results), len(items))
-	}
-	return resp.Results, nil
+	return mutateBatch[api.PutCommitRequest, api.KeyResult](ctx, c, api.MethodBatchPutCommit, items)
 }
 
 // BatchPutEnd completes up to api.MaxBatchPutItems pending puts in one Raft
 // entry, one result per item in order, with a session (see BatchPutStart).
 func (c *Client) BatchPutEnd(ctx context.Context, items []api.PutEndRequest) ([]api.KeyResult, error) {
-	req := api.BatchPutEndRequest{Items: items}
-	var resp api.BatchPutEndResponse
-	if err := c.mutate(ctx, api.MethodBatchPutEnd, &req, func(s api.Session) { req.Session = s }, &resp); err != nil {
+	return mutateBatch[api.PutEndRequest, api.KeyResult](ctx, c, api.MethodBatchPutEnd, items)
+}
+
+// mutateBatch sends a batch mutation with a session and answers its
+// results, refusing an answer that does not have one per item.
+func mutateBatch[I, R any](ctx context.Context, c *Client, method string, items []I) ([]R, error) {
+	req := api.BatchRequest[I]{Items: items}
+	var resp api.BatchResponse[R]
+	if err := c.mutate(ctx, method, &req, func(s api.Session) { req.Session = s }, &resp); err != nil {
 		return nil, err
 	}
 	if len(resp.Results) != len(items) {
-		return nil, api.Errorf(api.CodeInternal, "BatchPutEnd answered %d results for %d items", len(resp.Results), len(items))
+		return nil, api.Errorf(api.CodeInternal, "%s answered %d results for %d items", method, len(resp.Results), len(items))
 	}
 	return resp.Results, nil
 }
