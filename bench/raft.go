@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"sexton/internal/loopback"
 	"sexton/master"
 	"sexton/raftio"
 )
@@ -37,7 +37,7 @@ func Raft(e *Env, o RaftOptions) error {
 	defer os.RemoveAll(dir)
 	var addrs, peers []string
 	for i := 0; i < 3; i++ {
-		a, err := freeLoopbackAddr()
+		a, err := loopback.Free()
 		if err != nil {
 			return err
 		}
@@ -183,15 +183,6 @@ func startBareNode(dir, id, addr, peers, storeKind string, follower bool) (*bare
 		return nil, err
 	}
 	return b, nil
-}
-
-func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 type noopFSM struct{}

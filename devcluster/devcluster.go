@@ -3,7 +3,6 @@ package devcluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"sexton/api"
 	"sexton/dfsio"
 	"sexton/holder"
+	"sexton/internal/loopback"
 	"sexton/master"
 	"sexton/raftio"
 	"sexton/transport"
@@ -46,7 +46,7 @@ type Cluster struct {
 func Start(cfg Config) (*Cluster, error) {
 	for _, a := range []*string{&cfg.RPCAddr, &cfg.RaftAddr, &cfg.HTTPAddr, &cfg.HolderAddr, &cfg.HolderHTTPAddr} {
 		if *a == "" {
-			p, err := freeLoopback()
+			p, err := loopback.Free()
 			if err != nil {
 				return nil, err
 			}
@@ -148,15 +148,4 @@ func waitFor(d time.Duration, ok func() bool) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return nil
-}
-
-// freeLoopback picks a loopback port nobody listens on now. Another
-// process may take it before the cluster binds it; dev use accepts that.
-func freeLoopback() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }

@@ -1,0 +1,3 @@
+// Package loopback picks free loopback addresses for processes the module
+// starts on its own: the dev cluster and the Raft bench.
+package loopback
