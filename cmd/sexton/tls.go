@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -41,13 +40,9 @@ func (f *tlsFlags) source() (*tlsconf.Source, error) {
 // --tls-client-auth=optional accepts it), or all three.
 func (f *tlsFlags) clientConfig() (*tls.Config, error) {
 	if f.cert == "" && f.key == "" && f.ca != "" {
-		pem, err := os.ReadFile(f.ca)
+		pool, err := tlsconf.LoadCAPool(f.ca)
 		if err != nil {
 			return nil, fmt.Errorf("--tls-ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--tls-ca %s holds no PEM certificate", f.ca)
 		}
 		return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 	}

@@ -61,15 +61,25 @@ func read(f Files) (*material, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tlsconf: certificate %s with key %s: %w", f.Cert, f.Key, err)
 	}
-	pem, err := os.ReadFile(f.CA)
+	pool, err := LoadCAPool(f.CA)
+	if err != nil {
+		return nil, err
+	}
+	return &material{cert: &cert, pool: pool}, nil
+}
+
+// LoadCAPool reads a PEM CA bundle; a file with no certificate in it is
+// an error.
+func LoadCAPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tlsconf: CA bundle: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("tlsconf: CA bundle %s holds no PEM certificate", f.CA)
+		return nil, fmt.Errorf("tlsconf: CA bundle %s holds no PEM certificate", path)
 	}
-	return &material{cert: &cert, pool: pool}, nil
+	return pool, nil
 }
 
 // Reload re-reads the files. On error the previous material stays in use.

@@ -2,9 +2,14 @@ package tlsconf_test
 
 import (
 	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"io"
+	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"sexton/internal/testutil"
@@ -94,5 +99,39 @@ func TestLoadRefusesPartialSet(t *testing.T) {
 	}
 	if s, err := tlsconf.Load(tlsconf.Files{}); s != nil || err != nil {
 		t.Fatalf("empty files: %v %v", s, err)
+	}
+}
+
+// TestLoadCAPool: a bundle's certificates verify what its CA issued; a
+// missing file or one with no PEM certificate is refused, naming it.
+func TestLoadCAPool(t *testing.T) {
+	dir := t.TempDir()
+	ca, _ := testutil.NewCA(dir, "a")
+	files, _ := ca.Issue("server")
+	pool, err := tlsconf.LoadCAPool(files.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.LoadX509KeyPair(files.Cert, files.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool}); err != nil {
+		t.Fatalf("a certificate the CA issued does not verify against its bundle: %v", err)
+	}
+
+	if _, err := tlsconf.LoadCAPool(filepath.Join(dir, "absent.pem")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing bundle: %v", err)
+	}
+	garbage := filepath.Join(dir, "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tlsconf.LoadCAPool(garbage); err == nil || !strings.Contains(err.Error(), garbage+" holds no PEM certificate") {
+		t.Fatalf("bundle without a certificate: %v", err)
 	}
 }
