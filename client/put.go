@@ -122,18 +122,11 @@ func (c *Client) putOneCommit(ctx context.Context, key string, value valueParts,
 	for attempt := 0; attempt < c.cfg.PutAttempts; {
 		var g api.PutStartResponse
 		if err := c.masters.Call(ctx, api.MethodPutGrant, &req, &g); err != nil {
-			if lastWriteErr == nil {
-				return api.ObjectIncarnation{}, fmt.Errorf("PutGrant: %w", err)
+			if err := c.placeAgain(ctx, api.MethodPutGrant, err, lastWriteErr, &req, attempt); err != nil {
+				return api.ObjectIncarnation{}, err
 			}
-			if noPlacement(err) && attempt+1 < c.cfg.PutAttempts {
-				req.Exclude = nil
-				attempt++
-				if !ctxsleep.Sleep(ctx, 50*time.Millisecond) {
-					return api.ObjectIncarnation{}, ctx.Err()
-				}
-				continue
-			}
-			return api.ObjectIncarnation{}, fmt.Errorf("PutGrant away from %v: %w (after: %v)", req.Exclude, err, lastWriteErr)
+			attempt++
+			continue
 		}
 		failedSeg, err := c.writeReplicas(ctx, key, req.Tenant, g, value)
 		if err != nil {
@@ -174,21 +167,10 @@ func (c *Client) putTwoCommits(ctx context.Context, key string, value valueParts
 	for attempt := 0; attempt < c.cfg.PutAttempts; attempt++ {
 		var start api.PutStartResponse
 		if err := c.mutate(ctx, api.MethodPutStart, &req, func(s api.Session) { req.Session = s }, &start); err != nil {
-			if lastWriteErr == nil {
-				return api.ObjectIncarnation{}, fmt.Errorf("PutStart: %w", err)
+			if err := c.placeAgain(ctx, api.MethodPutStart, err, lastWriteErr, &req, attempt); err != nil {
+				return api.ObjectIncarnation{}, err
 			}
-			if noPlacement(err) && attempt+1 < c.cfg.PutAttempts {
-				// Nothing is left once the failed holders are excluded
-				// (a one-holder cluster, or every holder tried): the
-				// failure may have been passing (a holder's GC replaced
-				// the bucket a write was queued for), so try them again.
-				req.Exclude = nil
-				if !ctxsleep.Sleep(ctx, 50*time.Millisecond) {
-					return api.ObjectIncarnation{}, ctx.Err()
-				}
-				continue
-			}
-			return api.ObjectIncarnation{}, fmt.Errorf("PutStart away from %v: %w (after: %v)", req.Exclude, err, lastWriteErr)
+			continue
 		}
 		failedSeg, err := c.writeReplicas(ctx, key, req.Tenant, start, value)
 		if err != nil {
@@ -207,6 +189,28 @@ func (c *Client) putTwoCommits(ctx context.Context, key string, value valueParts
 		return start.Incarnation, nil
 	}
 	return api.ObjectIncarnation{}, fmt.Errorf("put %s: every placement failed (%d attempts): %w", key, c.cfg.PutAttempts, lastWriteErr)
+}
+
+// placeAgain answers a PutStart or PutGrant (method) that failed with err:
+// nil to place the put again, or the error that ends it. A first placement
+// that fails ends the put. One that fails after a write failure
+// (lastWriteErr) moved the put away from its holder may find nothing left
+// once the failed holders are excluded (a one-holder cluster, or every
+// holder tried): the failure may have been passing (a holder's GC replaced
+// the bucket a write was queued for), so, while attempts remain, it clears
+// req.Exclude, waits a moment and tries them again.
+func (c *Client) placeAgain(ctx context.Context, method string, err, lastWriteErr error, req *api.PutStartRequest, attempt int) error {
+	if lastWriteErr == nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	if noPlacement(err) && attempt+1 < c.cfg.PutAttempts {
+		req.Exclude = nil
+		if !ctxsleep.Sleep(ctx, 50*time.Millisecond) {
+			return ctx.Err()
+		}
+		return nil
+	}
+	return fmt.Errorf("%s away from %v: %w (after: %v)", method, req.Exclude, err, lastWriteErr)
 }
 
 // writeReplicas writes value to every replica of a started put. On a
