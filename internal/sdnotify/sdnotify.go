@@ -129,21 +129,13 @@ func (n *Notifier) send(msgs ...string) {
 	}
 }
 
-func (n *Notifier) readyLoop() {
+// loop calls step now and then every d until it answers true or Stop is
+// called; it is the body of one of the loops wg counts.
+func (n *Notifier) loop(d time.Duration, step func() (done bool)) {
 	defer n.wg.Done()
-	t := time.NewTicker(n.cfg.PollEvery)
+	t := time.NewTicker(d)
 	defer t.Stop()
-	lastWhy := ""
-	for {
-		ok, why := n.cfg.Ready()
-		if ok {
-			n.send(Ready, Status(n.cfg.ReadyStatus))
-			return
-		}
-		if why != lastWhy {
-			n.send(Status("starting: " + why))
-			lastWhy = why
-		}
+	for !step() {
 		select {
 		case <-n.stop:
 			return
@@ -152,12 +144,25 @@ func (n *Notifier) readyLoop() {
 	}
 }
 
+func (n *Notifier) readyLoop() {
+	lastWhy := ""
+	n.loop(n.cfg.PollEvery, func() bool {
+		ok, why := n.cfg.Ready()
+		if ok {
+			n.send(Ready, Status(n.cfg.ReadyStatus))
+			return true
+		}
+		if why != lastWhy {
+			n.send(Status("starting: " + why))
+			lastWhy = why
+		}
+		return false
+	})
+}
+
 func (n *Notifier) watchdogLoop(every time.Duration) {
-	defer n.wg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
 	sick := false
-	for {
+	n.loop(every, func() bool {
 		if ok, why := n.cfg.Healthy(); ok {
 			if sick {
 				n.send(Watchdog, Status("healthy again"))
@@ -169,12 +174,8 @@ func (n *Notifier) watchdogLoop(every time.Duration) {
 			n.send(Status("unhealthy, watchdog keep-alives withheld: " + why))
 			sick = true
 		}
-		select {
-		case <-n.stop:
-			return
-		case <-t.C:
-		}
-	}
+		return false
+	})
 }
 
 // Stop ends the loops and tells systemd the process is stopping. It is
