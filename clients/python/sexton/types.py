@@ -105,16 +105,22 @@ class Stat:
                    pending_deletes=int(m.get("pending_deletes", 0)))
 
 
-@dataclass
-class KeyResult:
-    """One key's answer in a batch: ``error`` is None on success."""
+class _Outcome:
+    """An item's answer in a batch: ``ok`` when it carries no ``error``."""
 
-    key: str
-    error: Optional[SextonError] = None
+    error: Optional[SextonError]
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+@dataclass
+class KeyResult(_Outcome):
+    """One key's answer in a batch: ``error`` is None on success."""
+
+    key: str
+    error: Optional[SextonError] = None
 
     @classmethod
     def from_wire(cls, m: Dict[str, Any]) -> "KeyResult":
@@ -123,7 +129,7 @@ class KeyResult:
 
 
 @dataclass
-class PutResult:
+class PutResult(_Outcome):
     """One item's answer in ``put_batch``: the new incarnation, or the
     error the item failed with."""
 
@@ -131,13 +137,9 @@ class PutResult:
     incarnation: Optional[Incarnation] = None
     error: Optional[SextonError] = None
 
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
 
 @dataclass
-class GetResult:
+class GetResult(_Outcome):
     """One key's answer in ``get_batch`` / ``batch_get_into``: ``value`` (a
     ``bytearray``, or for ``batch_get_into`` a memoryview of the caller's
     buffer), its ``size`` and the object's ``info``; or the ``error``
@@ -148,10 +150,6 @@ class GetResult:
     size: int = 0
     info: Optional[ObjectInfo] = None
     error: Optional[SextonError] = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 @dataclass

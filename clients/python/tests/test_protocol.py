@@ -54,6 +54,15 @@ def test_each_wire_code_raises_its_class() -> None:
             pass
 
 
+def test_batch_results_are_ok_only_without_an_error() -> None:
+    from sexton.types import GetResult, KeyResult, PutResult
+    failed = sexton.ObjectNotFound("k")
+    for cls in (KeyResult, PutResult, GetResult):
+        assert cls(key="k").ok
+        assert not cls(key="k", error=failed).ok
+    assert not KeyResult.from_wire({"key": "k", "err": {"code": "OBJECT_NOT_FOUND", "msg": "k"}}).ok
+
+
 def test_session_floor_is_oldest_outstanding() -> None:
     s = _Sessions("c")
     a, b, c = s.begin(), s.begin(), s.begin()
