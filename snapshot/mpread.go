@@ -315,6 +315,19 @@ func arrayOf[T any](r *mpReader, what string, max int, owner, items string, one 
 	return decodeInto(r, make([]T, n), one)
 }
 
+// optional decodes a record that may be nil with one; nil reads as a nil
+// pointer.
+func optional[T any](r *mpReader, one func(*mpReader, *T) error) (*T, error) {
+	if r.peekNil() {
+		return nil, nil
+	}
+	v := new(T)
+	if err := one(r, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // decodeInto decodes len(out) elements into out, each with one.
 func decodeInto[T any](r *mpReader, out []T, one func(*mpReader, *T) error) ([]T, error) {
 	for i := range out {

@@ -241,7 +241,7 @@ func decodeReplica(r *mpReader, d *api.ReplicaDescriptor) error {
 		case "pool":
 			d.Pool, err = r.strShared("replica pool", api.MaxIDLen)
 		case "dfs":
-			d.DFS, err = decodeDFSDescriptor(r)
+			d.DFS, err = optional(r, decodeDFSDescriptor)
 		default:
 			return errUnknownField(rec, name)
 		}
@@ -252,13 +252,9 @@ func decodeReplica(r *mpReader, d *api.ReplicaDescriptor) error {
 // maxDFSPathLen bounds a DFS replica's path below the DFS root.
 const maxDFSPathLen = 4096
 
-func decodeDFSDescriptor(r *mpReader) (*api.DFSDescriptor, error) {
+func decodeDFSDescriptor(r *mpReader, d *api.DFSDescriptor) error {
 	const rec = "dfs descriptor"
-	if r.peekNil() {
-		return nil, nil
-	}
-	d := &api.DFSDescriptor{}
-	if err := r.eachField(rec, func(name []byte) (err error) {
+	return r.eachField(rec, func(name []byte) (err error) {
 		switch string(name) {
 		case "alloc":
 			d.Allocator, err = r.str("dfs allocator", api.MaxIDLen)
@@ -276,8 +272,5 @@ func decodeDFSDescriptor(r *mpReader) (*api.DFSDescriptor, error) {
 			return errUnknownField(rec, name)
 		}
 		return err
-	}); err != nil {
-		return nil, err
-	}
-	return d, nil
+	})
 }

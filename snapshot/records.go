@@ -160,7 +160,7 @@ func decodeState(r *mpReader, s *State, format string) error {
 			}
 			switch string(name) {
 			case "settings":
-				s.Settings, err = decodeSettings(r)
+				s.Settings, err = optional(r, decodeSettings)
 			case "grant_key":
 				s.GrantKey, err = r.binBytes("state grant_key", api.GrantKeyLen)
 			case "inc_base":
@@ -176,7 +176,7 @@ func decodeState(r *mpReader, s *State, format string) error {
 			}
 			switch string(name) {
 			case "legacy_settings":
-				s.Legacy, err = decodeSettings(r)
+				s.Legacy, err = optional(r, decodeSettings)
 			case "rebuild_closed":
 				s.RebuildClosed, err = r.bool("state rebuild_closed")
 			case "rebuild_removed":
@@ -195,13 +195,9 @@ func decodeState(r *mpReader, s *State, format string) error {
 	})
 }
 
-func decodeSettings(r *mpReader) (*api.Settings, error) {
+func decodeSettings(r *mpReader, s *api.Settings) error {
 	const rec = "settings"
-	if r.peekNil() {
-		return nil, nil
-	}
-	s := &api.Settings{}
-	err := r.eachField(rec, func(name []byte) error {
+	return r.eachField(rec, func(name []byte) error {
 		// Every field is an integer under its key in api.SettingsTable.
 		sp, ok := api.SettingByKey(string(name))
 		if !ok {
@@ -214,10 +210,6 @@ func decodeSettings(r *mpReader) (*api.Settings, error) {
 		sp.Set(s, v)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 // Bounds of session records (section sessions).
@@ -241,12 +233,7 @@ func decodeSessionRecord(r *mpReader, s *SessionRecord) error {
 		case "active":
 			s.LastActive, err = r.int("session active")
 		case "result":
-			if r.peekNil() {
-				s.Result = nil
-				return nil
-			}
-			s.Result = &SessionResult{}
-			err = decodeSessionResult(r, s.Result)
+			s.Result, err = optional(r, decodeSessionResult)
 		default:
 			return errUnknownField(rec, name)
 		}
@@ -263,7 +250,7 @@ func decodeSessionResult(r *mpReader, s *SessionResult) error {
 		case "kind":
 			s.Kind, err = r.uint8("session result kind")
 		case "err":
-			s.Err, err = decodeAPIError(r)
+			s.Err, err = optional(r, decodeAPIError)
 		case "inc":
 			err = decodeIncarnation(r, &s.Inc)
 		case "n":
@@ -273,7 +260,7 @@ func decodeSessionResult(r *mpReader, s *SessionResult) error {
 		case "items":
 			s.Items, err = decodeSessionItems(r)
 		case "settings":
-			s.Settings, err = decodeSettings(r)
+			s.Settings, err = optional(r, decodeSettings)
 		default:
 			return errUnknownField(rec, name)
 		}
@@ -294,7 +281,7 @@ func decodeSessionItem(r *mpReader, it *SessionItem) error {
 		case "tasks":
 			it.Tasks, err = r.int("session item tasks")
 		case "err":
-			it.Err, err = decodeAPIError(r)
+			it.Err, err = optional(r, decodeAPIError)
 		case "reps":
 			it.Replicas, err = decodeReplicas(r, nil)
 		default:
@@ -304,13 +291,9 @@ func decodeSessionItem(r *mpReader, it *SessionItem) error {
 	})
 }
 
-func decodeAPIError(r *mpReader) (*api.Error, error) {
+func decodeAPIError(r *mpReader, e *api.Error) error {
 	const rec = "error"
-	if r.peekNil() {
-		return nil, nil
-	}
-	e := &api.Error{}
-	err := r.eachField(rec, func(name []byte) (err error) {
+	return r.eachField(rec, func(name []byte) (err error) {
 		switch string(name) {
 		case "code":
 			e.Code, err = as[api.Code](r.strShared("error code", maxErrCodeLen))
@@ -323,10 +306,6 @@ func decodeAPIError(r *mpReader) (*api.Error, error) {
 		}
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return e, nil
 }
 
 func decodeIncBlocks(r *mpReader) ([]IncBlock, error) {
