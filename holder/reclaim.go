@@ -14,15 +14,17 @@ import (
 // master whether it is live (the reconcile call, for just those refs);
 // what the master names not live is tombstoned as reconcile does. The
 // master leaves out a ref whose commit may still come (its block is
-// live), so a ref not named is asked about again later, a few times,
-// and then left to the periodic reconcile.
+// live) and names it undecided, so it is asked about again later; a ref
+// named neither way is live in the table, whose delete tasks cover it
+// from then on, so it is not asked about again.
 
 // maxGrantedWrites bounds the remembered writes; past it the oldest are
 // left to the periodic reconcile.
 const maxGrantedWrites = 1 << 16
 
-// grantedAsks are the delays after a grant's expiry at which its record
-// is asked about; a ref still not named after the last is dropped.
+// grantedAsks are the delays at which a record is asked about: the first
+// after its grant's expiry, the next ones while the master cannot decide
+// it, at the last delay from then on.
 var grantedAsks = []time.Duration{time.Second, 4 * time.Second, 16 * time.Second, 64 * time.Second}
 
 type grantedWrite struct {
@@ -64,22 +66,8 @@ func (g *grantedWrites) due(now time.Time, limit int) []grantedWrite {
 	return out
 }
 
-// again puts back the writes the master did not name, for their next
-// ask, unless they had their last.
-func (g *grantedWrites) again(ws []grantedWrite) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, w := range ws {
-		if w.asked++; w.asked < len(grantedAsks) {
-			g.list = append(g.list, w)
-		}
-	}
-}
-
 // hold puts back writes the master said it cannot decide yet, asked
-// about again the next delay after now (64 s at the longest): they are
-// not dropped, since the master decides each once its block expires or
-// the task it waits for ends.
+// about again the next delay after now (64 s at the longest).
 func (g *grantedWrites) hold(ws []grantedWrite, now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -90,9 +78,40 @@ func (g *grantedWrites) hold(ws []grantedWrite, now time.Time) {
 	}
 }
 
-// retry puts back writes the master named not live whose tombstone
-// failed: due at once, so the next pass tombstones them again.
-func (g *grantedWrites) retry(ws []grantedWrite) {
+// settle takes the master's answer about ws: it returns the refs named
+// not live (to be tombstoned) and holds the undecided ones, asked about
+// again at growing delays and never dropped, since the master decides
+// each once its block expires or the task it waits for ends. A ref named
+// neither way is live in the table (COMPLETE or PENDING on this
+// segment): its removal will be a delete task, so it is forgotten, and
+// asking again would only cost the leader a barrier.
+func (g *grantedWrites) settle(ws []grantedWrite, rr *api.ReconcileResponse, now time.Time) []api.ObjectRef {
+	named := make(map[api.ObjectRef]bool, len(rr.NotLive))
+	for _, r := range rr.NotLive {
+		named[r] = true
+	}
+	undecided := make(map[api.ObjectRef]bool, len(rr.Undecided))
+	for _, r := range rr.Undecided {
+		undecided[r] = true
+	}
+	var notLive []api.ObjectRef
+	var held []grantedWrite
+	for _, w := range ws {
+		switch {
+		case named[w.ref]:
+			notLive = append(notLive, w.ref)
+		case undecided[w.ref]:
+			held = append(held, w)
+		}
+	}
+	g.hold(held, now)
+	return notLive
+}
+
+// putBack puts back writes as they were, due at once: those the call
+// about failed, and those the master named not live whose tombstone
+// failed, so the next pass asks or tombstones them again.
+func (g *grantedWrites) putBack(ws []grantedWrite) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.list = append(g.list, ws...)
@@ -116,36 +135,13 @@ func (s *Service) reclaimGranted() error {
 	err := s.cl.Call(ctx, api.MethodReconcileLocalDiskObjects, &api.ReconcileRequest{Segment: s.store.SegmentID(), MountEpoch: epoch, Objects: refs}, &rr)
 	cancel()
 	if err != nil {
-		for i := range ws {
-			ws[i].asked-- // not asked after all
-		}
-		s.granted.again(ws)
+		s.granted.putBack(ws)
 		return err
 	}
-	named := make(map[api.ObjectRef]bool, len(rr.NotLive))
-	for _, r := range rr.NotLive {
-		named[r] = true
-	}
-	undecided := make(map[api.ObjectRef]bool, len(rr.Undecided))
-	for _, r := range rr.Undecided {
-		undecided[r] = true
-	}
-	var rest, held []grantedWrite
 	tasks := make([]api.LocalDeleteTask, 0, len(rr.NotLive))
-	for _, w := range ws {
-		switch {
-		case named[w.ref]:
-			tasks = append(tasks, api.LocalDeleteTask{Segment: s.store.SegmentID(), Key: w.ref.Key, Incarnation: w.ref.Incarnation})
-		case undecided[w.ref]:
-			// The master will decide it (a block expires, a task ends):
-			// it is asked again at the longest delay, never dropped.
-			held = append(held, w)
-		default:
-			rest = append(rest, w)
-		}
+	for _, ref := range s.granted.settle(ws, &rr, time.Now()) {
+		tasks = append(tasks, api.LocalDeleteTask{Segment: s.store.SegmentID(), Key: ref.Key, Incarnation: ref.Incarnation})
 	}
-	s.granted.again(rest)
-	s.granted.hold(held, time.Now())
 	if len(tasks) == 0 {
 		return nil
 	}
@@ -161,7 +157,7 @@ func (s *Service) reclaimGranted() error {
 			failed = append(failed, grantedWrite{ref: api.ObjectRef{Key: res.Key, Incarnation: res.Incarnation}})
 		}
 	}
-	s.granted.retry(failed)
+	s.granted.putBack(failed)
 	s.log.Info("tombstoned records written under expired grants that the master does not know as live", "count", len(tasks))
 	return nil
 }

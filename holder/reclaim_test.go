@@ -1,48 +1,65 @@
 package holder
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"sexton/api"
 )
 
-// TestGrantedWritesHeldAreNeverDropped: a write the master cannot decide
-// yet is asked about again at growing delays up to the longest and never
-// dropped, however long it stays undecided; one it does not name (live)
-// is dropped after the last ask.
-func TestGrantedWritesHeldAreNeverDropped(t *testing.T) {
+// TestGrantedWritesSettle: of the writes asked about, the one the master
+// names not live is returned for its tombstone, the undecided one is
+// asked about again at growing delays up to the longest and never
+// dropped, however long it stays undecided, and the live one (named
+// neither way) is forgotten after its first ask.
+func TestGrantedWritesSettle(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	var g grantedWrites
 	held := api.ObjectRef{Key: "held", Incarnation: api.ObjectIncarnation{High: 1, Low: 2}}
 	live := api.ObjectRef{Key: "live", Incarnation: api.ObjectIncarnation{High: 1, Low: 3}}
-	g.note(held, t0)
-	g.note(live, t0)
+	dead := api.ObjectRef{Key: "dead", Incarnation: api.ObjectIncarnation{High: 1, Low: 4}}
+	for _, r := range []api.ObjectRef{held, live, dead} {
+		g.note(r, t0)
+	}
+	answer := &api.ReconcileResponse{NotLive: []api.ObjectRef{dead}, Undecided: []api.ObjectRef{held}}
 	now := t0
 	longest := grantedAsks[len(grantedAsks)-1]
 	for round := 0; round < 12; round++ {
 		ws := g.due(now.Add(longest), 10)
-		var h, rest []grantedWrite
-		for _, w := range ws {
-			if w.ref == held {
-				h = append(h, w)
-			} else {
-				rest = append(rest, w)
-			}
+		want := 1
+		if round == 0 {
+			want = 3
 		}
-		if len(h) != 1 {
-			t.Fatalf("round %d: the undecided write was not asked about (%d due)", round, len(ws))
+		if len(ws) != want {
+			t.Fatalf("round %d: %d writes due, want %d", round, len(ws), want)
 		}
 		now = now.Add(longest)
 		if got := g.due(now.Add(time.Millisecond), 10); len(got) != 0 {
 			t.Fatalf("round %d: %d writes due again at once", round, len(got))
 		}
-		g.again(rest)
-		g.hold(h, now)
-	}
-	for _, w := range g.list {
-		if w.ref == live {
-			t.Fatalf("the write the master never named was kept past its %d asks", len(grantedAsks))
+		notLive := g.settle(ws, answer, now)
+		if round == 0 && !slices.Equal(notLive, []api.ObjectRef{dead}) {
+			t.Fatalf("not live: %v, want only %v", notLive, dead)
 		}
+		if round > 0 && ws[0].ref != held {
+			t.Fatalf("round %d: %v asked about again, want only the undecided write", round, ws[0].ref)
+		}
+	}
+	if len(g.list) != 1 || g.list[0].ref != held {
+		t.Fatalf("remembered %v, want only the undecided write", g.list)
+	}
+}
+
+// TestGrantedWritesPutBack: a write whose ask failed is due again at once,
+// as it was.
+func TestGrantedWritesPutBack(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var g grantedWrites
+	g.note(api.ObjectRef{Key: "k"}, t0)
+	ws := g.due(t0.Add(grantedAsks[0]), 10)
+	g.putBack(ws)
+	if again := g.due(t0.Add(grantedAsks[0]), 10); len(again) != 1 || again[0] != ws[0] {
+		t.Fatalf("after a failed ask: %v due, want %v", again, ws)
 	}
 }
