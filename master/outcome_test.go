@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,5 +43,37 @@ func TestRemoveWhoseLeaderIsLostAnswersOutcomeUnknown(t *testing.T) {
 	err := removeAndWait(leader, &api.RemoveRequest{Key: "k"})
 	if code := api.CodeOf(err); code != api.CodeOutcomeUnknown {
 		t.Fatalf("Remove whose leader was lost after proposing: %v, want %s", err, api.CodeOutcomeUnknown)
+	}
+}
+
+// TestPutCommitWhoseLeaderIsLostAnswersOutcomeUnknown is the same for a
+// one-commit put's PutCommit: its entry is never committed by the lost
+// leader, and the answer must be OUTCOME_UNKNOWN, the put neither
+// acknowledged nor reported as not done.
+func TestPutCommitWhoseLeaderIsLostAnswersOutcomeUnknown(t *testing.T) {
+	var armed atomic.Bool
+	var tc *testCluster
+	tc = startCluster(t, 3, func(c *Config) {
+		c.HeartbeatTimeout = time.Second
+		c.ElectionTimeout = time.Second
+		c.LeaderLeaseTimeout = 500 * time.Millisecond
+		c.hooks.beforeApply = func(n *Node, cmd fsm.Command) {
+			if _, ok := cmd.(*fsm.PutCommit); !ok || !armed.CompareAndSwap(true, false) {
+				return
+			}
+			for i, other := range tc.nodes {
+				if other != nil && other != n {
+					tc.kill(i)
+				}
+			}
+		}
+	})
+	tc.mountHolder(t, "seg-a", "")
+	leader := tc.waitLeader(t)
+	g := tc.putGrant(t, "k")
+	armed.Store(true)
+	_, err := leader.handlePutCommit(context.Background(), &api.PutCommitRequest{Key: "k", Size: 10, Incarnation: g.Incarnation, Replicas: g.Replicas})
+	if code := api.CodeOf(err); code != api.CodeOutcomeUnknown {
+		t.Fatalf("PutCommit whose leader was lost after proposing: %v, want %s", err, api.CodeOutcomeUnknown)
 	}
 }
