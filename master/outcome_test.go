@@ -1,7 +1,6 @@
 package master
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,8 +71,20 @@ func TestPutCommitWhoseLeaderIsLostAnswersOutcomeUnknown(t *testing.T) {
 	leader := tc.waitLeader(t)
 	g := tc.putGrant(t, "k")
 	armed.Store(true)
-	_, err := leader.handlePutCommit(context.Background(), &api.PutCommitRequest{Key: "k", Size: 10, Incarnation: g.Incarnation, Replicas: g.Replicas})
-	if code := api.CodeOf(err); code != api.CodeOutcomeUnknown {
-		t.Fatalf("PutCommit whose leader was lost after proposing: %v, want %s", err, api.CodeOutcomeUnknown)
+	answered := make(chan error, 2)
+	leader.handlePutCommit(&api.PutCommitRequest{Key: "k", Size: 10, Incarnation: g.Incarnation, Replicas: g.Replicas},
+		func(_ any, err error) { answered <- err })
+	select {
+	case err := <-answered:
+		if code := api.CodeOf(err); code != api.CodeOutcomeUnknown {
+			t.Fatalf("PutCommit whose leader was lost after proposing: %v, want %s", err, api.CodeOutcomeUnknown)
+		}
+	case <-time.After(leader.cfg.ApplyTimeout + 10*time.Second):
+		t.Fatal("PutCommit whose leader was lost after proposing: never answered")
+	}
+	select {
+	case err := <-answered:
+		t.Fatalf("PutCommit answered twice; the second answer: %v", err)
+	case <-time.After(100 * time.Millisecond):
 	}
 }
