@@ -17,24 +17,7 @@ import (
 // client reads as "not executed".
 func TestRemoveWhoseLeaderIsLostAnswersOutcomeUnknown(t *testing.T) {
 	var armed atomic.Bool
-	var tc *testCluster
-	tc = startCluster(t, 3, func(c *Config) {
-		// A leader lease long enough that the leader still leads when the
-		// entry reaches raft after both followers are gone.
-		c.HeartbeatTimeout = time.Second
-		c.ElectionTimeout = time.Second
-		c.LeaderLeaseTimeout = 500 * time.Millisecond
-		c.hooks.beforeApply = func(n *Node, cmd fsm.Command) {
-			if _, ok := cmd.(*fsm.Remove); !ok || !armed.CompareAndSwap(true, false) {
-				return
-			}
-			for i, other := range tc.nodes {
-				if other != nil && other != n {
-					tc.kill(i)
-				}
-			}
-		}
-	})
+	tc := startLosingCluster(t, &armed, func(cmd fsm.Command) bool { _, ok := cmd.(*fsm.Remove); return ok })
 	tc.mountHolder(t, "seg-a", "")
 	tc.put(t, "k", 10, 1)
 	leader := tc.waitLeader(t)
@@ -51,22 +34,7 @@ func TestRemoveWhoseLeaderIsLostAnswersOutcomeUnknown(t *testing.T) {
 // acknowledged nor reported as not done.
 func TestPutCommitWhoseLeaderIsLostAnswersOutcomeUnknown(t *testing.T) {
 	var armed atomic.Bool
-	var tc *testCluster
-	tc = startCluster(t, 3, func(c *Config) {
-		c.HeartbeatTimeout = time.Second
-		c.ElectionTimeout = time.Second
-		c.LeaderLeaseTimeout = 500 * time.Millisecond
-		c.hooks.beforeApply = func(n *Node, cmd fsm.Command) {
-			if _, ok := cmd.(*fsm.PutCommit); !ok || !armed.CompareAndSwap(true, false) {
-				return
-			}
-			for i, other := range tc.nodes {
-				if other != nil && other != n {
-					tc.kill(i)
-				}
-			}
-		}
-	})
+	tc := startLosingCluster(t, &armed, func(cmd fsm.Command) bool { _, ok := cmd.(*fsm.PutCommit); return ok })
 	tc.mountHolder(t, "seg-a", "")
 	leader := tc.waitLeader(t)
 	g := tc.putGrant(t, "k")
@@ -87,4 +55,29 @@ func TestPutCommitWhoseLeaderIsLostAnswersOutcomeUnknown(t *testing.T) {
 		t.Fatalf("PutCommit answered twice; the second answer: %v", err)
 	case <-time.After(100 * time.Millisecond):
 	}
+}
+
+// startLosingCluster starts three masters whose leader, while armed, kills
+// both followers right before it hands Raft the next entry of a command
+// that match picks (and disarms).
+func startLosingCluster(t *testing.T, armed *atomic.Bool, match func(fsm.Command) bool) *testCluster {
+	var tc *testCluster
+	tc = startCluster(t, 3, func(c *Config) {
+		// A leader lease long enough that the leader still leads when the
+		// entry reaches raft after both followers are gone.
+		c.HeartbeatTimeout = time.Second
+		c.ElectionTimeout = time.Second
+		c.LeaderLeaseTimeout = 500 * time.Millisecond
+		c.hooks.beforeApply = func(n *Node, cmd fsm.Command) {
+			if !match(cmd) || !armed.CompareAndSwap(true, false) {
+				return
+			}
+			for i, other := range tc.nodes {
+				if other != nil && other != n {
+					tc.kill(i)
+				}
+			}
+		}
+	})
+	return tc
 }
