@@ -22,13 +22,19 @@ func proposeFor[R any](n *Node, cmd fsm.Command) (*R, error) {
 	if err != nil {
 		return nil, err
 	}
+	return answerOf[R](n, cmd.Type(), res)
+}
+
+// answerOf is the fsm's answer res to a command of type t as an *R, with
+// the refusal in its Err field as the error (see proposeFor).
+func answerOf[R any](n *Node, t fsm.CommandType, res any) (*R, error) {
 	r, ok := res.(*R)
 	if !ok {
-		return nil, api.Errorf(api.CodeInternal, "%s answered %T, want %T", cmd.Type(), res, r)
+		return nil, api.Errorf(api.CodeInternal, "%s answered %T, want %T", t, res, r)
 	}
 	a := fsm.AnswerOf(r)
 	if a.Sessioned {
-		n.metrics.noteDuplicate(cmd.Type(), a.Duplicate)
+		n.metrics.noteDuplicate(t, a.Duplicate)
 	}
 	if a.Err != nil {
 		return r, a.Err
@@ -57,6 +63,25 @@ func (n *Node) propose(cmd fsm.Command) (any, error) {
 // (the entry failed, or was applied after the wait ended), so the caller
 // still acts on what proposeApplied returns, whichever comes first.
 func (n *Node) proposeApplied(cmd fsm.Command, onApplied func(any)) (any, error) {
+	data, err := n.encodeProposal(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if onApplied != nil {
+		defer n.rfsm.applied.add(data, onApplied)()
+	}
+	start := time.Now()
+	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
+	if err := n.waitApplied(f, cmd.Type().String()); err != nil {
+		return nil, err
+	}
+	n.metrics.observeCommit(time.Since(start))
+	return f.Response(), nil
+}
+
+// encodeProposal stamps cmd with the leader's clock, unless the caller
+// set it, and encodes it for the log.
+func (n *Node) encodeProposal(cmd fsm.Command) ([]byte, error) {
 	fsm.StampNow(cmd, time.Now().UnixNano())
 	data, err := fsm.Encode(cmd)
 	if err != nil {
@@ -79,16 +104,7 @@ func (n *Node) proposeApplied(cmd fsm.Command, onApplied func(any)) (any, error)
 	if n.cfg.hooks.beforeApply != nil {
 		n.cfg.hooks.beforeApply(n, cmd)
 	}
-	if onApplied != nil {
-		defer n.rfsm.applied.add(data, onApplied)()
-	}
-	start := time.Now()
-	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
-	if err := n.waitApplied(f, cmd.Type().String()); err != nil {
-		return nil, err
-	}
-	n.metrics.observeCommit(time.Since(start))
-	return f.Response(), nil
+	return data, nil
 }
 
 // waitApplied waits for a proposal's future. hashicorp/raft's timeout only

@@ -8,6 +8,7 @@ import (
 	"sexton/api"
 	"sexton/fsm"
 	"sexton/grant"
+	"sexton/transport"
 )
 
 // One-commit puts (docs/DESIGN.md §8 "One-commit puts"): the leader hands
@@ -200,20 +201,31 @@ func (n *Node) handlePutGrant(ctx context.Context, req *api.PutStartRequest) (*a
 // replica must carry this cluster's grant for its segment, the key and
 // the incarnation (its expiry is not checked here: the fsm refuses an
 // incarnation whose block expired), so only segments the leader granted
-// are recorded.
-func (n *Node) handlePutCommit(_ context.Context, req *api.PutCommitRequest) (*api.Empty, error) {
+// are recorded. It is an asynchronous handler answered from the fsm
+// goroutine (proposeAsync): every put ends in one, so each goroutine and
+// wake-up it saves is saved per put.
+func (n *Node) handlePutCommit(req *api.PutCommitRequest, reply transport.Reply) {
 	if err := n.requireLeaderSession(req.Session); err != nil {
-		return nil, err
+		reply(nil, err)
+		return
 	}
 	item, err := n.commitItem(req)
 	if err != nil {
-		return nil, err
+		reply(nil, err)
+		return
 	}
-	if _, err := proposeFor[fsm.PutEndResult](n, &fsm.PutCommit{V: fsm.PutCommitV1, Key: item.Key, Incarnation: item.Incarnation,
-		Tenant: item.Tenant, Size: item.Size, Replicas: item.Replicas, PutID: item.PutID, IfAbsent: item.IfAbsent, Session: req.Session}); err != nil {
-		return nil, err
-	}
-	return &api.Empty{}, nil
+	n.proposeAsync(&fsm.PutCommit{V: fsm.PutCommitV1, Key: item.Key, Incarnation: item.Incarnation,
+		Tenant: item.Tenant, Size: item.Size, Replicas: item.Replicas, PutID: item.PutID, IfAbsent: item.IfAbsent, Session: req.Session},
+		func(res any, err error) {
+			if err == nil {
+				_, err = answerOf[fsm.PutEndResult](n, fsm.CmdPutCommit, res)
+			}
+			if err != nil {
+				reply(nil, err)
+				return
+			}
+			reply(&api.Empty{}, nil)
+		})
 }
 
 // commitItem checks a commit request and turns it into the fsm's item:

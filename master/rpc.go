@@ -102,7 +102,14 @@ func (n *Node) startRPC() error {
 	transport.Register(s, api.MethodBatchPutStart, n.handleBatchPutStart)
 	transport.Register(s, api.MethodBatchPutEnd, n.handleBatchPutEnd)
 	transport.Register(s, api.MethodPutGrant, n.handlePutGrant)
-	transport.Register(s, api.MethodPutCommit, n.handlePutCommit)
+	s.HandleAsync(api.MethodPutCommit, func(r *transport.Request, reply transport.Reply) {
+		var req api.PutCommitRequest
+		if err := r.Decode(&req); err != nil {
+			reply(nil, err)
+			return
+		}
+		n.handlePutCommit(&req, reply)
+	})
 	transport.Register(s, api.MethodBatchPutCommit, n.handleBatchPutCommit)
 	transport.Register(s, api.MethodGet, n.handleGet)
 	transport.Register(s, api.MethodBatchGet, n.handleBatchGet)
