@@ -7,6 +7,7 @@ where the meaning is the same (see the package docstring for the list).
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import random
 import threading
@@ -46,6 +47,9 @@ MAX_BATCH_KEYS = 4096
 MAX_BATCH_PUT_ITEMS = 256
 #: At most this many calls pipelined on one holder connection at a time.
 PIPELINE_DEPTH = 32
+#: At most this many holders' pipelines run at once besides the calling
+#: thread's (the threads that run them are kept for the next batch).
+MAX_LANES = 16
 
 Buffer = Union[bytes, bytearray, memoryview]
 
@@ -182,6 +186,11 @@ class Client:
         self._master_pool = Pool(token=tok, max_frame=DEFAULT_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._holder_pool = Pool(token=tok, max_frame=DATA_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._closed = False
+        #: The threads that run other holders' pipelines (_pipelined), made
+        #: on first use, and the process that made them (a forked child
+        #: makes its own: threads do not survive a fork).
+        self._lanes: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._lanes_pid = 0
         #: Set once a master refused PutGrant as an unknown method.
         self._no_put_grant = False
         #: Hosts (names or addresses as the masters give holder endpoints,
@@ -206,6 +215,10 @@ class Client:
         self._closed = True
         self._master_pool.close()
         self._holder_pool.close()
+        with self._lock:
+            lanes, self._lanes = self._lanes, None
+        if lanes is not None and self._lanes_pid == os.getpid():
+            lanes.shutdown(wait=False)
 
     def __enter__(self) -> "Client":
         return self
@@ -682,10 +695,12 @@ class Client:
                    take: Callable[[str, _T, Optional[SextonError], Any], None],
                    skip: Optional[Callable[[_T], bool]] = None) -> None:
         """Each holder's calls pipelined on one connection, PIPELINE_DEPTH
-        at a time, the holders concurrently (a thread for each holder but
-        the first): a batch takes as long as its slowest holder, not as
-        their sum. take(endpoint, item, error, body) sees every answer;
-        items skip names when their turn comes are not sent."""
+        at a time, the holders concurrently (the first on the calling
+        thread, the others on the client's lane threads, which stay for
+        the next batch: a batch pays no thread start): a batch takes as
+        long as its slowest holder, not as their sum. take(endpoint, item,
+        error, body) sees every answer; items skip names when their turn
+        comes are not sent."""
         def one(ep: str, items: List[_T]) -> None:
             for lo in range(0, len(items), PIPELINE_DEPTH):
                 group = [x for x in items[lo:lo + PIPELINE_DEPTH] if skip is None or not skip(x)]
@@ -707,15 +722,26 @@ class Client:
             except BaseException as e:  # handed to the calling thread
                 raised.append(e)
 
-        threads = [threading.Thread(target=guarded, args=e, daemon=True) for e in eps[1:]]
-        for t in threads:
-            t.start()
-        if eps:
-            guarded(*eps[0])
-        for t in threads:
-            t.join()
+        pool = self._lane_pool()
+        lanes = [pool.submit(guarded, *e) for e in eps[1:]] if pool is not None else []
+        for e in eps[:1] if pool is not None else eps:
+            guarded(*e)
+        concurrent.futures.wait(lanes)
         if raised:
             raise raised[0]
+
+    def _lane_pool(self) -> Optional[concurrent.futures.ThreadPoolExecutor]:
+        """The lane threads of this process, started as pipelines need them;
+        None once the client is closed (its pipelines then fail at once,
+        on the calling thread, with the holder pool's "client closed")."""
+        with self._lock:
+            if self._closed:
+                return None
+            if self._lanes is None or self._lanes_pid != os.getpid():
+                self._lanes = concurrent.futures.ThreadPoolExecutor(max_workers=MAX_LANES,
+                                                                    thread_name_prefix="sexton-lane")
+                self._lanes_pid = os.getpid()
+            return self._lanes
 
     # -- get -------------------------------------------------------------
 

@@ -1,6 +1,9 @@
 """The client's protocol rules against a scripted server: framing, the
 token handshake, leader following, and what OUTCOME_UNKNOWN means."""
 
+import os
+import signal
+import threading
 import time
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -437,6 +440,48 @@ def test_batches_call_their_holders_at_once() -> None:
         assert all(r.ok for r in res) and [bytes(g.value) for g in got] == [b"k0", b"k1"]
         assert t1 - t0 < 1.6 * delay and t2 - t1 < 1.6 * delay, (t1 - t0, t2 - t1)
         assert [meth for h in hs for meth, _ in h.requests] == ["HolderWrite", "HolderRead"] * 2
+    finally:
+        for h in hs:
+            h.close()
+        m.close()
+
+
+def test_batch_reads_keep_their_lane_threads_across_batches_and_forks() -> None:
+    # Batches over two holders read the second on a lane thread that stays
+    # for the next batch: twenty batches start one thread, not twenty. A
+    # forked child, where the parent's threads do not exist, starts its
+    # own and reads the same.
+    hs = [harness.FakeServer(lambda m, b: ("ok", {"value": b["key"].encode()})) for _ in range(2)]
+    inc = {"h": 3, "l": 1}
+
+    def master(method: str, body: Any) -> Tuple[str, Any]:
+        return ("ok", {"results": [{"object": {"key": k, "size": 2, "inc": inc, "created": 0,
+                                               "replicas": [{"kind": 1, "seg": f"s{i}", "ep": hs[i].addr}]}}
+                                   for i, k in enumerate(body["keys"])]})
+
+    def lanes() -> List[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith("sexton-lane")]
+
+    m = harness.FakeServer(master)
+    try:
+        with sexton.Client(m.addr, timeout=5) as c:
+            before = lanes()
+            for _ in range(20):
+                got = c.batch_get_into(["k0", "k1"], [bytearray(2), bytearray(2)])
+                assert [bytes(g.value) for g in got] == [b"k0", b"k1"]
+            assert len(lanes()) - len(before) == 1, lanes()
+            pid = os.fork()
+            if pid == 0:
+                ok = False
+                signal.alarm(10)  # a child waiting for a thread it does not have dies of it
+                try:
+                    got = c.batch_get_into(["k0", "k1"], [bytearray(2), bytearray(2)])
+                    ok = [bytes(g.value) for g in got] == [b"k0", b"k1"]
+                finally:
+                    os._exit(0 if ok else 1)
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        assert [meth for h in hs for meth, _ in h.requests] == ["HolderRead"] * 42
     finally:
         for h in hs:
             h.close()
