@@ -698,27 +698,57 @@ class Client:
         at a time, the holders concurrently (the first on the calling
         thread, the others on the client's lane threads, which stay for
         the next batch: a batch pays no thread start): a batch takes as
-        long as its slowest holder, not as their sum. take(endpoint, item,
-        error, body) sees every answer; items skip names when their turn
-        comes are not sent."""
-        def one(ep: str, items: List[_T]) -> None:
+        long as its slowest holder, not as their sum. Calls without a
+        value (reads: small requests) are sent to every holder by the
+        calling thread before any answer is read, so no holder waits for
+        a lane thread to start on its work. take(endpoint, item, error,
+        body) sees every answer; items skip names when their turn comes
+        are not sent."""
+        def send(ep: str, group: List[_T], calls: List[PipelinedCall]) -> Tuple[List[_T], Any, float]:
+            """group's calls sent on one of ep's connections: (group, what the
+            holder pool's send_calls gave or the SextonError it raised,
+            deadline)."""
+            deadline = time.monotonic() + self.timeout
+            try:
+                return group, self._holder_pool.send_calls(ep, calls, deadline), deadline
+            except SextonError as e:
+                return group, e, deadline
+
+        def early(ep: str, items: List[_T]) -> Optional[Tuple[List[_T], Any, float]]:
+            """ep's first group, sent now when none of its calls carries a
+            value (a value is sent by its holder's own thread, so that one
+            holder's large writes do not hold up another's)."""
+            group = [x for x in items[:PIPELINE_DEPTH] if skip is None or not skip(x)]
+            calls = [call_of(x) for x in group]
+            if not group or any(c.value is not None for c in calls):
+                return None
+            return send(ep, group, calls)
+
+        def one(ep: str, items: List[_T], first: Optional[Tuple[List[_T], Any, float]]) -> None:
             for lo in range(0, len(items), PIPELINE_DEPTH):
-                group = [x for x in items[lo:lo + PIPELINE_DEPTH] if skip is None or not skip(x)]
-                if not group:
-                    continue
-                try:
-                    answers = self._holder_pool.pipeline(ep, [call_of(x) for x in group], time.monotonic() + self.timeout)
-                except SextonError as e:
-                    answers = [(e, None)] * len(group)
+                if lo == 0 and first is not None:
+                    group, started, deadline = first
+                else:
+                    group = [x for x in items[lo:lo + PIPELINE_DEPTH] if skip is None or not skip(x)]
+                    if not group:
+                        continue
+                    group, started, deadline = send(ep, group, [call_of(x) for x in group])
+                if isinstance(started, SextonError):
+                    answers = [(started, None)] * len(group)
+                else:
+                    try:
+                        answers = self._holder_pool.receive(started, deadline)
+                    except SextonError as e:
+                        answers = [(e, None)] * len(group)
                 for x, (err, body) in zip(group, answers):
                     take(ep, x, err, body)
 
-        eps = list(by_ep.items())
+        eps = [(ep, items, early(ep, items)) for ep, items in by_ep.items()]
         raised: List[BaseException] = []
 
-        def guarded(ep: str, items: List[_T]) -> None:
+        def guarded(ep: str, items: List[_T], first: Optional[Tuple[List[_T], Any, float]]) -> None:
             try:
-                one(ep, items)
+                one(ep, items, first)
             except BaseException as e:  # handed to the calling thread
                 raised.append(e)
 

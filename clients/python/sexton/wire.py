@@ -530,6 +530,12 @@ class Connection:
         one with ``into`` receives a ``{"value": bin}`` answer into that
         buffer (body ``{"value": n, "into": True}``). A failure in transit
         closes the connection and fails every unanswered call with it."""
+        return self.receive(self.send_calls(calls, deadline), deadline)
+
+    def send_calls(self, calls: Sequence["PipelinedCall"], deadline: float) -> "Sent":
+        """The first half of :meth:`pipeline`: send every call; their
+        answers are read by :meth:`receive`, which must follow before the
+        connection carries anything else."""
         if self._sock is None:
             raise _fail(Unavailable(f"connection to {self.addr} closed"), NOT_SENT)
         left_ms = int((deadline - time.monotonic()) * 1000)
@@ -559,6 +565,12 @@ class Connection:
         except (OSError, socket.timeout) as e:
             self.close()
             raise _fail(Unavailable(f"pipelined calls to {self.addr}: sending: {e}"), SENT_NO_ANSWER) from None
+        return Sent(calls, by_id, out)
+
+    def receive(self, sent: "Sent", deadline: float) -> List[Tuple[Optional[SextonError], Any]]:
+        """The second half of :meth:`pipeline`: read the answers of the
+        calls :meth:`send_calls` sent."""
+        calls, by_id, out = sent.calls, sent.by_id, sent.out
 
         def buffer_for(req_id: int) -> Optional[memoryview]:
             i = by_id.get(req_id)
@@ -596,6 +608,18 @@ class Connection:
                 self._sock.close()
             finally:
                 self._sock = None  # type: ignore[assignment]
+
+
+class Sent:
+    """Calls :meth:`Connection.send_calls` sent, waiting for their answers:
+    the request id of each call's index, and the (error, body) per call
+    filled in as answers arrive."""
+
+    __slots__ = ("calls", "by_id", "out")
+
+    def __init__(self, calls: Sequence["PipelinedCall"], by_id: Dict[int, int],
+                 out: List[Tuple[Optional[SextonError], Any]]) -> None:
+        self.calls, self.by_id, self.out = calls, by_id, out
 
 
 class PipelinedCall:
@@ -641,12 +665,27 @@ class Pool:
 
     def pipeline(self, addr: str, calls: Sequence[PipelinedCall], deadline: float) -> List[Tuple[Optional[SextonError], Any]]:
         """:meth:`Connection.pipeline` on one of addr's connections."""
+        return self.receive(self.send_calls(addr, calls, deadline), deadline)
+
+    def send_calls(self, addr: str, calls: Sequence[PipelinedCall], deadline: float) -> Tuple[Connection, Sent]:
+        """:meth:`Connection.send_calls` on one of addr's connections, which
+        is the caller's until it hands it to :meth:`receive`."""
         conn = self._take(addr)
         if conn is None:
             conn = Connection(addr, token=self._token, max_frame=self._max_frame,
                               deadline=min(deadline, time.monotonic() + self._connect_timeout), tls=self._tls)
         try:
-            out = conn.pipeline(calls, deadline)
+            return conn, conn.send_calls(calls, deadline)
+        except SextonError:
+            conn.close()
+            raise
+
+    def receive(self, started: Tuple[Connection, Sent], deadline: float) -> List[Tuple[Optional[SextonError], Any]]:
+        """:meth:`Connection.receive` of what :meth:`send_calls` sent; the
+        connection goes back to the pool once every answer is read."""
+        conn, sent = started
+        try:
+            out = conn.receive(sent, deadline)
         except SextonError:
             conn.close()
             raise

@@ -488,6 +488,49 @@ def test_batch_reads_keep_their_lane_threads_across_batches_and_forks() -> None:
         m.close()
 
 
+def test_batch_reads_reach_every_holder_before_any_answer_is_read() -> None:
+    # Reads are small requests: the calling thread sends them to every
+    # holder before it reads an answer, so a holder's work does not wait
+    # for a lane thread. Here every lane thread is busy until holder A has
+    # seen holder B's request: the batch is quick only if B's request did
+    # not need a lane.
+    b_asked, lanes_free = threading.Event(), threading.Event()
+
+    def holder_a(method: str, body: Any) -> Tuple[str, Any]:
+        b_asked.wait(3)
+        lanes_free.set()
+        return ("ok", {"value": body["key"].encode()})
+
+    def holder_b(method: str, body: Any) -> Tuple[str, Any]:
+        b_asked.set()
+        return ("ok", {"value": body["key"].encode()})
+
+    hs = [harness.FakeServer(holder_a), harness.FakeServer(holder_b)]
+    inc = {"h": 3, "l": 1}
+
+    def master(method: str, body: Any) -> Tuple[str, Any]:
+        return ("ok", {"results": [{"object": {"key": k, "size": 2, "inc": inc, "created": 0,
+                                               "replicas": [{"kind": 1, "seg": f"s{i}", "ep": hs[i].addr}]}}
+                                   for i, k in enumerate(body["keys"])]})
+
+    m = harness.FakeServer(master)
+    try:
+        with sexton.Client(m.addr, timeout=10) as c:
+            pool = c._lane_pool()
+            assert pool is not None
+            busy = [pool.submit(lanes_free.wait, 10) for _ in range(sexton.client.MAX_LANES)]
+            t0 = time.monotonic()
+            got = c.batch_get_into(["k0", "k1"], [bytearray(2), bytearray(2)])
+            took = time.monotonic() - t0
+            assert all(f.result() for f in busy)
+        assert [bytes(g.value) for g in got] == [b"k0", b"k1"]
+        assert b_asked.is_set() and took < 2, took
+    finally:
+        for h in hs:
+            h.close()
+        m.close()
+
+
 def test_pipelined_calls_get_their_own_answers() -> None:
     # Three calls sent before any answer is read: each answer lands with
     # the call of its id, a value into that call's buffer when it gave one
