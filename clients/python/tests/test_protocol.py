@@ -446,23 +446,29 @@ def test_batches_call_their_holders_at_once() -> None:
         m.close()
 
 
-def test_batch_reads_keep_their_lane_threads_across_batches_and_forks() -> None:
-    # Batches over two holders read the second on a lane thread that stays
-    # for the next batch: twenty batches start one thread, not twenty. A
-    # forked child, where the parent's threads do not exist, starts its
-    # own and reads the same.
-    hs = [harness.FakeServer(lambda m, b: ("ok", {"value": b["key"].encode()})) for _ in range(2)]
+def key_i_on_holder_i(hs: List[harness.FakeServer]) -> Callable[[str, Any], Tuple[str, Any]]:
+    """A master whose BatchGet places the i-th key's one replica (2 bytes)
+    on holder i."""
     inc = {"h": 3, "l": 1}
 
     def master(method: str, body: Any) -> Tuple[str, Any]:
         return ("ok", {"results": [{"object": {"key": k, "size": 2, "inc": inc, "created": 0,
                                                "replicas": [{"kind": 1, "seg": f"s{i}", "ep": hs[i].addr}]}}
                                    for i, k in enumerate(body["keys"])]})
+    return master
+
+
+def test_batch_reads_keep_their_lane_threads_across_batches_and_forks() -> None:
+    # Batches over two holders read the second on a lane thread that stays
+    # for the next batch: twenty batches start one thread, not twenty. A
+    # forked child, where the parent's threads do not exist, starts its
+    # own and reads the same.
+    hs = [harness.FakeServer(lambda m, b: ("ok", {"value": b["key"].encode()})) for _ in range(2)]
 
     def lanes() -> List[threading.Thread]:
         return [t for t in threading.enumerate() if t.name.startswith("sexton-lane")]
 
-    m = harness.FakeServer(master)
+    m = harness.FakeServer(key_i_on_holder_i(hs))
     try:
         with sexton.Client(m.addr, timeout=5) as c:
             before = lanes()
@@ -506,14 +512,8 @@ def test_batch_reads_reach_every_holder_before_any_answer_is_read() -> None:
         return ("ok", {"value": body["key"].encode()})
 
     hs = [harness.FakeServer(holder_a), harness.FakeServer(holder_b)]
-    inc = {"h": 3, "l": 1}
 
-    def master(method: str, body: Any) -> Tuple[str, Any]:
-        return ("ok", {"results": [{"object": {"key": k, "size": 2, "inc": inc, "created": 0,
-                                               "replicas": [{"kind": 1, "seg": f"s{i}", "ep": hs[i].addr}]}}
-                                   for i, k in enumerate(body["keys"])]})
-
-    m = harness.FakeServer(master)
+    m = harness.FakeServer(key_i_on_holder_i(hs))
     try:
         with sexton.Client(m.addr, timeout=10) as c:
             pool = c._lane_pool()
