@@ -38,6 +38,7 @@ from .wire import (
     Pool,
     byte_view,
     outcome_of,
+    readable,
     tls_context,
 )
 
@@ -695,13 +696,15 @@ class Client:
                    take: Callable[[str, _T, Optional[SextonError], Any], None],
                    skip: Optional[Callable[[_T], bool]] = None) -> None:
         """Each holder's calls pipelined on one connection, PIPELINE_DEPTH
-        at a time, the holders concurrently (the first on the calling
-        thread, the others on the client's lane threads, which stay for
-        the next batch: a batch pays no thread start): a batch takes as
-        long as its slowest holder, not as their sum. Calls without a
-        value (reads: small requests) are sent to every holder by the
-        calling thread before any answer is read, so no holder waits for
-        a lane thread to start on its work. take(endpoint, item, error,
+        at a time, the holders concurrently: a batch takes as long as its
+        slowest holder, not as their sum. Calls without a value (reads:
+        small requests) are sent to every holder by the calling thread
+        before any answer is read, and it reads each answer as its holder
+        sends it (poll over the connections), so no holder's work waits
+        for a thread to be scheduled. Calls with a value (puts) are sent
+        and answered per holder, the first holder on the calling thread,
+        the others on the client's lane threads, which stay for the next
+        batch: a batch pays no thread start. take(endpoint, item, error,
         body) sees every answer; items skip names when their turn comes
         are not sent."""
         def send(ep: str, group: List[_T], calls: List[PipelinedCall]) -> Tuple[List[_T], Any, float]:
@@ -744,6 +747,9 @@ class Client:
                     take(ep, x, err, body)
 
         eps = [(ep, items, early(ep, items)) for ep, items in by_ep.items()]
+        if all(first is not None for _, _, first in eps):
+            self._multiplexed(eps, call_of, take, skip, send)
+            return
         raised: List[BaseException] = []
 
         def guarded(ep: str, items: List[_T], first: Optional[Tuple[List[_T], Any, float]]) -> None:
@@ -759,6 +765,55 @@ class Client:
         concurrent.futures.wait(lanes)
         if raised:
             raise raised[0]
+
+    def _multiplexed(self, eps: List[Tuple[str, List[_T], Any]], call_of: Callable[[_T], PipelinedCall],
+                     take: Callable[[str, _T, Optional[SextonError], Any], None],
+                     skip: Optional[Callable[[_T], bool]], send: Callable[[str, List[_T], List[PipelinedCall]], Any]) -> None:
+        """_pipelined's answers read on the calling thread from whichever
+        holder has bytes to read, a frame at a time; eps holds each
+        holder's items and its first group, already sent."""
+        # Each started group: [endpoint, items, index of its first item,
+        # group, (connection, Sent), deadline].
+        live: List[List[Any]] = []
+
+        def advance(ep: str, items: List[_T], lo: int, first: Any) -> None:
+            """Start ep's group at lo (first: already sent), or the next one
+            with anything to send; a group that could not be sent fails
+            its items at once."""
+            while lo < len(items):
+                if first is not None:
+                    group, started, deadline = first
+                    first = None
+                else:
+                    group = [x for x in items[lo:lo + PIPELINE_DEPTH] if skip is None or not skip(x)]
+                    if not group:
+                        lo += PIPELINE_DEPTH
+                        continue
+                    group, started, deadline = send(ep, group, [call_of(x) for x in group])
+                if not isinstance(started, SextonError):
+                    live.append([ep, items, lo, group, started, deadline])
+                    return
+                for x in group:
+                    take(ep, x, started, None)
+                lo += PIPELINE_DEPTH
+
+        for ep, items, first in eps:
+            advance(ep, items, 0, first)
+        while live:
+            ready = set(readable([st[4][0] for st in live], min(st[5] for st in live) - time.monotonic()))
+            # None ready: the earliest deadline has passed, which its read reports.
+            for st in [st for st in live if st[4][0] in ready] or [min(live, key=lambda st: st[5])]:
+                ep, items, lo, group, started, deadline = st
+                try:
+                    answers = self._holder_pool.receive_one(started, deadline)
+                except SextonError as e:
+                    answers = [(e, None)] * len(group)
+                if answers is None:
+                    continue
+                live.remove(st)
+                for x, (err, body) in zip(group, answers):
+                    take(ep, x, err, body)
+                advance(ep, items, lo + PIPELINE_DEPTH, None)
 
     def _lane_pool(self) -> Optional[concurrent.futures.ThreadPoolExecutor]:
         """The lane threads of this process, started as pipelines need them;

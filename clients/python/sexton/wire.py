@@ -570,6 +570,13 @@ class Connection:
     def receive(self, sent: "Sent", deadline: float) -> List[Tuple[Optional[SextonError], Any]]:
         """The second half of :meth:`pipeline`: read the answers of the
         calls :meth:`send_calls` sent."""
+        while not self.receive_one(sent, deadline):
+            pass
+        return sent.out
+
+    def receive_one(self, sent: "Sent", deadline: float) -> bool:
+        """Read one frame of :meth:`receive` (waiting until it is whole):
+        True once every call sent has its answer."""
         calls, by_id, out = sent.calls, sent.by_id, sent.out
 
         def buffer_for(req_id: int) -> Optional[memoryview]:
@@ -577,7 +584,7 @@ class Connection:
             return None if i is None else calls[i].into
 
         try:
-            while by_id:
+            if by_id:
                 kind, req_id, err, body = self._read_answer(deadline, buffer_for)
                 if kind == KIND_GOAWAY:
                     self.close()
@@ -586,9 +593,8 @@ class Connection:
                 if kind != KIND_RESPONSE:
                     raise Corrupt(f"unexpected frame kind {kind} from {self.addr}")
                 i = by_id.pop(req_id, None)
-                if i is None:
-                    continue
-                out[i] = (_fail(from_wire(err), ANSWERED) if err is not None else None, body)
+                if i is not None:
+                    out[i] = (_fail(from_wire(err), ANSWERED) if err is not None else None, body)
         except socket.timeout:
             self.close()
             raise _fail(Timeout(f"pipelined calls to {self.addr}: no answer before the deadline"), SENT_NO_ANSWER) from None
@@ -600,7 +606,15 @@ class Connection:
         except OSError as e:
             self.close()
             raise _fail(Unavailable(f"connection to {self.addr} lost: {e}"), SENT_NO_ANSWER) from None
-        return out
+        return not by_id
+
+    def fileno(self) -> int:
+        return self._sock.fileno() if self._sock is not None else -1
+
+    def buffered(self) -> bool:
+        """Whether bytes already received wait to be read (TLS decrypts
+        ahead of what its socket shows readable)."""
+        return isinstance(self._sock, ssl.SSLSocket) and self._sock.pending() > 0
 
     def close(self) -> None:
         if self._sock is not None:
@@ -608,6 +622,22 @@ class Connection:
                 self._sock.close()
             finally:
                 self._sock = None  # type: ignore[assignment]
+
+
+def readable(conns: Sequence[Connection], timeout: float) -> List[Connection]:
+    """The connections with bytes to read (or a closed or failed socket,
+    which the read then reports), waiting up to timeout seconds for one."""
+    ready = [c for c in conns if c.buffered()]
+    if ready:
+        return ready
+    by_fd = {c.fileno(): c for c in conns}
+    if hasattr(select, "poll"):  # no FD_SETSIZE limit
+        p = select.poll()
+        for fd in by_fd:
+            p.register(fd, select.POLLIN)
+        return [by_fd[fd] for fd, _ in p.poll(max(timeout, 0) * 1000)]
+    r, _, _ = select.select(list(by_fd), [], [], max(timeout, 0))
+    return [by_fd[fd] for fd in r]
 
 
 class Sent:
@@ -683,14 +713,25 @@ class Pool:
     def receive(self, started: Tuple[Connection, Sent], deadline: float) -> List[Tuple[Optional[SextonError], Any]]:
         """:meth:`Connection.receive` of what :meth:`send_calls` sent; the
         connection goes back to the pool once every answer is read."""
+        while True:
+            out = self.receive_one(started, deadline)
+            if out is not None:
+                return out
+
+    def receive_one(self, started: Tuple[Connection, Sent], deadline: float) -> Optional[List[Tuple[Optional[SextonError], Any]]]:
+        """:meth:`Connection.receive_one` of what :meth:`send_calls` sent:
+        None while answers are missing, then (error, body) per call, the
+        connection back in the pool."""
         conn, sent = started
         try:
-            out = conn.receive(sent, deadline)
+            done = conn.receive_one(sent, deadline)
         except SextonError:
             conn.close()
             raise
+        if not done:
+            return None
         self._give_back(conn)
-        return out
+        return sent.out
 
     def _take(self, addr: str) -> Optional[Connection]:
         with self._lock:
