@@ -403,16 +403,9 @@ def test_put_batch_repeats_its_session_and_places_a_failed_item_again() -> None:
         m.close()
 
 
-def test_batches_call_their_holders_at_once() -> None:
-    # Two holders that each take 0.5 s per call: a batch with a key on each
-    # waits for the slower one, not for both in turn, writing and reading.
-    delay = 0.5
-
-    def holder(method: str, body: Any) -> Tuple[str, Any]:
-        time.sleep(delay)
-        return ("ok", {} if method == "HolderWrite" else {"value": body["key"].encode()})
-
-    hs = [harness.FakeServer(holder), harness.FakeServer(holder)]
+def key_i_on_holder_i(hs: List[harness.FakeServer]) -> Callable[[str, Any], Tuple[str, Any]]:
+    """A master that places the i-th key of a batch (put or get) on holder
+    i, one 2-byte replica."""
     inc = {"h": 3, "l": 1}
 
     def master(method: str, body: Any) -> Tuple[str, Any]:
@@ -428,8 +421,20 @@ def test_batches_call_their_holders_at_once() -> None:
                                                    "replicas": [{"kind": 1, "seg": f"s{i}", "ep": hs[i].addr}]}}
                                        for i, k in enumerate(body["keys"])]})
         return ("ok", {})
+    return master
 
-    m = harness.FakeServer(master)
+
+def test_batches_call_their_holders_at_once() -> None:
+    # Two holders that each take 0.5 s per call: a batch with a key on each
+    # waits for the slower one, not for both in turn, writing and reading.
+    delay = 0.5
+
+    def holder(method: str, body: Any) -> Tuple[str, Any]:
+        time.sleep(delay)
+        return ("ok", {} if method == "HolderWrite" else {"value": body["key"].encode()})
+
+    hs = [harness.FakeServer(holder), harness.FakeServer(holder)]
+    m = harness.FakeServer(key_i_on_holder_i(hs))
     try:
         with sexton.Client(m.addr, timeout=5) as c:
             t0 = time.monotonic()
@@ -444,25 +449,6 @@ def test_batches_call_their_holders_at_once() -> None:
         for h in hs:
             h.close()
         m.close()
-
-
-def key_i_on_holder_i(hs: List[harness.FakeServer]) -> Callable[[str, Any], Tuple[str, Any]]:
-    """A master that places the i-th key of a batch (put or get) on holder
-    i, one 2-byte replica."""
-    inc = {"h": 3, "l": 1}
-
-    def master(method: str, body: Any) -> Tuple[str, Any]:
-        if method == "BatchPutStart":
-            return ("ok", {"results": [{"inc": inc, "replicas": [{"kind": 1, "seg": f"s{i}", "ep": hs[i].addr,
-                                                                  "grant": {"seg": f"s{i}", "key": it["key"], "inc": inc,
-                                                                            "exp": 1, "mac": b"\x01" * 32}}]}
-                                       for i, it in enumerate(body["items"])]})
-        if method == "BatchPutEnd":
-            return ("ok", {"results": [{"key": it["key"]} for it in body["items"]]})
-        return ("ok", {"results": [{"object": {"key": k, "size": 2, "inc": inc, "created": 0,
-                                               "replicas": [{"kind": 1, "seg": f"s{i}", "ep": hs[i].addr}]}}
-                                   for i, k in enumerate(body["keys"])]})
-    return master
 
 
 def test_batches_keep_their_lane_threads_across_batches_and_forks() -> None:
