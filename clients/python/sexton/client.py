@@ -48,8 +48,9 @@ MAX_BATCH_KEYS = 4096
 MAX_BATCH_PUT_ITEMS = 256
 #: At most this many calls pipelined on one holder connection at a time.
 PIPELINE_DEPTH = 32
-#: At most this many holders' pipelines run at once besides the calling
-#: thread's (the threads that run them are kept for the next batch).
+#: At most this many holders' pipelined writes run at once besides the
+#: calling thread's (the threads that run them are kept for the next
+#: batch; reads need none).
 MAX_LANES = 16
 
 Buffer = Union[bytes, bytearray, memoryview]
@@ -187,8 +188,8 @@ class Client:
         self._master_pool = Pool(token=tok, max_frame=DEFAULT_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._holder_pool = Pool(token=tok, max_frame=DATA_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._closed = False
-        #: The threads that run other holders' pipelines (_pipelined), made
-        #: on first use, and the process that made them (a forked child
+        #: The threads that run other holders' pipelined writes (_pipelined),
+        #: made on first use, and the process that made them (a forked child
         #: makes its own: threads do not survive a fork).
         self._lanes: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._lanes_pid = 0
