@@ -7,6 +7,7 @@ where the meaning is the same (see the package docstring for the list).
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import random
 import threading
@@ -37,6 +38,7 @@ from .wire import (
     Pool,
     byte_view,
     outcome_of,
+    readable,
     tls_context,
 )
 
@@ -46,6 +48,10 @@ MAX_BATCH_KEYS = 4096
 MAX_BATCH_PUT_ITEMS = 256
 #: At most this many calls pipelined on one holder connection at a time.
 PIPELINE_DEPTH = 32
+#: At most this many holders' pipelined writes run at once besides the
+#: calling thread's (the threads that run them are kept for the next
+#: batch; reads need none).
+MAX_LANES = 16
 
 Buffer = Union[bytes, bytearray, memoryview]
 
@@ -182,6 +188,11 @@ class Client:
         self._master_pool = Pool(token=tok, max_frame=DEFAULT_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._holder_pool = Pool(token=tok, max_frame=DATA_MAX_FRAME, connect_timeout=connect_timeout, tls=self._tls)
         self._closed = False
+        #: The threads that run other holders' pipelined writes (_pipelined),
+        #: made on first use, and the process that made them (a forked child
+        #: makes its own: threads do not survive a fork).
+        self._lanes: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._lanes_pid = 0
         #: Set once a master refused PutGrant as an unknown method.
         self._no_put_grant = False
         #: Hosts (names or addresses as the masters give holder endpoints,
@@ -206,6 +217,10 @@ class Client:
         self._closed = True
         self._master_pool.close()
         self._holder_pool.close()
+        with self._lock:
+            lanes, self._lanes = self._lanes, None
+        if lanes is not None and self._lanes_pid == os.getpid():
+            lanes.shutdown(wait=False)
 
     def __enter__(self) -> "Client":
         return self
@@ -682,40 +697,137 @@ class Client:
                    take: Callable[[str, _T, Optional[SextonError], Any], None],
                    skip: Optional[Callable[[_T], bool]] = None) -> None:
         """Each holder's calls pipelined on one connection, PIPELINE_DEPTH
-        at a time, the holders concurrently (a thread for each holder but
-        the first): a batch takes as long as its slowest holder, not as
-        their sum. take(endpoint, item, error, body) sees every answer;
-        items skip names when their turn comes are not sent."""
-        def one(ep: str, items: List[_T]) -> None:
+        at a time, the holders concurrently: a batch takes as long as its
+        slowest holder, not as their sum. Calls without a value (reads:
+        small requests) are sent to every holder by the calling thread
+        before any answer is read, and it reads each answer as its holder
+        sends it (poll over the connections), so no holder's work waits
+        for a thread to be scheduled. Calls with a value (puts) are sent
+        and answered per holder, the first holder on the calling thread,
+        the others on the client's lane threads, which stay for the next
+        batch: a batch pays no thread start. take(endpoint, item, error,
+        body) sees every answer; items skip names when their turn comes
+        are not sent."""
+        def send(ep: str, group: List[_T], calls: List[PipelinedCall]) -> Tuple[List[_T], Any, float]:
+            """group's calls sent on one of ep's connections: (group, what the
+            holder pool's send_calls gave or the SextonError it raised,
+            deadline)."""
+            deadline = time.monotonic() + self.timeout
+            try:
+                return group, self._holder_pool.send_calls(ep, calls, deadline), deadline
+            except SextonError as e:
+                return group, e, deadline
+
+        def early(ep: str, items: List[_T]) -> Optional[Tuple[List[_T], Any, float]]:
+            """ep's first group, sent now when none of its calls carries a
+            value (a value is sent by its holder's own thread, so that one
+            holder's large writes do not hold up another's)."""
+            group = [x for x in items[:PIPELINE_DEPTH] if skip is None or not skip(x)]
+            calls = [call_of(x) for x in group]
+            if not group or any(c.value is not None for c in calls):
+                return None
+            return send(ep, group, calls)
+
+        def one(ep: str, items: List[_T], first: Optional[Tuple[List[_T], Any, float]]) -> None:
             for lo in range(0, len(items), PIPELINE_DEPTH):
-                group = [x for x in items[lo:lo + PIPELINE_DEPTH] if skip is None or not skip(x)]
-                if not group:
-                    continue
-                try:
-                    answers = self._holder_pool.pipeline(ep, [call_of(x) for x in group], time.monotonic() + self.timeout)
-                except SextonError as e:
-                    answers = [(e, None)] * len(group)
+                if lo == 0 and first is not None:
+                    group, started, deadline = first
+                else:
+                    group = [x for x in items[lo:lo + PIPELINE_DEPTH] if skip is None or not skip(x)]
+                    if not group:
+                        continue
+                    group, started, deadline = send(ep, group, [call_of(x) for x in group])
+                if isinstance(started, SextonError):
+                    answers = [(started, None)] * len(group)
+                else:
+                    try:
+                        answers = self._holder_pool.receive(started, deadline)
+                    except SextonError as e:
+                        answers = [(e, None)] * len(group)
                 for x, (err, body) in zip(group, answers):
                     take(ep, x, err, body)
 
-        eps = list(by_ep.items())
+        eps = [(ep, items, early(ep, items)) for ep, items in by_ep.items()]
+        if all(first is not None for _, _, first in eps):
+            self._multiplexed(eps, call_of, take, skip, send)
+            return
         raised: List[BaseException] = []
 
-        def guarded(ep: str, items: List[_T]) -> None:
+        def guarded(ep: str, items: List[_T], first: Optional[Tuple[List[_T], Any, float]]) -> None:
             try:
-                one(ep, items)
+                one(ep, items, first)
             except BaseException as e:  # handed to the calling thread
                 raised.append(e)
 
-        threads = [threading.Thread(target=guarded, args=e, daemon=True) for e in eps[1:]]
-        for t in threads:
-            t.start()
-        if eps:
-            guarded(*eps[0])
-        for t in threads:
-            t.join()
+        pool = self._lane_pool()
+        lanes = [pool.submit(guarded, *e) for e in eps[1:]] if pool is not None else []
+        for e in eps[:1] if pool is not None else eps:
+            guarded(*e)
+        concurrent.futures.wait(lanes)
         if raised:
             raise raised[0]
+
+    def _multiplexed(self, eps: List[Tuple[str, List[_T], Any]], call_of: Callable[[_T], PipelinedCall],
+                     take: Callable[[str, _T, Optional[SextonError], Any], None],
+                     skip: Optional[Callable[[_T], bool]], send: Callable[[str, List[_T], List[PipelinedCall]], Any]) -> None:
+        """_pipelined's answers read on the calling thread from whichever
+        holder has bytes to read, a frame at a time; eps holds each
+        holder's items and its first group, already sent."""
+        # Each started group: [endpoint, items, index of its first item,
+        # group, (connection, Sent), deadline].
+        live: List[List[Any]] = []
+
+        def advance(ep: str, items: List[_T], lo: int, first: Any) -> None:
+            """Start ep's group at lo (first: already sent), or the next one
+            with anything to send; a group that could not be sent fails
+            its items at once."""
+            while lo < len(items):
+                if first is not None:
+                    group, started, deadline = first
+                    first = None
+                else:
+                    group = [x for x in items[lo:lo + PIPELINE_DEPTH] if skip is None or not skip(x)]
+                    if not group:
+                        lo += PIPELINE_DEPTH
+                        continue
+                    group, started, deadline = send(ep, group, [call_of(x) for x in group])
+                if not isinstance(started, SextonError):
+                    live.append([ep, items, lo, group, started, deadline])
+                    return
+                for x in group:
+                    take(ep, x, started, None)
+                lo += PIPELINE_DEPTH
+
+        for ep, items, first in eps:
+            advance(ep, items, 0, first)
+        while live:
+            ready = set(readable([st[4][0] for st in live], min(st[5] for st in live) - time.monotonic()))
+            # None ready: the earliest deadline has passed, which its read reports.
+            for st in [st for st in live if st[4][0] in ready] or [min(live, key=lambda st: st[5])]:
+                ep, items, lo, group, started, deadline = st
+                try:
+                    answers = self._holder_pool.receive_one(started, deadline)
+                except SextonError as e:
+                    answers = [(e, None)] * len(group)
+                if answers is None:
+                    continue
+                live.remove(st)
+                for x, (err, body) in zip(group, answers):
+                    take(ep, x, err, body)
+                advance(ep, items, lo + PIPELINE_DEPTH, None)
+
+    def _lane_pool(self) -> Optional[concurrent.futures.ThreadPoolExecutor]:
+        """The lane threads of this process, started as pipelines need them;
+        None once the client is closed (its pipelines then fail at once,
+        on the calling thread, with the holder pool's "client closed")."""
+        with self._lock:
+            if self._closed:
+                return None
+            if self._lanes is None or self._lanes_pid != os.getpid():
+                self._lanes = concurrent.futures.ThreadPoolExecutor(max_workers=MAX_LANES,
+                                                                    thread_name_prefix="sexton-lane")
+                self._lanes_pid = os.getpid()
+            return self._lanes
 
     # -- get -------------------------------------------------------------
 

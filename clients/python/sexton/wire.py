@@ -530,6 +530,12 @@ class Connection:
         one with ``into`` receives a ``{"value": bin}`` answer into that
         buffer (body ``{"value": n, "into": True}``). A failure in transit
         closes the connection and fails every unanswered call with it."""
+        return self.receive(self.send_calls(calls, deadline), deadline)
+
+    def send_calls(self, calls: Sequence["PipelinedCall"], deadline: float) -> "Sent":
+        """The first half of :meth:`pipeline`: send every call; their
+        answers are read by :meth:`receive`, which must follow before the
+        connection carries anything else."""
         if self._sock is None:
             raise _fail(Unavailable(f"connection to {self.addr} closed"), NOT_SENT)
         left_ms = int((deadline - time.monotonic()) * 1000)
@@ -559,13 +565,26 @@ class Connection:
         except (OSError, socket.timeout) as e:
             self.close()
             raise _fail(Unavailable(f"pipelined calls to {self.addr}: sending: {e}"), SENT_NO_ANSWER) from None
+        return Sent(calls, by_id, out)
+
+    def receive(self, sent: "Sent", deadline: float) -> List[Tuple[Optional[SextonError], Any]]:
+        """The second half of :meth:`pipeline`: read the answers of the
+        calls :meth:`send_calls` sent."""
+        while not self.receive_one(sent, deadline):
+            pass
+        return sent.out
+
+    def receive_one(self, sent: "Sent", deadline: float) -> bool:
+        """Read one frame of :meth:`receive` (waiting until it is whole):
+        True once every call sent has its answer."""
+        calls, by_id, out = sent.calls, sent.by_id, sent.out
 
         def buffer_for(req_id: int) -> Optional[memoryview]:
             i = by_id.get(req_id)
             return None if i is None else calls[i].into
 
         try:
-            while by_id:
+            if by_id:
                 kind, req_id, err, body = self._read_answer(deadline, buffer_for)
                 if kind == KIND_GOAWAY:
                     self.close()
@@ -574,9 +593,8 @@ class Connection:
                 if kind != KIND_RESPONSE:
                     raise Corrupt(f"unexpected frame kind {kind} from {self.addr}")
                 i = by_id.pop(req_id, None)
-                if i is None:
-                    continue
-                out[i] = (_fail(from_wire(err), ANSWERED) if err is not None else None, body)
+                if i is not None:
+                    out[i] = (_fail(from_wire(err), ANSWERED) if err is not None else None, body)
         except socket.timeout:
             self.close()
             raise _fail(Timeout(f"pipelined calls to {self.addr}: no answer before the deadline"), SENT_NO_ANSWER) from None
@@ -588,7 +606,15 @@ class Connection:
         except OSError as e:
             self.close()
             raise _fail(Unavailable(f"connection to {self.addr} lost: {e}"), SENT_NO_ANSWER) from None
-        return out
+        return not by_id
+
+    def fileno(self) -> int:
+        return self._sock.fileno() if self._sock is not None else -1
+
+    def buffered(self) -> bool:
+        """Whether bytes already received wait to be read (TLS decrypts
+        ahead of what its socket shows readable)."""
+        return isinstance(self._sock, ssl.SSLSocket) and self._sock.pending() > 0
 
     def close(self) -> None:
         if self._sock is not None:
@@ -596,6 +622,34 @@ class Connection:
                 self._sock.close()
             finally:
                 self._sock = None  # type: ignore[assignment]
+
+
+def readable(conns: Sequence[Connection], timeout: float) -> List[Connection]:
+    """The connections with bytes to read (or a closed or failed socket,
+    which the read then reports), waiting up to timeout seconds for one."""
+    ready = [c for c in conns if c.buffered()]
+    if ready:
+        return ready
+    by_fd = {c.fileno(): c for c in conns}
+    if hasattr(select, "poll"):  # no FD_SETSIZE limit
+        p = select.poll()
+        for fd in by_fd:
+            p.register(fd, select.POLLIN)
+        return [by_fd[fd] for fd, _ in p.poll(max(timeout, 0) * 1000)]
+    r, _, _ = select.select(list(by_fd), [], [], max(timeout, 0))
+    return [by_fd[fd] for fd in r]
+
+
+class Sent:
+    """Calls :meth:`Connection.send_calls` sent, waiting for their answers:
+    the request id of each call's index, and the (error, body) per call
+    filled in as answers arrive."""
+
+    __slots__ = ("calls", "by_id", "out")
+
+    def __init__(self, calls: Sequence["PipelinedCall"], by_id: Dict[int, int],
+                 out: List[Tuple[Optional[SextonError], Any]]) -> None:
+        self.calls, self.by_id, self.out = calls, by_id, out
 
 
 class PipelinedCall:
@@ -641,17 +695,43 @@ class Pool:
 
     def pipeline(self, addr: str, calls: Sequence[PipelinedCall], deadline: float) -> List[Tuple[Optional[SextonError], Any]]:
         """:meth:`Connection.pipeline` on one of addr's connections."""
+        return self.receive(self.send_calls(addr, calls, deadline), deadline)
+
+    def send_calls(self, addr: str, calls: Sequence[PipelinedCall], deadline: float) -> Tuple[Connection, Sent]:
+        """:meth:`Connection.send_calls` on one of addr's connections, which
+        is the caller's until it hands it to :meth:`receive`."""
         conn = self._take(addr)
         if conn is None:
             conn = Connection(addr, token=self._token, max_frame=self._max_frame,
                               deadline=min(deadline, time.monotonic() + self._connect_timeout), tls=self._tls)
         try:
-            out = conn.pipeline(calls, deadline)
+            return conn, conn.send_calls(calls, deadline)
         except SextonError:
             conn.close()
             raise
+
+    def receive(self, started: Tuple[Connection, Sent], deadline: float) -> List[Tuple[Optional[SextonError], Any]]:
+        """:meth:`Connection.receive` of what :meth:`send_calls` sent; the
+        connection goes back to the pool once every answer is read."""
+        while True:
+            out = self.receive_one(started, deadline)
+            if out is not None:
+                return out
+
+    def receive_one(self, started: Tuple[Connection, Sent], deadline: float) -> Optional[List[Tuple[Optional[SextonError], Any]]]:
+        """:meth:`Connection.receive_one` of what :meth:`send_calls` sent:
+        None while answers are missing, then (error, body) per call, the
+        connection back in the pool."""
+        conn, sent = started
+        try:
+            done = conn.receive_one(sent, deadline)
+        except SextonError:
+            conn.close()
+            raise
+        if not done:
+            return None
         self._give_back(conn)
-        return out
+        return sent.out
 
     def _take(self, addr: str) -> Optional[Connection]:
         with self._lock:

@@ -1,6 +1,9 @@
 """The client's protocol rules against a scripted server: framing, the
 token handshake, leader following, and what OUTCOME_UNKNOWN means."""
 
+import os
+import signal
+import threading
 import time
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -409,16 +412,9 @@ def test_put_batch_repeats_its_session_and_places_a_failed_item_again() -> None:
         m.close()
 
 
-def test_batches_call_their_holders_at_once() -> None:
-    # Two holders that each take 0.5 s per call: a batch with a key on each
-    # waits for the slower one, not for both in turn, writing and reading.
-    delay = 0.5
-
-    def holder(method: str, body: Any) -> Tuple[str, Any]:
-        time.sleep(delay)
-        return ("ok", {} if method == "HolderWrite" else {"value": body["key"].encode()})
-
-    hs = [harness.FakeServer(holder), harness.FakeServer(holder)]
+def key_i_on_holder_i(hs: List[harness.FakeServer]) -> Callable[[str, Any], Tuple[str, Any]]:
+    """A master that places the i-th key of a batch (put or get) on holder
+    i, one 2-byte replica."""
     inc = {"h": 3, "l": 1}
 
     def master(method: str, body: Any) -> Tuple[str, Any]:
@@ -434,8 +430,20 @@ def test_batches_call_their_holders_at_once() -> None:
                                                    "replicas": [{"kind": 1, "seg": f"s{i}", "ep": hs[i].addr}]}}
                                        for i, k in enumerate(body["keys"])]})
         return ("ok", {})
+    return master
 
-    m = harness.FakeServer(master)
+
+def test_batches_call_their_holders_at_once() -> None:
+    # Two holders that each take 0.5 s per call: a batch with a key on each
+    # waits for the slower one, not for both in turn, writing and reading.
+    delay = 0.5
+
+    def holder(method: str, body: Any) -> Tuple[str, Any]:
+        time.sleep(delay)
+        return ("ok", {} if method == "HolderWrite" else {"value": body["key"].encode()})
+
+    hs = [harness.FakeServer(holder), harness.FakeServer(holder)]
+    m = harness.FakeServer(key_i_on_holder_i(hs))
     try:
         with sexton.Client(m.addr, timeout=5) as c:
             t0 = time.monotonic()
@@ -446,6 +454,111 @@ def test_batches_call_their_holders_at_once() -> None:
         assert all(r.ok for r in res) and [bytes(g.value) for g in got] == [b"k0", b"k1"]
         assert t1 - t0 < 1.6 * delay and t2 - t1 < 1.6 * delay, (t1 - t0, t2 - t1)
         assert [meth for h in hs for meth, _ in h.requests] == ["HolderWrite", "HolderRead"] * 2
+    finally:
+        for h in hs:
+            h.close()
+        m.close()
+
+
+def test_batches_keep_their_lane_threads_across_batches_and_forks() -> None:
+    # Batch puts over two holders write the second on a lane thread that
+    # stays for the next batch: twenty batches start one thread, not
+    # twenty. Batch reads need none: the calling thread reads every
+    # holder. A forked child, where the parent's threads do not exist,
+    # starts its own and puts and reads the same.
+    hs = [harness.FakeServer(lambda m, b: ("ok", {} if m == "HolderWrite" else {"value": b["key"].encode()}))
+          for _ in range(2)]
+
+    def batches(c: sexton.Client) -> bool:
+        put = c.put_batch([("k0", b"v0"), ("k1", b"v1")])
+        got = c.batch_get_into(["k0", "k1"], [bytearray(2), bytearray(2)])
+        return all(r.ok for r in put) and [bytes(g.value) for g in got] == [b"k0", b"k1"]
+
+    def lanes() -> List[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith("sexton-lane")]
+
+    m = harness.FakeServer(key_i_on_holder_i(hs))
+    try:
+        with sexton.Client(m.addr, timeout=5) as c:
+            before = lanes()
+            for _ in range(20):
+                assert c.batch_get_into(["k0", "k1"], [bytearray(2), bytearray(2)])[1].ok
+            assert lanes() == before
+            for _ in range(20):
+                assert batches(c)
+            assert len(lanes()) - len(before) == 1, lanes()
+            pid = os.fork()
+            if pid == 0:
+                ok = False
+                signal.alarm(10)  # a child waiting for a thread it does not have dies of it
+                try:
+                    ok = batches(c)
+                finally:
+                    os._exit(0 if ok else 1)
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        assert [meth for h in hs for meth, _ in h.requests] == (["HolderRead"] * 20 + ["HolderWrite", "HolderRead"] * 21) * 2
+    finally:
+        for h in hs:
+            h.close()
+        m.close()
+
+
+def test_batch_read_keeps_the_answers_of_one_holder_when_another_fails() -> None:
+    # Three holders read on one thread: one closes the connection without
+    # answering, one answers too late, one answers. Each key gets its own
+    # holder's outcome, and the late holder costs the client's timeout,
+    # not a hang.
+    hs = [harness.FakeServer(lambda m, b: ("drop", None)),
+          harness.FakeServer(lambda m, b: (time.sleep(3), ("ok", {"value": b"k1"}))[1]),
+          harness.FakeServer(lambda m, b: ("ok", {"value": b["key"].encode()}))]
+    m = harness.FakeServer(key_i_on_holder_i(hs))
+    try:
+        with sexton.Client(m.addr, timeout=1, read_attempts=1) as c:
+            t0 = time.monotonic()
+            got = c.batch_get_into(["k0", "k1", "k2"], [bytearray(2), bytearray(2), bytearray(2)])
+            took = time.monotonic() - t0
+        assert isinstance(got[0].error, sexton.Unavailable) and "closed" in str(got[0].error), got[0].error
+        assert isinstance(got[1].error, sexton.Unavailable) and "deadline" in str(got[1].error), got[1].error
+        assert got[2].ok and bytes(got[2].value) == b"k2"
+        assert took < 2.5, took
+    finally:
+        for h in hs:
+            h.close()
+        m.close()
+
+
+def test_batch_reads_reach_every_holder_before_any_answer_is_read() -> None:
+    # Reads are small requests: the calling thread sends them to every
+    # holder before it reads an answer, so a holder's work does not wait
+    # for a lane thread. Here every lane thread is busy until holder A has
+    # seen holder B's request: the batch is quick only if B's request did
+    # not need a lane (nor its answer: it is read on the calling thread).
+    b_asked, lanes_free = threading.Event(), threading.Event()
+
+    def holder_a(method: str, body: Any) -> Tuple[str, Any]:
+        b_asked.wait(3)
+        lanes_free.set()
+        return ("ok", {"value": body["key"].encode()})
+
+    def holder_b(method: str, body: Any) -> Tuple[str, Any]:
+        b_asked.set()
+        return ("ok", {"value": body["key"].encode()})
+
+    hs = [harness.FakeServer(holder_a), harness.FakeServer(holder_b)]
+
+    m = harness.FakeServer(key_i_on_holder_i(hs))
+    try:
+        with sexton.Client(m.addr, timeout=10) as c:
+            pool = c._lane_pool()
+            assert pool is not None
+            busy = [pool.submit(lanes_free.wait, 10) for _ in range(sexton.client.MAX_LANES)]
+            t0 = time.monotonic()
+            got = c.batch_get_into(["k0", "k1"], [bytearray(2), bytearray(2)])
+            took = time.monotonic() - t0
+            assert all(f.result() for f in busy)
+        assert [bytes(g.value) for g in got] == [b"k0", b"k1"]
+        assert b_asked.is_set() and took < 2, took
     finally:
         for h in hs:
             h.close()
