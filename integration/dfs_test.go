@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/dfsio"
 	"sexton/fsm/dfsalloc"
 	"sexton/internal/testutil"
 	"sexton/transport"
@@ -114,6 +115,42 @@ func dfsStatus(t *testing.T, cl *transport.ClusterClient) api.DFSStatusResponse 
 
 func value(key string, n int) []byte {
 	return bytes.Repeat([]byte(key+"|"), n/(len(key)+1)+1)[:n]
+}
+
+// openDFSRoot opens the masters' DFS root as a test reads it: its
+// bucket files and the range records of its journal.
+func openDFSRoot(t *testing.T, root string) *dfsio.Posix {
+	t.Helper()
+	fs, err := dfsio.Open(dfsio.Settings{Root: root, Adapter: dfsio.AdapterPosix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// waitRemovalRecords waits until the root's journal holds a removal
+// record through the removed incarnation (the key's removal, not an
+// overwrite's) of every key given.
+func waitRemovalRecords(t *testing.T, fs *dfsio.Posix, timeout time.Duration, keys ...string) {
+	t.Helper()
+	testutil.WaitFor(t, timeout, func() bool {
+		recs, _, err := fs.ScanRecords()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, r := range recs {
+			if r.Op == dfsio.RecordRemoved && r.Through {
+				seen[r.Key] = true
+			}
+		}
+		for _, k := range keys {
+			if !seen[k] {
+				return false
+			}
+		}
+		return true
+	}, fmt.Sprintf("the removal records of %v", keys))
 }
 
 // requireNoOverlap fails if two descriptors share a byte of one file.
