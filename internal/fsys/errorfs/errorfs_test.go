@@ -108,12 +108,7 @@ func TestPowerLossKeepsOnlyWhatWasSynced(t *testing.T) {
 	if err := p.Restore(); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]string{}
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
-		got[e.Name()] = string(b)
-	}
+	got := dirContents(t, dir)
 	want := map[string]string{"old": "old bytes", "synced": "durable", "unsynced-data": ""}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("after the power cut: %v, want %v", got, want)
@@ -321,15 +316,7 @@ func TestPowerLossIsStrict(t *testing.T) {
 				t.Fatalf("directory fsync after the cut: %v", err)
 			}
 			must(t, p.Restore())
-			got := map[string]string{}
-			ents, err := os.ReadDir(dir)
-			must(t, err)
-			for _, e := range ents {
-				b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-				must(t, err)
-				got[e.Name()] = string(b)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			if got := dirContents(t, dir); fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Fatalf("after the power cut: %q, want %q", got, c.want)
 			}
 		})
@@ -389,13 +376,7 @@ func TestPowerLossRestoreToAnySubsetOfPending(t *testing.T) {
 		if err := p.RestoreTo(dst, func(i int) bool { return slices.Contains(c.keep, i) }); err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]string{}
-		ents, _ := os.ReadDir(dst)
-		for _, e := range ents {
-			b, _ := os.ReadFile(filepath.Join(dst, e.Name()))
-			got[e.Name()] = string(b)
-		}
-		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+		if got := dirContents(t, dst); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("keeping %v: %q, want %q", c.keep, got, c.want)
 		}
 	}
@@ -417,4 +398,22 @@ func writeFileSync(filesys fsys.FS, name string, data []byte, perm os.FileMode) 
 		return err
 	}
 	return f.Close()
+}
+
+// dirContents is each file of dir by name, with its content.
+func dirContents(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[e.Name()] = string(b)
+	}
+	return got
 }
