@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"sexton/internal/fsys"
+	"sexton/internal/testutil"
 )
 
 func TestFaultRuleFailsOnceThenPasses(t *testing.T) {
@@ -108,7 +109,7 @@ func TestPowerLossKeepsOnlyWhatWasSynced(t *testing.T) {
 	if err := p.Restore(); err != nil {
 		t.Fatal(err)
 	}
-	got := dirContents(t, dir)
+	got := testutil.DirContents(t, dir)
 	want := map[string]string{"old": "old bytes", "synced": "durable", "unsynced-data": ""}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("after the power cut: %v, want %v", got, want)
@@ -316,7 +317,7 @@ func TestPowerLossIsStrict(t *testing.T) {
 				t.Fatalf("directory fsync after the cut: %v", err)
 			}
 			must(t, p.Restore())
-			if got := dirContents(t, dir); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			if got := testutil.DirContents(t, dir); fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Fatalf("after the power cut: %q, want %q", got, c.want)
 			}
 		})
@@ -376,7 +377,7 @@ func TestPowerLossRestoreToAnySubsetOfPending(t *testing.T) {
 		if err := p.RestoreTo(dst, func(i int) bool { return slices.Contains(c.keep, i) }); err != nil {
 			t.Fatal(err)
 		}
-		if got := dirContents(t, dst); fmt.Sprint(got) != fmt.Sprint(c.want) {
+		if got := testutil.DirContents(t, dst); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("keeping %v: %q, want %q", c.keep, got, c.want)
 		}
 	}
@@ -398,22 +399,4 @@ func writeFileSync(filesys fsys.FS, name string, data []byte, perm os.FileMode) 
 		return err
 	}
 	return f.Close()
-}
-
-// dirContents is each file of dir by name, with its content.
-func dirContents(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got[e.Name()] = string(b)
-	}
-	return got
 }
