@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"sexton/api"
-	"sexton/client"
 )
 
 // TestRebuildAdoptsDFSReplicasFromTheRootsRecords is the DFS drill: a
@@ -26,9 +25,7 @@ func TestRebuildAdoptsDFSReplicasFromTheRootsRecords(t *testing.T) {
 	ctx, cancel := ctxT(90 * time.Second)
 	defer cancel()
 	local := randomValue(t, 3000)
-	if _, err := lib.Put(ctx, "local", local, client.PutOptions{Pool: "a", Replicas: 1}); err != nil {
-		t.Fatalf("put local: %v", err)
-	}
+	putReplicas(t, c, "local", "a", 1, local)
 	want := map[string][]byte{}
 	for _, k := range []string{"dfs/a", "dfs/b", "dfs/c", "dfs/gone"} {
 		want[k] = randomValue(t, 5000)
