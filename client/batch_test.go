@@ -35,6 +35,16 @@ func value(i, size int) []byte {
 	return v
 }
 
+// numberedItems is n put items under prefix, item i keyed prefix%03d
+// with value(i, size).
+func numberedItems(prefix string, n, size int) []client.PutItem {
+	items := make([]client.PutItem, n)
+	for i := range items {
+		items[i] = client.PutItem{Key: fmt.Sprintf("%s%03d", prefix, i), Value: value(i, size)}
+	}
+	return items
+}
+
 // Every key of a batch has its own outcome: the values put, a key never
 // put (OBJECT_NOT_FOUND), all from one BatchGet; the buffer form reads
 // into the caller's buffers, and refuses a buffer too small for its key
@@ -116,10 +126,7 @@ func TestBatchOneHolderDown(t *testing.T) {
 	cl, second := twoHolders(t)
 	ctx := context.Background()
 
-	var items []client.PutItem
-	for i := range 32 {
-		items = append(items, client.PutItem{Key: fmt.Sprintf("down/%03d", i), Value: value(i, 512)})
-	}
+	items := numberedItems("down/", 32, 512)
 	res, err := cl.PutBatch(ctx, items)
 	if err != nil {
 		t.Fatalf("PutBatch: %v", err)
@@ -163,10 +170,7 @@ func TestBatchOneHolderDown(t *testing.T) {
 
 	// The master still counts the stopped holder's segment as mounted:
 	// some writes go there, fail, and are placed again.
-	var again []client.PutItem
-	for i := range 32 {
-		again = append(again, client.PutItem{Key: fmt.Sprintf("down/again/%03d", i), Value: value(i, 512)})
-	}
+	again := numberedItems("down/again/", 32, 512)
 	res, err = cl.PutBatch(ctx, again)
 	if err != nil {
 		t.Fatalf("PutBatch with a holder down: %v", err)
@@ -193,10 +197,7 @@ func TestPutBatchExactlyOnceWhenTheAnswerIsLost(t *testing.T) {
 			cl := newTestClient(t, []string{px.addr})
 			ctx := context.Background()
 			prefix := fmt.Sprintf("batch/once/%s/%d/", method, time.Now().UnixNano())
-			var items []client.PutItem
-			for i := range 16 {
-				items = append(items, client.PutItem{Key: fmt.Sprintf("%s%02d", prefix, i), Value: value(i, 100)})
-			}
+			items := numberedItems(prefix, 16, 100)
 			res, err := cl.PutBatch(ctx, items)
 			if err != nil {
 				t.Fatalf("PutBatch: %v", err)

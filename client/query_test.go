@@ -17,10 +17,7 @@ func TestListAllAndStatusOf(t *testing.T) {
 	cl := newTestClient(t, masters)
 	ctx := context.Background()
 	prefix := fmt.Sprintf("listall/%d/", time.Now().UnixNano())
-	var items []client.PutItem
-	for i := range 5 {
-		items = append(items, client.PutItem{Key: fmt.Sprintf("%s%d", prefix, i), Value: value(i, 64)})
-	}
+	items := numberedItems(prefix, 5, 64)
 	if _, err := cl.PutBatch(ctx, items); err != nil {
 		t.Fatal(err)
 	}

@@ -31,10 +31,15 @@ func newHarness(t testing.TB, capacity int) *harness {
 // mounted segment s1 for client c1, with tombstones: where most tests
 // start.
 func newMounted(t testing.TB, capacity int) *harness {
+	h, _ := newMountedEpoch(t, capacity)
+	return h
+}
+
+// newMountedEpoch is newMounted with the mount epoch of s1.
+func newMountedEpoch(t testing.TB, capacity int) (*harness, uint64) {
 	h := newHarness(t, capacity)
 	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
-	return h
+	return h, h.mustMount("c1", "s1", tombstoneCaps...)
 }
 
 // next encodes cmd for the next index and moves the index and the

@@ -13,9 +13,7 @@ import (
 // issued and then revoked looked like a lost copy above the table's value,
 // and a rerun adopted it over the value the table served.
 func TestRebuildBaseStaysWhileBlocksAreReserved(t *testing.T) {
-	h := newHarness(t, DefaultRegistryCapacity)
-	h.epoch(7)
-	h.mustMount("c1", "s1", tombstoneCaps...)
+	h := newMounted(t, DefaultRegistryCapacity)
 	const floor = 1 << 32
 	for _, finish := range []bool{false, true} {
 		if r := h.apply(&RebuildBegin{ClusterID: 7, IncFloor: floor, Finish: finish, Now: h.now}).(*RebuildBeginResult); r.Err != nil {

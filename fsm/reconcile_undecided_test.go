@@ -12,9 +12,7 @@ import (
 // left out of the not-live answer and listed as undecided, so the holder
 // asks again; a copy of nothing the table knows is named at once.
 func TestReconcileSaysWhatItCannotDecideYet(t *testing.T) {
-	h := newHarness(t, DefaultRegistryCapacity)
-	h.epoch(7)
-	epoch := h.mustMount("c1", "s1", tombstoneCaps...)
+	h, epoch := newMountedEpoch(t, DefaultRegistryCapacity)
 	first := h.put("k", "s1")
 	second := h.put("k", "s1") // a delete task of first on s1
 	h.remove("k")              // and one of second, behind it

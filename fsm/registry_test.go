@@ -56,9 +56,7 @@ func TestDuplicateDurableTasksDoNotConsumeCapacity(t *testing.T) {
 // TestFetchIsBoundedAndPages: at most 256 per call, more reported, id
 // order kept.
 func TestFetchIsBoundedAndPages(t *testing.T) {
-	h := newHarness(t, 1000)
-	h.epoch(7)
-	e := h.mustMount("c1", "s1", tombstoneCaps...)
+	h, e := newMountedEpoch(t, 1000)
 	h.putRemoved("s1", 300)
 	got, more, err := h.f.FetchTasks("s1", e, 1000)
 	if err != nil || len(got) != api.MaxFetchLimit || !more {
@@ -84,9 +82,7 @@ func TestFetchIsBoundedAndPages(t *testing.T) {
 // goroutines while Apply runs (run with -race); every query sees a
 // consistent state.
 func TestQueriesRaceApply(t *testing.T) {
-	h := newHarness(t, 1000)
-	h.epoch(7)
-	e := h.mustMount("c1", "s1", tombstoneCaps...)
+	h, e := newMountedEpoch(t, 1000)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for g := 0; g < 4; g++ {
@@ -155,9 +151,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // up to n/2). A task withheld at the front keeps the dead behind it until
 // compaction, and every fetch still answers the live tasks in id order.
 func TestSegQueueCutsItsDeadPrefix(t *testing.T) {
-	h := newHarness(t, 5000)
-	h.epoch(7)
-	e := h.mustMount("c1", "s1", tombstoneCaps...)
+	h, e := newMountedEpoch(t, 5000)
 	var keys []string
 	for i := range 1000 {
 		k := fmt.Sprintf("k%04d", i)
@@ -205,9 +199,7 @@ func TestSegQueueCutsItsDeadPrefix(t *testing.T) {
 // pages freed and holes left by acks (a restore refuses tasks out of
 // order, and ListTasks's limit takes the oldest).
 func TestTasksWalkedInIdOrderAcrossPages(t *testing.T) {
-	h := newHarness(t, 5000)
-	h.epoch(7)
-	e1 := h.mustMount("c1", "s1", tombstoneCaps...)
+	h, e1 := newMountedEpoch(t, 5000)
 	h.mustMount("c2", "s2", tombstoneCaps...)
 	key := func(i int) string { return fmt.Sprintf("k/%05d", i) }
 	for i := 0; i < 1200; i++ {

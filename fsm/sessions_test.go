@@ -92,9 +92,7 @@ func TestGrantKeyIsSetOnce(t *testing.T) {
 // failing starved every later task of the segment. A skipped task is not
 // counted and does not end the scan.
 func TestFetchTasksFilteredDoesNotStarve(t *testing.T) {
-	h := newHarness(t, 0)
-	h.epoch(7)
-	epoch := h.mustMount("c1", "s1", tombstoneCaps...)
+	h, epoch := newMountedEpoch(t, 0)
 	h.putRemoved("s1", 300)
 	all, more, err := h.f.FetchTasks("s1", epoch, 0)
 	if err != nil || len(all) != api.MaxFetchLimit || !more {

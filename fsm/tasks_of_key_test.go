@@ -9,9 +9,7 @@ import (
 // TasksOfKey lists a key's pending tasks, of every incarnation and segment,
 // from its removal until each is acknowledged — and nothing of other keys.
 func TestTasksOfKeyFollowsTheKeysTasksUntilAcked(t *testing.T) {
-	h := newHarness(t, 0)
-	h.epoch(7)
-	e1 := h.mustMount("c1", "s1", tombstoneCaps...)
+	h, e1 := newMountedEpoch(t, 0)
 	h.mustMount("c2", "s2", tombstoneCaps...)
 	old := h.put("k", "s1")
 	h.put("k", "s1", "s2") // overwrite: a task for old on s1

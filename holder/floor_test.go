@@ -11,6 +11,7 @@ import (
 
 	"sexton/api"
 	"sexton/internal/fsys/errorfs"
+	"sexton/internal/testutil"
 )
 
 // wantRefused asserts a Put of (key, inc) is refused as a tombstoned
@@ -149,11 +150,11 @@ func TestFloorRetentionAndCorruption(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, FloorFileName), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := dirSnapshot(t, dir)
+	before := testutil.DirContents(t, dir)
 	if _, err := OpenStore(dir, StoreOptions{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), FloorFileName) {
 		t.Fatalf("open with a corrupt floor: %v", err)
 	}
-	sameSnapshot(t, before, dirSnapshot(t, dir))
+	sameSnapshot(t, before, testutil.DirContents(t, dir))
 }
 
 // A floor that cannot be persisted leaves the task retryable (not acked)

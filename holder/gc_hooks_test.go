@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sexton/internal/fsys"
 	"sexton/internal/fsys/errorfs"
+	"sexton/internal/testutil"
 	"slices"
 	"strings"
 	"testing"
@@ -109,13 +110,13 @@ func TestCommittedTargetMissingFailsClosed(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := copyDir(t, committed)
 			damage(dir)
-			before := dirSnapshot(t, dir)
+			before := testutil.DirContents(t, dir)
 			_, err := OpenStore(dir, StoreOptions{BucketKeysLimit: 4})
 			if !errors.Is(err, ErrGCTargetInvalid) || !strings.Contains(err.Error(), bucketName(target)) {
 				t.Fatalf("open: %v, want ErrGCTargetInvalid naming %s", err, bucketName(target))
 			}
 			delete(before, LockFileName)
-			after := dirSnapshot(t, dir)
+			after := testutil.DirContents(t, dir)
 			delete(after, LockFileName)
 			sameSnapshot(t, before, after)
 			rep, err := Inspect(dir)

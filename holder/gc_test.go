@@ -13,6 +13,7 @@ import (
 	"sexton/api"
 	"sexton/internal/fsys"
 	"sexton/internal/fsys/errorfs"
+	"sexton/internal/testutil"
 )
 
 func TestGarbageCollectionUnlinksFullyDeadBucketWithoutReplacement(t *testing.T) {
@@ -361,7 +362,7 @@ func TestCommittedCleanupRetriedWithoutRestart(t *testing.T) {
 
 func dirSnapshotNames(t *testing.T, dir string) []string {
 	var out []string
-	for n := range dirSnapshot(t, dir) {
+	for n := range testutil.DirContents(t, dir) {
 		out = append(out, n)
 	}
 	slices.Sort(out)

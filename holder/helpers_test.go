@@ -98,25 +98,6 @@ func wantOutcomes(t testing.TB, rs []api.TaskResult, want ...api.AckOutcome) {
 	}
 }
 
-// dirSnapshot is every file's bytes, to prove a failed operation changed
-// nothing on disk.
-func dirSnapshot(t testing.TB, dir string) map[string]string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[e.Name()] = string(b)
-	}
-	return out
-}
-
 func sameSnapshot(t testing.TB, before, after map[string]string) {
 	t.Helper()
 	var diffs []string

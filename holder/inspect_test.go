@@ -6,6 +6,7 @@ import (
 	"sexton/api"
 	"sexton/internal/fsys"
 	"sexton/internal/fsys/errorfs"
+	"sexton/internal/testutil"
 )
 
 func TestInspectReadsOfflineWithoutChanges(t *testing.T) {
@@ -16,14 +17,14 @@ func TestInspectReadsOfflineWithoutChanges(t *testing.T) {
 	}
 	wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "b", incN(2))}), api.AckRemoved)
 	seg, used := s.SegmentID(), s.Usage().UsedBytes
-	before := dirSnapshot(t, dir)
+	before := testutil.DirContents(t, dir)
 	// Inspect works while the store is open (it takes no lock) ...
 	rep, err := Inspect(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	sameSnapshot(t, before, dirSnapshot(t, dir))
+	sameSnapshot(t, before, testutil.DirContents(t, dir))
 	if !rep.Marked || rep.Identity.SegmentID != seg || len(rep.Buckets) != 2 || len(rep.Problems) != 0 {
 		t.Fatalf("report %+v", rep)
 	}

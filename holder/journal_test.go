@@ -11,6 +11,7 @@ import (
 	"sexton/api"
 	"sexton/internal/fsys"
 	"sexton/internal/fsys/errorfs"
+	"sexton/internal/testutil"
 )
 
 // mainFormatDir copies testdata/main-format: a directory written by the
@@ -201,12 +202,12 @@ func TestJournalCorruptRecordInTheMiddleFailsClosed(t *testing.T) {
 	if err := os.WriteFile(jp, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := dirSnapshot(t, dir)
+	before := testutil.DirContents(t, dir)
 	_, err := OpenStore(dir, StoreOptions{})
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), journalName(1)) || !strings.Contains(err.Error(), "offset 0") {
 		t.Fatalf("open: %v, want ErrCorrupt naming %s and offset 0", err, journalName(1))
 	}
-	sameSnapshot(t, before, dirSnapshot(t, dir))
+	sameSnapshot(t, before, testutil.DirContents(t, dir))
 	if rep, err := Inspect(dir); err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], journalName(1)) {
 		t.Fatalf("inspect: %v %v", err, rep.Problems)
 	}

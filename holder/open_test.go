@@ -12,6 +12,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 )
 
 func TestSecondProcessCannotOpenDirectory(t *testing.T) {
@@ -44,12 +45,12 @@ func TestUnmarkedDirectoryFailsClosedUnlessAdopted(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "someone-elses.dat"), []byte("data"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := dirSnapshot(t, dir)
+	before := testutil.DirContents(t, dir)
 	_, err := OpenStore(dir, StoreOptions{})
 	if !errors.Is(err, ErrUnmarkedDirectory) || !strings.Contains(err.Error(), EnvAdoptUnmarked) {
 		t.Fatalf("unmarked: %v, want ErrUnmarkedDirectory naming %s", err, EnvAdoptUnmarked)
 	}
-	sameSnapshot(t, before, dirSnapshot(t, dir)) // not even a lock file
+	sameSnapshot(t, before, testutil.DirContents(t, dir)) // not even a lock file
 
 	s := openT(t, dir, StoreOptions{AdoptUnmarked: true})
 	rep := s.OpenReport()
@@ -131,12 +132,12 @@ func TestCorruptMetadataFailsClosedAndPreservesBucketFiles(t *testing.T) {
 			if err := os.WriteFile(mp, corrupt(b), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			before := dirSnapshot(t, dir)
+			before := testutil.DirContents(t, dir)
 			_, err := OpenStore(dir, StoreOptions{})
 			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), metaName(1)) {
 				t.Fatalf("open: %v, want ErrCorrupt naming %s", err, metaName(1))
 			}
-			sameSnapshot(t, before, dirSnapshot(t, dir))
+			sameSnapshot(t, before, testutil.DirContents(t, dir))
 			rep, err := Inspect(dir)
 			if err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], metaName(1)) {
 				t.Fatalf("inspect: %v %+v", err, rep.Problems)
@@ -155,11 +156,11 @@ func TestCorruptMetadataFailsClosedAndPreservesBucketFiles(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, metaName(1)), raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		before := dirSnapshot(t, dir)
+		before := testutil.DirContents(t, dir)
 		if _, err := OpenStore(dir, StoreOptions{}); !errors.Is(err, ErrUnknownVersion) || !strings.Contains(err.Error(), metaName(1)) {
 			t.Fatalf("open: %v, want ErrUnknownVersion naming the file", err)
 		}
-		sameSnapshot(t, before, dirSnapshot(t, dir))
+		sameSnapshot(t, before, testutil.DirContents(t, dir))
 	})
 	t.Run("record beyond data", func(t *testing.T) {
 		dir := twoBuckets(t)

@@ -458,7 +458,7 @@ func TestENOSPCLeavesPreviousStateAuthoritative(t *testing.T) {
 	}
 	wantOutcomes(t, s.BatchMarkDeleted(dead), api.AckRemoved, api.AckRemoved, api.AckRemoved, api.AckRemoved)
 	ff.TakeSpace(ff.FreeSpace())
-	before := dirSnapshot(t, dir)
+	before := testutil.DirContents(t, dir)
 
 	w := newGCWorker(s, testGCOptions(), nil)
 	for range 3 {
@@ -466,7 +466,7 @@ func TestENOSPCLeavesPreviousStateAuthoritative(t *testing.T) {
 		wantOutcomes(t, s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 5, "k5", incN(5)), task(s, 9, "absent", incN(9))}),
 			api.AckRetryableFailure, api.AckRetryableFailure)
 	}
-	sameSnapshot(t, before, dirSnapshot(t, dir))
+	sameSnapshot(t, before, testutil.DirContents(t, dir))
 	if st := s.GCStats(); !strings.Contains(st.LastError, "no space") || st.BucketsUnlinked != 0 {
 		t.Fatalf("GC on a full disk: %+v, want a failed round and ENOSPC reported", st)
 	}

@@ -1,7 +1,6 @@
 package holder
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
+	"sexton/transport/transporttest"
 )
 
 // With TLS the holder mounts through a master listener that requires a
@@ -46,14 +46,7 @@ func TestHolderTLSBothWays(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, func() bool { return len(m.mountsSeen()) > 0 }, "a mount over TLS")
 
 	status := func(cfg *tls.Config) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		conn, err := transport.Dial(ctx, svc.Addr(), transport.ClientConfig{TLS: cfg})
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		return conn.Call(ctx, api.MethodHolderStatus, &api.Empty{}, &api.HolderStatusResponse{})
+		return transporttest.Call(svc.Addr(), transport.ClientConfig{TLS: cfg}, api.MethodHolderStatus, &api.Empty{}, &api.HolderStatusResponse{})
 	}
 	if err := status(ca.Source(t, tlsconf.RoleClient, "client").ClientConfig()); err != nil {
 		t.Fatalf("client with a certificate of the CA: %v", err)

@@ -10,6 +10,7 @@ import (
 
 	"sexton/api"
 	"sexton/internal/fsys/errorfs"
+	"sexton/internal/testutil"
 )
 
 func TestDeleteIsDurableAndCannotDeleteRecreatedKey(t *testing.T) {
@@ -184,7 +185,7 @@ func TestIOFailureIsRetryableAndChangesNothing(t *testing.T) {
 			mustPut(t, s, "x", incN(1), valueOf("x", 500))
 			mustPut(t, s, "y", incN(2), valueOf("y", 500))
 			usage, stats, refs := s.Usage(), s.BucketStats(), s.LiveRefs()
-			before := dirSnapshot(t, dir)
+			before := testutil.DirContents(t, dir)
 
 			ffs.Inject(c.rule)
 			rs := s.BatchMarkDeleted([]api.LocalDeleteTask{task(s, 1, "x", incN(1)), task(s, 2, "y", incN(2))})
@@ -204,7 +205,7 @@ func TestIOFailureIsRetryableAndChangesNothing(t *testing.T) {
 			if c.rule.Op != errorfs.OpSyncDir {
 				// Before the rename nothing on disk changed either: the old
 				// .meta is authoritative and no tmp is left behind.
-				sameSnapshot(t, before, dirSnapshot(t, dir))
+				sameSnapshot(t, before, testutil.DirContents(t, dir))
 			}
 
 			ffs.ClearRules()

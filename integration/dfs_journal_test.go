@@ -34,10 +34,7 @@ func TestDFSJournalRecordsPutsAndRemovals(t *testing.T) {
 	if out, err := dfsCLI(t, c, env, "rm", "b", "--wait", "20s"); err != nil {
 		t.Fatalf("rm --wait b: %v\n%s", err, out)
 	}
-	fs, err := dfsio.Open(dfsio.Settings{Root: root, Adapter: dfsio.AdapterPosix})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := openDFSRoot(t, root)
 	scan := func() (removedB, removedOldA bool, recs []dfsio.RangeRecord) {
 		recs, torn, err := fs.ScanRecords()
 		if err != nil || torn != 0 {

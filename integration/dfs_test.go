@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/dfsio"
 	"sexton/fsm/dfsalloc"
 	"sexton/internal/testutil"
 	"sexton/transport"
@@ -114,6 +115,42 @@ func dfsStatus(t *testing.T, cl *transport.ClusterClient) api.DFSStatusResponse 
 
 func value(key string, n int) []byte {
 	return bytes.Repeat([]byte(key+"|"), n/(len(key)+1)+1)[:n]
+}
+
+// openDFSRoot opens the masters' DFS root as a test reads it: its
+// bucket files and the range records of its journal.
+func openDFSRoot(t *testing.T, root string) *dfsio.Posix {
+	t.Helper()
+	fs, err := dfsio.Open(dfsio.Settings{Root: root, Adapter: dfsio.AdapterPosix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// waitRemovalRecords waits until the root's journal holds a removal
+// record through the removed incarnation (the key's removal, not an
+// overwrite's) of every key given.
+func waitRemovalRecords(t *testing.T, fs *dfsio.Posix, timeout time.Duration, keys ...string) {
+	t.Helper()
+	testutil.WaitFor(t, timeout, func() bool {
+		recs, _, err := fs.ScanRecords()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, r := range recs {
+			if r.Op == dfsio.RecordRemoved && r.Through {
+				seen[r.Key] = true
+			}
+		}
+		for _, k := range keys {
+			if !seen[k] {
+				return false
+			}
+		}
+		return true
+	}, fmt.Sprintf("the removal records of %v", keys))
 }
 
 // requireNoOverlap fails if two descriptors share a byte of one file.
@@ -404,5 +441,66 @@ func TestDFSMissingBucketFileMarkedLostAtLeaderStart(t *testing.T) {
 	}
 	if st := dfsStatus(t, cl); st.Lost != 1 {
 		t.Fatalf("lost units %d, want 1", st.Lost)
+	}
+}
+
+// Fault 6: a DFS root that is not mounted when a leader starts (an empty
+// directory where the DFS should be) must not make every DFS file look
+// lost. The leader refuses its DFS duties, says so loudly, marks nothing
+// lost, and resumes when the root is back; the object is served again.
+func TestDFSUnmountedRootMarksNothingLost(t *testing.T) {
+	root, env, c := startDFSCluster(t, 1)
+	cl := c.client(0)
+	dfsPut(t, c, env, "root/k", value("k", 100))
+	m := c.nodes[0]
+	m.kill()
+	away := root + ".away"
+	if err := os.Rename(root, away); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(root, 0o755); err != nil { // the bare mount point
+		t.Fatal(err)
+	}
+	m.start()
+	c.waitLeader(30 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
+	for log := m.logText(); !strings.Contains(log, "DFS ROOT UNUSABLE") && !strings.Contains(log, "DFS FILE MISSING"); log = m.logText() {
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // room for a wrong DFSMarkLost to commit
+	if st := dfsStatus(t, cl); st.Lost != 0 {
+		t.Fatalf("lost units %d while the root was unmounted, want 0", st.Lost)
+	}
+	if strings.Contains(m.logText(), "DFS FILE MISSING") {
+		t.Fatal("a file was judged missing under an unusable root")
+	}
+	if !strings.Contains(m.logText(), "DFS ROOT UNUSABLE") {
+		t.Fatal("the leader did not report the unusable DFS root")
+	}
+	if _, err := os.Stat(root + "/.sexton_dfs_root"); !os.IsNotExist(err) {
+		t.Fatalf("the leader marked the bare mount point as the cluster's root: %v", err)
+	}
+	// Mount it back: the duties resume and the object reads back.
+	if err := os.Remove(root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(away, root); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for !strings.Contains(m.logText(), "DFS root usable again") {
+		if time.Now().After(deadline) {
+			t.Fatal("the leader did not resume its DFS duties")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := dfsGet(t, c, env, "root/k"); string(got) != string(value("k", 100)) {
+		t.Fatal("the object did not read back after the root came back")
+	}
+	if st := dfsStatus(t, cl); st.Lost != 0 {
+		t.Fatalf("lost units %d, want 0", st.Lost)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"sexton/api"
 	"sexton/client"
 	"sexton/internal/testport"
+	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
 )
@@ -365,7 +366,7 @@ type fakeHolder struct {
 	pool   string
 	cl     *transport.ClusterClient
 	stop   chan struct{}
-	wg     sync.WaitGroup
+	wait   func() // for the heartbeats to end
 }
 
 func mountFake(t *testing.T, cl *transport.ClusterClient, name, pool string, caps ...api.Capability) *fakeHolder {
@@ -382,22 +383,13 @@ func mountFake(t *testing.T, cl *transport.ClusterClient, name, pool string, cap
 		t.Fatalf("mount %s: %v", name, err)
 	}
 	h.epoch = resp.MountEpoch
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		tk := time.NewTicker(300 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			ctx, cancel := ctxT(2 * time.Second)
-			_, _ = cl.HolderLink().Heartbeat(ctx, &api.HeartbeatRequest{ClientID: h.client, Segment: h.seg, MountEpoch: h.epoch, Capacity: 1 << 40})
-			cancel()
-			select {
-			case <-h.stop:
-				return
-			case <-tk.C:
-			}
-		}
-	}()
+	heartbeat := func() {
+		ctx, cancel := ctxT(2 * time.Second)
+		defer cancel()
+		_, _ = cl.HolderLink().Heartbeat(ctx, &api.HeartbeatRequest{ClientID: h.client, Segment: h.seg, MountEpoch: h.epoch, Capacity: 1 << 40})
+	}
+	heartbeat()
+	h.wait = testutil.Every(300*time.Millisecond, h.stop, heartbeat)
 	t.Cleanup(h.close)
 	// Let the heartbeat land so placement sees the segment live.
 	time.Sleep(100 * time.Millisecond)
@@ -410,7 +402,7 @@ func (h *fakeHolder) close() {
 	default:
 		close(h.stop)
 	}
-	h.wg.Wait()
+	h.wait()
 }
 
 // putMeta creates a metadata-only object (no holder data path).

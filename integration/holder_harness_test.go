@@ -95,9 +95,17 @@ func (c *cluster) putGet(t *testing.T, ctx context.Context, key, value string, o
 // value to every replica with its grant, PutCommit.
 func putValue(t *testing.T, c *cluster, _ *transport.ClusterClient, key, pool string, value []byte) api.ObjectIncarnation {
 	t.Helper()
+	return putReplicas(t, c, key, pool, 0, value)
+}
+
+// putReplicas puts value under key on replicas holders of pool (0: the
+// default number) through the cluster's client library and returns its
+// incarnation; a put that fails fails the test.
+func putReplicas(t *testing.T, c *cluster, key, pool string, replicas int, value []byte) api.ObjectIncarnation {
+	t.Helper()
 	ctx, cancel := ctxT(20 * time.Second)
 	defer cancel()
-	inc, err := c.lib().Put(ctx, key, value, client.PutOptions{Pool: pool})
+	inc, err := c.lib().Put(ctx, key, value, client.PutOptions{Pool: pool, Replicas: replicas})
 	if err != nil {
 		t.Fatalf("put %s: %v", key, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"sexton/internal/testutil"
 )
 
 // DFS objects under the nemesis: the masters and the CLI share a DFS root
@@ -182,15 +184,12 @@ func (nc *nemesisCluster) dfsCheck(t *testing.T, when string) {
 // one call at a time, until stop closes. A call whose outcome is unknown
 // widens what its key may read; a get must read a possible value.
 func nemesisDFSWorkload(t *testing.T, nc *nemesisCluster, seed uint64, stop <-chan struct{}) (wait func()) {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rng := rand.New(rand.NewPCG(seed, 777))
-		for n := 0; ; n++ {
+	rng := rand.New(rand.NewPCG(seed, 777))
+	return testutil.RunWorkers(1, stop, func(int) (func(n int) bool, func()) {
+		return func(n int) bool {
 			select {
 			case <-stop:
-				return
+				return false
 			case <-time.After(time.Duration(100+rng.IntN(400)) * time.Millisecond):
 			}
 			k := nemesisDFSKeys[rng.IntN(len(nemesisDFSKeys))]
@@ -201,7 +200,7 @@ func nemesisDFSWorkload(t *testing.T, nc *nemesisCluster, seed uint64, stop <-ch
 				if err := nc.dfsPutCall(t, k, v); err != nil {
 					nc.dfs.add(k, label, v)
 					nc.dfs.count("put/unknown")
-					continue
+					return true
 				}
 				nc.dfs.set(k, label, v)
 				nc.dfs.count("put/ok")
@@ -210,7 +209,7 @@ func nemesisDFSWorkload(t *testing.T, nc *nemesisCluster, seed uint64, stop <-ch
 					if !strings.Contains(out, "OBJECT_NOT_FOUND") {
 						nc.dfs.add(k, "", nil)
 						nc.dfs.count("rm/unknown")
-						continue
+						return true
 					}
 				}
 				nc.dfs.set(k, "", nil)
@@ -219,14 +218,14 @@ func nemesisDFSWorkload(t *testing.T, nc *nemesisCluster, seed uint64, stop <-ch
 				got, absent, err := nc.dfsGetCall(t, k)
 				if err != nil {
 					nc.dfs.count("get/failed")
-					continue
+					return true
 				}
 				if err := nc.dfs.check(k, got, absent); err != nil {
 					t.Errorf("DFS get during the run: %v", err)
 				}
 				nc.dfs.count("get/ok")
 			}
-		}
-	}()
-	return wg.Wait
+			return true
+		}, nil
+	})
 }

@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"sexton/api"
 	"sexton/client"
+	"sexton/internal/testutil"
 )
 
 // The operator's paths under the nemesis: a prefix-delete job runs beside
@@ -116,16 +116,12 @@ func nemesisPrefixJobs(t *testing.T, nc *nemesisCluster, h *history, seed uint64
 		}
 		h.record(id, regOp{Kind: "get", Key: key}, call, regOut{Outcome: out, Value: v})
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer cl.Close()
-		rng := rand.New(rand.NewPCG(seed, 999))
-		for round := 0; ; round++ {
+	rng := rand.New(rand.NewPCG(seed, 999))
+	rounds := testutil.RunWorkers(1, stop, func(int) (func(round int) bool, func()) {
+		return func(round int) bool {
 			select {
 			case <-stop:
-				return
+				return false
 			case <-time.After(time.Duration(2+rng.IntN(4)) * time.Second):
 			}
 			for _, k := range nemesisJobKeys {
@@ -149,17 +145,18 @@ func nemesisPrefixJobs(t *testing.T, nc *nemesisCluster, h *history, seed uint64
 			case "unknown":
 			default:
 				cancel()
-				continue // refused: it did nothing
+				return true // refused: it did nothing
 			}
 			cancel()
 			h.recordJob(id, nemesisJobKeys, call, started, done)
 			for _, k := range nemesisJobKeys {
 				get(k)
 			}
-		}
-	}()
+			return true
+		}, cl.Close
+	})
 	return func() {
-		wg.Wait()
+		rounds()
 		// A job whose wait gave up under a fault still runs in the
 		// cluster: the final reads come after it ended, or they race it.
 		cl, err := client.New(client.Config{Masters: nc.proxiedMasters(), Timeout: 20 * time.Second})

@@ -402,21 +402,14 @@ func (r *nemesisRun) run(stop <-chan struct{}) {
 // samplePending logs, every period until stop closes, the delete tasks
 // pending and the term as a running master sees them: a backlog that only
 // grows means holders stopped draining.
-func (nc *nemesisCluster) samplePending(t *testing.T, stop <-chan struct{}, period time.Duration) {
-	tk := time.NewTicker(period)
-	defer tk.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tk.C:
-		}
+func (nc *nemesisCluster) samplePending(t *testing.T, stop <-chan struct{}, period time.Duration) (wait func()) {
+	return testutil.Every(period, stop, func() {
 		if i := nc.findLeader(); i >= 0 {
 			if st, err := nc.status(nc.nodes[i]); err == nil {
 				t.Logf("sample: leader %s term %d epoch %d, %d tasks pending, %d objects", st.NodeID, st.Term, st.MasterEpoch, st.PendingTasks, st.Objects)
 			}
 		}
-	}
+	})
 }
 
 // nemesisValue is the body a put writes for value id v: a few KiB that
@@ -575,10 +568,11 @@ func TestNemesisLinearizable(t *testing.T) {
 	stopNemesis := make(chan struct{})
 	nemesisDone := make(chan struct{})
 	go func() { defer close(nemesisDone); run.run(stopNemesis) }()
-	go nc.samplePending(t, stopNemesis, 15*time.Second)
+	waitSamples := nc.samplePending(t, stopNemesis, 15*time.Second)
 	time.Sleep(duration)
 	close(stopNemesis)
 	<-nemesisDone
+	waitSamples()
 	nc.healAll()
 	// Clients go on a little on the healed cluster, then stop.
 	time.Sleep(3 * time.Second)

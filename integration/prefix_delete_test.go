@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/internal/testutil"
 	"sexton/transport"
 )
 
@@ -78,20 +79,13 @@ func TestPrefixDeleteJobAcrossLeaderKill(t *testing.T) {
 	// its tombstones are durable.
 	stopAcks := make(chan struct{})
 	var acked atomic.Int64
-	var ackWG sync.WaitGroup
-	ackWG.Add(1)
-	go func() {
-		defer ackWG.Done()
-		for {
-			select {
-			case <-stopAcks:
-				return
-			default:
-			}
+	waitAcks := testutil.RunWorkers(1, stopAcks, func(int) (func(int) bool, func()) {
+		return func(int) bool {
 			acked.Add(int64(ackBatch(cl, h)))
-		}
-	}()
-	defer func() { close(stopAcks); ackWG.Wait() }()
+			return true
+		}, nil
+	})
+	defer func() { close(stopAcks); waitAcks() }()
 
 	start := time.Now()
 	out := runCLI(t, "rm", "--prefix", "bulk/", "--masters", masters)

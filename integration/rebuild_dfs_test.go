@@ -2,15 +2,13 @@ package integration
 
 import (
 	"bytes"
-	"os"
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"sexton/api"
-	"sexton/client"
-	"sexton/dfsio"
-	"sexton/internal/testutil"
 )
 
 // TestRebuildAdoptsDFSReplicasFromTheRootsRecords is the DFS drill: a
@@ -22,15 +20,12 @@ import (
 // newest value; a put after the rebuild is placed where no adopted range
 // is. A dry run lists the DFS replicas; --dfs-drop adopts none of them.
 func TestRebuildAdoptsDFSReplicasFromTheRootsRecords(t *testing.T) {
-	root, env, c := startDFSCluster(t, 1, "MOONCAKE_DFS_FSYNC=1")
-	h := c.startHolder(t, "h1", "a")
+	root, env, c, h := startDFSRebuildCluster(t, 1)
 	lib := c.lib()
 	ctx, cancel := ctxT(90 * time.Second)
 	defer cancel()
 	local := randomValue(t, 3000)
-	if _, err := lib.Put(ctx, "local", local, client.PutOptions{Pool: "a", Replicas: 1}); err != nil {
-		t.Fatalf("put local: %v", err)
-	}
+	putReplicas(t, c, "local", "a", 1, local)
 	want := map[string][]byte{}
 	for _, k := range []string{"dfs/a", "dfs/b", "dfs/c", "dfs/gone"} {
 		want[k] = randomValue(t, 5000)
@@ -42,30 +37,9 @@ func TestRebuildAdoptsDFSReplicasFromTheRootsRecords(t *testing.T) {
 		t.Fatalf("rm dfs/gone: %v\n%s", err, out)
 	}
 	delete(want, "dfs/gone")
-	fs, err := dfsio.Open(dfsio.Settings{Root: root, Adapter: dfsio.AdapterPosix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, 20*time.Second, func() bool {
-		recs, _, err := fs.ScanRecords()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			if r.Op == dfsio.RecordRemoved && r.Key == "dfs/gone" {
-				return true
-			}
-		}
-		return false
-	}, "the removal record of dfs/gone")
+	waitRemovalRecords(t, openDFSRoot(t, root), 20*time.Second, "dfs/gone")
 
-	m := c.nodes[0]
-	m.kill()
-	if err := os.RemoveAll(m.dir); err != nil {
-		t.Fatal(err)
-	}
-	m.proc.start()
-	c.waitLeader(30 * time.Second)
+	c.loseEveryMaster(t)
 
 	base := []string{"operator", "rebuild", "--masters", strings.Join(c.addrs(), ","), "--holders", h.addr, "--dfs-root", root}
 	dry, stdout, _ := rebuildJSON(t, append(base, "--dry-run", "--json")...)
@@ -90,14 +64,7 @@ func TestRebuildAdoptsDFSReplicasFromTheRootsRecords(t *testing.T) {
 	if got, err := getAfterMount(ctx, lib, "local"); err != nil || !bytes.Equal(got, local) {
 		t.Fatalf("get local after the rebuild: %d bytes, %v", len(got), err)
 	}
-	for k, v := range want {
-		if got := dfsGet(t, c, env, k); !bytes.Equal(got, v) {
-			t.Fatalf("get %s after the rebuild: %d bytes, not the acknowledged %d", k, len(got), len(v))
-		}
-	}
-	if _, _, err := lib.Get(ctx, "dfs/gone"); api.CodeOf(err) != api.CodeObjectNotFound {
-		t.Fatalf("get dfs/gone after the rebuild: %v, want OBJECT_NOT_FOUND (removed before the loss)", err)
-	}
+	requireDFSRebuilt(ctx, t, c, env, want, "dfs/gone")
 	cl := c.client(0)
 	dfsPut(t, c, env, "dfs/new", value("dfs/new", 20000))
 	descs := map[string]api.DFSDescriptor{"dfs/new": dfsDesc(t, cl, "dfs/new")}
@@ -108,6 +75,80 @@ func TestRebuildAdoptsDFSReplicasFromTheRootsRecords(t *testing.T) {
 	for k, v := range want {
 		if got := dfsGet(t, c, env, k); !bytes.Equal(got, v) {
 			t.Fatalf("get %s after a new put: changed", k)
+		}
+	}
+}
+
+// TestRebuildDFSRemovalSurvivesLeaderKill is the DFS removal drill: on a
+// three-master cluster with a DFS root, DFS puts and removals are
+// interleaved and the leader is killed right after a Remove returns, before
+// it may have written that removal's record. The next leader writes the
+// queued removal records; then every master loses its state and
+// `operator rebuild --dfs-root` adopts from the journal: every
+// acknowledged DFS put that was not removed reads back byte-identical and
+// no removed key comes back.
+func TestRebuildDFSRemovalSurvivesLeaderKill(t *testing.T) {
+	root, env, c, h := startDFSRebuildCluster(t, 3)
+	ctx, cancel := ctxT(120 * time.Second)
+	defer cancel()
+	want := map[string][]byte{}
+	var removed []string
+	for i := range 8 {
+		k := fmt.Sprintf("dfs/k%d", i)
+		want[k] = randomValue(t, 2000+300*i)
+		dfsPut(t, c, env, k, want[k])
+	}
+	want["dfs/k1"] = randomValue(t, 6000)
+	dfsPut(t, c, env, "dfs/k1", want["dfs/k1"]) // overwritten
+	for _, k := range []string{"dfs/k2", "dfs/k5"} {
+		if out, err := dfsCLI(t, c, env, "rm", k); err != nil {
+			t.Fatalf("rm %s: %v\n%s", k, err, out)
+		}
+		delete(want, k)
+		removed = append(removed, k)
+	}
+	// The last removal: the leader dies the moment its Remove returns.
+	old := c.leader()
+	if out, err := dfsCLI(t, c, env, "rm", "dfs/k7"); err != nil {
+		t.Fatalf("rm dfs/k7: %v\n%s", err, out)
+	}
+	old.kill()
+	delete(want, "dfs/k7")
+	removed = append(removed, "dfs/k7")
+	c.waitLeader(30 * time.Second)
+
+	waitRemovalRecords(t, openDFSRoot(t, root), 30*time.Second, removed...)
+
+	c.loseEveryMaster(t)
+
+	rep, stdout, stderr := rebuildJSON(t, "operator", "rebuild", "--masters", strings.Join(c.addrs(), ","), "--holders", h.addr, "--dfs-root", root, "--json")
+	if rep.Failed != 0 || rep.DFSAdopted != len(want) {
+		t.Fatalf("rebuild: %+v; want %d DFS objects\n%s\n%s", rep, len(want), stdout, stderr)
+	}
+	requireDFSRebuilt(ctx, t, c, env, want, removed...)
+}
+
+// startDFSRebuildCluster starts n masters on a DFS root whose journal
+// writes are synced, and one holder, h1 in pool a, for the keys a
+// rebuild adopts from holders.
+func startDFSRebuildCluster(t *testing.T, n int) (root string, env []string, c *cluster, h *holderNode) {
+	t.Helper()
+	root, env, c = startDFSCluster(t, n, "MOONCAKE_DFS_FSYNC=1")
+	return root, env, c, c.startHolder(t, "h1", "a")
+}
+
+// requireDFSRebuilt fails unless every key of want reads back through the
+// DFS with its acknowledged bytes and every removed key is not found.
+func requireDFSRebuilt(ctx context.Context, t *testing.T, c *cluster, env []string, want map[string][]byte, removed ...string) {
+	t.Helper()
+	for k, v := range want {
+		if got := dfsGet(t, c, env, k); !bytes.Equal(got, v) {
+			t.Fatalf("get %s after the rebuild: %d bytes, not the acknowledged %d", k, len(got), len(v))
+		}
+	}
+	for _, k := range removed {
+		if _, _, err := c.lib().Get(ctx, k); api.CodeOf(err) != api.CodeObjectNotFound {
+			t.Fatalf("get %s after the rebuild: %v, want OBJECT_NOT_FOUND (removed before the loss)", k, err)
 		}
 	}
 }

@@ -33,17 +33,12 @@ func TestRebuildAdoptsCopyEvictedElsewhere(t *testing.T) {
 	defer cancel()
 
 	removed := randomValue(t, 1000)
-	if _, err := lib.Put(ctx, "removed", removed, client.PutOptions{Pool: "a", Replicas: 2}); err != nil {
-		t.Fatalf("put removed: %v", err)
-	}
+	putReplicas(t, c, "removed", "a", 2, removed)
 	mustRemove(t, c, "removed")
 	waitNoTasks(t, c.client(0), "removed", 20*time.Second)
 
 	value := randomValue(t, 20000)
-	inc, err := lib.Put(ctx, "evicted", value, client.PutOptions{Pool: "a", Replicas: 2})
-	if err != nil {
-		t.Fatalf("put evicted: %v", err)
-	}
+	inc := putReplicas(t, c, "evicted", "a", 2, value)
 	// Wait for the small holder to evict its copy (and GC to reclaim it).
 	deadline := time.Now().Add(30 * time.Second)
 	for {

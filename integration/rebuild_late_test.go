@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"sexton/api"
-	"sexton/client"
 )
 
 // TestRebuildLateHolderIsAdoptedNeverReconciled is the drill: three
@@ -36,14 +35,6 @@ func TestRebuildLateHolderIsAdoptedNeverReconciled(t *testing.T) {
 	lib := c.lib()
 	ctx, cancel := ctxT(120 * time.Second)
 	defer cancel()
-	put := func(key, pool string, v []byte) api.ObjectIncarnation {
-		t.Helper()
-		inc, err := lib.Put(ctx, key, v, client.PutOptions{Pool: pool, Replicas: 1})
-		if err != nil {
-			t.Fatalf("put %s: %v", key, err)
-		}
-		return inc
-	}
 	live := map[string][]byte{}
 	onH3 := 0
 	for i := range 50 {
@@ -54,14 +45,14 @@ func TestRebuildLateHolderIsAdoptedNeverReconciled(t *testing.T) {
 		}
 		k := fmt.Sprintf("obj/%02d", i)
 		live[k] = randomValue(t, 500+i*10)
-		put(k, pool, live[k])
+		putReplicas(t, c, k, pool, 1, live[k])
 	}
 	// The key to remove later: its first value on the third holder, then
 	// overwritten in pool a while that holder is down, so its old copy
 	// stays live there with a delete task that dies with the masters.
 	const doomed = "doomed/key"
 	oldDoomed := randomValue(t, 600)
-	put(doomed, "b", oldDoomed)
+	putReplicas(t, c, doomed, "b", 1, oldDoomed)
 	onH3++
 	waitKnownSegment(t, c, []*holderNode{h1, h2}, h3seg)
 	before, err := holderRecords(c, h3)
@@ -73,7 +64,7 @@ func TestRebuildLateHolderIsAdoptedNeverReconciled(t *testing.T) {
 	}
 	h3.kill()
 	newDoomed := randomValue(t, 650)
-	put(doomed, "a", newDoomed)
+	putReplicas(t, c, doomed, "a", 1, newDoomed)
 	old, err := c.status(c.leader())
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"sexton/api"
-	"sexton/client"
 )
 
 // TestRebuildFromHolders: three masters and three holders in two pools
@@ -58,27 +57,19 @@ func testRebuild(t *testing.T, missing bool) {
 	lib := c.lib()
 	ctx, cancel := ctxT(60 * time.Second)
 	defer cancel()
-	put := func(key, pool string, replicas int, v []byte) api.ObjectIncarnation {
-		t.Helper()
-		inc, err := lib.Put(ctx, key, v, client.PutOptions{Pool: pool, Replicas: replicas})
-		if err != nil {
-			t.Fatalf("put %s: %v", key, err)
-		}
-		return inc
-	}
 	live := map[string][]byte{}   // acknowledged values that must read back
 	dead := map[string][][]byte{} // values that must never read back
 	for i := range 8 {
 		k := fmt.Sprintf("live/a/%d", i)
 		live[k] = randomValue(t, 1000+i*100)
-		put(k, "a", 2, live[k])
+		putReplicas(t, c, k, "a", 2, live[k])
 	}
 	if !missing {
 		// Objects only the third holder has: gone if it were missing.
 		for i := range 4 {
 			k := fmt.Sprintf("live/b/%d", i)
 			live[k] = randomValue(t, 2000+i)
-			put(k, "b", 1, live[k])
+			putReplicas(t, c, k, "b", 1, live[k])
 		}
 	}
 	// Removed, tombstoned on every holder before the masters are lost.
@@ -86,7 +77,7 @@ func testRebuild(t *testing.T, missing bool) {
 		for _, pool := range []string{"a", "b"} {
 			k := fmt.Sprintf("removed/%s/%d", pool, i)
 			v := randomValue(t, 500)
-			put(k, pool, 1, v)
+			putReplicas(t, c, k, pool, 1, v)
 			mustRemove(t, c, k)
 			dead[k] = append(dead[k], v)
 		}
@@ -95,9 +86,9 @@ func testRebuild(t *testing.T, missing bool) {
 	for i := range 3 {
 		k := fmt.Sprintf("overwritten/%d", i)
 		old := randomValue(t, 700)
-		put(k, "b", 1, old)
+		putReplicas(t, c, k, "b", 1, old)
 		live[k] = randomValue(t, 800)
-		put(k, "a", 2, live[k])
+		putReplicas(t, c, k, "a", 2, live[k])
 		dead[k] = append(dead[k], old)
 	}
 	for k := range dead {
@@ -109,7 +100,7 @@ func testRebuild(t *testing.T, missing bool) {
 	staleInc := map[string]api.ObjectIncarnation{}
 	for _, k := range staleKeys {
 		old := randomValue(t, 900)
-		staleInc[k] = put(k, "b", 1, old)
+		staleInc[k] = putReplicas(t, c, k, "b", 1, old)
 		dead[k] = append(dead[k], old)
 	}
 	waitKnownSegment(t, c, []*holderNode{h1, h2}, h3seg)
@@ -117,7 +108,7 @@ func testRebuild(t *testing.T, missing bool) {
 	var maxLow uint64
 	for _, k := range staleKeys {
 		live[k] = randomValue(t, 1100)
-		inc := put(k, "a", 2, live[k])
+		inc := putReplicas(t, c, k, "a", 2, live[k])
 		maxLow = max(maxLow, inc.Low)
 		if !hasTask(t, c.client(0), k, staleInc[k]) {
 			t.Fatalf("%s: no pending delete task for the old copy %s on the stopped holder", k, staleInc[k])
@@ -240,13 +231,13 @@ func testRebuild(t *testing.T, missing bool) {
 		waitNoTasks(t, c.client(0), k, 20*time.Second)
 	}
 	// New incarnations are the old cluster's and above every one seen.
-	inc := put("after/rebuild", "", 1, []byte("new"))
+	inc := putReplicas(t, c, "after/rebuild", "", 1, []byte("new"))
 	if inc.High != oldCluster || inc.Low <= rep.Floor {
 		t.Fatalf("new incarnation %s; want cluster %016x and index above %d", inc, oldCluster, rep.Floor)
 	}
 	k := "live/a/0"
 	live[k] = randomValue(t, 321)
-	if inc := put(k, "a", 2, live[k]); inc.Low <= rep.Floor {
+	if inc := putReplicas(t, c, k, "a", 2, live[k]); inc.Low <= rep.Floor {
 		t.Fatalf("overwrite after the rebuild got %s, not above %d", inc, rep.Floor)
 	}
 	if got, _, err := lib.Get(ctx, k); err != nil || !bytes.Equal(got, live[k]) {

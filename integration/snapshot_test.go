@@ -125,9 +125,7 @@ func TestRestoreOfAnOlderSnapshotDoesNotBringBackAcknowledgedRemoves(t *testing.
 	ctx, cancel := ctxT(2 * time.Minute)
 	defer cancel()
 	for _, k := range []string{"rb/gone", "rb/kept"} {
-		if _, err := lib.Put(ctx, k, []byte("value of "+k), client.PutOptions{Pool: "rbp", Replicas: 2}); err != nil {
-			t.Fatalf("put %s: %v", k, err)
-		}
+		putReplicas(t, c, k, "rbp", 2, []byte("value of "+k))
 	}
 	file := filepath.Join(t.TempDir(), "before-rm.snap")
 	runCLI(t, append([]string{"operator", "snapshot", "save", file}, m...)...)

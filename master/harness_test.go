@@ -344,29 +344,17 @@ func (h *fakeHolder) heartbeat() (*api.HeartbeatResponse, error) {
 // stop is called (errors are ignored: a test that cares calls heartbeat).
 func (h *fakeHolder) keepAlive(interval time.Duration) (stop func()) {
 	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				ctx, cancel := context.WithTimeout(context.Background(), interval*5)
-				h.epochMu.Lock()
-				epoch := h.Epoch
-				h.epochMu.Unlock()
-				_, _ = h.tc.link().Heartbeat(ctx, &api.HeartbeatRequest{ClientID: h.ClientID, Segment: h.Seg,
-					MountEpoch: epoch, Capacity: h.Capacity})
-				cancel()
-			}
-		}
-	}()
+	wait := testutil.Every(interval, done, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), interval*5)
+		defer cancel()
+		h.epochMu.Lock()
+		epoch := h.Epoch
+		h.epochMu.Unlock()
+		_, _ = h.tc.link().Heartbeat(ctx, &api.HeartbeatRequest{ClientID: h.ClientID, Segment: h.Seg,
+			MountEpoch: epoch, Capacity: h.Capacity})
+	})
 	var once sync.Once
-	return func() { once.Do(func() { close(done); wg.Wait() }) }
+	return func() { once.Do(func() { close(done); wait() }) }
 }
 
 // fetchResp does one fetch (a long poll when wait > 0).

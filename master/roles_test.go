@@ -1,7 +1,6 @@
 package master
 
 import (
-	"context"
 	"crypto/tls"
 	"flag"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
@@ -342,16 +340,7 @@ func TestTokenListsRollWithoutDowntime(t *testing.T) {
 		c.ClientToken = oldClient
 	})
 	// status calls Status proving token; a refused token fails the dial.
-	status := func(addr, token string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		conn, err := transport.Dial(ctx, addr, transport.ClientConfig{Token: token})
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		return conn.Call(ctx, api.MethodStatus, &api.Empty{}, &api.StatusResponse{})
-	}
+	status := func(addr, token string) error { return statusVia(addr, transport.ClientConfig{Token: token}) }
 	roll := func(cluster, client string) {
 		t.Helper()
 		for i := range tc.cfgs {

@@ -1,7 +1,6 @@
 package master
 
 import (
-	"context"
 	"crypto/tls"
 	"net/http"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"sexton/internal/testutil"
 	"sexton/internal/tlsconf"
 	"sexton/transport"
+	"sexton/transport/transporttest"
 )
 
 // tlsNode starts a one-node cluster whose RPC and HTTP listeners use a
@@ -42,16 +42,10 @@ func httpsClient(t *testing.T, ca *testutil.CA) *http.Client {
 // plainHTTP keeps no idle connections (goleak checks at exit).
 var plainHTTP = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
+// statusVia calls Status on addr as cfg's caller; a refusal at the dial is
+// returned like the call's.
 func statusVia(addr string, cfg transport.ClientConfig) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := transport.Dial(ctx, addr, cfg)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	var st api.StatusResponse
-	return conn.Call(ctx, api.MethodStatus, &api.Empty{}, &st)
+	return transporttest.Call(addr, cfg, api.MethodStatus, &api.Empty{}, &api.StatusResponse{})
 }
 
 // With TLS the RPC listener serves TLS clients with or without a

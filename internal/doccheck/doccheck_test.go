@@ -1,21 +1,31 @@
 package doccheck
 
 import (
+	"io/fs"
 	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
 )
 
-// TestTreeCitationsResolve is the check itself: every citation of a
-// numbered section or invariant in the repository resolves.
-func TestTreeCitationsResolve(t *testing.T) {
-	problems, err := Check(os.DirFS("../.."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Error(p)
+// TestTree is the checks themselves, run on the repository: every
+// citation of a numbered section or invariant resolves (Check), every
+// package DESIGN.md stays within MaxPackageDesignLines and
+// docs/SCALING.md within MaxScalingLines (CheckLengths).
+func TestTree(t *testing.T) {
+	for name, check := range map[string]func(fs.FS) ([]Problem, error){
+		"citations resolve":    Check,
+		"documents stay short": CheckLengths,
+	} {
+		t.Run(name, func(t *testing.T) {
+			problems, err := check(os.DirFS("../.."))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range problems {
+				t.Error(p)
+			}
+		})
 	}
 }
 
@@ -120,18 +130,6 @@ func TestCheckSpecNumbering(t *testing.T) {
 				t.Fatal("want a problem, got none")
 			}
 		})
-	}
-}
-
-// TestTreeDocumentsStayShort: every package DESIGN.md of the tree stays
-// within MaxPackageDesignLines and docs/SCALING.md within MaxScalingLines.
-func TestTreeDocumentsStayShort(t *testing.T) {
-	problems, err := CheckLengths(os.DirFS("../.."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Error(p)
 	}
 }
 

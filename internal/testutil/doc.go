@@ -3,8 +3,9 @@
 // one connection by hand (AcceptOnce), throwaway certificate authorities
 // and node certificates (CA, NewCAs) and rolling a node's files onto new
 // ones (OverwriteTLSFiles), the loop of concurrent client workers the
-// integration tests drive (RunWorkers), and a flipped byte in a file
-// (FlipMiddleBits).
+// integration tests drive (RunWorkers), a background call at an interval
+// (Every), a flipped byte in a file (FlipMiddleBits) and a directory's
+// files with their bytes (DirContents).
 //
 // Only tests import it (internal/layering checks this), and it imports no
 // node package, so any package's tests can use it without a cycle.

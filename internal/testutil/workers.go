@@ -1,6 +1,9 @@
 package testutil
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // RunWorkers starts workers goroutines and returns a function that waits
 // for them all. For each w in [0, workers) it calls start(w) before the
@@ -31,4 +34,22 @@ func RunWorkers(workers int, stop <-chan struct{}, start func(w int) (step func(
 		}()
 	}
 	return wg.Wait
+}
+
+// Every calls f once every interval (the first time one interval after
+// the call) in a goroutine until stop is closed, and returns a function
+// that waits for the goroutine to end.
+func Every(interval time.Duration, stop <-chan struct{}, f func()) (wait func()) {
+	tick := time.NewTicker(interval)
+	return RunWorkers(1, stop, func(int) (func(int) bool, func()) {
+		return func(int) bool {
+			select {
+			case <-stop:
+				return false
+			case <-tick.C:
+			}
+			f()
+			return true
+		}, tick.Stop
+	})
 }

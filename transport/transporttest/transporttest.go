@@ -1,6 +1,7 @@
 // Package transporttest holds what tests of a node's RPC listener share:
 // one call on a fresh connection with a given client config (a token, a
-// certificate or none), the way a role test asks what one caller may do,
+// certificate or none), the way a role or TLS test asks what one caller
+// may do,
 // and the check that a listener's role table and its methods agree. Only
 // tests import it.
 package transporttest
@@ -20,14 +21,31 @@ import (
 // to check.
 func CallOnce(t *testing.T, addr string, cfg transport.ClientConfig, method string, req, resp any) error {
 	t.Helper()
+	dialed, err := call(addr, cfg, method, req, resp)
+	if !dialed {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	return err
+}
+
+// Call is CallOnce for a caller that may be refused at the dial (a TLS
+// handshake, a token): a dial failure is returned like the call's error.
+func Call(addr string, cfg transport.ClientConfig, method string, req, resp any) error {
+	_, err := call(addr, cfg, method, req, resp)
+	return err
+}
+
+// call makes one call on a fresh connection, within five seconds; dialed
+// says whether the connection was made.
+func call(addr string, cfg transport.ClientConfig, method string, req, resp any) (dialed bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, err := transport.Dial(ctx, addr, cfg)
 	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
+		return false, err
 	}
 	defer conn.Close()
-	return conn.Call(ctx, method, req, resp)
+	return true, conn.Call(ctx, method, req, resp)
 }
 
 // WantRoleTable fails t unless every method served has a row in table

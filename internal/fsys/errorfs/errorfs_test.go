@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"sexton/internal/fsys"
+	"sexton/internal/testutil"
 )
 
 func TestFaultRuleFailsOnceThenPasses(t *testing.T) {
@@ -108,12 +109,7 @@ func TestPowerLossKeepsOnlyWhatWasSynced(t *testing.T) {
 	if err := p.Restore(); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]string{}
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
-		got[e.Name()] = string(b)
-	}
+	got := testutil.DirContents(t, dir)
 	want := map[string]string{"old": "old bytes", "synced": "durable", "unsynced-data": ""}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("after the power cut: %v, want %v", got, want)
@@ -321,15 +317,7 @@ func TestPowerLossIsStrict(t *testing.T) {
 				t.Fatalf("directory fsync after the cut: %v", err)
 			}
 			must(t, p.Restore())
-			got := map[string]string{}
-			ents, err := os.ReadDir(dir)
-			must(t, err)
-			for _, e := range ents {
-				b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-				must(t, err)
-				got[e.Name()] = string(b)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			if got := testutil.DirContents(t, dir); fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Fatalf("after the power cut: %q, want %q", got, c.want)
 			}
 		})
@@ -389,13 +377,7 @@ func TestPowerLossRestoreToAnySubsetOfPending(t *testing.T) {
 		if err := p.RestoreTo(dst, func(i int) bool { return slices.Contains(c.keep, i) }); err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]string{}
-		ents, _ := os.ReadDir(dst)
-		for _, e := range ents {
-			b, _ := os.ReadFile(filepath.Join(dst, e.Name()))
-			got[e.Name()] = string(b)
-		}
-		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+		if got := testutil.DirContents(t, dst); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("keeping %v: %q, want %q", c.keep, got, c.want)
 		}
 	}
