@@ -21,7 +21,7 @@ import (
 const (
 	readBackIdle = 10 * time.Millisecond
 	readBackStep = 4 << 20
-	readBackMax  = 256 << 20
+	readBackMax  = 1 << 30
 )
 
 // readBackRange is a direct-written value's bytes, to be read back.
