@@ -14,12 +14,14 @@ import (
 // measured on a 2-core VM, a 16 MiB put took 31 ms with the read-back and
 // 22 ms without, its commit 5.8 ms and 1.1 ms (the leader's log write
 // 4.9 ms and 0.3 ms). So read-back waits until no put has been in flight
-// for readBackIdle, and reads readBackStep bytes at a time, stopping as
-// soon as a put starts. It is advice: a range whose bucket's file is gone
-// is skipped, and at most readBackMax bytes wait (the oldest are
-// dropped first).
+// for readBackIdle, longer than a put's commit takes on a loaded machine
+// (with 10 ms, read-back ran between the puts of one client there and
+// doubled their holder writes), and reads readBackStep bytes at a time,
+// stopping as soon as a put starts. It is advice: a range whose bucket's
+// file is gone is skipped, and at most readBackMax bytes wait (the oldest
+// are dropped first).
 const (
-	readBackIdle = 10 * time.Millisecond
+	readBackIdle = 100 * time.Millisecond
 	readBackStep = 4 << 20
 	readBackMax  = 1 << 30
 )
