@@ -8,18 +8,16 @@ import (
 )
 
 // A value written with O_DIRECT is not in the page cache, and a get soon
-// after its put would read the disk. Reading it back right at the put's
-// ack put 16 MiB of reads on the disk at the moment the master's Raft log
-// fsync making the put visible, and the next put's writes, needed it:
-// measured on a 2-core VM, a 16 MiB put took 31 ms with the read-back and
-// 22 ms without, its commit 5.8 ms and 1.1 ms (the leader's log write
-// 4.9 ms and 0.3 ms). So read-back waits until no put has been in flight
-// for readBackIdle, longer than a put's commit takes on a loaded machine
-// (with 10 ms, read-back ran between the puts of one client there and
-// doubled their holder writes), and reads readBackStep bytes at a time,
-// stopping as soon as a put starts. It is advice: a range whose bucket's
-// file is gone is skipped, and at most readBackMax bytes wait (the oldest
-// are dropped first).
+// after its put would read the disk. Reading it back at the put's ack
+// would put 16 MiB of reads on the disk just when the master's Raft log
+// fsync that makes the put visible, and the next put's writes, need it
+// (on a 2-core VM: the leader's log write 0.3 → 4.9 ms, a 16 MiB put
+// 22 → 31 ms). So read-back waits until no put has been in flight for
+// readBackIdle, longer than a put's commit takes on a loaded machine (a
+// shorter wait lets it run between one client's puts), and reads
+// readBackStep bytes at a time, stopping as soon as a put starts. It is
+// advice: a range whose bucket's file is gone is skipped, and at most
+// readBackMax bytes wait (the oldest are dropped first).
 const (
 	readBackIdle = 100 * time.Millisecond
 	readBackStep = 4 << 20
