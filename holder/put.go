@@ -101,6 +101,8 @@ func (s *Store) Put(key, tenant string, inc api.ObjectIncarnation, value []byte)
 	s.inflight.Add(1)
 	s.mu.Unlock()
 	defer s.inflight.Done()
+	s.readBack.putStarted()
+	defer s.readBack.putEnded()
 	s.putCh <- r
 	<-r.done
 	return r.err

@@ -33,6 +33,9 @@ type Store struct {
 	putCh      chan *putReq
 	committerD chan struct{}
 	inflight   sync.WaitGroup // Puts and tombstone batches between the closed check and their answer
+	// readBack reads direct-written values into the page cache while
+	// puts are idle (readback.go).
+	readBack *readBack
 
 	mu       sync.Mutex
 	cond     *sync.Cond // signalled when a bucket's readers drop
@@ -147,6 +150,8 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	s.putCh = make(chan *putReq, putQueueLen)
 	s.committerD = make(chan struct{})
 	go s.committer()
+	s.readBack = newReadBack()
+	go s.runReadBack()
 	s.logOpenReport()
 	return s, nil
 }
@@ -457,6 +462,7 @@ func (s *Store) Close() error {
 		close(w.stop)
 		<-w.done
 	}
+	s.stopReadBack()
 	s.inflight.Wait()
 	close(s.putCh)
 	<-s.committerD

@@ -85,6 +85,8 @@ func (s *Store) PutStream(key, tenant string, inc api.ObjectIncarnation, size in
 	}
 	s.inflight.Add(1)
 	defer s.inflight.Done()
+	s.readBack.putStarted()
+	defer s.readBack.putEnded()
 	align := int64(1)
 	if size >= directMin {
 		align = directAlign
@@ -102,9 +104,9 @@ func (s *Store) PutStream(key, tenant string, inc api.ObjectIncarnation, size in
 	s.putCh <- req
 	<-req.done
 	if req.err == nil && align > 1 {
-		// Off the put's critical path, so a get soon after the put
-		// finds the bytes in memory.
-		adviseWillNeed(b.file, off, size)
+		// Read back while puts are idle, so a get soon after the put
+		// finds the bytes in memory (readback.go).
+		s.readBack.add(b, off, size)
 	}
 	return req.err
 }
@@ -133,11 +135,12 @@ func (s *Store) reserveStreamLocked(k objectKey, size, align int64) (*bucket, in
 }
 
 // streamBuffers is how many streamChunk buffers one streamed value
-// uses: one fills from the source while the others are written, by
+// uses: one fills from the source, one is summed, one waits for a writer
+// and the others are written, by
 // directWriters goroutines at once with O_DIRECT (the disk takes more
 // than one write in flight), by one through the page cache.
 const (
-	streamBuffers = 4
+	streamBuffers = 6
 	directWriters = 2
 )
 
@@ -149,8 +152,9 @@ type streamChunkOf struct {
 }
 
 // writeStream copies size bytes from r to b's file at off and returns
-// their CRC-32C. This goroutine reads the source into one buffer while
-// writer goroutines write the previous ones: with O_DIRECT when direct
+// their CRC-32C. This goroutine reads the source into one buffer while a
+// goroutine sums the previous one and writer goroutines write the ones
+// before: with O_DIRECT when direct
 // (off is aligned and the range reserved up to the next aligned end),
 // else through the page cache with writeback started behind them.
 func (s *Store) writeStream(b *bucket, off, size int64, direct bool, r io.Reader) (uint32, error) {
@@ -186,7 +190,19 @@ func (s *Store) writeStream(b *bucket, off, size int64, direct bool, r io.Reader
 			werr <- err
 		}()
 	}
+	// The CRC is a stage of its own between the reader and the writers,
+	// so the reader's next socket read overlaps the last chunk's sum.
+	summed := make(chan streamChunkOf, 1)
 	var crc uint32
+	crcDone := make(chan struct{})
+	go func() {
+		defer close(crcDone)
+		for c := range summed {
+			crc = crc32cUpdate(crc, (*c.bp)[:c.n])
+			full <- c
+		}
+		close(full)
+	}()
 	var rerr error
 	end := off + size
 	for first := true; off < end && !sw.failed.Load(); first = false {
@@ -201,14 +217,14 @@ func (s *Store) writeStream(b *bucket, off, size int64, direct bool, r io.Reader
 			free <- bp
 			break
 		}
-		crc = crc32cUpdate(crc, (*bp)[:m])
-		full <- streamChunkOf{bp: bp, n: m, off: off}
+		summed <- streamChunkOf{bp: bp, n: m, off: off}
 		off += int64(m)
 		if first && off < end {
 			putStreamMidValue.Hit()
 		}
 	}
-	close(full)
+	close(summed)
+	<-crcDone
 	var err error
 	for range writers {
 		if e := <-werr; err == nil {
