@@ -342,49 +342,100 @@ class Client:
         A commit refused with INCARNATION_STALE (the key moved past the
         incarnation, or its block expired during the writes) is granted and
         written again, at most MAX_STALE_COMMITS times."""
+        stale = 0
+
+        def grant(req: Dict[str, Any]) -> Tuple[Incarnation, List[Any]]:
+            try:
+                # Not a mutation: a grant commits nothing, a repeat is another grant.
+                ans = self.call("PutGrant", req)
+            except InvalidParams as e:
+                if "unknown method" in e.message:
+                    raise _NoPutGrant() from None
+                raise
+            return Incarnation.from_wire(ans.get("inc")), ans.get("replicas") or []
+
+        def commit(inc: Incarnation, granted: List[Any]) -> bool:
+            nonlocal stale
+            # The replicas as granted: each carries the grant the leader checks.
+            req: Dict[str, Any] = {"key": key, "size": len(data), "inc": inc.wire(), "replicas": granted}
+            if tenant:
+                req["tenant"] = tenant
+            if if_absent:
+                req["if_absent"] = True
+            try:
+                self._mutate("PutCommit", req)
+            except IncarnationStale as e:
+                if stale < MAX_STALE_COMMITS:
+                    stale += 1
+                    return False
+                raise _with_context(e, f"PutCommit {inc}") from None
+            except SextonError as e:
+                raise _with_context(e, f"PutCommit {inc}") from None
+            return True
+
+        return self._put_placed(key, data, _put_request(key, len(data), replicas, tenant, if_absent, pool, prefer, []),
+                                tenant, "PutGrant", grant, commit)
+
+    def _put_two_commits(self, key: str, data: Union[bytes, memoryview], replicas: int, tenant: str,
+                         if_absent: bool, pool: str, prefer: Sequence[str]) -> Incarnation:
+        """A put through PutStart and PutEnd; a put whose writes or PutEnd
+        failed is revoked, since it would block the key until the master
+        discards it."""
+
+        def start(req: Dict[str, Any]) -> Tuple[Incarnation, List[Any]]:
+            # A refused PutStart did nothing, so every retry takes a new seq.
+            ans = self._mutate("PutStart", req)
+            return Incarnation.from_wire(ans.get("inc")), ans.get("replicas") or []
+
+        def end(inc: Incarnation, _: List[Any]) -> bool:
+            try:
+                self._mutate("PutEnd", {"key": key, "inc": inc.wire()})
+            except OutcomeUnknown as e:
+                raise _with_context(e, f"PutEnd {inc}") from None
+            except SextonError as e:
+                self._revoke(key, inc)
+                raise _with_context(e, f"PutEnd {inc}") from None
+            return True
+
+        return self._put_placed(key, data, _put_request(key, len(data), replicas, tenant, if_absent, pool, prefer, []),
+                                tenant, "PutStart", start, end, abandon=lambda inc: self._revoke(key, inc))
+
+    def _put_placed(self, key: str, data: Union[bytes, memoryview], req: Dict[str, Any], tenant: str, method: str,
+                    place: Callable[[Dict[str, Any]], Tuple[Incarnation, List[Any]]],
+                    finish: Callable[[Incarnation, List[Any]], bool],
+                    abandon: Optional[Callable[[Incarnation], None]] = None) -> Incarnation:
+        """The placement loop both put protocols share. place (PutGrant or
+        PutStart) places the replicas; a refused placement did nothing. The
+        replicas are written; a write refused by a replaceable holder is
+        abandoned and placed again without that holder. finish makes the put
+        visible, or returns False to place it again."""
         exclude: List[str] = []
         last_write_err: Optional[SextonError] = None
         placement_deadline = time.monotonic() + self.placement_wait
         attempt = 0
-        stale = 0
         while attempt < self.put_attempts:
-            req = _put_request(key, len(data), replicas, tenant, if_absent, pool, prefer, exclude)
+            if exclude:
+                req["exclude"] = list(exclude)
+            else:
+                req.pop("exclude", None)
             try:
-                # Not a mutation: a grant commits nothing, a repeat is another grant.
-                grant = self.call("PutGrant", req)
+                inc, granted = place(req)
             except SextonError as e:
-                if isinstance(e, InvalidParams) and "unknown method" in e.message:
-                    raise _NoPutGrant() from None
-                attempt = self._placement_refused(e, "PutGrant", exclude, attempt, placement_deadline,
-                                                  last_write_err)
+                attempt = self._placement_refused(e, method, exclude, attempt, placement_deadline, last_write_err)
                 continue
-            inc = Incarnation.from_wire(grant.get("inc"))
-            granted = grant.get("replicas") or []
             placed = [Replica.from_wire(r) for r in granted]
             failed_seg, err = self._write_replicas(key, tenant, inc, placed, data)
             if err is not None:
+                if abandon is not None:
+                    abandon(inc)
                 if failed_seg is None or err.code not in _REPLACEABLE:
                     raise err
                 last_write_err = err
                 exclude.append(failed_seg)
                 attempt += 1
                 continue
-            # The replicas as granted: each carries the grant the leader checks.
-            commit: Dict[str, Any] = {"key": key, "size": len(data), "inc": inc.wire(), "replicas": granted}
-            if tenant:
-                commit["tenant"] = tenant
-            if if_absent:
-                commit["if_absent"] = True
-            try:
-                self._mutate("PutCommit", commit)
-            except IncarnationStale as e:
-                if stale < MAX_STALE_COMMITS:
-                    stale += 1
-                    continue
-                raise _with_context(e, f"PutCommit {inc}") from None
-            except SextonError as e:
-                raise _with_context(e, f"PutCommit {inc}") from None
-            return inc
+            if finish(inc, granted):
+                return inc
         raise Unavailable(f"put {key}: every placement failed ({self.put_attempts} attempts): {last_write_err}")
 
     def _placement_refused(self, e: SextonError, method: str, exclude: List[str], attempt: int,
@@ -406,44 +457,6 @@ class Client:
         if last_write_err is not None:
             raise _with_context(e, f"{method} after a failed write ({last_write_err})") from last_write_err
         raise e
-
-    def _put_two_commits(self, key: str, data: Union[bytes, memoryview], replicas: int, tenant: str,
-                         if_absent: bool, pool: str, prefer: Sequence[str]) -> Incarnation:
-        exclude: List[str] = []
-        last_write_err: Optional[SextonError] = None
-        placement_deadline = time.monotonic() + self.placement_wait
-        attempt = 0
-        while attempt < self.put_attempts:
-            req = _put_request(key, len(data), replicas, tenant, if_absent, pool, prefer, exclude)
-            try:
-                # A refused PutStart did nothing, so every retry takes a new seq.
-                start = self._mutate("PutStart", req)
-            except SextonError as e:
-                attempt = self._placement_refused(e, "PutStart", exclude, attempt, placement_deadline,
-                                                  last_write_err)
-                continue
-            inc = Incarnation.from_wire(start.get("inc"))
-            placed = [Replica.from_wire(r) for r in (start.get("replicas") or [])]
-            failed_seg, err = self._write_replicas(key, tenant, inc, placed, data)
-            if err is not None:
-                self._revoke(key, inc)
-                if failed_seg is None or err.code not in _REPLACEABLE:
-                    raise err
-                last_write_err = err
-                exclude.append(failed_seg)
-                attempt += 1
-                continue
-            try:
-                self._mutate("PutEnd", {"key": key, "inc": inc.wire()})
-            except OutcomeUnknown as e:
-                raise _with_context(e, f"PutEnd {inc}") from None
-            except SextonError as e:
-                # Refused: the put is still pending and would block the key
-                # until the master discards it.
-                self._revoke(key, inc)
-                raise _with_context(e, f"PutEnd {inc}") from None
-            return inc
-        raise Unavailable(f"put {key}: every placement failed ({self.put_attempts} attempts): {last_write_err}")
 
     def _write_replicas(self, key: str, tenant: str, inc: Incarnation, placed: List[Replica],
                         data: Union[bytes, memoryview]) -> Tuple[Optional[str], Optional[SextonError]]:

@@ -478,34 +478,14 @@ class Connection:
 
     def call(self, method: str, body: Any, deadline: float) -> Any:
         """Send one request and return the response body, or raise."""
-        if self._sock is None:
-            raise _fail(Unavailable(f"connection to {self.addr} closed"), NOT_SENT)
-        left_ms = int((deadline - time.monotonic()) * 1000)
-        if left_ms <= 0:
-            raise _fail(Timeout(f"call {method} to {self.addr}: deadline passed"), NOT_SENT)
+        left_ms = self._left_ms(f"call {method}", deadline)
         self._next_id += 1
         req_id = self._next_id
-        try:
-            frame = encode_frame(KIND_REQUEST, req_id, method, left_ms, None, body)
-        except (TypeError, ValueError, OverflowError) as e:
-            raise _fail(error_for("INVALID_PARAMS", f"encode {method} body: {e}"), NOT_SENT) from None
-        if len(frame) - 4 > self._send_max:
-            raise _fail(FrameTooLarge(f"{method} request of {len(frame) - 4} bytes exceeds the {self._send_max}-byte limit of {self.addr}"), NOT_SENT)
-        try:
-            self._send(frame, deadline)
-        except (OSError, socket.timeout) as e:
-            # Part of the frame may have left: the server may run it.
-            self.close()
-            raise _fail(Unavailable(f"call {method} to {self.addr}: sending: {e}"), SENT_NO_ANSWER) from None
+        self._send_all(self._request(req_id, method, left_ms, body), f"call {method}", deadline)
         try:
             while True:
                 kind, got_id, _, _, err, resp = decode_envelope(self._read_frame(self._max_frame, deadline))
-                if kind == KIND_GOAWAY:
-                    self.close()
-                    why = from_wire(err) if err is not None else Unavailable("")
-                    raise _fail(error_for(why.code, f"connection to {self.addr} closed by the server: {why.message}"), SENT_NO_ANSWER)
-                if kind != KIND_RESPONSE:
-                    raise Corrupt(f"unexpected frame kind {kind} from {self.addr}")
+                self._expect_response(kind, err)
                 if got_id != req_id:
                     continue  # cannot happen with one call at a time; harmless
                 if err is not None:
@@ -536,36 +516,71 @@ class Connection:
         """The first half of :meth:`pipeline`: send every call; their
         answers are read by :meth:`receive`, which must follow before the
         connection carries anything else."""
-        if self._sock is None:
-            raise _fail(Unavailable(f"connection to {self.addr} closed"), NOT_SENT)
-        left_ms = int((deadline - time.monotonic()) * 1000)
-        if left_ms <= 0:
-            raise _fail(Timeout(f"pipelined calls to {self.addr}: deadline passed"), NOT_SENT)
+        left_ms = self._left_ms("pipelined calls", deadline)
         out: List[Tuple[Optional[SextonError], Any]] = [(None, None)] * len(calls)
         by_id: Dict[int, int] = {}
         frames: List[Union[bytes, memoryview]] = []
         for i, c in enumerate(calls):
             self._next_id += 1
             by_id[self._next_id] = i
-            try:
-                if c.value is not None:
-                    head, value = encode_request_parts(self._next_id, c.method, left_ms, c.body, c.value)
-                    size = len(head) - 4 + len(value)
-                    frames += [head] + (value.parts if isinstance(value, Regions) else [value])
-                else:
-                    frame = encode_frame(KIND_REQUEST, self._next_id, c.method, left_ms, None, c.body)
-                    size = len(frame) - 4
-                    frames.append(frame)
-            except (TypeError, ValueError, OverflowError) as e:
-                raise _fail(error_for("INVALID_PARAMS", f"encode {c.method} body: {e}"), NOT_SENT) from None
-            if size > self._send_max:
-                raise _fail(FrameTooLarge(f"{c.method} request of {size} bytes exceeds the {self._send_max}-byte limit of {self.addr}"), NOT_SENT)
+            frames += self._request(self._next_id, c.method, left_ms, c.body, c.value)
+        self._send_all(frames, "pipelined calls", deadline)
+        return Sent(calls, by_id, out)
+
+    def _expect_response(self, kind: int, err: Any) -> None:
+        """Raise unless a frame read for an answer is a response: a go-away
+        closes the connection and fails the calls still waiting with its
+        reason (SENT_NO_ANSWER); any other kind is CORRUPT."""
+        if kind == KIND_GOAWAY:
+            self.close()
+            why = from_wire(err) if err is not None else Unavailable("")
+            raise _fail(error_for(why.code, f"connection to {self.addr} closed by the server: {why.message}"), SENT_NO_ANSWER)
+        if kind != KIND_RESPONSE:
+            raise Corrupt(f"unexpected frame kind {kind} from {self.addr}")
+
+    def _left_ms(self, what: str, deadline: float) -> int:
+        """The milliseconds a request may take, for its header; NOT_SENT
+        when the connection is closed or the deadline passed."""
+        if self._sock is None:
+            raise _fail(Unavailable(f"connection to {self.addr} closed"), NOT_SENT)
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if left_ms <= 0:
+            raise _fail(Timeout(f"{what} to {self.addr}: deadline passed"), NOT_SENT)
+        return left_ms
+
+    def _request(self, req_id: int, method: str, left_ms: int, body: Any,
+                 value: Optional[Any] = None) -> List[Union[bytes, memoryview]]:
+        """A request's frame as the parts to send: one frame, or with
+        ``value`` its head and then the value from the caller's buffers.
+        NOT_SENT when the body does not encode or the frame exceeds the
+        server's limit."""
         try:
-            self._send_parts(frames, deadline)
+            if value is None:
+                frame = encode_frame(KIND_REQUEST, req_id, method, left_ms, None, body)
+                parts: List[Union[bytes, memoryview]] = [frame]
+                size = len(frame) - 4
+            else:
+                head, v = encode_request_parts(req_id, method, left_ms, body, value)
+                parts = [head] + (v.parts if isinstance(v, Regions) else [v])
+                size = len(head) - 4 + len(v)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise _fail(error_for("INVALID_PARAMS", f"encode {method} body: {e}"), NOT_SENT) from None
+        if size > self._send_max:
+            raise _fail(FrameTooLarge(f"{method} request of {size} bytes exceeds the {self._send_max}-byte limit of {self.addr}"), NOT_SENT)
+        return parts
+
+    def _send_all(self, parts: List[Union[bytes, memoryview]], what: str, deadline: float) -> None:
+        """Send the parts; a failure closes the connection and is
+        SENT_NO_ANSWER: part of a frame may have left, so the server may
+        run it."""
+        try:
+            if len(parts) == 1:
+                self._send(parts[0], deadline)
+            else:
+                self._send_parts(parts, deadline)
         except (OSError, socket.timeout) as e:
             self.close()
-            raise _fail(Unavailable(f"pipelined calls to {self.addr}: sending: {e}"), SENT_NO_ANSWER) from None
-        return Sent(calls, by_id, out)
+            raise _fail(Unavailable(f"{what} to {self.addr}: sending: {e}"), SENT_NO_ANSWER) from None
 
     def receive(self, sent: "Sent", deadline: float) -> List[Tuple[Optional[SextonError], Any]]:
         """The second half of :meth:`pipeline`: read the answers of the
@@ -586,12 +601,7 @@ class Connection:
         try:
             if by_id:
                 kind, req_id, err, body = self._read_answer(deadline, buffer_for)
-                if kind == KIND_GOAWAY:
-                    self.close()
-                    why = from_wire(err) if err is not None else Unavailable("")
-                    raise _fail(error_for(why.code, f"connection to {self.addr} closed by the server: {why.message}"), SENT_NO_ANSWER)
-                if kind != KIND_RESPONSE:
-                    raise Corrupt(f"unexpected frame kind {kind} from {self.addr}")
+                self._expect_response(kind, err)
                 i = by_id.pop(req_id, None)
                 if i is not None:
                     out[i] = (_fail(from_wire(err), ANSWERED) if err is not None else None, body)
