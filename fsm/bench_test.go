@@ -413,8 +413,9 @@ func BenchmarkSnapshotWriteBacklog(b *testing.B) {
 // benchPutCommit is the entry a one-commit put of one replica proposes,
 // with a client session.
 func benchPutCommit() *PutCommit {
-	return &PutCommit{V: PutCommitV1, Key: "bench/1796312272678750542/00000042", Incarnation: api.ObjectIncarnation{High: 3, Low: 1 << 40},
-		Size: 4096, Replicas: localReplicas("seg-h1-0"), PutID: "0f9a3c2e-5d41-4b7a-9c1e-2a6b8d4f1e77",
+	return &PutCommit{V: PutCommitV1, PutCommitItem: PutCommitItem{
+		Key: "bench/1796312272678750542/00000042", Incarnation: api.ObjectIncarnation{High: 3, Low: 1 << 40},
+		Size: 4096, Replicas: localReplicas("seg-h1-0"), PutID: "0f9a3c2e-5d41-4b7a-9c1e-2a6b8d4f1e77"},
 		Session: api.Session{ClientID: benchClient(1), Seq: 42, Floor: 41}, Now: 1796312272678750542}
 }
 

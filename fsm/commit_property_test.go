@@ -87,7 +87,7 @@ func TestPropertyOneCommitPuts(t *testing.T) {
 				i := rng.IntN(len(grants))
 				g := grants[i]
 				grants = append(grants[:i], grants[i+1:]...)
-				r := apply(&PutCommit{Key: g.key, Incarnation: g.inc, Size: 1, Replicas: localReplicas(g.seg), Now: now}).(*PutEndResult)
+				r := apply(&PutCommit{PutCommitItem: PutCommitItem{Key: g.key, Incarnation: g.inc, Size: 1, Replicas: localReplicas(g.seg)}, Now: now}).(*PutEndResult)
 				if r.Err != nil {
 					continue
 				}

@@ -303,8 +303,8 @@ func (d *ddRunner) commitbatch(_ *testing.T, a ddArgs) string {
 }
 
 func (d *ddRunner) commit(_ *testing.T, a ddArgs) string {
-	return d.endPut(&PutCommit{Key: a.str("key"), Incarnation: d.inc(a.u64("inc")), Size: 10, Replicas: localReplicas(a.segs("segs")...),
-		PutID: "put-" + a.str("key"), IfAbsent: a.has("ifabsent"), Session: a.session(), Now: d.h.now + 1})
+	return d.endPut(&PutCommit{PutCommitItem: PutCommitItem{Key: a.str("key"), Incarnation: d.inc(a.u64("inc")), Size: 10, Replicas: localReplicas(a.segs("segs")...),
+		PutID: "put-" + a.str("key"), IfAbsent: a.has("ifabsent")}, Session: a.session(), Now: d.h.now + 1})
 }
 
 func (d *ddRunner) stats(*testing.T, ddArgs) string {
