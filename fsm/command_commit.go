@@ -70,12 +70,7 @@ type PutCommitItem struct {
 
 // PutCommitBatch commits many one-commit puts in one entry, each exactly
 // as a PutCommit, in order; a key named twice refuses the whole batch.
-type PutCommitBatch struct {
-	V       uint8           `msgpack:"v"`
-	Items   []PutCommitItem `msgpack:"items"`
-	Session api.Session     `msgpack:"sess,omitempty"`
-	Now     int64           `msgpack:"now"`
-}
+type PutCommitBatch PutBatch[PutCommitItem]
 
 func boundsPutCommitBatch(c *PutCommitBatch, b bounder) error {
 	return boundsBatch(b, c.Session, c.Items, func(it PutCommitItem) error {
