@@ -47,7 +47,7 @@ var benchReplicas = []api.ReplicaDescriptor{{Kind: api.ReplicaLocalDisk, Segment
 func (b *benchFSM) put(tb testing.TB, from, to int) {
 	for i := from; i < to; i++ {
 		k := benchKey(i)
-		r := b.apply(tb, &PutStart{Key: k, Size: 4096, Replicas: benchReplicas, Now: int64(i)}).(*PutStartResult)
+		r := b.apply(tb, &PutStart{PutStartItem: PutStartItem{Key: k, Size: 4096, Replicas: benchReplicas}, Now: int64(i)}).(*PutStartResult)
 		if r.Err != nil {
 			tb.Fatal(r.Err)
 		}
@@ -181,7 +181,7 @@ func BenchmarkHeapPerObject(b *testing.B) {
 				bf := newBenchFSM(b, DefaultRegistryCapacity)
 				for j := 0; j < n; j++ {
 					k := benchKey(j)
-					r := bf.apply(b, &PutStart{Key: k, Size: 4096, Replicas: benchReplicas, PutID: putID, Now: int64(j)}).(*PutStartResult)
+					r := bf.apply(b, &PutStart{PutStartItem: PutStartItem{Key: k, Size: 4096, Replicas: benchReplicas, PutID: putID}, Now: int64(j)}).(*PutStartResult)
 					bf.apply(b, &PutEnd{Key: k, Incarnation: r.Incarnation})
 				}
 				after := heapInUse()
@@ -327,7 +327,7 @@ func BenchmarkSnapshotPause(b *testing.B) {
 		for j := 0; j < 1000; j++ {
 			k := benchKey(next)
 			next++
-			r := timed(&PutStart{Key: k, Size: 1, Replicas: benchReplicas}).(*PutStartResult)
+			r := timed(&PutStart{PutStartItem: PutStartItem{Key: k, Size: 1, Replicas: benchReplicas}}).(*PutStartResult)
 			timed(&PutEnd{Key: k, Incarnation: r.Incarnation})
 		}
 		v.Release()

@@ -161,7 +161,7 @@ func TestEncodeRefusesFieldsOfALaterVersion(t *testing.T) {
 	for _, c := range []Command{
 		&Remove{V: RemoveV1, Keys: []string{"a"}, Session: api.Session{ClientID: "c", Seq: 1}},
 		&Remove{V: RemoveV1, Keys: []string{"a"}, IfInc: []api.ObjectIncarnation{{High: 1, Low: 2}}},
-		&PutStart{V: PutStartV1, Key: "a", Session: api.Session{ClientID: "c", Seq: 1}},
+		&PutStart{V: PutStartV1, PutStartItem: PutStartItem{Key: "a"}, Session: api.Session{ClientID: "c", Seq: 1}},
 		&EpochBegin{V: EpochBeginV1, GrantKey: make([]byte, api.GrantKeyLen)},
 		&MountLocalDisk{V: MountLocalDiskV1, ClientID: "c", Process: "p"},
 		&MountLocalDisk{V: MountLocalDiskV1, ClientID: "c", MarkerCluster: new(uint64)},
@@ -211,7 +211,8 @@ func sampleCommands() []Command {
 		&EpochBegin{Term: 3, LeaderID: "m1", LeaderAddr: "m1:7000", ClusterID: 7, Now: 1},
 		&MountLocalDisk{ClientID: "c1", Segment: "s1", Pool: "p", Capacity: 1 << 30, Capabilities: tombstoneCaps, Endpoint: "h:1", Now: 2},
 		&UnmountLocalDisk{Segment: "s1", Epoch: 4, Now: 3},
-		&PutStart{Key: "k", Tenant: "t", Size: 5, Replicas: append(localReplicas("s1"), api.ReplicaDescriptor{Kind: api.ReplicaDFS, DFS: &api.DFSDescriptor{Allocator: "bucket", Path: "b/1", UnitID: 1, Offset: 4096, Size: 5, AlignedSize: 4096}}), PutID: "p1", IfAbsent: true, Now: 4},
+		&PutStart{PutStartItem: PutStartItem{Key: "k", Tenant: "t", Size: 5, Replicas: append(localReplicas("s1"), api.ReplicaDescriptor{Kind: api.ReplicaDFS, DFS: &api.DFSDescriptor{Allocator: "bucket", Path: "b/1", UnitID: 1, Offset: 4096, Size: 5, AlignedSize: 4096}}),
+			PutID: "p1", IfAbsent: true}, Now: 4},
 		&PutEnd{Key: "k", Incarnation: inc, Now: 5},
 		&PutRevoke{Key: "k", Incarnation: inc, Now: 6},
 		&Remove{Keys: []string{"a", "b", "a"}, Now: 7},
@@ -241,7 +242,7 @@ func sampleCommands() []Command {
 		&EpochBegin{Term: 3, LeaderID: "m1", ClusterID: 7, GrantKey: bytes.Repeat([]byte{7}, api.GrantKeyLen), Now: 19},
 		&MountLocalDisk{ClientID: "c1", Segment: "s1", Process: "proc-1", Now: 20},
 		&MountLocalDisk{ClientID: "c1", Segment: "s1", Process: "proc-1", MarkerCluster: new(uint64), Now: 20},
-		&PutStart{Key: "k", Size: 5, Replicas: localReplicas("s1"), Session: sess, Now: 21},
+		&PutStart{PutStartItem: PutStartItem{Key: "k", Size: 5, Replicas: localReplicas("s1")}, Session: sess, Now: 21},
 		&PutEnd{Key: "k", Incarnation: inc, Session: sess, Now: 22},
 		&PutRevoke{Key: "k", Incarnation: inc, Session: sess, Now: 23},
 		&Remove{Keys: []string{"a", "b"}, IfInc: []api.ObjectIncarnation{inc, {}}, Session: sess, Now: 24},
@@ -249,7 +250,7 @@ func sampleCommands() []Command {
 		&PutStartBatch{Items: []PutStartItem{{Key: "a", Replicas: localReplicas("s1")}}, Session: sess, Now: 26},
 		&PutEndBatch{Items: []PutEndItem{{Key: "a", Incarnation: inc}}, Session: sess, Now: 27},
 		&Remove{V: RemoveV1, Keys: []string{"a"}, Now: 28},
-		&PutStart{V: PutStartV1, Key: "k", Size: 5, Replicas: localReplicas("s1"), Now: 29},
+		&PutStart{V: PutStartV1, PutStartItem: PutStartItem{Key: "k", Size: 5, Replicas: localReplicas("s1")}, Now: 29},
 		&EpochBegin{V: EpochBeginV1, Term: 3, LeaderID: "m1", ClusterID: 7, Now: 30},
 	}
 }

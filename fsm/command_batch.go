@@ -23,7 +23,7 @@ const (
 // replicas, and one entry must stay small enough to replicate quickly.
 const MaxBatchPutItems = api.MaxBatchPutItems
 
-// PutStartItem is one object of a PutStartBatch: PutStart without V and Now.
+// PutStartItem is one object of a PutStartBatch, and a PutStart's body.
 type PutStartItem struct {
 	Key      string                  `msgpack:"key"`
 	Tenant   string                  `msgpack:"tenant"`

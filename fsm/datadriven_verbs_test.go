@@ -52,8 +52,8 @@ func (d *ddRunner) unmount(_ *testing.T, a ddArgs) string {
 
 func (d *ddRunner) putstart(_ *testing.T, a ddArgs) string {
 	h := d.h
-	r := h.apply(&PutStart{Key: a.str("key"), Size: 10, Replicas: localReplicas(a.segs("segs")...), PutID: "put-" + a.str("key"),
-		IfAbsent: a.has("ifabsent"), Session: a.session(), Now: h.now}).(*PutStartResult)
+	r := h.apply(&PutStart{PutStartItem: PutStartItem{Key: a.str("key"), Size: 10, Replicas: localReplicas(a.segs("segs")...),
+		PutID: "put-" + a.str("key"), IfAbsent: a.has("ifabsent")}, Session: a.session(), Now: h.now}).(*PutStartResult)
 	if r.Err != nil {
 		return fmtErr(r.Err) + fmtDup(r.Duplicate)
 	}

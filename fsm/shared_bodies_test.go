@@ -8,9 +8,9 @@ import (
 )
 
 // TestSharedBodiesKeepTheirBytes pins the entries of the bodies that share
-// a definition (PutCommit embedding PutCommitItem, the PutBatch commands,
-// DropTombstoned on DropReplicas): each encodes to the bytes its fields
-// written out one by one encoded to, so a log written before still
+// a definition (PutStart and PutCommit embedding their items, the PutBatch
+// commands, DropTombstoned on DropReplicas): each encodes to the bytes its
+// fields written out one by one encoded to, so a log written before still
 // decodes and a follower of either build writes the same entries.
 func TestSharedBodiesKeepTheirBytes(t *testing.T) {
 	inc := api.ObjectIncarnation{High: 3, Low: 9}
@@ -22,6 +22,10 @@ func TestSharedBodiesKeepTheirBytes(t *testing.T) {
 	}{
 		{&PutCommit{PutCommitItem: PutCommitItem{Key: "k", Incarnation: inc, Tenant: "t", Size: 5, Replicas: reps, PutID: "id", IfAbsent: true}, Session: sess, Now: 77},
 			"1d8aa176cc01a36b6579a16ba3696e6382a168cf0000000000000003a16ccf0000000000000009a674656e616e74a174a473697a65d30000000000000005a87265706c696361739183a46b696e64cc01a3736567a27331a4706f6f6ca170a67075745f6964a26964a969665f616273656e74c3a47365737383a6636c69656e74a163a3736571cf0000000000000004a5666c6f6f72cf0000000000000002a36e6f77d3000000000000004d"},
+		{&PutStart{PutStartItem: PutStartItem{Key: "k", Tenant: "t", Size: 5, Replicas: reps, PutID: "id", IfAbsent: true}, Session: sess, Now: 8},
+			"0489a176cc02a36b6579a16ba674656e616e74a174a473697a65d30000000000000005a87265706c696361739183a46b696e64cc01a3736567a27331a4706f6f6ca170a67075745f6964a26964a969665f616273656e74c3a47365737383a6636c69656e74a163a3736571cf0000000000000004a5666c6f6f72cf0000000000000002a36e6f77d30000000000000008"},
+		{&PutStart{V: PutStartV1, PutStartItem: PutStartItem{Key: "k"}},
+			"0488a176cc01a36b6579a16ba674656e616e74a0a473697a65d30000000000000000a87265706c69636173c0a67075745f6964a0a969665f616273656e74c2a36e6f77d30000000000000000"},
 		{&PutStartBatch{Items: []PutStartItem{{Key: "a", Tenant: "t", Size: 1, Replicas: reps, PutID: "x", IfAbsent: true}, {Key: "b"}}, Session: sess, Now: 9},
 			"1184a176cc02a56974656d739286a36b6579a161a674656e616e74a174a473697a65d30000000000000001a87265706c696361739183a46b696e64cc01a3736567a27331a4706f6f6ca170a67075745f6964a178a969665f616273656e74c386a36b6579a162a674656e616e74a0a473697a65d30000000000000000a87265706c69636173c0a67075745f6964a0a969665f616273656e74c2a47365737383a6636c69656e74a163a3736571cf0000000000000004a5666c6f6f72cf0000000000000002a36e6f77d30000000000000009"},
 		{&PutStartBatch{V: PutStartBatchV1, Items: []PutStartItem{{Key: "a"}}},
