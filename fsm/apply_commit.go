@@ -185,8 +185,7 @@ func (st *state) applyPutCommitBatch(c *PutCommitBatch) *PutEndBatchResult {
 	}
 	out := &PutEndBatchResult{Items: make([]PutEndResult, len(c.Items))}
 	for i, it := range c.Items {
-		out.Items[i] = *st.applyPutCommit(&PutCommit{V: PutCommitV1, Key: it.Key, Incarnation: it.Incarnation, Tenant: it.Tenant,
-			Size: it.Size, Replicas: it.Replicas, PutID: it.PutID, IfAbsent: it.IfAbsent, Now: c.Now})
+		out.Items[i] = *st.applyPutCommit(&PutCommit{V: PutCommitV1, PutCommitItem: it, Now: c.Now})
 	}
 	return out
 }

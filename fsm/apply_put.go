@@ -63,15 +63,14 @@ func (st *state) validReplicas(rs []api.ReplicaDescriptor) *api.Error {
 // applyPutStart creates a PENDING incarnation {cluster id, index}. Reads
 // keep returning the key's COMPLETE incarnation until PutEnd.
 func (st *state) applyPutStart(index uint64, c *PutStart) *PutStartResult {
-	it := PutStartItem{Key: c.Key, Tenant: c.Tenant, Size: c.Size, Replicas: c.Replicas, PutID: c.PutID, IfAbsent: c.IfAbsent}
-	if err := st.checkPutStart(&it); err != nil {
+	if err := st.checkPutStart(&c.PutStartItem); err != nil {
 		return &PutStartResult{Err: err}
 	}
 	replicas, aerr := st.allocateDFS(c.Key, c.Size, c.Replicas, c.Now)
 	if aerr != nil {
 		return &PutStartResult{Err: aerr}
 	}
-	return st.recordPending(index, &it, replicas, c.Now)
+	return st.recordPending(index, &c.PutStartItem, replicas, c.Now)
 }
 
 // checkPutStart is every check of a PutStart except the DFS allocation.

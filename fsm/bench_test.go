@@ -47,7 +47,7 @@ var benchReplicas = []api.ReplicaDescriptor{{Kind: api.ReplicaLocalDisk, Segment
 func (b *benchFSM) put(tb testing.TB, from, to int) {
 	for i := from; i < to; i++ {
 		k := benchKey(i)
-		r := b.apply(tb, &PutStart{Key: k, Size: 4096, Replicas: benchReplicas, Now: int64(i)}).(*PutStartResult)
+		r := b.apply(tb, &PutStart{PutStartItem: PutStartItem{Key: k, Size: 4096, Replicas: benchReplicas}, Now: int64(i)}).(*PutStartResult)
 		if r.Err != nil {
 			tb.Fatal(r.Err)
 		}
@@ -181,7 +181,7 @@ func BenchmarkHeapPerObject(b *testing.B) {
 				bf := newBenchFSM(b, DefaultRegistryCapacity)
 				for j := 0; j < n; j++ {
 					k := benchKey(j)
-					r := bf.apply(b, &PutStart{Key: k, Size: 4096, Replicas: benchReplicas, PutID: putID, Now: int64(j)}).(*PutStartResult)
+					r := bf.apply(b, &PutStart{PutStartItem: PutStartItem{Key: k, Size: 4096, Replicas: benchReplicas, PutID: putID}, Now: int64(j)}).(*PutStartResult)
 					bf.apply(b, &PutEnd{Key: k, Incarnation: r.Incarnation})
 				}
 				after := heapInUse()
@@ -327,7 +327,7 @@ func BenchmarkSnapshotPause(b *testing.B) {
 		for j := 0; j < 1000; j++ {
 			k := benchKey(next)
 			next++
-			r := timed(&PutStart{Key: k, Size: 1, Replicas: benchReplicas}).(*PutStartResult)
+			r := timed(&PutStart{PutStartItem: PutStartItem{Key: k, Size: 1, Replicas: benchReplicas}}).(*PutStartResult)
 			timed(&PutEnd{Key: k, Incarnation: r.Incarnation})
 		}
 		v.Release()
@@ -413,8 +413,9 @@ func BenchmarkSnapshotWriteBacklog(b *testing.B) {
 // benchPutCommit is the entry a one-commit put of one replica proposes,
 // with a client session.
 func benchPutCommit() *PutCommit {
-	return &PutCommit{V: PutCommitV1, Key: "bench/1796312272678750542/00000042", Incarnation: api.ObjectIncarnation{High: 3, Low: 1 << 40},
-		Size: 4096, Replicas: localReplicas("seg-h1-0"), PutID: "0f9a3c2e-5d41-4b7a-9c1e-2a6b8d4f1e77",
+	return &PutCommit{V: PutCommitV1, PutCommitItem: PutCommitItem{
+		Key: "bench/1796312272678750542/00000042", Incarnation: api.ObjectIncarnation{High: 3, Low: 1 << 40},
+		Size: 4096, Replicas: localReplicas("seg-h1-0"), PutID: "0f9a3c2e-5d41-4b7a-9c1e-2a6b8d4f1e77"},
 		Session: api.Session{ClientID: benchClient(1), Seq: 42, Floor: 41}, Now: 1796312272678750542}
 }
 

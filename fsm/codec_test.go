@@ -161,7 +161,7 @@ func TestEncodeRefusesFieldsOfALaterVersion(t *testing.T) {
 	for _, c := range []Command{
 		&Remove{V: RemoveV1, Keys: []string{"a"}, Session: api.Session{ClientID: "c", Seq: 1}},
 		&Remove{V: RemoveV1, Keys: []string{"a"}, IfInc: []api.ObjectIncarnation{{High: 1, Low: 2}}},
-		&PutStart{V: PutStartV1, Key: "a", Session: api.Session{ClientID: "c", Seq: 1}},
+		&PutStart{V: PutStartV1, PutStartItem: PutStartItem{Key: "a"}, Session: api.Session{ClientID: "c", Seq: 1}},
 		&EpochBegin{V: EpochBeginV1, GrantKey: make([]byte, api.GrantKeyLen)},
 		&MountLocalDisk{V: MountLocalDiskV1, ClientID: "c", Process: "p"},
 		&MountLocalDisk{V: MountLocalDiskV1, ClientID: "c", MarkerCluster: new(uint64)},
@@ -211,7 +211,8 @@ func sampleCommands() []Command {
 		&EpochBegin{Term: 3, LeaderID: "m1", LeaderAddr: "m1:7000", ClusterID: 7, Now: 1},
 		&MountLocalDisk{ClientID: "c1", Segment: "s1", Pool: "p", Capacity: 1 << 30, Capabilities: tombstoneCaps, Endpoint: "h:1", Now: 2},
 		&UnmountLocalDisk{Segment: "s1", Epoch: 4, Now: 3},
-		&PutStart{Key: "k", Tenant: "t", Size: 5, Replicas: append(localReplicas("s1"), api.ReplicaDescriptor{Kind: api.ReplicaDFS, DFS: &api.DFSDescriptor{Allocator: "bucket", Path: "b/1", UnitID: 1, Offset: 4096, Size: 5, AlignedSize: 4096}}), PutID: "p1", IfAbsent: true, Now: 4},
+		&PutStart{PutStartItem: PutStartItem{Key: "k", Tenant: "t", Size: 5, Replicas: append(localReplicas("s1"), api.ReplicaDescriptor{Kind: api.ReplicaDFS, DFS: &api.DFSDescriptor{Allocator: "bucket", Path: "b/1", UnitID: 1, Offset: 4096, Size: 5, AlignedSize: 4096}}),
+			PutID: "p1", IfAbsent: true}, Now: 4},
 		&PutEnd{Key: "k", Incarnation: inc, Now: 5},
 		&PutRevoke{Key: "k", Incarnation: inc, Now: 6},
 		&Remove{Keys: []string{"a", "b", "a"}, Now: 7},
@@ -235,13 +236,13 @@ func sampleCommands() []Command {
 		&RebuildAdopt{ClusterID: 7, Objects: []RebuildObject{{Key: "k", Tenant: "t", Size: 3, Incarnation: inc, Replicas: localReplicas("s1")}},
 			Deletes: []RebuildDelete{{Segment: "s2", Key: "k", Tenant: "t", Incarnation: api.ObjectIncarnation{High: 7, Low: 40}}}, Now: 21},
 		&RebuildClose{ClusterID: 7, Now: 22},
-		&PutCommit{Key: "k", Incarnation: inc, Tenant: "t", Size: 5, Replicas: localReplicas("s1"), PutID: "p1", IfAbsent: true, Session: sess, Now: 23},
-		&PutCommit{Key: "k", Incarnation: inc, Size: 5, Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaDFS, DFS: &api.DFSDescriptor{Allocator: "bucket", Path: "b/1", UnitID: 1, Offset: 4096, Size: 5, AlignedSize: 4096}}}, Now: 24},
+		&PutCommit{PutCommitItem: PutCommitItem{Key: "k", Incarnation: inc, Tenant: "t", Size: 5, Replicas: localReplicas("s1"), PutID: "p1", IfAbsent: true}, Session: sess, Now: 23},
+		&PutCommit{PutCommitItem: PutCommitItem{Key: "k", Incarnation: inc, Size: 5, Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaDFS, DFS: &api.DFSDescriptor{Allocator: "bucket", Path: "b/1", UnitID: 1, Offset: 4096, Size: 5, AlignedSize: 4096}}}}, Now: 24},
 		// Version 2 fields, and version 1 bodies, which still decode.
 		&EpochBegin{Term: 3, LeaderID: "m1", ClusterID: 7, GrantKey: bytes.Repeat([]byte{7}, api.GrantKeyLen), Now: 19},
 		&MountLocalDisk{ClientID: "c1", Segment: "s1", Process: "proc-1", Now: 20},
 		&MountLocalDisk{ClientID: "c1", Segment: "s1", Process: "proc-1", MarkerCluster: new(uint64), Now: 20},
-		&PutStart{Key: "k", Size: 5, Replicas: localReplicas("s1"), Session: sess, Now: 21},
+		&PutStart{PutStartItem: PutStartItem{Key: "k", Size: 5, Replicas: localReplicas("s1")}, Session: sess, Now: 21},
 		&PutEnd{Key: "k", Incarnation: inc, Session: sess, Now: 22},
 		&PutRevoke{Key: "k", Incarnation: inc, Session: sess, Now: 23},
 		&Remove{Keys: []string{"a", "b"}, IfInc: []api.ObjectIncarnation{inc, {}}, Session: sess, Now: 24},
@@ -249,7 +250,7 @@ func sampleCommands() []Command {
 		&PutStartBatch{Items: []PutStartItem{{Key: "a", Replicas: localReplicas("s1")}}, Session: sess, Now: 26},
 		&PutEndBatch{Items: []PutEndItem{{Key: "a", Incarnation: inc}}, Session: sess, Now: 27},
 		&Remove{V: RemoveV1, Keys: []string{"a"}, Now: 28},
-		&PutStart{V: PutStartV1, Key: "k", Size: 5, Replicas: localReplicas("s1"), Now: 29},
+		&PutStart{V: PutStartV1, PutStartItem: PutStartItem{Key: "k", Size: 5, Replicas: localReplicas("s1")}, Now: 29},
 		&EpochBegin{V: EpochBeginV1, Term: 3, LeaderID: "m1", ClusterID: 7, Now: 30},
 	}
 }
@@ -333,12 +334,12 @@ func TestFastEncodersMatch(t *testing.T) {
 	dfs := api.ReplicaDescriptor{Kind: api.ReplicaDFS, DFS: &api.DFSDescriptor{Allocator: "shard", Path: "p", UnitID: 1 << 33, Offset: -1, Size: 1 << 40, AlignedSize: 4096}}
 	cmds := append(sampleCommands(),
 		&PutCommit{},
-		&PutCommit{Key: "k", Incarnation: inc, Replicas: []api.ReplicaDescriptor{}, Now: -5},
-		&PutCommit{Key: "k", Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaLocalDisk}, {Kind: api.ReplicaLocalDisk, Pool: "p"}, dfs}, Size: -1},
-		&PutCommit{Key: "k", Session: api.Session{ClientID: "c"}, Now: 1 << 62},
-		&PutCommit{Key: "k", Session: api.Session{ClientID: "c", Floor: 200}},
-		&PutCommit{Key: "k", Session: api.Session{Seq: 9, Floor: 8}}, // no client: no session, omitted
-		&PutCommit{V: 200, Key: "k", IfAbsent: true, PutID: strings.Repeat("x", 200), Tenant: "t"},
+		&PutCommit{PutCommitItem: PutCommitItem{Key: "k", Incarnation: inc, Replicas: []api.ReplicaDescriptor{}}, Now: -5},
+		&PutCommit{PutCommitItem: PutCommitItem{Key: "k", Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaLocalDisk}, {Kind: api.ReplicaLocalDisk, Pool: "p"}, dfs}, Size: -1}},
+		&PutCommit{PutCommitItem: PutCommitItem{Key: "k"}, Session: api.Session{ClientID: "c"}, Now: 1 << 62},
+		&PutCommit{PutCommitItem: PutCommitItem{Key: "k"}, Session: api.Session{ClientID: "c", Floor: 200}},
+		&PutCommit{PutCommitItem: PutCommitItem{Key: "k"}, Session: api.Session{Seq: 9, Floor: 8}}, // no client: no session, omitted
+		&PutCommit{V: 200, PutCommitItem: PutCommitItem{Key: "k", IfAbsent: true, PutID: strings.Repeat("x", 200), Tenant: "t"}},
 	)
 	for _, c := range cmds {
 		if _, ok := c.(*PutCommit); ok && c.(*PutCommit).V == 200 {

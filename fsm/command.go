@@ -112,17 +112,14 @@ type UnmountLocalDisk struct {
 	Now     int64         `msgpack:"now"`
 }
 
-// PutStart creates a PENDING incarnation with leader-chosen replicas.
+// PutStart creates a PENDING incarnation with leader-chosen replicas. Its
+// body is a PutStartItem's fields between V and Session (the encoder
+// inlines the embedded item).
 type PutStart struct {
-	V        uint8                   `msgpack:"v"`
-	Key      string                  `msgpack:"key"`
-	Tenant   string                  `msgpack:"tenant"`
-	Size     int64                   `msgpack:"size"`
-	Replicas []api.ReplicaDescriptor `msgpack:"replicas"`
-	PutID    string                  `msgpack:"put_id"`
-	IfAbsent bool                    `msgpack:"if_absent"`
-	Session  api.Session             `msgpack:"sess,omitempty"` // v2
-	Now      int64                   `msgpack:"now"`
+	V uint8 `msgpack:"v"`
+	PutStartItem
+	Session api.Session `msgpack:"sess,omitempty"` // v2
+	Now     int64       `msgpack:"now"`
 }
 
 // PutEnd completes a PENDING incarnation.

@@ -23,7 +23,7 @@ const (
 // replicas, and one entry must stay small enough to replicate quickly.
 const MaxBatchPutItems = api.MaxBatchPutItems
 
-// PutStartItem is one object of a PutStartBatch: PutStart without V and Now.
+// PutStartItem is one object of a PutStartBatch, and a PutStart's body.
 type PutStartItem struct {
 	Key      string                  `msgpack:"key"`
 	Tenant   string                  `msgpack:"tenant"`
@@ -33,16 +33,22 @@ type PutStartItem struct {
 	IfAbsent bool                    `msgpack:"if_absent"`
 }
 
+// PutBatch is the body of the batch put commands (PutStartBatch,
+// PutEndBatch, PutCommitBatch): their items in order, under the client's
+// one session for the whole batch (v2 of PutStartBatch and PutEndBatch;
+// every PutCommitBatch), at the leader's time.
+type PutBatch[T any] struct {
+	V       uint8       `msgpack:"v"`
+	Items   []T         `msgpack:"items"`
+	Session api.Session `msgpack:"sess,omitempty"`
+	Now     int64       `msgpack:"now"`
+}
+
 // PutStartBatch starts many puts in one entry. Every item that starts gets
 // the incarnation {cluster id, this entry's index}: an incarnation must be
 // unique and ordered per key only, and a batch holds each key at most once
 // (a batch naming a key twice is refused whole, INVALID_PARAMS).
-type PutStartBatch struct {
-	V       uint8          `msgpack:"v"`
-	Items   []PutStartItem `msgpack:"items"`
-	Session api.Session    `msgpack:"sess,omitempty"` // v2
-	Now     int64          `msgpack:"now"`
-}
+type PutStartBatch PutBatch[PutStartItem]
 
 // PutEndItem is one PutEnd of a PutEndBatch.
 type PutEndItem struct {
@@ -52,12 +58,7 @@ type PutEndItem struct {
 
 // PutEndBatch completes many pending puts in one entry, each exactly as a
 // PutEnd of its own, in item order.
-type PutEndBatch struct {
-	V       uint8        `msgpack:"v"`
-	Items   []PutEndItem `msgpack:"items"`
-	Session api.Session  `msgpack:"sess,omitempty"` // v2
-	Now     int64        `msgpack:"now"`
-}
+type PutEndBatch PutBatch[PutEndItem]
 
 // PutStartBatchResult answers PutStartBatch: Err refuses the whole batch
 // (nothing changed); otherwise Items has one result per item, in order.

@@ -47,21 +47,17 @@ type ReserveIncarnations struct {
 
 // PutCommit makes a LOCAL_DISK put whose bytes are written the key's
 // COMPLETE incarnation in one entry: PutStart and PutEnd together, with
-// the incarnation taken from a reserved block.
+// the incarnation taken from a reserved block. Its body is a
+// PutCommitItem's fields between V and Session (the encoder inlines the
+// embedded item, so the entry is the same map as with the fields listed).
 type PutCommit struct {
-	V           uint8                   `msgpack:"v"`
-	Key         string                  `msgpack:"key"`
-	Incarnation api.ObjectIncarnation   `msgpack:"inc"`
-	Tenant      string                  `msgpack:"tenant"`
-	Size        int64                   `msgpack:"size"`
-	Replicas    []api.ReplicaDescriptor `msgpack:"replicas"`
-	PutID       string                  `msgpack:"put_id"`
-	IfAbsent    bool                    `msgpack:"if_absent"`
-	Session     api.Session             `msgpack:"sess,omitempty"`
-	Now         int64                   `msgpack:"now"`
+	V uint8 `msgpack:"v"`
+	PutCommitItem
+	Session api.Session `msgpack:"sess,omitempty"`
+	Now     int64       `msgpack:"now"`
 }
 
-// PutCommitItem is one put of a PutCommitBatch.
+// PutCommitItem is one put of a PutCommitBatch, and a PutCommit's body.
 type PutCommitItem struct {
 	Key         string                  `msgpack:"key"`
 	Incarnation api.ObjectIncarnation   `msgpack:"inc"`
@@ -74,12 +70,7 @@ type PutCommitItem struct {
 
 // PutCommitBatch commits many one-commit puts in one entry, each exactly
 // as a PutCommit, in order; a key named twice refuses the whole batch.
-type PutCommitBatch struct {
-	V       uint8           `msgpack:"v"`
-	Items   []PutCommitItem `msgpack:"items"`
-	Session api.Session     `msgpack:"sess,omitempty"`
-	Now     int64           `msgpack:"now"`
-}
+type PutCommitBatch PutBatch[PutCommitItem]
 
 func boundsPutCommitBatch(c *PutCommitBatch, b bounder) error {
 	return boundsBatch(b, c.Session, c.Items, func(it PutCommitItem) error {

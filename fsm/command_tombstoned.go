@@ -16,17 +16,12 @@ const DropTombstonedV1 uint8 = 1
 // conditional on its incarnation: a key whose COMPLETE incarnation is not
 // the named one (a newer put replaced it) is left alone. An object left
 // with no replica is gone; no delete task is created, the bytes are dead
-// on the holder already.
-type DropTombstoned struct {
-	V       uint8           `msgpack:"v"`
-	Segment api.SegmentID   `msgpack:"seg"`
-	Epoch   uint64          `msgpack:"epoch"`
-	Refs    []api.ObjectRef `msgpack:"refs"`
-	Now     int64           `msgpack:"now"`
-}
+// on the holder already. Its body is DropReplicas': a segment's refs
+// under the holder's mount epoch.
+type DropTombstoned DropReplicas
 
 func boundsDropTombstoned(c *DropTombstoned, b bounder) error {
-	return boundsSegmentRefs(b, c.Segment, c.Refs)
+	return boundsDropReplicas((*DropReplicas)(c), b)
 }
 
 // DropTombstonedResult answers DropTombstoned: the refs whose replica on

@@ -87,7 +87,7 @@ func TestPropertyOneCommitPuts(t *testing.T) {
 				i := rng.IntN(len(grants))
 				g := grants[i]
 				grants = append(grants[:i], grants[i+1:]...)
-				r := apply(&PutCommit{Key: g.key, Incarnation: g.inc, Size: 1, Replicas: localReplicas(g.seg), Now: now}).(*PutEndResult)
+				r := apply(&PutCommit{PutCommitItem: PutCommitItem{Key: g.key, Incarnation: g.inc, Size: 1, Replicas: localReplicas(g.seg)}, Now: now}).(*PutEndResult)
 				if r.Err != nil {
 					continue
 				}
@@ -103,7 +103,7 @@ func TestPropertyOneCommitPuts(t *testing.T) {
 				acked[ref] = true
 			case 3: // a PutStart/PutEnd put
 				k, s := keys[rng.IntN(len(keys))], segs[rng.IntN(len(segs))]
-				r := apply(&PutStart{Key: k, Size: 1, Replicas: localReplicas(s), Now: now}).(*PutStartResult)
+				r := apply(&PutStart{PutStartItem: PutStartItem{Key: k, Size: 1, Replicas: localReplicas(s)}, Now: now}).(*PutStartResult)
 				if r.Err != nil {
 					continue
 				}

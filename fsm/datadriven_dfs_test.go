@@ -91,7 +91,8 @@ func (d *ddRunner) applyDFS(cmd Command) string {
 
 // startDFS applies the PutStart of a DFS-only object.
 func (d *ddRunner) startDFS(a ddArgs) *PutStartResult {
-	return d.h.apply(&PutStart{Key: a.str("key"), Size: a.i64("size"), Replicas: dfsReplica(), PutID: "put-" + a.str("key"), Now: d.h.now}).(*PutStartResult)
+	return d.h.apply(&PutStart{PutStartItem: PutStartItem{Key: a.str("key"), Size: a.i64("size"), Replicas: dfsReplica(), PutID: "put-" + a.str("key")},
+		Now: d.h.now}).(*PutStartResult)
 }
 
 func (d *ddRunner) dfsput(_ *testing.T, a ddArgs) string {

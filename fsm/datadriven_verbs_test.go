@@ -52,8 +52,8 @@ func (d *ddRunner) unmount(_ *testing.T, a ddArgs) string {
 
 func (d *ddRunner) putstart(_ *testing.T, a ddArgs) string {
 	h := d.h
-	r := h.apply(&PutStart{Key: a.str("key"), Size: 10, Replicas: localReplicas(a.segs("segs")...), PutID: "put-" + a.str("key"),
-		IfAbsent: a.has("ifabsent"), Session: a.session(), Now: h.now}).(*PutStartResult)
+	r := h.apply(&PutStart{PutStartItem: PutStartItem{Key: a.str("key"), Size: 10, Replicas: localReplicas(a.segs("segs")...),
+		PutID: "put-" + a.str("key"), IfAbsent: a.has("ifabsent")}, Session: a.session(), Now: h.now}).(*PutStartResult)
 	if r.Err != nil {
 		return fmtErr(r.Err) + fmtDup(r.Duplicate)
 	}
@@ -303,8 +303,8 @@ func (d *ddRunner) commitbatch(_ *testing.T, a ddArgs) string {
 }
 
 func (d *ddRunner) commit(_ *testing.T, a ddArgs) string {
-	return d.endPut(&PutCommit{Key: a.str("key"), Incarnation: d.inc(a.u64("inc")), Size: 10, Replicas: localReplicas(a.segs("segs")...),
-		PutID: "put-" + a.str("key"), IfAbsent: a.has("ifabsent"), Session: a.session(), Now: d.h.now + 1})
+	return d.endPut(&PutCommit{PutCommitItem: PutCommitItem{Key: a.str("key"), Incarnation: d.inc(a.u64("inc")), Size: 10, Replicas: localReplicas(a.segs("segs")...),
+		PutID: "put-" + a.str("key"), IfAbsent: a.has("ifabsent")}, Session: a.session(), Now: d.h.now + 1})
 }
 
 func (d *ddRunner) stats(*testing.T, ddArgs) string {

@@ -27,7 +27,7 @@ func BenchmarkApplyDFSPutCycle(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				k := keys[i%len(keys)]
-				r := h.apply(&PutStart{Key: k, Size: 16 << 10, Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaDFS}}, Now: h.now}).(*PutStartResult)
+				r := h.apply(&PutStart{PutStartItem: PutStartItem{Key: k, Size: 16 << 10, Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaDFS}}}, Now: h.now}).(*PutStartResult)
 				if r.Err != nil {
 					b.Fatal(r.Err)
 				}

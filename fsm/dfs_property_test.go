@@ -43,8 +43,8 @@ func TestDFSRandomSequencesDeterministicAndDisjoint(t *testing.T) {
 					case op < 4:
 						size := int64(rng.IntN(9000))
 						var res *PutStartResult
-						ra := a.apply(&PutStart{Key: key, Size: size, Replicas: dfsReplica(), Now: a.now}).(*PutStartResult)
-						res = b.apply(&PutStart{Key: key, Size: size, Replicas: dfsReplica(), Now: b.now}).(*PutStartResult)
+						ra := a.apply(&PutStart{PutStartItem: PutStartItem{Key: key, Size: size, Replicas: dfsReplica()}, Now: a.now}).(*PutStartResult)
+						res = b.apply(&PutStart{PutStartItem: PutStartItem{Key: key, Size: size, Replicas: dfsReplica()}, Now: b.now}).(*PutStartResult)
 						if !reflect.DeepEqual(ra, res) {
 							t.Fatalf("put start differs")
 						}

@@ -34,7 +34,7 @@ func dfsReplica() []api.ReplicaDescriptor {
 // dfsPut writes a COMPLETE DFS-only incarnation and returns its descriptor.
 func (h *harness) dfsPut(key string, size int64) api.DFSDescriptor {
 	h.t.Helper()
-	s := h.apply(&PutStart{Key: key, Size: size, Replicas: dfsReplica(), Now: h.now}).(*PutStartResult)
+	s := h.apply(&PutStart{PutStartItem: PutStartItem{Key: key, Size: size, Replicas: dfsReplica()}, Now: h.now}).(*PutStartResult)
 	if s.Err != nil {
 		h.t.Fatalf("put start %q: %v", key, s.Err)
 	}
@@ -68,13 +68,13 @@ func (h *harness) dfsMarked() {
 func TestDFSPutRefusedWithoutConfiguration(t *testing.T) {
 	h := newHarness(t, 100)
 	h.epoch(7)
-	r := h.apply(&PutStart{Key: "k", Size: 5, Replicas: dfsReplica(), Now: h.now}).(*PutStartResult)
+	r := h.apply(&PutStart{PutStartItem: PutStartItem{Key: "k", Size: 5, Replicas: dfsReplica()}, Now: h.now}).(*PutStartResult)
 	if codeOf(r.Err) != api.CodeInvalidParams || h.f.Exists("k") {
 		t.Fatalf("DFS put without configuration: %v", r.Err)
 	}
 	h.dfsConfigure(dfsalloc.KindShard)
 	withDesc := []api.ReplicaDescriptor{{Kind: api.ReplicaDFS, DFS: &api.DFSDescriptor{Allocator: "shard", Path: "dfs_shard_00.data", Size: 5, AlignedSize: 4096}}}
-	r = h.apply(&PutStart{Key: "k", Size: 5, Replicas: withDesc, Now: h.now}).(*PutStartResult)
+	r = h.apply(&PutStart{PutStartItem: PutStartItem{Key: "k", Size: 5, Replicas: withDesc}, Now: h.now}).(*PutStartResult)
 	if codeOf(r.Err) != api.CodeInvalidParams {
 		t.Fatalf("DFS put with a caller-chosen descriptor: %v, want INVALID_PARAMS", r.Err)
 	}
@@ -114,7 +114,7 @@ func TestDFSBucketOverwriteAndRevokeNeverReuse(t *testing.T) {
 	h.dfsConfigure(dfsalloc.KindBucket)
 	d1 := h.dfsPut("k", 100)
 	d2 := h.dfsPut("k", 100) // overwrite: d1 becomes a tombstone
-	s := h.apply(&PutStart{Key: "k", Size: 100, Replicas: dfsReplica(), Now: h.now}).(*PutStartResult)
+	s := h.apply(&PutStart{PutStartItem: PutStartItem{Key: "k", Size: 100, Replicas: dfsReplica()}, Now: h.now}).(*PutStartResult)
 	if r := h.revoke("k", s.Incarnation); r.Err != nil {
 		t.Fatal(r.Err)
 	}
@@ -256,9 +256,9 @@ func TestDFSEvictionSkipsObjectWithPutInFlight(t *testing.T) {
 	// A new put of every planned key is now in flight: nothing may go.
 	for _, c := range plan.Candidates {
 		for _, e := range c.Entries {
-			h.apply(&PutStart{Key: e.Key, Size: 1, Replicas: localReplicas(), Now: h.now})
+			h.apply(&PutStart{PutStartItem: PutStartItem{Key: e.Key, Size: 1, Replicas: localReplicas()}, Now: h.now})
 			h.apply(&MountLocalDisk{ClientID: "c", Segment: "s", Pool: "p", Capacity: 1 << 30, Endpoint: "e", Now: h.now})
-			if r := h.apply(&PutStart{Key: e.Key, Size: 1, Replicas: localReplicas("s"), Now: h.now}).(*PutStartResult); r.Err != nil {
+			if r := h.apply(&PutStart{PutStartItem: PutStartItem{Key: e.Key, Size: 1, Replicas: localReplicas("s")}, Now: h.now}).(*PutStartResult); r.Err != nil {
 				t.Fatal(r.Err)
 			}
 		}
@@ -352,7 +352,7 @@ func TestDFSSupersedeRefusedWhileMarksQueueFull(t *testing.T) {
 	old := maxDFSMarks
 	t.Cleanup(func() { maxDFSMarks = old })
 	maxDFSMarks = 0
-	s := h.apply(&PutStart{Key: "k", Size: 5, Replicas: dfsReplica(), Now: h.now}).(*PutStartResult)
+	s := h.apply(&PutStart{PutStartItem: PutStartItem{Key: "k", Size: 5, Replicas: dfsReplica()}, Now: h.now}).(*PutStartResult)
 	if s.Err != nil {
 		t.Fatalf("put start: %v", s.Err)
 	}

@@ -227,7 +227,7 @@ func (g *cmdGen) next(f *FSM) Command {
 		for _, s := range g.segs() {
 			rs = append(rs, api.ReplicaDescriptor{Kind: api.ReplicaLocalDisk, Segment: s, Pool: "p"})
 		}
-		return g.sessioned(&PutStart{Key: genKeys[g.pick(4)], Size: 1, Replicas: rs, PutID: "x", IfAbsent: g.pick(4) == 0, Now: now})
+		return g.sessioned(&PutStart{PutStartItem: PutStartItem{Key: genKeys[g.pick(4)], Size: 1, Replicas: rs, PutID: "x", IfAbsent: g.pick(4) == 0}, Now: now})
 	case 8, 9, 10, 11:
 		key := genKeys[g.pick(4)]
 		_, pending, _, _ := f.Stat(key)

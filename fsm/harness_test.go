@@ -102,7 +102,7 @@ func localReplicas(segs ...api.SegmentID) []api.ReplicaDescriptor {
 
 func (h *harness) putStart(key string, ifAbsent bool, segs ...api.SegmentID) *PutStartResult {
 	h.t.Helper()
-	return h.apply(&PutStart{Key: key, Size: 10, Replicas: localReplicas(segs...), PutID: "put-" + key, IfAbsent: ifAbsent, Now: h.now}).(*PutStartResult)
+	return h.apply(&PutStart{PutStartItem: PutStartItem{Key: key, Size: 10, Replicas: localReplicas(segs...), PutID: "put-" + key, IfAbsent: ifAbsent}, Now: h.now}).(*PutStartResult)
 }
 
 // put writes a COMPLETE incarnation and returns it.

@@ -19,7 +19,7 @@ func hotKeyFSM(tb testing.TB, n int) *benchFSM {
 	bf.apply(tb, &MountLocalDisk{ClientID: "c2", Segment: seg2, Pool: "pool", Capabilities: tombstoneCaps, Endpoint: "h:2"})
 	two := []api.ReplicaDescriptor{benchReplicas[0], {Kind: api.ReplicaLocalDisk, Segment: seg2, Pool: "pool"}}
 	for i := 0; i <= n; i++ {
-		r := bf.apply(tb, &PutStart{Key: "hot", Size: 1, Replicas: two, Now: int64(i)}).(*PutStartResult)
+		r := bf.apply(tb, &PutStart{PutStartItem: PutStartItem{Key: "hot", Size: 1, Replicas: two}, Now: int64(i)}).(*PutStartResult)
 		if r.Err != nil {
 			tb.Fatal(r.Err)
 		}

@@ -51,7 +51,7 @@ func BenchmarkPendingPuts(b *testing.B) {
 			from := int64(1 << 40)
 			if bf.f.Stats().PendingPuts == 0 {
 				for j := range pending {
-					r := bf.apply(b, &PutStart{Key: fmt.Sprintf("bench/pending/%015d", j), Size: 1, Replicas: benchReplicas, Now: from + int64(j)}).(*PutStartResult)
+					r := bf.apply(b, &PutStart{PutStartItem: PutStartItem{Key: fmt.Sprintf("bench/pending/%015d", j), Size: 1, Replicas: benchReplicas}, Now: from + int64(j)}).(*PutStartResult)
 					if r.Err != nil {
 						b.Fatal(r.Err)
 					}
@@ -81,7 +81,7 @@ func BenchmarkApplyChurnLarge(b *testing.B) {
 	perm := rand.New(rand.NewSource(1)).Perm(n)
 	for _, i := range perm { // random arrival order, as in production
 		k := benchKey(i)
-		r := bf.apply(b, &PutStart{Key: k, Size: 1, Replicas: benchReplicas}).(*PutStartResult)
+		r := bf.apply(b, &PutStart{PutStartItem: PutStartItem{Key: k, Size: 1, Replicas: benchReplicas}}).(*PutStartResult)
 		bf.apply(b, &PutEnd{Key: k, Incarnation: r.Incarnation})
 	}
 	rng := rand.New(rand.NewSource(2))
@@ -92,7 +92,7 @@ func BenchmarkApplyChurnLarge(b *testing.B) {
 		if r := bf.apply(b, &Remove{Keys: []string{k}}).(*RemoveResult); r.Results[0].Err != nil {
 			b.Fatal(r.Results[0].Err)
 		}
-		r := bf.apply(b, &PutStart{Key: k, Size: 1, Replicas: benchReplicas}).(*PutStartResult)
+		r := bf.apply(b, &PutStart{PutStartItem: PutStartItem{Key: k, Size: 1, Replicas: benchReplicas}}).(*PutStartResult)
 		if e := bf.apply(b, &PutEnd{Key: k, Incarnation: r.Incarnation}).(*PutEndResult); e.Err != nil {
 			b.Fatal(e.Err)
 		}

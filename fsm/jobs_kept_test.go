@@ -20,7 +20,7 @@ func TestJobStartRefusedWhenPendingPutsOutgrowItsKeptBound(t *testing.T) {
 	var incs []api.ObjectIncarnation
 	for bytes := 0; bytes <= api.MaxJobKeptBytes; {
 		k := fmt.Sprintf("big/%s%08d", long, len(keys))
-		r := h.apply(&PutStart{Key: k, Size: 10, Replicas: localReplicas("s1"), Now: h.now}).(*PutStartResult)
+		r := h.apply(&PutStart{PutStartItem: PutStartItem{Key: k, Size: 10, Replicas: localReplicas("s1")}, Now: h.now}).(*PutStartResult)
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}

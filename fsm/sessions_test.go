@@ -120,8 +120,8 @@ func TestFetchTasksFilteredDoesNotStarve(t *testing.T) {
 // still apply, and are never answered from the session table.
 func TestV1BodiesApplyWithoutDedup(t *testing.T) {
 	h := newMounted(t, 0)
-	r1 := h.apply(&PutStart{V: PutStartV1, Key: "a", Size: 1, Replicas: localReplicas("s1"), Now: 10}).(*PutStartResult)
-	r2 := h.apply(&PutStart{V: PutStartV1, Key: "a", Size: 1, Replicas: localReplicas("s1"), Now: 11}).(*PutStartResult)
+	r1 := h.apply(&PutStart{V: PutStartV1, PutStartItem: PutStartItem{Key: "a", Size: 1, Replicas: localReplicas("s1")}, Now: 10}).(*PutStartResult)
+	r2 := h.apply(&PutStart{V: PutStartV1, PutStartItem: PutStartItem{Key: "a", Size: 1, Replicas: localReplicas("s1")}, Now: 11}).(*PutStartResult)
 	if r1.Err != nil || codeOf(r2.Err) != api.CodeObjectAlreadyExists || r2.Duplicate {
 		t.Fatalf("v1 put starts: %+v %+v", r1, r2)
 	}

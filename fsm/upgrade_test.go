@@ -270,7 +270,7 @@ func TestUpgradeFrom100SnapshotAndOldLog(t *testing.T) {
 	log := []oldEntry{logOld(old, &MountLocalDisk{V: MountLocalDiskV1, ClientID: "holder-1", Segment: "seg-a", Pool: "ssd", Capacity: 1 << 40, Capabilities: tombstoneCaps, Endpoint: "10.0.0.1:7001", Now: old.now})}
 	keys := keyRange("new", 0, 4)
 	for _, k := range keys {
-		s := logOld(old, &PutStart{V: PutStartV1, Key: k, Size: 1, Replicas: localReplicas("seg-a"), Now: old.now})
+		s := logOld(old, &PutStart{V: PutStartV1, PutStartItem: PutStartItem{Key: k, Size: 1, Replicas: localReplicas("seg-a")}, Now: old.now})
 		log = append(log, s, logOld(old, &PutEnd{V: PutEndV1, Key: k, Incarnation: s.res.(*PutStartResult).Incarnation, Now: old.now}))
 	}
 	log = append(log, removeOld(old, append([]string{"old/one"}, keys...))...)

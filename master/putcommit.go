@@ -214,8 +214,7 @@ func (n *Node) handlePutCommit(req *api.PutCommitRequest, reply transport.Reply)
 		reply(nil, err)
 		return
 	}
-	n.proposeAsync(&fsm.PutCommit{V: fsm.PutCommitV1, Key: item.Key, Incarnation: item.Incarnation,
-		Tenant: item.Tenant, Size: item.Size, Replicas: item.Replicas, PutID: item.PutID, IfAbsent: item.IfAbsent, Session: req.Session},
+	n.proposeAsync(&fsm.PutCommit{V: fsm.PutCommitV1, PutCommitItem: item, Session: req.Session},
 		func(res any, err error) {
 			if err == nil {
 				_, err = answerOf[fsm.PutEndResult](n, fsm.CmdPutCommit, res)

@@ -56,7 +56,8 @@ func writeRestoreFixture(t *testing.T) {
 		Capabilities: []api.Capability{api.CapObjectTombstoneV1}, Endpoint: "127.0.0.1:7301", Now: now})
 	keys := []string{"old-1", "old-2", "old-3", "old-4", "old-5"}
 	for _, k := range keys {
-		r := apply(&fsm.PutStart{V: fsm.PutStartV1, Key: k, Size: 1, Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaLocalDisk, Segment: "seg-a"}}, Now: now}).(*fsm.PutStartResult)
+		r := apply(&fsm.PutStart{V: fsm.PutStartV1, PutStartItem: fsm.PutStartItem{Key: k, Size: 1, Replicas: []api.ReplicaDescriptor{{Kind: api.ReplicaLocalDisk, Segment: "seg-a"}}},
+			Now: now}).(*fsm.PutStartResult)
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}

@@ -54,7 +54,7 @@ func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRe
 		if err == nil {
 			placed++
 		}
-		items.add(i, fsm.PutStartItem{Key: r.Key, Tenant: r.Tenant, Size: r.Size, Replicas: reps, PutID: r.PutID, IfAbsent: r.IfAbsent})
+		items.add(i, startItem(r, reps))
 		placeErrs = append(placeErrs, err)
 	}
 	if len(items.items) == 0 || (!sessioned && placed == 0) {

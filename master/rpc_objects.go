@@ -50,8 +50,7 @@ func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*a
 	// refusal, and the placement error is the answer. A repeat answered
 	// with that stored refusal gets the same placement error, even when
 	// placement would succeed now: exactly once means the same answer.
-	r, err := proposeFor[fsm.PutStartResult](n, &fsm.PutStart{V: fsm.PutStartV2, Key: req.Key, Tenant: req.Tenant, Size: req.Size,
-		Replicas: reps, PutID: req.PutID, IfAbsent: req.IfAbsent, Session: req.Session, Now: now.UnixNano()})
+	r, err := proposeFor[fsm.PutStartResult](n, &fsm.PutStart{V: fsm.PutStartV2, PutStartItem: startItem(req, reps), Session: req.Session, Now: now.UnixNano()})
 	if r != nil && fsm.IsUnplaced(r.Err) {
 		return nil, placement.NoPlacement(req.ReplicaNum, req.Size)
 	}
@@ -72,6 +71,12 @@ func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*a
 		}
 	}
 	return &api.PutStartResponse{Incarnation: r.Incarnation, Replicas: n.putLocations(req.Key, r.Incarnation, r.Replicas, time.Now())}, nil
+}
+
+// startItem is the fsm's item of a put start request placed on reps (a
+// PutStart's body, one item of a PutStartBatch).
+func startItem(r *api.PutStartRequest, reps []api.ReplicaDescriptor) fsm.PutStartItem {
+	return fsm.PutStartItem{Key: r.Key, Tenant: r.Tenant, Size: r.Size, Replicas: reps, PutID: r.PutID, IfAbsent: r.IfAbsent}
 }
 
 // checkStillPending refuses to answer a started put with write grants

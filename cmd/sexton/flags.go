@@ -69,3 +69,12 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	return fs.Parse(append([]string{"--"}, pos...))
 }
+
+// roleTokenFlag defines --ROLE-token, the tokens that prove role on a
+// server's port (portName: "RPC port", "data port"), read from
+// SEXTON_ROLE_TOKEN by default.
+func roleTokenFlag(fs *flag.FlagSet, p *string, role, portName string) {
+	env := "SEXTON_" + strings.ToUpper(role) + "_TOKEN"
+	fs.StringVar(p, role+"-token", cliflag.EnvString(env, ""), "token that proves the "+role+" role on the "+portName+
+		", at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env "+env+")")
+}

@@ -26,8 +26,9 @@ func runHolder(args []string) error {
 	metaReserve := fs.String("metadata-reserve", cliflag.EnvString(holder.EnvMetadataReserve, "auto"), "space kept for tombstones and GC metadata: puts are refused while less is free, and a file of this size (.space_reserve) is preallocated and released when a deletion meets a full disk; bytes with an optional unit, auto (sized from the bucket keys limit) or 0 to turn it off (env "+holder.EnvMetadataReserve+")")
 	clientID := fs.String("client-id", cliflag.EnvString("SEXTON_HOLDER_CLIENT_ID", ""), cliflag.EnvUsage("SEXTON_HOLDER_CLIENT_ID", "client id (default: derived from the segment id)"))
 	token := fs.String("cluster-token", cliflag.EnvString("SEXTON_CLUSTER_TOKEN", ""), "the token this holder proves to the masters (their --holder-token, or their --cluster-token without role tokens); on the data port it proves the operator role; at least 32 bytes, sexton operator token generate makes one; of a comma-separated list the holder proves the first and its data port accepts each (env SEXTON_CLUSTER_TOKEN)")
-	clientToken := fs.String("client-token", cliflag.EnvString("SEXTON_CLIENT_TOKEN", ""), "token that proves the client role on the data port, at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env SEXTON_CLIENT_TOKEN)")
-	operatorToken := fs.String("operator-token", cliflag.EnvString("SEXTON_OPERATOR_TOKEN", ""), "token that proves the operator role on the data port, at least 32 bytes; a comma-separated list accepts each, to roll one without downtime (env SEXTON_OPERATOR_TOKEN)")
+	var clientToken, operatorToken string
+	roleTokenFlag(fs, &clientToken, "client", "data port")
+	roleTokenFlag(fs, &operatorToken, "operator", "data port")
 	logLevel := fs.String("log-level", cliflag.EnvString("SEXTON_LOG_LEVEL", "info"), cliflag.EnvUsage("SEXTON_LOG_LEVEL", "log level"))
 	stls := addServerTLS(fs)
 	// The GC settings come from MOONCAKE_OFFLOAD_* first; a bad variable
@@ -49,7 +50,7 @@ func runHolder(args []string) error {
 		return usagef("holder: --dir is required")
 	}
 	tlsSrc, tlsRequire, securityWarning, err := stls.resolve("holder data port", secret.FlagToken{Flag: "--cluster-token", Token: *token},
-		secret.FlagToken{Flag: "--client-token", Token: *clientToken}, secret.FlagToken{Flag: "--operator-token", Token: *operatorToken})
+		secret.FlagToken{Flag: "--client-token", Token: clientToken}, secret.FlagToken{Flag: "--operator-token", Token: operatorToken})
 	if err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func runHolder(args []string) error {
 	}
 	sd := holder.StartNotify(*dir, notifyError)
 	defer sd.Stop()
-	svc, store, err := holder.Start(*dir, holder.ServiceConfig{Masters: cliflag.SplitList(*masters), ClusterToken: *token, ClientToken: *clientToken, OperatorToken: *operatorToken, ListenAddr: *addr, HTTPAddr: *httpAddr,
+	svc, store, err := holder.Start(*dir, holder.ServiceConfig{Masters: cliflag.SplitList(*masters), ClusterToken: *token, ClientToken: clientToken, OperatorToken: operatorToken, ListenAddr: *addr, HTTPAddr: *httpAddr,
 		Advertise: *advertise, ClientID: *clientID, Pool: *pool, Capacity: capBytes, Logger: logger,
 		TLS: tlsSrc, TLSRequireClientCert: tlsRequire}, gcOpts, reserve)
 	if err != nil {
