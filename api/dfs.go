@@ -1,6 +1,6 @@
 package api
 
-// Methods of the master RPC for DFS replicas (issue 6).
+// Methods of the master RPC for DFS replicas (docs/DESIGN.md §9).
 const (
 	MethodDFSConfig        = "DFSConfig"
 	MethodDFSStatus        = "DFSStatus"

@@ -733,7 +733,7 @@ type GCStatus struct {
 	BytesCopied    int64  `msgpack:"copied" json:"bytes_copied"`
 	BucketsEvicted int64  `msgpack:"evicted" json:"buckets_evicted"`
 	LastError      string `msgpack:"last_err,omitempty" json:"last_error,omitempty"`
-	// Added with the GC worker (issue 5); zero from older holders.
+	// Zero from a holder without the GC worker.
 	BucketsUnlinked int64 `msgpack:"unlinked,omitempty" json:"buckets_unlinked"`
 	BucketsMerged   int64 `msgpack:"merged,omitempty" json:"buckets_merged"`
 	CleanupPending  bool  `msgpack:"cleanup_pending,omitempty" json:"cleanup_pending"`

@@ -6,7 +6,7 @@ import (
 	"sexton/internal/enum"
 )
 
-// Rebuild (issue 11, docs/DESIGN.md §11): a freshly bootstrapped cluster takes
+// Rebuild (docs/DESIGN.md §11): a freshly bootstrapped cluster takes
 // over the cluster id of one whose masters all lost their state, and
 // rebuilds its object table from what the holders report. The operator's
 // CLI scans the holders, merges per key and sends RebuildBegin once, then

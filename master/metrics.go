@@ -37,7 +37,7 @@ type metrics struct {
 func newMetrics(n *Node) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	// 50 ms is a bucket bound of both: no Apply may pause longer while a
-	// snapshot is taken (issue 13's target), and these say whether one did.
+	// snapshot is taken (docs/SCALING.md "Targets"), and these say whether one did.
 	applyBuckets := append(prometheus.ExponentialBuckets(1e-6, 4, 12), 0.05)
 	slices.Sort(applyBuckets)
 	m.applyLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sexton_fsm_apply_seconds", Help: "Time to apply one Raft entry to the fsm.", Buckets: applyBuckets})

@@ -45,8 +45,8 @@ var errStoreAbandoned = errors.New("raft log store: writes refused after shutdow
 //   - while marked, the node's own campaign waits: a term increment by a
 //     candidate blocks until a probe write to the data dir succeeds, so a
 //     node that cannot store the entries of the term it would win does not
-//     win term after term (issue 14: a full single master's term climbed
-//     past 800 within seconds), and outgoing pre-votes are refused
+//     win term after term (a full single master's term would climb by
+//     hundreds within seconds), and outgoing pre-votes are refused
 //     (preVoteGate), so in a cluster it does not even reach that step;
 //   - a term write that fails is never returned to raft, which would panic
 //     (setCurrentTerm): it waits for a probe to succeed and retries;
