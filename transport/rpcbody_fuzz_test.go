@@ -431,8 +431,15 @@ func typeAliases(files []*ast.File) map[string]string {
 				if !ok || !ts.Assign.IsValid() {
 					continue
 				}
-				if id, ok := ts.Type.(*ast.Ident); ok {
-					out["*api."+ts.Name.Name] = "*api." + id.Name
+				switch t := ts.Type.(type) {
+				case *ast.Ident:
+					out["*api."+ts.Name.Name] = "*api." + t.Name
+				case *ast.IndexExpr: // an instance of a generic api type, named as reflect names it
+					gen, ok1 := t.X.(*ast.Ident)
+					arg, ok2 := t.Index.(*ast.Ident)
+					if ok1 && ok2 {
+						out["*api."+ts.Name.Name] = "*api." + gen.Name + "[sexton/api." + arg.Name + "]"
+					}
 				}
 			}
 		}
