@@ -50,7 +50,7 @@ func benchDataWrite(b *testing.B, size int) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		k, inc := fmt.Sprintf("data-%d", i), incN(uint64(i+1))
-		g := grant.Sign(key, api.WriteGrant{Segment: s.SegmentID(), Key: k, Incarnation: inc, Expires: time.Now().Add(time.Minute).UnixNano()})
+		g := grant.Sign(key, api.WriteGrant{Segment: s.SegmentID(), Key: k, Incarnation: inc, Expires: time.Now().Add(time.Minute).UnixNano(), Size: int64(len(value))})
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		err := conn.Call(ctx, api.MethodHolderWrite, holderwire.Body{Req: &api.HolderWriteRequest{Key: k, Tenant: "t", Incarnation: inc, Value: value, Grant: &g}}, &api.Empty{})

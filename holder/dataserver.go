@@ -93,7 +93,7 @@ func (s *Service) ReloadTLS() error {
 // than any grant can be. The store then refuses an incarnation this
 // segment has tombstoned, also after GC reclaimed the record (its
 // tombstone floor). Every refusal is GRANT_REFUSED and changes nothing.
-func (s *Service) checkWrite(req *api.HolderWriteRequest) error {
+func (s *Service) checkWrite(req *api.HolderWriteRequest, size int64) error {
 	if err := api.ValidKey(req.Key); err != nil {
 		return err
 	}
@@ -103,12 +103,12 @@ func (s *Service) checkWrite(req *api.HolderWriteRequest) error {
 	if req.Incarnation.IsZero() || (cluster != 0 && req.Incarnation.High != cluster) {
 		return api.Errorf(api.CodeInvalidParams, "incarnation %s is not of this holder's cluster %016x", req.Incarnation, cluster)
 	}
-	return checkGrant(key, req, s.store.SegmentID(), s.store.opts.Now())
+	return checkGrant(key, req, size, s.store.SegmentID(), s.store.opts.Now())
 }
 
 // handleWrite stores a write's value held in memory.
 func (s *Service) handleWrite(_ context.Context, req *api.HolderWriteRequest) (*api.Empty, error) {
-	if err := s.checkWrite(req); err != nil {
+	if err := s.checkWrite(req, int64(len(req.Value))); err != nil {
 		return nil, err
 	}
 	if err := s.store.Put(req.Key, req.Tenant, req.Incarnation, req.Value); err != nil {
@@ -158,7 +158,7 @@ func (s *Service) serveWrite(ctx context.Context, r *transport.Request) (any, er
 		req.Value = v
 		return s.handleWrite(ctx, req)
 	}
-	if err := s.checkWrite(req); err != nil {
+	if err := s.checkWrite(req, tail.Len()); err != nil {
 		return nil, err
 	}
 	if err := s.store.PutStream(req.Key, req.Tenant, req.Incarnation, tail.Len(), tail); err != nil {
@@ -171,8 +171,8 @@ func (s *Service) serveWrite(ctx context.Context, r *transport.Request) (any, er
 // checkGrant is grant.Verify plus the lifetime bound the tombstone floor's
 // retention rests on: a grant expiring later than MaxGrantLifetime +
 // MaxClockSkew from now could outlive a floor entry, so it is refused.
-func checkGrant(key []byte, req *api.HolderWriteRequest, seg api.SegmentID, now time.Time) error {
-	if err := grant.Verify(key, req.Grant, seg, req.Key, req.Incarnation, now); err != nil {
+func checkGrant(key []byte, req *api.HolderWriteRequest, size int64, seg api.SegmentID, now time.Time) error {
+	if err := grant.Verify(key, req.Grant, seg, req.Key, req.Incarnation, size, now); err != nil {
 		return err
 	}
 	if limit := now.Add(MaxGrantLifetime + MaxClockSkew); req.Grant.Expires > limit.UnixNano() {

@@ -155,7 +155,7 @@ func TestWriteNeedsValidGrant(t *testing.T) {
 	seg := s.SegmentID()
 	exp := time.Now().Add(time.Minute).UnixNano()
 	signed := func(k string, inc api.ObjectIncarnation) *api.WriteGrant {
-		g := grant.Sign(key, api.WriteGrant{Segment: seg, Key: k, Incarnation: inc, Expires: exp})
+		g := grant.Sign(key, api.WriteGrant{Segment: seg, Key: k, Incarnation: inc, Expires: exp, Size: int64(len("v-" + k))})
 		return &g
 	}
 	write := func(k string, inc api.ObjectIncarnation, g *api.WriteGrant) error {
@@ -176,18 +176,20 @@ func TestWriteNeedsValidGrant(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, func() bool { mounted, _, _ := svc.mountState(); return mounted }, "mount")
 
 	refused("no grant", write("k", incN(1), nil))
-	forged := grant.Sign(grant.NewKey(), api.WriteGrant{Segment: seg, Key: "k", Incarnation: incN(1), Expires: exp})
+	forged := grant.Sign(grant.NewKey(), api.WriteGrant{Segment: seg, Key: "k", Incarnation: incN(1), Expires: exp, Size: 3})
 	refused("grant under another key", write("k", incN(1), &forged))
 	tampered := *signed("k", incN(1))
 	tampered.Expires += int64(time.Hour)
 	refused("grant with a changed expiry", write("k", incN(1), &tampered))
-	expired := grant.Sign(key, api.WriteGrant{Segment: seg, Key: "k", Incarnation: incN(1), Expires: time.Now().Add(-time.Second).UnixNano()})
+	expired := grant.Sign(key, api.WriteGrant{Segment: seg, Key: "k", Incarnation: incN(1), Expires: time.Now().Add(-time.Second).UnixNano(), Size: 3})
 	refused("expired grant", write("k", incN(1), &expired))
-	other := grant.Sign(key, api.WriteGrant{Segment: "another-segment", Key: "k", Incarnation: incN(1), Expires: exp})
+	other := grant.Sign(key, api.WriteGrant{Segment: "another-segment", Key: "k", Incarnation: incN(1), Expires: exp, Size: 3})
 	refused("grant for another segment", write("k", incN(1), &other))
 	refused("grant for another key", write("k", incN(1), signed("j", incN(1))))
 	refused("grant for another incarnation", write("k", incN(1), signed("k", incN(2))))
-	tooLong := grant.Sign(key, api.WriteGrant{Segment: seg, Key: "k", Incarnation: incN(1), Expires: time.Now().Add(MaxGrantLifetime + MaxClockSkew + time.Minute).UnixNano()})
+	longer := grant.Sign(key, api.WriteGrant{Segment: seg, Key: "k", Incarnation: incN(1), Expires: exp, Size: 4})
+	refused("grant for a value of another length", write("k", incN(1), &longer))
+	tooLong := grant.Sign(key, api.WriteGrant{Segment: seg, Key: "k", Incarnation: incN(1), Expires: time.Now().Add(MaxGrantLifetime + MaxClockSkew + time.Minute).UnixNano(), Size: 3})
 	refused("grant living longer than any may", write("k", incN(1), &tooLong))
 	if u := s.Usage(); u.LiveObjects != 0 || u.UsedBytes != 0 {
 		t.Fatalf("refused writes stored something: %+v", u)

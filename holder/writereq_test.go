@@ -133,21 +133,28 @@ func TestStreamedWriteWithABadGrantStoresNothing(t *testing.T) {
 	}
 	defer conn.Close()
 	value := valueOf("v", 1<<20)
-	put := func(k string, inc api.ObjectIncarnation, signer []byte) error {
-		g := grant.Sign(signer, api.WriteGrant{Segment: s.SegmentID(), Key: k, Incarnation: inc, Expires: time.Now().Add(time.Minute).UnixNano()})
+	put := func(k string, inc api.ObjectIncarnation, signer []byte, size int64) error {
+		g := grant.Sign(signer, api.WriteGrant{Segment: s.SegmentID(), Key: k, Incarnation: inc, Expires: time.Now().Add(time.Minute).UnixNano(), Size: size})
 		return conn.Call(context.Background(), api.MethodHolderWrite, holderwire.Body{Req: &api.HolderWriteRequest{Key: k, Incarnation: inc, Value: value, Grant: &g}}, &api.Empty{})
 	}
 	before := s.Usage()
-	if err := put("bad", incN(1), grant.NewKey()); api.CodeOf(err) != api.CodeGrantRefused {
+	if err := put("bad", incN(1), grant.NewKey(), int64(len(value))); api.CodeOf(err) != api.CodeGrantRefused {
 		t.Fatalf("write under a foreign grant: %v, want GRANT_REFUSED", err)
+	}
+	// A grant for a value of another length: the streamed value is
+	// refused before any byte of it is stored.
+	if err := put("short", incN(5), key, int64(len(value))+1); api.CodeOf(err) != api.CodeGrantRefused {
+		t.Fatalf("write of %d bytes under a grant for %d: %v, want GRANT_REFUSED", len(value), len(value)+1, err)
 	}
 	if u := s.Usage(); u != before {
 		t.Fatalf("a refused write changed the store's usage from %+v to %+v", before, u)
 	}
-	if _, err := s.Get("bad", incN(1)); err == nil {
-		t.Fatal("a refused write is readable")
+	for _, k := range []string{"bad", "short"} {
+		if _, err := s.Get(k, incN(1)); err == nil {
+			t.Fatalf("refused write %s is readable", k)
+		}
 	}
-	if err := put("good", incN(2), key); err != nil {
+	if err := put("good", incN(2), key, int64(len(value))); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.Get("good", incN(2)); err != nil || !bytes.Equal(got, value) {
@@ -159,7 +166,7 @@ func TestStreamedWriteWithABadGrantStoresNothing(t *testing.T) {
 		Incarnation api.ObjectIncarnation `msgpack:"inc"`
 		Grant       *api.WriteGrant       `msgpack:"grant"`
 	}
-	g := grant.Sign(key, api.WriteGrant{Segment: s.SegmentID(), Key: "first", Incarnation: incN(3), Expires: time.Now().Add(time.Minute).UnixNano()})
+	g := grant.Sign(key, api.WriteGrant{Segment: s.SegmentID(), Key: "first", Incarnation: incN(3), Expires: time.Now().Add(time.Minute).UnixNano(), Size: int64(len(value))})
 	if err := conn.Call(context.Background(), api.MethodHolderWrite, &valueFirst{Value: value, Key: "first", Incarnation: incN(3), Grant: &g}, &api.Empty{}); err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestPutStartGrantsVerifyForTheirSegmentOnly(t *testing.T) {
 		if r.Grant == nil {
 			t.Fatalf("replica on %s carries no grant", r.Segment)
 		}
-		if err := grant.Verify(key, r.Grant, r.Segment, "k", ps.Incarnation, now); err != nil {
+		if err := grant.Verify(key, r.Grant, r.Segment, "k", ps.Incarnation, 10, now); err != nil {
 			t.Fatalf("grant for %s refused by its own segment: %v", r.Segment, err)
 		}
 		other := a.Seg
@@ -60,10 +60,11 @@ func TestPutStartGrantsVerifyForTheirSegmentOnly(t *testing.T) {
 			other = b.Seg
 		}
 		for what, err := range map[string]error{
-			"another segment":     grant.Verify(key, r.Grant, other, "k", ps.Incarnation, now),
-			"another key":         grant.Verify(key, r.Grant, r.Segment, "k2", ps.Incarnation, now),
-			"another incarnation": grant.Verify(key, r.Grant, r.Segment, "k", api.ObjectIncarnation{High: ps.Incarnation.High, Low: ps.Incarnation.Low + 1}, now),
-			"after it expired":    grant.Verify(key, r.Grant, r.Segment, "k", ps.Incarnation, now.Add(ttl+time.Minute)),
+			"another segment":     grant.Verify(key, r.Grant, other, "k", ps.Incarnation, 10, now),
+			"another key":         grant.Verify(key, r.Grant, r.Segment, "k2", ps.Incarnation, 10, now),
+			"another incarnation": grant.Verify(key, r.Grant, r.Segment, "k", api.ObjectIncarnation{High: ps.Incarnation.High, Low: ps.Incarnation.Low + 1}, 10, now),
+			"another size":        grant.Verify(key, r.Grant, r.Segment, "k", ps.Incarnation, 11, now),
+			"after it expired":    grant.Verify(key, r.Grant, r.Segment, "k", ps.Incarnation, 10, now.Add(ttl+time.Minute)),
 		} {
 			if api.CodeOf(err) != api.CodeGrantRefused {
 				t.Fatalf("grant for %s checked for %s: %v, want %s", r.Segment, what, err, api.CodeGrantRefused)
@@ -78,7 +79,7 @@ func TestPutStartGrantsVerifyForTheirSegmentOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := ps2.Replicas[0]
-	if err := grant.Verify(key, r.Grant, r.Segment, "k3", ps2.Incarnation, time.Now()); err != nil {
+	if err := grant.Verify(key, r.Grant, r.Segment, "k3", ps2.Incarnation, 10, time.Now()); err != nil {
 		t.Fatalf("grant of the next leader refused: %v", err)
 	}
 }

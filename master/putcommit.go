@@ -191,7 +191,7 @@ func (n *Node) handlePutGrant(ctx context.Context, req *api.PutStartRequest) (*a
 	out := n.locations(reps)
 	gk := n.fsm.GrantKey()
 	for i := range out {
-		g := grant.Sign(gk, api.WriteGrant{Segment: out[i].Segment, Key: req.Key, Incarnation: inc, Expires: expires.UnixNano()})
+		g := grant.Sign(gk, api.WriteGrant{Segment: out[i].Segment, Key: req.Key, Incarnation: inc, Expires: expires.UnixNano(), Size: req.Size})
 		out[i].Grant = &g
 	}
 	return &api.PutStartResponse{Incarnation: inc, Replicas: out}, nil
@@ -248,7 +248,7 @@ func (n *Node) commitItem(req *api.PutCommitRequest) (fsm.PutCommitItem, error) 
 		if r.Kind != api.ReplicaLocalDisk {
 			return fsm.PutCommitItem{}, api.Errorf(api.CodeInvalidParams, "put commit: replica %d is not LOCAL_DISK", i)
 		}
-		if err := grant.Verify(gk, r.Grant, r.Segment, req.Key, req.Incarnation, time.Unix(0, 0)); err != nil {
+		if err := grant.Verify(gk, r.Grant, r.Segment, req.Key, req.Incarnation, req.Size, time.Unix(0, 0)); err != nil {
 			return fsm.PutCommitItem{}, api.Errorf(api.CodeInvalidParams, "put commit: replica %d on %s: %v", i, r.Segment, err)
 		}
 		pool := r.Pool

@@ -51,7 +51,7 @@ func TestPutGrantAndCommitIsOneEntryPut(t *testing.T) {
 		t.Fatalf("grants %s then %s: not increasing", g1.Incarnation, g2.Incarnation)
 	}
 	r := g1.Replicas[0]
-	if err := grant.Verify(gk, r.Grant, r.Segment, "k", g1.Incarnation, time.Now()); err != nil {
+	if err := grant.Verify(gk, r.Grant, r.Segment, "k", g1.Incarnation, 10, time.Now()); err != nil {
 		t.Fatalf("grant refused by its segment: %v", err)
 	}
 	if _, err := tc.get("k"); api.CodeOf(err) != api.CodeObjectNotFound {
@@ -70,6 +70,11 @@ func TestPutGrantAndCommitIsOneEntryPut(t *testing.T) {
 	}
 	if err := tc.putCommit("other", g1, api.Session{}); api.CodeOf(err) != api.CodeInvalidParams {
 		t.Fatalf("commit with another key's grant: %v, want INVALID_PARAMS", err)
+	}
+	// The grant binds the size the holders stored: a commit of another
+	// size would name copies whose length is not the object's.
+	if err := tc.call(api.MethodPutCommit, &api.PutCommitRequest{Key: "k", Size: 11, Incarnation: g1.Incarnation, Replicas: g1.Replicas}, &api.Empty{}); api.CodeOf(err) != api.CodeInvalidParams {
+		t.Fatalf("commit of 11 bytes with a grant for 10: %v, want INVALID_PARAMS", err)
 	}
 
 	// The later grant commits first; the earlier one may then not commit

@@ -109,7 +109,7 @@ func (n *Node) handleBatchPutStart(ctx context.Context, req *api.BatchPutStartRe
 			}
 			out.Results[i].Err = api.AsError(waitErr)
 		default:
-			out.Results[i] = api.PutStartResult{Incarnation: r.Incarnation, Replicas: n.putLocations(items.items[j].Key, r.Incarnation, r.Replicas, answered)}
+			out.Results[i] = api.PutStartResult{Incarnation: r.Incarnation, Replicas: n.putLocations(items.items[j].Key, r.Incarnation, items.items[j].Size, r.Replicas, answered)}
 		}
 	}
 	return out, nil

@@ -70,7 +70,7 @@ func (n *Node) handlePutStart(ctx context.Context, req *api.PutStartRequest) (*a
 			return nil, err
 		}
 	}
-	return &api.PutStartResponse{Incarnation: r.Incarnation, Replicas: n.putLocations(req.Key, r.Incarnation, r.Replicas, time.Now())}, nil
+	return &api.PutStartResponse{Incarnation: r.Incarnation, Replicas: n.putLocations(req.Key, r.Incarnation, req.Size, r.Replicas, time.Now())}, nil
 }
 
 // startItem is the fsm's item of a put start request placed on reps (a
@@ -112,7 +112,7 @@ func hasDFS(reps []api.ReplicaDescriptor) bool {
 // grant the holder checks before storing the bytes (invariant 11). A
 // repeated PutStart gets fresh grants for the same incarnation and
 // segments while that incarnation is still pending (checkStillPending).
-func (n *Node) putLocations(key string, inc api.ObjectIncarnation, reps []api.ReplicaDescriptor, now time.Time) []api.ReplicaLocation {
+func (n *Node) putLocations(key string, inc api.ObjectIncarnation, size int64, reps []api.ReplicaDescriptor, now time.Time) []api.ReplicaLocation {
 	out := n.locations(reps)
 	gk := n.fsm.GrantKey()
 	if len(gk) != api.GrantKeyLen {
@@ -123,7 +123,7 @@ func (n *Node) putLocations(key string, inc api.ObjectIncarnation, reps []api.Re
 		if out[i].Kind != api.ReplicaLocalDisk {
 			continue
 		}
-		g := grant.Sign(gk, api.WriteGrant{Segment: out[i].Segment, Key: key, Incarnation: inc, Expires: expires})
+		g := grant.Sign(gk, api.WriteGrant{Segment: out[i].Segment, Key: key, Incarnation: inc, Expires: expires, Size: size})
 		out[i].Grant = &g
 	}
 	return out

@@ -166,7 +166,7 @@ func TestRetriedPutStartReturnsTheFirstAnswer(t *testing.T) {
 			t.Fatalf("repeat %s answered %s on %v, first answer %s on %v", when, again.Incarnation, segsOf(again), first.Incarnation, segsOf(first))
 		}
 		for _, r := range again.Replicas {
-			if err := grant.Verify(gk, r.Grant, r.Segment, "k", first.Incarnation, time.Now()); err != nil {
+			if err := grant.Verify(gk, r.Grant, r.Segment, "k", first.Incarnation, 1, time.Now()); err != nil {
 				t.Fatalf("repeat %s: grant refused: %v", when, err)
 			}
 		}
