@@ -15,10 +15,18 @@ import (
 	"sexton/internal/fsys"
 )
 
-// streamChunk is the most a streamed value's bytes wait in memory: the
-// value is read from its source into one such buffer at a time and
-// written at its place in the bucket file.
-const streamChunk = 1 << 20
+// streamChunk is the most a streamed value's bytes wait in memory in one
+// buffer: the value is read from its source into one such buffer at a
+// time and written at its place in the bucket file. Each chunk costs a
+// hand-off to a writer goroutine and a blocking write, whose thread
+// switches cost more CPU than the bytes at 1 MiB a chunk, so the middle
+// of a value goes in streamChunk pieces; its first and last
+// streamEdgeChunk bytes go in pieces of their own so the first write
+// starts, and the last ends, soon after the bytes arrive.
+const (
+	streamChunk     = 4 << 20
+	streamEdgeChunk = 1 << 20
+)
 
 // A value of directMin bytes or more is written with O_DIRECT, bypassing
 // the page cache: on a VM whose fresh page-cache pages are expensive to
@@ -135,14 +143,30 @@ func (s *Store) reserveStreamLocked(k objectKey, size, align int64) (*bucket, in
 }
 
 // streamBuffers is how many streamChunk buffers one streamed value
-// uses: one fills from the source, one is summed, one waits for a writer
-// and the others are written, by
-// directWriters goroutines at once with O_DIRECT (the disk takes more
-// than one write in flight), by one through the page cache.
+// uses: one fills from the source (and is summed as it fills) while the
+// others are written, by directWriters goroutines at once with O_DIRECT
+// (the disk takes more than one write in flight), by one through the
+// page cache.
 const (
-	streamBuffers = 6
+	streamBuffers = 3
 	directWriters = 2
 )
+
+// nextChunk is how many of the left bytes of a value go in the next
+// chunk, given that done of them were taken before: streamEdgeChunk for
+// the first chunk and, once no more than streamChunk+streamEdgeChunk
+// are left, a chunk that leaves the last streamEdgeChunk on their own;
+// streamChunk else. Every chunk but the last is a multiple of
+// directAlign, so every write starts aligned.
+func nextChunk(done, left int64) int64 {
+	switch {
+	case done == 0 || left <= streamEdgeChunk:
+		return min(left, streamEdgeChunk)
+	case left <= streamChunk+streamEdgeChunk:
+		return max(directAlign, (left-streamEdgeChunk)/directAlign*directAlign)
+	}
+	return streamChunk
+}
 
 // streamChunkOf is one filled buffer and where its bytes go.
 type streamChunkOf struct {
@@ -152,9 +176,9 @@ type streamChunkOf struct {
 }
 
 // writeStream copies size bytes from r to b's file at off and returns
-// their CRC-32C. This goroutine reads the source into one buffer while a
-// goroutine sums the previous one and writer goroutines write the ones
-// before: with O_DIRECT when direct
+// their CRC-32C. This goroutine reads the source into one buffer,
+// summing each piece as it arrives, while writer goroutines write the
+// ones before: with O_DIRECT when direct
 // (off is aligned and the range reserved up to the next aligned end),
 // else through the page cache with writeback started behind them.
 func (s *Store) writeStream(b *bucket, off, size int64, direct bool, r io.Reader) (uint32, error) {
@@ -190,25 +214,14 @@ func (s *Store) writeStream(b *bucket, off, size int64, direct bool, r io.Reader
 			werr <- err
 		}()
 	}
-	// The CRC is a stage of its own between the reader and the writers,
-	// so the reader's next socket read overlaps the last chunk's sum.
-	summed := make(chan streamChunkOf, 1)
 	var crc uint32
-	crcDone := make(chan struct{})
-	go func() {
-		defer close(crcDone)
-		for c := range summed {
-			crc = crc32cUpdate(crc, (*c.bp)[:c.n])
-			full <- c
-		}
-		close(full)
-	}()
 	var rerr error
 	end := off + size
 	for first := true; off < end && !sw.failed.Load(); first = false {
 		bp := <-free
-		n := int(min(int64(len(*bp)), end-off))
-		m, err := io.ReadFull(r, (*bp)[:n])
+		n := int(nextChunk(size-(end-off), end-off))
+		m, sum, err := readSummed(r, (*bp)[:n], crc)
+		crc = sum
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
@@ -217,14 +230,13 @@ func (s *Store) writeStream(b *bucket, off, size int64, direct bool, r io.Reader
 			free <- bp
 			break
 		}
-		summed <- streamChunkOf{bp: bp, n: m, off: off}
+		full <- streamChunkOf{bp: bp, n: m, off: off}
 		off += int64(m)
 		if first && off < end {
 			putStreamMidValue.Hit()
 		}
 	}
-	close(summed)
-	<-crcDone
+	close(full)
 	var err error
 	for range writers {
 		if e := <-werr; err == nil {
@@ -308,4 +320,27 @@ func (s *Store) endStream(r *putReq) {
 				"bucket", b.id, "offset", r.off, "size", r.size, "err", err)
 		}
 	}
+}
+
+// readSummed fills p from r as io.ReadFull does and adds each piece to
+// crc as it arrives, while the piece is still in the CPU's cache: summing
+// the whole chunk afterwards, or on another goroutine, reads it back from
+// memory. It returns how many bytes were read and the CRC over them.
+func readSummed(r io.Reader, p []byte, crc uint32) (int, uint32, error) {
+	n := 0
+	for n < len(p) {
+		m, err := r.Read(p[n:])
+		crc = crc32cUpdate(crc, p[n:n+m])
+		n += m
+		if err != nil {
+			if err == io.EOF && n > 0 && n < len(p) {
+				err = io.ErrUnexpectedEOF
+			}
+			if n == len(p) {
+				err = nil
+			}
+			return n, crc, err
+		}
+	}
+	return n, crc, nil
 }

@@ -201,3 +201,30 @@ func TestPutStreamConcurrentWithPuts(t *testing.T) {
 	defer s.Close()
 	check(s)
 }
+
+// nextChunk splits a value into chunks that cover it exactly, none
+// larger than a buffer, every one but the last aligned for O_DIRECT, the
+// first and last no larger than streamEdgeChunk.
+func TestNextChunk(t *testing.T) {
+	for _, size := range []int64{1, directAlign, streamEdgeChunk, streamEdgeChunk + 1, 2*streamEdgeChunk + 5,
+		streamChunk, streamChunk + streamEdgeChunk, streamChunk + streamEdgeChunk + 1, 16 << 20, 3*streamChunk + 4097} {
+		var chunks []int64
+		for done := int64(0); done < size; {
+			n := nextChunk(done, size-done)
+			if n <= 0 || n > streamChunk || n > size-done {
+				t.Fatalf("size %d: chunk of %d bytes at %d", size, n, done)
+			}
+			done += n
+			if done < size && n%directAlign != 0 {
+				t.Fatalf("size %d: chunk of %d bytes at %d is not the last and not aligned", size, n, done-n)
+			}
+			chunks = append(chunks, n)
+		}
+		if first, last := chunks[0], chunks[len(chunks)-1]; first > streamEdgeChunk || last > streamEdgeChunk {
+			t.Fatalf("size %d: chunks %v: the first or last is over %d", size, chunks, streamEdgeChunk)
+		}
+		if size >= 16<<20 && len(chunks) > 2+int(size/streamChunk) {
+			t.Fatalf("size %d: %d chunks %v: the middle is not in %d-byte chunks", size, len(chunks), chunks, streamChunk)
+		}
+	}
+}
