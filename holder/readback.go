@@ -11,8 +11,7 @@ import (
 // after its put would read the disk. Reading it back at the put's ack
 // would put 16 MiB of reads on the disk just when the master's Raft log
 // fsync that makes the put visible, and the next put's writes, need it
-// (on a 2-core VM: the leader's log write 0.3 → 4.9 ms, a 16 MiB put
-// 22 → 31 ms). So read-back waits until no put has been in flight for
+// (docs/SCALING.md, "The write path"). So read-back waits until no put has been in flight for
 // readBackIdle, longer than a put's commit takes on a loaded machine (a
 // shorter wait lets it run between one client's puts), and reads
 // readBackStep bytes at a time, stopping as soon as a put starts. It is
@@ -76,6 +75,7 @@ func (rb *readBack) add(b *bucket, off, n int64) {
 	rb.queued += n
 	for rb.queued > readBackMax {
 		rb.queued -= rb.queue[0].n
+		rb.queue[0] = readBackRange{} // no hold on a dropped range's bucket
 		rb.queue = rb.queue[1:]
 	}
 	rb.mu.Unlock()
@@ -108,7 +108,7 @@ func (rb *readBack) next() (r readBackRange, wait time.Duration, ok bool) {
 	return r, 0, true
 }
 
-// run reads queued ranges back until stop is closed.
+// runReadBack reads queued ranges back until stop is closed.
 func (s *Store) runReadBack() {
 	rb := s.readBack
 	defer close(rb.done)
