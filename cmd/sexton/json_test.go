@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"sexton/devcluster"
@@ -20,7 +22,16 @@ import (
 // reaches it.
 func devCluster(t *testing.T) (*devcluster.Cluster, []string) {
 	t.Helper()
-	c, err := devcluster.Start(devcluster.Config{Dir: t.TempDir()})
+	// The dev cluster picks free loopback ports and binds them later;
+	// another test process can take one in between, so a bind refused
+	// that way is tried again on new ports.
+	var c *devcluster.Cluster
+	var err error
+	for range 3 {
+		if c, err = devcluster.Start(devcluster.Config{Dir: t.TempDir()}); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
