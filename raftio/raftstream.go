@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/internal/tlsconf"
+	"sexton/raftio/handshake"
 	"sexton/transport"
 )
 
@@ -89,10 +90,11 @@ const (
 // The token handshake, run on the raw TCP connection (no TLS) or inside
 // TLS, before hashicorp/raft reads or writes a byte:
 //
-//	acceptor → dialer: raftAuthMagic ‖ nA                          (40 bytes)
-//	dialer → acceptor: raftAuthMagic ‖ nD ‖ id(D) ‖ id(T) ‖ MAC("D") (74 + ids)
-//	acceptor → dialer: MAC("A")                                    (32 bytes)
+//	acceptor → dialer: magic ‖ nA                          (40 bytes)
+//	dialer → acceptor: magic ‖ nD ‖ id(D) ‖ id(T) ‖ MAC("D") (74 + ids)
+//	acceptor → dialer: MAC("A")                            (32 bytes)
 //
+// magic is handshake.Magic (its version byte is the handshake's version),
 // D is the dialer's server id, T the id it means to reach (the server its
 // Raft configuration lists at the dialed address), id(x) a length byte and
 // x. MAC(role) is transport.TokenMAC over raftAuthDomain, role, id(D),
@@ -106,15 +108,8 @@ const (
 // reaches the port gets no proof to attack offline; the acceptor proves
 // back because an impostor acceptor could depose a leader with a higher
 // term in a response. A refusal is a closed connection.
-const (
-	raftAuthPrefix  = "SXRAFT\x00"
-	raftAuthVersion = 2
-	raftAuthMagic   = raftAuthPrefix + "\x02" // 8 bytes; the last is raftAuthVersion
-	raftAuthDomain  = "sexton raft stream auth v2\x00"
-	raftNonceLen    = 32
-	raftMACLen      = 32 // HMAC-SHA256
-	raftMaxIDLen    = 255
-)
+// The framing (magic, lengths, ids) is package handshake's.
+const raftAuthDomain = "sexton raft stream auth v2\x00"
 
 var (
 	roleAcceptor = []byte{'A'}
@@ -190,8 +185,8 @@ func proofMAC(token string, role []byte, dialer, target string, nonceA, nonceD [
 // versionRefusal is the refusal of a magic of another version of this
 // handshake, nil for anything else.
 func versionRefusal(magic []byte, who string) *refusal {
-	if len(magic) == len(raftAuthMagic) && string(magic[:len(raftAuthPrefix)]) == raftAuthPrefix {
-		return &refusal{refuseVersion, fmt.Errorf("%s speaks raft handshake version %d, this master version %d: masters of different versions cannot speak Raft with a cluster token; run one version on every master", who, magic[len(raftAuthPrefix)], raftAuthVersion)}
+	if len(magic) == len(handshake.Magic) && string(magic[:len(handshake.Prefix)]) == handshake.Prefix {
+		return &refusal{refuseVersion, fmt.Errorf("%s speaks raft handshake version %d, this master version %d: masters of different versions cannot speak Raft with a cluster token; run one version on every master", who, magic[len(handshake.Prefix)], handshake.Version)}
 	}
 	return nil
 }
@@ -261,8 +256,8 @@ func newRaftStream(addr string, auth RaftAuth, logger hclog.Logger) (*raftStream
 		if auth.Peers == nil || auth.Peers.self == "" {
 			return nil, errors.New("raft transport: a cluster token or TLS needs this server's Raft id and configuration (RaftAuth.Peers)")
 		}
-		if len(auth.Peers.self) > raftMaxIDLen {
-			return nil, fmt.Errorf("raft server id %q is longer than %d bytes, more than the Raft handshake can name", auth.Peers.self, raftMaxIDLen)
+		if len(auth.Peers.self) > handshake.MaxIDLen {
+			return nil, fmt.Errorf("raft server id %q is longer than %d bytes, more than the Raft handshake can name", auth.Peers.self, handshake.MaxIDLen)
 		}
 	}
 	if auth.HandshakeTimeout <= 0 {
@@ -536,32 +531,32 @@ func (s *raftStream) acceptToken(c net.Conn, deadline time.Time) error {
 	if err != nil {
 		return &refusal{refuseClosed, err}
 	}
-	if _, err := c.Write(append([]byte(raftAuthMagic), nonceA...)); err != nil {
+	if _, err := c.Write(append([]byte(handshake.Magic), nonceA...)); err != nil {
 		return ioRefusal("send challenge", err)
 	}
-	magic := make([]byte, len(raftAuthMagic))
+	magic := make([]byte, len(handshake.Magic))
 	if _, err := io.ReadFull(c, magic); err != nil {
 		return ioRefusal("read the dialer's hello", err)
 	}
-	if string(magic) != raftAuthMagic {
+	if string(magic) != handshake.Magic {
 		if r := versionRefusal(magic, "the dialer"); r != nil {
 			return r
 		}
 		return &refusal{refuseProtocol, fmt.Errorf("the dialer sent %q, not the sexton raft handshake (a Raft transport without the cluster token?)", magic)}
 	}
-	nonceD := make([]byte, raftNonceLen)
+	nonceD := make([]byte, handshake.NonceLen)
 	if _, err := io.ReadFull(c, nonceD); err != nil {
 		return ioRefusal("read the dialer's nonce", err)
 	}
-	dialer, err := readID(c)
+	dialer, err := handshake.ReadID(c)
 	if err != nil {
 		return ioRefusal("read the dialer's id", err)
 	}
-	target, err := readID(c)
+	target, err := handshake.ReadID(c)
 	if err != nil {
 		return ioRefusal("read the dialer's target id", err)
 	}
-	macD := make([]byte, raftMACLen)
+	macD := make([]byte, handshake.MACLen)
 	if _, err := io.ReadFull(c, macD); err != nil {
 		return ioRefusal("read the dialer's proof", err)
 	}
@@ -608,35 +603,34 @@ func (s *raftStream) dialToken(c net.Conn, address string, deadline time.Time) e
 	if err != nil {
 		return err
 	}
-	if len(target) > raftMaxIDLen {
-		return &refusal{refuseIdentity, fmt.Errorf("the server id at %s is longer than %d bytes, more than the Raft handshake can name", address, raftMaxIDLen)}
+	if len(target) > handshake.MaxIDLen {
+		return &refusal{refuseIdentity, fmt.Errorf("the server id at %s is longer than %d bytes, more than the Raft handshake can name", address, handshake.MaxIDLen)}
 	}
-	hello := make([]byte, len(raftAuthMagic)+raftNonceLen)
+	hello := make([]byte, len(handshake.Magic)+handshake.NonceLen)
 	if _, err := io.ReadFull(c, hello); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return &refusal{refuseTimeout, fmt.Errorf("no challenge from the peer (a peer without a cluster token waits for Raft bytes): %w", err)}
 		}
 		return ioRefusal("read the peer's challenge", err)
 	}
-	if magic := hello[:len(raftAuthMagic)]; string(magic) != raftAuthMagic {
+	if magic := hello[:len(handshake.Magic)]; string(magic) != handshake.Magic {
 		if r := versionRefusal(magic, "the peer"); r != nil {
 			return r
 		}
 		return &refusal{refuseProtocol, fmt.Errorf("the peer sent %q, not the sexton raft handshake", magic)}
 	}
-	nonceA := hello[len(raftAuthMagic):]
+	nonceA := hello[len(handshake.Magic):]
 	nonceD, err := raftNonce()
 	if err != nil {
 		return &refusal{refuseClosed, err}
 	}
-	msg := append([]byte(raftAuthMagic), nonceD...)
-	msg = append(append(msg, byte(len(self))), self...)
-	msg = append(append(msg, byte(len(target))), target...)
+	msg := append([]byte(handshake.Magic), nonceD...)
+	msg = handshake.AppendID(handshake.AppendID(msg, self), target)
 	msg = append(msg, proofMAC(token, roleDialer, self, target, nonceA, nonceD)...)
 	if _, err := c.Write(msg); err != nil {
 		return ioRefusal("send proof", err)
 	}
-	macA := make([]byte, raftMACLen)
+	macA := make([]byte, handshake.MACLen)
 	if _, err := io.ReadFull(c, macA); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return &refusal{refuseToken, fmt.Errorf("the peer closed the connection after our proof: a cluster token mismatch, or it refuses this server %q or does not take itself for %q", self, target)}
@@ -649,21 +643,8 @@ func (s *raftStream) dialToken(c net.Conn, address string, deadline time.Time) e
 	return nil
 }
 
-// readID reads a length byte and that many bytes of server id.
-func readID(c net.Conn) (string, error) {
-	var n [1]byte
-	if _, err := io.ReadFull(c, n[:]); err != nil {
-		return "", err
-	}
-	id := make([]byte, n[0])
-	if _, err := io.ReadFull(c, id); err != nil {
-		return "", err
-	}
-	return string(id), nil
-}
-
 func raftNonce() ([]byte, error) {
-	n := make([]byte, raftNonceLen)
+	n := make([]byte, handshake.NonceLen)
 	if _, err := rand.Read(n); err != nil {
 		return nil, fmt.Errorf("raft handshake nonce: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"sexton/internal/testutil"
+	"sexton/raftio/handshake"
 	"sexton/raftio/raftiotest"
 )
 
@@ -228,10 +229,10 @@ func TestRaftStreamSilentDialer(t *testing.T) {
 // otherwise answer with a higher term and depose a leader.
 func TestRaftStreamDialerChecksAcceptorProof(t *testing.T) {
 	ln, got := testutil.AcceptOnce(t, func(c net.Conn) []byte {
-		_, _ = c.Write(append([]byte(raftAuthMagic), make([]byte, raftNonceLen)...))
-		_, _ = io.ReadFull(c, make([]byte, len(raftAuthMagic)+raftNonceLen+1+len("m1")+1+len("m2")+raftMACLen))
-		_, _ = c.Write(make([]byte, raftMACLen)) // not the proof
-		rest, _ := io.ReadAll(c)                 // whatever the dialer sends after
+		_, _ = c.Write(append([]byte(handshake.Magic), make([]byte, handshake.NonceLen)...))
+		_, _ = io.ReadFull(c, make([]byte, len(handshake.Magic)+handshake.NonceLen+1+len("m1")+1+len("m2")+handshake.MACLen))
+		_, _ = c.Write(make([]byte, handshake.MACLen)) // not the proof
+		rest, _ := io.ReadAll(c)                       // whatever the dialer sends after
 		return rest
 	})
 	ref := &refusals{}
@@ -274,7 +275,7 @@ func TestRaftStreamBoundsPendingHandshakes(t *testing.T) {
 		}
 		silent = append(silent, c)
 		// The challenge means its handshake has started.
-		if _, err := io.ReadFull(c, make([]byte, len(raftAuthMagic)+raftNonceLen)); err != nil {
+		if _, err := io.ReadFull(c, make([]byte, len(handshake.Magic)+handshake.NonceLen)); err != nil {
 			t.Fatalf("silent dialer %d: %v", i, err)
 		}
 	}
@@ -351,7 +352,7 @@ func TestRaftStreamProofIsBoundToItsDirection(t *testing.T) {
 // version of the token handshake is refused as such on either side, not
 // as a stranger or a token mismatch.
 func TestRaftStreamRefusesOtherHandshakeVersion(t *testing.T) {
-	old := raftAuthPrefix + "\x01"
+	old := handshake.Prefix + "\x01"
 	// An old acceptor: the new dialer refuses its challenge.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -364,7 +365,7 @@ func TestRaftStreamRefusesOtherHandshakeVersion(t *testing.T) {
 			return
 		}
 		defer c.Close()
-		_, _ = c.Write(append([]byte(old), make([]byte, raftNonceLen)...))
+		_, _ = c.Write(append([]byte(old), make([]byte, handshake.NonceLen)...))
 		_, _ = io.ReadAll(c)
 	}()
 	ref := &refusals{}
@@ -385,9 +386,9 @@ func TestRaftStreamRefusesOtherHandshakeVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := io.ReadFull(c, make([]byte, len(raftAuthMagic)+raftNonceLen)); err != nil {
+	if _, err := io.ReadFull(c, make([]byte, len(handshake.Magic)+handshake.NonceLen)); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = c.Write(append([]byte(old), make([]byte, raftNonceLen+raftMACLen)...))
+	_, _ = c.Write(append([]byte(old), make([]byte, handshake.NonceLen+handshake.MACLen)...))
 	testutil.WaitFor(t, 5*time.Second, func() bool { return ref.get("accept/"+refuseVersion) == 1 }, "the acceptor counts accept/version")
 }

@@ -19,30 +19,9 @@ import (
 
 	"github.com/hashicorp/raft"
 	"golang.org/x/sys/unix"
-)
 
-// The token handshake's framing (raftio/raftstream.go), which RelayLayer
-// plays byte by byte: an 8-byte magic, 32-byte nonces and HMAC-SHA256
-// proofs, server ids as a length byte and the id. raftio's tests check
-// these against its own constants.
-const (
-	MagicLen = 8
-	NonceLen = 32
-	MACLen   = 32
+	"sexton/raftio/handshake"
 )
-
-// ReadID reads a length byte and that many bytes of server id.
-func ReadID(c net.Conn) (string, error) {
-	var n [1]byte
-	if _, err := io.ReadFull(c, n[:]); err != nil {
-		return "", err
-	}
-	id := make([]byte, n[0])
-	if _, err := io.ReadFull(c, id); err != nil {
-		return "", err
-	}
-	return string(id), nil
-}
 
 // ReadSnap reads snapshot id of s whole.
 func ReadSnap(s raft.SnapshotStore, id string) (*raft.SnapshotMeta, []byte, error) {
@@ -145,7 +124,7 @@ func (r *RelayLayer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn
 		}
 	}()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	hello := make([]byte, MagicLen+NonceLen)
+	hello := make([]byte, len(handshake.Magic)+handshake.NonceLen)
 	if _, err := io.ReadFull(c, hello); err != nil {
 		return nil, err
 	}
@@ -158,32 +137,30 @@ func (r *RelayLayer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn
 	if _, err := v.Write(hello); err != nil {
 		return nil, err
 	}
-	head := make([]byte, MagicLen+NonceLen)
+	head := make([]byte, len(handshake.Magic)+handshake.NonceLen)
 	if _, err := io.ReadFull(v, head); err != nil {
 		return nil, err
 	}
-	dialer, err := ReadID(v)
+	dialer, err := handshake.ReadID(v)
 	if err != nil {
 		return nil, err
 	}
-	target, err := ReadID(v)
+	target, err := handshake.ReadID(v)
 	if err != nil {
 		return nil, err
 	}
-	mac := make([]byte, MACLen)
+	mac := make([]byte, handshake.MACLen)
 	if _, err := io.ReadFull(v, mac); err != nil {
 		return nil, err
 	}
 	if r.swap {
 		dialer, target = target, dialer
 	}
-	msg := append(head, byte(len(dialer)))
-	msg = append(append(msg, dialer...), byte(len(target)))
-	msg = append(append(msg, target...), mac...)
+	msg := append(handshake.AppendID(handshake.AppendID(head, dialer), target), mac...)
 	if _, err := c.Write(msg); err != nil {
 		return nil, err
 	}
-	if _, err := io.ReadFull(c, make([]byte, MACLen)); err != nil {
+	if _, err := io.ReadFull(c, make([]byte, handshake.MACLen)); err != nil {
 		return nil, fmt.Errorf("the target refused the relayed proof: %w", err)
 	}
 	_ = c.SetDeadline(time.Time{})
