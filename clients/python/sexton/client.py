@@ -357,11 +357,8 @@ class Client:
         def commit(inc: Incarnation, granted: List[Any]) -> bool:
             nonlocal stale
             # The replicas as granted: each carries the grant the leader checks.
-            req: Dict[str, Any] = {"key": key, "size": len(data), "inc": inc.wire(), "replicas": granted}
-            if tenant:
-                req["tenant"] = tenant
-            if if_absent:
-                req["if_absent"] = True
+            req = _with_set({"key": key, "size": len(data), "inc": inc.wire(), "replicas": granted},
+                            tenant=tenant, if_absent=if_absent)
             try:
                 self._mutate("PutCommit", req)
             except IncarnationStale as e:
@@ -924,14 +921,7 @@ class Client:
     def list(self, prefix: str = "", cursor: str = "", limit: int = 0) -> Tuple[List[ObjectInfo], str]:
         """One page of objects with ``prefix`` after ``cursor``, in key
         order, and the cursor of the next page ("" on the last one)."""
-        req: Dict[str, Any] = {}
-        if prefix:
-            req["prefix"] = prefix
-        if cursor:
-            req["cursor"] = cursor
-        if limit:
-            req["limit"] = limit
-        resp = self.call("List", req)
+        resp = self.call("List", _with_set({}, prefix=prefix, cursor=cursor, limit=limit))
         return [ObjectInfo.from_wire(o) for o in (resp.get("objects") or [])], resp.get("next") or ""
 
     def iter_objects(self, prefix: str = "", page: int = 1000) -> Iterator[ObjectInfo]:
@@ -1066,17 +1056,14 @@ def _chunks(seq: Sequence[_T], n: int) -> Iterator[List[_T]]:
 def _put_request(key: str, size: int, replicas: int, tenant: str, if_absent: bool, pool: str,
                  prefer: Sequence[str], exclude: List[str]) -> Dict[str, Any]:
     """A PutGrant or PutStart body."""
-    req: Dict[str, Any] = {"key": key, "size": size, "replicas": replicas}
-    if tenant:
-        req["tenant"] = tenant
-    if if_absent:
-        req["if_absent"] = True
-    if pool:
-        req["pool"] = pool
-    if prefer:
-        req["prefer"] = list(prefer)
-    if exclude:
-        req["exclude"] = list(exclude)
+    return _with_set({"key": key, "size": size, "replicas": replicas}, tenant=tenant, if_absent=if_absent,
+                     pool=pool, prefer=list(prefer), exclude=list(exclude))
+
+
+def _with_set(req: Dict[str, Any], **fields: Any) -> Dict[str, Any]:
+    """req with each of fields that is set (not empty, zero or False) added:
+    the wire leaves unset fields out."""
+    req.update((k, v) for k, v in fields.items() if v)
     return req
 
 
