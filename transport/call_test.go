@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/internal/loopback"
+	"sexton/internal/testutil"
 )
 
 // Many goroutines share one connection; each must get the answer to its own
@@ -358,5 +360,16 @@ func TestObserveHookAndStats(t *testing.T) {
 	}
 	if byName["Echo"].Calls != 1 || byName["Fail"].Errors != 1 || byName[unknownMethod].Calls != 1 || len(byName) != 3 {
 		t.Fatalf("stats %+v", byName)
+	}
+}
+
+// A connection Dial makes to a server on this host is not paced: it runs
+// loopback.CongestionControl whatever the host's default is.
+func TestDialToThisHostDoesNotPace(t *testing.T) {
+	testutil.SkipIfUnpacedByDefault(t, loopback.CongestionControl)
+	ts := startServer(t, ServerConfig{}, nil)
+	c := dial(t, ts.addr, ClientConfig{})
+	if cc := testutil.CongestionControl(t, c.link.nc); cc != loopback.CongestionControl {
+		t.Fatalf("a connection to a server on this host runs %s, want %s", cc, loopback.CongestionControl)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sexton/api"
+	"sexton/internal/loopback"
 )
 
 // Conn is one authenticated client connection. Any number of goroutines
@@ -57,6 +58,7 @@ func Dial(ctx context.Context, addr string, cfg ClientConfig) (*Conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	loopback.Unpace(nc)
 	if cfg.TLS != nil {
 		tc, err := tlsHandshake(ctx, nc, addr, cfg)
 		if err != nil {

@@ -3,6 +3,9 @@ package testutil
 import (
 	"net"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // AcceptOnce listens on a loopback port and serves its first connection
@@ -28,4 +31,68 @@ func AcceptOnce[T any](t testing.TB, serve func(net.Conn) T) (net.Listener, <-ch
 		got <- serve(c)
 	}()
 	return ln, got
+}
+
+// AcceptFrom dials ln from loopback and returns both ends: the dialled
+// connection and the one ln accepted. Both are closed when the test ends.
+func AcceptFrom(t testing.TB, ln net.Listener) (dialled, accepted net.Conn) {
+	t.Helper()
+	got := make(chan net.Conn, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			t.Error(err)
+		}
+		got <- nc
+	}()
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	nc := <-got
+	if nc == nil {
+		t.FailNow()
+	}
+	t.Cleanup(func() { nc.Close() })
+	return c, nc
+}
+
+// CongestionControl is the TCP congestion control of nc's socket.
+func CongestionControl(t testing.TB, nc net.Conn) string {
+	t.Helper()
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		t.Fatalf("a %T is no TCP connection", nc)
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cc string
+	var optErr error
+	if err := rc.Control(func(fd uintptr) {
+		cc, optErr = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if optErr != nil {
+		t.Fatal(optErr)
+	}
+	return cc
+}
+
+// SkipIfUnpacedByDefault skips a test that tells a paced connection from
+// an unpaced one when the host's default congestion control is already
+// want: nothing would tell the two apart.
+func SkipIfUnpacedByDefault(t testing.TB, want string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if _, nc := AcceptFrom(t, ln); CongestionControl(t, nc) == want {
+		t.Skipf("the host's default congestion control is already %s: nothing tells the two apart", want)
+	}
 }

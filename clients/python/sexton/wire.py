@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import select
 import socket
 import ssl
@@ -281,6 +282,27 @@ def _tls_error(addr: str, e: OSError) -> SextonError:
     return Unavailable(f"TLS handshake with {addr}: {e}")
 
 
+# LOCAL_CONGESTION_CONTROL is the congestion control of a connection to a
+# server on this host. Reno never paces; a host default that does (BBR)
+# spreads a large value's segments over timer interrupts, which on
+# loopback, with no network to pace for, only costs CPU and time
+# (docs/SCALING.md, "The write path"). The kernel lets every process set
+# Reno.
+LOCAL_CONGESTION_CONTROL = b"reno"
+
+
+def unpace_local(sock: socket.socket) -> None:
+    """Set LOCAL_CONGESTION_CONTROL on a TCP connection whose peer is on
+    this host (a loopback address, or this end's own address); any other
+    keeps the host's default, as does a failure (only slower)."""
+    try:
+        peer, local = sock.getpeername()[0], sock.getsockname()[0]
+        if ipaddress.ip_address(peer).is_loopback or peer == local:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, LOCAL_CONGESTION_CONTROL)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 class Connection:
     """One authenticated connection to a master or a holder: TCP, then TLS
     when ``tls`` is given, then the token handshake."""
@@ -299,6 +321,7 @@ class Connection:
         except OSError as e:
             raise _fail(Unavailable(f"dial {addr}: {e}"), NOT_SENT) from None
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        unpace_local(self._sock)
         if tls is not None:
             self._tls_handshake(tls, host, deadline)
         try:

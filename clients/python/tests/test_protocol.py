@@ -3,6 +3,7 @@ token handshake, leader following, and what OUTCOME_UNKNOWN means."""
 
 import os
 import signal
+import socket
 import threading
 import time
 from typing import Any, Callable, List, Optional, Tuple
@@ -653,3 +654,22 @@ def test_put_sends_the_value_after_a_head_never_in_a_built_frame(monkeypatch: An
     finally:
         for s in (holder, m):
             s.close()
+
+
+def test_connections_to_this_host_do_not_pace() -> None:
+    # A pacing default (BBR) costs a large value's sender timer interrupts
+    # for nothing on loopback; the client's connections to this host run
+    # Reno whatever the host's default is.
+    with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+        if f.read().strip() == "reno":
+            pytest.skip("the host's default is reno already: nothing to tell apart")
+    srv = harness.FakeServer(lambda m, b: ("ok", {}))
+    try:
+        conn = wire.Connection(srv.addr, deadline=time.monotonic() + 2)
+        try:
+            cc = conn._sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0")
+            assert cc == wire.LOCAL_CONGESTION_CONTROL
+        finally:
+            conn.close()
+    finally:
+        srv.close()
