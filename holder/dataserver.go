@@ -54,11 +54,10 @@ func (s *Service) startDataServer() error {
 	transport.Register(srv, api.MethodHolderScan, s.handleScan)
 	transport.Register(srv, api.MethodHolderStatus, s.handleStatus)
 	transport.Register(srv, api.MethodHolderListRecords, s.handleListRecords)
-	ln, err := listenData(s.cfg.ListenAddr)
+	ln, err := srv.ListenAndServe(s.cfg.ListenAddr, &s.wg)
 	if err != nil {
 		return err
 	}
-	srv.ServeBackground(ln, &s.wg)
 	s.srv, s.ln = srv, ln
 	return nil
 }

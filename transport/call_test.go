@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -363,13 +364,26 @@ func TestObserveHookAndStats(t *testing.T) {
 	}
 }
 
-// A connection Dial makes to a server on this host is not paced: it runs
+// A connection between a client and a server of one host is not paced on
+// either end: Dial's and the one the server accepted run
 // loopback.CongestionControl whatever the host's default is.
-func TestDialToThisHostDoesNotPace(t *testing.T) {
+func TestConnectionsWithinThisHostDoNotPace(t *testing.T) {
 	testutil.SkipIfUnpacedByDefault(t, loopback.CongestionControl)
 	ts := startServer(t, ServerConfig{}, nil)
 	c := dial(t, ts.addr, ClientConfig{})
 	if cc := testutil.CongestionControl(t, c.link.nc); cc != loopback.CongestionControl {
 		t.Fatalf("a connection to a server on this host runs %s, want %s", cc, loopback.CongestionControl)
+	}
+	ts.mu.Lock()
+	var accepted []net.Conn
+	for sc := range ts.conns {
+		accepted = append(accepted, sc.link.nc)
+	}
+	ts.mu.Unlock()
+	if len(accepted) != 1 {
+		t.Fatalf("the server holds %d connections, want 1", len(accepted))
+	}
+	if cc := testutil.CongestionControl(t, accepted[0]); cc != loopback.CongestionControl {
+		t.Fatalf("the server's end of a connection from this host runs %s, want %s", cc, loopback.CongestionControl)
 	}
 }

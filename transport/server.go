@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"sexton/internal/loopback"
 )
 
 // Server defaults.
@@ -221,6 +223,7 @@ func (s *Server) Serve(l net.Listener) error {
 			return err
 		}
 		pause = 0
+		loopback.Unpace(nc)
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -248,18 +251,12 @@ func (s *Server) ListenAndServe(addr string, wg *sync.WaitGroup) (net.Listener, 
 	if err != nil {
 		return nil, err
 	}
-	s.ServeBackground(ln, wg)
-	return ln, nil
-}
-
-// ServeBackground serves ln (Serve) on a goroutine that wg tracks; the
-// goroutine ends at Close.
-func (s *Server) ServeBackground(ln net.Listener, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		_ = s.Serve(ln)
 	}()
+	return ln, nil
 }
 
 func (s *Server) isClosed() bool {
