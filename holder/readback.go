@@ -14,9 +14,12 @@ import (
 // (docs/SCALING.md, "The write path"). So read-back waits until no put has been in flight for
 // readBackIdle, longer than a put's commit takes on a loaded machine (a
 // shorter wait lets it run between one client's puts), and reads
-// readBackStep bytes at a time, stopping as soon as a put starts. It is
-// advice: a range whose bucket's file is gone is skipped, and at most
-// readBackMax bytes wait (the oldest are dropped first).
+// readBackStep bytes at a time, stopping as soon as a put starts. A step
+// returns once its reads are done (readBackAdvise), so a put that starts
+// finds at most one step's reads ahead of its writes on the disk, not
+// everything queued. It is advice: a range whose bucket's file is gone is
+// skipped, and at most readBackMax bytes wait (the oldest are dropped
+// first).
 const (
 	readBackIdle = 100 * time.Millisecond
 	readBackStep = 4 << 20
@@ -49,7 +52,7 @@ type readBack struct {
 func newReadBack() *readBack {
 	return &readBack{
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		idle: readBackIdle, advise: adviseWillNeed,
+		idle: readBackIdle, advise: readBackAdvise,
 	}
 }
 
@@ -153,4 +156,18 @@ func (s *Store) readBackStep(r readBackRange) {
 func (s *Store) stopReadBack() {
 	close(s.readBack.stop)
 	<-s.readBack.done
+}
+
+// readBackAdvise reads n bytes of f at off into the page cache and
+// returns once they are in: FADV_WILLNEED only queues the reads, and a
+// loop of such steps would queue every waiting range at once, in front
+// of the writes of the next put. Reading the range's last byte waits for
+// the readahead's last page, after the others were queued.
+func readBackAdvise(f fsys.File, off, n int64) {
+	if n <= 0 {
+		return
+	}
+	adviseWillNeed(f, off, n)
+	var last [1]byte
+	_, _ = f.ReadAt(last[:], off+n-1)
 }

@@ -2,9 +2,13 @@ package holder
 
 import (
 	"io"
+	"os"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"sexton/internal/fsys"
 )
@@ -130,4 +134,50 @@ func TestReadBackQueue(t *testing.T) {
 	if rs, _ := rec.snapshot(); len(rs) != 0 {
 		t.Fatalf("read back %v of a bucket whose file is gone", rs)
 	}
+}
+
+// A read-back step returns only once its bytes are in the page cache: a
+// step that merely queued its reads would let the next steps queue every
+// waiting range at once, in front of the writes of the next put.
+func TestReadBackStepWaitsForItsReads(t *testing.T) {
+	s, _ := openTemp(t)
+	defer s.Close()
+	s.readBack.mu.Lock()
+	s.readBack.idle = time.Hour // only this test reads back
+	s.readBack.mu.Unlock()
+	mustPutStream(t, s, "a", incN(1), valueOf("a", readBackStep))
+	loc := liveAt(t, s, "a", incN(1))
+	s.mu.Lock()
+	b := s.buckets[loc.bucket]
+	s.mu.Unlock()
+	last := loc.offset + loc.size - 1
+	if pageResident(t, b.file, last) {
+		t.Skip("the value is in the page cache already: this filesystem took no O_DIRECT write")
+	}
+	s.readBackStep(readBackRange{b: b, off: loc.offset, n: loc.size})
+	if !pageResident(t, b.file, last) {
+		t.Fatal("a read-back step returned before the last page of its range was read")
+	}
+	mustGet(t, s, "a", incN(1), valueOf("a", readBackStep))
+}
+
+// pageResident says whether the page of f holding byte off is in the
+// page cache.
+func pageResident(t *testing.T, f fsys.File, off int64) bool {
+	t.Helper()
+	x, ok := f.(fdFile)
+	if !ok {
+		t.Skip("the bucket file has no descriptor")
+	}
+	pg := int64(os.Getpagesize())
+	m, err := unix.Mmap(int(x.Fd()), off/pg*pg, int(pg), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unix.Munmap(m) }()
+	var vec [1]byte
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatal(e)
+	}
+	return vec[0]&1 == 1
 }
