@@ -33,9 +33,9 @@ func AcceptOnce[T any](t testing.TB, serve func(net.Conn) T) (net.Listener, <-ch
 	return ln, got
 }
 
-// AcceptFrom dials ln from loopback and returns both ends: the dialled
-// connection and the one ln accepted. Both are closed when the test ends.
-func AcceptFrom(t testing.TB, ln net.Listener) (dialled, accepted net.Conn) {
+// Accepted dials ln from loopback and returns the connection ln accepted.
+// Both ends are closed when the test ends.
+func Accepted(t testing.TB, ln net.Listener) net.Conn {
 	t.Helper()
 	got := make(chan net.Conn, 1)
 	go func() {
@@ -55,7 +55,7 @@ func AcceptFrom(t testing.TB, ln net.Listener) (dialled, accepted net.Conn) {
 		t.FailNow()
 	}
 	t.Cleanup(func() { nc.Close() })
-	return c, nc
+	return nc
 }
 
 // CongestionControl is the TCP congestion control of nc's socket.
@@ -92,7 +92,7 @@ func SkipIfUnpacedByDefault(t testing.TB, want string) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if _, nc := AcceptFrom(t, ln); CongestionControl(t, nc) == want {
+	if CongestionControl(t, Accepted(t, ln)) == want {
 		t.Skipf("the host's default congestion control is already %s: nothing tells the two apart", want)
 	}
 }

@@ -11,7 +11,7 @@ const (
 	// Version is the handshake version this build speaks.
 	Version = 2
 	// Magic is the 8-byte hello: Prefix and the version byte.
-	Magic = Prefix + "\x02"
+	Magic = Prefix + string(rune(Version))
 	// NonceLen is the length of each side's random nonce.
 	NonceLen = 32
 	// MACLen is the length of a proof (HMAC-SHA256).
